@@ -1,0 +1,2 @@
+//! Criterion benchmarks of the core on `MemoryStore` (filled in below).
+fn main() {}

@@ -1,0 +1,142 @@
+//! A blocking facade for synchronous code: the same elector, driven by a private runtime.
+//!
+//! The caller needs no runtime of its own. The action is a plain closure that runs on the
+//! calling thread while a private one-thread tokio runtime renews the lease and watches its
+//! deadline. Do not call these methods from inside an async context (they block the thread, and
+//! tokio refuses to block inside a runtime); use [`crate::Elector`] there.
+
+use std::sync::Arc;
+
+use tokio::runtime::Runtime;
+
+use crate::error::Result;
+use crate::guard::{LeaderContext, LeaderGuard};
+use crate::lease::{LockState, Release};
+use crate::name::IntoLockName;
+use crate::options::ElectionOptions;
+use crate::outcome::RunOutcome;
+use crate::store::LeaseStore;
+
+/// Blocking single-leader election.
+///
+/// ```
+/// use std::sync::Arc;
+/// use leasehold::{blocking, MemoryStore};
+///
+/// let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
+/// let fence = elector.run_if_leader("nightly", |ctx| ctx.fence())?;
+/// assert_eq!(fence, Some(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Elector {
+    inner: crate::Elector,
+    runtime: Arc<Runtime>,
+}
+
+impl Elector {
+    /// A blocking elector with default options and its own runtime.
+    pub fn new(store: Arc<dyn LeaseStore>) -> std::io::Result<Self> {
+        Self::with_options(store, ElectionOptions::default())
+    }
+
+    /// A blocking elector with the given options and its own runtime.
+    pub fn with_options(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> std::io::Result<Self> {
+        Self::from_async(crate::Elector::with_options(store, options))
+    }
+
+    /// Wraps an async elector (sharing its store and events) with a new private runtime.
+    pub fn from_async(inner: crate::Elector) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("leasehold-blocking")
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            inner,
+            runtime: Arc::new(runtime),
+        })
+    }
+
+    /// The async elector behind this facade.
+    pub fn as_async(&self) -> &crate::Elector {
+        &self.inner
+    }
+
+    /// Runs `action` on this thread if elected; `Ok(None)` on contention. The lease is released
+    /// when the closure returns or panics (the panic then resumes). Check
+    /// [`LeaderContext::is_lost`] in long loops: a closure cannot be cancelled from outside.
+    pub fn run_if_leader<T>(&self, name: impl IntoLockName, action: impl FnOnce(&LeaderContext) -> T) -> Result<Option<T>> {
+        self.runtime
+            .block_on(self.inner.run_if_leader(name, |ctx| async move { action(&ctx) }))
+    }
+
+    /// Like [`run_if_leader`](Self::run_if_leader) for closures returning `Result`.
+    pub fn run<T, E>(
+        &self,
+        name: impl IntoLockName,
+        action: impl FnOnce(&LeaderContext) -> std::result::Result<T, E>,
+    ) -> Result<RunOutcome<T, E>> {
+        self.runtime.block_on(self.inner.run(name, |ctx| async move { action(&ctx) }))
+    }
+
+    /// Acquires the lock and returns a blocking guard; `Ok(None)` on contention.
+    pub fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<Guard>> {
+        let guard = self.runtime.block_on(self.inner.try_acquire(name))?;
+        Ok(guard.map(|guard| Guard {
+            guard: Some(guard),
+            runtime: Arc::clone(&self.runtime),
+        }))
+    }
+
+    /// A best-effort snapshot of the lock.
+    pub fn state(&self, name: impl IntoLockName) -> Result<LockState> {
+        self.runtime.block_on(self.inner.state(name))
+    }
+}
+
+/// A held lease in blocking code; dropping it releases the lease in the background.
+#[derive(Debug)]
+#[must_use = "dropping the guard releases the lease at once"]
+pub struct Guard {
+    guard: Option<LeaderGuard>,
+    runtime: Arc<Runtime>,
+}
+
+impl Guard {
+    /// The guard's context: fence, lease, lost check, extension.
+    pub fn context(&self) -> Option<LeaderContext> {
+        self.guard.as_ref().map(LeaderGuard::context)
+    }
+    /// The fence.
+    pub fn fence(&self) -> u64 {
+        self.guard.as_ref().map_or(0, LeaderGuard::fence)
+    }
+    /// True once the lease is lost or its local deadline passed.
+    pub fn is_lost(&self) -> bool {
+        self.guard.as_ref().is_none_or(LeaderGuard::is_lost)
+    }
+    /// Extends the lease to end `ttl` from now.
+    pub fn extend(&self, ttl: std::time::Duration) -> Result<crate::Extension> {
+        match &self.guard {
+            Some(g) => self.runtime.block_on(g.extend(ttl)),
+            None => Ok(crate::Extension::NotHeld),
+        }
+    }
+    /// Releases the lease and waits for the store's answer.
+    pub fn release(mut self) -> Result<Release> {
+        match self.guard.take() {
+            Some(g) => self.runtime.block_on(g.release()),
+            None => Ok(Release::NotHeld),
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            let _enter = self.runtime.enter();
+            drop(guard);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! `Elector`: single-leader election.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::events::Event;
+use crate::guard::{LeaderContext, LeaderGuard};
+use crate::lease::LockState;
+use crate::name::{IntoLockName, NameError};
+use crate::options::ElectionOptions;
+use crate::outcome::RunOutcome;
+use crate::store::LeaseStore;
+use crate::tenant::Tenant;
+
+/// Methods shared by [`Elector`] and [`GroupElector`](crate::GroupElector); both delegate to the
+/// same engine, so single and group election behave identically apart from the slot count.
+macro_rules! election_api {
+    () => {
+        /// Runs `action` if this node wins the lock within `wait`; `Ok(None)` if another holder
+        /// kept it for the whole wait. The lease is released when the action ends — also when it
+        /// panics (then the panic resumes) or when this future is dropped. A store failure is
+        /// `Err`, never a skip.
+        pub async fn run_if_leader<T, F, Fut>(&self, name: impl IntoLockName, action: F) -> Result<Option<T>>
+        where
+            F: FnOnce(LeaderContext) -> Fut,
+            Fut: Future<Output = T>,
+        {
+            self.engine.run_guarded(name, action, |_| false).await
+        }
+
+        /// Like [`run_if_leader`](Self::run_if_leader) for actions returning `Result`:
+        /// `Elected(value)`, `Skipped`, or `ActionFailed(error)` (the lease was released).
+        pub async fn run<T, E, F, Fut>(&self, name: impl IntoLockName, action: F) -> Result<RunOutcome<T, E>>
+        where
+            F: FnOnce(LeaderContext) -> Fut,
+            Fut: Future<Output = std::result::Result<T, E>>,
+        {
+            let ran = self.engine.run_guarded(name, action, |r| r.is_err()).await?;
+            Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
+        }
+
+        /// Acquires the lock (waiting up to `wait`) and returns the guard, for code that manages
+        /// the lease itself. `Ok(None)` on contention.
+        pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
+            self.engine.try_acquire(name).await
+        }
+
+        /// A best-effort snapshot of the lock's holders (the full, namespaced name is reported).
+        pub async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
+            self.engine.state(name).await
+        }
+
+        /// A copy that maps every lock name to `tenant:<id>:<name>`, sharing store and events.
+        pub fn for_tenant(&self, id: impl AsRef<str>) -> std::result::Result<Self, NameError> {
+            Ok(self.for_namespace(Tenant::new(id)?))
+        }
+
+        /// A copy scoped to an explicit [`Tenant`] namespace (custom prefix).
+        pub fn for_namespace(&self, tenant: Tenant) -> Self {
+            self.with_engine(self.engine.for_tenant(tenant))
+        }
+
+        /// Subscribes to this elector's events (shared with its tenant and reconfigured copies).
+        pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+            self.engine.events.subscribe()
+        }
+
+        /// The store.
+        pub fn store(&self) -> &Arc<dyn LeaseStore> {
+            &self.engine.store
+        }
+    };
+}
+pub(crate) use election_api;
+
+/// Single-leader election over a [`LeaseStore`]: run work on one node, skip it everywhere else.
+///
+/// Cheap to clone; clones share store, options and event channel.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+/// use std::{sync::Arc, time::Duration};
+/// use leasehold::{ElectionOptions, Elector, MemoryStore, RunOutcome};
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let elector = Elector::with_options(store, ElectionOptions::builder().wait(Duration::ZERO).build()?);
+///
+/// // Contention is not an error: the second caller skips while the first holds the lock.
+/// let held = elector.try_acquire("report").await?.expect("free");
+/// assert_eq!(elector.run_if_leader("report", |_| async { "ran" }).await?, None);
+/// held.release().await?;
+///
+/// let outcome = elector.run("report", |ctx| async move { Ok::<_, String>(ctx.fence()) }).await?;
+/// assert_eq!(outcome, RunOutcome::Elected(2));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Elector {
+    engine: Engine,
+}
+
+impl std::fmt::Debug for Elector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Elector")
+            .field("store", &self.engine.store.describe())
+            .field("options", &self.engine.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Elector {
+    /// An elector with default options (wait 5 s, lease 60 s).
+    pub fn new(store: Arc<dyn LeaseStore>) -> Self {
+        Self::with_options(store, ElectionOptions::default())
+    }
+
+    /// An elector with the given options.
+    pub fn with_options(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
+        Self {
+            engine: Engine::new(store, options, 1),
+        }
+    }
+
+    /// A copy with other options, sharing store and event channel.
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{ElectionOptions, Elector, MemoryStore};
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let quick = elector.reconfigured(ElectionOptions::builder().wait(Duration::ZERO).build()?);
+    /// assert_eq!(quick.options().wait(), Duration::ZERO);
+    /// # Ok::<(), leasehold::OptionsError>(())
+    /// ```
+    pub fn reconfigured(&self, options: ElectionOptions) -> Self {
+        Self {
+            engine: self.engine.reconfigured(options, 1),
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ElectionOptions {
+        &self.engine.options
+    }
+
+    fn with_engine(&self, engine: Engine) -> Self {
+        Self { engine }
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    election_api!();
+}

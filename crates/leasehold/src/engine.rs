@@ -1,0 +1,236 @@
+//! The election engine shared by `Elector` and `GroupElector`: waiting, retries, running an
+//! action under a lease, and releasing it whatever happens.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::OptionFuture;
+use tokio::sync::oneshot;
+use tokio::time::{Instant, sleep};
+use tracing::{Instrument, debug, debug_span};
+
+use crate::error::{Error, Result, StoreError, StoreResult};
+use crate::events::{Event, Events};
+use crate::guard::{LeaderContext, LeaderGuard, LeaseCell};
+use crate::lease::{AcquireRequest, Lease, LockState, Token};
+use crate::metrics;
+use crate::name::{IntoLockName, LockName};
+use crate::options::ElectionOptions;
+use crate::store::LeaseStore;
+use crate::tenant::Tenant;
+
+#[derive(Clone)]
+pub(crate) struct Engine {
+    pub(crate) store: Arc<dyn LeaseStore>,
+    pub(crate) options: Arc<ElectionOptions>,
+    pub(crate) slots: u32,
+    pub(crate) events: Events,
+    pub(crate) tenant: Option<Arc<Tenant>>,
+}
+
+impl Engine {
+    pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions, slots: u32) -> Self {
+        Self {
+            store,
+            options: Arc::new(options),
+            slots,
+            events: Events::default(),
+            tenant: None,
+        }
+    }
+
+    pub(crate) fn reconfigured(&self, options: ElectionOptions, slots: u32) -> Self {
+        Self {
+            options: Arc::new(options),
+            slots,
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn for_tenant(&self, tenant: Tenant) -> Self {
+        Self {
+            tenant: Some(Arc::new(tenant)),
+            ..self.clone()
+        }
+    }
+
+    /// Validates a caller's name and maps it into the tenant namespace, if any.
+    pub(crate) fn lock_name(&self, name: impl IntoLockName) -> Result<LockName> {
+        let name = name.into_lock_name()?;
+        Ok(match &self.tenant {
+            Some(t) => t.scope(name.as_str())?,
+            None => name,
+        })
+    }
+
+    pub(crate) async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
+        let lock = self.lock_name(name)?;
+        self.store
+            .state(&lock, self.slots)
+            .await
+            .map_err(|e| Error::store(&lock, e))
+    }
+
+    pub(crate) async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
+        let lock = self.lock_name(name)?;
+        self.acquire(&lock).await
+    }
+
+    /// Waits up to `wait` for a lease. Contention is `Ok(None)`; a store error is `Err`, also when
+    /// transient errors persist until the deadline.
+    pub(crate) async fn acquire(&self, lock: &LockName) -> Result<Option<LeaderGuard>> {
+        let opts = &*self.options;
+        metrics::attempt(lock);
+        let start = Instant::now();
+        let deadline = start + opts.wait;
+        let req = AcquireRequest {
+            lock: lock.clone(),
+            slots: self.slots,
+            owner: opts.node_id.to_string(),
+            token: Token::random(),
+            ttl: opts.lease,
+        };
+        let mut signal = if opts.wait.is_zero() { None } else { self.store.release_signal(lock) };
+        let mut attempt = 0u32;
+        loop {
+            let sent_at = Instant::now();
+            let last_error = match self.attempt(&req).await {
+                Ok(Some(lease)) => return Ok(Some(self.elected(lease, start, sent_at))),
+                Ok(None) => None,
+                Err(e) if e.is_transient() => {
+                    debug!(lock = %lock, error = %e, "leasehold: transient error while acquiring");
+                    Some(e)
+                }
+                Err(e) => {
+                    metrics::not_acquired(lock, true);
+                    return Err(Error::store(lock, e));
+                }
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                if let Some(e) = last_error {
+                    metrics::not_acquired(lock, true);
+                    return Err(Error::store(lock, e));
+                }
+                metrics::not_acquired(lock, false);
+                debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
+                self.events.emit(|| Event::Skipped { lock: lock.clone() });
+                return Ok(None);
+            }
+            let pause = opts.retry.pause(attempt).min(deadline - now);
+            attempt = attempt.saturating_add(1);
+            match signal.as_mut() {
+                Some(s) => {
+                    tokio::select! {
+                        () = sleep(pause) => {}
+                        () = s.released() => {}
+                    }
+                }
+                None => sleep(pause).await,
+            }
+        }
+    }
+
+    /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
+    /// task, which releases a lease that arrives after the caller stopped waiting for it.
+    async fn attempt(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        if self.store.acquire_is_cancel_safe() {
+            return self.store.try_acquire(req).await;
+        }
+        let (tx, rx) = oneshot::channel();
+        let store = Arc::clone(&self.store);
+        let req = req.clone();
+        tokio::spawn(async move {
+            let outcome = store.try_acquire(&req).await;
+            if let Err(Ok(Some(late))) = tx.send(outcome) {
+                debug!(lock = %late.lock, "leasehold: releasing a lease granted after the caller gave up");
+                let _ = store.release(&late, std::time::Duration::ZERO).await;
+            }
+        });
+        rx.await
+            .map_err(|_| StoreError::transient("the acquisition task ended without an answer"))?
+    }
+
+    fn elected(&self, lease: Lease, start: Instant, sent_at: Instant) -> LeaderGuard {
+        let opts = &*self.options;
+        metrics::acquired(&lease.lock, start.elapsed());
+        debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, "leasehold: elected");
+        self.events.emit(|| Event::Elected {
+            lock: lease.lock.clone(),
+            slot: lease.slot,
+            fence: lease.fence,
+            owner: Arc::clone(&opts.node_id),
+            expires_at: lease.expires_at,
+        });
+        let cell = LeaseCell::new(
+            Arc::clone(&self.store),
+            self.events.clone(),
+            lease,
+            sent_at,
+            opts.lease,
+            opts.min_lease,
+        );
+        LeaderGuard::new(cell, opts.auto_extend)
+    }
+
+    /// Runs `action` under a lease. `Ok(None)` on contention. Panics release the lease and then
+    /// resume; dropping the returned future releases the lease too (through the guard's drop).
+    pub(crate) async fn run_guarded<T, F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        action: F,
+        failed: fn(&T) -> bool,
+    ) -> Result<Option<T>>
+    where
+        F: FnOnce(LeaderContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let lock = self.lock_name(name)?;
+        let span = debug_span!("leasehold.run", lock = %lock);
+        async move {
+            let Some(guard) = self.acquire(&lock).await? else {
+                return Ok(None);
+            };
+            let ctx = guard.context();
+            let started = Instant::now();
+            let action = OptionFuture::from(Some(AssertUnwindSafe(action(ctx.clone())).catch_unwind()));
+            tokio::pin!(action);
+            let mut finished = {
+                let lost = ctx.lost();
+                tokio::pin!(lost);
+                tokio::select! {
+                    biased;
+                    r = &mut action => r,
+                    _ = &mut lost => None,
+                }
+            };
+            if finished.is_none() && !self.options.cancel_on_lost {
+                // Lost while running: the Lost event is out; let the action finish.
+                finished = action.as_mut().await;
+            }
+            let Some(finished) = finished else {
+                // Lost with cancel-on-lost: drop the action before releasing.
+                action.set(None.into());
+                let reason = ctx.lost().await;
+                metrics::action_finished(&lock, started.elapsed(), true);
+                let _ = guard.release().await;
+                return Err(Error::Lost {
+                    lock: lock.to_string(),
+                    reason,
+                });
+            };
+            let is_failure = finished.as_ref().map_or(true, failed);
+            metrics::action_finished(&lock, started.elapsed(), is_failure);
+            let _ = guard.release().await;
+            match finished {
+                Ok(v) => Ok(Some(v)),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+

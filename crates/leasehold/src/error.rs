@@ -1,0 +1,141 @@
+//! Errors.
+
+use std::fmt;
+
+use crate::name::NameError;
+use crate::options::OptionsError;
+
+/// Whether retrying can help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The store may answer if asked again (connection lost, timeout, failover, throttling).
+    Transient,
+    /// Asking again will not help (configuration, permissions, schema, bad script).
+    Permanent,
+}
+
+/// A failure of a store operation, classified by [`ErrorKind`].
+///
+/// Messages must never contain secrets such as passwords; stores redact them.
+///
+/// ```
+/// use leasehold::{ErrorKind, StoreError};
+/// let e = StoreError::transient("connection reset");
+/// assert_eq!(e.kind(), ErrorKind::Transient);
+/// assert!(e.is_transient());
+/// ```
+#[derive(Debug)]
+pub struct StoreError {
+    kind: ErrorKind,
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl StoreError {
+    /// A transient error.
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Transient, message)
+    }
+    /// A permanent error.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Permanent, message)
+    }
+    /// An error of the given kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+    /// Attaches the underlying error.
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+    /// The classification.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    /// True for [`ErrorKind::Transient`].
+    pub fn is_transient(&self) -> bool {
+        self.kind == ErrorKind::Transient
+    }
+    /// The message, without the source.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            ErrorKind::Transient => "transient",
+            ErrorKind::Permanent => "permanent",
+        };
+        write!(f, "{kind} store error: {}", self.message)?;
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Result of a store operation.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Errors returned by the electors. Contention is never an error: it is `Ok(None)` or
+/// [`RunOutcome::Skipped`](crate::RunOutcome::Skipped).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The lock name was invalid.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The options were invalid.
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    /// The store failed.
+    #[error("lock {lock}: {source}")]
+    Store {
+        /// The lock being worked on.
+        lock: String,
+        /// The store's error.
+        #[source]
+        source: StoreError,
+    },
+    /// The lease was lost while the action ran and the elector was told to cancel on loss.
+    #[error("lock {lock}: lease lost while the action ran ({reason}); the action was cancelled")]
+    Lost {
+        /// The lock.
+        lock: String,
+        /// Why it was lost.
+        reason: crate::events::LostReason,
+    },
+}
+
+impl Error {
+    pub(crate) fn store(lock: &crate::LockName, source: StoreError) -> Self {
+        Self::Store {
+            lock: lock.to_string(),
+            source,
+        }
+    }
+    /// The store error, if this is one.
+    pub fn as_store(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Result of an elector call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

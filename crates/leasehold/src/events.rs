@@ -1,0 +1,143 @@
+//! Election events, broadcast to any number of listeners.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::broadcast;
+
+use crate::name::LockName;
+
+/// How many events a slow listener may fall behind before it misses some
+/// (it then sees [`broadcast::error::RecvError::Lagged`]).
+pub const EVENT_BUFFER: usize = 256;
+
+/// Why a lease was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The store said the token no longer holds the lease (expired, released or taken over).
+    NotHeld,
+    /// The lease could not be renewed before the conservative local deadline, so it can no
+    /// longer be proven; the store may hand the lock on soon after.
+    DeadlinePassed,
+    /// Renewal failed with a permanent store error.
+    StoreFailed,
+}
+
+impl fmt::Display for LostReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::NotHeld => "the store no longer holds it for this owner",
+            Self::DeadlinePassed => "it could not be renewed before its local deadline",
+            Self::StoreFailed => "renewal failed with a permanent store error",
+        })
+    }
+}
+
+/// Something that happened to a lock on this node.
+///
+/// Listening never affects the action: events are sent without waiting, and a listener that falls
+/// more than [`EVENT_BUFFER`] events behind misses the oldest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// This node acquired the lock (before the action starts).
+    Elected {
+        /// The lock.
+        lock: LockName,
+        /// The slot.
+        slot: u32,
+        /// The fence of the new lease.
+        fence: u64,
+        /// The owner recorded.
+        owner: Arc<str>,
+        /// The store's expiry.
+        expires_at: SystemTime,
+    },
+    /// This node gave up waiting for the lock.
+    Skipped {
+        /// The lock.
+        lock: LockName,
+    },
+    /// The lease was renewed.
+    Extended {
+        /// The lock.
+        lock: LockName,
+        /// The slot.
+        slot: u32,
+        /// The fence.
+        fence: u64,
+        /// The new expiry.
+        expires_at: SystemTime,
+    },
+    /// The lease was lost while held.
+    Lost {
+        /// The lock.
+        lock: LockName,
+        /// The slot.
+        slot: u32,
+        /// The fence.
+        fence: u64,
+        /// Why.
+        reason: LostReason,
+    },
+    /// The lease was released (or shortened to the remaining minimum lease).
+    Released {
+        /// The lock.
+        lock: LockName,
+        /// The slot.
+        slot: u32,
+        /// The fence.
+        fence: u64,
+        /// How long the store keeps it held for the minimum lease.
+        linger: Duration,
+    },
+}
+
+impl Event {
+    /// The lock the event is about.
+    pub fn lock(&self) -> &LockName {
+        match self {
+            Self::Elected { lock, .. }
+            | Self::Skipped { lock }
+            | Self::Extended { lock, .. }
+            | Self::Lost { lock, .. }
+            | Self::Released { lock, .. } => lock,
+        }
+    }
+
+    /// A short lowercase name: `elected`, `skipped`, `extended`, `lost`, `released`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Elected { .. } => "elected",
+            Self::Skipped { .. } => "skipped",
+            Self::Extended { .. } => "extended",
+            Self::Lost { .. } => "lost",
+            Self::Released { .. } => "released",
+        }
+    }
+}
+
+/// The sending side shared by an elector and its clones.
+#[derive(Debug, Clone)]
+pub(crate) struct Events(broadcast::Sender<Event>);
+
+impl Default for Events {
+    fn default() -> Self {
+        Self(broadcast::channel(EVENT_BUFFER).0)
+    }
+}
+
+impl Events {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.0.subscribe()
+    }
+
+    /// Sends an event, building it only if someone listens.
+    pub(crate) fn emit(&self, make: impl FnOnce() -> Event) {
+        if self.0.receiver_count() > 0 {
+            let _ = self.0.send(make());
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! `LeaderGuard`: a held lease, its local deadline, its lost signal and its release.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use crate::error::{Error, Result};
+use crate::events::{Event, Events, LostReason};
+use crate::lease::{Extension, Lease, Release};
+use crate::metrics;
+use crate::store::LeaseStore;
+use crate::watchdog;
+
+/// The safety margin taken off a lease for the local deadline: a tenth of the lease, at least
+/// 1 ms, at most half the lease. It covers clock-rate drift between this host and the store and
+/// scheduling delay between noticing the deadline and acting on it.
+pub(crate) fn safety_margin(ttl: Duration) -> Duration {
+    (ttl / 10).max(Duration::from_millis(1)).min(ttl / 2)
+}
+
+/// State shared by a guard, its contexts and its watchdog.
+pub(crate) struct LeaseCell {
+    pub(crate) store: Arc<dyn LeaseStore>,
+    pub(crate) events: Events,
+    pub(crate) ttl: Duration,
+    min_lease: Duration,
+    /// Monotonic instant at which the acquisition succeeded (min-lease is counted from here).
+    acquired: Instant,
+    state: Mutex<CellState>,
+    lost_flag: AtomicBool,
+    lost_notify: Notify,
+    pub(crate) stop: Notify,
+    pub(crate) stopping: AtomicBool,
+}
+
+struct CellState {
+    lease: Lease,
+    deadline: Instant,
+    lost: Option<LostReason>,
+}
+
+impl LeaseCell {
+    pub(crate) fn new(
+        store: Arc<dyn LeaseStore>,
+        events: Events,
+        lease: Lease,
+        sent_at: Instant,
+        ttl: Duration,
+        min_lease: Duration,
+    ) -> Self {
+        Self {
+            store,
+            events,
+            ttl,
+            min_lease,
+            acquired: Instant::now(),
+            state: Mutex::new(CellState {
+                lease,
+                deadline: sent_at + ttl - safety_margin(ttl),
+                lost: None,
+            }),
+            lost_flag: AtomicBool::new(false),
+            lost_notify: Notify::new(),
+            stop: Notify::new(),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, CellState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn lease(&self) -> Lease {
+        self.state().lease.clone()
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        self.state().deadline
+    }
+
+    pub(crate) fn lost_reason(&self) -> Option<LostReason> {
+        if !self.lost_flag.load(Ordering::Acquire) {
+            if Instant::now() >= self.deadline() {
+                self.mark_lost(LostReason::DeadlinePassed);
+            } else {
+                return None;
+            }
+        }
+        self.state().lost
+    }
+
+    /// Records a successful extension whose request was sent at `sent_at`. A later deadline
+    /// already set (e.g. by a longer manual extension) is kept.
+    pub(crate) fn extended(&self, sent_at: Instant, ttl: Duration, expires_at: SystemTime) {
+        let (lock, slot, fence) = {
+            let mut st = self.state();
+            if st.lost.is_some() {
+                return;
+            }
+            st.deadline = st.deadline.max(sent_at + ttl - safety_margin(ttl));
+            st.lease.expires_at = st.lease.expires_at.max(expires_at);
+            (st.lease.lock.clone(), st.lease.slot, st.lease.fence)
+        };
+        metrics::extended(&lock);
+        self.events.emit(|| Event::Extended {
+            lock,
+            slot,
+            fence,
+            expires_at,
+        });
+    }
+
+    /// Marks the lease lost (once): wakes `lost()` waiters, emits `Lost`, counts it.
+    pub(crate) fn mark_lost(&self, reason: LostReason) {
+        let (lock, slot, fence) = {
+            let mut st = self.state();
+            if st.lost.is_some() {
+                return;
+            }
+            st.lost = Some(reason);
+            (st.lease.lock.clone(), st.lease.slot, st.lease.fence)
+        };
+        self.lost_flag.store(true, Ordering::Release);
+        self.lost_notify.notify_waiters();
+        warn!(lock = %lock, slot, fence, %reason, "leasehold: lease lost");
+        metrics::lost(&lock, reason);
+        self.events.emit(|| Event::Lost {
+            lock,
+            slot,
+            fence,
+            reason,
+        });
+    }
+
+    /// Resolves when the lease is lost or its local deadline passes.
+    pub(crate) async fn lost(&self) -> LostReason {
+        loop {
+            let notified = self.lost_notify.notified();
+            if let Some(reason) = self.lost_reason() {
+                return reason;
+            }
+            let deadline = self.deadline();
+            tokio::select! {
+                () = notified => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    pub(crate) async fn extend(&self, ttl: Duration) -> Result<Extension> {
+        let lease = self.lease();
+        let sent_at = Instant::now();
+        let outcome = self
+            .store
+            .extend(&lease, ttl)
+            .await
+            .map_err(|e| Error::store(&lease.lock, e))?;
+        match outcome {
+            Extension::Extended { expires_at } => self.extended(sent_at, ttl, expires_at),
+            Extension::NotHeld => self.mark_lost(LostReason::NotHeld),
+        }
+        Ok(outcome)
+    }
+
+    /// The remaining minimum lease, counted from after acquisition.
+    fn linger(&self) -> Duration {
+        self.min_lease.saturating_sub(self.acquired.elapsed())
+    }
+
+    /// Releases on the store (after the watchdog stopped) and reports it.
+    async fn release(&self) -> Result<Release> {
+        let lease = self.lease();
+        let linger = self.linger();
+        let outcome = self.store.release(&lease, linger).await;
+        metrics::released(&lease.lock);
+        match &outcome {
+            Ok(Release::Released) => {
+                debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "leasehold: released");
+                self.events.emit(|| Event::Released {
+                    lock: lease.lock.clone(),
+                    slot: lease.slot,
+                    fence: lease.fence,
+                    linger,
+                });
+            }
+            Ok(Release::NotHeld) => {
+                debug!(lock = %lease.lock, slot = lease.slot, "leasehold: release found the lease no longer held");
+                self.mark_lost(LostReason::NotHeld);
+            }
+            Err(e) => {
+                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: release failed; the lease ends at its expiry");
+            }
+        }
+        outcome.map_err(|e| Error::store(&lease.lock, e))
+    }
+}
+
+/// A held lease. Dropping it releases the lease (on a background task); call
+/// [`release`](Self::release) to release and wait for the store's answer.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+/// use std::sync::Arc;
+/// use leasehold::{Elector, MemoryStore};
+///
+/// let elector = Elector::new(Arc::new(MemoryStore::new()));
+/// let guard = elector.try_acquire("migrations").await?.expect("free lock");
+/// assert_eq!(guard.fence(), 1);
+/// assert!(elector.try_acquire("migrations").await?.is_none() || true);
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping the guard releases the lease at once"]
+pub struct LeaderGuard {
+    cell: Arc<LeaseCell>,
+    watchdog: Option<JoinHandle<()>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for LeaderGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderGuard").field("lease", &self.cell.lease()).finish_non_exhaustive()
+    }
+}
+
+impl LeaderGuard {
+    pub(crate) fn new(cell: LeaseCell, auto_extend: bool) -> Self {
+        let cell = Arc::new(cell);
+        let watchdog = auto_extend.then(|| tokio::spawn(watchdog::run(Arc::clone(&cell))));
+        Self {
+            cell,
+            watchdog,
+            done: false,
+        }
+    }
+
+    /// The lease as last seen (expiry updates on renewal).
+    pub fn lease(&self) -> Lease {
+        self.cell.lease()
+    }
+    /// The fencing number: pass it to the resource you protect.
+    pub fn fence(&self) -> u64 {
+        self.cell.state().lease.fence
+    }
+    /// The slot (0 for single-leader locks).
+    pub fn slot(&self) -> u32 {
+        self.cell.state().lease.slot
+    }
+    /// The store's expiry as last seen.
+    pub fn expires_at(&self) -> SystemTime {
+        self.cell.state().lease.expires_at
+    }
+    /// The conservative local deadline: the lease is reported lost at this monotonic instant unless
+    /// renewed before.
+    pub fn local_deadline(&self) -> Instant {
+        self.cell.deadline()
+    }
+    /// A cheap handle for the action: fence, lease, lost signal, extension.
+    pub fn context(&self) -> LeaderContext {
+        LeaderContext(Arc::clone(&self.cell))
+    }
+    /// True once the lease is lost or its local deadline has passed.
+    pub fn is_lost(&self) -> bool {
+        self.cell.lost_reason().is_some()
+    }
+    /// Resolves when the lease is lost or can no longer be proven (local deadline passed).
+    pub async fn lost(&self) -> LostReason {
+        self.cell.lost().await
+    }
+    /// Extends the lease to end `ttl` from now (store clock). `NotHeld` also marks the guard lost.
+    pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
+        self.cell.extend(ttl).await
+    }
+
+    /// Stops renewal and releases the lease (or shortens it to the remaining minimum lease).
+    /// `Ok(Release::NotHeld)` means the lease had already ended or been taken over.
+    pub async fn release(mut self) -> Result<Release> {
+        self.done = true;
+        let watchdog = self.watchdog.take();
+        finish(&self.cell, watchdog).await
+    }
+}
+
+/// Stops the watchdog, waiting for an extension in flight, then releases.
+async fn finish(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
+    if let Some(handle) = watchdog {
+        cell.stopping.store(true, Ordering::Release);
+        cell.stop.notify_one();
+        let _ = handle.await;
+    }
+    cell.release().await
+}
+
+impl Drop for LeaderGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let cell = Arc::clone(&self.cell);
+        let watchdog = self.watchdog.take();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    let _ = finish(&cell, watchdog).await;
+                });
+            }
+            Err(_) => {
+                let lease = cell.lease();
+                warn!(lock = %lease.lock, slot = lease.slot,
+                    "leasehold: guard dropped outside a tokio runtime; the lease ends at its expiry");
+            }
+        }
+    }
+}
+
+/// What the action can reach of its lease: the fence to pass to the resource, the lost signal and
+/// manual extension. Cheap to clone.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+/// use std::sync::Arc;
+/// use leasehold::{Elector, MemoryStore};
+///
+/// let elector = Elector::new(Arc::new(MemoryStore::new()));
+/// let fence = elector.run_if_leader("export", |ctx| async move {
+///     // write_to_resource(data, ctx.fence())
+///     ctx.fence()
+/// }).await?;
+/// assert_eq!(fence, Some(1));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LeaderContext(Arc<LeaseCell>);
+
+impl std::fmt::Debug for LeaderContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LeaderContext").field(&self.0.lease()).finish()
+    }
+}
+
+impl LeaderContext {
+    /// The fencing number.
+    pub fn fence(&self) -> u64 {
+        self.0.state().lease.fence
+    }
+    /// The lease as last seen.
+    pub fn lease(&self) -> Lease {
+        self.0.lease()
+    }
+    /// True once the lease is lost or its local deadline has passed.
+    pub fn is_lost(&self) -> bool {
+        self.0.lost_reason().is_some()
+    }
+    /// Resolves when the lease is lost or can no longer be proven.
+    pub async fn lost(&self) -> LostReason {
+        self.0.lost().await
+    }
+    /// Extends the lease to end `ttl` from now.
+    pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
+        self.0.extend(ttl).await
+    }
+    /// The conservative local deadline.
+    pub fn local_deadline(&self) -> Instant {
+        self.0.deadline()
+    }
+}

@@ -1,0 +1,173 @@
+//! The lease model: tokens, fences, leases and state snapshots.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use rand::Rng;
+
+use crate::name::LockName;
+
+/// A random ownership proof (128 bits) minted for each acquisition.
+///
+/// Extend and release are accepted only with the token of the current holder. Its `Debug`
+/// form is abbreviated so logs do not carry the full secret.
+///
+/// ```
+/// use leasehold::Token;
+/// let (a, b) = (Token::random(), Token::random());
+/// assert_ne!(a, b);
+/// assert_eq!(a.to_hex().len(), 32);
+/// assert_eq!(Token::from_hex(&a.to_hex()), Some(a));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Token(u128);
+
+impl Token {
+    /// A fresh random token from a cryptographically secure generator.
+    pub fn random() -> Self {
+        Self(rand::rng().random())
+    }
+    /// The token as 32 lowercase hex digits, the form stores persist.
+    pub fn to_hex(self) -> String {
+        format!("{:032x}", self.0)
+    }
+    /// Parses the 32-hex-digit form.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        (text.len() == 32).then(|| u128::from_str_radix(text, 16).ok().map(Self))?
+    }
+    /// The raw value.
+    pub fn as_u128(self) -> u128 {
+        self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Token({:08x}…)", (self.0 >> 96) as u32)
+    }
+}
+
+/// One granted lease, as returned by a store.
+///
+/// `fence` strictly increases with every grant of the same `(lock, slot)`, across release, expiry,
+/// takeover and store restarts (for durable stores); pass it to the resource you protect and have it
+/// reject writes that carry a lower fence than one it has seen. Times are the store's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The lock.
+    pub lock: LockName,
+    /// The slot (always 0 for single-leader locks).
+    pub slot: u32,
+    /// The owner (node id) recorded with the lease.
+    pub owner: String,
+    /// The ownership token.
+    pub token: Token,
+    /// The fencing number.
+    pub fence: u64,
+    /// When the store granted the lease, by the store's clock.
+    pub acquired_at: SystemTime,
+    /// When the lease ends unless extended, by the store's clock.
+    pub expires_at: SystemTime,
+}
+
+/// One attempt to acquire a lease, as the core sends it to a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquireRequest {
+    /// The lock.
+    pub lock: LockName,
+    /// Number of slots: 1 for single-leader locks, `max_leaders` for groups. The store grants the
+    /// lowest free slot in `0..slots`.
+    pub slots: u32,
+    /// The owner to record.
+    pub owner: String,
+    /// The token; a retried request carries the same token, so a store that finds its own token
+    /// already holding a live slot returns that lease instead of contention.
+    pub token: Token,
+    /// The lease length; expiry is computed by the store's clock.
+    pub ttl: Duration,
+}
+
+/// The outcome of an extend request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extension {
+    /// Extended; the lease now ends at this store time.
+    Extended {
+        /// The new expiry.
+        expires_at: SystemTime,
+    },
+    /// The token no longer holds a live lease (expired, released, or taken over).
+    NotHeld,
+}
+
+/// The outcome of a release request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Released (or shortened to the requested linger).
+    Released,
+    /// The token no longer held a live lease; nothing was changed.
+    NotHeld,
+}
+
+/// One live holder in a state snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The slot.
+    pub slot: u32,
+    /// The owner (node id).
+    pub owner: String,
+    /// The current fence.
+    pub fence: u64,
+    /// When it was granted.
+    pub acquired_at: SystemTime,
+    /// When it ends unless extended.
+    pub expires_at: SystemTime,
+}
+
+/// A best-effort snapshot of a lock: for observability, never to decide whether to run work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockState {
+    /// The lock (the full, namespaced name).
+    pub lock: LockName,
+    /// Number of slots asked about.
+    pub slots: u32,
+    /// Live holders, ordered by slot.
+    pub holders: Vec<Holder>,
+}
+
+impl LockState {
+    /// An empty snapshot.
+    ///
+    /// ```
+    /// # use leasehold::{LockName, LockState};
+    /// let s = LockState::empty(LockName::new("x")?, 1);
+    /// assert!(s.is_free() && s.available() == 1);
+    /// # Ok::<(), leasehold::NameError>(())
+    /// ```
+    pub fn empty(lock: LockName, slots: u32) -> Self {
+        Self {
+            lock,
+            slots,
+            holders: Vec::new(),
+        }
+    }
+    /// True when no slot is held.
+    pub fn is_free(&self) -> bool {
+        self.holders.is_empty()
+    }
+    /// The holder of a single-leader lock (slot 0).
+    pub fn holder(&self) -> Option<&Holder> {
+        self.holders.first()
+    }
+    /// Slots in use.
+    pub fn active(&self) -> u32 {
+        u32::try_from(self.holders.len()).unwrap_or(u32::MAX)
+    }
+    /// Slots free.
+    pub fn available(&self) -> u32 {
+        self.slots.saturating_sub(self.active())
+    }
+    /// The time left on a holder's lease at store time `now`.
+    pub fn time_left(holder: &Holder, now: SystemTime) -> Duration {
+        holder.expires_at.duration_since(now).unwrap_or_default()
+    }
+}

@@ -1,0 +1,80 @@
+//! # leasehold
+//!
+//! Distributed leader election with leases: run a job on exactly one node (or at most N), skip it
+//! everywhere else — with fencing tokens, a reliable "lease lost" signal and cancellation safety.
+//!
+//! * [`Elector`] and [`GroupElector`] run work under a lease: [`Elector::run_if_leader`] returns
+//!   `Ok(None)` on contention, [`Elector::run`] tells elected, skipped and failed apart, and
+//!   [`Elector::try_acquire`] hands out a [`LeaderGuard`].
+//! * Every lease carries a random [`Token`] and a [`fence`](Lease::fence) that strictly increases
+//!   per lock: hand it to the resource so it can reject writes from a stale holder.
+//! * [`LeaderGuard::lost`] resolves when the lease is lost or can no longer be proven; with
+//!   `auto_extend` a watchdog renews it; with `cancel_on_lost` the action is dropped on loss.
+//! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
+//!   Other crates add SQL, Redis and DynamoDB stores.
+//! * [`Schedule`] runs leader-only periodic jobs; [`blocking::Elector`] serves synchronous code.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+//! use std::{sync::Arc, time::Duration};
+//! use leasehold::{ElectionOptions, Elector, MemoryStore};
+//!
+//! let options = ElectionOptions::builder()
+//!     .wait(Duration::ZERO)
+//!     .lease(Duration::from_secs(30))
+//!     .auto_extend(true)
+//!     .build()?;
+//! let elector = Elector::with_options(Arc::new(MemoryStore::new()), options);
+//!
+//! match elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+//!     Some(fence) => println!("ran with fence {fence}"),
+//!     None => println!("another node is running it"),
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod blocking;
+mod duration;
+mod elector;
+mod engine;
+mod error;
+mod events;
+mod group;
+mod guard;
+mod lease;
+mod memory;
+pub mod metrics;
+mod name;
+mod options;
+mod outcome;
+mod retry;
+mod schedule;
+mod signal;
+mod store;
+mod tenant;
+mod url;
+mod watchdog;
+
+pub use duration::{DurationError, parse_duration};
+pub use elector::Elector;
+pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
+pub use events::{EVENT_BUFFER, Event, LostReason};
+pub use group::GroupElector;
+pub use guard::{LeaderContext, LeaderGuard};
+pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+pub use memory::MemoryStore;
+pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
+pub use options::{
+    ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE, MIN_RENEWAL_PERIOD,
+    OptionsError, default_node_id,
+};
+pub use outcome::RunOutcome;
+pub use retry::RetryPolicy;
+pub use schedule::{Job, Schedule, ScheduleHandle};
+pub use signal::{ReleaseNotifier, ReleaseSignal};
+pub use store::LeaseStore;
+pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
+pub use url::{MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url};
+
+pub use async_trait::async_trait;
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,223 @@
+//! `MemoryStore`: the in-process reference store.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use crate::error::StoreResult;
+use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+use crate::name::LockName;
+use crate::signal::{ReleaseNotifier, ReleaseSignal};
+use crate::store::LeaseStore;
+
+/// An in-process store: a map behind a mutex, timed by the tokio clock.
+///
+/// Because it uses `tokio::time::Instant`, tests and simulations on paused tokio time are
+/// deterministic. It wakes waiters on release. Leases are visible only inside this process, so it
+/// coordinates tasks, not machines; use it for tests, simulations and single-process services.
+/// Fences start at 1 and never repeat while the store lives.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+/// use std::sync::Arc;
+/// use leasehold::{Elector, MemoryStore};
+///
+/// let elector = Elector::new(Arc::new(MemoryStore::new()));
+/// let ran = elector.run_if_leader("job", |_| async { 7 }).await?;
+/// assert_eq!(ran, Some(7));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct MemoryStore {
+    locks: Mutex<HashMap<LockName, Vec<Row>>>,
+    notifier: ReleaseNotifier,
+    epoch: (Instant, SystemTime),
+}
+
+#[derive(Debug, Clone)]
+struct Row {
+    fence: u64,
+    holder: Option<Held>,
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    owner: String,
+    token: Token,
+    acquired_at: Instant,
+    expires_at: Instant,
+}
+
+impl Held {
+    fn live(&self, now: Instant) -> bool {
+        self.expires_at > now
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            locks: Mutex::new(HashMap::new()),
+            notifier: ReleaseNotifier::default(),
+            epoch: (Instant::now(), SystemTime::now()),
+        }
+    }
+
+    fn wall(&self, at: Instant) -> SystemTime {
+        self.epoch.1 + at.saturating_duration_since(self.epoch.0)
+    }
+
+    fn with_rows<T>(&self, f: impl FnOnce(&mut HashMap<LockName, Vec<Row>>) -> T) -> T {
+        let mut guard = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    fn lease(&self, lock: &LockName, slot: u32, fence: u64, held: &Held) -> Lease {
+        Lease {
+            lock: lock.clone(),
+            slot,
+            owner: held.owner.clone(),
+            token: held.token,
+            fence,
+            acquired_at: self.wall(held.acquired_at),
+            expires_at: self.wall(held.expires_at),
+        }
+    }
+}
+
+fn slot_index(slot: u32) -> usize {
+    usize::try_from(slot).unwrap_or(usize::MAX)
+}
+
+#[async_trait]
+impl LeaseStore for MemoryStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        let now = Instant::now();
+        let granted = self.with_rows(|locks| {
+            let rows = locks.entry(req.lock.clone()).or_default();
+            let wanted = slot_index(req.slots);
+            if rows.len() < wanted {
+                rows.resize(wanted, Row { fence: 0, holder: None });
+            }
+            let rows = &mut rows[..wanted];
+            if let Some((slot, row)) = rows
+                .iter()
+                .enumerate()
+                .find(|(_, r)| r.holder.as_ref().is_some_and(|h| h.token == req.token && h.live(now)))
+            {
+                let held = row.holder.as_ref()?;
+                return Some((slot, row.fence, held.clone()));
+            }
+            let (slot, row) = rows
+                .iter_mut()
+                .enumerate()
+                .find(|(_, r)| r.holder.as_ref().is_none_or(|h| !h.live(now)))?;
+            row.fence += 1;
+            let held = Held {
+                owner: req.owner.clone(),
+                token: req.token,
+                acquired_at: now,
+                expires_at: now + req.ttl,
+            };
+            row.holder = Some(held.clone());
+            Some((slot, row.fence, held))
+        });
+        Ok(granted.map(|(slot, fence, held)| {
+            self.lease(&req.lock, u32::try_from(slot).unwrap_or(u32::MAX), fence, &held)
+        }))
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        let now = Instant::now();
+        let extended = self.with_rows(|locks| {
+            let held = locks
+                .get_mut(&lease.lock)?
+                .get_mut(slot_index(lease.slot))?
+                .holder
+                .as_mut()
+                .filter(|h| h.token == lease.token && h.live(now))?;
+            held.expires_at = now + ttl;
+            Some(held.expires_at)
+        });
+        Ok(match extended {
+            Some(at) => Extension::Extended {
+                expires_at: self.wall(at),
+            },
+            None => Extension::NotHeld,
+        })
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let now = Instant::now();
+        let freed = self.with_rows(|locks| {
+            let row = locks.get_mut(&lease.lock)?.get_mut(slot_index(lease.slot))?;
+            let held = row.holder.as_mut().filter(|h| h.token == lease.token && h.live(now))?;
+            if linger.is_zero() {
+                row.holder = None;
+                Some(true)
+            } else {
+                held.expires_at = held.expires_at.min(now + linger);
+                Some(false)
+            }
+        });
+        match freed {
+            None => Ok(Release::NotHeld),
+            Some(freed) => {
+                if freed {
+                    self.notifier.notify(&lease.lock);
+                }
+                Ok(Release::Released)
+            }
+        }
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        let now = Instant::now();
+        let holders = self.with_rows(|locks| {
+            let Some(rows) = locks.get(lock) else {
+                return Vec::new();
+            };
+            rows.iter()
+                .take(slot_index(slots))
+                .enumerate()
+                .filter_map(|(slot, row)| {
+                    let held = row.holder.as_ref().filter(|h| h.live(now))?;
+                    Some(Holder {
+                        slot: u32::try_from(slot).unwrap_or(u32::MAX),
+                        owner: held.owner.clone(),
+                        fence: row.fence,
+                        acquired_at: self.wall(held.acquired_at),
+                        expires_at: self.wall(held.expires_at),
+                    })
+                })
+                .collect()
+        });
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders,
+        })
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        Some(self.notifier.subscribe(lock))
+    }
+
+    fn acquire_is_cancel_safe(&self) -> bool {
+        true
+    }
+
+    fn describe(&self) -> String {
+        "memory".to_owned()
+    }
+}

@@ -1,0 +1,349 @@
+//! Election options and their validation.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::retry::RetryPolicy;
+
+/// The smallest lease the core accepts.
+pub const MIN_LEASE: Duration = Duration::from_millis(1);
+/// The shortest interval between watchdog renewals.
+pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
+
+/// Why options were rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptionsError {
+    /// The lease was shorter than [`MIN_LEASE`].
+    #[error("lease must be at least 1ms, got {0:?}")]
+    LeaseTooShort(Duration),
+    /// `min_lease` exceeded `lease`.
+    #[error("min_lease ({min_lease:?}) must not exceed lease ({lease:?})")]
+    MinLeaseExceedsLease {
+        /// The requested minimum.
+        min_lease: Duration,
+        /// The lease.
+        lease: Duration,
+    },
+    /// `auto_extend` was asked for with a lease too short to renew in time.
+    #[error("auto_extend needs a lease of at least {min:?} (three renewals of 25ms), got {lease:?}")]
+    LeaseTooShortForAutoExtend {
+        /// The lease.
+        lease: Duration,
+        /// The smallest lease that auto-extension supports.
+        min: Duration,
+    },
+    /// `max_leaders` was zero.
+    #[error("max_leaders must be at least 1, got 0")]
+    NoLeaders,
+    /// The node id was empty or contained control characters.
+    #[error("node_id must be non-empty printable text without control characters, got {0:?}")]
+    BadNodeId(String),
+    /// A scheduled job had a zero period.
+    #[error("job {0:?}: period must be greater than zero")]
+    ZeroPeriod(String),
+    /// The retry policy was inconsistent.
+    #[error("retry policy: {0}")]
+    Retry(&'static str),
+}
+
+/// Options for single-leader election.
+///
+/// | option | default | rule |
+/// |---|---|---|
+/// | `wait` | 5 s | ≥ 0: how long to keep trying before skipping |
+/// | `lease` | 60 s | ≥ 1 ms: how long the store keeps the lock without renewal |
+/// | `min_lease` | 0 | ≤ `lease`: hold the lock at least this long after acquisition |
+/// | `auto_extend` | off | renew every `lease/3` (≥ 25 ms) while the action runs; needs `lease` ≥ 75 ms |
+/// | `cancel_on_lost` | off | drop the action's future when the lease is lost |
+/// | `node_id` | `hostname:pid` | recorded as the owner of each lease |
+/// | `retry` | 25 ms → 250 ms, jittered | pause between attempts while waiting |
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::ElectionOptions;
+///
+/// let opts = ElectionOptions::builder()
+///     .wait(Duration::ZERO)
+///     .lease(Duration::from_secs(30))
+///     .min_lease(Duration::from_secs(10))
+///     .build()?;
+/// assert_eq!(opts.lease(), Duration::from_secs(30));
+///
+/// let bad = ElectionOptions::builder().lease(Duration::from_secs(1)).min_lease(Duration::from_secs(2)).build();
+/// assert!(bad.is_err());
+/// # Ok::<(), leasehold::OptionsError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectionOptions {
+    pub(crate) wait: Duration,
+    pub(crate) lease: Duration,
+    pub(crate) min_lease: Duration,
+    pub(crate) auto_extend: bool,
+    pub(crate) cancel_on_lost: bool,
+    pub(crate) node_id: Arc<str>,
+    pub(crate) retry: RetryPolicy,
+}
+
+impl Default for ElectionOptions {
+    fn default() -> Self {
+        Self {
+            wait: Duration::from_secs(5),
+            lease: Duration::from_secs(60),
+            min_lease: Duration::ZERO,
+            auto_extend: false,
+            cancel_on_lost: false,
+            node_id: default_node_id(),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl ElectionOptions {
+    /// A builder starting from the defaults.
+    pub fn builder() -> ElectionOptionsBuilder {
+        ElectionOptionsBuilder(Self::default())
+    }
+
+    /// A builder starting from these options.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leasehold::ElectionOptions;
+    /// let base = ElectionOptions::default();
+    /// let quick = base.to_builder().wait(Duration::ZERO).build()?;
+    /// assert_eq!(quick.lease(), base.lease());
+    /// # Ok::<(), leasehold::OptionsError>(())
+    /// ```
+    pub fn to_builder(&self) -> ElectionOptionsBuilder {
+        ElectionOptionsBuilder(self.clone())
+    }
+
+    /// How long to keep trying before skipping.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+    /// The lease requested from the store.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+    /// The minimum time the lock stays held after acquisition.
+    pub fn min_lease(&self) -> Duration {
+        self.min_lease
+    }
+    /// Whether a watchdog renews the lease while the action runs.
+    pub fn auto_extend(&self) -> bool {
+        self.auto_extend
+    }
+    /// Whether the action is cancelled when the lease is lost.
+    pub fn cancel_on_lost(&self) -> bool {
+        self.cancel_on_lost
+    }
+    /// The owner recorded with each lease.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+    /// The pause policy between attempts.
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    fn validate(&self) -> Result<(), OptionsError> {
+        if self.lease < MIN_LEASE {
+            return Err(OptionsError::LeaseTooShort(self.lease));
+        }
+        if self.min_lease > self.lease {
+            return Err(OptionsError::MinLeaseExceedsLease {
+                min_lease: self.min_lease,
+                lease: self.lease,
+            });
+        }
+        let min_auto = MIN_RENEWAL_PERIOD * 3;
+        if self.auto_extend && self.lease < min_auto {
+            return Err(OptionsError::LeaseTooShortForAutoExtend {
+                lease: self.lease,
+                min: min_auto,
+            });
+        }
+        if self.node_id.trim().is_empty() || self.node_id.chars().any(char::is_control) {
+            return Err(OptionsError::BadNodeId(self.node_id.to_string()));
+        }
+        self.retry.validate()
+    }
+}
+
+/// Builder for [`ElectionOptions`]; validated by [`build`](Self::build).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ElectionOptionsBuilder(ElectionOptions);
+
+impl ElectionOptionsBuilder {
+    /// How long to keep trying before skipping (default 5 s; zero = one attempt).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.0.wait = wait;
+        self
+    }
+    /// The lease (default 60 s).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.0.lease = lease;
+        self
+    }
+    /// Keep the lock at least this long after acquisition (default 0).
+    pub fn min_lease(mut self, min_lease: Duration) -> Self {
+        self.0.min_lease = min_lease;
+        self
+    }
+    /// Renew the lease while the action runs (default off).
+    pub fn auto_extend(mut self, on: bool) -> Self {
+        self.0.auto_extend = on;
+        self
+    }
+    /// Cancel the action when the lease is lost (default off: the action keeps running and can
+    /// watch [`LeaderContext::lost`](crate::LeaderContext::lost)).
+    pub fn cancel_on_lost(mut self, on: bool) -> Self {
+        self.0.cancel_on_lost = on;
+        self
+    }
+    /// The owner recorded with each lease (default `hostname:pid`).
+    pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
+        self.0.node_id = Arc::from(node_id.into());
+        self
+    }
+    /// The pause policy between attempts.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.0.retry = retry;
+        self
+    }
+    /// Validates and returns the options.
+    pub fn build(self) -> Result<ElectionOptions, OptionsError> {
+        self.0.validate()?;
+        Ok(self.0)
+    }
+}
+
+/// Options for group election: [`ElectionOptions`] plus `max_leaders` (default 2, ≥ 1).
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::GroupOptions;
+///
+/// let opts = GroupOptions::builder().max_leaders(3).lease(Duration::from_secs(10)).build()?;
+/// assert_eq!(opts.max_leaders(), 3);
+/// assert!(GroupOptions::builder().max_leaders(0).build().is_err());
+/// # Ok::<(), leasehold::OptionsError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOptions {
+    pub(crate) election: ElectionOptions,
+    pub(crate) max_leaders: u32,
+}
+
+impl Default for GroupOptions {
+    fn default() -> Self {
+        Self {
+            election: ElectionOptions::default(),
+            max_leaders: 2,
+        }
+    }
+}
+
+impl GroupOptions {
+    /// A builder starting from the defaults.
+    pub fn builder() -> GroupOptionsBuilder {
+        GroupOptionsBuilder(Self::default())
+    }
+    /// The most concurrent holders.
+    pub fn max_leaders(&self) -> u32 {
+        self.max_leaders
+    }
+    /// The per-holder options.
+    pub fn election(&self) -> &ElectionOptions {
+        &self.election
+    }
+}
+
+/// Builder for [`GroupOptions`]; validated by [`build`](Self::build).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct GroupOptionsBuilder(GroupOptions);
+
+macro_rules! delegate_setters {
+    ($($name:ident: $ty:ty),* $(,)?) => {
+        $(
+            #[doc = concat!("See [`ElectionOptionsBuilder::", stringify!($name), "`].")]
+            pub fn $name(mut self, value: $ty) -> Self {
+                self.0.election = self.0.election.to_builder().$name(value).0;
+                self
+            }
+        )*
+    };
+}
+
+impl GroupOptionsBuilder {
+    /// The most concurrent holders (default 2, ≥ 1).
+    pub fn max_leaders(mut self, n: u32) -> Self {
+        self.0.max_leaders = n;
+        self
+    }
+    delegate_setters!(wait: Duration, lease: Duration, min_lease: Duration, auto_extend: bool,
+        cancel_on_lost: bool, node_id: String, retry: RetryPolicy);
+    /// Validates and returns the options.
+    pub fn build(self) -> Result<GroupOptions, OptionsError> {
+        if self.0.max_leaders == 0 {
+            return Err(OptionsError::NoLeaders);
+        }
+        self.0.election.validate()?;
+        Ok(self.0)
+    }
+}
+
+/// The default node id, `hostname:pid`, computed once per process.
+///
+/// ```
+/// let id = leasehold::default_node_id();
+/// assert!(id.ends_with(&format!(":{}", std::process::id())));
+/// ```
+pub fn default_node_id() -> Arc<str> {
+    static ID: OnceLock<Arc<str>> = OnceLock::new();
+    Arc::clone(ID.get_or_init(|| {
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        let host = if host.trim().is_empty() { "localhost".to_owned() } else { host };
+        Arc::from(format!("{host}:{}", std::process::id()))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_design() -> Result<(), OptionsError> {
+        let o = ElectionOptions::builder().build()?;
+        assert_eq!((o.wait(), o.lease(), o.min_lease()), (Duration::from_secs(5), Duration::from_secs(60), Duration::ZERO));
+        assert!(!o.auto_extend() && !o.cancel_on_lost());
+        assert_eq!(GroupOptions::builder().build()?.max_leaders(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn each_invariant_has_its_error() {
+        let b = ElectionOptions::builder;
+        assert_eq!(b().lease(Duration::ZERO).build(), Err(OptionsError::LeaseTooShort(Duration::ZERO)));
+        assert!(matches!(
+            b().lease(Duration::from_secs(1)).min_lease(Duration::from_secs(2)).build(),
+            Err(OptionsError::MinLeaseExceedsLease { .. })
+        ));
+        assert!(b().lease(Duration::from_secs(1)).min_lease(Duration::from_secs(1)).build().is_ok());
+        assert!(matches!(
+            b().lease(Duration::from_millis(50)).auto_extend(true).build(),
+            Err(OptionsError::LeaseTooShortForAutoExtend { .. })
+        ));
+        assert!(matches!(b().node_id(" ").build(), Err(OptionsError::BadNodeId(_))));
+        assert!(matches!(b().node_id("a\nb").build(), Err(OptionsError::BadNodeId(_))));
+        assert_eq!(GroupOptions::builder().max_leaders(0).build(), Err(OptionsError::NoLeaders));
+        assert!(matches!(
+            GroupOptions::builder().lease(Duration::ZERO).build(),
+            Err(OptionsError::LeaseTooShort(_))
+        ));
+    }
+}

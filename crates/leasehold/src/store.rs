@@ -1,0 +1,68 @@
+//! The store SPI: the only thing a backend implements.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::StoreResult;
+use crate::lease::{AcquireRequest, Extension, Lease, LockState, Release};
+use crate::name::LockName;
+use crate::signal::ReleaseSignal;
+
+/// A lease store: atomic, single-round-trip operations on leases.
+///
+/// Stores contain no waiting loop, watchdog, events or metrics; the core provides those once for
+/// every store. Every method is one atomic operation on the store (never check-then-act across two
+/// round trips). Implementations must guarantee:
+///
+/// * `try_acquire` grants the lowest slot in `0..req.slots` that is free or expired, with a fence
+///   strictly greater than any fence ever issued for that `(lock, slot)`, and computes expiry with
+///   the store's clock. If `req.token` already holds a live slot of the lock, it returns that lease
+///   (so a retried request that was applied is recognised). Contention is `Ok(None)`, never `Err`.
+/// * `extend` succeeds only if the token holds the slot **and** the lease has not expired; the new
+///   expiry is store-now + `ttl`.
+/// * `release` succeeds only for the live holder's token. With `linger > 0` it shortens the lease to
+///   end `linger` from now instead of freeing it (minimum lease); it never lengthens a lease.
+///   Records that keep fences must survive release.
+/// * `state` reports live holders only.
+///
+/// The store must be usable as `Arc<dyn LeaseStore>`. The conformance suite in `leasehold-testkit`
+/// checks all of this against a real server.
+///
+/// ```
+/// use std::sync::Arc;
+/// use leasehold::{LeaseStore, MemoryStore};
+/// let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
+/// assert_eq!(store.describe(), "memory");
+/// ```
+#[async_trait]
+pub trait LeaseStore: Send + Sync + 'static {
+    /// One atomic acquisition attempt.
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>>;
+
+    /// Extends a live lease to end `ttl` from now (store clock).
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension>;
+
+    /// Releases a lease, or shortens it to `linger` from now when `linger > 0`.
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release>;
+
+    /// A snapshot of the live holders of `lock` among `slots` slots.
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;
+
+    /// Subscribes to release notifications for `lock`, if the store has them. Waiters subscribe
+    /// before their first attempt; without a signal they poll with jittered back-off.
+    fn release_signal(&self, _lock: &LockName) -> Option<ReleaseSignal> {
+        None
+    }
+
+    /// True if dropping a `try_acquire` future can never leave a lease granted behind (the store
+    /// completes without yielding, like [`MemoryStore`](crate::MemoryStore)). When false (the
+    /// default), the core runs each acquisition attempt on its own task and releases a lease that
+    /// arrives after the caller gave up.
+    fn acquire_is_cancel_safe(&self) -> bool {
+        false
+    }
+
+    /// A short description for logs, with any secret redacted (e.g. `postgres://app:***@db/x`).
+    fn describe(&self) -> String;
+}
