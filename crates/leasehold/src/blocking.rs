@@ -1,10 +1,11 @@
 //! A blocking facade for synchronous code: the same elector, driven by a private runtime.
 //!
 //! The caller needs no runtime of its own. The action is a plain closure that runs on the
-//! calling thread while a private one-thread tokio runtime renews the lease and watches its
-//! deadline. Do not call these methods from inside an async context (they block the thread, and
+//! calling thread, outside any runtime (so it may block or use other blocking clients), while a
+//! private one-thread tokio runtime renews the lease and watches its deadline. Do not call these methods from inside an async context (they block the thread, and
 //! tokio refuses to block inside a runtime); use [`crate::Elector`] there.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use tokio::runtime::Runtime;
@@ -41,7 +42,10 @@ impl Elector {
     }
 
     /// A blocking elector with the given options and its own runtime.
-    pub fn with_options(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> std::io::Result<Self> {
+    pub fn with_options(
+        store: Arc<dyn LeaseStore>,
+        options: ElectionOptions,
+    ) -> std::io::Result<Self> {
         Self::from_async(crate::Elector::with_options(store, options))
     }
 
@@ -66,9 +70,12 @@ impl Elector {
     /// Runs `action` on this thread if elected; `Ok(None)` on contention. The lease is released
     /// when the closure returns or panics (the panic then resumes). Check
     /// [`LeaderContext::is_lost`] in long loops: a closure cannot be cancelled from outside.
-    pub fn run_if_leader<T>(&self, name: impl IntoLockName, action: impl FnOnce(&LeaderContext) -> T) -> Result<Option<T>> {
-        self.runtime
-            .block_on(self.inner.run_if_leader(name, |ctx| async move { action(&ctx) }))
+    pub fn run_if_leader<T>(
+        &self,
+        name: impl IntoLockName,
+        action: impl FnOnce(&LeaderContext) -> T,
+    ) -> Result<Option<T>> {
+        self.run_guarded(name, action, |_| false)
     }
 
     /// Like [`run_if_leader`](Self::run_if_leader) for closures returning `Result`.
@@ -77,7 +84,24 @@ impl Elector {
         name: impl IntoLockName,
         action: impl FnOnce(&LeaderContext) -> std::result::Result<T, E>,
     ) -> Result<RunOutcome<T, E>> {
-        self.runtime.block_on(self.inner.run(name, |ctx| async move { action(&ctx) }))
+        let ran = self.run_guarded(name, action, |r| r.is_err())?;
+        Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
+    }
+
+    /// Acquires on the runtime, runs the closure on this thread (outside the runtime, so it may
+    /// itself block or use other blocking clients), then releases on the runtime.
+    fn run_guarded<T>(
+        &self,
+        name: impl IntoLockName,
+        action: impl FnOnce(&LeaderContext) -> T,
+        failed: fn(&T) -> bool,
+    ) -> Result<Option<T>> {
+        let Some(running) = self.runtime.block_on(self.inner.engine().begin(name))? else {
+            return Ok(None);
+        };
+        let ctx = running.context();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| action(&ctx)));
+        self.runtime.block_on(running.finish(outcome, failed))
     }
 
     /// Acquires the lock and returns a blocking guard; `Ok(None)` on contention.

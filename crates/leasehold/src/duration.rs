@@ -4,7 +4,9 @@ use std::time::Duration;
 
 /// Why a duration text was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration {input:?}: {reason}; use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S")]
+#[error(
+    "invalid duration {input:?}: {reason}; use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S"
+)]
 pub struct DurationError {
     input: String,
     reason: &'static str,
@@ -57,7 +59,9 @@ fn parse_simple(input: &str) -> Result<Duration, &'static str> {
         }
         let value: f64 = rest[..digits].parse().map_err(|_| "bad number")?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let seconds_per_unit = match &rest[..unit_len] {
             "ms" => 0.001,
             "s" => 1.0,
@@ -67,7 +71,8 @@ fn parse_simple(input: &str) -> Result<Duration, &'static str> {
             _ => return Err("unknown unit (use ms, s, m, h or d)"),
         };
         rest = &rest[unit_len..];
-        total += Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| "out of range")?;
+        total +=
+            Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| "out of range")?;
     }
     Ok(total)
 }
@@ -123,7 +128,11 @@ mod tests {
             ("0", 0),
         ];
         for (text, ms) in cases {
-            assert_eq!(parse_duration(text), Ok(Duration::from_millis(ms)), "{text}");
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_millis(ms)),
+                "{text}"
+            );
         }
     }
 
@@ -134,6 +143,9 @@ mod tests {
             assert!(e.is_err(), "{bad:?} parsed as {e:?}");
         }
         let msg = parse_duration("5x").map(|_| ()).unwrap_err().to_string();
-        assert!(msg.contains("\"5x\"") && msg.contains("unknown unit"), "{msg}");
+        assert!(
+            msg.contains("\"5x\"") && msg.contains("unknown unit"),
+            "{msg}"
+        );
     }
 }

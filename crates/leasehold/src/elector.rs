@@ -24,7 +24,11 @@ macro_rules! election_api {
         /// kept it for the whole wait. The lease is released when the action ends — also when it
         /// panics (then the panic resumes) or when this future is dropped. A store failure is
         /// `Err`, never a skip.
-        pub async fn run_if_leader<T, F, Fut>(&self, name: impl IntoLockName, action: F) -> Result<Option<T>>
+        pub async fn run_if_leader<T, F, Fut>(
+            &self,
+            name: impl IntoLockName,
+            action: F,
+        ) -> Result<Option<T>>
         where
             F: FnOnce(LeaderContext) -> Fut,
             Fut: Future<Output = T>,
@@ -34,12 +38,19 @@ macro_rules! election_api {
 
         /// Like [`run_if_leader`](Self::run_if_leader) for actions returning `Result`:
         /// `Elected(value)`, `Skipped`, or `ActionFailed(error)` (the lease was released).
-        pub async fn run<T, E, F, Fut>(&self, name: impl IntoLockName, action: F) -> Result<RunOutcome<T, E>>
+        pub async fn run<T, E, F, Fut>(
+            &self,
+            name: impl IntoLockName,
+            action: F,
+        ) -> Result<RunOutcome<T, E>>
         where
             F: FnOnce(LeaderContext) -> Fut,
             Fut: Future<Output = std::result::Result<T, E>>,
         {
-            let ran = self.engine.run_guarded(name, action, |r| r.is_err()).await?;
+            let ran = self
+                .engine
+                .run_guarded(name, action, |r| r.is_err())
+                .await?;
             Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
         }
 

@@ -92,7 +92,11 @@ impl Engine {
             token: Token::random(),
             ttl: opts.lease,
         };
-        let mut signal = if opts.wait.is_zero() { None } else { self.store.release_signal(lock) };
+        let mut signal = if opts.wait.is_zero() {
+            None
+        } else {
+            self.store.release_signal(lock)
+        };
         let mut attempt = 0u32;
         loop {
             let sent_at = Instant::now();
@@ -175,6 +179,17 @@ impl Engine {
         LeaderGuard::new(cell, opts.auto_extend)
     }
 
+    /// Acquires `name` for an action: the first half of [`run_guarded`](Self::run_guarded), also
+    /// used by the blocking facade, which runs its closure outside the runtime.
+    pub(crate) async fn begin(&self, name: impl IntoLockName) -> Result<Option<Running>> {
+        let lock = self.lock_name(name)?;
+        Ok(self.acquire(&lock).await?.map(|guard| Running {
+            guard,
+            lock,
+            started: Instant::now(),
+        }))
+    }
+
     /// Runs `action` under a lease. `Ok(None)` on contention. Panics release the lease and then
     /// resume; dropping the returned future releases the lease too (through the guard's drop).
     pub(crate) async fn run_guarded<T, F, Fut>(
@@ -190,12 +205,12 @@ impl Engine {
         let lock = self.lock_name(name)?;
         let span = debug_span!("leasehold.run", lock = %lock);
         async move {
-            let Some(guard) = self.acquire(&lock).await? else {
+            let Some(running) = self.begin(lock).await? else {
                 return Ok(None);
             };
-            let ctx = guard.context();
-            let started = Instant::now();
-            let action = OptionFuture::from(Some(AssertUnwindSafe(action(ctx.clone())).catch_unwind()));
+            let ctx = running.context();
+            let action =
+                OptionFuture::from(Some(AssertUnwindSafe(action(ctx.clone())).catch_unwind()));
             tokio::pin!(action);
             let mut finished = {
                 let lost = ctx.lost();
@@ -210,23 +225,13 @@ impl Engine {
                 // Lost while running: the Lost event is out; let the action finish.
                 finished = action.as_mut().await;
             }
-            let Some(finished) = finished else {
-                // Lost with cancel-on-lost: drop the action before releasing.
-                action.set(None.into());
-                let reason = ctx.lost().await;
-                metrics::action_finished(&lock, started.elapsed(), true);
-                let _ = guard.release().await;
-                return Err(Error::Lost {
-                    lock: lock.to_string(),
-                    reason,
-                });
-            };
-            let is_failure = finished.as_ref().map_or(true, failed);
-            metrics::action_finished(&lock, started.elapsed(), is_failure);
-            let _ = guard.release().await;
             match finished {
-                Ok(v) => Ok(Some(v)),
-                Err(panic) => std::panic::resume_unwind(panic),
+                Some(outcome) => running.finish(outcome, failed).await,
+                None => {
+                    // Lost with cancel-on-lost: drop the action before releasing.
+                    action.set(None.into());
+                    Err(running.abandon().await)
+                }
             }
         }
         .instrument(span)
@@ -234,3 +239,41 @@ impl Engine {
     }
 }
 
+/// An action in progress under a lease.
+pub(crate) struct Running {
+    guard: LeaderGuard,
+    lock: LockName,
+    started: Instant,
+}
+
+impl Running {
+    pub(crate) fn context(&self) -> LeaderContext {
+        self.guard.context()
+    }
+
+    /// Records the action's end, releases, and returns its value or resumes its panic.
+    pub(crate) async fn finish<T>(
+        self,
+        outcome: std::thread::Result<T>,
+        failed: fn(&T) -> bool,
+    ) -> Result<Option<T>> {
+        let is_failure = outcome.as_ref().map_or(true, failed);
+        metrics::action_finished(&self.lock, self.started.elapsed(), is_failure);
+        let _ = self.guard.release().await;
+        match outcome {
+            Ok(v) => Ok(Some(v)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// The action was cancelled because the lease was lost: release and report it.
+    pub(crate) async fn abandon(self) -> Error {
+        let reason = self.guard.lost().await;
+        metrics::action_finished(&self.lock, self.started.elapsed(), true);
+        let _ = self.guard.release().await;
+        Error::Lost {
+            lock: self.lock.to_string(),
+            reason,
+        }
+    }
+}

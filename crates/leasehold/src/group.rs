@@ -62,7 +62,9 @@ impl GroupElector {
     /// A copy with other options, sharing store and event channel.
     pub fn reconfigured(&self, options: GroupOptions) -> Self {
         Self {
-            engine: self.engine.reconfigured(options.election.clone(), options.max_leaders),
+            engine: self
+                .engine
+                .reconfigured(options.election.clone(), options.max_leaders),
             options: Arc::new(options),
         }
     }

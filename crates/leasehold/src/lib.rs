@@ -65,8 +65,8 @@ pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, To
 pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use options::{
-    ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE, MIN_RENEWAL_PERIOD,
-    OptionsError, default_node_id,
+    ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE,
+    MIN_RENEWAL_PERIOD, OptionsError, default_node_id,
 };
 pub use outcome::RunOutcome;
 pub use retry::RetryPolicy;

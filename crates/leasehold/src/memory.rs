@@ -107,14 +107,20 @@ impl LeaseStore for MemoryStore {
             let rows = locks.entry(req.lock.clone()).or_default();
             let wanted = slot_index(req.slots);
             if rows.len() < wanted {
-                rows.resize(wanted, Row { fence: 0, holder: None });
+                rows.resize(
+                    wanted,
+                    Row {
+                        fence: 0,
+                        holder: None,
+                    },
+                );
             }
             let rows = &mut rows[..wanted];
-            if let Some((slot, row)) = rows
-                .iter()
-                .enumerate()
-                .find(|(_, r)| r.holder.as_ref().is_some_and(|h| h.token == req.token && h.live(now)))
-            {
+            if let Some((slot, row)) = rows.iter().enumerate().find(|(_, r)| {
+                r.holder
+                    .as_ref()
+                    .is_some_and(|h| h.token == req.token && h.live(now))
+            }) {
                 let held = row.holder.as_ref()?;
                 return Some((slot, row.fence, held.clone()));
             }
@@ -133,7 +139,12 @@ impl LeaseStore for MemoryStore {
             Some((slot, row.fence, held))
         });
         Ok(granted.map(|(slot, fence, held)| {
-            self.lease(&req.lock, u32::try_from(slot).unwrap_or(u32::MAX), fence, &held)
+            self.lease(
+                &req.lock,
+                u32::try_from(slot).unwrap_or(u32::MAX),
+                fence,
+                &held,
+            )
         }))
     }
 
@@ -160,8 +171,13 @@ impl LeaseStore for MemoryStore {
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         let now = Instant::now();
         let freed = self.with_rows(|locks| {
-            let row = locks.get_mut(&lease.lock)?.get_mut(slot_index(lease.slot))?;
-            let held = row.holder.as_mut().filter(|h| h.token == lease.token && h.live(now))?;
+            let row = locks
+                .get_mut(&lease.lock)?
+                .get_mut(slot_index(lease.slot))?;
+            let held = row
+                .holder
+                .as_mut()
+                .filter(|h| h.token == lease.token && h.live(now))?;
             if linger.is_zero() {
                 row.holder = None;
                 Some(true)

@@ -32,10 +32,14 @@ pub struct LockName(Arc<str>);
 #[non_exhaustive]
 pub enum NameError {
     /// The name was empty.
-    #[error("lock name must not be empty (allowed: 1-255 bytes of [A-Za-z0-9_:-], starting with a letter or digit)")]
+    #[error(
+        "lock name must not be empty (allowed: 1-255 bytes of [A-Za-z0-9_:-], starting with a letter or digit)"
+    )]
     Empty,
     /// The name was longer than [`MAX_LOCK_NAME_LEN`].
-    #[error("lock name is {len} bytes long; at most {max} bytes are allowed (name starts with {prefix:?})")]
+    #[error(
+        "lock name is {len} bytes long; at most {max} bytes are allowed (name starts with {prefix:?})"
+    )]
     TooLong {
         /// Length of the rejected name in bytes.
         len: usize,
@@ -53,7 +57,9 @@ pub enum NameError {
         found: char,
     },
     /// A character other than `[A-Za-z0-9_:-]` was found.
-    #[error("lock name {name:?} contains {found:?} at byte {index}; allowed characters are [A-Za-z0-9_:-]")]
+    #[error(
+        "lock name {name:?} contains {found:?} at byte {index}; allowed characters are [A-Za-z0-9_:-]"
+    )]
     BadChar {
         /// The rejected name.
         name: String,
@@ -63,7 +69,9 @@ pub enum NameError {
         index: usize,
     },
     /// A tenant prefix, tenant id or caller lock name contained the reserved `:` separator.
-    #[error("{part} {value:?} must not contain ':' because ':' separates the parts of a tenant lock name")]
+    #[error(
+        "{part} {value:?} must not contain ':' because ':' separates the parts of a tenant lock name"
+    )]
     ReservedSeparator {
         /// Which part: `"tenant prefix"`, `"tenant id"` or `"lock name"`.
         part: &'static str,
@@ -71,7 +79,9 @@ pub enum NameError {
         value: String,
     },
     /// The namespaced name would be longer than [`MAX_LOCK_NAME_LEN`].
-    #[error("lock name {name:?} is {len} bytes; with tenant {tenant:?} at most {budget} bytes are left for it")]
+    #[error(
+        "lock name {name:?} is {len} bytes; with tenant {tenant:?} at most {budget} bytes are left for it"
+    )]
     OverTenantBudget {
         /// The caller's lock name.
         name: String,
@@ -238,18 +248,50 @@ mod tests {
     #[test]
     fn rejects_each_bad_input_with_its_own_error() {
         assert_eq!(LockName::new(""), Err(NameError::Empty));
-        assert!(matches!(LockName::new("a".repeat(256)), Err(NameError::TooLong { len: 256, max: 255, .. })));
-        assert!(matches!(LockName::new("_x"), Err(NameError::BadFirstChar { found: '_', .. })));
-        assert!(matches!(LockName::new(":x"), Err(NameError::BadFirstChar { found: ':', .. })));
-        assert!(matches!(LockName::new("é"), Err(NameError::BadFirstChar { found: 'é', .. })));
-        assert!(matches!(LockName::new("a b"), Err(NameError::BadChar { found: ' ', index: 1, .. })));
-        assert!(matches!(LockName::new("a/b"), Err(NameError::BadChar { found: '/', .. })));
-        assert!(matches!(LockName::new("a{b}"), Err(NameError::BadChar { found: '{', .. })));
+        assert!(matches!(
+            LockName::new("a".repeat(256)),
+            Err(NameError::TooLong {
+                len: 256,
+                max: 255,
+                ..
+            })
+        ));
+        assert!(matches!(
+            LockName::new("_x"),
+            Err(NameError::BadFirstChar { found: '_', .. })
+        ));
+        assert!(matches!(
+            LockName::new(":x"),
+            Err(NameError::BadFirstChar { found: ':', .. })
+        ));
+        assert!(matches!(
+            LockName::new("é"),
+            Err(NameError::BadFirstChar { found: 'é', .. })
+        ));
+        assert!(matches!(
+            LockName::new("a b"),
+            Err(NameError::BadChar {
+                found: ' ',
+                index: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            LockName::new("a/b"),
+            Err(NameError::BadChar { found: '/', .. })
+        ));
+        assert!(matches!(
+            LockName::new("a{b}"),
+            Err(NameError::BadChar { found: '{', .. })
+        ));
     }
 
     #[test]
     fn errors_name_the_rule_and_the_value() {
         let msg = LockName::new("a.b").map(|_| ()).unwrap_err().to_string();
-        assert!(msg.contains("\"a.b\"") && msg.contains("[A-Za-z0-9_:-]"), "{msg}");
+        assert!(
+            msg.contains("\"a.b\"") && msg.contains("[A-Za-z0-9_:-]"),
+            "{msg}"
+        );
     }
 }

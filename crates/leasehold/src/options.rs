@@ -26,7 +26,9 @@ pub enum OptionsError {
         lease: Duration,
     },
     /// `auto_extend` was asked for with a lease too short to renew in time.
-    #[error("auto_extend needs a lease of at least {min:?} (three renewals of 25ms), got {lease:?}")]
+    #[error(
+        "auto_extend needs a lease of at least {min:?} (three renewals of 25ms), got {lease:?}"
+    )]
     LeaseTooShortForAutoExtend {
         /// The lease.
         lease: Duration,
@@ -286,7 +288,12 @@ impl GroupOptionsBuilder {
         self
     }
     delegate_setters!(wait: Duration, lease: Duration, min_lease: Duration, auto_extend: bool,
-        cancel_on_lost: bool, node_id: String, retry: RetryPolicy);
+        cancel_on_lost: bool, retry: RetryPolicy);
+    /// See [`ElectionOptionsBuilder::node_id`].
+    pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
+        self.0.election = self.0.election.to_builder().node_id(node_id).0;
+        self
+    }
     /// Validates and returns the options.
     pub fn build(self) -> Result<GroupOptions, OptionsError> {
         if self.0.max_leaders == 0 {
@@ -307,7 +314,11 @@ pub fn default_node_id() -> Arc<str> {
     static ID: OnceLock<Arc<str>> = OnceLock::new();
     Arc::clone(ID.get_or_init(|| {
         let host = gethostname::gethostname().to_string_lossy().into_owned();
-        let host = if host.trim().is_empty() { "localhost".to_owned() } else { host };
+        let host = if host.trim().is_empty() {
+            "localhost".to_owned()
+        } else {
+            host
+        };
         Arc::from(format!("{host}:{}", std::process::id()))
     }))
 }
@@ -319,7 +330,14 @@ mod tests {
     #[test]
     fn defaults_match_the_design() -> Result<(), OptionsError> {
         let o = ElectionOptions::builder().build()?;
-        assert_eq!((o.wait(), o.lease(), o.min_lease()), (Duration::from_secs(5), Duration::from_secs(60), Duration::ZERO));
+        assert_eq!(
+            (o.wait(), o.lease(), o.min_lease()),
+            (
+                Duration::from_secs(5),
+                Duration::from_secs(60),
+                Duration::ZERO
+            )
+        );
         assert!(!o.auto_extend() && !o.cancel_on_lost());
         assert_eq!(GroupOptions::builder().build()?.max_leaders(), 2);
         Ok(())
@@ -328,19 +346,40 @@ mod tests {
     #[test]
     fn each_invariant_has_its_error() {
         let b = ElectionOptions::builder;
-        assert_eq!(b().lease(Duration::ZERO).build(), Err(OptionsError::LeaseTooShort(Duration::ZERO)));
+        assert_eq!(
+            b().lease(Duration::ZERO).build(),
+            Err(OptionsError::LeaseTooShort(Duration::ZERO))
+        );
         assert!(matches!(
-            b().lease(Duration::from_secs(1)).min_lease(Duration::from_secs(2)).build(),
+            b().lease(Duration::from_secs(1))
+                .min_lease(Duration::from_secs(2))
+                .build(),
             Err(OptionsError::MinLeaseExceedsLease { .. })
         ));
-        assert!(b().lease(Duration::from_secs(1)).min_lease(Duration::from_secs(1)).build().is_ok());
+        assert!(
+            b().lease(Duration::from_secs(1))
+                .min_lease(Duration::from_secs(1))
+                .build()
+                .is_ok()
+        );
         assert!(matches!(
-            b().lease(Duration::from_millis(50)).auto_extend(true).build(),
+            b().lease(Duration::from_millis(50))
+                .auto_extend(true)
+                .build(),
             Err(OptionsError::LeaseTooShortForAutoExtend { .. })
         ));
-        assert!(matches!(b().node_id(" ").build(), Err(OptionsError::BadNodeId(_))));
-        assert!(matches!(b().node_id("a\nb").build(), Err(OptionsError::BadNodeId(_))));
-        assert_eq!(GroupOptions::builder().max_leaders(0).build(), Err(OptionsError::NoLeaders));
+        assert!(matches!(
+            b().node_id(" ").build(),
+            Err(OptionsError::BadNodeId(_))
+        ));
+        assert!(matches!(
+            b().node_id("a\nb").build(),
+            Err(OptionsError::BadNodeId(_))
+        ));
+        assert_eq!(
+            GroupOptions::builder().max_leaders(0).build(),
+            Err(OptionsError::NoLeaders)
+        );
         assert!(matches!(
             GroupOptions::builder().lease(Duration::ZERO).build(),
             Err(OptionsError::LeaseTooShort(_))

@@ -42,17 +42,25 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// A policy; `initial` must be > 0 and ≤ `max`, `jitter` within `0.0..=1.0`.
     pub fn new(initial: Duration, max: Duration, jitter: f64) -> Result<Self, OptionsError> {
-        let p = Self { initial, max, jitter };
+        let p = Self {
+            initial,
+            max,
+            jitter,
+        };
         p.validate()?;
         Ok(p)
     }
 
     pub(crate) fn validate(&self) -> Result<(), OptionsError> {
         if self.initial.is_zero() {
-            return Err(OptionsError::Retry("initial pause must be greater than zero"));
+            return Err(OptionsError::Retry(
+                "initial pause must be greater than zero",
+            ));
         }
         if self.initial > self.max {
-            return Err(OptionsError::Retry("initial pause must not exceed the maximum pause"));
+            return Err(OptionsError::Retry(
+                "initial pause must not exceed the maximum pause",
+            ));
         }
         if !(0.0..=1.0).contains(&self.jitter) {
             return Err(OptionsError::Retry("jitter must be within 0.0..=1.0"));
@@ -75,7 +83,10 @@ impl RetryPolicy {
 
     /// The pause before attempt `attempt + 1` (0-based).
     pub(crate) fn pause(&self, attempt: u32) -> Duration {
-        let base = self.initial.saturating_mul(1u32 << attempt.min(16)).min(self.max);
+        let base = self
+            .initial
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max);
         if self.jitter == 0.0 {
             return base;
         }
@@ -94,7 +105,10 @@ mod tests {
         for attempt in 0..10 {
             let base = Duration::from_millis((10u64 << attempt.min(3)).min(80));
             let got = p.pause(attempt);
-            assert!(got <= base && got >= base / 2, "attempt {attempt}: {got:?} vs {base:?}");
+            assert!(
+                got <= base && got >= base / 2,
+                "attempt {attempt}: {got:?} vs {base:?}"
+            );
         }
         Ok(())
     }

@@ -19,7 +19,8 @@ use crate::guard::LeaderContext;
 use crate::name::LockName;
 use crate::options::OptionsError;
 
-type JobFn = Arc<dyn Fn(LeaderContext) -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
+type JobFn =
+    Arc<dyn Fn(LeaderContext) -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
 
 /// One leader-only periodic job.
 ///
@@ -178,8 +179,12 @@ impl Schedule {
             let elector = if job.once_per_period {
                 let opts = self.elector.options();
                 let lease = opts.lease().max(job.period);
-                self.elector
-                    .reconfigured(opts.to_builder().lease(lease).min_lease(job.period).build()?)
+                self.elector.reconfigured(
+                    opts.to_builder()
+                        .lease(lease)
+                        .min_lease(job.period)
+                        .build()?,
+                )
             } else {
                 self.elector.clone()
             };
@@ -219,10 +224,14 @@ async fn run_job(job: Job, lock: LockName, elector: Elector, stop: CancellationT
                 continue;
             }
         };
-        let outcome = AssertUnwindSafe((job.action)(guard.context())).catch_unwind().await;
+        let outcome = AssertUnwindSafe((job.action)(guard.context()))
+            .catch_unwind()
+            .await;
         match outcome {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => warn!(error = %e, "leasehold: scheduled job failed; the schedule continues"),
+            Ok(Err(e)) => {
+                warn!(error = %e, "leasehold: scheduled job failed; the schedule continues")
+            }
             Err(_) => warn!("leasehold: scheduled job panicked; the schedule continues"),
         }
         let _ = guard.release().await;
@@ -254,7 +263,10 @@ impl Elector {
         self.engine().lock_name(name)
     }
 
-    pub(crate) async fn acquire_exact(&self, lock: &LockName) -> Result<Option<crate::LeaderGuard>> {
+    pub(crate) async fn acquire_exact(
+        &self,
+        lock: &LockName,
+    ) -> Result<Option<crate::LeaderGuard>> {
         self.engine().acquire(lock).await
     }
 }

@@ -46,7 +46,9 @@ impl ReleaseNotifier {
     /// Subscribes to releases of `lock`.
     pub fn subscribe(&self, lock: &LockName) -> ReleaseSignal {
         let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
-        let sender = senders.entry(lock.clone()).or_insert_with(|| watch::channel(0).0);
+        let sender = senders
+            .entry(lock.clone())
+            .or_insert_with(|| watch::channel(0).0);
         ReleaseSignal(sender.subscribe())
     }
 

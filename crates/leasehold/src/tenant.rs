@@ -95,15 +95,27 @@ mod tests {
 
     #[test]
     fn separator_in_any_part_is_rejected() {
-        assert!(matches!(Tenant::new("a:b"), Err(NameError::ReservedSeparator { part: "tenant id", .. })));
+        assert!(matches!(
+            Tenant::new("a:b"),
+            Err(NameError::ReservedSeparator {
+                part: "tenant id",
+                ..
+            })
+        ));
         assert!(matches!(
             Tenant::with_prefix("p:q", "a"),
-            Err(NameError::ReservedSeparator { part: "tenant prefix", .. })
+            Err(NameError::ReservedSeparator {
+                part: "tenant prefix",
+                ..
+            })
         ));
         let t = Tenant::new("acme").map_err(|e| e.to_string());
         assert!(matches!(
             t.as_ref().map(|t| t.scope("x:y")),
-            Ok(Err(NameError::ReservedSeparator { part: "lock name", .. }))
+            Ok(Err(NameError::ReservedSeparator {
+                part: "lock name",
+                ..
+            }))
         ));
     }
 
@@ -120,8 +132,14 @@ mod tests {
         let fits = "x".repeat(t.budget());
         assert_eq!(t.scope(&fits)?.as_str().len(), 255);
         let over = "x".repeat(t.budget() + 1);
-        assert!(matches!(t.scope(&over), Err(NameError::OverTenantBudget { .. })));
-        assert!(matches!(Tenant::new("y".repeat(250)), Err(NameError::OverTenantBudget { .. })));
+        assert!(matches!(
+            t.scope(&over),
+            Err(NameError::OverTenantBudget { .. })
+        ));
+        assert!(matches!(
+            Tenant::new("y".repeat(250)),
+            Err(NameError::OverTenantBudget { .. })
+        ));
         Ok(())
     }
 }

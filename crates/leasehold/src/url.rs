@@ -91,7 +91,9 @@ pub struct StoreRegistry {
 
 impl std::fmt::Debug for StoreRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreRegistry").field("schemes", &self.schemes()).finish()
+        f.debug_struct("StoreRegistry")
+            .field("schemes", &self.schemes())
+            .finish()
     }
 }
 
@@ -134,16 +136,27 @@ impl StoreRegistry {
                 url: redact_url(url),
                 reason: format!("expected SCHEME:..., one of {:?}", self.schemes()),
             })?;
-        let opener = self.openers.get(scheme.as_str()).ok_or_else(|| OpenError::UnknownScheme {
-            scheme: scheme.clone(),
-            url: redact_url(url),
-            supported: self.schemes(),
-        })?;
+        let opener = self
+            .openers
+            .get(scheme.as_str())
+            .ok_or_else(|| OpenError::UnknownScheme {
+                scheme: scheme.clone(),
+                url: redact_url(url),
+                supported: self.schemes(),
+            })?;
         opener.open(url).await
     }
 }
 
-const SECRET_PARAMS: &[&str] = &["password", "pass", "pwd", "secret", "token", "key", "sslpassword"];
+const SECRET_PARAMS: &[&str] = &[
+    "password",
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "sslpassword",
+];
 
 /// Replaces the password in a URL's user-info, and the values of secret-looking query parameters,
 /// with `***`.
@@ -177,7 +190,11 @@ pub fn redact_url(url: &str) -> String {
         let params: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if SECRET_PARAMS.iter().any(|s| k.eq_ignore_ascii_case(s) || k.to_ascii_lowercase().contains(s)) => {
+                Some((k, _))
+                    if SECRET_PARAMS.iter().any(|s| {
+                        k.eq_ignore_ascii_case(s) || k.to_ascii_lowercase().contains(s)
+                    }) =>
+                {
                     format!("{k}=***")
                 }
                 _ => pair.to_owned(),
@@ -198,20 +215,32 @@ mod tests {
         assert_eq!(redact_url("mysql://root@h/db"), "mysql://root@h/db");
         assert_eq!(redact_url("rediss://:pw@h:6380"), "rediss://:***@h:6380");
         assert_eq!(redact_url("x://u:p@ss@h/p?a=1"), "x://u:***@h/p?a=1");
-        assert_eq!(redact_url("d://t?aws_secret=z&region=eu"), "d://t?aws_secret=***&region=eu");
+        assert_eq!(
+            redact_url("d://t?aws_secret=z&region=eu"),
+            "d://t?aws_secret=***&region=eu"
+        );
     }
 
     #[tokio::test]
     async fn unknown_scheme_lists_the_supported_ones_and_hides_the_password() {
-        let err = StoreRegistry::new().open("postgres://u:hunter2@h/x").await.err();
+        let err = StoreRegistry::new()
+            .open("postgres://u:hunter2@h/x")
+            .await
+            .err();
         let msg = err.map(|e| e.to_string()).unwrap_or_default();
-        assert!(msg.contains("\"postgres\"") && msg.contains("memory"), "{msg}");
+        assert!(
+            msg.contains("\"postgres\"") && msg.contains("memory"),
+            "{msg}"
+        );
         assert!(!msg.contains("hunter2"), "{msg}");
     }
 
     #[tokio::test]
     async fn memory_rejects_options() {
-        assert!(matches!(StoreRegistry::new().open("memory:x").await, Err(OpenError::Invalid { .. })));
+        assert!(matches!(
+            StoreRegistry::new().open("memory:x").await,
+            Err(OpenError::Invalid { .. })
+        ));
         assert!(StoreRegistry::new().open("MEMORY:").await.is_ok());
     }
 }

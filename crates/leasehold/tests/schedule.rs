@@ -1,0 +1,245 @@
+//! Leader-only periodic jobs on paused tokio time.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use leasehold::{CancellationToken, ElectionOptions, Elector, Job, MemoryStore, Schedule};
+use tokio::time::{Instant, sleep};
+
+const PERIOD: Duration = Duration::from_secs(1);
+
+fn elector(store: &Arc<MemoryStore>, node: &str) -> Elector {
+    let opts = ElectionOptions::builder()
+        .node_id(node)
+        .wait(Duration::ZERO)
+        .lease(Duration::from_secs(30));
+    Elector::with_options(store.clone(), opts.build().unwrap())
+}
+
+/// Records the virtual time (ms since `start`) of each run.
+fn recorder(
+    start: Instant,
+) -> (
+    Arc<Mutex<Vec<u128>>>,
+    impl Fn() + Clone + Send + Sync + 'static,
+) {
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let r = runs.clone();
+    (runs, move || {
+        r.lock().unwrap().push(start.elapsed().as_millis())
+    })
+}
+
+fn times(runs: &Arc<Mutex<Vec<u128>>>) -> Vec<u128> {
+    runs.lock().unwrap().clone()
+}
+
+#[tokio::test(start_paused = true)]
+async fn fixed_delay_with_an_immediate_first_run() {
+    let store = Arc::new(MemoryStore::new());
+    let (runs, record) = recorder(Instant::now());
+    let stop = CancellationToken::new();
+    let handle = Schedule::new(elector(&store, "a"))
+        .every("tick", PERIOD, move |_| {
+            let record = record.clone();
+            async move {
+                record();
+                sleep(Duration::from_millis(100)).await;
+                Ok::<_, String>(())
+            }
+        })
+        .start(stop.clone())
+        .unwrap();
+    sleep(Duration::from_millis(3500)).await;
+    handle.shutdown().await;
+    // Fixed delay: each run starts one period after the previous one ended.
+    assert_eq!(times(&runs), [0, 1100, 2200, 3300]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_run_after_period_and_initial_delay() {
+    let store = Arc::new(MemoryStore::new());
+    let start = Instant::now();
+    let (late, record_late) = recorder(start);
+    let (delayed, record_delayed) = recorder(start);
+    let job = |name: &str, record: Box<dyn Fn() + Send + Sync>| {
+        let record = Arc::new(record);
+        Job::every(name.to_string(), PERIOD, move |_| {
+            let record = record.clone();
+            async move {
+                record();
+                Ok::<_, String>(())
+            }
+        })
+    };
+    let handle = Schedule::new(elector(&store, "a"))
+        .job(job("late", Box::new(record_late)).first_run_after_period())
+        .job(job("delayed", Box::new(record_delayed)).initial_delay(Duration::from_millis(250)))
+        .start(CancellationToken::new())
+        .unwrap();
+    sleep(Duration::from_millis(2500)).await;
+    handle.shutdown().await;
+    assert_eq!(times(&late), [1000, 2000]);
+    assert_eq!(times(&delayed), [250, 1250, 2250]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn contention_skips_and_errors_do_not_stop_the_schedule() {
+    let store = Arc::new(MemoryStore::new());
+    let holder = elector(&store, "other")
+        .try_acquire("tick")
+        .await
+        .unwrap()
+        .unwrap();
+    let (runs, record) = recorder(Instant::now());
+    let handle = Schedule::new(elector(&store, "a"))
+        .every("tick", PERIOD, move |_| {
+            let record = record.clone();
+            async move {
+                record();
+                Err::<(), _>("disk full")
+            }
+        })
+        .start(CancellationToken::new())
+        .unwrap();
+    sleep(Duration::from_millis(2500)).await;
+    assert!(
+        times(&runs).is_empty(),
+        "skipped while another node holds the lock"
+    );
+    holder.release().await.unwrap();
+    sleep(Duration::from_secs(3)).await;
+    handle.shutdown().await;
+    assert_eq!(
+        times(&runs),
+        [3000, 4000, 5000],
+        "failing job keeps its schedule"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_waits_for_the_running_action_and_releases() {
+    let store = Arc::new(MemoryStore::new());
+    let finished = Arc::new(Mutex::new(None));
+    let f = finished.clone();
+    let start = Instant::now();
+    let stop = CancellationToken::new();
+    let handle = Schedule::new(elector(&store, "a"))
+        .every("tick", PERIOD, move |_| {
+            let f = f.clone();
+            async move {
+                sleep(Duration::from_secs(2)).await;
+                *f.lock().unwrap() = Some(start.elapsed());
+                Ok::<_, String>(())
+            }
+        })
+        .start(stop.clone())
+        .unwrap();
+    sleep(Duration::from_millis(100)).await;
+    stop.cancel();
+    handle.stopped().await;
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(2),
+        "stopped once the action finished"
+    );
+    assert_eq!(*finished.lock().unwrap(), Some(Duration::from_secs(2)));
+    assert!(
+        elector(&store, "b").state("tick").await.unwrap().is_free(),
+        "lease released"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_abandons_a_wait_for_the_lock() {
+    let store = Arc::new(MemoryStore::new());
+    let _holder = elector(&store, "other")
+        .try_acquire("tick")
+        .await
+        .unwrap()
+        .unwrap();
+    let waiting = Elector::with_options(
+        store.clone(),
+        ElectionOptions::builder()
+            .wait(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+    );
+    let stop = CancellationToken::new();
+    let handle = Schedule::new(waiting)
+        .every("tick", PERIOD, |_| async { Ok::<_, String>(()) })
+        .start(stop.clone())
+        .unwrap();
+    sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    handle.shutdown().await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
+/// Two nodes whose timers are half a period out of phase run a 10 ms job.
+async fn two_nodes(once_per_period: bool) -> Vec<u128> {
+    let store = Arc::new(MemoryStore::new());
+    let (runs, record) = recorder(Instant::now());
+    let stop = CancellationToken::new();
+    let mut handles = Vec::new();
+    for (node, offset) in [("a", 0), ("b", 500)] {
+        let record = record.clone();
+        let mut job = Job::every("report", PERIOD, move |_| {
+            let record = record.clone();
+            async move {
+                record();
+                sleep(Duration::from_millis(10)).await;
+                Ok::<_, String>(())
+            }
+        })
+        .initial_delay(Duration::from_millis(offset));
+        if once_per_period {
+            job = job.at_most_once_per_period();
+        }
+        handles.push(
+            Schedule::new(elector(&store, node))
+                .job(job)
+                .start(stop.clone())
+                .unwrap(),
+        );
+    }
+    sleep(Duration::from_millis(9_990)).await;
+    stop.cancel();
+    for h in handles {
+        h.stopped().await;
+    }
+    times(&runs)
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_once_per_period_across_out_of_phase_nodes() {
+    let plain = two_nodes(false).await;
+    assert!(
+        plain.len() >= 18,
+        "without the mode both nodes run: {plain:?}"
+    );
+    let once = two_nodes(true).await;
+    assert!((9..=10).contains(&once.len()), "{once:?}");
+    for pair in once.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 1000,
+            "two runs within one period: {once:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn invalid_jobs_are_rejected_at_start() {
+    let e = elector(&Arc::new(MemoryStore::new()), "a");
+    let zero =
+        Schedule::new(e.clone()).every("x", Duration::ZERO, |_| async { Ok::<_, String>(()) });
+    assert!(matches!(
+        zero.start(CancellationToken::new()),
+        Err(leasehold::Error::Options(_))
+    ));
+    let bad = Schedule::new(e).every("bad name", PERIOD, |_| async { Ok::<_, String>(()) });
+    assert!(matches!(
+        bad.start(CancellationToken::new()),
+        Err(leasehold::Error::Name(_))
+    ));
+}
