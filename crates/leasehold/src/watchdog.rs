@@ -76,3 +76,20 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cadence_is_a_third_of_the_lease_but_at_least_25ms() {
+        assert_eq!(
+            renewal_period(Duration::from_secs(3)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            renewal_period(Duration::from_millis(30)),
+            Duration::from_millis(25)
+        );
+    }
+}

@@ -27,12 +27,27 @@ struct Counting {
     inner: MemoryStore,
     attempts: AtomicU32,
     signal: bool,
+    /// Delay before each acquisition reaches the store (a slow network); makes the store not
+    /// cancel-safe.
+    delay: Duration,
+}
+
+impl Counting {
+    fn new(signal: bool, delay: Duration) -> Self {
+        Self {
+            inner: MemoryStore::new(),
+            attempts: AtomicU32::new(0),
+            signal,
+            delay,
+        }
+    }
 }
 
 #[async_trait]
 impl LeaseStore for Counting {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
+        sleep(self.delay).await;
         self.inner.try_acquire(req).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
@@ -52,7 +67,7 @@ impl LeaseStore for Counting {
         }
     }
     fn acquire_is_cancel_safe(&self) -> bool {
-        true
+        self.delay.is_zero()
     }
     fn describe(&self) -> String {
         "counting".into()
@@ -105,11 +120,7 @@ async fn contention_skips_exactly_at_the_wait_deadline() {
 
 #[tokio::test(start_paused = true)]
 async fn zero_wait_makes_exactly_one_attempt() {
-    let store = Arc::new(Counting {
-        inner: MemoryStore::new(),
-        attempts: AtomicU32::new(0),
-        signal: true,
-    });
+    let store = Arc::new(Counting::new(true, Duration::ZERO));
     let a = Elector::with_options(store.clone(), opts().build().unwrap());
     let _held = a.try_acquire("job").await.unwrap().unwrap();
     let b = Elector::with_options(store.clone(), opts().wait(Duration::ZERO).build().unwrap());
@@ -121,11 +132,7 @@ async fn zero_wait_makes_exactly_one_attempt() {
 
 #[tokio::test(start_paused = true)]
 async fn retries_back_off_with_jitter_within_bounds() {
-    let store = Arc::new(Counting {
-        inner: MemoryStore::new(),
-        attempts: AtomicU32::new(0),
-        signal: false,
-    });
+    let store = Arc::new(Counting::new(false, Duration::ZERO));
     let retry =
         RetryPolicy::new(Duration::from_millis(10), Duration::from_millis(80), 0.5).unwrap();
     let _held = Elector::with_options(store.clone(), opts().build().unwrap())
@@ -573,4 +580,33 @@ async fn events_follow_the_lifecycle() {
     assert!(matches!(&got[1], Event::Skipped { lock } if lock.as_str() == "job"));
     assert!(matches!(&got[2], Event::Released { fence: 1, linger, .. } if linger.is_zero()));
     assert_eq!(got.len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_granted_after_the_caller_gave_up_is_released() {
+    let store = Arc::new(Counting::new(true, Duration::from_millis(100)));
+    let e = Elector::with_options(
+        store.clone(),
+        opts().wait(Duration::from_secs(5)).build().unwrap(),
+    );
+    // The caller gives up while its request is still on the wire; the store grants it later.
+    let r = tokio::time::timeout(Duration::from_millis(10), e.try_acquire("job")).await;
+    assert!(r.is_err());
+    sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.attempts.load(Ordering::SeqCst), 1);
+    assert!(
+        store
+            .inner
+            .state(&LockName::new("job").unwrap(), 1)
+            .await
+            .unwrap()
+            .is_free(),
+        "late lease released"
+    );
+    let fence = e.try_acquire("job").await.unwrap().map(|g| g.fence());
+    assert_eq!(
+        fence,
+        Some(2),
+        "the late grant did happen (fence 1) and was handed back"
+    );
 }
