@@ -225,6 +225,33 @@ impl LeaseStore for MemoryStore {
         })
     }
 
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        let now = Instant::now();
+        let freed: Vec<Holder> = self.with_rows(|locks| {
+            let Some(rows) = locks.get_mut(lock) else {
+                return Vec::new();
+            };
+            rows.iter_mut()
+                .take(slot_index(slots))
+                .enumerate()
+                .filter_map(|(slot, row)| {
+                    let held = row.holder.take_if(|h| h.live(now))?;
+                    Some(Holder {
+                        slot: u32::try_from(slot).unwrap_or(u32::MAX),
+                        owner: held.owner,
+                        fence: row.fence,
+                        acquired_at: self.wall(held.acquired_at),
+                        expires_at: self.wall(held.expires_at),
+                    })
+                })
+                .collect()
+        });
+        if !freed.is_empty() {
+            self.notifier.notify(lock);
+        }
+        Ok(freed)
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         Some(self.notifier.subscribe(lock))
     }

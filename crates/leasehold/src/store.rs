@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::error::StoreError;
 use crate::error::StoreResult;
-use crate::lease::{AcquireRequest, Extension, Lease, LockState, Release};
+use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::name::LockName;
 use crate::signal::ReleaseSignal;
 
@@ -48,6 +49,18 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// A snapshot of the live holders of `lock` among `slots` slots.
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;
+
+    /// Break-glass release for operators: frees every live slot of `lock` among `slots`
+    /// regardless of token (fences are kept, so the next holder still gets a higher one) and
+    /// returns the holders it freed. Their guards find the lease gone at their next renewal or
+    /// release and report it lost. The default answers that the store does not support it.
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        let _ = (lock, slots);
+        Err(StoreError::permanent(format!(
+            "{} does not support forced release",
+            self.describe()
+        )))
+    }
 
     /// Subscribes to release notifications for `lock`, if the store has them. Waiters subscribe
     /// before their first attempt; without a signal they poll with jittered back-off.

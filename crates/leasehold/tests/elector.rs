@@ -610,3 +610,27 @@ async fn a_lease_granted_after_the_caller_gave_up_is_released() {
         "the late grant did happen (fence 1) and was handed back"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn force_release_frees_live_slots_and_keeps_fences() {
+    let store = Arc::new(MemoryStore::new());
+    let e = elector(&store, opts().wait(Duration::ZERO));
+    let g = e.try_acquire("job").await.unwrap().unwrap();
+    let lock = LockName::new("job").unwrap();
+    let freed = store.force_release(&lock, 1).await.unwrap();
+    assert_eq!(
+        freed.iter().map(|h| (h.slot, h.fence)).collect::<Vec<_>>(),
+        [(0, g.fence())]
+    );
+    assert!(
+        store.force_release(&lock, 1).await.unwrap().is_empty(),
+        "nothing left to free"
+    );
+    let next = e.try_acquire("job").await.unwrap().unwrap();
+    assert!(next.fence() > g.fence());
+    assert_eq!(
+        g.extend(Duration::from_secs(1)).await.unwrap(),
+        Extension::NotHeld
+    );
+    assert!(g.is_lost());
+}
