@@ -15,7 +15,7 @@ use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
 use crate::guard::{LeaderContext, LeaderGuard, LeaseCell};
 use crate::lease::{AcquireRequest, Lease, LockState, Token};
-use crate::metrics;
+use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
 use crate::store::LeaseStore;
@@ -28,6 +28,7 @@ pub(crate) struct Engine {
     pub(crate) slots: u32,
     pub(crate) events: Events,
     pub(crate) tenant: Option<Arc<Tenant>>,
+    metrics: Arc<MetricsCache>,
 }
 
 impl Engine {
@@ -38,6 +39,7 @@ impl Engine {
             slots,
             events: Events::default(),
             tenant: None,
+            metrics: Arc::default(),
         }
     }
 
@@ -82,13 +84,14 @@ impl Engine {
     /// transient errors persist until the deadline.
     pub(crate) async fn acquire(&self, lock: &LockName) -> Result<Option<LeaderGuard>> {
         let opts = &*self.options;
-        metrics::attempt(lock);
+        let metrics = self.metrics.get(lock);
+        metrics.attempt();
         let start = Instant::now();
         let deadline = start + opts.wait;
         let req = AcquireRequest {
             lock: lock.clone(),
             slots: self.slots,
-            owner: opts.node_id.to_string(),
+            owner: Arc::clone(&opts.node_id),
             token: Token::random(),
             ttl: opts.lease,
         };
@@ -97,28 +100,39 @@ impl Engine {
         } else {
             self.store.release_signal(lock)
         };
+        // An attempt that failed with a transient error may still have been applied; a later
+        // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
+        // The local deadline is counted from the earliest such attempt.
+        let mut unknown_since: Option<Instant> = None;
         let mut attempt = 0u32;
+        let mut sent_at = start;
         loop {
-            let sent_at = Instant::now();
             let last_error = match self.attempt(&req).await {
-                Ok(Some(lease)) => return Ok(Some(self.elected(lease, start, sent_at))),
-                Ok(None) => None,
+                Ok(Some(lease)) => {
+                    let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
+                    return Ok(Some(self.elected(lease, metrics, start, counted_from)));
+                }
+                Ok(None) => {
+                    unknown_since = None;
+                    None
+                }
                 Err(e) if e.is_transient() => {
                     debug!(lock = %lock, error = %e, "leasehold: transient error while acquiring");
+                    unknown_since.get_or_insert(sent_at);
                     Some(e)
                 }
                 Err(e) => {
-                    metrics::not_acquired(lock, true);
+                    metrics.not_acquired(true);
                     return Err(Error::store(lock, e));
                 }
             };
             let now = Instant::now();
             if now >= deadline {
                 if let Some(e) = last_error {
-                    metrics::not_acquired(lock, true);
+                    metrics.not_acquired(true);
                     return Err(Error::store(lock, e));
                 }
-                metrics::not_acquired(lock, false);
+                metrics.not_acquired(false);
                 debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
                 self.events.emit(|| Event::Skipped { lock: lock.clone() });
                 return Ok(None);
@@ -134,6 +148,7 @@ impl Engine {
                 }
                 None => sleep(pause).await,
             }
+            sent_at = Instant::now();
         }
     }
 
@@ -157,9 +172,16 @@ impl Engine {
             .map_err(|_| StoreError::transient("the acquisition task ended without an answer"))?
     }
 
-    fn elected(&self, lease: Lease, start: Instant, sent_at: Instant) -> LeaderGuard {
+    fn elected(
+        &self,
+        lease: Lease,
+        metrics: Arc<LockMetrics>,
+        start: Instant,
+        sent_at: Instant,
+    ) -> LeaderGuard {
         let opts = &*self.options;
-        metrics::acquired(&lease.lock, start.elapsed());
+        let acquired = Instant::now();
+        metrics.acquired(acquired - start);
         debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, "leasehold: elected");
         self.events.emit(|| Event::Elected {
             lock: lease.lock.clone(),
@@ -168,14 +190,7 @@ impl Engine {
             owner: Arc::clone(&opts.node_id),
             expires_at: lease.expires_at,
         });
-        let cell = LeaseCell::new(
-            Arc::clone(&self.store),
-            self.events.clone(),
-            lease,
-            sent_at,
-            opts.lease,
-            opts.min_lease,
-        );
+        let cell = LeaseCell::new(self, metrics, lease, sent_at, acquired);
         LeaderGuard::new(cell, opts.auto_extend)
     }
 
@@ -184,9 +199,9 @@ impl Engine {
     pub(crate) async fn begin(&self, name: impl IntoLockName) -> Result<Option<Running>> {
         let lock = self.lock_name(name)?;
         Ok(self.acquire(&lock).await?.map(|guard| Running {
+            started: guard.acquired_at(),
             guard,
             lock,
-            started: Instant::now(),
         }))
     }
 
@@ -258,7 +273,9 @@ impl Running {
         failed: fn(&T) -> bool,
     ) -> Result<Option<T>> {
         let is_failure = outcome.as_ref().map_or(true, failed);
-        metrics::action_finished(&self.lock, self.started.elapsed(), is_failure);
+        self.guard
+            .metrics()
+            .action_finished(self.started.elapsed(), is_failure);
         let _ = self.guard.release().await;
         match outcome {
             Ok(v) => Ok(Some(v)),
@@ -269,7 +286,9 @@ impl Running {
     /// The action was cancelled because the lease was lost: release and report it.
     pub(crate) async fn abandon(self) -> Error {
         let reason = self.guard.lost().await;
-        metrics::action_finished(&self.lock, self.started.elapsed(), true);
+        self.guard
+            .metrics()
+            .action_finished(self.started.elapsed(), true);
         let _ = self.guard.release().await;
         Error::Lost {
             lock: self.lock.to_string(),

@@ -9,10 +9,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::{Event, Events, LostReason};
 use crate::lease::{Extension, Lease, Release};
-use crate::metrics;
+use crate::metrics::LockMetrics;
 use crate::store::LeaseStore;
 use crate::watchdog;
 
@@ -27,47 +28,58 @@ pub(crate) fn safety_margin(ttl: Duration) -> Duration {
 pub(crate) struct LeaseCell {
     pub(crate) store: Arc<dyn LeaseStore>,
     pub(crate) events: Events,
+    metrics: Arc<LockMetrics>,
     pub(crate) ttl: Duration,
     min_lease: Duration,
     /// Monotonic instant at which the acquisition succeeded (min-lease is counted from here).
     acquired: Instant,
+    /// The lease as granted; its `expires_at` is kept current in `state`.
+    granted: Lease,
     state: Mutex<CellState>,
     lost_flag: AtomicBool,
     lost_notify: Notify,
     pub(crate) stop: Notify,
     pub(crate) stopping: AtomicBool,
+    /// One extension in flight at a time (watchdog or manual), so answers arrive in the order
+    /// the store applied them and the local deadline always follows the store's expiry.
+    pub(crate) extending: tokio::sync::Mutex<()>,
 }
 
 struct CellState {
-    lease: Lease,
+    expires_at: SystemTime,
     deadline: Instant,
     lost: Option<LostReason>,
 }
 
 impl LeaseCell {
+    /// A cell for `lease`, granted by `engine`'s store to a request sent at `sent_at` and
+    /// answered at `acquired`.
     pub(crate) fn new(
-        store: Arc<dyn LeaseStore>,
-        events: Events,
+        engine: &Engine,
+        metrics: Arc<LockMetrics>,
         lease: Lease,
         sent_at: Instant,
-        ttl: Duration,
-        min_lease: Duration,
+        acquired: Instant,
     ) -> Self {
+        let ttl = engine.options.lease;
         Self {
-            store,
-            events,
+            store: Arc::clone(&engine.store),
+            events: engine.events.clone(),
+            metrics,
             ttl,
-            min_lease,
-            acquired: Instant::now(),
+            min_lease: engine.options.min_lease,
+            acquired,
             state: Mutex::new(CellState {
-                lease,
+                expires_at: lease.expires_at,
                 deadline: sent_at + ttl - safety_margin(ttl),
                 lost: None,
             }),
+            granted: lease,
             lost_flag: AtomicBool::new(false),
             lost_notify: Notify::new(),
             stop: Notify::new(),
             stopping: AtomicBool::new(false),
+            extending: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -75,8 +87,20 @@ impl LeaseCell {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The lease with its current expiry.
     pub(crate) fn lease(&self) -> Lease {
-        self.state().lease.clone()
+        let mut lease = self.granted.clone();
+        lease.expires_at = self.state().expires_at;
+        lease
+    }
+
+    /// The lease as granted (its `expires_at` may be stale): what store calls need.
+    pub(crate) fn granted(&self) -> &Lease {
+        &self.granted
+    }
+
+    pub(crate) fn expires_at(&self) -> SystemTime {
+        self.state().expires_at
     }
 
     pub(crate) fn deadline(&self) -> Instant {
@@ -94,41 +118,50 @@ impl LeaseCell {
         self.state().lost
     }
 
-    /// Records a successful extension whose request was sent at `sent_at`. A later deadline
-    /// already set (e.g. by a longer manual extension) is kept.
+    pub(crate) fn metrics(&self) -> &LockMetrics {
+        &self.metrics
+    }
+
+    /// Records a successful extension whose request was sent at `sent_at`: the store's expiry is
+    /// now its clock + `ttl` (which may be sooner than before), so the local deadline follows it.
+    /// Callers hold `extending`, so extensions are applied and recorded in the same order.
     pub(crate) fn extended(&self, sent_at: Instant, ttl: Duration, expires_at: SystemTime) {
-        let (lock, slot, fence) = {
+        {
             let mut st = self.state();
             if st.lost.is_some() {
                 return;
             }
-            st.deadline = st.deadline.max(sent_at + ttl - safety_margin(ttl));
-            st.lease.expires_at = st.lease.expires_at.max(expires_at);
-            (st.lease.lock.clone(), st.lease.slot, st.lease.fence)
-        };
-        metrics::extended(&lock);
+            st.deadline = sent_at + ttl - safety_margin(ttl);
+            st.expires_at = expires_at;
+        }
+        self.metrics.extended();
+        let g = &self.granted;
         self.events.emit(|| Event::Extended {
-            lock,
-            slot,
-            fence,
+            lock: g.lock.clone(),
+            slot: g.slot,
+            fence: g.fence,
             expires_at,
         });
     }
 
     /// Marks the lease lost (once): wakes `lost()` waiters, emits `Lost`, counts it.
     pub(crate) fn mark_lost(&self, reason: LostReason) {
-        let (lock, slot, fence) = {
+        {
             let mut st = self.state();
             if st.lost.is_some() {
                 return;
             }
             st.lost = Some(reason);
-            (st.lease.lock.clone(), st.lease.slot, st.lease.fence)
-        };
+        }
+        let (lock, slot, fence) = (
+            self.granted.lock.clone(),
+            self.granted.slot,
+            self.granted.fence,
+        );
         self.lost_flag.store(true, Ordering::Release);
         self.lost_notify.notify_waiters();
         warn!(lock = %lock, slot, fence, %reason, "leasehold: lease lost");
-        metrics::lost(&lock, reason);
+        self.metrics.lost(reason);
         self.events.emit(|| Event::Lost {
             lock,
             slot,
@@ -153,11 +186,12 @@ impl LeaseCell {
     }
 
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Extension> {
-        let lease = self.lease();
+        let _one_at_a_time = self.extending.lock().await;
+        let lease = &self.granted;
         let sent_at = Instant::now();
         let outcome = self
             .store
-            .extend(&lease, ttl)
+            .extend(lease, ttl)
             .await
             .map_err(|e| Error::store(&lease.lock, e))?;
         match outcome {
@@ -169,15 +203,18 @@ impl LeaseCell {
 
     /// The remaining minimum lease, counted from after acquisition.
     fn linger(&self) -> Duration {
+        if self.min_lease.is_zero() {
+            return Duration::ZERO;
+        }
         self.min_lease.saturating_sub(self.acquired.elapsed())
     }
 
     /// Releases on the store (after the watchdog stopped) and reports it.
     async fn release(&self) -> Result<Release> {
-        let lease = self.lease();
+        let lease = &self.granted;
         let linger = self.linger();
-        let outcome = self.store.release(&lease, linger).await;
-        metrics::released(&lease.lock);
+        let outcome = self.store.release(lease, linger).await;
+        self.metrics.released();
         match &outcome {
             Ok(Release::Released) => {
                 debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "leasehold: released");
@@ -247,15 +284,15 @@ impl LeaderGuard {
     }
     /// The fencing number: pass it to the resource you protect.
     pub fn fence(&self) -> u64 {
-        self.cell.state().lease.fence
+        self.cell.granted().fence
     }
     /// The slot (0 for single-leader locks).
     pub fn slot(&self) -> u32 {
-        self.cell.state().lease.slot
+        self.cell.granted().slot
     }
     /// The store's expiry as last seen.
     pub fn expires_at(&self) -> SystemTime {
-        self.cell.state().lease.expires_at
+        self.cell.expires_at()
     }
     /// The conservative local deadline: the lease is reported lost at this monotonic instant unless
     /// renewed before.
@@ -282,9 +319,21 @@ impl LeaderGuard {
     /// Stops renewal and releases the lease (or shortens it to the remaining minimum lease).
     /// `Ok(Release::NotHeld)` means the lease had already ended or been taken over.
     pub async fn release(mut self) -> Result<Release> {
-        self.done = true;
         let watchdog = self.watchdog.take();
-        finish(&self.cell, watchdog).await
+        let outcome = finish(&self.cell, watchdog).await;
+        // Only now: if this future is dropped before the store answered, `Drop` releases again
+        // (release is token-checked, so a second release is harmless).
+        self.done = true;
+        outcome
+    }
+
+    pub(crate) fn metrics(&self) -> &LockMetrics {
+        self.cell.metrics()
+    }
+
+    /// The monotonic instant right after the store granted the lease.
+    pub(crate) fn acquired_at(&self) -> Instant {
+        self.cell.acquired
     }
 }
 
@@ -350,7 +399,7 @@ impl std::fmt::Debug for LeaderContext {
 impl LeaderContext {
     /// The fencing number.
     pub fn fence(&self) -> u64 {
-        self.0.state().lease.fence
+        self.0.granted().fence
     }
     /// The lease as last seen.
     pub fn lease(&self) -> Lease {

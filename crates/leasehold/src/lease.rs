@@ -1,6 +1,7 @@
 //! The lease model: tokens, fences, leases and state snapshots.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rand::Rng;
@@ -78,8 +79,8 @@ pub struct AcquireRequest {
     /// Number of slots: 1 for single-leader locks, `max_leaders` for groups. The store grants the
     /// lowest free slot in `0..slots`.
     pub slots: u32,
-    /// The owner to record.
-    pub owner: String,
+    /// The owner to record (the elector's node id, shared).
+    pub owner: Arc<str>,
     /// The token; a retried request carries the same token, so a store that finds its own token
     /// already holding a live slot returns that lease instead of contention.
     pub token: Token,

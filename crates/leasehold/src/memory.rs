@@ -1,7 +1,7 @@
 //! `MemoryStore`: the in-process reference store.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -32,7 +32,7 @@ use crate::store::LeaseStore;
 /// ```
 #[derive(Debug)]
 pub struct MemoryStore {
-    locks: Mutex<HashMap<LockName, Vec<Row>>>,
+    locks: Mutex<HashMap<LockName, Vec<Row>, foldhash::fast::RandomState>>,
     notifier: ReleaseNotifier,
     epoch: (Instant, SystemTime),
 }
@@ -45,7 +45,7 @@ struct Row {
 
 #[derive(Debug, Clone)]
 struct Held {
-    owner: String,
+    owner: Arc<str>,
     token: Token,
     acquired_at: Instant,
     expires_at: Instant,
@@ -67,7 +67,7 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self {
-            locks: Mutex::new(HashMap::new()),
+            locks: Mutex::new(HashMap::default()),
             notifier: ReleaseNotifier::default(),
             epoch: (Instant::now(), SystemTime::now()),
         }
@@ -77,7 +77,10 @@ impl MemoryStore {
         self.epoch.1 + at.saturating_duration_since(self.epoch.0)
     }
 
-    fn with_rows<T>(&self, f: impl FnOnce(&mut HashMap<LockName, Vec<Row>>) -> T) -> T {
+    fn with_rows<T>(
+        &self,
+        f: impl FnOnce(&mut HashMap<LockName, Vec<Row>, foldhash::fast::RandomState>) -> T,
+    ) -> T {
         let mut guard = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut guard)
     }
@@ -86,7 +89,7 @@ impl MemoryStore {
         Lease {
             lock: lock.clone(),
             slot,
-            owner: held.owner.clone(),
+            owner: String::from(&*held.owner),
             token: held.token,
             fence,
             acquired_at: self.wall(held.acquired_at),
@@ -129,14 +132,13 @@ impl LeaseStore for MemoryStore {
                 .enumerate()
                 .find(|(_, r)| r.holder.as_ref().is_none_or(|h| !h.live(now)))?;
             row.fence += 1;
-            let held = Held {
-                owner: req.owner.clone(),
+            let held = row.holder.insert(Held {
+                owner: Arc::clone(&req.owner),
                 token: req.token,
                 acquired_at: now,
                 expires_at: now + req.ttl,
-            };
-            row.holder = Some(held.clone());
-            Some((slot, row.fence, held))
+            });
+            Some((slot, row.fence, held.clone()))
         });
         Ok(granted.map(|(slot, fence, held)| {
             self.lease(
@@ -210,7 +212,7 @@ impl LeaseStore for MemoryStore {
                     let held = row.holder.as_ref().filter(|h| h.live(now))?;
                     Some(Holder {
                         slot: u32::try_from(slot).unwrap_or(u32::MAX),
-                        owner: held.owner.clone(),
+                        owner: String::from(&*held.owner),
                         fence: row.fence,
                         acquired_at: self.wall(held.acquired_at),
                         expires_at: self.wall(held.expires_at),
@@ -238,7 +240,7 @@ impl LeaseStore for MemoryStore {
                     let held = row.holder.take_if(|h| h.live(now))?;
                     Some(Holder {
                         slot: u32::try_from(slot).unwrap_or(u32::MAX),
-                        owner: held.owner,
+                        owner: String::from(&*held.owner),
                         fence: row.fence,
                         acquired_at: self.wall(held.acquired_at),
                         expires_at: self.wall(held.expires_at),

@@ -15,10 +15,15 @@
 //! | `leasehold_extended_total` | counter | `lock` | renewals |
 //! | `leasehold_lost_total` | counter | `lock`, `reason` = `not_held` \| `deadline` \| `store_failed` | leases lost while held |
 //! | `leasehold_released_total` | counter | `lock` | releases |
+//!
+//! Handles are registered once per lock name and elector (and its clones), with the recorder
+//! in effect at that moment: install the recorder before the first election.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use metrics::{counter, gauge, histogram};
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use crate::events::LostReason;
 use crate::name::LockName;
@@ -44,42 +49,104 @@ pub const LOST: &str = "leasehold_lost_total";
 /// `leasehold_released_total`
 pub const RELEASED: &str = "leasehold_released_total";
 
-pub(crate) fn attempt(lock: &LockName) {
-    counter!(ATTEMPTS, "lock" => lock.shared()).increment(1);
+/// The metric handles of one lock, registered once so that an election costs no registration.
+pub(crate) struct LockMetrics {
+    attempts: Counter,
+    acquired: Counter,
+    contention: Counter,
+    error: Counter,
+    acquire_seconds: Histogram,
+    action_seconds: Histogram,
+    action_failures: Counter,
+    active: Gauge,
+    extended: Counter,
+    lost_not_held: Counter,
+    lost_deadline: Counter,
+    lost_store_failed: Counter,
+    released: Counter,
 }
 
-pub(crate) fn acquired(lock: &LockName, waited: Duration) {
-    counter!(ACQUIRED, "lock" => lock.shared()).increment(1);
-    histogram!(ACQUIRE_SECONDS, "lock" => lock.shared()).record(waited.as_secs_f64());
-    gauge!(ACTIVE, "lock" => lock.shared()).increment(1.0);
-}
+impl LockMetrics {
+    fn register(lock: &LockName) -> Self {
+        let l = || lock.shared();
+        Self {
+            attempts: counter!(ATTEMPTS, "lock" => l()),
+            acquired: counter!(ACQUIRED, "lock" => l()),
+            contention: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "contention"),
+            error: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "error"),
+            acquire_seconds: histogram!(ACQUIRE_SECONDS, "lock" => l()),
+            action_seconds: histogram!(ACTION_SECONDS, "lock" => l()),
+            action_failures: counter!(ACTION_FAILURES, "lock" => l()),
+            active: gauge!(ACTIVE, "lock" => l()),
+            extended: counter!(EXTENDED, "lock" => l()),
+            lost_not_held: counter!(LOST, "lock" => l(), "reason" => "not_held"),
+            lost_deadline: counter!(LOST, "lock" => l(), "reason" => "deadline"),
+            lost_store_failed: counter!(LOST, "lock" => l(), "reason" => "store_failed"),
+            released: counter!(RELEASED, "lock" => l()),
+        }
+    }
 
-pub(crate) fn not_acquired(lock: &LockName, error: bool) {
-    let reason = if error { "error" } else { "contention" };
-    counter!(NOT_ACQUIRED, "lock" => lock.shared(), "reason" => reason).increment(1);
-}
+    pub(crate) fn attempt(&self) {
+        self.attempts.increment(1);
+    }
 
-pub(crate) fn action_finished(lock: &LockName, took: Duration, failed: bool) {
-    histogram!(ACTION_SECONDS, "lock" => lock.shared()).record(took.as_secs_f64());
-    if failed {
-        counter!(ACTION_FAILURES, "lock" => lock.shared()).increment(1);
+    pub(crate) fn acquired(&self, waited: Duration) {
+        self.acquired.increment(1);
+        self.acquire_seconds.record(waited.as_secs_f64());
+        self.active.increment(1.0);
+    }
+
+    pub(crate) fn not_acquired(&self, error: bool) {
+        if error { &self.error } else { &self.contention }.increment(1);
+    }
+
+    pub(crate) fn action_finished(&self, took: Duration, failed: bool) {
+        self.action_seconds.record(took.as_secs_f64());
+        if failed {
+            self.action_failures.increment(1);
+        }
+    }
+
+    pub(crate) fn extended(&self) {
+        self.extended.increment(1);
+    }
+
+    pub(crate) fn lost(&self, reason: LostReason) {
+        match reason {
+            LostReason::NotHeld => &self.lost_not_held,
+            LostReason::DeadlinePassed => &self.lost_deadline,
+            LostReason::StoreFailed => &self.lost_store_failed,
+        }
+        .increment(1);
+    }
+
+    pub(crate) fn released(&self) {
+        self.released.increment(1);
+        self.active.decrement(1.0);
     }
 }
 
-pub(crate) fn extended(lock: &LockName) {
-    counter!(EXTENDED, "lock" => lock.shared()).increment(1);
-}
+/// How many locks' handles an elector keeps before starting over (bounds memory when lock names
+/// are generated, e.g. per tenant).
+const CACHE_LIMIT: usize = 4096;
 
-pub(crate) fn lost(lock: &LockName, reason: LostReason) {
-    let reason = match reason {
-        LostReason::NotHeld => "not_held",
-        LostReason::DeadlinePassed => "deadline",
-        LostReason::StoreFailed => "store_failed",
-    };
-    counter!(LOST, "lock" => lock.shared(), "reason" => reason).increment(1);
-}
+/// Per-lock handles, shared by an elector and its clones.
+#[derive(Default)]
+pub(crate) struct MetricsCache(
+    Mutex<HashMap<LockName, Arc<LockMetrics>, foldhash::fast::RandomState>>,
+);
 
-pub(crate) fn released(lock: &LockName) {
-    counter!(RELEASED, "lock" => lock.shared()).increment(1);
-    gauge!(ACTIVE, "lock" => lock.shared()).decrement(1.0);
+impl MetricsCache {
+    pub(crate) fn get(&self, lock: &LockName) -> Arc<LockMetrics> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = map.get(lock) {
+            return Arc::clone(m);
+        }
+        if map.len() >= CACHE_LIMIT {
+            map.clear();
+        }
+        let m = Arc::new(LockMetrics::register(lock));
+        map.insert(lock.clone(), Arc::clone(&m));
+        m
+    }
 }

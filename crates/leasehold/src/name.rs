@@ -122,13 +122,13 @@ impl LockName {
 
 /// Checks `name` against the lock-name rule without allocating.
 pub(crate) fn validate(name: &str) -> Result<(), NameError> {
-    let mut chars = name.char_indices();
-    let Some((_, first)) = chars.next() else {
+    let bytes = name.as_bytes();
+    let Some(&first) = bytes.first() else {
         return Err(NameError::Empty);
     };
-    if name.len() > MAX_LOCK_NAME_LEN {
+    if bytes.len() > MAX_LOCK_NAME_LEN {
         return Err(NameError::TooLong {
-            len: name.len(),
+            len: bytes.len(),
             max: MAX_LOCK_NAME_LEN,
             prefix: name.chars().take(32).collect(),
         });
@@ -136,17 +136,17 @@ pub(crate) fn validate(name: &str) -> Result<(), NameError> {
     if !first.is_ascii_alphanumeric() {
         return Err(NameError::BadFirstChar {
             name: name.to_owned(),
-            found: first,
+            found: name.chars().next().unwrap_or_default(),
         });
     }
-    for (index, c) in chars {
-        if !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == ':') {
-            return Err(NameError::BadChar {
-                name: name.to_owned(),
-                found: c,
-                index,
-            });
-        }
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':');
+    if let Some(index) = bytes.iter().position(|b| !allowed(b)) {
+        return Err(NameError::BadChar {
+            name: name.to_owned(),
+            // `index` is a char boundary: every byte before it is ASCII.
+            found: name[index..].chars().next().unwrap_or_default(),
+            index,
+        });
     }
     Ok(())
 }

@@ -39,7 +39,7 @@ impl ReleaseSignal {
 /// ```
 #[derive(Debug, Default)]
 pub struct ReleaseNotifier {
-    senders: Mutex<HashMap<LockName, watch::Sender<u64>>>,
+    senders: Mutex<HashMap<LockName, watch::Sender<u64>, foldhash::fast::RandomState>>,
 }
 
 impl ReleaseNotifier {

@@ -38,9 +38,11 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         if cell.stopping.load(Ordering::Acquire) || cell.lost_reason().is_some() {
             return;
         }
+        let _one_at_a_time = cell.extending.lock().await;
         let now = Instant::now();
         let full = now + cell.ttl - safety_margin(cell.ttl);
         if cell.deadline() > full {
+            // A manual extension reaches further than a renewal would: keep it.
             next = now + period;
             continue;
         }

@@ -1,5 +1,7 @@
 //! The blocking facade, called from plain threads with no runtime of their own.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,7 @@
 //! Elector behaviour on paused tokio time with the memory store.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! The documented metric names, with a `lock` label, recorded through the `metrics` facade.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,5 +1,7 @@
 //! Leader-only periodic jobs on paused tokio time.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

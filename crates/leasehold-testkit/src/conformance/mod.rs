@@ -1,0 +1,61 @@
+//! The conformance suite: the contract every [`LeaseStore`](leasehold::LeaseStore) must meet,
+//! checked through the core electors and through the store trait itself.
+//!
+//! Each test is a plain `pub async fn(&dyn StoreFactory)` that panics with a clear message when
+//! the store breaks the contract, like the `object_store` crate's `integration` functions. A
+//! backend's tests call them one by one, or all at once with [`run_all`]:
+//!
+//! ```no_run
+//! # async fn example() {
+//! use std::sync::Arc;
+//! use leasehold::MemoryStore;
+//! use leasehold_testkit::{SharedStore, conformance};
+//!
+//! let factory = SharedStore::new(Arc::new(MemoryStore::new()));
+//! conformance::contention_skips_after_wait(&factory).await;
+//! conformance::run_all(&factory).await; // panics naming every failed test
+//! # }
+//! ```
+//!
+//! Tests use real time: leases of 300 ms – 30 s and bounds of several hundred milliseconds, so
+//! they hold on busy machines and against servers with their own clocks. Lock names are unique
+//! per call, so runs against a shared server do not interfere.
+
+mod election;
+mod exclusion;
+mod expiry;
+mod extension;
+mod fencing;
+mod force;
+mod group;
+mod min_lease;
+mod release;
+mod state;
+mod store;
+mod suite;
+mod support;
+mod tenant;
+
+pub use election::{
+    contention_skips_after_wait, elected_run_executes_once, independent_names_do_not_block,
+    sequential_acquisitions_work,
+};
+pub use exclusion::{group_mutual_exclusion, mutual_exclusion};
+pub use expiry::{expiry_allows_takeover, stale_owner_is_rejected};
+pub use extension::{auto_extend_keeps_lease, manual_extend_keeps_lease};
+pub use fencing::{fences_increase, group_fences_increase_per_slot};
+pub use force::{force_release_makes_the_holder_lost, store_force_release_frees_every_slot};
+pub use group::{group_expired_slots_reclaimed, group_slot_accounting};
+pub use min_lease::min_lease_holds_lock;
+pub use release::{
+    abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,
+    dropped_future_releases,
+};
+pub use state::state_snapshots;
+pub use store::{
+    store_acquire_is_idempotent, store_extend_after_expiry_is_not_held,
+    store_group_grants_lowest_free_slot, store_operations_check_the_token,
+    store_release_linger_never_lengthens,
+};
+pub use suite::{ConformanceTest, SuiteReport, run_all, run_tests, tests};
+pub use tenant::tenant_scoping;

@@ -1,0 +1,136 @@
+//! `FaultyStore`: the fault-injecting wrapper.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use leasehold::{
+    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, Release,
+    ReleaseSignal, StoreResult,
+};
+use tracing::debug;
+
+use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
+
+/// A fault-injecting wrapper around a real [`LeaseStore`]: every call is delegated to the wrapped
+/// store, except that calls can be made to fail (before or after the store applied them) or to be
+/// delayed, per operation, as the [`FaultControl`] says at the moment of the call.
+///
+/// * Release signals are forwarded from the wrapped store unchanged; `force_release` is
+///   forwarded like the other operations (and can be faulted as [`Op::ForceRelease`]).
+/// * [`acquire_is_cancel_safe`](LeaseStore::acquire_is_cancel_safe) is always `false`, whatever the
+///   wrapped store says. An answer delay (or an [`AfterApply`](FaultPoint::AfterApply) failure)
+///   means the wrapped store may grant a lease and the wrapper then yields before returning it, so
+///   dropping the call there would leave the lease behind — exactly the situation of a networked
+///   store. Because faults change at run time, possibly while a call is in flight, the only
+///   answer that is always true is `false`; it makes the core run each acquisition attempt on its
+///   own task and release late grants, the same path real network stores take.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::sync::Arc;
+/// use leasehold::{LeaseStore, MemoryStore};
+/// use leasehold_testkit::fault::FaultyStore;
+///
+/// let (store, faults) = FaultyStore::new(Arc::new(MemoryStore::new()));
+/// assert!(!store.acquire_is_cancel_safe());
+/// assert_eq!(store.describe(), "faulty(memory)");
+/// # let _ = faults; }
+/// ```
+pub struct FaultyStore {
+    inner: Arc<dyn LeaseStore>,
+    switches: Arc<Switches>,
+}
+
+impl std::fmt::Debug for FaultyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultyStore")
+            .field("inner", &self.inner.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FaultyStore {
+    /// Wraps `inner`; returns the wrapper and the handle that switches its faults. No fault is
+    /// active at first.
+    pub fn new(inner: Arc<dyn LeaseStore>) -> (Arc<Self>, FaultControl) {
+        let switches = Arc::new(Switches::default());
+        let control = FaultControl::new(Arc::clone(&switches));
+        (Arc::new(Self { inner, switches }), control)
+    }
+
+    /// Another handle to this wrapper's switches.
+    pub fn control(&self) -> FaultControl {
+        FaultControl::new(Arc::clone(&self.switches))
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &Arc<dyn LeaseStore> {
+        &self.inner
+    }
+
+    /// Runs one call of `op` through the current plan.
+    async fn call<T, Fut>(&self, op: Op, forward: impl FnOnce() -> Fut) -> StoreResult<T>
+    where
+        Fut: Future<Output = StoreResult<T>>,
+    {
+        let plan = self.switches.plan(op);
+        pause(plan.request_delay).await;
+        if let Some((kind, FaultPoint::BeforeApply, call)) = plan.failure {
+            debug!(%op, call, "leasehold-testkit: injecting a fault before the store");
+            return Err(Plan::error(op, kind, call));
+        }
+        let answer = forward().await;
+        pause(plan.answer_delay).await;
+        if let Some((kind, FaultPoint::AfterApply, call)) = plan.failure {
+            debug!(%op, call, "leasehold-testkit: dropping the store's answer and injecting a fault");
+            return Err(Plan::error(op, kind, call));
+        }
+        answer
+    }
+}
+
+async fn pause(delay: Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+}
+
+#[async_trait]
+impl LeaseStore for FaultyStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        self.call(Op::TryAcquire, || self.inner.try_acquire(req))
+            .await
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.call(Op::Extend, || self.inner.extend(lease, ttl))
+            .await
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.call(Op::Release, || self.inner.release(lease, linger))
+            .await
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.call(Op::State, || self.inner.state(lock, slots)).await
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        self.call(Op::ForceRelease, || self.inner.force_release(lock, slots))
+            .await
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        self.inner.release_signal(lock)
+    }
+
+    fn acquire_is_cancel_safe(&self) -> bool {
+        false
+    }
+
+    fn describe(&self) -> String {
+        format!("faulty({})", self.inner.describe())
+    }
+}
