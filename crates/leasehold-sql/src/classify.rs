@@ -1,0 +1,87 @@
+//! Classifying `sqlx` errors as transient or permanent.
+
+use leasehold::{ErrorKind, StoreError};
+
+/// SQLSTATE classes and codes that retrying can help with.
+fn transient_sqlstate(code: &str) -> bool {
+    // 08: connection exception; 40: transaction rollback (serialization failure, deadlock);
+    // 53: insufficient resources; 57P0x: operator intervention (admin/crash shutdown, cannot
+    // connect now); 55P03: lock not available; HYT00/HYT01: timeouts.
+    code.starts_with("08")
+        || code.starts_with("40")
+        || code.starts_with("53")
+        || code.starts_with("57P0")
+        || code == "55P03"
+        || code == "HYT00"
+        || code == "HYT01"
+}
+
+/// MySQL/MariaDB error numbers that retrying can help with (for errors whose SQLSTATE is the
+/// generic HY000): lock wait timeout, deadlock, too many connections, server gone or shutting
+/// down, read-only (failover in progress), query interrupted.
+const MYSQL_TRANSIENT: &[&str] = &[
+    "1205", "1213", "1040", "1053", "1290", "1317", "1836", "2006", "2013",
+];
+
+/// SQLite result codes (primary code, low byte) that retrying can help with: BUSY, LOCKED.
+const SQLITE_TRANSIENT: &[&str] = &["5", "6", "261", "262", "517", "773"];
+
+/// Turns a `sqlx` error into a classified store error. Messages never include connection URLs.
+pub(crate) fn classify(err: sqlx::Error) -> StoreError {
+    use sqlx::Error as E;
+    let kind = match &err {
+        E::Io(_)
+        | E::Tls(_)
+        | E::PoolTimedOut
+        | E::PoolClosed
+        | E::WorkerCrashed
+        | E::Protocol(_) => ErrorKind::Transient,
+        E::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            if transient_sqlstate(&code)
+                || MYSQL_TRANSIENT.contains(&code.as_str())
+                || SQLITE_TRANSIENT.contains(&code.as_str())
+            {
+                ErrorKind::Transient
+            } else {
+                ErrorKind::Permanent
+            }
+        }
+        _ => ErrorKind::Permanent,
+    };
+    let message = match &err {
+        E::Database(db) => format!(
+            "database error{}: {}",
+            db.code().map(|c| format!(" {c}")).unwrap_or_default(),
+            db.message()
+        ),
+        E::PoolTimedOut => "timed out waiting for a database connection".to_owned(),
+        other => other.to_string(),
+    };
+    StoreError::new(kind, message).with_source(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_and_conflict_states_are_transient() {
+        for code in [
+            "08006", "08001", "40001", "40P01", "53300", "57P01", "55P03",
+        ] {
+            assert!(transient_sqlstate(code), "{code}");
+        }
+        for code in ["42P01", "28P01", "23505", "42501", "22001"] {
+            assert!(!transient_sqlstate(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn io_and_pool_errors_are_transient_configuration_is_permanent() {
+        assert!(classify(sqlx::Error::PoolTimedOut).is_transient());
+        assert!(classify(sqlx::Error::Io(std::io::Error::other("reset"))).is_transient());
+        assert!(!classify(sqlx::Error::Configuration("bad".into())).is_transient());
+        assert!(!classify(sqlx::Error::RowNotFound).is_transient());
+    }
+}

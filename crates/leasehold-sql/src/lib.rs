@@ -1,0 +1,39 @@
+//! # leasehold-sql
+//!
+//! [`SqlStore`]: a [`leasehold::LeaseStore`] on SQLite, PostgreSQL and MySQL/MariaDB through
+//! `sqlx`, with runtime queries only (no database is needed at build time).
+//!
+//! All three dialects share one table layout:
+//!
+//! | column | meaning |
+//! |---|---|
+//! | `lock_name`, `slot` | primary key; slot 0 for single-leader locks |
+//! | `owner` | node id of the last holder |
+//! | `token` | 32 hex digits proving ownership; `NULL` once released |
+//! | `fence` | strictly increasing per row; never reset (rows are kept) |
+//! | `acquired_at`, `expires_at` | epoch milliseconds by the database clock |
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use leasehold::Elector;
+//! use leasehold_sql::SqlStore;
+//!
+//! let elector = Elector::new(Arc::new(SqlStore::connect("sqlite:///tmp/leases.db").await?));
+//! if let Some(fence) = elector.run_if_leader("migrate", |ctx| async move { ctx.fence() }).await? {
+//!     tracing::info!(fence, "migrated");
+//! }
+//! # Ok(()) }
+//! ```
+
+mod classify;
+mod dialect;
+mod listen;
+mod opener;
+mod pool;
+mod store;
+
+pub use dialect::{Dialect, Statements};
+pub use opener::SqlOpener;
+pub use pool::SqlPool;
+pub use store::{DEFAULT_TABLE, SqlOptions, SqlStore};

@@ -1,0 +1,583 @@
+//! `SqlStore`: leases in one table keyed by `(lock_name, slot)`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use leasehold::{
+    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
+    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, redact_url,
+};
+use sqlx::Row;
+use tokio::sync::OnceCell;
+
+use crate::classify::classify;
+use crate::dialect::{Dialect, Statements, validate_table};
+use crate::listen::Listener;
+use crate::pool::{PoolSettings, SqlPool, lazy_pool, with_pool};
+
+/// The default table name.
+pub const DEFAULT_TABLE: &str = "leasehold_leases";
+
+/// Options for [`SqlStore`].
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold_sql::SqlOptions;
+///
+/// let opts = SqlOptions::default().table("ops.leases").create_schema(false).connect_timeout(Duration::from_secs(2));
+/// assert_eq!(opts.table_name(), "ops.leases");
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqlOptions {
+    table: String,
+    create_schema: bool,
+    max_connections: u32,
+    connect_timeout: Duration,
+}
+
+impl Default for SqlOptions {
+    fn default() -> Self {
+        Self {
+            table: DEFAULT_TABLE.to_owned(),
+            create_schema: true,
+            max_connections: 8,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl SqlOptions {
+    /// The table (default `leasehold_leases`; `TABLE` or `SCHEMA.TABLE`).
+    #[must_use]
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+    /// Create the table on first use if it is missing (default on). Turn off when the schema is
+    /// managed elsewhere; [`Dialect::create_table`] prints the DDL.
+    #[must_use]
+    pub fn create_schema(mut self, on: bool) -> Self {
+        self.create_schema = on;
+        self
+    }
+    /// Pool size for pools built from URLs (default 8).
+    #[must_use]
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+    /// How long to wait for a connection before failing with a transient error (default 5 s).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+    /// The configured table name.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+}
+
+/// A lease store on SQLite, PostgreSQL or MySQL/MariaDB.
+///
+/// * One row per `(lock_name, slot)`; rows are kept on release so fences only grow. A new row's
+///   fence starts at the database clock in ms × 1000, so even a row deleted by hand continues above
+///   its old fences.
+/// * Acquire is one atomic upsert that takes the row only if it is missing, expired or already
+///   ours, timed by the **database clock**; extend and release are token-checked single
+///   statements; a minimum lease shortens the row's expiry on release.
+/// * PostgreSQL wakes waiters on release with `LISTEN`/`NOTIFY`; SQLite and MySQL waiters poll with
+///   jittered back-off.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::Elector;
+/// use leasehold_sql::SqlStore;
+///
+/// let store = SqlStore::connect("postgres://app@db.internal/app").await?;
+/// let elector = Elector::new(Arc::new(store));
+/// elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await?;
+/// # Ok(()) }
+/// ```
+pub struct SqlStore {
+    pool: SqlPool,
+    dialect: Dialect,
+    sql: Statements,
+    ddl: String,
+    create_schema: bool,
+    schema: OnceCell<()>,
+    listener: Mutex<Option<Listener>>,
+    notifier: Arc<ReleaseNotifier>,
+    channel: String,
+    description: String,
+}
+
+impl std::fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("store", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
+    OpenError::Invalid {
+        url: redact_url(url),
+        reason: reason.into(),
+    }
+}
+
+impl SqlStore {
+    /// Opens a store for a `sqlite:`, `postgres://` or `mysql://` URL with default options and
+    /// checks that the database answers (creating the table if needed).
+    pub async fn connect(url: &str) -> Result<Self, OpenError> {
+        Self::connect_with(url, SqlOptions::default()).await
+    }
+
+    /// Like [`connect`](Self::connect) with options.
+    pub async fn connect_with(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
+        let store = Self::connect_lazy(url, options)?;
+        store.migrate().await.map_err(|source| OpenError::Connect {
+            url: redact_url(url),
+            source,
+        })?;
+        Ok(store)
+    }
+
+    /// Builds a store without contacting the database; the first operation connects (and creates
+    /// the table, unless disabled).
+    pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
+        let settings = PoolSettings {
+            max_connections: options.max_connections,
+            connect_timeout: options.connect_timeout,
+        };
+        let pool = lazy_pool(url, settings).map_err(|r| invalid(url, r))?;
+        Self::build(pool, options, redact_url(url)).map_err(|r| invalid(url, r))
+    }
+
+    /// Uses a pool the application already has.
+    ///
+    /// ```no_run
+    /// # async fn demo(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// use leasehold_sql::{SqlOptions, SqlStore};
+    /// let store = SqlStore::from_pool(pool, SqlOptions::default())?;
+    /// store.migrate().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_pool(pool: impl Into<SqlPool>, options: SqlOptions) -> Result<Self, OpenError> {
+        let pool = pool.into();
+        let description = format!("{} pool", pool.dialect());
+        Self::build(pool, options, description.clone()).map_err(|r| OpenError::Invalid {
+            url: description,
+            reason: r,
+        })
+    }
+
+    fn build(pool: SqlPool, options: SqlOptions, description: String) -> Result<Self, String> {
+        validate_table(&options.table)?;
+        let dialect = pool.dialect();
+        let channel = format!("leasehold_release_{}", options.table.replace('.', "_"));
+        Ok(Self {
+            sql: dialect.statements(&options.table),
+            ddl: dialect.create_table(&options.table),
+            create_schema: options.create_schema,
+            schema: OnceCell::new(),
+            listener: Mutex::new(None),
+            notifier: Arc::new(ReleaseNotifier::default()),
+            channel,
+            description,
+            dialect,
+            pool,
+        })
+    }
+
+    /// The dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &SqlPool {
+        &self.pool
+    }
+
+    /// The SQL this store runs.
+    pub fn statements(&self) -> &Statements {
+        &self.sql
+    }
+
+    /// The PostgreSQL `NOTIFY` channel releases are announced on (`leasehold_release_<table>`).
+    pub fn notify_channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// Creates the table if it is missing (idempotent; safe to race with other processes).
+    /// With `create_schema(false)` it only checks that the table can be read.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        self.ensure_schema().await
+    }
+
+    async fn ensure_schema(&self) -> StoreResult<()> {
+        self.schema
+            .get_or_try_init(|| async {
+                if self.create_schema {
+                    // Two processes creating the table at once can collide in the catalog;
+                    // the loser sees a duplicate-object error and the table exists.
+                    if let Err(e) = with_pool!(&self.pool, p => sqlx::query(&self.ddl).execute(p).await.map(|_| ())) {
+                        let dup = matches!(&e, sqlx::Error::Database(db)
+                            if matches!(db.code().as_deref(), Some("23505" | "42P07" | "1050")));
+                        if !dup {
+                            return Err(classify(e));
+                        }
+                    }
+                }
+                let probe = self.sql.state.clone();
+                with_pool!(&self.pool, p => sqlx::query(&probe).bind("probe").bind(0i32).fetch_all(p).await.map(|_| ()))
+                    .map_err(classify)?;
+                Ok(())
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// One upsert attempt on one slot.
+    async fn acquire_slot(
+        &self,
+        req: &AcquireRequest,
+        slot: i32,
+        token: &str,
+    ) -> StoreResult<Option<(i64, i64, i64)>> {
+        let ttl = ms(req.ttl);
+        let q = &self.sql.acquire;
+        let row = if self.dialect == Dialect::MySql {
+            let SqlPool::MySql(p) = &self.pool else {
+                return Err(StoreError::permanent("dialect and pool disagree"));
+            };
+            sqlx::query(q)
+                .bind(req.lock.as_str())
+                .bind(slot)
+                .bind(req.owner.as_ref())
+                .bind(token)
+                .bind(ttl)
+                .execute(p)
+                .await
+                .map_err(classify)?;
+            sqlx::query(&self.sql.read_own)
+                .bind(req.lock.as_str())
+                .bind(slot)
+                .bind(token)
+                .fetch_optional(p)
+                .await
+                .map_err(classify)?
+                .map(|r| lease_cols(&r))
+                .transpose()?
+        } else {
+            with_pool!(&self.pool, p => sqlx::query(q)
+                .bind(req.lock.as_str())
+                .bind(slot)
+                .bind(req.owner.as_ref())
+                .bind(token)
+                .bind(ttl)
+                .fetch_optional(p)
+                .await
+                .map_err(classify)?
+                .map(|r| lease_cols(&r))
+                .transpose()?)
+        };
+        Ok(row)
+    }
+
+    /// For groups: the slots worth trying, in order — one this token already holds (a retried
+    /// request that was applied), then missing or expired slots, lowest first.
+    async fn candidate_slots(&self, req: &AcquireRequest, token: &str) -> StoreResult<Vec<i32>> {
+        let sql = format!(
+            "SELECT slot, token, expires_at, {} FROM {} WHERE lock_name = {} AND slot < {}",
+            self.dialect.now_ms(),
+            self.table(),
+            self.param(1),
+            self.param(2)
+        );
+        let slots = slots_i32(req.slots);
+        let rows: Vec<(i32, Option<String>, i64, i64)> = with_pool!(&self.pool, p => {
+            let rows = sqlx::query(&sql).bind(req.lock.as_str()).bind(slots).fetch_all(p).await.map_err(classify)?;
+            rows.iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(classify)?
+        });
+        if let Some((slot, ..)) = rows
+            .iter()
+            .find(|(_, t, exp, now)| t.as_deref().map(str::trim) == Some(token) && exp > now)
+        {
+            return Ok(vec![*slot]);
+        }
+        let busy: Vec<i32> = rows
+            .iter()
+            .filter(|(_, _, exp, now)| exp > now)
+            .map(|(s, ..)| *s)
+            .collect();
+        Ok((0..slots).filter(|s| !busy.contains(s)).collect())
+    }
+
+    fn table(&self) -> &str {
+        // The DDL starts with "CREATE TABLE IF NOT EXISTS <table> (".
+        self.ddl
+            .strip_prefix("CREATE TABLE IF NOT EXISTS ")
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or(DEFAULT_TABLE)
+    }
+
+    fn param(&self, n: usize) -> String {
+        match self.dialect {
+            Dialect::Sqlite => format!("?{n}"),
+            Dialect::Postgres => format!("${n}"),
+            Dialect::MySql => "?".to_owned(),
+        }
+    }
+
+    fn holders(&self, rows: &[(i32, String, i64, i64, i64)]) -> Vec<Holder> {
+        rows.iter()
+            .map(|(slot, owner, fence, acquired, expires)| Holder {
+                slot: u32::try_from(*slot).unwrap_or_default(),
+                owner: owner.clone(),
+                fence: u64::try_from(*fence).unwrap_or_default(),
+                acquired_at: time(*acquired),
+                expires_at: time(*expires),
+            })
+            .collect()
+    }
+
+    fn notify_release(&self, lock: &LockName) {
+        // PostgreSQL's NOTIFY reaches this process's waiters too; elsewhere wake them directly.
+        if self.dialect != Dialect::Postgres {
+            self.notifier.notify(lock);
+        }
+    }
+}
+
+type HolderRow = (i32, String, i64, i64, i64);
+
+fn holder_cols<R: Row>(r: &R) -> StoreResult<HolderRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i32: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (|| {
+        Ok((
+            r.try_get(0)?,
+            r.try_get(1)?,
+            r.try_get(2)?,
+            r.try_get(3)?,
+            r.try_get(4)?,
+        ))
+    })()
+    .map_err(classify)
+}
+
+fn lease_cols<R: Row>(r: &R) -> StoreResult<(i64, i64, i64)>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (|| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))().map_err(classify)
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn slots_i32(slots: u32) -> i32 {
+    i32::try_from(slots).unwrap_or(i32::MAX)
+}
+
+fn time(epoch_ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(epoch_ms).unwrap_or_default())
+}
+
+#[async_trait]
+impl LeaseStore for SqlStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        self.ensure_schema().await?;
+        let token = req.token.to_hex();
+        let candidates = if req.slots <= 1 {
+            vec![0]
+        } else {
+            self.candidate_slots(req, &token).await?
+        };
+        for slot in candidates {
+            if let Some((fence, acquired, expires)) = self.acquire_slot(req, slot, &token).await? {
+                return Ok(Some(Lease {
+                    lock: req.lock.clone(),
+                    slot: u32::try_from(slot).unwrap_or_default(),
+                    owner: req.owner.to_string(),
+                    token: req.token,
+                    fence: u64::try_from(fence).unwrap_or_default(),
+                    acquired_at: time(acquired),
+                    expires_at: time(expires),
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.ensure_schema().await?;
+        let token = lease.token.to_hex();
+        let slot = slots_i32(lease.slot);
+        let q = &self.sql.extend;
+        let expires: Option<i64> = if let SqlPool::MySql(p) = &self.pool {
+            let done = sqlx::query(q)
+                .bind(ms(ttl))
+                .bind(lease.lock.as_str())
+                .bind(slot)
+                .bind(&token)
+                .execute(p)
+                .await
+                .map_err(classify)?;
+            if done.rows_affected() == 0 {
+                None
+            } else {
+                let row = sqlx::query(&self.sql.read_own)
+                    .bind(lease.lock.as_str())
+                    .bind(slot)
+                    .bind(&token)
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?;
+                row.map(|r| lease_cols(&r)).transpose()?.map(|(_, _, e)| e)
+            }
+        } else {
+            with_pool!(&self.pool, p => {
+                let row = sqlx::query(q)
+                    .bind(ms(ttl))
+                    .bind(lease.lock.as_str())
+                    .bind(slot)
+                    .bind(&token)
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?;
+                row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(classify)?
+            })
+        };
+        Ok(match expires {
+            Some(e) => Extension::Extended {
+                expires_at: time(e),
+            },
+            None => Extension::NotHeld,
+        })
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.ensure_schema().await?;
+        let token = lease.token.to_hex();
+        let slot = slots_i32(lease.slot);
+        let lock = lease.lock.as_str();
+        let changed = if linger.is_zero() {
+            let q = &self.sql.release;
+            match &self.pool {
+                SqlPool::Postgres(p) => sqlx::query(q)
+                    .bind(lock)
+                    .bind(slot)
+                    .bind(&token)
+                    .bind(&self.channel)
+                    .fetch_all(p)
+                    .await
+                    .map_err(classify)?
+                    .len() as u64,
+                other => {
+                    with_pool!(other, p => sqlx::query(q).bind(lock).bind(slot).bind(&token).execute(p).await.map_err(classify)?.rows_affected())
+                }
+            }
+        } else {
+            let q = &self.sql.release_linger;
+            with_pool!(&self.pool, p => sqlx::query(q).bind(ms(linger)).bind(lock).bind(slot).bind(&token).execute(p).await.map_err(classify)?.rows_affected())
+        };
+        if changed == 0 {
+            return Ok(Release::NotHeld);
+        }
+        if linger.is_zero() {
+            self.notify_release(&lease.lock);
+        }
+        Ok(Release::Released)
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.ensure_schema().await?;
+        let q = &self.sql.state;
+        let rows: Vec<HolderRow> = with_pool!(&self.pool, p => {
+            let rows = sqlx::query(q).bind(lock.as_str()).bind(slots_i32(slots)).fetch_all(p).await.map_err(classify)?;
+            rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?
+        });
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders: self.holders(&rows),
+        })
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        self.ensure_schema().await?;
+        let n = slots_i32(slots);
+        let rows: Vec<HolderRow> = match &self.pool {
+            SqlPool::MySql(p) => {
+                let mut tx = p.begin().await.map_err(classify)?;
+                let rows = sqlx::query(&self.sql.force_select)
+                    .bind(lock.as_str())
+                    .bind(n)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(classify)?;
+                let rows = rows
+                    .iter()
+                    .map(holder_cols)
+                    .collect::<StoreResult<Vec<_>>>()?;
+                sqlx::query(&self.sql.force_release)
+                    .bind(lock.as_str())
+                    .bind(n)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(classify)?;
+                tx.commit().await.map_err(classify)?;
+                rows
+            }
+            other => with_pool!(other, p => {
+                let rows = sqlx::query(&self.sql.force_release).bind(lock.as_str()).bind(n).fetch_all(p).await.map_err(classify)?;
+                rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?
+            }),
+        };
+        if !rows.is_empty() {
+            if let SqlPool::Postgres(p) = &self.pool {
+                let _ = sqlx::query("SELECT pg_notify($1, $2)::text")
+                    .bind(&self.channel)
+                    .bind(lock.as_str())
+                    .fetch_all(p)
+                    .await;
+            }
+            self.notify_release(lock);
+        }
+        Ok(self.holders(&rows))
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        let signal = self.notifier.subscribe(lock);
+        if let SqlPool::Postgres(pool) = &self.pool {
+            let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+            if listener.is_none() {
+                *listener = Listener::start(
+                    pool.clone(),
+                    self.channel.clone(),
+                    Arc::clone(&self.notifier),
+                );
+            }
+        }
+        Some(signal)
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}
