@@ -1,0 +1,326 @@
+//! Command-line arguments.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use leasehold::{LockName, parse_duration};
+
+use crate::exit;
+
+const ABOUT: &str = "Run a command on exactly one node (or at most N), skip it everywhere else.";
+
+const LONG_ABOUT: &str = "\
+Run a command on exactly one node (or at most N), skip it everywhere else: a distributed
+`flock` for cron jobs and timers, with leases, fencing tokens and a lease-lost signal.
+
+The store is chosen by --store, else $LEASEHOLD_STORE, else an SQLite file in the user's state
+directory ($XDG_STATE_HOME/leasehold/leases.db or ~/.local/state/leasehold/leases.db).
+Store URLs: sqlite:///abs/path.db, sqlite:relative.db, postgres://user:pass@host/db,
+mysql://user:pass@host/db, mariadb://..., memory: (this process only, for trying things out).
+Passwords in store URLs are redacted in every message leasehold prints.
+
+Logging goes to stderr and is quiet by default; -v, -vv, -vvv raise it, and $LEASEHOLD_LOG
+takes a tracing filter (e.g. LEASEHOLD_LOG=leasehold=debug).";
+
+/// Shown by `leasehold --help` and `leasehold run --help`.
+const AFTER_LONG_HELP: &str = exit::TABLE;
+const AFTER_HELP: &str = "Exit codes and more: see --help.";
+
+/// `leasehold`: leader election with leases, for commands.
+#[derive(Debug, Parser)]
+#[command(
+    name = "leasehold",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP,
+    propagate_version = true
+)]
+pub(crate) struct Cli {
+    /// More log output on stderr: -v info, -vv debug, -vvv trace ($LEASEHOLD_LOG overrides)
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run COMMAND only if this node wins the lock; skip it otherwise
+    #[command(
+        long_about = RUN_LONG_ABOUT,
+        after_help = AFTER_HELP,
+        after_long_help = AFTER_LONG_HELP
+    )]
+    Run(RunArgs),
+    /// Show the holders of one or more locks
+    #[command(long_about = STATUS_LONG_ABOUT)]
+    Status(StatusArgs),
+    /// Break-glass: free a lock whoever holds it (needs --force)
+    #[command(long_about = RELEASE_LONG_ABOUT)]
+    Release(ReleaseArgs),
+}
+
+const RUN_LONG_ABOUT: &str = "\
+Run COMMAND only if this node wins the lock; skip it otherwise.
+
+The command is started only after the lease is acquired, with stdin, stdout and stderr passed
+through, and with these variables set so it can pass the fence to the resources it writes:
+  LEASEHOLD_LOCK   the lock name
+  LEASEHOLD_FENCE  the fencing number, strictly increasing per lock (and slot)
+  LEASEHOLD_SLOT   the slot (0 unless --slots > 1)
+  LEASEHOLD_OWNER  the owner recorded in the store (--node-id, default hostname:pid)
+While it runs, the lease is renewed every lease/3 (unless --no-auto-extend). If the lease is
+lost, the command is sent SIGTERM and, after --kill-grace, SIGKILL (unless --on-lost continue).
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leasehold are forwarded to the command; the lease
+is released once the command has exited.
+
+The command runs in its own process group so that signals reach the processes it starts too;
+--foreground keeps it in leasehold's group (for commands that read from the terminal), and then
+only the command itself is signalled.
+
+Examples:
+  leasehold run --lock nightly-report -- /usr/local/bin/report --all
+  leasehold run --lock hourly-sync --min-lease 55m -- ./sync.sh
+  leasehold run --lock import --wait 30s --skipped-exit-code 3 -- ./import.sh";
+
+const STATUS_LONG_ABOUT: &str = "\
+Show the holders of one or more locks: slot, owner, fence, acquisition and expiry time (UTC, by
+the store's clock) and the time left, computed against this machine's clock (exact for SQLite,
+which shares it; off by the clock skew for a remote store). --json prints one JSON document.";
+
+const RELEASE_LONG_ABOUT: &str = "\
+Break-glass: free every live slot of LOCK whoever holds it. Fences are kept, so the next holder
+still gets a higher one. The old holder notices at its next renewal (at most a third of its
+lease later) and, under `leasehold run --on-lost kill`, stops its command and exits 124. Until it
+notices, two holders may overlap: use it for holders that are gone or stuck, and let fencing
+protect the resource. Refuses to run without --force.";
+
+/// Where the leases live.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct StoreArgs {
+    /// Store URL [env: LEASEHOLD_STORE] [default: SQLite file in the user's state directory]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "LEASEHOLD_STORE",
+        hide_env = true,
+        hide_env_values = true
+    )]
+    pub(crate) store: Option<String>,
+}
+
+/// What to do when the lease is lost while the command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OnLost {
+    /// Stop the command: SIGTERM, then SIGKILL after --kill-grace; exit 124
+    Kill,
+    /// Let the command finish; print a warning; exit with the command's code
+    Continue,
+}
+
+/// `leasehold run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The lock to hold while COMMAND runs ([A-Za-z0-9_:-], starting with a letter or digit)
+    #[arg(long, value_name = "NAME", value_parser = parse_lock)]
+    pub(crate) lock: LockName,
+
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// How long to keep trying for the lock before skipping (0 = one attempt)
+    #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
+    pub(crate) wait: Duration,
+
+    /// Lease length: how long the store keeps the lock if this node stops renewing it
+    /// [default: 60s, or --min-lease if longer]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) lease: Option<Duration>,
+
+    /// Keep the lock at least this long after acquisition, also after COMMAND ends
+    /// ("at most once per period")
+    #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
+    pub(crate) min_lease: Duration,
+
+    /// Do not renew the lease while COMMAND runs: the lease then bounds its run time
+    #[arg(long)]
+    pub(crate) no_auto_extend: bool,
+
+    /// What to do if the lease is lost while COMMAND runs
+    #[arg(long, value_enum, value_name = "ACTION", default_value_t = OnLost::Kill)]
+    pub(crate) on_lost: OnLost,
+
+    /// After SIGTERM on lease loss, how long to wait before SIGKILL
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    pub(crate) kill_grace: Duration,
+
+    /// Exit code when the lock is held elsewhere and COMMAND is skipped
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) skipped_exit_code: u8,
+
+    /// Allow up to N concurrent holders of the lock (each gets its own slot and fence)
+    #[arg(long, value_name = "N", default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) slots: u32,
+
+    /// Owner recorded in the store [default: hostname:pid]
+    #[arg(long, value_name = "ID")]
+    pub(crate) node_id: Option<String>,
+
+    /// Keep COMMAND in leasehold's process group (lets it read from the terminal; only COMMAND
+    /// itself, not its children, is then signalled)
+    #[arg(long)]
+    pub(crate) foreground: bool,
+
+    /// Print nothing when skipping
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+
+    /// The command and its arguments (put them after `--`)
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_parser = clap::value_parser!(OsString)
+    )]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// `leasehold status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// Print one JSON document instead of text
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Number of slots to look at (as given to `run --slots`)
+    #[arg(long, value_name = "N", default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) slots: u32,
+
+    /// The locks to show
+    #[arg(value_name = "LOCK", required = true, num_args = 1.., value_parser = parse_lock)]
+    pub(crate) locks: Vec<LockName>,
+}
+
+/// `leasehold release`.
+#[derive(Debug, Args)]
+pub(crate) struct ReleaseArgs {
+    /// Confirm that the lock may be taken from its holder
+    #[arg(long)]
+    pub(crate) force: bool,
+
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// Number of slots to free (as given to `run --slots`)
+    #[arg(long, value_name = "N", default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) slots: u32,
+
+    /// The lock to free
+    #[arg(value_name = "LOCK", value_parser = parse_lock)]
+    pub(crate) lock: LockName,
+}
+
+impl Cli {
+    /// The store URL given by flag or environment, if any.
+    pub(crate) fn store_url(&self) -> Option<&str> {
+        match &self.command {
+            Command::Run(a) => a.store.url(),
+            Command::Status(a) => a.store.url(),
+            Command::Release(a) => a.store.url(),
+        }
+    }
+}
+
+impl StoreArgs {
+    /// The URL given, treating an empty one as absent.
+    pub(crate) fn url(&self) -> Option<&str> {
+        self.store.as_deref().filter(|s| !s.trim().is_empty())
+    }
+}
+
+fn parse_lock(text: &str) -> Result<LockName, leasehold::NameError> {
+    LockName::new(text)
+}
+
+/// Prints a clap error or help text and picks the exit code: 0 for `--help`/`--version`,
+/// 125 (not clap's 2) for usage errors, so that usage errors never collide with a command's code.
+/// Usage errors can quote what was typed (say, a store URL given where a lock name belongs), so
+/// they are printed without colour through the same redaction as every other message.
+pub(crate) fn parse_failed(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        crate::say::raw_err(&e.render().to_string());
+        exit::code(exit::USAGE)
+    } else {
+        let _ = e.print();
+        ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_the_command_after_double_dash() -> Result<(), clap::Error> {
+        let cli = Cli::try_parse_from([
+            "leasehold",
+            "run",
+            "--lock",
+            "a",
+            "--wait",
+            "PT2S",
+            "--",
+            "sh",
+            "-c",
+            "exit 7",
+        ])?;
+        let Command::Run(run) = cli.command else {
+            return Err(clap::Error::new(clap::error::ErrorKind::InvalidSubcommand));
+        };
+        assert_eq!(run.wait, Duration::from_secs(2));
+        assert_eq!(run.command, ["sh", "-c", "exit 7"].map(OsString::from));
+        assert_eq!(run.on_lost, OnLost::Kill);
+        Ok(())
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        for bad in [
+            &["leasehold", "run", "--lock", "a b", "--", "true"][..],
+            &[
+                "leasehold",
+                "run",
+                "--lock",
+                "a",
+                "--wait",
+                "5x",
+                "--",
+                "true",
+            ],
+            &["leasehold", "run", "--lock", "a"],
+            &["leasehold", "status", "--slots", "0", "a"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Logging to stderr: quiet by default, `-v` flags or `$LEASEHOLD_LOG` raise it. Every line goes
+//! through the [`Scrubber`] so a store password can never reach the log.
+
+use std::io::{self, IsTerminal, Write};
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
+
+use crate::store::Scrubber;
+
+/// The environment variable holding a `tracing` filter directive.
+pub(crate) const LOG_ENV: &str = "LEASEHOLD_LOG";
+
+/// The filter for `-v` × `verbosity` when `$LEASEHOLD_LOG` is not set. Default: warnings from
+/// leasehold's own crates (such as "lease lost"), errors from everything else.
+fn default_filter(verbosity: u8) -> &'static str {
+    match verbosity {
+        0 => "error,leasehold=warn,leasehold_sql=warn,leasehold_cli=warn",
+        1 => "warn,leasehold=info,leasehold_sql=info,leasehold_cli=info",
+        2 => "info,leasehold=debug,leasehold_sql=debug,leasehold_cli=debug",
+        _ => "debug,leasehold=trace,leasehold_sql=trace,leasehold_cli=trace",
+    }
+}
+
+/// Installs the subscriber. A bad `$LEASEHOLD_LOG` is reported and the default used.
+pub(crate) fn init(verbosity: u8, scrubber: Scrubber) {
+    let (filter, bad) = match std::env::var(LOG_ENV) {
+        Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
+            Ok(f) => (f, None),
+            Err(e) => (EnvFilter::new(default_filter(verbosity)), Some(e)),
+        },
+        _ => (EnvFilter::new(default_filter(verbosity)), None),
+    };
+    // try_init fails only if a subscriber is already installed; logging then goes there.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(ScrubbingStderr(scrubber))
+        .with_ansi(io::stderr().is_terminal())
+        .try_init();
+    if let Some(e) = bad {
+        tracing::warn!("ignoring {LOG_ENV}: {e}");
+    }
+}
+
+/// A `MakeWriter` for stderr that scrubs secrets from each formatted line.
+struct ScrubbingStderr(Scrubber);
+
+impl<'a> MakeWriter<'a> for ScrubbingStderr {
+    type Writer = ScrubbedLine<'a>;
+    fn make_writer(&'a self) -> Self::Writer {
+        ScrubbedLine(&self.0)
+    }
+}
+
+/// Writes one formatted event (tracing-subscriber writes each event with a single call).
+struct ScrubbedLine<'a>(&'a Scrubber);
+
+impl Write for ScrubbedLine<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        io::stderr()
+            .lock()
+            .write_all(self.0.scrub(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_filters_parse() {
+        for v in 0..5 {
+            assert!(EnvFilter::try_new(default_filter(v)).is_ok(), "{v}");
+        }
+    }
+}

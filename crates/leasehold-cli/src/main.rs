@@ -1,0 +1,76 @@
+//! `leasehold`: run a command on exactly one node (or at most N) and skip it everywhere else;
+//! inspect and break leases. See `leasehold --help` and docs/leasehold-cli.md.
+//!
+//! Printing is this program's job: it goes through [`say`], which writes with `writeln!` (a closed
+//! pipe is an error to handle, not a panic as with `println!`) and scrubs store secrets.
+
+mod args;
+mod child;
+mod exit;
+mod logging;
+mod release;
+mod run;
+mod say;
+mod signals;
+mod status;
+mod store;
+mod time_text;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::exit::Failure;
+use crate::signals::Signals;
+use crate::store::{Scrubber, StoreUrl};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return args::parse_failed(&e),
+    };
+    let scrubber = Scrubber::for_url(cli.store_url());
+    say::set_scrubber(scrubber.clone());
+    logging::init(cli.verbose, scrubber);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return report(&Failure::usage(format!("cannot start the runtime: {e}"))),
+    };
+    let outcome = runtime.block_on(dispatch(cli));
+    // Do not wait for idle store connections or background tasks to wind down.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(code) => code,
+        Err(failure) => report(&failure),
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Run(args) => {
+            // First of all, so no signal can end leasehold while it holds a lease.
+            let signals = Signals::install()
+                .map_err(|e| Failure::usage(format!("cannot install signal handlers: {e}")))?;
+            let url = StoreUrl::resolve(args.store.url())?;
+            run::run(args, url, signals).await
+        }
+        Command::Status(args) => {
+            let url = StoreUrl::resolve(args.store.url())?;
+            status::status(args, url).await
+        }
+        Command::Release(args) => {
+            let url = StoreUrl::resolve(args.store.url())?;
+            release::release(args, url).await
+        }
+    }
+}
+
+fn report(failure: &Failure) -> ExitCode {
+    say::err(failure.message());
+    exit::code(failure.code())
+}

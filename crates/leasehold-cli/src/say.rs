@@ -1,0 +1,39 @@
+//! leasehold's own messages: one line each, prefixed `leasehold:` on stderr, results on stdout,
+//! always passed through the [`Scrubber`] of the store URL in use.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use crate::store::{Scrubber, redact_urls_in};
+
+static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
+
+/// Sets the scrubber for the rest of the process (the first call wins).
+pub(crate) fn set_scrubber(scrubber: Scrubber) {
+    let _ = SCRUBBER.set(scrubber);
+}
+
+fn scrub(text: &str) -> String {
+    SCRUBBER
+        .get()
+        .map_or_else(|| redact_urls_in(text), |s| s.scrub(text))
+}
+
+/// Raw text to stderr (no prefix), scrubbed: for clap's usage errors.
+pub(crate) fn raw_err(text: &str) {
+    let _ = write!(std::io::stderr().lock(), "{}", scrub(text));
+}
+
+/// A message to stderr: `leasehold: <text>`.
+pub(crate) fn err(text: &str) {
+    // A closed stderr must not turn into a panic: ignore write errors.
+    let _ = writeln!(std::io::stderr().lock(), "leasehold: {}", scrub(text));
+}
+
+/// A result to stdout. Returns false if stdout is closed (e.g. a pipe reader went away).
+pub(crate) fn out(text: &str) -> bool {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", scrub(text))
+        .and_then(|()| stdout.flush())
+        .is_ok()
+}

@@ -1,0 +1,274 @@
+//! Choosing and opening the store: `--store`, `$LEASEHOLD_STORE`, or the default SQLite file.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use leasehold::{LeaseStore, StoreRegistry, redact_url};
+
+use crate::exit::Failure;
+
+/// The default store's file name inside the state directory.
+const DEFAULT_FILE: &str = "leases.db";
+
+/// The registry of every store the CLI can open.
+pub(crate) fn registry() -> StoreRegistry {
+    StoreRegistry::new().with(leasehold_sql::SqlOpener)
+}
+
+/// A store URL to open, with its redacted form for messages.
+#[derive(Debug, Clone)]
+pub(crate) struct StoreUrl {
+    url: String,
+}
+
+impl StoreUrl {
+    /// The URL given, or the default SQLite file (whose directory is created if missing).
+    pub(crate) fn resolve(given: Option<&str>) -> Result<Self, Failure> {
+        match given {
+            Some(url) => Ok(Self {
+                url: url.trim().to_owned(),
+            }),
+            None => {
+                let dir = state_dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))?;
+                create_private_dir(&dir)?;
+                Ok(Self {
+                    url: sqlite_url(&dir.join(DEFAULT_FILE))?,
+                })
+            }
+        }
+    }
+
+    /// The URL with passwords and secret parameters replaced by `***`.
+    pub(crate) fn redacted(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// Opens the store.
+    pub(crate) async fn open(&self) -> Result<Arc<dyn LeaseStore>, Failure> {
+        tracing::debug!(store = %self.redacted(), "leasehold: opening store");
+        Ok(registry().open(&self.url).await?)
+    }
+}
+
+/// `$XDG_STATE_HOME/leasehold` when that is an absolute path (as the XDG spec requires),
+/// else `$HOME/.local/state/leasehold`.
+fn state_dir(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Result<PathBuf, Failure> {
+    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(base) = absolute(xdg_state_home) {
+        return Ok(base.join("leasehold"));
+    }
+    match absolute(home) {
+        Some(home) => Ok(home.join(".local").join("state").join("leasehold")),
+        None => Err(Failure::usage(
+            "cannot find the default store: neither $XDG_STATE_HOME nor $HOME is an absolute \
+             path; set LEASEHOLD_STORE or pass --store",
+        )),
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), Failure> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            Failure::usage(format!(
+                "cannot create the state directory {}: {e}; set LEASEHOLD_STORE or pass --store",
+                dir.display()
+            ))
+        })
+}
+
+/// `sqlite://` + the absolute path, percent-encoding the characters the SQLite URL parser
+/// treats specially (`%`, `?`, `#`).
+fn sqlite_url(path: &Path) -> Result<String, Failure> {
+    let text = path.to_str().ok_or_else(|| {
+        Failure::usage(format!(
+            "the default store path {} is not valid UTF-8; set LEASEHOLD_STORE or pass --store",
+            path.display()
+        ))
+    })?;
+    let mut url = String::from("sqlite://");
+    for c in text.chars() {
+        match c {
+            '%' => url.push_str("%25"),
+            '?' => url.push_str("%3F"),
+            '#' => url.push_str("%23"),
+            c => url.push(c),
+        }
+    }
+    Ok(url)
+}
+
+/// Removes the secrets of one store URL from any text: the defence in depth behind
+/// [`redact_url`], applied to every message and log line leasehold prints, in case some error
+/// from a driver quotes the URL or its password verbatim.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scrubber {
+    secrets: Arc<[String]>,
+}
+
+/// Secrets shorter than this are not scrubbed from free text (it would mangle every message);
+/// the URL itself is always redacted by [`redact_url`].
+const MIN_SECRET_LEN: usize = 3;
+
+impl Scrubber {
+    /// The secrets found in `url`: the password of its user-info and the values of query
+    /// parameters that [`redact_url`] hides, each also in percent-decoded form.
+    pub(crate) fn for_url(url: Option<&str>) -> Self {
+        let Some(url) = url else {
+            return Self::default();
+        };
+        let redacted = redact_url(url);
+        let mut secrets = Vec::new();
+        // Whatever redact_url replaced by `***` is a secret: walk both forms side by side. The
+        // literal text between two `***` (or up to the end) tells where each secret ends.
+        let (mut raw, mut red) = (url, redacted.as_str());
+        while let Some(star) = red.find("***") {
+            let Some(rest) = raw.strip_prefix(&red[..star]) else {
+                break;
+            };
+            let after = &red[star + 3..];
+            let (literal, last) = match after.find("***") {
+                Some(next) => (&after[..next], false),
+                None => (after, true),
+            };
+            let end = if last {
+                rest.strip_suffix(literal).map(str::len)
+            } else {
+                rest.find(literal)
+            };
+            let Some(end) = end else { break };
+            secrets.push(rest[..end].to_owned());
+            raw = &rest[end..];
+            red = after;
+        }
+        let mut all = Vec::new();
+        for s in secrets {
+            let decoded = percent_decode(&s);
+            if decoded != s {
+                all.push(decoded);
+            }
+            all.push(s);
+        }
+        all.retain(|s| s.len() >= MIN_SECRET_LEN);
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        all.dedup();
+        Self {
+            secrets: all.into(),
+        }
+    }
+
+    /// `text` with every URL redacted ([`redact_urls_in`]) and every secret replaced by `***`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut out = redact_urls_in(text);
+        for s in self.secrets.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "***");
+            }
+        }
+        out
+    }
+}
+
+/// `text` with every URL-looking word (`scheme://…`) passed through [`redact_url`]: for
+/// messages that may quote a URL given where something else was expected (e.g. as a lock name).
+pub(crate) fn redact_urls_in(text: &str) -> String {
+    let is_scheme = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.');
+    let ends_word = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '<' | '>');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(sep) = rest.find("://") {
+        let start = rest[..sep].rfind(|c: char| !is_scheme(c)).map_or(0, |i| {
+            i + rest[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        let end = rest[sep..].find(ends_word).map_or(rest.len(), |i| sep + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&redact_url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes.get(i), bytes.get(i + 1), bytes.get(i + 2)) {
+            (Some(b'%'), Some(&h), Some(&l)) => match (hex(h), hex(l)) {
+                (Some(h), Some(l)) => {
+                    out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                    i += 3;
+                }
+                _ => {
+                    out.push(b'%');
+                    i += 1;
+                }
+            },
+            (Some(&b), _, _) => {
+                out.push(b);
+                i += 1;
+            }
+            (None, _, _) => break,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_dir_follows_xdg_then_home() -> Result<(), String> {
+        let d = state_dir(Some("/x/state".into()), Some("/home/u".into()))
+            .map_err(|e| e.message().to_owned())?;
+        assert_eq!(d, PathBuf::from("/x/state/leasehold"));
+        let d = state_dir(Some("relative".into()), Some("/home/u".into()))
+            .map_err(|e| e.message().to_owned())?;
+        assert_eq!(d, PathBuf::from("/home/u/.local/state/leasehold"));
+        assert!(state_dir(None, None).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn sqlite_urls_escape_special_characters() -> Result<(), String> {
+        let url = sqlite_url(Path::new("/a b/100%?#.db")).map_err(|e| e.message().to_owned())?;
+        assert_eq!(url, "sqlite:///a b/100%25%3F%23.db");
+        Ok(())
+    }
+
+    #[test]
+    fn urls_inside_messages_are_redacted() {
+        assert_eq!(
+            redact_urls_in("invalid value 'postgres://u:pw@h/x' for '<LOCK>': \"mysql://r:s@h\" x"),
+            "invalid value 'postgres://u:***@h/x' for '<LOCK>': \"mysql://r:***@h\" x"
+        );
+        assert_eq!(redact_urls_in("no url here"), "no url here");
+        assert_eq!(redact_urls_in("a://b"), "a://b");
+    }
+
+    #[test]
+    fn scrubber_finds_passwords_and_secret_parameters() {
+        let s = Scrubber::for_url(Some(
+            "postgres://u:hun%40ter2@127.0.0.1:1/x?sslmode=off&password=zzz9",
+        ));
+        let text = "failed for u:hun%40ter2 and hun@ter2 with zzz9 at 127.0.0.1";
+        assert_eq!(
+            s.scrub(text),
+            "failed for u:*** and *** with *** at 127.0.0.1"
+        );
+
+        let s = Scrubber::for_url(Some("mysql://root:p@ss@h/db"));
+        assert_eq!(s.scrub("bad p@ss"), "bad ***");
+
+        let s = Scrubber::for_url(Some("sqlite:///tmp/x.db"));
+        assert_eq!(s.scrub("/tmp/x.db"), "/tmp/x.db");
+        assert_eq!(Scrubber::for_url(None).scrub("a"), "a");
+    }
+}

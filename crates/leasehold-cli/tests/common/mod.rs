@@ -1,0 +1,140 @@
+//! Helpers for running the built `leasehold` binary against a temporary SQLite store.
+
+#![allow(dead_code, unreachable_pub, clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+/// Generous bounds: the machine is small and shared.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A temporary directory with its own SQLite store.
+pub struct Env {
+    dir: tempfile::TempDir,
+    store: String,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = format!("sqlite://{}", dir.path().join("leases.db").display());
+        Self { dir, store }
+    }
+
+    /// The store URL.
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+
+    /// A file path inside the temp dir.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `leasehold ARGS` with this store in `LEASEHOLD_STORE`, a private state directory and
+    /// default logging.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("LEASEHOLD_STORE", &self.store)
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env_remove("LEASEHOLD_LOG")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `leasehold ARGS` to completion (bounded by [`PATIENCE`]).
+    pub fn output(&self, args: &[&str]) -> Output {
+        finish(self.spawn(args))
+    }
+
+    /// Starts `leasehold ARGS` with stdout and stderr captured.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn leasehold")
+    }
+
+    /// `status --json LOCK` parsed.
+    pub fn status(&self, lock: &str) -> serde_json::Value {
+        let out = self.output(&["status", "--json", lock]);
+        assert_eq!(code(&out.status), 0, "status failed: {}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("status --json is JSON")
+    }
+
+    /// The holders of `lock`, from `status --json`.
+    pub fn holders(&self, lock: &str) -> Vec<serde_json::Value> {
+        let status = self.status(lock);
+        status["locks"][0]["holders"]
+            .as_array()
+            .cloned()
+            .expect("holders array")
+    }
+}
+
+/// Waits for `child` to exit (bounded by [`PATIENCE`]), killing it on timeout.
+pub fn finish(child: Child) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(out) => out.expect("wait for leasehold"),
+        Err(_) => {
+            signal(pid, "KILL");
+            panic!("leasehold (pid {pid}) did not finish within {PATIENCE:?}");
+        }
+    }
+}
+
+/// The exit code; panics if the process died of a signal.
+pub fn code(status: &ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| panic!("ended by a signal: {status:?}"))
+}
+
+/// Lossy text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits until `path` exists and is non-empty.
+pub fn wait_for_file(path: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && !s.trim().is_empty()
+        {
+            return s.trim().to_owned();
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "{} did not appear within {PATIENCE:?}",
+            path.display()
+        );
+        sleep(Duration::from_millis(25));
+    }
+}
+
+/// Sends a signal by number or name to one process id with kill(1).
+pub fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status();
+}
+
+/// Sleeps until `t0 + at`.
+pub fn sleep_until(t0: Instant, at: Duration) {
+    if let Some(left) = (t0 + at).checked_duration_since(Instant::now()) {
+        sleep(left);
+    }
+}
