@@ -49,16 +49,22 @@ pub(crate) fn classify(err: sqlx::Error) -> StoreError {
         }
         _ => ErrorKind::Permanent,
     };
-    let message = match &err {
-        E::Database(db) => format!(
-            "database error{}: {}",
-            db.code().map(|c| format!(" {c}")).unwrap_or_default(),
-            db.message()
+    match &err {
+        // The database's own message says it all; no need to repeat it as a source.
+        E::Database(db) => StoreError::new(
+            kind,
+            format!(
+                "database error{}: {}",
+                db.code().map(|c| format!(" {c}")).unwrap_or_default(),
+                db.message()
+            ),
         ),
-        E::PoolTimedOut => "timed out waiting for a database connection".to_owned(),
-        other => other.to_string(),
-    };
-    StoreError::new(kind, message).with_source(err)
+        E::Io(_) => StoreError::new(kind, "cannot reach the database").with_source(err),
+        E::Tls(_) => StoreError::new(kind, "TLS with the database failed").with_source(err),
+        E::PoolTimedOut => StoreError::new(kind, "timed out waiting for a database connection"),
+        E::PoolClosed => StoreError::new(kind, "the connection pool is closed"),
+        _ => StoreError::new(kind, "database client error").with_source(err),
+    }
 }
 
 #[cfg(test)]

@@ -52,9 +52,11 @@ pub struct Statements {
     pub release_linger: String,
     /// Live holders: (lock, slots).
     pub state: String,
-    /// Break-glass release of every live slot: (lock, slots).
+    /// Break-glass release of every live slot: (lock, slots); run in one transaction after
+    /// `force_select`.
     pub force_release: String,
-    /// MySQL: the rows a forced release is about to free, locked: (lock, slots).
+    /// The rows a forced release is about to free, as they were (locked where the database can):
+    /// (lock, slots).
     pub force_select: String,
 }
 
@@ -209,16 +211,15 @@ impl Dialect {
         );
         let columns = "slot, owner, fence, acquired_at, expires_at";
         let state = format!("SELECT {columns} FROM {table} WHERE {live} ORDER BY slot");
-        let force_release = match self {
-            Self::MySql => {
-                format!("UPDATE {table} SET token = NULL, expires_at = {now} WHERE {live}")
-            }
-            _ => format!(
-                "UPDATE {table} SET token = NULL, expires_at = {now} WHERE {live} RETURNING {columns}"
-            ),
+        let force_release =
+            format!("UPDATE {table} SET token = NULL, expires_at = {now} WHERE {live}");
+        let lock_rows = if self == Self::Sqlite {
+            ""
+        } else {
+            " FOR UPDATE"
         };
         let force_select =
-            format!("SELECT {columns} FROM {table} WHERE {live} ORDER BY slot FOR UPDATE");
+            format!("SELECT {columns} FROM {table} WHERE {live} ORDER BY slot{lock_rows}");
         Statements {
             acquire,
             read_own,

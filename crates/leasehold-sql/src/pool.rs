@@ -117,12 +117,7 @@ pub(crate) fn lazy_pool(url: &str, settings: PoolSettings) -> Result<SqlPool, St
             )
         }
         Dialect::MySql => {
-            let url = if url.to_ascii_lowercase().starts_with("mariadb:") {
-                format!("mysql:{}", &url["mariadb:".len()..])
-            } else {
-                url.to_owned()
-            };
-            let opts = MySqlConnectOptions::from_str(&url)
+            let opts = MySqlConnectOptions::from_str(&as_mysql(url))
                 .map_err(bad)?
                 .timezone(Some("+00:00".to_owned()));
             SqlPool::MySql(
@@ -133,4 +128,50 @@ pub(crate) fn lazy_pool(url: &str, settings: PoolSettings) -> Result<SqlPool, St
             )
         }
     })
+}
+
+/// Opens and closes one direct connection to `url`, to learn why a pool could not connect (a
+/// pool only reports that it timed out).
+pub(crate) async fn probe(url: &str, timeout: Duration) -> Option<sqlx::Error> {
+    use sqlx::{ConnectOptions, Connection};
+    let url = as_mysql(url);
+    let attempt = async {
+        match dialect_of(&url) {
+            Some(Dialect::Postgres) => {
+                PgConnectOptions::from_str(&url)?
+                    .connect()
+                    .await?
+                    .close()
+                    .await
+            }
+            Some(Dialect::MySql) => {
+                MySqlConnectOptions::from_str(&url)?
+                    .connect()
+                    .await?
+                    .close()
+                    .await
+            }
+            Some(Dialect::Sqlite) => {
+                SqliteConnectOptions::from_str(&url)?
+                    .create_if_missing(true)
+                    .connect()
+                    .await?
+                    .close()
+                    .await
+            }
+            None => Ok(()),
+        }
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Err(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// `mariadb:` URLs are MySQL URLs to `sqlx`.
+fn as_mysql(url: &str) -> String {
+    match url.get(..8) {
+        Some(scheme) if scheme.eq_ignore_ascii_case("mariadb:") => format!("mysql:{}", &url[8..]),
+        _ => url.to_owned(),
+    }
 }

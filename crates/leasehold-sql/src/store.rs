@@ -14,7 +14,7 @@ use tokio::sync::OnceCell;
 use crate::classify::classify;
 use crate::dialect::{Dialect, Statements, validate_table};
 use crate::listen::Listener;
-use crate::pool::{PoolSettings, SqlPool, lazy_pool, with_pool};
+use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe, with_pool};
 
 /// The default table name.
 pub const DEFAULT_TABLE: &str = "leasehold_leases";
@@ -138,11 +138,18 @@ impl SqlStore {
 
     /// Like [`connect`](Self::connect) with options.
     pub async fn connect_with(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
+        let timeout = options.connect_timeout;
         let store = Self::connect_lazy(url, options)?;
-        store.migrate().await.map_err(|source| OpenError::Connect {
+        let unreachable = |source| OpenError::Connect {
             url: redact_url(url),
             source,
-        })?;
+        };
+        // One direct connection first: it fails fast and says why, where a pool would only
+        // report, after its timeout, that it timed out.
+        if let Some(cause) = probe(url, timeout).await {
+            return Err(unreachable(classify(cause)));
+        }
+        store.migrate().await.map_err(unreachable)?;
         Ok(store)
     }
 
@@ -522,33 +529,25 @@ impl LeaseStore for SqlStore {
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         self.ensure_schema().await?;
         let n = slots_i32(slots);
-        let rows: Vec<HolderRow> = match &self.pool {
-            SqlPool::MySql(p) => {
-                let mut tx = p.begin().await.map_err(classify)?;
-                let rows = sqlx::query(&self.sql.force_select)
-                    .bind(lock.as_str())
-                    .bind(n)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(classify)?;
-                let rows = rows
-                    .iter()
-                    .map(holder_cols)
-                    .collect::<StoreResult<Vec<_>>>()?;
-                sqlx::query(&self.sql.force_release)
-                    .bind(lock.as_str())
-                    .bind(n)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(classify)?;
-                tx.commit().await.map_err(classify)?;
-                rows
-            }
-            other => with_pool!(other, p => {
-                let rows = sqlx::query(&self.sql.force_release).bind(lock.as_str()).bind(n).fetch_all(p).await.map_err(classify)?;
-                rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?
-            }),
-        };
+        // Read the holders as they were, then free them, in one transaction.
+        let rows: Vec<HolderRow> = with_pool!(&self.pool, p => {
+            let mut tx = p.begin().await.map_err(classify)?;
+            let rows = sqlx::query(&self.sql.force_select)
+                .bind(lock.as_str())
+                .bind(n)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(classify)?;
+            let rows = rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?;
+            sqlx::query(&self.sql.force_release)
+                .bind(lock.as_str())
+                .bind(n)
+                .execute(&mut *tx)
+                .await
+                .map_err(classify)?;
+            tx.commit().await.map_err(classify)?;
+            rows
+        });
         if !rows.is_empty() {
             if let SqlPool::Postgres(p) = &self.pool {
                 let _ = sqlx::query("SELECT pg_notify($1, $2)::text")

@@ -52,7 +52,7 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// Break-glass release for operators: frees every live slot of `lock` among `slots`
     /// regardless of token (fences are kept, so the next holder still gets a higher one) and
-    /// returns the holders it freed. Their guards find the lease gone at their next renewal or
+    /// returns the holders it freed, as they were just before (with their original expiry). Their guards find the lease gone at their next renewal or
     /// release and report it lost. The default answers that the store does not support it.
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         let _ = (lock, slots);

@@ -46,6 +46,17 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
         seen, expected,
         "force_release must return the holders it freed"
     );
+    for lease in &leases {
+        let reported = freed
+            .iter()
+            .find(|h| h.slot == lease.slot)
+            .map(|h| h.expires_at);
+        assert_eq!(
+            reported,
+            Some(lease.expires_at),
+            "force_release must report each holder as it was, with its original expiry"
+        );
+    }
     let state = ok(store.state(&lock, 2).await, "state after force_release");
     assert!(
         state.is_free(),
