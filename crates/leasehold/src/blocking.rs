@@ -2,7 +2,9 @@
 //!
 //! The caller needs no runtime of its own. The action is a plain closure that runs on the
 //! calling thread, outside any runtime (so it may block or use other blocking clients), while a
-//! private one-thread tokio runtime renews the lease and watches its deadline. Do not call these methods from inside an async context (they block the thread, and
+//! private one-thread tokio runtime renews the lease and watches its deadline. A closure cannot
+//! be cancelled from outside, so `cancel_on_lost` has no effect here: check
+//! [`LeaderContext::is_lost`] in long loops instead. Do not call these methods from inside an async context (they block the thread, and
 //! tokio refuses to block inside a runtime); use [`crate::Elector`] there.
 
 use std::panic::AssertUnwindSafe;
@@ -108,6 +110,7 @@ impl Elector {
     pub fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<Guard>> {
         let guard = self.runtime.block_on(self.inner.try_acquire(name))?;
         Ok(guard.map(|guard| Guard {
+            ctx: guard.context(),
             guard: Some(guard),
             runtime: Arc::clone(&self.runtime),
         }))
@@ -117,35 +120,75 @@ impl Elector {
     pub fn state(&self, name: impl IntoLockName) -> Result<LockState> {
         self.runtime.block_on(self.inner.state(name))
     }
+
+    /// Break-glass release; see [`crate::Elector::force_release`].
+    pub fn force_release(&self, name: impl IntoLockName) -> Result<Vec<crate::Holder>> {
+        self.runtime.block_on(self.inner.force_release(name))
+    }
+
+    /// A copy scoped to tenant `id` (sharing store, events and runtime).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{blocking, MemoryStore};
+    /// let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
+    /// let acme = elector.for_tenant("acme")?;
+    /// let lock = acme.run_if_leader("report", |ctx| ctx.lock().to_string())?;
+    /// assert_eq!(lock.as_deref(), Some("tenant:acme:report"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_tenant(&self, id: impl AsRef<str>) -> std::result::Result<Self, crate::NameError> {
+        Ok(Self {
+            inner: self.inner.for_tenant(id)?,
+            runtime: Arc::clone(&self.runtime),
+        })
+    }
+
+    /// Subscribes to the elector's events.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<crate::Event> {
+        self.inner.subscribe()
+    }
 }
 
 /// A held lease in blocking code; dropping it releases the lease in the background.
 #[derive(Debug)]
 #[must_use = "dropping the guard releases the lease at once"]
 pub struct Guard {
+    /// The context: fence, lease, lost check, extension (shared with the async guard).
+    ctx: LeaderContext,
+    /// Present until released; taken by `release` or `Drop`.
     guard: Option<LeaderGuard>,
     runtime: Arc<Runtime>,
 }
 
 impl Guard {
-    /// The guard's context: fence, lease, lost check, extension.
-    pub fn context(&self) -> Option<LeaderContext> {
-        self.guard.as_ref().map(LeaderGuard::context)
+    /// The guard's context: fence, lock, slot, lost check, extension.
+    pub fn context(&self) -> &LeaderContext {
+        &self.ctx
     }
     /// The fence.
     pub fn fence(&self) -> u64 {
-        self.guard.as_ref().map_or(0, LeaderGuard::fence)
+        self.ctx.fence()
+    }
+    /// The slot (0 for single-leader locks).
+    pub fn slot(&self) -> u32 {
+        self.ctx.slot()
+    }
+    /// The lease as last seen.
+    pub fn lease(&self) -> crate::Lease {
+        self.ctx.lease()
+    }
+    /// The store's expiry as last seen.
+    pub fn expires_at(&self) -> std::time::SystemTime {
+        self.ctx.expires_at()
     }
     /// True once the lease is lost or its local deadline passed.
     pub fn is_lost(&self) -> bool {
-        self.guard.as_ref().is_none_or(LeaderGuard::is_lost)
+        self.ctx.is_lost()
     }
     /// Extends the lease to end `ttl` from now.
     pub fn extend(&self, ttl: std::time::Duration) -> Result<crate::Extension> {
-        match &self.guard {
-            Some(g) => self.runtime.block_on(g.extend(ttl)),
-            None => Ok(crate::Extension::NotHeld),
-        }
+        self.runtime.block_on(self.ctx.extend(ttl))
     }
     /// Releases the lease and waits for the store's answer.
     pub fn release(mut self) -> Result<Release> {

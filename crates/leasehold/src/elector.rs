@@ -65,6 +65,13 @@ macro_rules! election_api {
             self.engine.state(name).await
         }
 
+        /// Break-glass release for operators: frees every live slot of the lock (tenant name and
+        /// slot count applied) whatever its holder, and returns the holders it freed. Their
+        /// guards report the lease lost at their next renewal or release.
+        pub async fn force_release(&self, name: impl IntoLockName) -> Result<Vec<crate::Holder>> {
+            self.engine.force_release(name).await
+        }
+
         /// A copy that maps every lock name to `tenant:<id>:<name>`, sharing store and events.
         pub fn for_tenant(&self, id: impl AsRef<str>) -> std::result::Result<Self, NameError> {
             Ok(self.for_namespace(Tenant::new(id)?))

@@ -9,7 +9,7 @@ use futures::FutureExt;
 use futures::future::OptionFuture;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep};
-use tracing::{Instrument, debug, debug_span};
+use tracing::debug;
 
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
@@ -73,6 +73,22 @@ impl Engine {
             .state(&lock, self.slots)
             .await
             .map_err(|e| Error::store(&lock, e))
+    }
+
+    pub(crate) async fn force_release(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Vec<crate::Holder>> {
+        let lock = self.lock_name(name)?;
+        let freed = self
+            .store
+            .force_release(&lock, self.slots)
+            .await
+            .map_err(|e| Error::store(&lock, e))?;
+        for h in &freed {
+            tracing::warn!(lock = %lock, slot = h.slot, owner = %h.owner, fence = h.fence, "leasehold: lease force-released");
+        }
+        Ok(freed)
     }
 
     pub(crate) async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
@@ -218,8 +234,9 @@ impl Engine {
         Fut: Future<Output = T>,
     {
         let lock = self.lock_name(name)?;
-        let span = debug_span!("leasehold.run", lock = %lock);
-        async move {
+        // No span here: wrapping this large future would copy it once more per run; every event
+        // below carries the lock name instead.
+        {
             let Some(running) = self.begin(lock).await? else {
                 return Ok(None);
             };
@@ -249,8 +266,6 @@ impl Engine {
                 }
             }
         }
-        .instrument(span)
-        .await
     }
 }
 

@@ -401,6 +401,18 @@ impl LeaderContext {
     pub fn fence(&self) -> u64 {
         self.0.granted().fence
     }
+    /// The lock (the full, namespaced name).
+    pub fn lock(&self) -> &crate::LockName {
+        &self.0.granted().lock
+    }
+    /// The slot (0 for single-leader locks).
+    pub fn slot(&self) -> u32 {
+        self.0.granted().slot
+    }
+    /// The store's expiry as last seen.
+    pub fn expires_at(&self) -> SystemTime {
+        self.0.expires_at()
+    }
     /// The lease as last seen.
     pub fn lease(&self) -> Lease {
         self.0.lease()

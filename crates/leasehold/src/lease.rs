@@ -124,6 +124,22 @@ pub struct Holder {
     pub expires_at: SystemTime,
 }
 
+impl Holder {
+    /// The time left on this lease at store time `now` (zero once expired).
+    ///
+    /// ```
+    /// # use std::time::{Duration, SystemTime};
+    /// # use leasehold::Holder;
+    /// let t = SystemTime::UNIX_EPOCH;
+    /// let h = Holder { slot: 0, owner: "n".into(), fence: 1, acquired_at: t, expires_at: t + Duration::from_secs(5) };
+    /// assert_eq!(h.time_left(t + Duration::from_secs(2)), Duration::from_secs(3));
+    /// assert_eq!(h.time_left(t + Duration::from_secs(9)), Duration::ZERO);
+    /// ```
+    pub fn time_left(&self, now: SystemTime) -> Duration {
+        self.expires_at.duration_since(now).unwrap_or_default()
+    }
+}
+
 /// A best-effort snapshot of a lock: for observability, never to decide whether to run work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockState {
@@ -167,8 +183,8 @@ impl LockState {
     pub fn available(&self) -> u32 {
         self.slots.saturating_sub(self.active())
     }
-    /// The time left on a holder's lease at store time `now`.
+    /// The time left on a holder's lease at store time `now`; see [`Holder::time_left`].
     pub fn time_left(holder: &Holder, now: SystemTime) -> Duration {
-        holder.expires_at.duration_since(now).unwrap_or_default()
+        holder.time_left(now)
     }
 }

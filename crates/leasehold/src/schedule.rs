@@ -113,8 +113,9 @@ impl Job {
 
 /// A set of leader-only periodic jobs over one elector.
 ///
-/// Each job, on each tick, tries to acquire its lock with the elector's options; contention skips
-/// the tick; an action error is logged at WARN and the schedule goes on; a panic is logged too.
+/// Each job, on each tick, makes one attempt at its lock with the elector's options (its `wait`
+/// is ignored: a tick never waits, so a node never runs the job again right after another
+/// node's run); contention skips the tick; an action error is logged at WARN and the schedule goes on; a panic is logged too.
 /// Cancelling the token stops scheduling, abandons any wait for a lock, lets a running action
 /// finish, and releases its lease; [`ScheduleHandle::stopped`] resolves when all of that is done.
 ///
@@ -176,18 +177,14 @@ impl Schedule {
             if job.period.is_zero() {
                 return Err(OptionsError::ZeroPeriod(job.name).into());
             }
-            let elector = if job.once_per_period {
-                let opts = self.elector.options();
-                let lease = opts.lease().max(job.period);
-                self.elector.reconfigured(
-                    opts.to_builder()
-                        .lease(lease)
-                        .min_lease(job.period)
-                        .build()?,
-                )
-            } else {
-                self.elector.clone()
-            };
+            // A tick never waits for the lock: a node that waited would run the job again right
+            // after the holder finished, in the same period.
+            let mut opts = self.elector.options().to_builder().wait(Duration::ZERO);
+            if job.once_per_period {
+                let lease = self.elector.options().lease().max(job.period);
+                opts = opts.lease(lease).min_lease(job.period);
+            }
+            let elector = self.elector.reconfigured(opts.build()?);
             planned.push((job, lock, elector));
         }
         let mut tasks = JoinSet::new();

@@ -636,3 +636,29 @@ async fn force_release_frees_live_slots_and_keeps_fences() {
     );
     assert!(g.is_lost());
 }
+
+#[tokio::test(start_paused = true)]
+async fn elector_force_release_applies_the_tenant_and_slot_count() {
+    let store = Arc::new(MemoryStore::new());
+    let group = GroupElector::new(
+        store.clone(),
+        GroupOptions::builder()
+            .max_leaders(2)
+            .wait(Duration::ZERO)
+            .build()
+            .unwrap(),
+    )
+    .for_tenant("acme")
+    .unwrap();
+    let a = group.try_acquire("pool").await.unwrap().unwrap();
+    let b = group.try_acquire("pool").await.unwrap().unwrap();
+    let freed = group.force_release("pool").await.unwrap();
+    assert_eq!(
+        freed.iter().map(|h| h.fence).collect::<Vec<_>>(),
+        [a.fence(), b.fence()]
+    );
+    assert!(group.state("pool").await.unwrap().is_free());
+    assert!(a.extend(Duration::from_secs(1)).await.unwrap() == Extension::NotHeld);
+    assert!(a.is_lost());
+    drop(b);
+}

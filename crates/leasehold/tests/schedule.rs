@@ -153,13 +153,15 @@ async fn cancellation_waits_for_the_running_action_and_releases() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn cancellation_abandons_a_wait_for_the_lock() {
+async fn a_tick_never_waits_for_the_lock() {
     let store = Arc::new(MemoryStore::new());
-    let _holder = elector(&store, "other")
+    let holder = elector(&store, "other")
         .try_acquire("tick")
         .await
         .unwrap()
         .unwrap();
+    // Even with a long wait configured, a tick that finds the lock held skips at once, so the job
+    // does not run again right after the holder's run ends.
     let waiting = Elector::with_options(
         store.clone(),
         ElectionOptions::builder()
@@ -167,15 +169,31 @@ async fn cancellation_abandons_a_wait_for_the_lock() {
             .build()
             .unwrap(),
     );
-    let stop = CancellationToken::new();
+    let (runs, record) = recorder(Instant::now());
     let handle = Schedule::new(waiting)
-        .every("tick", PERIOD, |_| async { Ok::<_, String>(()) })
-        .start(stop.clone())
+        .every("tick", Duration::from_secs(10), move |_| {
+            let record = record.clone();
+            async move {
+                record();
+                Ok::<_, String>(())
+            }
+        })
+        .start(CancellationToken::new())
         .unwrap();
     sleep(Duration::from_millis(100)).await;
+    holder.release().await.unwrap();
+    sleep(Duration::from_secs(5)).await;
+    assert!(
+        times(&runs).is_empty(),
+        "the tick at 0 skipped instead of waiting"
+    );
     let start = Instant::now();
     handle.shutdown().await;
-    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "nothing in flight to wait for"
+    );
 }
 
 /// Two nodes whose timers are half a period out of phase run a 10 ms job.
