@@ -70,7 +70,7 @@ pub use options::{
 };
 pub use outcome::RunOutcome;
 pub use retry::RetryPolicy;
-pub use schedule::{Job, Schedule, ScheduleHandle};
+pub use schedule::{Job, JobEvent, JobOutcome, Schedule, ScheduleHandle};
 pub use signal::{ReleaseNotifier, ReleaseSignal};
 pub use store::LeaseStore;
 pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};

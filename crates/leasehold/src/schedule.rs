@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::task::JoinSet;
-use tokio::time::sleep;
+use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
@@ -21,6 +21,54 @@ use crate::options::OptionsError;
 
 type JobFn =
     Arc<dyn Fn(LeaderContext) -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
+
+type ObserverFn = Arc<dyn Fn(&str, &JobEvent) + Send + Sync>;
+
+/// Something that happened to one job of a [`Schedule`], reported to its
+/// [`observe`](Schedule::observe) hook with the job's name (for metrics or audit).
+///
+/// Per tick the order is `Attempt`, then `Skipped`, `StoreError`, or `Elected` followed by
+/// `Finished`; `Stopped` is the last event of a job, after its lease was released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JobEvent {
+    /// A tick started an attempt at the job's lock.
+    Attempt,
+    /// This node acquired the lock; the action starts now.
+    Elected,
+    /// Another node holds the lock; the tick is skipped.
+    Skipped,
+    /// The store could not be reached; the tick is skipped.
+    StoreError,
+    /// The action ended (its lease is released next).
+    Finished {
+        /// How long the action ran.
+        took: Duration,
+        /// How it ended.
+        outcome: JobOutcome,
+    },
+    /// The job stopped after the token was cancelled and released its lease.
+    Stopped {
+        /// Time from noticing the cancellation to having stopped.
+        took: Duration,
+        /// True when a running action outlived the grace period and was cancelled.
+        cancelled_action: bool,
+    },
+}
+
+/// How a job's action ended; see [`JobEvent::Finished`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JobOutcome {
+    /// It returned `Ok`.
+    Succeeded,
+    /// It returned `Err` (logged at WARN).
+    Failed,
+    /// It panicked (logged at WARN).
+    Panicked,
+    /// Shutdown's grace period ran out and the action was dropped.
+    Cancelled,
+}
 
 /// One leader-only periodic job.
 ///
@@ -118,6 +166,8 @@ impl Job {
 /// node's run); contention skips the tick; an action error is logged at WARN and the schedule goes on; a panic is logged too.
 /// Cancelling the token stops scheduling, abandons any wait for a lock, lets a running action
 /// finish, and releases its lease; [`ScheduleHandle::stopped`] resolves when all of that is done.
+/// With a [`grace_period`](Self::grace_period) a running action that has not finished that long
+/// after the cancellation is dropped (cancelled) and its lease released.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
@@ -137,11 +187,30 @@ impl Job {
 /// handle.stopped().await;
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 #[must_use = "a schedule does nothing until started"]
 pub struct Schedule {
     elector: Elector,
     jobs: Vec<Job>,
+    grace: Option<Duration>,
+    observer: Option<ObserverFn>,
+}
+
+impl std::fmt::Debug for ObserverHook<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
+struct ObserverHook<'a>(&'a Option<ObserverFn>);
+
+impl std::fmt::Debug for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schedule")
+            .field("elector", &self.elector)
+            .field("jobs", &self.jobs)
+            .field("grace", &self.grace)
+            .field("observer", &ObserverHook(&self.observer))
+            .finish()
+    }
 }
 
 impl Schedule {
@@ -150,7 +219,41 @@ impl Schedule {
         Self {
             elector,
             jobs: Vec::new(),
+            grace: None,
+            observer: None,
         }
+    }
+
+    /// On cancellation, give a running action at most `grace` to finish, then drop it and
+    /// release its lease (default: wait for it however long it takes).
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{Elector, MemoryStore, Schedule};
+    /// let schedule = Schedule::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .grace_period(Duration::from_secs(10));
+    /// ```
+    pub fn grace_period(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Calls `hook(job_name, event)` for every [`JobEvent`] of every job (replacing an earlier
+    /// hook). It runs on the job's task: keep it short and non-blocking (count, don't wait).
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{Elector, JobEvent, MemoryStore, Schedule};
+    /// let schedule = Schedule::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .observe(|job, event| {
+    ///         if matches!(event, JobEvent::Skipped) {
+    ///             tracing::debug!(job, "skipped");
+    ///         }
+    ///     });
+    /// ```
+    pub fn observe(mut self, hook: impl Fn(&str, &JobEvent) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(hook));
+        self
     }
 
     /// Adds a job that runs `action` every `period` on the leader.
@@ -190,48 +293,116 @@ impl Schedule {
         let mut tasks = JoinSet::new();
         for (job, lock, elector) in planned {
             let span = info_span!("leasehold.schedule", lock = %lock);
-            tasks.spawn(run_job(job, lock, elector, stop.clone()).instrument(span));
+            let ctx = JobRun {
+                lock,
+                elector,
+                stop: stop.clone(),
+                grace: self.grace,
+                observer: self.observer.clone(),
+            };
+            tasks.spawn(run_job(job, ctx).instrument(span));
         }
         Ok(ScheduleHandle { tasks, stop })
     }
 }
 
-async fn run_job(job: Job, lock: LockName, elector: Elector, stop: CancellationToken) {
+struct JobRun {
+    lock: LockName,
+    elector: Elector,
+    stop: CancellationToken,
+    grace: Option<Duration>,
+    observer: Option<ObserverFn>,
+}
+
+impl JobRun {
+    fn emit(&self, job: &Job, event: JobEvent) {
+        if let Some(hook) = &self.observer {
+            hook(&job.name, &event);
+        }
+    }
+
+    fn stopped(&self, job: &Job, since: Instant, cancelled_action: bool) {
+        self.emit(
+            job,
+            JobEvent::Stopped {
+                took: since.elapsed(),
+                cancelled_action,
+            },
+        );
+    }
+}
+
+async fn run_job(job: Job, run: JobRun) {
+    let stop = &run.stop;
     let mut delay = job.initial_delay.unwrap_or(Duration::ZERO);
     loop {
         tokio::select! {
             biased;
-            () = stop.cancelled() => return,
+            () = stop.cancelled() => return run.stopped(&job, Instant::now(), false),
             () = sleep(delay) => {}
         }
         delay = job.period;
+        run.emit(&job, JobEvent::Attempt);
         let guard = tokio::select! {
             biased;
-            () = stop.cancelled() => return,
-            g = elector.acquire_exact(&lock) => g,
+            () = stop.cancelled() => return run.stopped(&job, Instant::now(), false),
+            g = run.elector.acquire_exact(&run.lock) => g,
         };
         let guard = match guard {
             Ok(Some(guard)) => guard,
             Ok(None) => {
+                run.emit(&job, JobEvent::Skipped);
                 debug!("leasehold: schedule tick skipped, another node is leader");
                 continue;
             }
             Err(e) => {
+                run.emit(&job, JobEvent::StoreError);
                 warn!(error = %e, "leasehold: schedule tick could not reach the store; trying again next period");
                 continue;
             }
         };
-        let outcome = AssertUnwindSafe((job.action)(guard.context()))
-            .catch_unwind()
-            .await;
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                warn!(error = %e, "leasehold: scheduled job failed; the schedule continues")
+        run.emit(&job, JobEvent::Elected);
+        let started = Instant::now();
+        let action = AssertUnwindSafe((job.action)(guard.context())).catch_unwind();
+        tokio::pin!(action);
+        let (outcome, stopping) = tokio::select! {
+            biased;
+            r = &mut action => (Some(r), None),
+            () = stop.cancelled() => {
+                let since = Instant::now();
+                let r = match run.grace {
+                    None => Some(action.await),
+                    Some(grace) => tokio::time::timeout(grace, action).await.ok(),
+                };
+                (r, Some(since))
             }
-            Err(_) => warn!("leasehold: scheduled job panicked; the schedule continues"),
-        }
+        };
+        let outcome = match outcome {
+            Some(Ok(Ok(()))) => JobOutcome::Succeeded,
+            Some(Ok(Err(e))) => {
+                warn!(error = %e, "leasehold: scheduled job failed; the schedule continues");
+                JobOutcome::Failed
+            }
+            Some(Err(_)) => {
+                warn!("leasehold: scheduled job panicked; the schedule continues");
+                JobOutcome::Panicked
+            }
+            None => {
+                warn!(grace = ?run.grace, "leasehold: scheduled job outlived the shutdown grace period and was cancelled");
+                JobOutcome::Cancelled
+            }
+        };
+        run.emit(
+            &job,
+            JobEvent::Finished {
+                took: started.elapsed(),
+                outcome,
+            },
+        );
         let _ = guard.release().await;
+        if let Some(since) = stopping {
+            return run.stopped(&job, since, outcome == JobOutcome::Cancelled);
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::{CancellationToken, ElectionOptions, Elector, Job, MemoryStore, Schedule};
+use leasehold::{
+    CancellationToken, ElectionOptions, Elector, Job, JobEvent, JobOutcome, MemoryStore, Schedule,
+};
 use tokio::time::{Instant, sleep};
 
 const PERIOD: Duration = Duration::from_secs(1);
@@ -262,4 +264,86 @@ async fn invalid_jobs_are_rejected_at_start() {
         bad.start(CancellationToken::new()),
         Err(leasehold::Error::Name(_))
     ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn grace_period_cancels_a_long_action_and_releases_its_lease() {
+    let store = Arc::new(MemoryStore::new());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let stop = CancellationToken::new();
+    let handle = Schedule::new(elector(&store, "a"))
+        .grace_period(Duration::from_secs(2))
+        .observe(move |job, event| seen.lock().unwrap().push((job.to_string(), *event)))
+        .every("long", PERIOD, |_| async {
+            sleep(Duration::from_secs(3600)).await;
+            Ok::<_, String>(())
+        })
+        .start(stop.clone())
+        .unwrap();
+    sleep(Duration::from_millis(100)).await;
+    assert!(!elector(&store, "b").state("long").await.unwrap().is_free());
+    let start = Instant::now();
+    handle.shutdown().await;
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(2),
+        "stopped at the end of the grace period"
+    );
+    assert!(elector(&store, "b").state("long").await.unwrap().is_free());
+    let events: Vec<JobEvent> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(j, e)| {
+            assert_eq!(j, "long");
+            *e
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            JobEvent::Attempt,
+            JobEvent::Elected,
+            JobEvent::Finished {
+                took: Duration::from_millis(2100),
+                outcome: JobOutcome::Cancelled
+            },
+            JobEvent::Stopped {
+                took: Duration::from_secs(2),
+                cancelled_action: true
+            },
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_action_that_ends_within_the_grace_period_finishes_normally() {
+    let store = Arc::new(MemoryStore::new());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let handle = Schedule::new(elector(&store, "a"))
+        .grace_period(Duration::from_secs(5))
+        .observe(move |_, event| seen.lock().unwrap().push(*event))
+        .every("short", PERIOD, |_| async {
+            sleep(Duration::from_millis(300)).await;
+            Err::<(), _>("boom")
+        })
+        .start(CancellationToken::new())
+        .unwrap();
+    sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    handle.shutdown().await;
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+    assert_eq!(
+        events.lock().unwrap().last().copied(),
+        Some(JobEvent::Stopped {
+            took: Duration::from_millis(200),
+            cancelled_action: false
+        })
+    );
+    assert!(events.lock().unwrap().contains(&JobEvent::Finished {
+        took: Duration::from_millis(300),
+        outcome: JobOutcome::Failed
+    }));
 }

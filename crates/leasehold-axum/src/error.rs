@@ -1,0 +1,44 @@
+//! The crate's error type.
+
+use std::net::SocketAddr;
+
+/// A configuration error found when building a router, a layer or a job set.
+///
+/// ```
+/// use leasehold_axum::{BearerToken, Error};
+/// assert!(matches!(BearerToken::new(""), Err(Error::InvalidToken(_))));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The management router was built without an authentication decision.
+    #[error(
+        "the management router needs authentication: call bearer_token(..), behind_caller_auth() \
+         (and add your own layer), or loopback_only(addr) for a loopback listener"
+    )]
+    Unauthenticated,
+    /// `loopback_only` was given a non-loopback address.
+    #[error("the management router is unauthenticated but {0} is not a loopback address")]
+    NotLoopback(SocketAddr),
+    /// A bearer token was empty or not a valid header value. The token itself is never shown.
+    #[error("invalid bearer token: {0}")]
+    InvalidToken(&'static str),
+    /// The management path does not start with `/` or is empty.
+    #[error("invalid management path {0:?}: it must start with '/'")]
+    InvalidPath(String),
+    /// An invalid lock name, invalid options, or another core error.
+    #[error(transparent)]
+    Leasehold(#[from] leasehold::Error),
+}
+
+impl From<leasehold::NameError> for Error {
+    fn from(e: leasehold::NameError) -> Self {
+        Self::Leasehold(e.into())
+    }
+}
+
+impl From<leasehold::OptionsError> for Error {
+    fn from(e: leasehold::OptionsError) -> Self {
+        Self::Leasehold(e.into())
+    }
+}

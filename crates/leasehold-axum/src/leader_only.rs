@@ -1,0 +1,441 @@
+//! `LeaderOnly`: hold a lock in the background and let routes run only while holding it.
+
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use futures::future::{Either, Ready, ready};
+use leasehold::{CancellationToken, Elector, LeaderContext, LockName};
+use tokio::task::JoinHandle;
+use tokio::time::sleep;
+use tower::{Layer, Service};
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::error::Error;
+
+/// The fence of the lease under which a [`LeaderOnly`] route runs, inserted into the request's
+/// extensions: pass it to the resource the handler writes to.
+///
+/// ```
+/// use axum::Extension;
+/// use leasehold_axum::LeaderFence;
+/// async fn handler(Extension(LeaderFence(fence)): Extension<LeaderFence>) -> String {
+///     format!("writing with fence {fence}")
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderFence(pub u64);
+
+struct Shared {
+    lock: LockName,
+    current: Mutex<Option<LeaderContext>>,
+    retry_after: HeaderValue,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Shared {
+    fn set(&self, ctx: Option<LeaderContext>) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = ctx;
+    }
+
+    /// The live lease's fence, if this node holds the lock and its local deadline has not passed.
+    fn fence(&self) -> Option<u64> {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        current
+            .as_ref()
+            .filter(|c| !c.is_lost())
+            .map(LeaderContext::fence)
+    }
+}
+
+/// Campaigns for one lock in the background and tells whether this node holds it, for routes
+/// that must run on the leader only (see [`layer`](Self::layer)).
+///
+/// Design: a background task calls `try_acquire` with `auto_extend` on; while it holds the
+/// guard this node is leader; when the lease is lost (the guard's `lost()` signal, which fires
+/// at the conservative local deadline, before the store can hand the lock on) or shutdown
+/// starts, it stops answering as leader *before* releasing. Every request re-checks the lease's
+/// local deadline, so a stalled renewal is never served as leadership. Use a lock name of its
+/// own, not one of your jobs' names (the campaign holds it all the time).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+/// use std::{sync::Arc, time::Duration};
+/// use axum::{Router, routing::post};
+/// use leasehold::{CancellationToken, Elector, MemoryStore};
+/// use leasehold_axum::LeaderOnly;
+///
+/// let elector = Elector::new(Arc::new(MemoryStore::new()));
+/// let shutdown = CancellationToken::new();
+/// let leader = LeaderOnly::builder(&elector, "api-writer")
+///     .retry_after(Duration::from_secs(2))
+///     .start(shutdown.clone())?;
+/// let app: Router = Router::new()
+///     .route("/rebuild", post(|| async { "rebuilding" }))
+///     .route_layer(leader.layer());
+/// shutdown.cancel();
+/// leader.stopped().await; // lease released
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LeaderOnly {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LeaderOnly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderOnly")
+            .field("lock", &self.shared.lock)
+            .field("fence", &self.shared.fence())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`LeaderOnly`] campaign; see [`LeaderOnly::builder`].
+///
+/// ```
+/// # use std::{sync::Arc, time::Duration};
+/// # use leasehold::{Elector, MemoryStore};
+/// let builder = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "writer")
+///     .retry_after(Duration::from_secs(1))
+///     .retry_interval(Duration::from_millis(500));
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "call start() to campaign"]
+pub struct LeaderOnlyBuilder {
+    elector: Elector,
+    name: String,
+    retry_after: Duration,
+    retry_interval: Duration,
+}
+
+impl LeaderOnlyBuilder {
+    /// The `Retry-After` followers answer with (rounded up to whole seconds, at least 1; default 5 s).
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let b = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .retry_after(Duration::from_millis(1500)); // answered as `Retry-After: 2`
+    /// ```
+    pub fn retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = after;
+        self
+    }
+
+    /// How long a follower waits for the lock per attempt (woken early by the store's release
+    /// signal where it has one) and how long it pauses after a store error (default 1 s).
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let b = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .retry_interval(Duration::from_millis(250));
+    /// ```
+    pub fn retry_interval(mut self, interval: Duration) -> Self {
+        self.retry_interval = interval;
+        self
+    }
+
+    /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms) and
+    /// starts the campaign on the current runtime; cancelling `shutdown` ends it and releases
+    /// the lease.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{CancellationToken, ElectionOptions, Elector, MemoryStore};
+    /// let short = ElectionOptions::builder().lease(Duration::from_millis(10)).build().unwrap();
+    /// let elector = Elector::with_options(Arc::new(MemoryStore::new()), short);
+    /// // auto_extend cannot renew a 10 ms lease in time: a startup error, not a silent failure.
+    /// assert!(leasehold_axum::LeaderOnly::builder(&elector, "w").start(CancellationToken::new()).is_err());
+    /// # }
+    /// ```
+    pub fn start(self, shutdown: CancellationToken) -> Result<LeaderOnly, Error> {
+        let lock = LockName::new(self.name.as_str())?;
+        let options = self
+            .elector
+            .options()
+            .to_builder()
+            .auto_extend(true)
+            .wait(self.retry_interval)
+            .build()?;
+        let elector = self.elector.reconfigured(options);
+        let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
+        let shared = Arc::new(Shared {
+            lock: lock.clone(),
+            current: Mutex::new(None),
+            retry_after: HeaderValue::from(secs.max(1)),
+            task: Mutex::new(None),
+        });
+        let span = info_span!("leasehold.leader_only", lock = %lock);
+        let task = tokio::spawn(
+            campaign(
+                elector,
+                lock,
+                Arc::clone(&shared),
+                shutdown,
+                self.retry_interval,
+            )
+            .instrument(span),
+        );
+        *shared.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        Ok(LeaderOnly { shared })
+    }
+}
+
+impl LeaderOnly {
+    /// A campaign for lock `name` over (a reconfigured copy of) `elector`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let builder = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "writer");
+    /// ```
+    pub fn builder(elector: &Elector, name: impl Into<String>) -> LeaderOnlyBuilder {
+        LeaderOnlyBuilder {
+            elector: elector.clone(),
+            name: name.into(),
+            retry_after: Duration::from_secs(5),
+            retry_interval: Duration::from_secs(1),
+        }
+    }
+
+    /// True while this node holds a live lease on the lock.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{CancellationToken, Elector, MemoryStore};
+    /// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .start(CancellationToken::new())?;
+    /// let _ = leader.is_leader(); // true once the background task won the lock
+    /// # Ok(()) }
+    /// ```
+    pub fn is_leader(&self) -> bool {
+        self.shared.fence().is_some()
+    }
+
+    /// The fence of the live lease, if this node holds it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{CancellationToken, Elector, MemoryStore};
+    /// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .start(CancellationToken::new())?;
+    /// if let Some(fence) = leader.fence() { tracing::info!(fence, "leading"); }
+    /// # Ok(()) }
+    /// ```
+    pub fn fence(&self) -> Option<u64> {
+        self.shared.fence()
+    }
+
+    /// The lock name.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{CancellationToken, Elector, MemoryStore};
+    /// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .start(CancellationToken::new())?;
+    /// assert_eq!(leader.lock().as_str(), "w");
+    /// # Ok(()) }
+    /// ```
+    pub fn lock(&self) -> &LockName {
+        &self.shared.lock
+    }
+
+    /// The tower layer: requests pass on the leader (with a [`LeaderFence`] extension); followers
+    /// get `503 Service Unavailable` with `Retry-After`. Use it with `Router::route_layer`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{CancellationToken, Elector, MemoryStore};
+    /// use axum::{Router, routing::get};
+    /// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .start(CancellationToken::new())?;
+    /// let app: Router = Router::new().route("/x", get(|| async { "ok" })).route_layer(leader.layer());
+    /// # Ok(()) }
+    /// ```
+    pub fn layer(&self) -> LeaderOnlyLayer {
+        LeaderOnlyLayer {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Resolves when the campaign has ended (after the shutdown token was cancelled) and the
+    /// lease was released. Only the first caller waits; later calls return at once.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{CancellationToken, Elector, MemoryStore};
+    /// let stop = CancellationToken::new();
+    /// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+    ///     .start(stop.clone())?;
+    /// stop.cancel();
+    /// leader.stopped().await;
+    /// assert!(!leader.is_leader());
+    /// # Ok(()) }
+    /// ```
+    pub async fn stopped(&self) {
+        let task = self
+            .shared
+            .task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+async fn campaign(
+    elector: Elector,
+    lock: LockName,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    retry_interval: Duration,
+) {
+    loop {
+        let acquired = tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            g = elector.try_acquire(lock.clone()) => g,
+        };
+        match acquired {
+            Ok(Some(guard)) => {
+                info!(
+                    fence = guard.fence(),
+                    "leasehold: this node now serves leader-only routes"
+                );
+                shared.set(Some(guard.context()));
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => {
+                        shared.set(None);
+                        let _ = guard.release().await;
+                        return;
+                    }
+                    reason = guard.lost() => {
+                        shared.set(None);
+                        warn!(%reason, "leasehold: leader-only lease lost; answering 503 until re-elected");
+                        drop(guard);
+                    }
+                }
+            }
+            Ok(None) => debug!("leasehold: another node serves the leader-only routes"),
+            Err(e) => {
+                warn!(error = %e, "leasehold: leader-only campaign could not reach the store");
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    () = sleep(retry_interval) => {}
+                }
+            }
+        }
+    }
+}
+
+/// The tower layer of a [`LeaderOnly`] campaign; see [`LeaderOnly::layer`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+/// # use std::sync::Arc;
+/// # use leasehold::{CancellationToken, Elector, MemoryStore};
+/// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+///     .start(CancellationToken::new())?;
+/// let layer: leasehold_axum::LeaderOnlyLayer = leader.layer();
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LeaderOnlyLayer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LeaderOnlyLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderOnlyLayer")
+            .field("lock", &self.shared.lock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Layer<S> for LeaderOnlyLayer {
+    type Service = LeaderOnlyService<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        LeaderOnlyService {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service made by [`LeaderOnlyLayer`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+/// # use std::sync::Arc;
+/// # use leasehold::{CancellationToken, Elector, MemoryStore};
+/// use tower::Layer;
+/// let leader = leasehold_axum::LeaderOnly::builder(&Elector::new(Arc::new(MemoryStore::new())), "w")
+///     .start(CancellationToken::new())?;
+/// let svc = leader.layer().layer(tower::service_fn(|_req: axum::http::Request<axum::body::Body>| async {
+///     Ok::<_, std::convert::Infallible>(axum::response::Response::new(axum::body::Body::empty()))
+/// }));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LeaderOnlyService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> std::fmt::Debug for LeaderOnlyService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderOnlyService")
+            .field("lock", &self.shared.lock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, B> Service<Request<B>> for LeaderOnlyService<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Response<Body>, S::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        match self.shared.fence() {
+            Some(fence) => {
+                req.extensions_mut().insert(LeaderFence(fence));
+                Either::Right(self.inner.call(req))
+            }
+            None => Either::Left(ready(Ok(not_leader(&self.shared)))),
+        }
+    }
+}
+
+fn not_leader(shared: &Shared) -> Response<Body> {
+    let body = serde_json::json!({ "error": "not the leader", "lock": shared.lock.as_str() });
+    let mut res = Response::new(Body::from(body.to_string()));
+    *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let h = res.headers_mut();
+    h.insert(header::RETRY_AFTER, shared.retry_after.clone());
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}

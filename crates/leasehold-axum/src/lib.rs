@@ -1,0 +1,59 @@
+//! # leasehold-axum
+//!
+//! [axum] and [tower] integration for [`leasehold`]: what the Ktor plugin is to Ktor.
+//!
+//! * [`LeaderJobs`]: an application-owned set of leader-only periodic jobs built from one
+//!   [`Elector`](leasehold::Elector), started with the app and stopped by the same
+//!   [`CancellationToken`](leasehold::CancellationToken) that drives
+//!   `axum::serve(..).with_graceful_shutdown(..)`; per-job metrics (see [`job_metrics`]).
+//! * [`Management`]: a router for `GET /management/leader-election` that refuses to build
+//!   without an authentication decision (built-in [`BearerToken`], the caller's own layer, or
+//!   loopback only).
+//! * [`LeaderOnly`]: a tower layer that runs a route only on the current holder of a lock and
+//!   answers followers with `503 Service Unavailable` and `Retry-After`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::{sync::Arc, time::Duration};
+//! use leasehold::{CancellationToken, Elector, MemoryStore};
+//! use leasehold_axum::{BearerToken, LeaderJobs};
+//!
+//! let elector = Elector::new(Arc::new(MemoryStore::new()));
+//! let shutdown = CancellationToken::new();
+//! let jobs = LeaderJobs::new(elector)
+//!     .every("refresh-projection", Duration::from_secs(60), |ctx| async move {
+//!         tracing::info!(fence = ctx.fence(), "refreshing");
+//!         Ok::<_, std::io::Error>(())
+//!     })
+//!     .start(shutdown.clone())?;
+//! let management = jobs
+//!     .management()
+//!     .bearer_token(BearerToken::new("s3cret-token")?)
+//!     .router()?;
+//! let app = axum::Router::new().merge(management);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app)
+//!     .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+//!     .await?;
+//! jobs.stopped().await; // jobs finished (within the grace period) and released their leases
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod error;
+pub mod job_metrics;
+mod jobs;
+mod leader_only;
+mod management;
+mod status;
+
+pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
+pub use error::Error;
+pub use jobs::{DEFAULT_GRACE_PERIOD, LeaderJobs, RunningJobs};
+pub use leader_only::{
+    LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
+};
+pub use management::{DEFAULT_PATH, Management};
+pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
+
+pub use leasehold::{CancellationToken, Job};

@@ -1,0 +1,255 @@
+//! The management router: `GET /management/leader-election`.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures::future::join_all;
+use leasehold::{Elector, LockName};
+use tracing::warn;
+
+use crate::auth::{BearerAuthLayer, BearerToken};
+use crate::error::Error;
+use crate::status::{LeaderElectionStatus, LockStatus, LockStatusKind};
+
+/// The default path of the management route.
+pub const DEFAULT_PATH: &str = "/management/leader-election";
+
+#[derive(Debug, Clone)]
+enum Auth {
+    None,
+    Bearer(BearerToken),
+    Caller,
+    Loopback(SocketAddr),
+}
+
+/// Builds the management router: `GET /management/leader-election` answers
+/// `{"locks":[{"name","status","leaderId","fence","leaseExpiry"}]}` for the configured locks
+/// (sorted by name), asking the store on each request (see [`LeaderElectionStatus`]).
+///
+/// [`router`](Self::router) refuses to build until an authentication decision was made:
+/// * [`bearer_token`](Self::bearer_token): the built-in check (`Authorization: Bearer <token>`,
+///   constant-time comparison, 401 otherwise);
+/// * [`behind_caller_auth`](Self::behind_caller_auth): you add your own layer (mTLS-terminating
+///   proxy, session auth, …) around the returned router;
+/// * [`loopback_only`](Self::loopback_only): no authentication, only allowed when the server's
+///   listening address is a loopback address.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+/// use std::sync::Arc;
+/// use leasehold::{Elector, MemoryStore};
+/// use leasehold_axum::{BearerToken, Error, Management};
+///
+/// let elector = Elector::new(Arc::new(MemoryStore::new()));
+/// assert!(matches!(Management::new(elector.clone()).lock("report").router::<()>(), Err(Error::Unauthenticated)));
+/// let router: axum::Router = Management::new(elector)
+///     .lock("report")
+///     .bearer_token(BearerToken::new("t0ken")?)
+///     .router()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "call router() to get the routes"]
+pub struct Management {
+    elector: Elector,
+    names: BTreeSet<String>,
+    path: String,
+    auth: Auth,
+}
+
+impl Management {
+    /// A builder over `elector` with no locks and the [`DEFAULT_PATH`].
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let m = leasehold_axum::Management::new(Elector::new(Arc::new(MemoryStore::new())));
+    /// ```
+    pub fn new(elector: Elector) -> Self {
+        Self {
+            elector,
+            names: BTreeSet::new(),
+            path: DEFAULT_PATH.to_owned(),
+            auth: Auth::None,
+        }
+    }
+
+    /// Adds a lock to report (validated by [`router`](Self::router)).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let m = leasehold_axum::Management::new(Elector::new(Arc::new(MemoryStore::new()))).lock("migrations");
+    /// ```
+    pub fn lock(mut self, name: impl Into<String>) -> Self {
+        self.names.insert(name.into());
+        self
+    }
+
+    /// Adds several locks to report.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let m = leasehold_axum::Management::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .locks(["a", "b"]);
+    /// ```
+    pub fn locks<I>(mut self, names: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.names.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Serves the report at `path` instead of [`DEFAULT_PATH`].
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let m = leasehold_axum::Management::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .path("/ops/leases");
+    /// ```
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Protects the route with the built-in bearer-token check.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// # use leasehold_axum::BearerToken;
+    /// let m = leasehold_axum::Management::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .bearer_token(BearerToken::new("t0ken")?);
+    /// # Ok::<(), leasehold_axum::Error>(())
+    /// ```
+    pub fn bearer_token(mut self, token: BearerToken) -> Self {
+        self.auth = Auth::Bearer(token);
+        self
+    }
+
+    /// Declares that the caller wraps the returned router in its own authentication layer;
+    /// the router then has none of its own.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// let router: axum::Router = leasehold_axum::Management::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .behind_caller_auth()
+    ///     .router()?
+    ///     .layer(tower::layer::util::Identity::new()); // your auth layer here
+    /// # Ok::<(), leasehold_axum::Error>(())
+    /// ```
+    pub fn behind_caller_auth(mut self) -> Self {
+        self.auth = Auth::Caller;
+        self
+    }
+
+    /// Serves the route without authentication, allowed only if `listen` (the server's
+    /// listening address) is a loopback address; otherwise [`router`](Self::router) fails with
+    /// [`Error::NotLoopback`].
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// # use leasehold_axum::{Error, Management};
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// assert!(Management::new(elector.clone()).loopback_only(([127, 0, 0, 1], 9000).into()).router::<()>().is_ok());
+    /// let public = Management::new(elector).loopback_only(([0, 0, 0, 0], 9000).into()).router::<()>();
+    /// assert!(matches!(public, Err(Error::NotLoopback(_))));
+    /// ```
+    pub fn loopback_only(mut self, listen: SocketAddr) -> Self {
+        self.auth = Auth::Loopback(listen);
+        self
+    }
+
+    /// The current report (asks the store for every lock, concurrently). A lock whose state
+    /// cannot be read is reported `UNKNOWN` and the error logged at WARN.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// use leasehold_axum::{LockStatusKind, Management};
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let _held = elector.try_acquire("report").await?;
+    /// let report = Management::new(elector).lock("report").status().await;
+    /// assert_eq!(report.locks[0].status, LockStatusKind::Held);
+    /// # Ok(()) }
+    /// ```
+    pub async fn status(&self) -> LeaderElectionStatus {
+        report(
+            &self.elector,
+            self.names.iter().cloned().collect::<Vec<_>>().as_slice(),
+        )
+        .await
+    }
+
+    /// Validates the lock names, the path and the authentication decision, and returns the
+    /// router (merge or nest it into your app).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// # use leasehold_axum::{BearerToken, Management};
+    /// let ops: axum::Router = Management::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .bearer_token(BearerToken::new("t0ken")?)
+    ///     .router()?;
+    /// let app: axum::Router = axum::Router::new().merge(ops);
+    /// # Ok::<(), leasehold_axum::Error>(())
+    /// ```
+    pub fn router<S>(self) -> Result<Router<S>, Error>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        if !self.path.starts_with('/') {
+            return Err(Error::InvalidPath(self.path));
+        }
+        for name in &self.names {
+            LockName::new(name.as_str())?;
+        }
+        let names: Arc<[String]> = self.names.into_iter().collect();
+        let elector = self.elector;
+        let route = get(move || {
+            let (elector, names) = (elector.clone(), Arc::clone(&names));
+            async move { respond(report(&elector, &names).await) }
+        });
+        let router = Router::new().route(&self.path, route);
+        match self.auth {
+            Auth::None => Err(Error::Unauthenticated),
+            Auth::Bearer(token) => Ok(router.layer(BearerAuthLayer::new(token))),
+            Auth::Caller => Ok(router),
+            Auth::Loopback(addr) if addr.ip().is_loopback() => Ok(router),
+            Auth::Loopback(addr) => Err(Error::NotLoopback(addr)),
+        }
+    }
+}
+
+async fn report(elector: &Elector, names: &[String]) -> LeaderElectionStatus {
+    let locks = join_all(names.iter().map(|name| async move {
+        match elector.state(name.as_str()).await {
+            Ok(state) => LockStatus::from_state(name.clone(), &state),
+            Err(e) => {
+                warn!(lock = %name, error = %e, "leasehold: management could not read lock state");
+                LockStatus::empty(name.clone(), LockStatusKind::Unknown)
+            }
+        }
+    }))
+    .await;
+    LeaderElectionStatus { locks }
+}
+
+fn respond(report: LeaderElectionStatus) -> Response {
+    let mut res = Json(report).into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
