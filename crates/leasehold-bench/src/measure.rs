@@ -28,7 +28,7 @@ impl fmt::Display for Row {
     }
 }
 
-/// Alternates ten slices of each side over `total` and returns both throughputs.
+/// Alternates fifty slices of each side over `total` and returns both throughputs.
 pub(crate) async fn interleave<A, AF, B, BF>(
     backend: &str,
     scenario: &'static str,
@@ -42,7 +42,7 @@ where
     B: FnMut() -> BF,
     BF: Future<Output = Result<(), BoxError>>,
 {
-    const SLICES: u32 = 10;
+    const SLICES: u32 = 50;
     let slice = total / (2 * SLICES);
     let (mut ours_ops, mut ours_time, mut floor_ops, mut floor_time) =
         (0u64, Duration::ZERO, 0u64, Duration::ZERO);
