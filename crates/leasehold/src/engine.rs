@@ -9,7 +9,7 @@ use futures::FutureExt;
 use futures::future::OptionFuture;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep};
-use tracing::debug;
+use tracing::{Instrument, debug};
 
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
@@ -99,6 +99,11 @@ impl Engine {
     /// Waits up to `wait` for a lease. Contention is `Ok(None)`; a store error is `Err`, also when
     /// transient errors persist until the deadline.
     pub(crate) async fn acquire(&self, lock: &LockName) -> Result<Option<LeaderGuard>> {
+        let span = tracing::debug_span!("leasehold.acquire", lock = %lock, slots = self.slots);
+        self.acquire_in_span(lock).instrument(span).await
+    }
+
+    async fn acquire_in_span(&self, lock: &LockName) -> Result<Option<LeaderGuard>> {
         let opts = &*self.options;
         let metrics = self.metrics.get(lock);
         metrics.attempt();
@@ -234,8 +239,8 @@ impl Engine {
         Fut: Future<Output = T>,
     {
         let lock = self.lock_name(name)?;
-        // No span here: wrapping this large future would copy it once more per run; every event
-        // below carries the lock name instead.
+        // Acquisition and release run in their own spans (`leasehold.acquire`,
+        // `leasehold.release`); wrapping this whole, larger future would copy it once more per run.
         {
             let Some(running) = self.begin(lock).await? else {
                 return Ok(None);

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{Instrument, debug, warn};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -339,6 +339,13 @@ impl LeaderGuard {
 
 /// Stops the watchdog, waiting for an extension in flight, then releases.
 async fn finish(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
+    let g = cell.granted();
+    let span =
+        tracing::debug_span!("leasehold.release", lock = %g.lock, slot = g.slot, fence = g.fence);
+    finish_in_span(cell, watchdog).instrument(span).await
+}
+
+async fn finish_in_span(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
     if let Some(handle) = watchdog {
         cell.stopping.store(true, Ordering::Release);
         cell.stop.notify_one();
