@@ -1,9 +1,10 @@
 //! Command-line arguments.
 
-pub(crate) const USAGE: &str = "usage: leasehold-bench --backend memory|sqlite|postgres|mysql [--url URL] [--seconds N]
+pub(crate) const USAGE: &str = "usage: leasehold-bench --backend memory|sqlite|postgres|mysql|dynamodb [--url URL] [--seconds N]
 
   --backend   which store to measure
-  --url       store URL (default: a temp SQLite file, $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL)
+  --url       store URL (default: a temp SQLite file, $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL,
+              dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true)
   --seconds   measuring time per scenario, split between the two sides (default 10)";
 
 pub(crate) struct Args {
@@ -46,6 +47,9 @@ impl Args {
             }
             (None, "postgres") => env("LEASEHOLD_TEST_POSTGRES_URL")?,
             (None, "mysql") => env("LEASEHOLD_TEST_MYSQL_URL")?,
+            (None, "dynamodb") => {
+                crate::dynamodb::default_url(&env("LEASEHOLD_TEST_DYNAMODB_ENDPOINT")?)
+            }
             (None, other) => return Err(format!("unknown backend {other:?}")),
         };
         Ok(Self {

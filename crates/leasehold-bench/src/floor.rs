@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{AcquireRequest, LeaseStore, LockName, MemoryStore, Token};
+use leasehold_dynamodb::DynamoDbStore;
 use leasehold_sql::{SqlPool, SqlStore};
 
 type BoxError = Box<dyn std::error::Error>;
@@ -14,6 +15,8 @@ pub(crate) enum Floor {
     Memory(Arc<MemoryStore>),
     /// The store's SQL statements, bound and executed directly on its pool.
     Sql(Arc<SqlStore>),
+    /// The store's two conditional `UpdateItem` requests, sent with its client.
+    DynamoDb(Arc<DynamoDbStore>),
 }
 
 pub(crate) async fn open(
@@ -28,6 +31,10 @@ pub(crate) async fn open(
         "sqlite" | "postgres" | "mysql" => {
             let store = Arc::new(SqlStore::connect(url).await?);
             (store.clone(), Floor::Sql(store))
+        }
+        "dynamodb" => {
+            let store = Arc::new(DynamoDbStore::connect(url).await?);
+            (store.clone(), Floor::DynamoDb(store))
         }
         other => return Err(format!("unknown backend {other:?}").into()),
     })
@@ -49,6 +56,7 @@ impl Floor {
                 store.release(&lease, Duration::ZERO).await?;
             }
             Self::Sql(store) => sql_round_trip(store, lock).await?,
+            Self::DynamoDb(store) => crate::dynamodb::round_trip(store, lock).await?,
         }
         Ok(())
     }

@@ -11,6 +11,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod dynamodb;
 mod floor;
 mod measure;
 

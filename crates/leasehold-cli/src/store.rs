@@ -13,7 +13,9 @@ const DEFAULT_FILE: &str = "leases.db";
 
 /// The registry of every store the CLI can open.
 pub(crate) fn registry() -> StoreRegistry {
-    StoreRegistry::new().with(leasehold_sql::SqlOpener)
+    StoreRegistry::new()
+        .with(leasehold_sql::SqlOpener)
+        .with(leasehold_dynamodb::DynamoDbOpener)
 }
 
 /// A store URL to open, with its redacted form for messages.

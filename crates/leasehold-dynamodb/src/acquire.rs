@@ -1,0 +1,131 @@
+//! Acquisition: one conditional `UpdateItem` per slot tried.
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use leasehold::{AcquireRequest, Lease, StoreError, StoreResult};
+use tracing::debug;
+
+use crate::classify::classify;
+use crate::clock::{fence_seed, ms, now_ms, ttl_seconds};
+use crate::expressions::{ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME};
+use crate::item::{Attributes, Item, n, s};
+use crate::store::DynamoDbStore;
+
+impl DynamoDbStore {
+    /// One attempt on one slot: granted, ours already (a retried request that was applied), or
+    /// held by someone else (`None`).
+    pub(crate) async fn acquire_slot(
+        &self,
+        req: &AcquireRequest,
+        slot: u32,
+    ) -> StoreResult<Option<Lease>> {
+        let key = self.key(&req.lock, slot);
+        let token = req.token.to_hex();
+        let now = now_ms();
+        let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
+        let expiry = now.saturating_add(ms(req.ttl));
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.options.table)
+            .key(LOCK_NAME, s(key.as_str()))
+            .condition_expression(ACQUIRE_CONDITION)
+            .update_expression(ACQUIRE_UPDATE)
+            .set_expression_attribute_names(Some(Self::names(ACQUIRE_NAMES)))
+            .expression_attribute_values(":owner", s(&*req.owner))
+            .expression_attribute_values(":token", s(token.as_str()))
+            .expression_attribute_values(":node", s(&*self.options.node_id))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":stale", n(stale))
+            .expression_attribute_values(":expiry", n(expiry))
+            .expression_attribute_values(":ttl", n(ttl_seconds(expiry, self.options.ttl_padding)))
+            .expression_attribute_values(":seed", n(fence_seed(now)))
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                let attrs = out.attributes.ok_or_else(|| {
+                    StoreError::transient(format!(
+                        "DynamoDB UpdateItem on table {} returned no attributes for {key:?}",
+                        self.options.table
+                    ))
+                })?;
+                let item = Item::parse(&key, &attrs)?;
+                debug!(key, fence = item.fence, "leasehold-dynamodb: acquired");
+                Ok(Some(item.lease(&req.lock, slot, req.token)))
+            }
+            Err(err) => {
+                let old = conditional_failure(&self.options.table, err)?;
+                let item = self.old_item(&key, old).await?;
+                Ok(item
+                    .filter(|item| item.held_by(&token, now_ms()))
+                    .map(|item| {
+                        debug!(
+                            key,
+                            fence = item.fence,
+                            "leasehold-dynamodb: retried acquire was already applied"
+                        );
+                        item.lease(&req.lock, slot, req.token)
+                    }))
+            }
+        }
+    }
+
+    /// Groups: read every slot, return a live slot this token already holds, else try the slots
+    /// that are missing, free or stale, lowest first.
+    pub(crate) async fn acquire_group(
+        &self,
+        req: &AcquireRequest,
+        slots: u32,
+    ) -> StoreResult<Option<Lease>> {
+        let items = self.read_slots(&req.lock, slots).await?;
+        let token = req.token.to_hex();
+        let now = now_ms();
+        if let Some((slot, item)) = items.iter().find(|(_, item)| item.held_by(&token, now)) {
+            return Ok(Some(item.lease(&req.lock, *slot, req.token)));
+        }
+        let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
+        let busy: Vec<u32> = items
+            .iter()
+            .filter(|(_, item)| item.occupied(stale))
+            .map(|(slot, _)| *slot)
+            .collect();
+        for slot in (0..slots).filter(|s| !busy.contains(s)) {
+            if let Some(lease) = self.acquire_slot(req, slot).await? {
+                return Ok(Some(lease));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The item a conditional-check failure returned, or (for emulators that ignore
+    /// `ReturnValuesOnConditionCheckFailure`) a consistent read of it.
+    pub(crate) async fn old_item(
+        &self,
+        key: &str,
+        old: Option<Attributes>,
+    ) -> StoreResult<Option<Item>> {
+        match old {
+            Some(attrs) => Item::parse(key, &attrs).map(Some),
+            None => self.read_item(key).await,
+        }
+    }
+}
+
+/// `Ok(old item, if returned)` when an `UpdateItem` on `table` failed its condition; the
+/// classified error otherwise.
+pub(crate) fn conditional_failure(
+    table: &str,
+    err: SdkError<UpdateItemError>,
+) -> StoreResult<Option<Attributes>> {
+    if let SdkError::ServiceError(service) = &err
+        && let UpdateItemError::ConditionalCheckFailedException(failed) = service.err()
+    {
+        return Ok(failed.item().cloned());
+    }
+    Err(classify("UpdateItem", table, err))
+}

@@ -1,0 +1,125 @@
+//! The exact attribute names and expressions a [`DynamoDbStore`](crate::DynamoDbStore) sends, for
+//! review, IAM and monitoring set-up, and for benchmarks that issue the same requests raw.
+//!
+//! Every request is one `UpdateItem` on one item, keyed by [`LOCK_NAME`] (see
+//! [`item_key`](crate::item_key)); attribute names always go through placeholders (`#t` …), so
+//! DynamoDB's reserved words (`ttl`, `owner`, …) never matter. Values:
+//!
+//! | value | meaning |
+//! |---|---|
+//! | `:token` | the request's token (32 hex digits) |
+//! | `:owner`, `:node` | the owner recorded with the lease; this client's node id |
+//! | `:now` | the client clock, epoch ms |
+//! | `:stale` | `:now` − clock-skew tolerance: a lease that ended before this may be taken over |
+//! | `:expiry` | the new `leaseExpiry`, epoch ms |
+//! | `:ttl` | the new `ttl`, epoch s (`:expiry` + TTL padding, rounded up) |
+//! | `:seed`, `:one` | the clock in ms × 1000 (the fence of a brand-new item, minus one); 1 |
+//!
+//! ```
+//! use leasehold_dynamodb::expressions;
+//! assert!(expressions::ACQUIRE_UPDATE.contains("if_not_exists(#f, :seed) + :one"));
+//! assert!(expressions::names(expressions::ACQUIRE_NAMES).any(|(p, a)| p == "#e" && a == "leaseExpiry"));
+//! ```
+
+/// Partition key (string): the lock name, prefixed and suffixed with the slot (see
+/// [`item_key`](crate::item_key)).
+pub const LOCK_NAME: &str = "lockName";
+/// The current holder's owner (node id given to the elector); removed on release.
+pub const OWNER: &str = "owner";
+/// The current holder's token (32 hex digits); removed on release. An item without it is free.
+pub const TOKEN: &str = "token";
+/// The owner of the latest grant, kept after release for audit.
+pub const AUDIT_OWNER: &str = "auditOwner";
+/// The node id of the client that wrote the latest grant (default `hostname:pid`).
+pub const NODE_ID: &str = "nodeId";
+/// When the latest grant was made, epoch ms (client clock).
+pub const ACQUIRED_AT: &str = "acquiredAt";
+/// When the lease ends, epoch ms (client clock): **the correctness boundary**.
+pub const LEASE_EXPIRY: &str = "leaseExpiry";
+/// DynamoDB TTL attribute, epoch s: cleanup only, never consulted for correctness.
+pub const TTL: &str = "ttl";
+/// The fencing number: strictly increasing per item, never reset while the item exists, and
+/// seeded from the clock when the item is created.
+pub const FENCE: &str = "fence";
+
+/// Acquire: the item is missing, free (no token) or its lease ended before `:stale`.
+pub const ACQUIRE_CONDITION: &str = "attribute_not_exists(#t) OR #e < :stale";
+/// Acquire: take the item and mint the next fence (`ReturnValues = ALL_NEW`,
+/// `ReturnValuesOnConditionCheckFailure = ALL_OLD`).
+pub const ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n = :node, \
+     #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one";
+/// Placeholders used by the acquire request.
+pub const ACQUIRE_NAMES: &[&str] = &["#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f"];
+
+/// Extend and release: the token holds a lease that has not ended.
+pub const HELD_CONDITION: &str = "#t = :token AND #e > :now";
+/// Extend: move the lease's end (`ReturnValues = NONE`).
+pub const EXTEND_UPDATE: &str = "SET #e = :expiry, #x = :ttl";
+/// Placeholders used by the extend request.
+pub const EXTEND_NAMES: &[&str] = &["#t", "#e", "#x"];
+
+/// Release: free the item but keep it, so its fence survives (`ReturnValues = NONE`).
+pub const RELEASE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o";
+/// Placeholders used by the release request.
+pub const RELEASE_NAMES: &[&str] = &["#t", "#e", "#x", "#o"];
+
+/// Release keeping a minimum lease: only if that shortens the lease (never lengthens it).
+pub const LINGER_CONDITION: &str = "#t = :token AND #e > :now AND #e > :expiry";
+/// Release keeping a minimum lease: end the lease at `:expiry`.
+pub const LINGER_UPDATE: &str = EXTEND_UPDATE;
+
+/// Forced release (operators): any held item (`ReturnValues = ALL_OLD`).
+pub const FORCE_CONDITION: &str = "attribute_exists(#t)";
+/// Forced release: free the item, keeping its fence.
+pub const FORCE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o";
+/// Placeholders used by the forced release request.
+pub const FORCE_NAMES: &[&str] = &["#t", "#e", "#x", "#o"];
+
+/// The attribute each placeholder stands for.
+pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("#o", OWNER),
+    ("#t", TOKEN),
+    ("#ao", AUDIT_OWNER),
+    ("#n", NODE_ID),
+    ("#a", ACQUIRED_AT),
+    ("#e", LEASE_EXPIRY),
+    ("#x", TTL),
+    ("#f", FENCE),
+];
+
+/// `(placeholder, attribute)` pairs for the placeholders in `used` (DynamoDB rejects unused ones).
+pub fn names(used: &'static [&'static str]) -> impl Iterator<Item = (&'static str, &'static str)> {
+    PLACEHOLDERS
+        .iter()
+        .copied()
+        .filter(move |(p, _)| used.contains(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_request_names_exactly_the_placeholders_it_uses() {
+        let requests: [(&[&str], &[&str]); 5] = [
+            (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
+            (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),
+            (&[HELD_CONDITION, RELEASE_UPDATE], RELEASE_NAMES),
+            (&[LINGER_CONDITION, LINGER_UPDATE], EXTEND_NAMES),
+            (&[FORCE_CONDITION, FORCE_UPDATE], FORCE_NAMES),
+        ];
+        for (texts, used) in requests {
+            let text = texts.join(" ");
+            let mut found: Vec<&str> = text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '#'))
+                .filter(|w| w.starts_with('#'))
+                .collect();
+            found.sort_unstable();
+            found.dedup();
+            let mut expected = used.to_vec();
+            expected.sort_unstable();
+            assert_eq!(found, expected, "{text}");
+            assert_eq!(names(used).count(), used.len());
+        }
+    }
+}

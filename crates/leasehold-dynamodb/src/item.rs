@@ -1,0 +1,143 @@
+//! Reading lease items and writing attribute values.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use leasehold::{Holder, Lease, LockName, StoreError, StoreResult, Token};
+
+use crate::clock::time;
+use crate::expressions::{ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, OWNER, TOKEN};
+
+/// An item as stored.
+pub(crate) type Attributes = HashMap<String, AttributeValue>;
+
+/// A lease item, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Item {
+    /// The holder's token (hex); `None` when free.
+    pub(crate) token: Option<String>,
+    /// The holder's owner, else the last owner.
+    pub(crate) owner: String,
+    pub(crate) fence: u64,
+    pub(crate) acquired_at: u64,
+    pub(crate) lease_expiry: u64,
+}
+
+impl Item {
+    /// Parses an item; `key` names it in errors.
+    pub(crate) fn parse(key: &str, attrs: &Attributes) -> StoreResult<Self> {
+        let text = |name: &str| match attrs.get(name) {
+            Some(AttributeValue::S(s)) => Ok(Some(s.clone())),
+            None => Ok(None),
+            Some(_) => Err(malformed(key, name, "a string")),
+        };
+        let number = |name: &str| match attrs.get(name) {
+            Some(AttributeValue::N(n)) => n
+                .parse::<u64>()
+                .map_err(|_| malformed(key, name, "a non-negative integer")),
+            None => Ok(0),
+            Some(_) => Err(malformed(key, name, "a number")),
+        };
+        Ok(Self {
+            token: text(TOKEN)?,
+            owner: match text(OWNER)? {
+                Some(owner) => owner,
+                None => text(AUDIT_OWNER)?.unwrap_or_default(),
+            },
+            fence: number(FENCE)?,
+            acquired_at: number(ACQUIRED_AT)?,
+            lease_expiry: number(LEASE_EXPIRY)?,
+        })
+    }
+
+    /// True if `token` holds this item and its lease has not ended at `now_ms`.
+    pub(crate) fn held_by(&self, token: &str, now_ms: u64) -> bool {
+        self.token.as_deref() == Some(token) && self.live(now_ms)
+    }
+
+    /// True if someone holds this item and the lease has not ended at `now_ms`.
+    pub(crate) fn live(&self, now_ms: u64) -> bool {
+        self.token.is_some() && self.lease_expiry > now_ms
+    }
+
+    /// True if no other client may take this item over yet: it is held and its lease ended
+    /// no earlier than `stale_ms` (now − clock-skew tolerance). This is the negation of the
+    /// acquire condition.
+    pub(crate) fn occupied(&self, stale_ms: u64) -> bool {
+        self.token.is_some() && self.lease_expiry >= stale_ms
+    }
+
+    /// The lease this item records for `lock`, `slot` and `token`.
+    pub(crate) fn lease(&self, lock: &LockName, slot: u32, token: Token) -> Lease {
+        Lease {
+            lock: lock.clone(),
+            slot,
+            owner: self.owner.clone(),
+            token,
+            fence: self.fence,
+            acquired_at: time(self.acquired_at),
+            expires_at: time(self.lease_expiry),
+        }
+    }
+
+    /// The holder this item records in `slot`.
+    pub(crate) fn holder(&self, slot: u32) -> Holder {
+        Holder {
+            slot,
+            owner: self.owner.clone(),
+            fence: self.fence,
+            acquired_at: time(self.acquired_at),
+            expires_at: time(self.lease_expiry),
+        }
+    }
+}
+
+fn malformed(key: &str, attribute: &str, expected: &str) -> StoreError {
+    StoreError::permanent(format!(
+        "item {key:?} has a malformed {attribute} attribute (expected {expected}); \
+         is the table shared with something else?"
+    ))
+}
+
+/// A string attribute value.
+pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+/// A number attribute value.
+pub(crate) fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_held_and_a_released_item() {
+        let mut attrs: Attributes = [
+            (TOKEN, s("ab")),
+            (OWNER, s("node-a")),
+            (AUDIT_OWNER, s("node-a")),
+            (FENCE, n(7)),
+            (ACQUIRED_AT, n(100)),
+            (LEASE_EXPIRY, n(200)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let item = Item::parse("k", &attrs).unwrap_or_else(|e| panic!("{e}"));
+        assert!(item.held_by("ab", 199) && !item.held_by("ab", 200) && !item.held_by("x", 0));
+        attrs.remove(TOKEN);
+        attrs.remove(OWNER);
+        let item = Item::parse("k", &attrs).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((item.token, item.owner.as_str()), (None, "node-a"));
+    }
+
+    #[test]
+    fn a_foreign_item_is_a_permanent_error() {
+        let attrs: Attributes = [(FENCE.to_owned(), s("seven"))].into_iter().collect();
+        let err = Item::parse("k", &attrs).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("fence")));
+    }
+}

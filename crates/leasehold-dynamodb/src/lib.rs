@@ -1,0 +1,69 @@
+//! # leasehold-dynamodb
+//!
+//! [`DynamoDbStore`]: a [`leasehold::LeaseStore`] on Amazon DynamoDB, for AWS workloads that want
+//! region-local coordination without running another service. The application owns the
+//! `aws_sdk_dynamodb::Client`; point it at an emulator (dynalite, moto) with an endpoint override.
+//!
+//! The table has one item per `(lock, slot)` with string partition key `lockName`:
+//!
+//! | attribute | meaning |
+//! |---|---|
+//! | `lockName` | `[PREFIX/]lock[#slot-N]`, see [`item_key`] |
+//! | `owner`, `token` | the current holder (removed on release) |
+//! | `auditOwner`, `nodeId` | the owner of the latest grant, and the node that wrote it |
+//! | `acquiredAt`, `leaseExpiry` | epoch ms by the client clock; `leaseExpiry` is **the correctness boundary** |
+//! | `ttl` | epoch s, `leaseExpiry` + TTL padding: DynamoDB TTL cleanup only |
+//! | `fence` | strictly increasing per item; seeded from the clock (ms × 1000) when created |
+//!
+//! Every change is one conditional `UpdateItem` ([`expressions`] lists them); conditional-check
+//! failures are contention; throttling, server and network failures are transient errors, access
+//! and validation failures permanent ones. DynamoDB conditions have no server clock, so expiry is
+//! decided by client clocks with a [clock-skew tolerance](DynamoDbOptions::clock_skew_tolerance).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use leasehold::Elector;
+//! use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
+//!
+//! let config = aws_config::load_from_env().await;
+//! let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&config), DynamoDbOptions::default())?;
+//! let elector = Elector::new(Arc::new(store));
+//! if let Some(fence) = elector.run_if_leader("export", |ctx| async move { ctx.fence() }).await? {
+//!     tracing::info!(fence, "exported");
+//! }
+//! # Ok(()) }
+//! ```
+
+mod acquire;
+mod classify;
+mod clock;
+pub mod expressions;
+mod extend;
+mod item;
+mod key;
+mod opener;
+mod options;
+mod read;
+mod release;
+mod store;
+mod table;
+mod url;
+
+pub use classify::classify_code;
+pub use key::{MAX_PREFIX_LEN, item_key};
+pub use opener::DynamoDbOpener;
+pub use options::{
+    DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_RETRY_DELAY, DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptions, OptionsError,
+};
+pub use store::{DynamoDbStore, MAX_SLOTS};
+pub use table::create_table;
+
+/// Re-exported so applications can name the client types without a direct dependency.
+pub use aws_sdk_dynamodb;
+
+/// The manual page `docs/leasehold-dynamodb.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/leasehold-dynamodb.md")]
+pub struct ManualDoctests;

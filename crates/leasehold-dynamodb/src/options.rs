@@ -1,0 +1,300 @@
+//! `DynamoDbOptions`: table, key layout, clock-skew tolerance, TTL padding and request retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::key::validate_prefix;
+
+/// The default table name.
+pub const DEFAULT_TABLE: &str = "leasehold_leases";
+/// The default clock-skew tolerance.
+pub const DEFAULT_CLOCK_SKEW_TOLERANCE: Duration = Duration::from_secs(2);
+/// The default TTL padding.
+pub const DEFAULT_TTL_PADDING: Duration = Duration::from_secs(3600);
+/// The default back-off before the first retry of a failed request.
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(50);
+/// The default number of attempts per request (the first plus retries).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+/// The default time limit of one attempt of a request.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Invalid [`DynamoDbOptions`]: names the rule and the offending value.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold_dynamodb::DynamoDbOptions;
+///
+/// let err = DynamoDbOptions::default().table("x").validate().unwrap_err();
+/// assert!(err.to_string().contains("3-255"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid DynamoDB store option {option}: {reason}")]
+pub struct OptionsError {
+    option: &'static str,
+    reason: String,
+}
+
+impl OptionsError {
+    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            option,
+            reason: reason.into(),
+        }
+    }
+    /// The option that is wrong (e.g. `"table"`).
+    pub fn option(&self) -> &'static str {
+        self.option
+    }
+    /// What is wrong and what is allowed.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+/// Options for [`DynamoDbStore`](crate::DynamoDbStore).
+///
+/// * `table` (default `leasehold_leases`): a table with string partition key `lockName`.
+/// * `key_prefix` (default none): items are keyed `PREFIX/lock` instead of `lock`, so several
+///   applications can share a table.
+/// * `clock_skew_tolerance` (default 2 s): DynamoDB has no server clock in conditions, so expiry is
+///   decided by the **client** clock; another client takes an expired lease over only once it ended
+///   at least this long ago by its own clock. It must exceed the worst clock difference between any
+///   two clients. Every lease must be longer than twice this (an acquire with a shorter lease is
+///   rejected with a permanent error).
+/// * `ttl_padding` (default 1 h): the `ttl` attribute (DynamoDB TTL, cleanup only) is set this long
+///   after the lease's end, so TTL deletion never touches a live or recent item.
+/// * `retry_delay` (default 50 ms) and `max_attempts` (default 3): the store's requests retry
+///   throttling, 5xx and network failures with exponential back-off starting at `retry_delay`
+///   (full jitter), replacing the SDK's default 1 s initial back-off, which is long next to a
+///   lease. Retries are safe: a retried acquire that had been applied is recognised as ours.
+/// * `attempt_timeout` (default 3 s): one attempt of a request that has not answered by then
+///   counts as a transient failure (and is retried), so a stalled connection cannot hold up an
+///   acquisition or a release indefinitely.
+/// * `node_id` (default `hostname:pid`): recorded as `nodeId` on items this client writes.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold_dynamodb::DynamoDbOptions;
+///
+/// let options = DynamoDbOptions::default()
+///     .table("ops_leases")
+///     .key_prefix("billing")
+///     .clock_skew_tolerance(Duration::from_millis(500));
+/// assert!(options.validate().is_ok());
+/// assert_eq!(options.table_name(), "ops_leases");
+/// ```
+#[derive(Debug, Clone)]
+pub struct DynamoDbOptions {
+    pub(crate) table: String,
+    pub(crate) key_prefix: String,
+    pub(crate) clock_skew_tolerance: Duration,
+    pub(crate) ttl_padding: Duration,
+    pub(crate) retry_delay: Duration,
+    pub(crate) max_attempts: u32,
+    pub(crate) attempt_timeout: Duration,
+    pub(crate) node_id: Arc<str>,
+}
+
+impl Default for DynamoDbOptions {
+    fn default() -> Self {
+        Self {
+            table: DEFAULT_TABLE.to_owned(),
+            key_prefix: String::new(),
+            clock_skew_tolerance: DEFAULT_CLOCK_SKEW_TOLERANCE,
+            ttl_padding: DEFAULT_TTL_PADDING,
+            retry_delay: DEFAULT_RETRY_DELAY,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+            node_id: leasehold::default_node_id(),
+        }
+    }
+}
+
+impl DynamoDbOptions {
+    /// The table (3–255 characters of `[A-Za-z0-9_.-]`).
+    #[must_use]
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+    /// A prefix for every item key (`PREFIX/lock`); trailing `/` are trimmed; empty for none.
+    #[must_use]
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into().trim_end_matches('/').to_owned();
+        self
+    }
+    /// The largest clock difference tolerated between clients (see the type's docs).
+    #[must_use]
+    pub fn clock_skew_tolerance(mut self, tolerance: Duration) -> Self {
+        self.clock_skew_tolerance = tolerance;
+        self
+    }
+    /// How long after a lease's end DynamoDB TTL may delete its item.
+    #[must_use]
+    pub fn ttl_padding(mut self, padding: Duration) -> Self {
+        self.ttl_padding = padding;
+        self
+    }
+    /// The back-off before the first retry of a failed request (then doubling, full jitter).
+    #[must_use]
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = delay;
+        self
+    }
+    /// Attempts per request, the first included (1 disables retries).
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+    /// The time limit of one attempt of a request (default 3 s).
+    #[must_use]
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = timeout;
+        self
+    }
+    /// The node id recorded on items this client writes (default `hostname:pid`).
+    #[must_use]
+    pub fn node_id(mut self, node_id: impl Into<Arc<str>>) -> Self {
+        self.node_id = node_id.into();
+        self
+    }
+
+    /// The table name.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+    /// The key prefix (empty for none).
+    pub fn prefix(&self) -> &str {
+        &self.key_prefix
+    }
+    /// The clock-skew tolerance.
+    pub fn skew_tolerance(&self) -> Duration {
+        self.clock_skew_tolerance
+    }
+    /// The TTL padding.
+    pub fn padding(&self) -> Duration {
+        self.ttl_padding
+    }
+    /// The shortest lease this store accepts is anything longer than this: twice the clock-skew
+    /// tolerance.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold_dynamodb::DynamoDbOptions;
+    /// let o = DynamoDbOptions::default().clock_skew_tolerance(Duration::from_secs(1));
+    /// assert_eq!(o.lease_floor(), Duration::from_secs(2));
+    /// ```
+    pub fn lease_floor(&self) -> Duration {
+        self.clock_skew_tolerance.saturating_mul(2)
+    }
+
+    /// Checks every option; [`DynamoDbStore::new`](crate::DynamoDbStore::new) calls it.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        validate_table(&self.table)?;
+        validate_prefix(&self.key_prefix)?;
+        if self.clock_skew_tolerance > Duration::from_secs(3600) {
+            return Err(OptionsError::new(
+                "clock_skew_tolerance",
+                format!(
+                    "{:?} is more than an hour; clocks that far apart need fixing, not tolerating",
+                    self.clock_skew_tolerance
+                ),
+            ));
+        }
+        if self.ttl_padding < Duration::from_secs(1)
+            || self.ttl_padding <= self.clock_skew_tolerance
+        {
+            return Err(OptionsError::new(
+                "ttl_padding",
+                format!(
+                    "{:?} must be at least 1s and longer than the clock-skew tolerance {:?}",
+                    self.ttl_padding, self.clock_skew_tolerance
+                ),
+            ));
+        }
+        if self.retry_delay.is_zero() || self.retry_delay > Duration::from_secs(10) {
+            return Err(OptionsError::new(
+                "retry_delay",
+                format!("{:?} must be more than 0 and at most 10s", self.retry_delay),
+            ));
+        }
+        if !(1..=10).contains(&self.max_attempts) {
+            return Err(OptionsError::new(
+                "max_attempts",
+                format!("{} must be between 1 and 10", self.max_attempts),
+            ));
+        }
+        if self.attempt_timeout < Duration::from_millis(10) {
+            return Err(OptionsError::new(
+                "attempt_timeout",
+                format!("{:?} must be at least 10ms", self.attempt_timeout),
+            ));
+        }
+        if self.node_id.is_empty() {
+            return Err(OptionsError::new("node_id", "must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+/// DynamoDB's table-name rule: 3–255 characters of `[A-Za-z0-9_.-]`.
+pub(crate) fn validate_table(table: &str) -> Result<(), OptionsError> {
+    let ok = (3..=255).contains(&table.len())
+        && table
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(OptionsError::new(
+            "table",
+            format!("{table:?} must be 3-255 characters of [A-Za-z0-9_.-]"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(DynamoDbOptions::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn each_rule_names_its_option() {
+        let o = DynamoDbOptions::default;
+        let bad = [
+            (o().table("ab"), "table"),
+            (o().table("a b c"), "table"),
+            (o().key_prefix("a#b"), "key_prefix"),
+            (o().ttl_padding(Duration::from_millis(10)), "ttl_padding"),
+            (
+                o().clock_skew_tolerance(Duration::from_secs(5000)),
+                "clock_skew_tolerance",
+            ),
+            (o().retry_delay(Duration::ZERO), "retry_delay"),
+            (o().max_attempts(0), "max_attempts"),
+            (o().attempt_timeout(Duration::ZERO), "attempt_timeout"),
+            (o().node_id(""), "node_id"),
+        ];
+        for (options, option) in bad {
+            let err = options.validate().err();
+            assert_eq!(
+                err.as_ref().map(OptionsError::option),
+                Some(option),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn prefix_trailing_slashes_are_trimmed() {
+        assert_eq!(
+            DynamoDbOptions::default().key_prefix("app//").prefix(),
+            "app"
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Consistent reads of lease items: one `GetItem`, or `BatchGetItem` over a group's slots.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::KeysAndAttributes;
+use leasehold::{LockName, StoreError, StoreResult};
+
+use crate::classify::classify;
+use crate::expressions::LOCK_NAME;
+use crate::item::{Attributes, Item, s};
+use crate::store::DynamoDbStore;
+
+/// `BatchGetItem` takes at most 100 keys per request.
+const BATCH: usize = 100;
+/// Rounds of re-asking for keys DynamoDB left unprocessed (under throttling) before giving up.
+const UNPROCESSED_ROUNDS: u32 = 8;
+
+impl DynamoDbStore {
+    /// The item under `key`, read consistently.
+    pub(crate) async fn read_item(&self, key: &str) -> StoreResult<Option<Item>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.options.table)
+            .key(LOCK_NAME, s(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| classify("GetItem", &self.options.table, e))?;
+        out.item.map(|attrs| Item::parse(key, &attrs)).transpose()
+    }
+
+    /// The existing items of `lock`'s slots `0..slots`, read consistently, ordered by slot.
+    pub(crate) async fn read_slots(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<(u32, Item)>> {
+        if slots <= 1 {
+            let key = self.key(lock, 0);
+            return Ok(self
+                .read_item(&key)
+                .await?
+                .map(|i| (0, i))
+                .into_iter()
+                .collect());
+        }
+        let keys: HashMap<String, u32> = (0..slots)
+            .map(|slot| (self.key(lock, slot), slot))
+            .collect();
+        let ordered: Vec<&String> = {
+            let mut k: Vec<(&String, &u32)> = keys.iter().collect();
+            k.sort_unstable_by_key(|(_, slot)| **slot);
+            k.into_iter().map(|(key, _)| key).collect()
+        };
+        let mut found = Vec::new();
+        for chunk in ordered.chunks(BATCH) {
+            for attrs in self.batch_get(chunk).await? {
+                let key = match attrs.get(LOCK_NAME) {
+                    Some(aws_sdk_dynamodb::types::AttributeValue::S(k)) => k.clone(),
+                    _ => continue,
+                };
+                if let Some(&slot) = keys.get(&key) {
+                    found.push((slot, Item::parse(&key, &attrs)?));
+                }
+            }
+        }
+        found.sort_unstable_by_key(|(slot, _)| *slot);
+        Ok(found)
+    }
+
+    /// One batch of at most 100 keys, re-asking for unprocessed keys with back-off.
+    async fn batch_get(&self, keys: &[&String]) -> StoreResult<Vec<Attributes>> {
+        let table = &self.options.table;
+        let mut pending: Vec<Attributes> = keys
+            .iter()
+            .map(|k| std::iter::once((LOCK_NAME.to_owned(), s(k.as_str()))).collect())
+            .collect();
+        let mut items = Vec::new();
+        let mut pause = self.options.retry_delay;
+        for round in 0..UNPROCESSED_ROUNDS {
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut pending)))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::permanent(format!("BatchGetItem request: {e}")))?;
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(table, request)
+                .send()
+                .await
+                .map_err(|e| classify("BatchGetItem", table, e))?;
+            if let Some(mut responses) = out.responses {
+                items.extend(responses.remove(table).unwrap_or_default());
+            }
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(table))
+                .map(|k| k.keys)
+                .unwrap_or_default();
+            if pending.is_empty() {
+                return Ok(items);
+            }
+            if round + 1 < UNPROCESSED_ROUNDS {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+        Err(StoreError::transient(format!(
+            "DynamoDB BatchGetItem on table {table}: {} keys still unprocessed (throttled)",
+            pending.len()
+        )))
+    }
+}

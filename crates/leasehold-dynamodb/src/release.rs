@@ -1,0 +1,136 @@
+//! Release: free the item (keeping it, so the fence survives), shorten it to a minimum lease, or
+//! force it free for an operator.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use leasehold::{Holder, Lease, LockName, Release, StoreResult};
+use tracing::info;
+
+use crate::acquire::conditional_failure;
+use crate::clock::{ms, now_ms, ttl_seconds};
+use crate::expressions::{
+    EXTEND_NAMES, FORCE_CONDITION, FORCE_NAMES, FORCE_UPDATE, HELD_CONDITION, LINGER_CONDITION,
+    LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES, RELEASE_UPDATE,
+};
+use crate::item::{Item, n, s};
+use crate::store::DynamoDbStore;
+
+impl DynamoDbStore {
+    /// Frees a live lease held by its token: removes token and owner and sets `leaseExpiry` to
+    /// now, keeping the item (and its fence). A retry whose first attempt had been applied finds
+    /// the item free and reports `NotHeld`, as a second release does; the lock is free either way.
+    pub(crate) async fn free_lease(&self, lease: &Lease) -> StoreResult<Release> {
+        let key = self.key(&lease.lock, lease.slot);
+        let token = lease.token.to_hex();
+        let now = now_ms();
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.options.table)
+            .key(LOCK_NAME, s(key.as_str()))
+            .condition_expression(HELD_CONDITION)
+            .update_expression(RELEASE_UPDATE)
+            .set_expression_attribute_names(Some(Self::names(RELEASE_NAMES)))
+            .expression_attribute_values(":token", s(token.as_str()))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":ttl", n(ttl_seconds(now, self.options.ttl_padding)))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(Release::Released),
+            Err(err) => conditional_failure(&self.options.table, err).map(|_| Release::NotHeld),
+        }
+    }
+
+    /// Shortens a live lease to end `linger` from now; a lease that already ends sooner is left
+    /// alone (and still `Released`).
+    pub(crate) async fn shorten_lease(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+    ) -> StoreResult<Release> {
+        let key = self.key(&lease.lock, lease.slot);
+        let token = lease.token.to_hex();
+        let now = now_ms();
+        let expiry = now.saturating_add(ms(linger));
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.options.table)
+            .key(LOCK_NAME, s(key.as_str()))
+            .condition_expression(LINGER_CONDITION)
+            .update_expression(LINGER_UPDATE)
+            .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
+            .expression_attribute_values(":token", s(token.as_str()))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":expiry", n(expiry))
+            .expression_attribute_values(":ttl", n(ttl_seconds(expiry, self.options.ttl_padding)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(Release::Released),
+            Err(err) => {
+                let old = conditional_failure(&self.options.table, err)?;
+                let item = self.old_item(&key, old).await?;
+                Ok(if item.is_some_and(|i| i.held_by(&token, now_ms())) {
+                    Release::Released
+                } else {
+                    Release::NotHeld
+                })
+            }
+        }
+    }
+
+    /// Frees every held slot of `lock` regardless of token; returns the holders freed that were
+    /// still occupying their slot (see `state`), as they were.
+    pub(crate) async fn force_slots(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<Holder>> {
+        let mut freed = Vec::new();
+        for (slot, item) in self.read_slots(lock, slots).await? {
+            if item.token.is_none() {
+                continue;
+            }
+            let key = self.key(lock, slot);
+            let now = now_ms();
+            let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
+            let sent = self
+                .client
+                .update_item()
+                .table_name(&self.options.table)
+                .key(LOCK_NAME, s(key.as_str()))
+                .condition_expression(FORCE_CONDITION)
+                .update_expression(FORCE_UPDATE)
+                .set_expression_attribute_names(Some(Self::names(FORCE_NAMES)))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":ttl", n(ttl_seconds(now, self.options.ttl_padding)))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            match sent {
+                Ok(out) => {
+                    let Some(attrs) = out.attributes else {
+                        continue;
+                    };
+                    let old = Item::parse(&key, &attrs)?;
+                    if old.occupied(stale) {
+                        info!(
+                            key,
+                            owner = old.owner,
+                            fence = old.fence,
+                            "leasehold-dynamodb: forced release"
+                        );
+                        freed.push(old.holder(slot));
+                    }
+                }
+                // A failed condition: released meanwhile.
+                Err(err) => drop(conditional_failure(&self.options.table, err)?),
+            }
+        }
+        Ok(freed)
+    }
+}

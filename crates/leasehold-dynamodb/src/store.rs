@@ -1,0 +1,315 @@
+//! `DynamoDbStore`: one item per `(lock, slot)`, conditional `UpdateItem` for every change.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use leasehold::{
+    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, Release,
+    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult,
+};
+
+use crate::expressions;
+use crate::key::item_key;
+use crate::options::{DynamoDbOptions, OptionsError};
+
+/// The largest group a [`DynamoDbStore`] serves: every acquisition attempt of a group reads all
+/// its slots (in batches of 100 keys).
+pub const MAX_SLOTS: u32 = 1000;
+
+/// A lease store on Amazon DynamoDB (or a compatible emulator).
+///
+/// * **One item per `(lock, slot)`** with string partition key `lockName` (see
+///   [`item_key`](crate::item_key)); attributes are listed in [`expressions`].
+/// * **Acquire is one conditional `UpdateItem`** that returns the new item: it succeeds if the item
+///   is missing, free, or its `leaseExpiry` is older than now − clock-skew tolerance, and mints
+///   the fence as `if_not_exists(fence, now ms × 1000) + 1` in the same write — so fences stay
+///   monotonic across release, expiry, takeover and even TTL deletion of an idle item. A failed
+///   condition is contention (`Ok(None)`), unless the item turns out to hold the request's own
+///   token (a retried request that had been applied), which returns that lease unchanged.
+///   Groups read their slots first (one consistent `BatchGetItem`) and then try the free ones.
+/// * **Extend and release are conditioned on the token** and on the lease not having ended;
+///   a release with a minimum lease only shortens `leaseExpiry`. Release keeps the item (without
+///   token and owner) so its fence survives; DynamoDB TTL on `ttl` (`leaseExpiry` + TTL padding)
+///   cleans idle items up and never decides anything.
+/// * **Time is the client clock** (DynamoDB conditions have none): expiry is decided by the
+///   writer's clock with a [clock-skew tolerance](DynamoDbOptions::clock_skew_tolerance); leases
+///   must be longer than twice that tolerance.
+/// * Throttling, 5xx and network failures are transient errors (and retried by the SDK with the
+///   store's back-off first); access, validation and missing-table errors are permanent.
+/// * `state` and `force_release` read consistently (`GetItem`, or `BatchGetItem` for groups) and
+///   count a slot as held while no other client may take it over: its lease has not ended, or
+///   ended less than the clock-skew tolerance ago.
+/// * DynamoDB has no change notifications: waiters on other clients poll; waiters sharing this
+///   store instance are woken on release.
+///
+/// The application owns the client; the store derives its own handle from it (same connection
+/// pool, credentials and endpoint) with the store's retry and timeout settings.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::Elector;
+/// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
+///
+/// let config = aws_config::load_from_env().await;
+/// let client = aws_sdk_dynamodb::Client::new(&config);
+/// let store = DynamoDbStore::new(client, DynamoDbOptions::default())?;
+/// let elector = Elector::new(Arc::new(store));
+/// elector.run_if_leader("export", |ctx| async move { ctx.fence() }).await?;
+/// # Ok(()) }
+/// ```
+pub struct DynamoDbStore {
+    pub(crate) client: Client,
+    pub(crate) options: DynamoDbOptions,
+    notifier: ReleaseNotifier,
+    description: String,
+}
+
+impl std::fmt::Debug for DynamoDbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamoDbStore")
+            .field("store", &self.description)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamoDbStore {
+    /// A store on the application's `client`, after checking `options`.
+    ///
+    /// ```
+    /// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    /// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
+    ///
+    /// let config = aws_sdk_dynamodb::Config::builder()
+    ///     .behavior_version(BehaviorVersion::latest())
+    ///     .region(Region::new("eu-west-1"))
+    ///     .credentials_provider(Credentials::for_tests())
+    ///     .endpoint_url("http://127.0.0.1:8000")
+    ///     .build();
+    /// let client = aws_sdk_dynamodb::Client::from_conf(config);
+    /// let store = DynamoDbStore::new(client.clone(), DynamoDbOptions::default())?;
+    /// assert_eq!(store.table(), "leasehold_leases");
+    /// assert!(DynamoDbStore::new(client, DynamoDbOptions::default().table("no")).is_err());
+    /// # Ok::<(), leasehold_dynamodb::OptionsError>(())
+    /// ```
+    pub fn new(client: Client, options: DynamoDbOptions) -> Result<Self, OptionsError> {
+        options.validate()?;
+        let client = tuned(&client, &options);
+        let mut description = format!("dynamodb://{}", options.table);
+        if let Some(region) = client.config().region() {
+            description.push_str(&format!("?region={region}"));
+        }
+        Ok(Self {
+            client,
+            options,
+            notifier: ReleaseNotifier::default(),
+            description,
+        })
+    }
+
+    /// Opens a store for a `dynamodb://TABLE?…` URL and checks that the table answers; see
+    /// [`DynamoDbOpener`](crate::DynamoDbOpener) for the parameters. Use it where the typed store is
+    /// needed (for its client or [`create_table`](Self::create_table)); the opener gives an
+    /// `Arc<dyn LeaseStore>`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// use leasehold_dynamodb::DynamoDbStore;
+    /// let store = DynamoDbStore::connect("dynamodb://leasehold_leases?region=eu-west-1").await?;
+    /// assert_eq!(store.table(), "leasehold_leases");
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, leasehold::OpenError> {
+        crate::opener::open(url).await
+    }
+
+    /// A store on a client configured from the environment (`AWS_REGION`, `AWS_PROFILE`,
+    /// credentials chain, `AWS_ENDPOINT_URL`), as `aws_config::load_from_env` does.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold_dynamodb::OptionsError> {
+    /// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
+    /// let store = DynamoDbStore::from_env(DynamoDbOptions::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_env(options: DynamoDbOptions) -> Result<Self, OptionsError> {
+        let config = aws_config::load_from_env().await;
+        Self::new(Client::new(&config), options)
+    }
+
+    /// The client the store uses (the application's, with the store's retry and timeouts).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The options.
+    pub fn options(&self) -> &DynamoDbOptions {
+        &self.options
+    }
+
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.options.table
+    }
+
+    /// The partition key of `(lock, slot)` in this store (with its key prefix).
+    ///
+    /// ```
+    /// # use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    /// # let client = aws_sdk_dynamodb::Client::from_conf(aws_sdk_dynamodb::Config::builder()
+    /// #     .behavior_version(BehaviorVersion::latest()).region(Region::new("us-east-1"))
+    /// #     .credentials_provider(Credentials::for_tests()).build());
+    /// use leasehold::LockName;
+    /// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
+    ///
+    /// let store = DynamoDbStore::new(client, DynamoDbOptions::default().key_prefix("billing"))?;
+    /// assert_eq!(store.key(&LockName::new("export")?, 1), "billing/export#slot-1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn key(&self, lock: &LockName, slot: u32) -> String {
+        item_key(&self.options.key_prefix, lock, slot)
+    }
+
+    /// Creates the table if it is missing (on-demand capacity, TTL on `ttl`) and waits until it
+    /// is active: for development and tests; keep production tables in infrastructure code. See
+    /// [`create_table`](crate::create_table).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: leasehold_dynamodb::DynamoDbStore) -> leasehold::StoreResult<()> {
+    /// store.create_table().await?; // idempotent
+    /// store.check().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_table(&self) -> StoreResult<()> {
+        crate::table::create_table(&self.client, &self.options.table).await
+    }
+
+    /// Checks that the table answers a consistent read with these credentials: a missing table,
+    /// missing permissions or an unreachable endpoint give the classified error at once.
+    pub async fn check(&self) -> StoreResult<()> {
+        let probe = LockName::new("leasehold-probe")
+            .map_err(|e| StoreError::permanent(format!("probe name: {e}")))?;
+        self.read_item(&self.key(&probe, 0)).await.map(|_| ())
+    }
+
+    /// The `ExpressionAttributeNames` for the placeholders in `used`.
+    pub(crate) fn names(used: &'static [&'static str]) -> HashMap<String, String> {
+        expressions::names(used)
+            .map(|(p, a)| (p.to_owned(), a.to_owned()))
+            .collect()
+    }
+
+    /// Rejects leases that the clock-skew tolerance cannot protect.
+    fn check_ttl(&self, ttl: Duration) -> StoreResult<()> {
+        let floor = self.options.lease_floor();
+        if ttl <= floor {
+            return Err(StoreError::permanent(format!(
+                "a {ttl:?} lease is too short for this DynamoDB store: leases must be longer than \
+                 twice the clock-skew tolerance ({:?}), i.e. more than {floor:?}; use a longer \
+                 lease or a smaller tolerance (DynamoDbOptions::clock_skew_tolerance, or the \
+                 `skew` URL parameter) if every client's clock is that accurate",
+                self.options.clock_skew_tolerance
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_slots(slots: u32) -> StoreResult<u32> {
+        if slots > MAX_SLOTS {
+            return Err(StoreError::permanent(format!(
+                "a group of {slots} slots is larger than the {MAX_SLOTS} a DynamoDB store serves"
+            )));
+        }
+        Ok(slots.max(1))
+    }
+}
+
+/// The application's client with the store's retry and timeout settings (sharing its HTTP
+/// client, credentials, region and endpoint).
+fn tuned(client: &Client, options: &DynamoDbOptions) -> Client {
+    let config = client.config();
+    let retry = RetryConfig::standard()
+        .with_max_attempts(options.max_attempts)
+        .with_initial_backoff(options.retry_delay)
+        .with_max_backoff(options.retry_delay.max(Duration::from_secs(1)));
+    let timeout = config
+        .timeout_config()
+        .map_or_else(TimeoutConfig::builder, TimeoutConfig::to_builder)
+        .operation_attempt_timeout(options.attempt_timeout)
+        .build();
+    Client::from_conf(
+        config
+            .to_builder()
+            .retry_config(retry)
+            .timeout_config(timeout)
+            .build(),
+    )
+}
+
+#[async_trait]
+impl LeaseStore for DynamoDbStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        self.check_ttl(req.ttl)?;
+        let slots = Self::check_slots(req.slots)?;
+        if slots == 1 {
+            return self.acquire_slot(req, 0).await;
+        }
+        self.acquire_group(req, slots).await
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.extend_lease(lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let released = if linger.is_zero() {
+            self.free_lease(lease).await?
+        } else {
+            self.shorten_lease(lease, linger).await?
+        };
+        if released == Release::Released && linger.is_zero() {
+            self.notifier.notify(&lease.lock);
+        }
+        Ok(released)
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        let slots = Self::check_slots(slots)?;
+        let now = crate::clock::now_ms();
+        let stale = now.saturating_sub(crate::clock::ms(self.options.clock_skew_tolerance));
+        let holders = self
+            .read_slots(lock, slots)
+            .await?
+            .into_iter()
+            .filter(|(_, item)| item.occupied(stale))
+            .map(|(slot, item)| item.holder(slot))
+            .collect();
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders,
+        })
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        let slots = Self::check_slots(slots)?;
+        let freed = self.force_slots(lock, slots).await?;
+        if !freed.is_empty() {
+            self.notifier.notify(lock);
+        }
+        Ok(freed)
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        Some(self.notifier.subscribe(lock))
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}
