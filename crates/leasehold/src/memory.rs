@@ -85,6 +85,16 @@ impl MemoryStore {
         f(&mut guard)
     }
 
+    fn holder(&self, slot: usize, fence: u64, held: &Held) -> Holder {
+        Holder {
+            slot: u32::try_from(slot).unwrap_or(u32::MAX),
+            owner: String::from(&*held.owner),
+            fence,
+            acquired_at: self.wall(held.acquired_at),
+            expires_at: self.wall(held.expires_at),
+        }
+    }
+
     fn lease(&self, lock: &LockName, slot: u32, fence: u64, held: &Held) -> Lease {
         Lease {
             lock: lock.clone(),
@@ -210,13 +220,7 @@ impl LeaseStore for MemoryStore {
                 .enumerate()
                 .filter_map(|(slot, row)| {
                     let held = row.holder.as_ref().filter(|h| h.live(now))?;
-                    Some(Holder {
-                        slot: u32::try_from(slot).unwrap_or(u32::MAX),
-                        owner: String::from(&*held.owner),
-                        fence: row.fence,
-                        acquired_at: self.wall(held.acquired_at),
-                        expires_at: self.wall(held.expires_at),
-                    })
+                    Some(self.holder(slot, row.fence, held))
                 })
                 .collect()
         });
@@ -238,13 +242,7 @@ impl LeaseStore for MemoryStore {
                 .enumerate()
                 .filter_map(|(slot, row)| {
                     let held = row.holder.take_if(|h| h.live(now))?;
-                    Some(Holder {
-                        slot: u32::try_from(slot).unwrap_or(u32::MAX),
-                        owner: String::from(&*held.owner),
-                        fence: row.fence,
-                        acquired_at: self.wall(held.acquired_at),
-                        expires_at: self.wall(held.expires_at),
-                    })
+                    Some(self.holder(slot, row.fence, &held))
                 })
                 .collect()
         });

@@ -6,7 +6,7 @@
 //!   holders of one lock (or one group slot).
 //! * [`Occupancy`]: the enter/exit tracking on its own, with a capacity (used for groups).
 //! * [`check`] and [`check_group`]: run the torture test with a [`SafetyConfig`] and return a
-//!   [`SafetyReport`].
+//!   [`SafetyReport`]; [`assert_store_is_safe`] is the standard run a store's tests make.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_testkit::safety::SafetyError> {
@@ -27,6 +27,7 @@ mod config;
 mod occupancy;
 mod report;
 mod resource;
+mod standard;
 mod violation;
 
 pub use check::{check, check_group};
@@ -34,4 +35,5 @@ pub use config::{SafetyConfig, SafetyError};
 pub use occupancy::{Occupancy, Visit};
 pub use report::SafetyReport;
 pub use resource::{FencedResource, Rejected};
+pub use standard::assert_store_is_safe;
 pub use violation::{Violation, Visitor};
