@@ -1,21 +1,24 @@
 //! Command-line arguments.
 
-pub(crate) const USAGE: &str = "usage: leasehold-bench --backend memory|sqlite|postgres|mysql|dynamodb [--url URL] [--seconds N]
+pub(crate) const USAGE: &str = "usage: leasehold-bench --backend memory|sqlite|postgres|mysql|redis|dynamodb [--url URL] [--seconds N] [--handoffs N]
 
   --backend   which store to measure
   --url       store URL (default: a temp SQLite file, $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL,
+              $LEASEHOLD_TEST_REDIS_URL or redis://127.0.0.1:6379,
               dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true)
-  --seconds   measuring time per scenario, split between the two sides (default 10)";
+  --seconds   measuring time per scenario, split between the sides (default 10)
+  --handoffs  redis only: hand-offs measured per kind (default 100)";
 
 pub(crate) struct Args {
     pub(crate) backend: String,
     pub(crate) url: String,
     pub(crate) seconds: f64,
+    pub(crate) handoffs: usize,
 }
 
 impl Args {
     pub(crate) fn parse(mut argv: impl Iterator<Item = String>) -> Result<Self, String> {
-        let (mut backend, mut url, mut seconds) = (None, None, 10.0_f64);
+        let (mut backend, mut url, mut seconds, mut handoffs) = (None, None, 10.0_f64, 100usize);
         while let Some(flag) = argv.next() {
             let mut value = || argv.next().ok_or(format!("{flag} needs a value"));
             match flag.as_str() {
@@ -28,6 +31,11 @@ impl Args {
                     if !seconds.is_finite() || seconds <= 0.0 {
                         return Err("--seconds must be positive".into());
                     }
+                }
+                "--handoffs" => {
+                    handoffs = value()?
+                        .parse()
+                        .map_err(|_| "--handoffs takes a whole number".to_owned())?;
                 }
                 "-h" | "--help" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
@@ -47,6 +55,8 @@ impl Args {
             }
             (None, "postgres") => env("LEASEHOLD_TEST_POSTGRES_URL")?,
             (None, "mysql") => env("LEASEHOLD_TEST_MYSQL_URL")?,
+            (None, "redis") => std::env::var("LEASEHOLD_TEST_REDIS_URL")
+                .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned()),
             (None, "dynamodb") => {
                 crate::dynamodb::default_url(&env("LEASEHOLD_TEST_DYNAMODB_ENDPOINT")?)
             }
@@ -56,6 +66,7 @@ impl Args {
             backend,
             url,
             seconds,
+            handoffs,
         })
     }
 }

@@ -6,7 +6,13 @@
 //! cargo run --release -p leasehold-bench -- --backend postgres --seconds 10
 //! ```
 //!
-//! Prints one markdown table row per scenario: ops/s of each side and their ratio.
+//! Prints one markdown table row per scenario: ops/s of each side and their ratio. With
+//! `--backend redis` it also runs `rslock` beside them, 64 tasks on distinct locks, 8 tasks
+//! contending for one lock, and hand-off latency with and without release notifications:
+//!
+//! ```text
+//! cargo run --release -p leasehold-bench -- --backend redis --seconds 10
+//! ```
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -14,6 +20,7 @@ mod args;
 mod dynamodb;
 mod floor;
 mod measure;
+mod redis;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -34,6 +41,18 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.backend == "redis" {
+        return match redis::run(&args.url, args.seconds, args.handoffs).await {
+            Ok(report) => {
+                print!("{report}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("leasehold-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(&args).await {
         Ok(rows) => {
             println!("| backend | scenario | leasehold ops/s | floor ops/s | ratio |");

@@ -18,7 +18,8 @@ Run a command on exactly one node (or at most N), skip it everywhere else: a dis
 The store is chosen by --store, else $LEASEHOLD_STORE, else an SQLite file in the user's state
 directory ($XDG_STATE_HOME/leasehold/leases.db or ~/.local/state/leasehold/leases.db).
 Store URLs: sqlite:///abs/path.db, sqlite:relative.db, postgres://user:pass@host/db,
-mysql://user:pass@host/db, mariadb://..., memory: (this process only, for trying things out).
+mysql://user:pass@host/db, mariadb://..., redis://[:pass@]host[:port][/db], rediss://...,
+dynamodb://TABLE?region=...&endpoint=..., memory: (this process only, for trying things out).
 Passwords in store URLs are redacted in every message leasehold prints.
 
 Logging goes to stderr and is quiet by default; -v, -vv, -vvv raise it, and $LEASEHOLD_LOG

@@ -15,6 +15,7 @@ const DEFAULT_FILE: &str = "leases.db";
 pub(crate) fn registry() -> StoreRegistry {
     StoreRegistry::new()
         .with(leasehold_sql::SqlOpener)
+        .with(leasehold_redis::RedisOpener)
         .with(leasehold_dynamodb::DynamoDbOpener)
 }
 

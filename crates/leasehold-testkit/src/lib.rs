@@ -34,6 +34,7 @@ pub mod conformance;
 mod factory;
 pub mod fault;
 mod names;
+pub mod proxy;
 pub mod safety;
 
 pub use factory::{SharedStore, StoreFactory};

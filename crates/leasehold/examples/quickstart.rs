@@ -11,7 +11,7 @@ use leasehold::{ElectionOptions, Elector, MemoryStore, RunOutcome};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One store per deployment; every replica points its elector at it. MemoryStore coordinates
-    // tasks in this process only; leasehold-sql and leasehold-dynamodb coordinate machines.
+    // tasks in this process only; the SQL, Redis and DynamoDB stores coordinate machines.
     let store = Arc::new(MemoryStore::new());
     let options = ElectionOptions::builder()
         .wait(Duration::ZERO) // skip at once if another node holds the lock

@@ -1,0 +1,215 @@
+//! `RedisOptions`: key prefix, timeouts, idle retention and release notifications.
+
+use std::time::Duration;
+
+/// The default key prefix: locks live in `leasehold:{<lock>}`.
+///
+/// ```
+/// assert_eq!(leasehold_redis::RedisOptions::default().prefix_str(), leasehold_redis::DEFAULT_PREFIX);
+/// ```
+pub const DEFAULT_PREFIX: &str = "leasehold";
+
+/// Options for [`RedisStore`](crate::RedisStore).
+///
+/// | option | default | meaning |
+/// |---|---|---|
+/// | `prefix` | `leasehold` | keys are `<prefix>:{<lock>}`, releases are published on `<prefix>:released` |
+/// | `response_timeout` | 1 s | a command without an answer by then fails with a transient error and the connection is replaced |
+/// | `connect_timeout` | 1 s | each connection attempt fails after this |
+/// | `idle_retention` | 1 h | how long a lock's hash (its fence counters) outlives its last lease |
+/// | `notifications` | on | wake waiters through pub/sub on release (one subscriber connection per store) |
+///
+/// In URLs the same options are query parameters:
+/// `redis://host:6379/0?prefix=app&response_timeout=500ms&notifications=off`.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold_redis::RedisOptions;
+///
+/// let options = RedisOptions::default()
+///     .prefix("billing")
+///     .response_timeout(Duration::from_millis(500))
+///     .notifications(false);
+/// assert_eq!(options.prefix_str(), "billing");
+/// assert!(!options.notifications_enabled());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisOptions {
+    pub(crate) prefix: String,
+    pub(crate) response_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) idle_retention: Duration,
+    pub(crate) notifications: bool,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            response_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            idle_retention: Duration::from_secs(3600),
+            notifications: true,
+        }
+    }
+}
+
+impl RedisOptions {
+    /// The key prefix (default `leasehold`). Printable ASCII without spaces or braces (braces
+    /// would break the hash tag that keeps a lock's keys in one cluster slot).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::RedisOptions::default().prefix("a:b").prefix_str(), "a:b");
+    /// ```
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long to wait for an answer before failing with a transient error (default 1 s). The
+    /// connection is then replaced, since its stream can no longer be trusted. Keep it well below
+    /// a third of your lease so the watchdog can retry a renewal in time.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_redis::RedisOptions::default().response_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.response_timeout_value(), Duration::from_millis(300));
+    /// ```
+    #[must_use]
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// How long each connection attempt may take (default 1 s).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_redis::RedisOptions::default().connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(o.connect_timeout_value(), Duration::from_secs(3));
+    /// ```
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a lock's hash outlives its latest lease before Redis deletes it (default 1 h).
+    /// Fences stay monotonic either way (they never fall below the server clock in µs); the
+    /// retained counter additionally protects against the server clock stepping back.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_redis::RedisOptions::default().idle_retention(Duration::from_secs(86_400));
+    /// assert_eq!(o.idle_retention_value(), Duration::from_secs(86_400));
+    /// ```
+    #[must_use]
+    pub fn idle_retention(mut self, retention: Duration) -> Self {
+        self.idle_retention = retention;
+        self
+    }
+
+    /// Whether waiters are woken through pub/sub on release (default on). Off, they poll with the
+    /// elector's jittered retry policy.
+    ///
+    /// ```
+    /// assert!(!leasehold_redis::RedisOptions::default().notifications(false).notifications_enabled());
+    /// ```
+    #[must_use]
+    pub fn notifications(mut self, on: bool) -> Self {
+        self.notifications = on;
+        self
+    }
+
+    /// The key prefix.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::RedisOptions::default().prefix_str(), "leasehold");
+    /// ```
+    pub fn prefix_str(&self) -> &str {
+        &self.prefix
+    }
+    /// The response timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_redis::RedisOptions::default().response_timeout_value(), Duration::from_secs(1));
+    /// ```
+    pub fn response_timeout_value(&self) -> Duration {
+        self.response_timeout
+    }
+    /// The connect timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_redis::RedisOptions::default().connect_timeout_value(), Duration::from_secs(1));
+    /// ```
+    pub fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
+    }
+    /// The idle retention.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_redis::RedisOptions::default().idle_retention_value(), Duration::from_secs(3600));
+    /// ```
+    pub fn idle_retention_value(&self) -> Duration {
+        self.idle_retention
+    }
+    /// Whether release notifications are on.
+    ///
+    /// ```
+    /// assert!(leasehold_redis::RedisOptions::default().notifications_enabled());
+    /// ```
+    pub fn notifications_enabled(&self) -> bool {
+        self.notifications
+    }
+
+    /// Checks the options; the error says what is wrong and what is allowed.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let p = &self.prefix;
+        if p.is_empty() || p.len() > 128 {
+            return Err(format!("prefix must be 1 to 128 characters, got {p:?}"));
+        }
+        if let Some(bad) = p
+            .chars()
+            .find(|c| !c.is_ascii_graphic() || *c == '{' || *c == '}')
+        {
+            return Err(format!(
+                "prefix {p:?} contains {bad:?}; use printable ASCII without spaces or braces"
+            ));
+        }
+        for (name, d) in [
+            ("response_timeout", self.response_timeout),
+            ("connect_timeout", self.connect_timeout),
+        ] {
+            if d < Duration::from_millis(1) {
+                return Err(format!("{name} must be at least 1ms, got {d:?}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_must_not_break_hash_tags() {
+        assert!(RedisOptions::default().validate().is_ok());
+        for bad in ["", "a{b", "a}b", "a b", "ä"] {
+            assert!(
+                RedisOptions::default().prefix(bad).validate().is_err(),
+                "{bad}"
+            );
+        }
+        assert!(
+            RedisOptions::default()
+                .response_timeout(Duration::ZERO)
+                .validate()
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! The Lua scripts: one atomic script per store operation, timed by the server's `TIME`.
+//!
+//! A lock is one hash, `<prefix>:{<lock>}`, with five fields per slot `s`:
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `t<s>` | token of the holder (32 hex digits); absent when free |
+//! | `o<s>` | owner (node id) of the holder |
+//! | `f<s>` | last fence issued for the slot; kept on release |
+//! | `a<s>` | acquisition time, epoch ms (server clock) |
+//! | `e<s>` | expiry, epoch ms (server clock); a slot whose `e<s>` is not after now is free |
+//!
+//! Fences are minted as `max(f<s> + 1, server time in µs)`: they rise by one against the stored
+//! counter, and never fall below the server clock in microseconds (ms × 1000 and then some). So a
+//! counter that vanished — the idle hash expired, the server restarted without persistence, or an
+//! older snapshot was restored — still continues above every fence issued before, as long as the
+//! server clock has not stepped back by more than the time since. Lua numbers are doubles, exact up
+//! to 2^53, which microseconds since 1970 reach in the year 2255.
+//!
+//! The hash's own TTL is cleanup only (the latest expiry plus an idle retention); correctness
+//! never depends on key expiry.
+
+use redis::Script;
+
+/// Shared prelude: the server clock in ms, and integer formatting (Lua numbers are doubles; `%d`
+/// prints them without an exponent). Writing after `TIME` needs effects replication, the default
+/// since Redis 5.0 (and Valkey); older servers reject the scripts.
+const PRELUDE: &str = r"
+local clock = redis.call('TIME')
+local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
+local function int(n) return string.format('%d', n) end
+";
+
+/// ARGV: token, owner, ttl ms, slots, retention ms. Returns `{slot, fence, acquired, expires}` or nil.
+///
+/// One pass over the slots finds a live slot this token already holds (a retried request: the
+/// same lease back, unchanged), the lowest free slot and its last fence, and the latest live
+/// expiry (for the cleanup TTL).
+const ACQUIRE: &str = r"
+local key, token, owner = KEYS[1], ARGV[1], ARGV[2]
+local ttl, slots, retention = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local expires = now + ttl
+local latest, free, last = expires, -1, 0
+for s = 0, slots - 1 do
+  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'f' .. s, 'a' .. s)
+  local e = tonumber(h[2]) or 0
+  if e > now then
+    if h[1] == token then return {s, tonumber(h[3]), tonumber(h[4]), e} end
+    if e > latest then latest = e end
+  elseif free < 0 then
+    free, last = s, tonumber(h[3]) or 0
+  end
+end
+if free < 0 then return false end
+local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])
+redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int(fence),
+  'a' .. free, int(now), 'e' .. free, int(expires))
+redis.call('PEXPIRE', key, int(latest - now + retention))
+return {free, fence, now, expires}
+";
+
+/// ARGV: slot, token, ttl ms, retention ms. Returns the new expiry, or nil when not held.
+const EXTEND: &str = r"
+local key, s, token = KEYS[1], ARGV[1], ARGV[2]
+local ttl, retention = tonumber(ARGV[3]), tonumber(ARGV[4])
+local h = redis.call('HMGET', key, 't' .. s, 'e' .. s)
+if h[1] ~= token or (tonumber(h[2]) or 0) <= now then return false end
+local expires = now + ttl
+redis.call('HSET', key, 'e' .. s, int(expires))
+if redis.call('PTTL', key) < ttl + retention then redis.call('PEXPIRE', key, int(ttl + retention)) end
+return expires
+";
+
+/// ARGV: slot, token, linger ms, channel, lock name. Returns 1 if released (or shortened), else 0.
+const RELEASE: &str = r"
+local key, s, token = KEYS[1], ARGV[1], ARGV[2]
+local linger = tonumber(ARGV[3])
+local h = redis.call('HMGET', key, 't' .. s, 'e' .. s)
+local e = tonumber(h[2]) or 0
+if h[1] ~= token or e <= now then return 0 end
+if linger > 0 then
+  if now + linger < e then redis.call('HSET', key, 'e' .. s, int(now + linger)) end
+  return 1
+end
+redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+";
+
+/// ARGV: slots. Returns `{{slot, owner, fence, acquired, expires}, …}` for live slots.
+const STATE: &str = r"
+local key, slots = KEYS[1], tonumber(ARGV[1])
+local out = {}
+for s = 0, slots - 1 do
+  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'o' .. s, 'f' .. s, 'a' .. s)
+  local expires = tonumber(h[2]) or 0
+  if h[1] and expires > now then
+    out[#out + 1] = {s, h[3] or '', tonumber(h[4]) or 0, tonumber(h[5]) or 0, expires}
+  end
+end
+return out
+";
+
+/// ARGV: slots, channel, lock name. Frees every live slot; returns them as `STATE` does.
+const FORCE_RELEASE: &str = r"
+local key, slots = KEYS[1], tonumber(ARGV[1])
+local out = {}
+for s = 0, slots - 1 do
+  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'o' .. s, 'f' .. s, 'a' .. s)
+  local expires = tonumber(h[2]) or 0
+  if h[1] and expires > now then
+    out[#out + 1] = {s, h[3] or '', tonumber(h[4]) or 0, tonumber(h[5]) or 0, expires}
+    redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
+  end
+end
+if #out > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+return out
+";
+
+/// The five scripts a [`RedisStore`](crate::RedisStore) runs, each with `KEYS[1]` = the lock's
+/// hash ([`RedisStore::key`](crate::RedisStore::key)). They are sent with `EVALSHA` and loaded
+/// on `NOSCRIPT` (after a server restart or `SCRIPT FLUSH`) by [`redis::Script`].
+///
+/// Exposed so benchmarks and operators can issue exactly what the store issues.
+///
+/// ```
+/// let scripts = leasehold_redis::Scripts::new();
+/// assert_eq!(scripts.acquire().get_hash().len(), 40);
+/// assert!(scripts.source(leasehold_redis::ScriptKind::Release).contains("PUBLISH"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Scripts {
+    acquire: Script,
+    extend: Script,
+    release: Script,
+    state: Script,
+    force_release: Script,
+}
+
+/// Names one of the [`Scripts`].
+///
+/// ```
+/// use leasehold_redis::{ScriptKind, Scripts};
+/// assert!(Scripts::new().source(ScriptKind::Acquire).contains("TIME"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScriptKind {
+    /// ARGV: token, owner, ttl ms, slots, retention ms → `{slot, fence, acquired ms, expires ms}` or nil.
+    Acquire,
+    /// ARGV: slot, token, ttl ms, retention ms → new expiry ms, or nil when not held.
+    Extend,
+    /// ARGV: slot, token, linger ms, channel, lock name → 1 released (or shortened), 0 not held.
+    Release,
+    /// ARGV: slots → `{{slot, owner, fence, acquired ms, expires ms}, …}` of live slots.
+    State,
+    /// ARGV: slots, channel, lock name → the live slots as they were, now freed.
+    ForceRelease,
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scripts {
+    /// Builds the scripts (hashing them; nothing is sent).
+    pub fn new() -> Self {
+        let make = |body: &str| Script::new(&format!("{PRELUDE}{body}"));
+        Self {
+            acquire: make(ACQUIRE),
+            extend: make(EXTEND),
+            release: make(RELEASE),
+            state: make(STATE),
+            force_release: make(FORCE_RELEASE),
+        }
+    }
+
+    /// The acquire script ([`ScriptKind::Acquire`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().acquire().get_hash().len(), 40);
+    /// ```
+    pub fn acquire(&self) -> &Script {
+        &self.acquire
+    }
+    /// The extend script ([`ScriptKind::Extend`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().extend().get_hash().len(), 40);
+    /// ```
+    pub fn extend(&self) -> &Script {
+        &self.extend
+    }
+    /// The release script ([`ScriptKind::Release`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().release().get_hash().len(), 40);
+    /// ```
+    pub fn release(&self) -> &Script {
+        &self.release
+    }
+    /// The state script ([`ScriptKind::State`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().state().get_hash().len(), 40);
+    /// ```
+    pub fn state(&self) -> &Script {
+        &self.state
+    }
+    /// The forced-release script ([`ScriptKind::ForceRelease`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().force_release().get_hash().len(), 40);
+    /// ```
+    pub fn force_release(&self) -> &Script {
+        &self.force_release
+    }
+
+    /// The full Lua source of a script (prelude included), e.g. to load it by hand.
+    ///
+    /// ```
+    /// use leasehold_redis::{ScriptKind, Scripts};
+    /// assert!(Scripts::new().source(ScriptKind::Extend).contains("redis.call('TIME')"));
+    /// ```
+    pub fn source(&self, kind: ScriptKind) -> String {
+        let body = match kind {
+            ScriptKind::Acquire => ACQUIRE,
+            ScriptKind::Extend => EXTEND,
+            ScriptKind::Release => RELEASE,
+            ScriptKind::State => STATE,
+            ScriptKind::ForceRelease => FORCE_RELEASE,
+        };
+        format!("{PRELUDE}{body}")
+    }
+}

@@ -1,0 +1,383 @@
+//! `RedisStore`: leases in one hash per lock, changed only by Lua scripts timed by `TIME`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use leasehold::{
+    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
+    ReleaseNotifier, ReleaseSignal, StoreResult, redact_url,
+};
+use redis::Client;
+use redis::aio::ConnectionManager;
+use tracing::{debug, warn};
+
+use crate::link::Link;
+use crate::options::RedisOptions;
+use crate::scripts::Scripts;
+use crate::subscribe::{Subscriber, Subscription};
+use crate::url::split_options;
+
+/// A lease store on Redis (or Valkey), through redis-rs.
+///
+/// * A lock is one hash, `<prefix>:{<lock>}`: the braces are a hash tag, so everything about a
+///   lock lives in one cluster slot. Each slot of a group has its token, owner, fence, acquisition
+///   and expiry fields in it (see [`Scripts`] for the layout).
+/// * Acquire, extend, release, state and forced release are each one Lua script (`EVALSHA`,
+///   loaded on `NOSCRIPT`), so every operation is atomic and takes one round trip. Expiry is
+///   decided by the **server clock** (`TIME`), never the client's.
+/// * Fences are minted in the acquire script as `max(last + 1, server time in µs)`: strictly
+///   increasing per `(lock, slot)` across release, expiry, takeover, cleanup of idle hashes and
+///   restarts without persistence.
+/// * Release publishes the lock name on `<prefix>:released`; one subscriber connection per store
+///   wakes the local waiters of that lock within about a round trip.
+/// * Commands run on an auto-reconnecting [`ConnectionManager`] with a response timeout; after a
+///   timeout the connection is replaced, so a silently dead connection cannot hang the store.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::Elector;
+/// use leasehold_redis::RedisStore;
+///
+/// let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
+/// let elector = Elector::new(Arc::new(store));
+/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+///     tracing::info!(fence, "ran as leader");
+/// }
+/// # Ok(()) }
+/// ```
+pub struct RedisStore {
+    link: Link,
+    scripts: Scripts,
+    options: RedisOptions,
+    channel: String,
+    notifier: Arc<ReleaseNotifier>,
+    subscriber: Mutex<Option<Subscriber>>,
+    description: String,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("store", &self.description)
+            .field("prefix", &self.options.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
+    OpenError::Invalid {
+        url: redact_url(url),
+        reason: reason.into(),
+    }
+}
+
+/// Whole milliseconds, at least 1 (a lease of less than a millisecond would already be over).
+fn ms_at_least_1(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Milliseconds rounded up, so a minimum lease is never cut short.
+fn ms_ceil(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+fn time(epoch_ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(epoch_ms)
+}
+
+type HolderRow = (u32, String, u64, u64, u64);
+
+fn holders(rows: Vec<HolderRow>) -> Vec<Holder> {
+    rows.into_iter()
+        .map(|(slot, owner, fence, acquired, expires)| Holder {
+            slot,
+            owner,
+            fence,
+            acquired_at: time(acquired),
+            expires_at: time(expires),
+        })
+        .collect()
+}
+
+impl RedisStore {
+    /// Opens a store for a `redis://`, `rediss://`, `valkey://`, `valkeys://` or
+    /// `redis+unix://` URL and checks that the server answers. Store options can be given as query
+    /// parameters (see [`RedisOptions`]).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// let store = leasehold_redis::RedisStore::connect("redis://:secret@cache.internal:6379/2?prefix=billing").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, OpenError> {
+        Self::connect_with(url, RedisOptions::default()).await
+    }
+
+    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// use leasehold_redis::{RedisOptions, RedisStore};
+    /// let store = RedisStore::connect_with("redis://127.0.0.1", RedisOptions::default().prefix("jobs")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
+        let store = Self::connect_lazy(url, options)?;
+        store.ping().await.map_err(|source| OpenError::Connect {
+            url: redact_url(url),
+            source,
+        })?;
+        store.check_eviction_policy().await;
+        Ok(store)
+    }
+
+    /// Builds a store without contacting the server; the first operation connects.
+    ///
+    /// ```
+    /// use leasehold_redis::{RedisOptions, RedisStore};
+    /// let store = RedisStore::connect_lazy("redis://:hunter2@127.0.0.1:6379", RedisOptions::default())?;
+    /// assert_eq!(leasehold::LeaseStore::describe(&store), "redis://:***@127.0.0.1:6379");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn connect_lazy(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
+        let (redis_url, options) = split_options(url, options).map_err(|r| invalid(url, r))?;
+        let client = Client::open(redis_url.as_str()).map_err(|e| invalid(url, e.to_string()))?;
+        Self::build(client, options, redact_url(url)).map_err(|r| invalid(url, r))
+    }
+
+    /// Uses a `redis::Client` the application configured (TLS certificates, credentials, …).
+    ///
+    /// ```
+    /// use leasehold_redis::{RedisOptions, RedisStore};
+    /// let client = redis::Client::open("redis://127.0.0.1:6379")?;
+    /// let store = RedisStore::from_client(client, RedisOptions::default())?;
+    /// assert_eq!(store.key(&leasehold::LockName::new("job")?), "leasehold:{job}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_client(client: Client, options: RedisOptions) -> Result<Self, OpenError> {
+        let description = format!("redis client {}", client.get_connection_info().addr());
+        Self::build(client, options, description.clone()).map_err(|reason| OpenError::Invalid {
+            url: description,
+            reason,
+        })
+    }
+
+    fn build(client: Client, options: RedisOptions, description: String) -> Result<Self, String> {
+        options.validate()?;
+        if matches!(
+            client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        ) {
+            install_tls_provider();
+        }
+        Ok(Self {
+            link: Link::new(client, options.response_timeout, options.connect_timeout),
+            scripts: Scripts::new(),
+            channel: format!("{}:released", options.prefix),
+            notifier: Arc::new(ReleaseNotifier::default()),
+            subscriber: Mutex::new(None),
+            description,
+            options,
+        })
+    }
+
+    /// The options in effect.
+    ///
+    /// ```
+    /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h?prefix=x", Default::default())?;
+    /// assert_eq!(store.options().prefix_str(), "x");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn options(&self) -> &RedisOptions {
+        &self.options
+    }
+
+    /// The hash that holds `lock`: `<prefix>:{<lock>}`.
+    ///
+    /// ```
+    /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
+    /// let lock = leasehold::LockName::new("tenant:a:report")?;
+    /// assert_eq!(store.key(&lock), "leasehold:{tenant:a:report}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn key(&self, lock: &LockName) -> String {
+        format!("{}:{{{}}}", self.options.prefix, lock.as_str())
+    }
+
+    /// The pub/sub channel releases are published on: `<prefix>:released`, with the lock name as
+    /// the message.
+    ///
+    /// ```
+    /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
+    /// assert_eq!(store.channel(), "leasehold:released");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The scripts this store runs.
+    ///
+    /// ```
+    /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
+    /// assert_eq!(store.scripts().release().get_hash().len(), 40);
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn scripts(&self) -> &Scripts {
+        &self.scripts
+    }
+
+    /// The connection the store's commands use (a cheap clone), e.g. to issue the same scripts by
+    /// hand. Must be called inside a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: &leasehold_redis::RedisStore) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut conn = store.connection().await?;
+    /// let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connection(&self) -> StoreResult<ConnectionManager> {
+        self.link.manager().map(|(_, manager)| manager)
+    }
+
+    /// Checks that the server answers (`PING`).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: &leasehold_redis::RedisStore) -> leasehold::StoreResult<()> {
+    /// store.ping().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ping(&self) -> StoreResult<()> {
+        let _: redis::Value = self.link.query(&redis::cmd("PING")).await?;
+        Ok(())
+    }
+
+    /// Warns if the server may evict keys under memory pressure: an evicted lease is a lock
+    /// silently handed to someone else. Servers that forbid `CONFIG` are not checked.
+    async fn check_eviction_policy(&self) {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("GET").arg("maxmemory-policy");
+        match self.link.query::<Vec<String>>(&cmd).await {
+            Ok(reply) => {
+                if let Some(policy) = reply.get(1)
+                    && policy != "noeviction"
+                {
+                    warn!(store = %self.description, %policy,
+                        "leasehold: Redis may evict keys under memory pressure (maxmemory-policy is not noeviction); an evicted lease lets a second holder in");
+                }
+            }
+            Err(e) => debug!(error = %e, "leasehold: cannot read maxmemory-policy"),
+        }
+    }
+
+    fn retention_ms(&self) -> u64 {
+        u64::try_from(self.options.idle_retention.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// `rediss://` needs a rustls crypto provider; when the build enables several, none is chosen
+/// automatically, so pick ring unless the application installed one.
+fn install_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+#[async_trait]
+impl LeaseStore for RedisStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        let key = self.key(&req.lock);
+        let mut call = self.scripts.acquire().key(&key);
+        call.arg(req.token.to_hex())
+            .arg(req.owner.as_ref())
+            .arg(ms_at_least_1(req.ttl))
+            .arg(req.slots.max(1))
+            .arg(self.retention_ms());
+        let granted: Option<(u32, u64, u64, u64)> = self.link.invoke(&call).await?;
+        Ok(granted.map(|(slot, fence, acquired, expires)| Lease {
+            lock: req.lock.clone(),
+            slot,
+            owner: req.owner.to_string(),
+            token: req.token,
+            fence,
+            acquired_at: time(acquired),
+            expires_at: time(expires),
+        }))
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        let key = self.key(&lease.lock);
+        let mut call = self.scripts.extend().key(&key);
+        call.arg(lease.slot)
+            .arg(lease.token.to_hex())
+            .arg(ms_at_least_1(ttl))
+            .arg(self.retention_ms());
+        let expires: Option<u64> = self.link.invoke(&call).await?;
+        Ok(match expires {
+            Some(e) => Extension::Extended {
+                expires_at: time(e),
+            },
+            None => Extension::NotHeld,
+        })
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let key = self.key(&lease.lock);
+        let mut call = self.scripts.release().key(&key);
+        call.arg(lease.slot)
+            .arg(lease.token.to_hex())
+            .arg(ms_ceil(linger))
+            .arg(&self.channel)
+            .arg(lease.lock.as_str());
+        let released: u8 = self.link.invoke(&call).await?;
+        Ok(if released == 1 {
+            Release::Released
+        } else {
+            Release::NotHeld
+        })
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        let key = self.key(lock);
+        let mut call = self.scripts.state().key(&key);
+        call.arg(slots);
+        let rows: Vec<HolderRow> = self.link.invoke(&call).await?;
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders: holders(rows),
+        })
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        let key = self.key(lock);
+        let mut call = self.scripts.force_release().key(&key);
+        call.arg(slots).arg(&self.channel).arg(lock.as_str());
+        let rows: Vec<HolderRow> = self.link.invoke(&call).await?;
+        Ok(holders(rows))
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        if !self.options.notifications {
+            return None;
+        }
+        let signal = self.notifier.subscribe(lock);
+        let mut subscriber = self.subscriber.lock().unwrap_or_else(|p| p.into_inner());
+        if subscriber.is_none() {
+            *subscriber = Subscriber::start(Subscription {
+                client: self.link.client().clone(),
+                channel: self.channel.clone(),
+                notifier: Arc::clone(&self.notifier),
+                connect_timeout: self.options.connect_timeout,
+                response_timeout: self.options.response_timeout,
+            });
+        }
+        Some(signal)
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}

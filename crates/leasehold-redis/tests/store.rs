@@ -1,0 +1,244 @@
+//! Redis-specific behaviour beyond the shared conformance suite: key layout, fences after the
+//! idle hash is gone, error classification against a real server, URLs and secrets, and release
+//! notifications.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::{
+    AcquireRequest, ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy,
+    StoreRegistry, Token,
+};
+use leasehold_redis::{RedisOpener, RedisStore};
+use leasehold_testkit::unique_name;
+use redis::AsyncCommands;
+use tokio::time::{Instant, sleep};
+
+fn request(lock: &leasehold::LockName, ttl: Duration) -> AcquireRequest {
+    AcquireRequest {
+        lock: lock.clone(),
+        slots: 1,
+        owner: "test".into(),
+        token: Token::random(),
+        ttl,
+    }
+}
+
+#[tokio::test]
+async fn a_lock_is_one_hash_tagged_key_with_a_cleanup_ttl() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("layout");
+    let lease = store
+        .try_acquire(&request(&lock, Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .unwrap();
+    let key = store.key(&lock);
+    assert!(key.ends_with(&format!(":{{{lock}}}")), "{key}");
+    let mut conn = store.connection().await.unwrap();
+    let fence: u64 = conn.hget(&key, "f0").await.unwrap();
+    assert_eq!(fence, lease.fence);
+    let ttl: i64 = conn.pttl(&key).await.unwrap();
+    // lease (5 s) + idle retention (60 s in tests)
+    assert!((60_000..=65_000).contains(&ttl), "cleanup TTL {ttl} ms");
+    assert_eq!(
+        store.release(&lease, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+    let token: Option<String> = conn.hget(&key, "t0").await.unwrap();
+    assert_eq!(token, None, "release clears the holder");
+    let kept: u64 = conn.hget(&key, "f0").await.unwrap();
+    assert_eq!(kept, lease.fence, "release keeps the fence");
+}
+
+/// When the idle hash is gone (expired, evicted, lost in a restart), the next fence is still
+/// higher: fences never fall below the server clock in microseconds.
+#[tokio::test]
+async fn fences_keep_rising_after_the_idle_hash_is_deleted() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("idle");
+    let mut last = 0;
+    for _ in 0..3 {
+        let lease = store
+            .try_acquire(&request(&lock, Duration::from_secs(5)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(lease.fence > last, "{} after {last}", lease.fence);
+        last = lease.fence;
+        store.release(&lease, Duration::ZERO).await.unwrap();
+        let mut conn = store.connection().await.unwrap();
+        let _: () = conn.del(store.key(&lock)).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_value_under_the_lock_key_is_a_permanent_error() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("wrongtype");
+    let mut conn = store.connection().await.unwrap();
+    let _: () = conn
+        .set_ex(store.key(&lock), "not a hash", 60)
+        .await
+        .unwrap();
+    let err = store
+        .try_acquire(&request(&lock, Duration::from_secs(1)))
+        .await
+        .expect_err("WRONGTYPE");
+    assert!(!err.is_transient(), "{err}");
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+}
+
+#[tokio::test]
+async fn urls_open_through_the_registry_and_never_show_the_password() {
+    let Some(url) = common::url() else { return };
+    let registry = StoreRegistry::new().with(RedisOpener);
+    let store = registry
+        .open(&format!("{url}?prefix=lhtest-url"))
+        .await
+        .unwrap();
+    assert!(
+        store.describe().starts_with("redis"),
+        "{}",
+        store.describe()
+    );
+
+    // Credentials the server rejects (a user that does not exist): a permanent error that does
+    // not print the password.
+    let secret = "s3cr3t-value";
+    let target = common::target(&url).await;
+    let bad = format!("redis://lh-no-such-user:{secret}@{target}");
+    let err = registry.open(&bad).await.err().expect("wrong credentials");
+    let text = format!("{err} {err:?}");
+    println!("wrong credentials: {err}");
+    assert!(!text.contains(secret), "{text}");
+    match err {
+        OpenError::Connect { source, .. } => assert!(!source.is_transient(), "{source}"),
+        other => panic!("expected a connect error, got {other}"),
+    }
+
+    // Nothing listening: transient.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = registry
+        .open(&format!("redis://:{secret}@{closed}"))
+        .await
+        .err()
+        .expect("nothing listens");
+    let text = format!("{err} {err:?}");
+    println!("nothing listening: {err}");
+    assert!(!text.contains(secret), "{text}");
+    match err {
+        OpenError::Connect { source, .. } => assert!(source.is_transient(), "{source}"),
+        other => panic!("expected a connect error, got {other}"),
+    }
+
+    let err = registry
+        .open("redis://127.0.0.1?notifications=sometimes")
+        .await
+        .err()
+        .expect("bad option");
+    assert!(matches!(err, OpenError::Invalid { .. }), "{err}");
+}
+
+fn waiter(store: Arc<dyn LeaseStore>) -> Elector {
+    let options = ElectionOptions::builder()
+        .node_id("waiter")
+        .wait(Duration::from_secs(5))
+        .lease(Duration::from_secs(10))
+        // Polling alone would take 1 s: only a notification explains a fast hand-off.
+        .retry(RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(1), 0.0).unwrap())
+        .build()
+        .unwrap();
+    Elector::with_options(store, options)
+}
+
+/// Time from a release (or forced release) on one store until a waiter on another store holds
+/// the lock.
+async fn handoff(holder: Arc<RedisStore>, waiter_store: Arc<RedisStore>, force: bool) -> Duration {
+    let lock = unique_name("notify");
+    let lease = holder
+        .try_acquire(&request(&lock, Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .unwrap();
+    let elector = waiter(waiter_store);
+    let name = lock.clone();
+    let waiting = tokio::spawn(async move {
+        let guard = elector.try_acquire(&name).await.unwrap();
+        (Instant::now(), guard)
+    });
+    sleep(Duration::from_millis(150)).await;
+    let released = Instant::now();
+    if force {
+        assert_eq!(holder.force_release(&lock, 1).await.unwrap().len(), 1);
+    } else {
+        holder.release(&lease, Duration::ZERO).await.unwrap();
+    }
+    let (at, guard) = waiting.await.unwrap();
+    guard
+        .expect("the waiter takes over")
+        .release()
+        .await
+        .unwrap();
+    at - released
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_and_forced_release_wake_waiters_on_other_stores_within_milliseconds() {
+    let Some(url) = common::url() else { return };
+    let options = common::options();
+    let holder = Arc::new(RedisStore::connect_lazy(&url, options.clone()).unwrap());
+    let waiting = Arc::new(RedisStore::connect_lazy(&url, options.clone()).unwrap());
+    // The first wait starts the subscriber; measure the ones after.
+    handoff(holder.clone(), waiting.clone(), false).await;
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        times.push(handoff(holder.clone(), waiting.clone(), false).await);
+    }
+    times.sort();
+    println!("hand-off after release: {times:?}");
+    assert!(
+        times[2] < Duration::from_millis(50),
+        "median {:?}",
+        times[2]
+    );
+    let forced = handoff(holder.clone(), waiting.clone(), true).await;
+    println!("hand-off after forced release: {forced:?}");
+    assert!(forced < Duration::from_millis(200), "{forced:?}");
+
+    // With notifications off the waiter polls, here once a second.
+    let polling = Arc::new(RedisStore::connect_lazy(&url, options.notifications(false)).unwrap());
+    let slow = handoff(holder, polling, false).await;
+    println!("hand-off by polling: {slow:?}");
+    assert!(slow >= Duration::from_millis(500), "{slow:?}");
+}
+
+/// `rediss://` against a plain-text port fails cleanly and in bounded time: no panic over the
+/// choice of TLS crypto provider, whatever TLS features the build enabled. (Redis waits for a
+/// line end that the TLS hello never sends, so this surfaces as a timeout.)
+#[tokio::test]
+async fn tls_against_a_plain_text_port_fails_cleanly() {
+    let Some(url) = common::url() else { return };
+    let target = common::target(&url).await;
+    let started = Instant::now();
+    let err = RedisStore::connect(&format!("rediss://{target}?connect_timeout=500ms"))
+        .await
+        .expect_err("no TLS on this port");
+    println!("rediss to a plain port: {err}");
+    assert!(matches!(err, OpenError::Connect { .. }), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
