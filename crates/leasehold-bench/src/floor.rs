@@ -66,51 +66,40 @@ async fn sql_round_trip(store: &SqlStore, lock: &LockName) -> Result<(), BoxErro
     let sql = store.statements();
     let token = Token::random().to_hex();
     let lock = lock.as_str();
+    // The acquire statement with the parameters the store binds: (lock, slot, owner, token, ttl).
+    macro_rules! acquire {
+        () => {
+            sqlx::query(&sql.acquire)
+                .bind(lock)
+                .bind(0i32)
+                .bind("floor")
+                .bind(&token)
+                .bind(30_000i64)
+        };
+    }
+    // The release statement: (lock, slot, token), plus the channel on PostgreSQL.
+    macro_rules! release {
+        () => {
+            sqlx::query(&sql.release).bind(lock).bind(0i32).bind(&token)
+        };
+    }
     match store.pool() {
         SqlPool::Postgres(p) => {
-            sqlx::query(&sql.acquire)
-                .bind(lock)
-                .bind(0i32)
-                .bind("floor")
-                .bind(&token)
-                .bind(30_000i64)
+            acquire!()
                 .fetch_optional(p)
                 .await?
                 .ok_or("floor lock busy")?;
-            sqlx::query(&sql.release)
-                .bind(lock)
-                .bind(0i32)
-                .bind(&token)
-                .bind(store.notify_channel())
-                .fetch_all(p)
-                .await?;
+            release!().bind(store.notify_channel()).fetch_all(p).await?;
         }
         SqlPool::Sqlite(p) => {
-            sqlx::query(&sql.acquire)
-                .bind(lock)
-                .bind(0i32)
-                .bind("floor")
-                .bind(&token)
-                .bind(30_000i64)
+            acquire!()
                 .fetch_optional(p)
                 .await?
                 .ok_or("floor lock busy")?;
-            sqlx::query(&sql.release)
-                .bind(lock)
-                .bind(0i32)
-                .bind(&token)
-                .execute(p)
-                .await?;
+            release!().execute(p).await?;
         }
         SqlPool::MySql(p) => {
-            sqlx::query(&sql.acquire)
-                .bind(lock)
-                .bind(0i32)
-                .bind("floor")
-                .bind(&token)
-                .bind(30_000i64)
-                .execute(p)
-                .await?;
+            acquire!().execute(p).await?;
             sqlx::query(&sql.read_own)
                 .bind(lock)
                 .bind(0i32)
@@ -118,12 +107,7 @@ async fn sql_round_trip(store: &SqlStore, lock: &LockName) -> Result<(), BoxErro
                 .fetch_optional(p)
                 .await?
                 .ok_or("floor lock busy")?;
-            sqlx::query(&sql.release)
-                .bind(lock)
-                .bind(0i32)
-                .bind(&token)
-                .execute(p)
-                .await?;
+            release!().execute(p).await?;
         }
     }
     Ok(())

@@ -52,6 +52,9 @@ pub struct Statements {
     pub release_linger: String,
     /// Live holders: (lock, slots).
     pub state: String,
+    /// Groups: every row of the lock's slots with the database's now, to pick candidate slots:
+    /// (lock, slots).
+    pub group_slots: String,
     /// Break-glass release of every live slot: (lock, slots); run in one transaction after
     /// `force_select`.
     pub force_release: String,
@@ -211,6 +214,11 @@ impl Dialect {
         );
         let columns = "slot, owner, fence, acquired_at, expires_at";
         let state = format!("SELECT {columns} FROM {table} WHERE {live} ORDER BY slot");
+        let group_slots = format!(
+            "SELECT slot, token, expires_at, {now} FROM {table} WHERE lock_name = {} AND slot < {}",
+            p(1),
+            p(2)
+        );
         let force_release =
             format!("UPDATE {table} SET token = NULL, expires_at = {now} WHERE {live}");
         let lock_rows = if self == Self::Sqlite {
@@ -227,6 +235,7 @@ impl Dialect {
             release,
             release_linger,
             state,
+            group_slots,
             force_release,
             force_select,
         }

@@ -271,15 +271,7 @@ impl SqlStore {
                 .execute(p)
                 .await
                 .map_err(classify)?;
-            sqlx::query(&self.sql.read_own)
-                .bind(req.lock.as_str())
-                .bind(slot)
-                .bind(token)
-                .fetch_optional(p)
-                .await
-                .map_err(classify)?
-                .map(|r| lease_cols(&r))
-                .transpose()?
+            self.read_own(p, req.lock.as_str(), slot, token).await?
         } else {
             with_pool!(&self.pool, p => sqlx::query(q)
                 .bind(req.lock.as_str())
@@ -296,19 +288,33 @@ impl SqlStore {
         Ok(row)
     }
 
+    /// MySQL: the (fence, acquired_at, expires_at) of the live row `token` holds, read back after
+    /// an upsert or update (MySQL has no `RETURNING`).
+    async fn read_own(
+        &self,
+        pool: &sqlx::MySqlPool,
+        lock: &str,
+        slot: i32,
+        token: &str,
+    ) -> StoreResult<Option<(i64, i64, i64)>> {
+        sqlx::query(&self.sql.read_own)
+            .bind(lock)
+            .bind(slot)
+            .bind(token)
+            .fetch_optional(pool)
+            .await
+            .map_err(classify)?
+            .map(|r| lease_cols(&r))
+            .transpose()
+    }
+
     /// For groups: the slots worth trying, in order — one this token already holds (a retried
     /// request that was applied), then missing or expired slots, lowest first.
     async fn candidate_slots(&self, req: &AcquireRequest, token: &str) -> StoreResult<Vec<i32>> {
-        let sql = format!(
-            "SELECT slot, token, expires_at, {} FROM {} WHERE lock_name = {} AND slot < {}",
-            self.dialect.now_ms(),
-            self.table(),
-            self.param(1),
-            self.param(2)
-        );
+        let sql = &self.sql.group_slots;
         let slots = slots_i32(req.slots);
         let rows: Vec<(i32, Option<String>, i64, i64)> = with_pool!(&self.pool, p => {
-            let rows = sqlx::query(&sql).bind(req.lock.as_str()).bind(slots).fetch_all(p).await.map_err(classify)?;
+            let rows = sqlx::query(sql).bind(req.lock.as_str()).bind(slots).fetch_all(p).await.map_err(classify)?;
             rows.iter()
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -326,22 +332,6 @@ impl SqlStore {
             .map(|(s, ..)| *s)
             .collect();
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
-    }
-
-    fn table(&self) -> &str {
-        // The DDL starts with "CREATE TABLE IF NOT EXISTS <table> (".
-        self.ddl
-            .strip_prefix("CREATE TABLE IF NOT EXISTS ")
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or(DEFAULT_TABLE)
-    }
-
-    fn param(&self, n: usize) -> String {
-        match self.dialect {
-            Dialect::Sqlite => format!("?{n}"),
-            Dialect::Postgres => format!("${n}"),
-            Dialect::MySql => "?".to_owned(),
-        }
     }
 
     fn holders(&self, rows: &[(i32, String, i64, i64, i64)]) -> Vec<Holder> {
@@ -448,14 +438,9 @@ impl LeaseStore for SqlStore {
             if done.rows_affected() == 0 {
                 None
             } else {
-                let row = sqlx::query(&self.sql.read_own)
-                    .bind(lease.lock.as_str())
-                    .bind(slot)
-                    .bind(&token)
-                    .fetch_optional(p)
-                    .await
-                    .map_err(classify)?;
-                row.map(|r| lease_cols(&r)).transpose()?.map(|(_, _, e)| e)
+                self.read_own(p, lease.lock.as_str(), slot, &token)
+                    .await?
+                    .map(|(_, _, expires)| expires)
             }
         } else {
             with_pool!(&self.pool, p => {
