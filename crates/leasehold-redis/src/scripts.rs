@@ -10,6 +10,12 @@
 //! | `a<s>` | acquisition time, epoch ms (server clock) |
 //! | `e<s>` | expiry, epoch ms (server clock); a slot whose `e<s>` is not after now is free |
 //!
+//! and one field for the whole lock: `w`, set by an acquire that found no free slot. A release
+//! publishes its notification only when `w` is set, and clears it: an uncontended lock never
+//! publishes, and a contender that failed before a release always hears of it (scripts run one
+//! at a time, so its failed attempt either came before the release, and set `w`, or after it,
+//! and set `w` for the next one).
+//!
 //! Fences are minted as `max(f<s> + 1, server time in µs)`: they rise by one against the stored
 //! counter, and never fall below the server clock in microseconds (ms × 1000 and then some). So a
 //! counter that vanished — the idle hash expired, the server restarted without persistence, or an
@@ -51,7 +57,10 @@ for s = 0, slots - 1 do
     free, last = s, tonumber(h[3]) or 0
   end
 end
-if free < 0 then return false end
+if free < 0 then
+  redis.call('HSET', key, 'w', '1')
+  return false
+end
 local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])
 redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int(fence),
   'a' .. free, int(now), 'e' .. free, int(expires))
@@ -75,15 +84,19 @@ return expires
 const RELEASE: &str = r"
 local key, s, token = KEYS[1], ARGV[1], ARGV[2]
 local linger = tonumber(ARGV[3])
-local h = redis.call('HMGET', key, 't' .. s, 'e' .. s)
+local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'w')
 local e = tonumber(h[2]) or 0
 if h[1] ~= token or e <= now then return 0 end
 if linger > 0 then
   if now + linger < e then redis.call('HSET', key, 'e' .. s, int(now + linger)) end
   return 1
 end
-redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+if h[3] then
+  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s, 'w')
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+else
+  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
+end
 return 1
 ";
 
@@ -113,7 +126,10 @@ for s = 0, slots - 1 do
     redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
   end
 end
-if #out > 0 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+if #out > 0 then
+  redis.call('HDEL', key, 'w')
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
 return out
 ";
 

@@ -242,3 +242,74 @@ async fn tls_against_a_plain_text_port_fails_cleanly() {
         started.elapsed()
     );
 }
+
+/// A release publishes only when a contender failed since the last release: an uncontended
+/// lock costs no notification, a contended one always wakes its waiters.
+#[tokio::test]
+async fn release_publishes_only_after_a_failed_acquire() {
+    use futures::StreamExt;
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("publish");
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe(store.channel()).await.unwrap();
+    let mut conn = store.connection().await.unwrap();
+    let key = store.key(&lock);
+
+    // Uncontended: acquire and release, no `w` field, no message.
+    let lease = store
+        .try_acquire(&request(&lock, Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.release(&lease, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+
+    // Contended: a failed acquire marks the lock, the release publishes and clears the mark.
+    let lease = store
+        .try_acquire(&request(&lock, Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .unwrap();
+    let failed = store
+        .try_acquire(&request(&lock, Duration::from_secs(5)))
+        .await
+        .unwrap();
+    assert!(failed.is_none());
+    let mark: Option<String> = conn.hget(&key, "w").await.unwrap();
+    assert_eq!(
+        mark.as_deref(),
+        Some("1"),
+        "a failed acquire leaves a waiter mark"
+    );
+    assert_eq!(
+        store.release(&lease, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+    let mark: Option<String> = conn.hget(&key, "w").await.unwrap();
+    assert_eq!(mark, None, "the release clears the mark");
+
+    // A sentinel published last: every notification before it was sent by the steps above.
+    let _: i64 = conn.publish(store.channel(), "sentinel").await.unwrap();
+    let mut stream = pubsub.on_message();
+    let mut seen = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("the sentinel arrives")
+            .expect("the subscription stays open");
+        let payload: String = msg.get_payload().unwrap();
+        if payload == "sentinel" {
+            break;
+        }
+        seen.push(payload);
+    }
+    assert_eq!(
+        seen,
+        vec![lock.to_string()],
+        "one notification, for the contended release"
+    );
+}

@@ -8,16 +8,18 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::OptionFuture;
 use tokio::sync::oneshot;
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, sleep, timeout_at};
 use tracing::{Instrument, debug};
 
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
 use crate::guard::{LeaderContext, LeaderGuard, LeaseCell};
 use crate::lease::{AcquireRequest, Lease, LockState, Token};
+use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
+use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
 use crate::tenant::Tenant;
 
@@ -29,6 +31,8 @@ pub(crate) struct Engine {
     pub(crate) events: Events,
     pub(crate) tenant: Option<Arc<Tenant>>,
     metrics: Arc<MetricsCache>,
+    /// This elector's tasks waiting per lock, in arrival order (shared by its clones).
+    pub(crate) lines: Arc<Lines>,
 }
 
 impl Engine {
@@ -40,6 +44,7 @@ impl Engine {
             events: Events::default(),
             tenant: None,
             metrics: Arc::default(),
+            lines: Arc::default(),
         }
     }
 
@@ -116,20 +121,32 @@ impl Engine {
             token: Token::random(),
             ttl: opts.lease,
         };
-        let mut signal = if opts.wait.is_zero() {
-            None
-        } else {
+        let waits = !opts.wait.is_zero();
+        let mut signal = if waits {
             self.store.release_signal(lock)
+        } else {
+            None
         };
+        // Tasks of this elector already waiting for the lock go first (see `line`).
+        let mut place =
+            (waits && self.lines.is_busy(lock)).then(|| self.lines.join(lock, self.slots));
         // An attempt that failed with a transient error may still have been applied; a later
         // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
         // The local deadline is counted from the earliest such attempt.
         let mut unknown_since: Option<Instant> = None;
+        let mut last_error = None;
         let mut attempt = 0u32;
         let mut sent_at = start;
         loop {
-            let last_error = match self.attempt(&req).await {
+            if let Some(p) = place.as_ref().filter(|p| !p.is_active()) {
+                if timeout_at(deadline, p.turn()).await.is_err() {
+                    return self.give_up(lock, &metrics, last_error);
+                }
+                sent_at = Instant::now();
+            }
+            last_error = match self.attempt(&req).await {
                 Ok(Some(lease)) => {
+                    drop(place);
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
                     return Ok(Some(self.elected(lease, metrics, start, counted_from)));
                 }
@@ -149,28 +166,40 @@ impl Engine {
             };
             let now = Instant::now();
             if now >= deadline {
-                if let Some(e) = last_error {
-                    metrics.not_acquired(true);
-                    return Err(Error::store(lock, e));
-                }
-                metrics.not_acquired(false);
-                debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
-                self.events.emit(|| Event::Skipped { lock: lock.clone() });
-                return Ok(None);
+                return self.give_up(lock, &metrics, last_error);
+            }
+            let place = &*place.get_or_insert_with(|| self.lines.join(lock, self.slots));
+            if !place.is_active() {
+                continue; // others of this elector came first: wait for the turn
             }
             let pause = opts.retry.pause(attempt).min(deadline - now);
             attempt = attempt.saturating_add(1);
-            match signal.as_mut() {
-                Some(s) => {
-                    tokio::select! {
-                        () = sleep(pause) => {}
-                        () = s.released() => {}
-                    }
-                }
-                None => sleep(pause).await,
+            let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
+            tokio::select! {
+                () = sleep(pause) => {}
+                Some(()) = store_signal => {}
+                () = place.freed() => {}
             }
             sent_at = Instant::now();
         }
+    }
+
+    /// The wait ran out: the last transient error if the last attempt failed with one, else a
+    /// skip.
+    fn give_up(
+        &self,
+        lock: &LockName,
+        metrics: &LockMetrics,
+        last_error: Option<StoreError>,
+    ) -> Result<Option<LeaderGuard>> {
+        if let Some(e) = last_error {
+            metrics.not_acquired(true);
+            return Err(Error::store(lock, e));
+        }
+        metrics.not_acquired(false);
+        debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
+        self.events.emit(|| Event::Skipped { lock: lock.clone() });
+        Ok(None)
     }
 
     /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own

@@ -13,6 +13,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::{Event, Events, LostReason};
 use crate::lease::{Extension, Lease, Release};
+use crate::line::Lines;
 use crate::metrics::LockMetrics;
 use crate::store::LeaseStore;
 use crate::watchdog;
@@ -29,6 +30,8 @@ pub(crate) struct LeaseCell {
     pub(crate) store: Arc<dyn LeaseStore>,
     pub(crate) events: Events,
     metrics: Arc<LockMetrics>,
+    /// The electing engine's lines: a release wakes the first of its tasks waiting in line.
+    lines: Arc<Lines>,
     pub(crate) ttl: Duration,
     min_lease: Duration,
     /// Monotonic instant at which the acquisition succeeded (min-lease is counted from here).
@@ -66,6 +69,7 @@ impl LeaseCell {
             store: Arc::clone(&engine.store),
             events: engine.events.clone(),
             metrics,
+            lines: Arc::clone(&engine.lines),
             ttl,
             min_lease: engine.options.min_lease,
             acquired,
@@ -217,6 +221,9 @@ impl LeaseCell {
         self.metrics.released();
         match &outcome {
             Ok(Release::Released) => {
+                if linger.is_zero() {
+                    self.lines.released(&lease.lock);
+                }
                 debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "leasehold: released");
                 self.events.emit(|| Event::Released {
                     lock: lease.lock.clone(),

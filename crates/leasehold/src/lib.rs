@@ -42,6 +42,7 @@ mod events;
 mod group;
 mod guard;
 mod lease;
+mod line;
 mod memory;
 pub mod metrics;
 mod name;

@@ -1,0 +1,202 @@
+//! The local line: one elector's tasks contending for one lock take turns, so a task that
+//! releases and asks again cannot starve the others (paused tokio time, memory store).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use leasehold::{ElectionOptions, Elector, GroupElector, GroupOptions, MemoryStore};
+use tokio::time::{Instant, sleep};
+
+const SECTION: Duration = Duration::from_millis(10);
+
+/// `tasks` tasks, each running `rounds` sections of `SECTION` back to back on one lock through one
+/// elector whose wait covers a full round of the others plus slack, but not starvation.
+/// Returns (runs per task, skips per task, the order in which sections ran).
+async fn contend(
+    elector: Elector,
+    tasks: usize,
+    rounds: usize,
+) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let (elector, order) = (elector.clone(), Arc::clone(&order));
+        handles.push(tokio::spawn(async move {
+            let (mut ran, mut skipped) = (0, 0);
+            while ran + skipped < rounds {
+                let order = Arc::clone(&order);
+                let done = elector
+                    .run_if_leader("turns", |_| async move {
+                        order.lock().unwrap().push(t);
+                        sleep(SECTION).await;
+                    })
+                    .await
+                    .unwrap();
+                match done {
+                    Some(()) => ran += 1,
+                    None => skipped += 1,
+                }
+            }
+            (ran, skipped)
+        }));
+    }
+    let mut runs = Vec::new();
+    let mut skips = Vec::new();
+    for h in handles {
+        let (r, s) = h.await.unwrap();
+        runs.push(r);
+        skips.push(s);
+    }
+    let order = order.lock().unwrap().clone();
+    (runs, skips, order)
+}
+
+fn waiting_elector(tasks: usize) -> Elector {
+    let wait = SECTION * (tasks as u32) + SECTION / 2;
+    let options = ElectionOptions::builder()
+        .wait(wait)
+        .lease(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    Elector::with_options(Arc::new(MemoryStore::new()), options)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_releasing_task_asking_again_goes_behind_the_waiting_ones() {
+    let tasks = 4;
+    let (runs, skips, order) = contend(waiting_elector(tasks), tasks, 10).await;
+    assert_eq!(
+        skips,
+        vec![0; tasks],
+        "nobody skipped inside its wait budget"
+    );
+    assert_eq!(runs, vec![10; tasks]);
+    // After the first round, turns go round-robin: no task runs twice while another waits.
+    for window in order.windows(tasks).skip(tasks) {
+        let mut seen = window.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(
+            seen.len(),
+            tasks,
+            "a task ran twice in a row of {tasks}: {order:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_local_release_hands_over_without_waiting_for_a_retry_timer() {
+    // No store release signal reaches a waiter within a section: the memory store has one, so the
+    // hand-off time bounds both; what this pins is that 8 × 10 rounds take no more than the
+    // sections themselves (no retry pauses of 25 ms or more between turns).
+    let tasks = 8;
+    let start = Instant::now();
+    let (runs, _, _) = contend(waiting_elector(tasks), tasks, 10).await;
+    assert_eq!(runs.iter().sum::<usize>(), tasks * 10);
+    assert_eq!(start.elapsed(), SECTION * (tasks as u32) * 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_whose_budget_runs_out_in_line_is_skipped_and_leaves_the_line() {
+    let options = ElectionOptions::builder()
+        .wait(Duration::from_secs(1))
+        .lease(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let elector = Elector::with_options(Arc::new(MemoryStore::new()), options.clone());
+    let impatient = elector.reconfigured(
+        options
+            .to_builder()
+            .wait(Duration::from_millis(50))
+            .build()
+            .unwrap(),
+    );
+    let holder = elector.try_acquire("turns").await.unwrap().unwrap();
+    // First in line: a patient waiter; second: an impatient one, which never gets a turn.
+    let patient = tokio::spawn({
+        let e = elector.clone();
+        async move {
+            e.run_if_leader("turns", |ctx| async move { ctx.fence() })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(1)).await;
+    let skipped = impatient
+        .run_if_leader("turns", |_| async {})
+        .await
+        .unwrap();
+    assert_eq!(skipped, None);
+    holder.release().await.unwrap();
+    assert_eq!(patient.await.unwrap().unwrap(), Some(2));
+    // The line is empty again: the next call goes straight to the store.
+    assert_eq!(
+        impatient
+            .run_if_leader("turns", |ctx| async move { ctx.fence() })
+            .await
+            .unwrap(),
+        Some(3)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_waiter_gives_up_its_place() {
+    let elector = waiting_elector(2);
+    let holder = elector.try_acquire("turns").await.unwrap().unwrap();
+    let first = tokio::spawn({
+        let e = elector.clone();
+        async move { e.run_if_leader("turns", |_| async {}).await }
+    });
+    sleep(Duration::from_millis(1)).await;
+    let second = tokio::spawn({
+        let e = elector.clone();
+        async move {
+            e.run_if_leader("turns", |ctx| async move { ctx.fence() })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(1)).await;
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    holder.release().await.unwrap();
+    assert_eq!(second.await.unwrap().unwrap(), Some(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_lets_as_many_tasks_try_as_it_has_slots() {
+    let options = GroupOptions::builder()
+        .max_leaders(2)
+        .wait(SECTION * 4)
+        .lease(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let group = GroupElector::new(Arc::new(MemoryStore::new()), options);
+    let running = Arc::new(Mutex::new((0usize, 0usize))); // (now, most at once)
+    let mut handles = Vec::new();
+    for _ in 0..6 {
+        let (group, running) = (group.clone(), Arc::clone(&running));
+        handles.push(tokio::spawn(async move {
+            group
+                .run_if_leader("pool", |_| async move {
+                    {
+                        let mut r = running.lock().unwrap();
+                        r.0 += 1;
+                        r.1 = r.1.max(r.0);
+                    }
+                    sleep(SECTION).await;
+                    running.lock().unwrap().0 -= 1;
+                })
+                .await
+                .unwrap()
+        }));
+    }
+    for h in handles {
+        assert_eq!(h.await.unwrap(), Some(()), "every task ran within its wait");
+    }
+    assert_eq!(
+        running.lock().unwrap().1,
+        2,
+        "two slots were used at once, never more"
+    );
+}
