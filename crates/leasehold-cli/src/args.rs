@@ -65,6 +65,15 @@ pub(crate) enum Command {
     /// Break-glass: free a lock whoever holds it (needs --force)
     #[command(long_about = RELEASE_LONG_ABOUT)]
     Release(ReleaseArgs),
+    /// Serve the workbench: an interactive page of lease timelines computed by the real elector
+    #[command(long_about = WORKBENCH_LONG_ABOUT)]
+    Workbench(WorkbenchArgs),
+    /// Serve a live view of the holders of chosen locks on a store, refreshed every second
+    #[command(long_about = SERVE_LONG_ABOUT)]
+    Serve(ServeArgs),
+    /// Print a workbench scenario's timeline, computed by the real elector on virtual time
+    #[command(long_about = crate::simulate::LONG_ABOUT)]
+    Simulate(crate::simulate::SimulateArgs),
 }
 
 const RUN_LONG_ABOUT: &str = "\
@@ -235,6 +244,63 @@ pub(crate) struct ReleaseArgs {
     pub(crate) lock: LockName,
 }
 
+const WORKBENCH_LONG_ABOUT: &str = "\
+Serve the workbench: an interactive page where three nodes contend for a lock tick by tick
+(contention, expiry and takeover, auto-extension, 1 -> N slots, fencing). Every timeline is
+computed by the real elector on an in-memory store under virtual time. The page is embedded in
+the binary and works offline. Prints `listening on http://ADDR/` and serves until Ctrl-C or
+SIGTERM. See docs/workbench.md.";
+
+const SERVE_LONG_ABOUT: &str = "\
+Serve a live view of a real store: for each --lock, its current holders (slot, owner, fence,
+time left), refreshed every second, beside the read-only management report (JSON at
+/manage/leader-election). Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM.
+
+Example:
+  leasehold serve --store postgres://app@db/leases --lock nightly-report --lock hourly-sync";
+
+/// Where a web command listens.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BindArgs {
+    /// Also listen on a non-loopback address: the pages have no authentication
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+}
+
+/// `leasehold workbench`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkbenchArgs {
+    /// Address to listen on (port 0 picks a free port)
+    #[arg(long, value_name = "IP:PORT", default_value_t = leasehold_workbench::web::WORKBENCH_BIND)]
+    pub(crate) bind: std::net::SocketAddr,
+
+    #[command(flatten)]
+    pub(crate) remote: BindArgs,
+}
+
+/// `leasehold serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// A lock to show (repeat for more)
+    #[arg(long = "lock", value_name = "NAME", required = true, value_parser = parse_lock)]
+    pub(crate) locks: Vec<LockName>,
+
+    /// Number of slots to look at (as given to `run --slots`)
+    #[arg(long, value_name = "N", default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) slots: u32,
+
+    /// Address to listen on (port 0 picks a free port)
+    #[arg(long, value_name = "IP:PORT", default_value_t = leasehold_workbench::web::LIVE_BIND)]
+    pub(crate) bind: std::net::SocketAddr,
+
+    #[command(flatten)]
+    pub(crate) remote: BindArgs,
+}
+
 impl Cli {
     /// The store URL given by flag or environment, if any.
     pub(crate) fn store_url(&self) -> Option<&str> {
@@ -242,6 +308,9 @@ impl Cli {
             Command::Run(a) => a.store.url(),
             Command::Status(a) => a.store.url(),
             Command::Release(a) => a.store.url(),
+            Command::Workbench(_) => None,
+            Command::Serve(a) => a.store.url(),
+            Command::Simulate(_) => None,
         }
     }
 }

@@ -11,10 +11,13 @@ mod logging;
 mod release;
 mod run;
 mod say;
+mod serve;
 mod signals;
+mod simulate;
 mod status;
 mod store;
 mod time_text;
+mod workbench;
 
 use std::process::ExitCode;
 
@@ -67,6 +70,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let url = StoreUrl::resolve(args.store.url())?;
             release::release(args, url).await
         }
+        Command::Workbench(args) => workbench::workbench(args).await,
+        Command::Serve(args) => {
+            let url = StoreUrl::resolve(args.store.url())?;
+            serve::serve(args, url).await
+        }
+        Command::Simulate(args) => simulate::simulate(args).await,
     }
 }
 

@@ -1,0 +1,152 @@
+//! `leasehold simulate` end to end, with the built binary.
+
+mod common;
+
+use common::{Env, code, text};
+use leasehold_workbench::sim::{self, Overrides};
+
+#[test]
+fn prints_an_aligned_table_and_a_summary() {
+    let env = Env::new();
+    let out = env.output(&["simulate", "--scenario", "contention"]);
+    assert_eq!(code(&out.status), 0, "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "nothing on stderr");
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "TICK",
+            "CANDIDATE",
+            "OPERATION",
+            "TOKEN",
+            "FENCE",
+            "TTL",
+            "OUTCOME"
+        ]
+    );
+    // Columns are aligned: every column starts at the same character in every row.
+    let start = |line: &str, col: usize| {
+        let mut starts = Vec::new();
+        let mut prev_space = true;
+        for (i, ch) in line.chars().enumerate() {
+            if ch != ' ' && prev_space {
+                starts.push(i);
+            }
+            prev_space = ch == ' ';
+        }
+        starts[col]
+    };
+    let rows = &lines[1..lines.len() - 1];
+    assert_eq!(rows.len(), 10);
+    for col in 0..7 {
+        assert!(
+            rows.iter().all(|r| start(r, col) == start(lines[0], col)),
+            "column {col} misaligned:\n{stdout}"
+        );
+    }
+    assert_eq!(
+        rows[2].split_whitespace().collect::<Vec<_>>(),
+        ["1", "node-b", "try_acquire", "-", "-", "9", "contended"]
+    );
+    let summary = lines[lines.len() - 1];
+    assert!(
+        summary.starts_with("contention: action 8 lease 10 wait 2"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("node-a completed, node-b skipped, node-c completed"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn json_is_the_timeline_the_library_computes() {
+    let env = Env::new();
+    let out = env.output(&[
+        "simulate",
+        "--scenario",
+        "group",
+        "--slots",
+        "3",
+        "--auto-extend",
+        "true",
+        "--json",
+    ]);
+    assert_eq!(code(&out.status), 0, "stderr: {}", text(&out.stderr));
+    let printed: sim::Timeline = serde_json::from_slice(&out.stdout).expect("a timeline");
+    let expected = sim::simulate(
+        "group",
+        &Overrides {
+            slots: Some(3),
+            auto_extend: Some(true),
+            ..Overrides::default()
+        },
+    )
+    .expect("valid");
+    assert_eq!(printed, expected);
+    assert_eq!(printed.params.slots, 3);
+}
+
+#[test]
+fn options_override_the_preset() {
+    let env = Env::new();
+    let out = env.output(&[
+        "simulate",
+        "--scenario",
+        "contention",
+        "--min-lease",
+        "10",
+        "--wait",
+        "0",
+    ]);
+    assert_eq!(code(&out.status), 0, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["9", "node-c", "skip", "-", "-", "1", "skipped"]),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_input_exits_125_with_the_reason() {
+    let env = Env::new();
+    for (args, needle) in [
+        (&["--scenario", "nope"][..], "unknown scenario `nope`"),
+        (
+            &["--scenario", "expiry", "--action", "0"],
+            "`action` must be between 1 and 30 ticks, got 0",
+        ),
+        (
+            &["--scenario", "expiry", "--min-lease", "7"],
+            "`min_lease` must be between 0 and the lease (6 ticks), got 7",
+        ),
+        (
+            &["--scenario", "fencing", "--slots", "2"],
+            "`slots` must be 1 in the `fencing` scenario",
+        ),
+        (
+            &["--scenario", "group", "--slots", "4"],
+            "`slots` must be between 1 and 3 slots, got 4",
+        ),
+        (
+            &["--scenario", "group", "--wait", "soon"],
+            "invalid value 'soon'",
+        ),
+        (
+            &["--scenario", "group", "--auto-extend", "maybe"],
+            "invalid value 'maybe'",
+        ),
+    ] {
+        let mut full = vec!["simulate"];
+        full.extend_from_slice(args);
+        let out = env.output(&full);
+        assert_eq!(code(&out.status), 125, "{args:?}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,168 @@
+//! `leasehold workbench` and `leasehold serve` as a user starts them: the listening line, a real
+//! HTTP request, the loopback rule, and a clean exit on SIGTERM.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Child;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use common::{Env, PATIENCE, code, finish, signal, text};
+
+/// Reads the `listening on http://ADDR/` line and returns ADDR.
+fn listening(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(PATIENCE)
+        .expect("a listening line within the patience");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
+    addr.to_owned()
+}
+
+/// One GET over a fresh connection; returns (status line, body).
+fn get(addr: &str, path: &str) -> (String, String) {
+    let mut conn = TcpStream::connect(addr).expect("connect");
+    conn.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).expect("read");
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        body.to_owned(),
+    )
+}
+
+fn stop(child: Child) -> i32 {
+    signal(child.id(), "TERM");
+    let out = finish(child);
+    assert!(
+        out.status.code().is_some(),
+        "ended by a signal instead of shutting down: {}",
+        text(&out.stderr)
+    );
+    code(&out.status)
+}
+
+#[test]
+fn workbench_prints_its_address_serves_the_api_and_stops_on_sigterm() {
+    let env = Env::new();
+    let mut child = env.spawn(&["workbench", "--bind", "127.0.0.1:0"]);
+    let addr = listening(&mut child);
+    assert!(
+        addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"),
+        "{addr}"
+    );
+
+    let (status, body) = get(&addr, "/api/scenarios");
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        body.contains("\"contention\"") && body.contains("\"fencing\""),
+        "{body}"
+    );
+    let (status, body) = get(&addr, "/api/simulate?scenario=expiry&lease=1");
+    assert!(status.contains("400"), "{status}");
+    assert!(body.contains("lease"), "{body}");
+    let (status, body) = get(&addr, "/");
+    assert!(status.contains("200"), "{status}");
+    assert!(body.contains("<title>leasehold workbench</title>"));
+
+    assert_eq!(stop(child), 0);
+}
+
+#[test]
+fn web_commands_refuse_non_loopback_addresses_without_allow_remote() {
+    let env = Env::new();
+    for args in [
+        &["workbench", "--bind", "0.0.0.0:0"][..],
+        &["serve", "--lock", "job", "--bind", "0.0.0.0:0"],
+    ] {
+        let out = env.output(args);
+        assert_eq!(code(&out.status), 125, "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("not a loopback address") && err.contains("--allow-remote"),
+            "{err}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "nothing is listening, so nothing is announced"
+        );
+    }
+}
+
+#[test]
+fn serve_shows_the_holder_of_a_lock_held_by_leasehold_run() {
+    let env = Env::new();
+    let marker = env.path("started");
+    let script = format!("echo started > {} && sleep 60", marker.display());
+    let holder = env.spawn(&[
+        "run",
+        "--lock",
+        "nightly",
+        "--node-id",
+        "worker-1",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    common::wait_for_file(&marker);
+
+    let mut server = env.spawn(&[
+        "serve",
+        "--lock",
+        "nightly",
+        "--lock",
+        "other",
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    let addr = listening(&mut server);
+    let (status, body) = get(&addr, "/api/live");
+    assert!(status.contains("200"), "{status}");
+    let live: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(live["locks"][0]["lock"], "nightly");
+    assert_eq!(live["locks"][0]["holders"][0]["owner"], "worker-1");
+    assert_eq!(live["locks"][1]["holders"], serde_json::json!([]));
+    assert!(
+        live["store"].as_str().unwrap_or("").starts_with("sqlite:"),
+        "{live}"
+    );
+    let (status, body) = get(&addr, "/manage/leader-election");
+    assert!(status.contains("200"), "{status}");
+    assert!(body.contains("\"leaderId\":\"worker-1\""), "{body}");
+
+    signal(holder.id(), "TERM");
+    let _ = finish(holder);
+    let start = Instant::now();
+    loop {
+        let (_, body) = get(&addr, "/api/live");
+        if body.contains("\"holders\":[]") && !body.contains("worker-1") {
+            break;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the release never showed: {body}"
+        );
+        sleep(Duration::from_millis(100));
+    }
+    assert_eq!(stop(server), 0);
+}

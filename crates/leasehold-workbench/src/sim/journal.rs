@@ -1,0 +1,340 @@
+//! The journal: what happened during a run, written down the moment it happened.
+//!
+//! Everything runs on one thread, so entries are appended in the order the runtime performed
+//! them; each gets a sequence number. The store's answers come from [`ObservedStore`]
+//! (acquisitions, extensions, releases), `lost` from the electors' event streams, `skip` and
+//! the end of a run from the run outcomes, and writes from the actions. Store-side expiries have
+//! no caller, so they are added when the recorder drains the journal, at the instant the lease
+//! ended (see [`Journal::drain`]).
+//!
+//! [`ObservedStore`]: crate::sim::observed::ObservedStore
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use leasehold::{AcquireRequest, Extension, Lease, LostReason, Release};
+use tokio::time::Instant;
+
+use crate::sim::resource::FencedResource;
+use crate::sim::timeline::Resource;
+
+/// One happening.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) at: Instant,
+    /// 0 for store-side expiries (they happen as time reaches the instant, before anything a
+    /// task does at that instant), 1 for everything else.
+    rank: u8,
+    seq: u64,
+    /// The candidate it happened to.
+    pub(crate) node: usize,
+    pub(crate) what: What,
+}
+
+/// What happened. `lease` indexes [`Journal::lease`]; instants are virtual.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum What {
+    /// The first attempt of the node's run found the lock taken; `blocker` is when the first
+    /// live lease ends.
+    Contended { blocker: Option<Instant> },
+    /// The node's wait ran out.
+    Skipped { blocker: Option<Instant> },
+    /// The store granted a lease ending at `expires`.
+    Granted { lease: usize, expires: Instant },
+    /// The store renewed the lease to `expires`.
+    Extended { lease: usize, expires: Instant },
+    /// The store refused to renew: the token no longer held the lease.
+    ExtendRefused { lease: usize },
+    /// The store freed the lock.
+    Released { lease: usize },
+    /// The store shortened the lease to `expires` (the minimum lease).
+    Lingered { lease: usize, expires: Instant },
+    /// The store refused the release: the token no longer held the lease.
+    ReleaseRefused { lease: usize },
+    /// The lease ran out in the store.
+    Expired { lease: usize },
+    /// The elector reported the lease lost; `expires` is the store's expiry if still ahead.
+    Lost {
+        lease: usize,
+        reason: LostReason,
+        expires: Option<Instant>,
+    },
+    /// The action wrote to the fenced resource.
+    Wrote { lease: usize, accepted: bool },
+    /// The node's run returned after its action (and release).
+    Finished,
+}
+
+/// One granted lease.
+#[derive(Debug, Clone)]
+pub(crate) struct LeaseRecord {
+    pub(crate) node: usize,
+    /// The display label: candidate letter, `·`, acquisition number in this run.
+    pub(crate) label: String,
+    pub(crate) slot: u32,
+    pub(crate) fence: u64,
+    pub(crate) acquired: Instant,
+    acquired_wall: SystemTime,
+    /// When the store's lease ends (kept current through extensions and lingering releases).
+    expires: Instant,
+    /// Freed by a release, or its expiry was journalled.
+    ended: bool,
+}
+
+impl LeaseRecord {
+    /// The virtual instant of a store time, using this lease's grant as the reference.
+    pub(crate) fn instant_of(&self, wall: SystemTime) -> Instant {
+        match wall.duration_since(self.acquired_wall) {
+            Ok(after) => self.acquired + after,
+            Err(e) => self
+                .acquired
+                .checked_sub(e.duration())
+                .unwrap_or(self.acquired),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    seq: u64,
+    entries: Vec<Entry>,
+    leases: Vec<LeaseRecord>,
+    /// Per candidate: its contended first attempt was journalled.
+    contended: Vec<bool>,
+    resource: FencedResource,
+    failure: Option<String>,
+}
+
+impl Log {
+    fn push(&mut self, node: usize, what: What) {
+        let seq = self.seq;
+        self.seq += 1;
+        self.entries.push(Entry {
+            at: Instant::now(),
+            rank: 1,
+            seq,
+            node,
+            what,
+        });
+    }
+
+    fn find(&self, slot: u32, fence: u64) -> Option<usize> {
+        self.leases
+            .iter()
+            .position(|l| l.slot == slot && l.fence == fence)
+    }
+
+    /// When the first lease still live at `now` ends.
+    fn blocker(&self, now: Instant) -> Option<Instant> {
+        self.leases
+            .iter()
+            .filter(|l| !l.ended && l.expires > now)
+            .map(|l| l.expires)
+            .min()
+    }
+}
+
+/// The shared journal of one run. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct Journal {
+    log: Arc<Mutex<Log>>,
+    names: Arc<[String]>,
+}
+
+impl Journal {
+    pub(crate) fn new(names: &[String]) -> Self {
+        let log = Log {
+            contended: vec![false; names.len()],
+            ..Log::default()
+        };
+        Self {
+            log: Arc::new(Mutex::new(log)),
+            names: names.into(),
+        }
+    }
+
+    fn log(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn node_of(&self, owner: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == owner)
+    }
+
+    /// Notes the store's answer to an acquisition attempt.
+    pub(crate) fn acquired(&self, req: &AcquireRequest, answer: Option<&Lease>) {
+        let Some(node) = self.node_of(&req.owner) else {
+            return;
+        };
+        let mut log = self.log();
+        match answer {
+            Some(lease) => {
+                if log.find(lease.slot, lease.fence).is_some() {
+                    return; // a retried request that had been applied: the same lease again
+                }
+                let now = Instant::now();
+                let letter = self.names[node].chars().last().unwrap_or('?');
+                let record = LeaseRecord {
+                    node,
+                    label: format!("{letter}·{}", log.leases.len() + 1),
+                    slot: lease.slot,
+                    fence: lease.fence,
+                    acquired: now,
+                    acquired_wall: lease.acquired_at,
+                    expires: now,
+                    ended: false,
+                };
+                let expires = record.instant_of(lease.expires_at);
+                log.leases.push(LeaseRecord { expires, ..record });
+                let id = log.leases.len() - 1;
+                log.push(node, What::Granted { lease: id, expires });
+            }
+            None => {
+                if !log.contended[node] {
+                    log.contended[node] = true;
+                    let blocker = log.blocker(Instant::now());
+                    log.push(node, What::Contended { blocker });
+                }
+            }
+        }
+    }
+
+    /// Notes the store's answer to an extension.
+    pub(crate) fn extended(&self, lease: &Lease, answer: &Extension) {
+        let mut log = self.log();
+        let Some(id) = log.find(lease.slot, lease.fence) else {
+            return;
+        };
+        let node = log.leases[id].node;
+        match answer {
+            Extension::Extended { expires_at } => {
+                let expires = log.leases[id].instant_of(*expires_at);
+                log.leases[id].expires = expires;
+                log.push(node, What::Extended { lease: id, expires });
+            }
+            Extension::NotHeld => log.push(node, What::ExtendRefused { lease: id }),
+        }
+    }
+
+    /// Notes the store's answer to a release asking to keep the lease for `linger`.
+    pub(crate) fn released(&self, lease: &Lease, linger: Duration, answer: Release) {
+        let mut log = self.log();
+        let Some(id) = log.find(lease.slot, lease.fence) else {
+            return;
+        };
+        let node = log.leases[id].node;
+        match answer {
+            Release::Released if linger.is_zero() => {
+                log.leases[id].ended = true;
+                log.push(node, What::Released { lease: id });
+            }
+            Release::Released => {
+                let record = &mut log.leases[id];
+                record.expires = record.expires.min(Instant::now() + linger);
+                let expires = record.expires;
+                log.push(node, What::Lingered { lease: id, expires });
+            }
+            Release::NotHeld => log.push(node, What::ReleaseRefused { lease: id }),
+        }
+    }
+
+    /// Notes that candidate `node`'s elector reported its lease in `slot` with `fence` lost.
+    pub(crate) fn lost(&self, node: usize, slot: u32, fence: u64, reason: LostReason) {
+        let mut log = self.log();
+        let Some(id) = log.find(slot, fence) else {
+            return;
+        };
+        let record = &log.leases[id];
+        let expires = (!record.ended && record.expires > Instant::now()).then_some(record.expires);
+        log.push(
+            node,
+            What::Lost {
+                lease: id,
+                reason,
+                expires,
+            },
+        );
+    }
+
+    /// Notes that candidate `node` skipped.
+    pub(crate) fn skipped(&self, node: usize) {
+        let mut log = self.log();
+        let blocker = log.blocker(Instant::now());
+        log.push(node, What::Skipped { blocker });
+    }
+
+    /// Candidate `node` writes to the fenced resource with its lease; true if accepted.
+    pub(crate) fn write(&self, node: usize, slot: u32, fence: u64) -> bool {
+        let mut log = self.log();
+        let accepted = log.resource.write(node, slot, fence);
+        if let Some(id) = log.find(slot, fence) {
+            log.push(
+                node,
+                What::Wrote {
+                    lease: id,
+                    accepted,
+                },
+            );
+        }
+        accepted
+    }
+
+    /// Notes that candidate `node`'s run returned after its action.
+    pub(crate) fn finished(&self, node: usize) {
+        self.log().push(node, What::Finished);
+    }
+
+    /// Notes a failure that makes the run unusable (the first one is kept).
+    pub(crate) fn failed(&self, message: String) {
+        self.log().failure.get_or_insert(message);
+    }
+
+    /// The failure noted, if any.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.log().failure.clone()
+    }
+
+    /// Takes every entry journalled so far, after adding the expiry of every lease whose store
+    /// expiry is at or before `until`, sorted by instant (expiries first within an instant, then
+    /// in the order they were journalled).
+    pub(crate) fn drain(&self, until: Instant) -> Vec<Entry> {
+        let mut log = self.log();
+        let mut expired = Vec::new();
+        for (id, record) in log.leases.iter_mut().enumerate() {
+            if !record.ended && record.expires <= until {
+                record.ended = true;
+                expired.push((record.expires, record.node, id));
+            }
+        }
+        for (at, node, lease) in expired {
+            let seq = log.seq;
+            log.seq += 1;
+            log.entries.push(Entry {
+                at,
+                rank: 0,
+                seq,
+                node,
+                what: What::Expired { lease },
+            });
+        }
+        let mut entries = std::mem::take(&mut log.entries);
+        entries.sort_by_key(|e| (e.at, e.rank, e.seq));
+        entries
+    }
+
+    /// A copy of lease `id`'s record.
+    pub(crate) fn lease(&self, id: usize) -> Option<LeaseRecord> {
+        self.log().leases.get(id).cloned()
+    }
+
+    /// The lease with this slot and fence.
+    pub(crate) fn lease_by_fence(&self, slot: u32, fence: u64) -> Option<LeaseRecord> {
+        let log = self.log();
+        log.find(slot, fence).map(|id| log.leases[id].clone())
+    }
+
+    /// The resource as the frame shows it.
+    pub(crate) fn resource(&self) -> Resource {
+        self.log().resource.snapshot(&self.names)
+    }
+}

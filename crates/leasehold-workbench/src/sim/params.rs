@@ -1,0 +1,163 @@
+//! The parameters of a run, their limits and their validation.
+
+use std::ops::RangeInclusive;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::error::SimError;
+use crate::sim::scenario::Scenario;
+
+/// Allowed action durations, in ticks.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::ACTION_TICKS, 1..=30);
+/// ```
+pub const ACTION_TICKS: RangeInclusive<u32> = 1..=30;
+/// Allowed leases, in ticks (`min_lease` may be anything from 0 to the lease).
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::LEASE_TICKS, 2..=30);
+/// ```
+pub const LEASE_TICKS: RangeInclusive<u32> = 2..=30;
+/// Allowed waits, in ticks.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::WAIT_TICKS, 0..=20);
+/// ```
+pub const WAIT_TICKS: RangeInclusive<u32> = 0..=20;
+/// Allowed slot counts in the group scenario (every other scenario has exactly one slot).
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::GROUP_SLOTS, 1..=3);
+/// ```
+pub const GROUP_SLOTS: RangeInclusive<u32> = 1..=3;
+
+/// The parameters of a run. Durations are in ticks (see [`TICK`](crate::sim::TICK)).
+///
+/// ```
+/// use leasehold_workbench::sim::Scenario;
+///
+/// let p = Scenario::Contention.preset();
+/// assert_eq!((p.action, p.lease, p.wait, p.min_lease, p.auto_extend, p.slots), (8, 10, 2, 0, false, 1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Params {
+    /// How long each elected node's action runs (1–30).
+    pub action: u32,
+    /// The lease each acquisition asks for (2–30).
+    pub lease: u32,
+    /// How long a node keeps trying before it skips (0–20; 0 = one attempt).
+    pub wait: u32,
+    /// The minimum lease: the lock stays held at least this long after acquisition, also when
+    /// the action ends earlier (0–lease).
+    pub min_lease: u32,
+    /// Whether the watchdog renews the lease (every lease/3) while the action runs.
+    pub auto_extend: bool,
+    /// How many nodes may hold the lock at once: 1, or 1–3 in the group scenario.
+    pub slots: u32,
+}
+
+/// Values that replace a scenario's preset; `None` keeps the preset's value.
+///
+/// ```
+/// use leasehold_workbench::sim::{Overrides, Scenario};
+///
+/// let o = Overrides { lease: Some(4), ..Overrides::default() };
+/// let p = o.apply(Scenario::Contention)?;
+/// assert_eq!((p.action, p.lease), (8, 4));
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Overrides {
+    /// Replaces [`Params::action`].
+    pub action: Option<u32>,
+    /// Replaces [`Params::lease`].
+    pub lease: Option<u32>,
+    /// Replaces [`Params::wait`].
+    pub wait: Option<u32>,
+    /// Replaces [`Params::min_lease`].
+    pub min_lease: Option<u32>,
+    /// Replaces [`Params::auto_extend`].
+    pub auto_extend: Option<bool>,
+    /// Replaces [`Params::slots`].
+    pub slots: Option<u32>,
+}
+
+impl Overrides {
+    /// The scenario's preset with these values applied, validated (see [`Params::validate`]).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::{Overrides, Scenario, SimError};
+    ///
+    /// let o = Overrides { min_lease: Some(11), ..Overrides::default() };
+    /// assert_eq!(o.apply(Scenario::Contention), Err(SimError::MinLeaseAboveLease { min_lease: 11, lease: 10 }));
+    /// ```
+    pub fn apply(&self, scenario: Scenario) -> Result<Params, SimError> {
+        let preset = scenario.preset();
+        let params = Params {
+            action: self.action.unwrap_or(preset.action),
+            lease: self.lease.unwrap_or(preset.lease),
+            wait: self.wait.unwrap_or(preset.wait),
+            min_lease: self.min_lease.unwrap_or(preset.min_lease),
+            auto_extend: self.auto_extend.unwrap_or(preset.auto_extend),
+            slots: self.slots.unwrap_or(preset.slots),
+        };
+        params.validate(scenario)?;
+        Ok(params)
+    }
+}
+
+impl Params {
+    /// Checks every limit, in the order action, lease, wait, min_lease, slots, and names the
+    /// first parameter that is out of range.
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::{Scenario, SimError};
+    ///
+    /// let mut p = Scenario::Contention.preset();
+    /// p.slots = 2;
+    /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::SlotsOutsideGroup { .. })));
+    /// assert!(p.validate(Scenario::Group).is_ok());
+    /// ```
+    pub fn validate(&self, scenario: Scenario) -> Result<(), SimError> {
+        within("action", self.action, &ACTION_TICKS, "ticks")?;
+        within("lease", self.lease, &LEASE_TICKS, "ticks")?;
+        within("wait", self.wait, &WAIT_TICKS, "ticks")?;
+        if self.min_lease > self.lease {
+            return Err(SimError::MinLeaseAboveLease {
+                min_lease: self.min_lease,
+                lease: self.lease,
+            });
+        }
+        if scenario.is_group() {
+            within("slots", self.slots, &GROUP_SLOTS, "slots")
+        } else if self.slots != 1 {
+            Err(SimError::SlotsOutsideGroup {
+                scenario: scenario.id(),
+                slots: self.slots,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn within(
+    parameter: &'static str,
+    value: u32,
+    range: &RangeInclusive<u32>,
+    unit: &'static str,
+) -> Result<(), SimError> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(SimError::OutOfRange {
+            parameter,
+            value,
+            min: *range.start(),
+            max: *range.end(),
+            unit,
+        })
+    }
+}

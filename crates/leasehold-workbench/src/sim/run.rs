@@ -1,0 +1,214 @@
+//! Runs a scenario: the electors, the store and the clock on a paused current-thread runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::{
+    ElectionOptions, Elector, Event, GroupElector, GroupOptions, LeaderContext, LockState,
+    MemoryStore, RetryPolicy,
+};
+use tokio::sync::broadcast;
+use tokio::time::{Instant, sleep, sleep_until};
+
+use crate::sim::clock::{Clock, RETRY, TICK};
+use crate::sim::error::SimError;
+use crate::sim::journal::Journal;
+use crate::sim::observed::ObservedStore;
+use crate::sim::params::Params;
+use crate::sim::recorder::Recorder;
+use crate::sim::scenario::{LOCK, Scenario};
+use crate::sim::timeline::Timeline;
+
+/// Runs `scenario` with validated `params` on its own paused runtime (on a helper thread when
+/// called from inside a tokio runtime, which cannot block on another one).
+pub(crate) fn run(scenario: Scenario, params: Params) -> Result<Timeline, SimError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return run_here(scenario, params);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| run_here(scenario, params))
+            .join()
+            .unwrap_or_else(|_| Err(SimError::Failed("the simulation thread panicked".into())))
+    })
+}
+
+/// Runs on this thread. The core's own logs are silenced meanwhile: the leases are simulated,
+/// and a `lease lost` warning from a simulation must not reach an operator's log.
+fn run_here(scenario: Scenario, params: Params) -> Result<Timeline, SimError> {
+    let quiet = tracing::subscriber::NoSubscriber::default();
+    tracing::subscriber::with_default(quiet, || run_quietly(scenario, params))
+}
+
+fn run_quietly(scenario: Scenario, params: Params) -> Result<Timeline, SimError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| SimError::Failed(format!("cannot start the simulation runtime: {e}")))?;
+    runtime.block_on(drive(scenario, params))
+}
+
+/// One candidate's elector: single-leader, or a group one in the group scenario.
+#[derive(Clone)]
+enum NodeElector {
+    Single(Elector),
+    Group(GroupElector),
+}
+
+impl NodeElector {
+    fn new(
+        store: &Arc<ObservedStore>,
+        scenario: Scenario,
+        params: &Params,
+        node_id: &str,
+    ) -> Result<Self, SimError> {
+        let retry = RetryPolicy::new(RETRY, RETRY, 0.0).map_err(failed)?;
+        let store: Arc<dyn leasehold::LeaseStore> = store.clone();
+        if scenario.is_group() {
+            let options = GroupOptions::builder()
+                .max_leaders(params.slots)
+                .wait(TICK * params.wait)
+                .lease(TICK * params.lease)
+                .min_lease(TICK * params.min_lease)
+                .auto_extend(params.auto_extend)
+                .retry(retry)
+                .node_id(node_id)
+                .build()
+                .map_err(failed)?;
+            Ok(Self::Group(GroupElector::new(store, options)))
+        } else {
+            let options = ElectionOptions::builder()
+                .wait(TICK * params.wait)
+                .lease(TICK * params.lease)
+                .min_lease(TICK * params.min_lease)
+                .auto_extend(params.auto_extend)
+                .retry(retry)
+                .node_id(node_id)
+                .build()
+                .map_err(failed)?;
+            Ok(Self::Single(Elector::with_options(store, options)))
+        }
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        match self {
+            Self::Single(e) => e.subscribe(),
+            Self::Group(g) => g.subscribe(),
+        }
+    }
+
+    async fn state(&self) -> leasehold::Result<LockState> {
+        match self {
+            Self::Single(e) => e.state(LOCK).await,
+            Self::Group(g) => g.state(LOCK).await,
+        }
+    }
+
+    /// One run: the action writes to the resource, works for `action`, writes again.
+    async fn run(
+        &self,
+        node: usize,
+        action: Duration,
+        journal: &Journal,
+    ) -> leasehold::Result<Option<()>> {
+        let work = |ctx: LeaderContext| work(ctx, node, action, journal.clone());
+        match self {
+            Self::Single(e) => e.run_if_leader(LOCK, work).await,
+            Self::Group(g) => g.run_if_leader(LOCK, work).await,
+        }
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> SimError {
+    SimError::Failed(e.to_string())
+}
+
+/// The protected action: a write when it starts, `action` of work, a write when it ends. The
+/// lease is not checked in between (like real work, it does not stop when the lease is lost);
+/// the fence is what protects the resource.
+async fn work(ctx: LeaderContext, node: usize, action: Duration, journal: Journal) {
+    journal.write(node, ctx.slot(), ctx.fence());
+    sleep(action).await;
+    journal.write(node, ctx.slot(), ctx.fence());
+}
+
+/// Journals the `Lost` events of candidate `node`'s elector.
+async fn listen(mut events: broadcast::Receiver<Event>, node: usize, journal: Journal) {
+    loop {
+        match events.recv().await {
+            Ok(Event::Lost {
+                slot,
+                fence,
+                reason,
+                ..
+            }) => journal.lost(node, slot, fence, reason),
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Candidate `node` waits for its attempt, runs once, and journals how the run ended.
+async fn attempt(
+    elector: NodeElector,
+    node: usize,
+    at: Instant,
+    action: Duration,
+    journal: Journal,
+) {
+    sleep_until(at).await;
+    match elector.run(node, action, &journal).await {
+        Ok(Some(())) => journal.finished(node),
+        Ok(None) => journal.skipped(node),
+        Err(e) => journal.failed(e.to_string()),
+    }
+}
+
+async fn drive(scenario: Scenario, params: Params) -> Result<Timeline, SimError> {
+    let clock = Clock::new(Instant::now());
+    let names: Vec<String> = scenario
+        .candidates()
+        .iter()
+        .map(|&n| n.to_owned())
+        .collect();
+    let journal = Journal::new(&names);
+    let store = Arc::new(ObservedStore::new(MemoryStore::new(), journal.clone()));
+
+    let mut electors = Vec::with_capacity(names.len());
+    for (node, (name, &tick)) in names.iter().zip(scenario.attempt_ticks()).enumerate() {
+        let elector = NodeElector::new(&store, scenario, &params, name)?;
+        tokio::spawn(listen(elector.subscribe(), node, journal.clone()));
+        tokio::spawn(attempt(
+            elector.clone(),
+            node,
+            clock.attempt_at(tick, node),
+            TICK * params.action,
+            journal.clone(),
+        ));
+        electors.push(elector);
+    }
+    let observer = electors
+        .first()
+        .ok_or_else(|| SimError::Failed("the scenario has no candidates".into()))?;
+
+    let mut recorder = Recorder::new(clock, journal.clone(), names.clone());
+    for tick in 0..=scenario.max_tick() {
+        // Paused time advances only when every task is idle, so by the time this sleep ends
+        // everything due up to the end of the tick has happened.
+        sleep_until(clock.end_of(tick)).await;
+        let state = observer.state().await.map_err(failed)?;
+        recorder.close_tick(tick, &state);
+        if let Some(failure) = journal.failure() {
+            return Err(SimError::Failed(failure));
+        }
+    }
+    Ok(Timeline {
+        scenario: scenario.id().to_owned(),
+        params,
+        lock: LOCK.to_owned(),
+        candidates: names,
+        max_tick: scenario.max_tick(),
+        frames: recorder.frames,
+        events: recorder.events,
+    })
+}

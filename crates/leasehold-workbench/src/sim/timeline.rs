@@ -1,0 +1,296 @@
+//! The timeline a simulation produces: the JSON contract shared by `leasehold simulate --json`,
+//! `GET /api/simulate` and the workbench page.
+//!
+//! Every field is plain data (`snake_case` in JSON). Words the page translates (node status,
+//! operation, outcome) are machine words listed by [`Status`], [`Operation`] and [`Outcome`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::params::Params;
+
+/// A whole simulated run: the effective parameters, one [`Frame`] per tick and the
+/// [`TimelineEvent`]s in the order they happened.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let timeline = sim::simulate("contention", &Overrides::default())?;
+/// assert_eq!(timeline.lock, "invoice-close");
+/// assert_eq!(timeline.frames.len(), timeline.max_tick as usize + 1);
+/// assert!(timeline.frames.iter().enumerate().all(|(i, f)| f.tick as usize == i));
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// The scenario id: `contention`, `expiry`, `extension`, `group` or `fencing`.
+    pub scenario: String,
+    /// The parameters in effect (the preset with the caller's overrides applied).
+    pub params: Params,
+    /// The lock the candidates contend for (`invoice-close`).
+    pub lock: String,
+    /// The candidates' node ids, in display order (`node-a`, `node-b`, …).
+    pub candidates: Vec<String>,
+    /// The last tick shown; frames cover `0..=max_tick`.
+    pub max_tick: u32,
+    /// Exactly `max_tick + 1` frames; `frames[i].tick == i`.
+    pub frames: Vec<Frame>,
+    /// What happened, in order (ticks ascending).
+    pub events: Vec<TimelineEvent>,
+}
+
+/// The state at the end of one tick.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let timeline = sim::simulate("contention", &Overrides::default())?;
+/// let first = &timeline.frames[0];
+/// assert_eq!(first.nodes[0].status, "running");
+/// assert_eq!(first.holders[0].owner, "node-a");
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The tick this frame closes.
+    pub tick: u32,
+    /// One entry per candidate, in candidate order.
+    pub nodes: Vec<NodeState>,
+    /// The store's live record(s) of the lock at the end of the tick, in slot order (empty
+    /// when the lock is free).
+    pub holders: Vec<Holder>,
+    /// The fenced resource the lock protects.
+    pub resource: Resource,
+}
+
+/// One candidate as seen at the end of a tick.
+///
+/// ```
+/// use leasehold_workbench::sim::{NodeState, Status};
+///
+/// let idle = NodeState { id: "node-c".into(), status: Status::Idle.to_string(), token: None, fence: None, slot: None };
+/// assert_eq!(idle.status, "idle");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeState {
+    /// The node id.
+    pub id: String,
+    /// A [`Status`] word: `idle`, `waiting`, `running`, `skipped`, `stale` or `completed`.
+    pub status: String,
+    /// The display label of the node's lease (running, stale or completed nodes).
+    pub token: Option<String>,
+    /// The fence of the node's lease.
+    pub fence: Option<u64>,
+    /// The slot of the node's lease.
+    pub slot: Option<u32>,
+}
+
+/// One live record in the store.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let timeline = sim::simulate("contention", &Overrides::default())?;
+/// let h = &timeline.frames[3].holders[0];
+/// assert_eq!((h.owner.as_str(), h.token.as_str(), h.fence), ("node-a", "a·1", 1));
+/// assert_eq!(h.ttl, h.expires_tick - 3);
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// The owner recorded by the store (a node id).
+    pub owner: String,
+    /// The display label of the lease token (see [`TimelineEvent::token`]).
+    pub token: String,
+    /// The store's fence for this lease.
+    pub fence: u64,
+    /// The slot (0 except in the group scenario).
+    pub slot: u32,
+    /// The tick in which the lease was granted.
+    pub acquired_tick: u32,
+    /// The tick in which the lease ends unless renewed.
+    pub expires_tick: u32,
+    /// Ticks of lease left at the end of this tick: `expires_tick - tick`.
+    pub ttl: u32,
+}
+
+/// The fenced resource: it accepts a write only if the writer's fence is at least the highest
+/// fence it has accepted (per slot in the group scenario, where every slot has its own fences).
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let timeline = sim::simulate("fencing", &Overrides::default())?;
+/// let last = timeline.frames.last().expect("frames");
+/// assert!(last.resource.rejected >= 1);
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resource {
+    /// The highest fence accepted so far (across slots in the group scenario).
+    pub highest_fence: Option<u64>,
+    /// The node whose write was accepted last.
+    pub last_writer: Option<String>,
+    /// Writes accepted.
+    pub writes: u32,
+    /// Writes rejected because their fence was lower than one already accepted.
+    pub rejected: u32,
+}
+
+/// One thing that happened, as a row of the event table.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let timeline = sim::simulate("contention", &Overrides::default())?;
+/// let first = &timeline.events[0];
+/// assert_eq!((first.tick, first.candidate.as_str(), first.operation.as_str()), (0, "node-a", "acquire"));
+/// assert_eq!((first.token.as_deref(), first.fence, first.outcome.as_str()), (Some("a·1"), Some(1), "elected"));
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineEvent {
+    /// The tick in which it happened.
+    pub tick: u32,
+    /// The node it happened to.
+    pub candidate: String,
+    /// An [`Operation`] word.
+    pub operation: String,
+    /// The display label of the lease involved: the candidate's letter and the acquisition's
+    /// sequence number in this run (`a·1`, `b·2`, …). The real token is 128 random bits; the
+    /// label stands for it so that the same input always gives the same timeline.
+    pub token: Option<String>,
+    /// The store's fence of the lease involved.
+    pub fence: Option<u64>,
+    /// Ticks of lease left as of this event, where one applies: the new lease on `acquire` and
+    /// `extend`, the blocking lease on `try_acquire` and `skip`, what the minimum lease keeps on
+    /// a `lingered` release, the store's record on `lost`, 0 on `expire` and `released`.
+    pub ttl: Option<u32>,
+    /// An [`Outcome`] word.
+    pub outcome: String,
+}
+
+/// Defines a vocabulary enum with its machine words.
+macro_rules! words {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $word:literal),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),*
+        }
+
+        impl $name {
+            /// Every word, in declaration order.
+            ///
+            #[doc = concat!("```\nuse leasehold_workbench::sim::", stringify!($name), ";\n",
+                "let words: Vec<&str> = ", stringify!($name), "::ALL.iter().map(|w| w.as_str()).collect();\n",
+                "assert!(words.iter().all(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '_')));\n```")]
+            pub const ALL: &'static [Self] = &[$(Self::$variant),*];
+
+            /// The machine word used in the JSON (also its `Display` form).
+            ///
+            #[doc = concat!("```\nuse leasehold_workbench::sim::", stringify!($name), ";\n",
+                "let first = ", stringify!($name), "::ALL[0];\n",
+                "assert_eq!(first.as_str(), first.to_string());\n```")]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word),*
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+words! {
+    /// A candidate's status ([`NodeState::status`]).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::Status;
+    /// assert_eq!(Status::Stale.as_str(), "stale");
+    /// assert_eq!(Status::ALL.len(), 6);
+    /// ```
+    Status {
+        /// Has not tried yet.
+        Idle => "idle",
+        /// Tried, found the lock taken, and keeps trying until its wait runs out.
+        Waiting => "waiting",
+        /// Holds a lease it can still prove and runs its action.
+        Running => "running",
+        /// Gave up when its wait ran out; its action never ran.
+        Skipped => "skipped",
+        /// Its lease was lost (the core reported it lost, or the store no longer holds it)
+        /// while its action ran; it stays stale after the action ends.
+        Stale => "stale",
+        /// Its action ended while it still held the lease.
+        Completed => "completed",
+    }
+}
+
+words! {
+    /// What an event did ([`TimelineEvent::operation`]).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::Operation;
+    /// assert_eq!(Operation::TryAcquire.to_string(), "try_acquire");
+    /// ```
+    Operation {
+        /// A granted acquisition (first attempt, retry, or wake-up after a release).
+        Acquire => "acquire",
+        /// The first attempt of a run found the lock taken (later retries are not shown).
+        TryAcquire => "try_acquire",
+        /// The wait ran out: the node skips the work.
+        Skip => "skip",
+        /// The watchdog renewed the lease.
+        Extend => "extend",
+        /// The store's lease ended without renewal.
+        Expire => "expire",
+        /// The node released (or shortened) its lease after its action.
+        Release => "release",
+        /// The core reported the lease lost (before the store can hand it on).
+        Lost => "lost",
+        /// The action wrote to the fenced resource.
+        Write => "write",
+    }
+}
+
+words! {
+    /// How an event ended ([`TimelineEvent::outcome`]).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::Outcome;
+    /// assert_eq!(Outcome::RejectedFence.as_str(), "rejected_fence");
+    /// ```
+    Outcome {
+        /// `acquire`: the node holds the lock.
+        Elected => "elected",
+        /// `try_acquire`: the lock was taken.
+        Contended => "contended",
+        /// `skip`: the node gave up.
+        Skipped => "skipped",
+        /// `extend`: the lease was renewed to the full lease.
+        Extended => "extended",
+        /// `expire`: the lease ran out in the store.
+        Expired => "expired",
+        /// `release`: the store freed the lock.
+        Released => "released",
+        /// `release`: the minimum lease keeps the lock held a while longer.
+        Lingered => "lingered",
+        /// `release` or `extend`: the token no longer held the lease; nothing changed.
+        RejectedStale => "rejected_stale",
+        /// `lost`: the lease could not be renewed before its local deadline.
+        DeadlinePassed => "deadline_passed",
+        /// `lost`: the store said the token no longer holds the lease.
+        NotHeld => "not_held",
+        /// `lost`: renewal failed with a permanent store error.
+        StoreFailed => "store_failed",
+        /// `write`: the resource accepted the write.
+        Accepted => "accepted",
+        /// `write`: the resource had already accepted a higher fence.
+        RejectedFence => "rejected_fence",
+    }
+}

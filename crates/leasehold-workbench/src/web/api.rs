@@ -1,0 +1,154 @@
+//! The workbench's routes: the page, `/api/scenarios` and `/api/simulate`.
+
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use crate::sim;
+use crate::web::error::ApiError;
+use crate::web::page;
+
+/// The query parameters `/api/simulate` accepts, in the order the error message lists them.
+const PARAMETERS: [&str; 7] = [
+    "scenario",
+    "action",
+    "lease",
+    "wait",
+    "min_lease",
+    "auto_extend",
+    "slots",
+];
+
+/// The workbench: `GET /` (the page), `GET /api/scenarios` (the scenarios and their presets,
+/// in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
+/// &auto_extend=true|false&slots=N]` (the [`sim::Timeline`]; 400 with `{"error": "..."}` on bad
+/// input). Each simulation runs on a blocking thread, since it drives its own runtime.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use axum::{body::Body, http::Request};
+/// use tower::ServiceExt;
+///
+/// let app = leasehold_workbench::web::workbench_router();
+/// let ok = app.clone().oneshot(Request::get("/api/simulate?scenario=fencing").body(Body::empty())?).await?;
+/// assert_eq!(ok.status(), 200);
+/// let bad = app.oneshot(Request::get("/api/simulate?scenario=fencing&lease=0").body(Body::empty())?).await?;
+/// assert_eq!(bad.status(), 400); // {"error": "`lease` must be between …"}
+/// # Ok(()) }
+/// ```
+pub fn workbench_router() -> Router {
+    Router::new()
+        .route("/", get(|| async { page::respond(page::WORKBENCH_HTML) }))
+        .route("/api/scenarios", get(scenarios))
+        .route("/api/simulate", get(simulate))
+}
+
+async fn scenarios() -> Response {
+    no_store(Json(sim::scenarios()).into_response())
+}
+
+async fn simulate(query: Result<Query<Vec<(String, String)>>, QueryRejection>) -> Response {
+    match run(query).await {
+        Ok(timeline) => no_store(Json(timeline).into_response()),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn run(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<sim::Timeline, ApiError> {
+    let Query(pairs) =
+        query.map_err(|e| ApiError::bad_request(format!("cannot read the query string: {e}")))?;
+    let request = SimulateRequest::parse(&pairs)?;
+    tokio::task::spawn_blocking(move || request.simulate())
+        .await
+        .map_err(|e| ApiError::internal(format!("the simulation did not finish: {e}")))?
+}
+
+/// `/api/simulate`'s parameters after parsing, before the simulation validates their ranges.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct SimulateRequest {
+    scenario: String,
+    overrides: sim::Overrides,
+}
+
+impl SimulateRequest {
+    fn parse(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut scenario = None;
+        let mut o = sim::Overrides::default();
+        for (key, value) in pairs {
+            let Some(&name) = PARAMETERS.iter().find(|p| **p == key.as_str()) else {
+                return Err(ApiError::bad_request(format!(
+                    "unknown parameter `{key}`; allowed: {}",
+                    PARAMETERS.join(", ")
+                )));
+            };
+            if seen.contains(&name) {
+                return Err(ApiError::bad_request(format!(
+                    "parameter `{name}` is given twice; give each parameter at most once"
+                )));
+            }
+            seen.push(name);
+            match name {
+                "scenario" => scenario = Some(value.clone()),
+                "action" => o.action = Some(ticks(name, value)?),
+                "lease" => o.lease = Some(ticks(name, value)?),
+                "wait" => o.wait = Some(ticks(name, value)?),
+                "min_lease" => o.min_lease = Some(ticks(name, value)?),
+                "slots" => o.slots = Some(ticks(name, value)?),
+                _ => o.auto_extend = Some(flag(name, value)?),
+            }
+        }
+        let scenario = scenario.ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "missing parameter `scenario`; one of: {}",
+                scenario_ids()
+            ))
+        })?;
+        Ok(Self {
+            scenario,
+            overrides: o,
+        })
+    }
+
+    fn simulate(&self) -> Result<sim::Timeline, ApiError> {
+        sim::simulate(&self.scenario, &self.overrides)
+            .map_err(|e| ApiError::bad_request(e.to_string()))
+    }
+}
+
+fn scenario_ids() -> String {
+    sim::scenarios()
+        .iter()
+        .map(|s| s.id.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn ticks(name: &str, value: &str) -> Result<u32, ApiError> {
+    value.trim().parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "parameter `{name}` must be a whole number (ticks, or slots for `slots`), got `{value}`"
+        ))
+    })
+}
+
+fn flag(name: &str, value: &str) -> Result<bool, ApiError> {
+    match value.trim() {
+        "true" | "1" | "on" => Ok(true),
+        "false" | "0" | "off" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "parameter `{name}` must be `true` or `false`, got `{value}`"
+        ))),
+    }
+}
+
+fn no_store(mut res: Response) -> Response {
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}

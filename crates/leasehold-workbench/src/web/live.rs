@@ -1,0 +1,341 @@
+//! The live view of a real store (`leasehold serve`): the holders of chosen locks, asked of the
+//! store through the elector on every request, beside leasehold-axum's management report.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures::future::join_all;
+use leasehold::{Elector, GroupElector, GroupOptions, Holder, LeaseStore, LockName, LockState};
+use leasehold_axum::Management;
+use serde::Serialize;
+
+use crate::web::WebError;
+use crate::web::page;
+
+/// Where the management report of leasehold-axum is mounted in the live view.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::web::MANAGEMENT_PATH, "/manage/leader-election");
+/// ```
+pub const MANAGEMENT_PATH: &str = "/manage/leader-election";
+
+/// The live view: `GET /` (the page, refreshing every second), `GET /api/live` (a
+/// [`LiveReport`]) and `GET` [`MANAGEMENT_PATH`] (leasehold-axum's management JSON for the same
+/// locks). Everything is read-only: nothing here can release or take a lock.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::{Elector, LockName, MemoryStore};
+/// use leasehold_workbench::web::LiveView;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let _held = Elector::new(store.clone()).try_acquire("nightly").await?;
+/// let view = LiveView::new(store, vec![LockName::new("nightly")?])?.store_label("memory:");
+/// let report = view.report().await;
+/// assert_eq!(report.locks[0].holders.len(), 1);
+/// let router: axum::Router = view.router("127.0.0.1:7879".parse()?)?;
+/// # drop(router);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LiveView {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    elector: Elector,
+    group: Option<GroupElector>,
+    locks: Vec<LockName>,
+    slots: u32,
+    store_label: String,
+}
+
+impl std::fmt::Debug for LiveView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveView")
+            .field("locks", &self.inner.locks)
+            .field("slots", &self.inner.slots)
+            .field("store", &self.inner.store_label)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What `/api/live` answers (serialized as JSON with these field names).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use std::sync::Arc;
+/// # use leasehold::{LockName, MemoryStore};
+/// # use leasehold_workbench::web::LiveView;
+/// let view = LiveView::new(Arc::new(MemoryStore::new()), vec![LockName::new("a")?])?;
+/// let json = serde_json::to_value(view.report().await)?;
+/// assert_eq!(json["locks"][0]["lock"], "a");
+/// assert_eq!(json["locks"][0]["holders"], serde_json::json!([]));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LiveReport {
+    /// The store, as labelled by the caller (secrets redacted).
+    pub store: String,
+    /// When the snapshot was taken, by this machine's clock, in milliseconds since the epoch.
+    pub checked_at_ms: u64,
+    /// One entry per lock, in the order given.
+    pub locks: Vec<LiveLock>,
+}
+
+/// One lock in a [`LiveReport`] (see its example).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LiveLock {
+    /// The lock name.
+    pub lock: String,
+    /// Slots looked at (1 for a single-leader lock).
+    pub slots: u32,
+    /// Live holders, by slot.
+    pub holders: Vec<LiveHolder>,
+    /// Why the state could not be read (then `holders` is empty), else `None`.
+    pub error: Option<String>,
+}
+
+/// One holder in a [`LiveLock`] (see the example of [`LiveView`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LiveHolder {
+    /// The slot (0 for a single-leader lock).
+    pub slot: u32,
+    /// The owner recorded in the store (its node id).
+    pub owner: String,
+    /// The fencing number of this grant.
+    pub fence: u64,
+    /// When the lease was granted, by the store's clock (ms since the epoch).
+    pub acquired_at_ms: u64,
+    /// When the lease ends unless renewed, by the store's clock (ms since the epoch).
+    pub expires_at_ms: u64,
+    /// `expires_at` minus this machine's clock, in milliseconds (0 when past).
+    pub time_left_ms: u64,
+}
+
+impl LiveView {
+    /// A view of `locks` on `store` (one slot each; see [`slots`](Self::slots)). Fails if
+    /// `locks` is empty.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{LockName, MemoryStore};
+    /// use leasehold_workbench::web::{LiveView, WebError};
+    /// assert!(matches!(LiveView::new(Arc::new(MemoryStore::new()), vec![]), Err(WebError::NoLocks)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(store: Arc<dyn LeaseStore>, locks: Vec<LockName>) -> Result<Self, WebError> {
+        if locks.is_empty() {
+            return Err(WebError::NoLocks);
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                elector: Elector::new(Arc::clone(&store)),
+                group: None,
+                locks,
+                slots: 1,
+                store_label: String::new(),
+            }),
+        })
+    }
+
+    /// Looks at `slots` slots of every lock (as given to `leasehold run --slots`; 1 or more).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{LockName, MemoryStore};
+    /// # use leasehold_workbench::web::LiveView;
+    /// let view = LiveView::new(Arc::new(MemoryStore::new()), vec![LockName::new("crawl")?])?.slots(3)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slots(self, slots: u32) -> Result<Self, WebError> {
+        let mut inner = self.into_inner();
+        inner.group = if slots > 1 {
+            let options = GroupOptions::builder()
+                .max_leaders(slots)
+                .build()
+                .map_err(WebError::Options)?;
+            Some(GroupElector::new(
+                Arc::clone(inner.elector.store()),
+                options,
+            ))
+        } else {
+            None
+        };
+        inner.slots = slots.max(1);
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The store's name as the page shows it (pass a redacted URL: it is served to every
+    /// visitor).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{LockName, MemoryStore};
+    /// # use leasehold_workbench::web::LiveView;
+    /// let view = LiveView::new(Arc::new(MemoryStore::new()), vec![LockName::new("a")?])?
+    ///     .store_label("postgres://app:***@db/leases");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn store_label(self, label: impl Into<String>) -> Self {
+        let mut inner = self.into_inner();
+        inner.store_label = label.into();
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    fn into_inner(self) -> Inner {
+        Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
+            elector: shared.elector.clone(),
+            group: shared.group.clone(),
+            locks: shared.locks.clone(),
+            slots: shared.slots,
+            store_label: shared.store_label.clone(),
+        })
+    }
+
+    /// Asks the store for every lock now (concurrently). A lock whose state cannot be read is
+    /// reported with its `error`, the others still are.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use std::sync::Arc;
+    /// # use leasehold::{LockName, MemoryStore};
+    /// # use leasehold_workbench::web::LiveView;
+    /// let view = LiveView::new(Arc::new(MemoryStore::new()), vec![LockName::new("a")?])?;
+    /// assert!(view.report().await.locks[0].holders.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn report(&self) -> LiveReport {
+        let inner = &self.inner;
+        let locks = join_all(inner.locks.iter().map(|lock| async move {
+            let state = match &inner.group {
+                Some(group) => group.state(lock).await,
+                None => inner.elector.state(lock).await,
+            };
+            match state {
+                Ok(state) => live_lock(&state, SystemTime::now()),
+                Err(e) => {
+                    tracing::warn!(lock = %lock, error = %e, "leasehold: live view could not read lock state");
+                    LiveLock {
+                        lock: lock.to_string(),
+                        slots: inner.slots,
+                        holders: Vec::new(),
+                        error: Some(e.to_string()),
+                    }
+                }
+            }
+        }))
+        .await;
+        LiveReport {
+            store: inner.store_label.clone(),
+            checked_at_ms: epoch_ms(SystemTime::now()),
+            locks,
+        }
+    }
+
+    /// The routes, for a server listening on `listen`. The management report is served
+    /// without authentication, like the page: on a loopback address, or on another address when
+    /// the caller has explicitly allowed remote access (see [`check_bind`](crate::web::check_bind)).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{LockName, MemoryStore};
+    /// # use leasehold_workbench::web::LiveView;
+    /// let view = LiveView::new(Arc::new(MemoryStore::new()), vec![LockName::new("a")?])?;
+    /// let router: axum::Router = view.router("127.0.0.1:0".parse()?)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn router(self, listen: SocketAddr) -> Result<Router, WebError> {
+        let management = Management::new(self.inner.elector.clone())
+            .locks(self.inner.locks.iter().map(ToString::to_string))
+            .path(MANAGEMENT_PATH);
+        let management = if listen.ip().is_loopback() {
+            management.loopback_only(listen)
+        } else {
+            management.behind_caller_auth()
+        };
+        let management = management.router()?;
+        Ok(Router::new()
+            .route("/", get(|| async { page::respond(page::LIVE_HTML) }))
+            .route("/api/live", get(live))
+            .with_state(self)
+            .merge(management))
+    }
+}
+
+async fn live(State(view): State<LiveView>) -> Response {
+    let mut res = Json(view.report().await).into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+fn live_lock(state: &LockState, now: SystemTime) -> LiveLock {
+    LiveLock {
+        lock: state.lock.to_string(),
+        slots: state.slots,
+        holders: state.holders.iter().map(|h| live_holder(h, now)).collect(),
+        error: None,
+    }
+}
+
+fn live_holder(h: &Holder, now: SystemTime) -> LiveHolder {
+    LiveHolder {
+        slot: h.slot,
+        owner: h.owner.clone(),
+        fence: h.fence,
+        acquired_at_ms: epoch_ms(h.acquired_at),
+        expires_at_ms: epoch_ms(h.expires_at),
+        time_left_ms: millis(h.time_left(now)),
+    }
+}
+
+fn epoch_ms(t: SystemTime) -> u64 {
+    millis(t.duration_since(UNIX_EPOCH).unwrap_or_default())
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holders_report_time_left_against_the_given_clock() -> Result<(), leasehold::NameError> {
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_000);
+        let state = LockState {
+            lock: LockName::new("job")?,
+            slots: 2,
+            holders: vec![Holder {
+                slot: 1,
+                owner: "host:1".to_owned(),
+                fence: 9,
+                acquired_at: t0,
+                expires_at: t0 + Duration::from_secs(30),
+            }],
+        };
+        let live = live_lock(&state, t0 + Duration::from_secs(10));
+        assert_eq!(live.holders[0].time_left_ms, 20_000);
+        assert_eq!(live.holders[0].expires_at_ms, 1_030_000);
+        let late = live_lock(&state, t0 + Duration::from_secs(31));
+        assert_eq!(late.holders[0].time_left_ms, 0);
+        Ok(())
+    }
+}

@@ -1,0 +1,28 @@
+//! The web side of the workbench: the interactive page with its JSON API
+//! ([`workbench_router`], for `leasehold workbench`) and the live view of a real store
+//! ([`LiveView`], for `leasehold serve`), plus the loopback-by-default listener both use
+//! ([`bind`], [`serve`]).
+//!
+//! Both pages are single self-contained HTML files compiled into the binary ([`WORKBENCH_HTML`],
+//! [`LIVE_HTML`]): no external scripts, styles or fonts, so they work offline.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use leasehold_workbench::web;
+//! let listener = web::bind("127.0.0.1:0".parse()?, false).await?;
+//! tracing::info!("listening on http://{}/", listener.local_addr()?);
+//! web::serve(listener, web::workbench_router(), std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod error;
+mod listen;
+mod live;
+mod page;
+
+pub use api::workbench_router;
+pub use error::WebError;
+pub use listen::{LIVE_BIND, WORKBENCH_BIND, bind, check_bind, serve};
+pub use live::{LiveHolder, LiveLock, LiveReport, LiveView, MANAGEMENT_PATH};
+pub use page::{LIVE_HTML, WORKBENCH_HTML};

@@ -1,0 +1,309 @@
+//! The workbench's HTTP routes and the live view, through the real router (tower `oneshot`) and
+//! through a real listener on loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use leasehold::{ElectionOptions, Elector, LockName, MemoryStore};
+use leasehold_workbench::sim;
+use leasehold_workbench::web::{self, LiveView, WebError};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower::ServiceExt;
+
+struct Answer {
+    status: StatusCode,
+    content_type: String,
+    csp: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+async fn get(app: &Router, uri: &str) -> Answer {
+    let res = app
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let header_text = |name| {
+        res.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let content_type = header_text(header::CONTENT_TYPE).unwrap_or_default();
+    let csp = header_text(header::CONTENT_SECURITY_POLICY);
+    let status = res.status();
+    let body = res.into_body().collect().await.unwrap().to_bytes().to_vec();
+    Answer {
+        status,
+        content_type,
+        csp,
+        body,
+    }
+}
+
+#[tokio::test]
+async fn the_page_is_served_self_contained() {
+    let page = get(&web::workbench_router(), "/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.content_type.starts_with("text/html"),
+        "{}",
+        page.content_type
+    );
+    let html = page.text();
+    assert!(html.contains("<title>leasehold workbench</title>"));
+    for external in [
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+        "src=\"//",
+    ] {
+        assert!(!html.contains(external), "the page loads {external}…");
+    }
+    let csp = page.csp.expect("a content security policy");
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"),
+        "{csp}"
+    );
+}
+
+#[tokio::test]
+async fn scenarios_are_listed_in_display_order_with_presets() {
+    let answer = get(&web::workbench_router(), "/api/scenarios").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let list = answer.json();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["contention", "expiry", "extension", "group", "fencing"]
+    );
+    for s in list.as_array().unwrap() {
+        for key in [
+            "action",
+            "lease",
+            "wait",
+            "min_lease",
+            "auto_extend",
+            "slots",
+        ] {
+            assert!(
+                !s["preset"][key].is_null(),
+                "{} has no preset {key}",
+                s["id"]
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn simulate_returns_the_simulations_timeline_byte_for_byte() {
+    let app = web::workbench_router();
+    for id in ["contention", "expiry", "extension", "group", "fencing"] {
+        let answer = get(&app, &format!("/api/simulate?scenario={id}")).await;
+        assert_eq!(answer.status, StatusCode::OK, "{id}: {}", answer.text());
+        assert!(answer.content_type.starts_with("application/json"));
+        let direct = sim::simulate(id, &sim::Overrides::default()).unwrap();
+        assert_eq!(answer.body, serde_json::to_vec(&direct).unwrap(), "{id}");
+        let timeline = answer.json();
+        assert_eq!(timeline["scenario"], id);
+        let frames = timeline["frames"].as_array().unwrap().len();
+        assert_eq!(frames as u64, timeline["max_tick"].as_u64().unwrap() + 1);
+    }
+}
+
+#[tokio::test]
+async fn overrides_reach_the_simulation() {
+    let app = web::workbench_router();
+    let answer = get(
+        &app,
+        "/api/simulate?scenario=contention&action=3&lease=9&wait=1&min_lease=7&auto_extend=true",
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    let params = &answer.json()["params"];
+    assert_eq!(params["action"], 3);
+    assert_eq!(params["lease"], 9);
+    assert_eq!(params["wait"], 1);
+    assert_eq!(params["min_lease"], 7);
+    assert_eq!(params["auto_extend"], true);
+
+    let group = get(&app, "/api/simulate?scenario=group&slots=3").await;
+    assert_eq!(group.status, StatusCode::OK, "{}", group.text());
+    assert_eq!(group.json()["params"]["slots"], 3);
+}
+
+#[tokio::test]
+async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
+    let app = web::workbench_router();
+    for (query, needle) in [
+        ("", "scenario"),
+        ("scenario=nope", "nope"),
+        ("scenario=contention&action=abc", "action"),
+        ("scenario=contention&action=-1", "action"),
+        ("scenario=contention&auto_extend=maybe", "auto_extend"),
+        ("scenario=contention&colour=red", "colour"),
+        ("scenario=contention&lease=4&lease=5", "lease"),
+        ("scenario=contention&lease=10&min_lease=11", "min_lease"),
+        ("scenario=contention&action=0", "action"),
+        ("scenario=contention&lease=999", "lease"),
+    ] {
+        let answer = get(&app, &format!("/api/simulate?{query}")).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{query}: {}",
+            answer.text()
+        );
+        let error = answer.json()["error"].as_str().unwrap().to_owned();
+        assert!(error.contains(needle), "{query}: {error}");
+    }
+}
+
+fn held_view() -> (Arc<MemoryStore>, LiveView) {
+    let store = Arc::new(MemoryStore::new());
+    let locks = vec![
+        LockName::new("nightly").unwrap(),
+        LockName::new("idle").unwrap(),
+    ];
+    let view = LiveView::new(store.clone(), locks)
+        .unwrap()
+        .store_label("memory:");
+    (store, view)
+}
+
+#[tokio::test]
+async fn the_live_view_lists_the_holder_of_a_held_lock() {
+    let (store, view) = held_view();
+    let options = ElectionOptions::builder()
+        .node_id("worker-7")
+        .lease(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let elector = Elector::with_options(store, options);
+    let guard = elector.try_acquire("nightly").await.unwrap().unwrap();
+    let app = view.router("127.0.0.1:7879".parse().unwrap()).unwrap();
+
+    let live = get(&app, "/api/live").await;
+    assert_eq!(live.status, StatusCode::OK);
+    let report = live.json();
+    assert_eq!(report["store"], "memory:");
+    assert_eq!(report["locks"][0]["lock"], "nightly");
+    let holder = &report["locks"][0]["holders"][0];
+    assert_eq!(holder["owner"], "worker-7");
+    assert_eq!(holder["fence"], guard.fence());
+    assert_eq!(holder["slot"], 0);
+    let left = holder["time_left_ms"].as_u64().unwrap();
+    assert!(left > 50_000 && left <= 60_000, "{left}");
+    assert_eq!(report["locks"][1]["lock"], "idle");
+    assert_eq!(report["locks"][1]["holders"], Value::Array(vec![]));
+
+    let manage = get(&app, web::MANAGEMENT_PATH).await;
+    assert_eq!(manage.status, StatusCode::OK, "{}", manage.text());
+    let locks = manage.json()["locks"].clone();
+    let nightly = locks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "nightly")
+        .unwrap()
+        .clone();
+    assert_eq!(nightly["leaderId"], "worker-7");
+
+    let page = get(&app, "/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("api/live"));
+
+    guard.release().await.unwrap();
+    let after = get(&app, "/api/live").await.json();
+    assert_eq!(after["locks"][0]["holders"], Value::Array(vec![]));
+}
+
+#[tokio::test]
+async fn the_live_view_reads_group_slots() {
+    let store = Arc::new(MemoryStore::new());
+    let view = LiveView::new(store.clone(), vec![LockName::new("crawl").unwrap()])
+        .unwrap()
+        .slots(2)
+        .unwrap();
+    let group = leasehold::GroupElector::new(
+        store,
+        leasehold::GroupOptions::builder()
+            .max_leaders(2)
+            .build()
+            .unwrap(),
+    );
+    let _a = group.try_acquire("crawl").await.unwrap().unwrap();
+    let _b = group.try_acquire("crawl").await.unwrap().unwrap();
+    let report = view.report().await;
+    let slots: Vec<u32> = report.locks[0].holders.iter().map(|h| h.slot).collect();
+    assert_eq!(slots, [0, 1]);
+}
+
+#[tokio::test]
+async fn remote_binds_are_refused_unless_allowed() {
+    let err = web::bind("0.0.0.0:0".parse().unwrap(), false)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WebError::NotLoopback(_)));
+    assert!(err.to_string().contains("--allow-remote"), "{err}");
+    assert!(matches!(
+        LiveView::new(Arc::new(MemoryStore::new()), vec![]),
+        Err(WebError::NoLocks)
+    ));
+}
+
+/// A real listener on a free port: one raw HTTP/1.1 request, then graceful shutdown.
+#[tokio::test]
+async fn a_real_listener_serves_and_shuts_down_gracefully() {
+    let listener = web::bind("127.0.0.1:0".parse().unwrap(), false)
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(web::serve(listener, web::workbench_router(), async {
+        let _ = stopped.await;
+    }));
+
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(
+        b"GET /api/simulate?scenario=fencing HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), conn.read_to_end(&mut raw))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"scenario\":\"fencing\""));
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
