@@ -92,34 +92,10 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
     })
 }
 
-const HEADER: [&str; 7] = [
-    "TICK",
-    "CANDIDATE",
-    "OPERATION",
-    "TOKEN",
-    "FENCE",
-    "TTL",
-    "OUTCOME",
-];
-
 /// The events as a table with aligned columns (`-` where a field does not apply).
 fn table(events: &[TimelineEvent]) -> String {
-    let dash = || "-".to_owned();
-    let rows: Vec<[String; 7]> = events
-        .iter()
-        .map(|e| {
-            [
-                e.tick.to_string(),
-                e.candidate.clone(),
-                e.operation.clone(),
-                e.token.clone().unwrap_or_else(dash),
-                e.fence.map_or_else(dash, |f| f.to_string()),
-                e.ttl.map_or_else(dash, |t| t.to_string()),
-                e.outcome.clone(),
-            ]
-        })
-        .collect();
-    let mut widths = HEADER.map(|h| h.chars().count());
+    let rows: Vec<[String; 7]> = events.iter().map(TimelineEvent::cells).collect();
+    let mut widths = TimelineEvent::COLUMNS.map(|h| h.chars().count());
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -133,7 +109,7 @@ fn table(events: &[TimelineEvent]) -> String {
             .collect();
         padded.join("  ").trim_end().to_owned()
     };
-    let mut out = vec![line(&HEADER.map(str::to_owned))];
+    let mut out = vec![line(&TimelineEvent::COLUMNS.map(str::to_owned))];
     out.extend(rows.iter().map(|r| line(r)));
     out.join("\n")
 }

@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-use leasehold_workbench::sim::{
-    self, Overrides, Params, Scenario, SimError, Status, Timeline, TimelineEvent,
-};
+use leasehold_workbench::sim::{self, Overrides, Params, Scenario, SimError, Status, Timeline};
 
 fn run(scenario: &str, overrides: Overrides) -> Timeline {
     sim::simulate(scenario, &overrides).expect("valid parameters")
@@ -15,22 +13,7 @@ fn preset(scenario: &str) -> Timeline {
     run(scenario, Overrides::default())
 }
 
-/// One event as the words of a table row: tick, candidate, operation, token, fence, ttl,
-/// outcome (`-` where a field does not apply).
-fn row(e: &TimelineEvent) -> Vec<String> {
-    let dash = || "-".to_owned();
-    vec![
-        e.tick.to_string(),
-        e.candidate.clone(),
-        e.operation.clone(),
-        e.token.clone().unwrap_or_else(dash),
-        e.fence.map_or_else(dash, |f| f.to_string()),
-        e.ttl.map_or_else(dash, |t| t.to_string()),
-        e.outcome.clone(),
-    ]
-}
-
-/// Compares a timeline's events with a literal table (one row per line, columns as in [`row`]).
+/// Compares a timeline's events with a literal table (one row per line, columns as in `TimelineEvent::cells`).
 #[track_caller]
 fn assert_events(t: &Timeline, table: &str) {
     let expected: Vec<Vec<String>> = table
@@ -39,7 +22,7 @@ fn assert_events(t: &Timeline, table: &str) {
         .filter(|l| !l.is_empty() && !l.starts_with("tick"))
         .map(|l| l.split_whitespace().map(str::to_owned).collect())
         .collect();
-    let actual: Vec<Vec<String>> = t.events.iter().map(row).collect();
+    let actual: Vec<Vec<String>> = t.events.iter().map(|e| e.cells().to_vec()).collect();
     let show = |rows: &[Vec<String>]| {
         rows.iter()
             .map(|r| r.join(" "))

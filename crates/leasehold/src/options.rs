@@ -289,6 +289,22 @@ impl GroupOptionsBuilder {
     }
     delegate_setters!(wait: Duration, lease: Duration, min_lease: Duration, auto_extend: bool,
         cancel_on_lost: bool, retry: RetryPolicy);
+    /// Takes every per-holder option (wait, lease, min lease, …, node id) from `options`, e.g.
+    /// to run the same settings as a single-leader elector.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold::{ElectionOptions, GroupOptions};
+    ///
+    /// let single = ElectionOptions::builder().lease(Duration::from_secs(90)).build()?;
+    /// let group = GroupOptions::builder().election(single.clone()).max_leaders(3).build()?;
+    /// assert_eq!(group.election(), &single);
+    /// # Ok::<(), leasehold::OptionsError>(())
+    /// ```
+    pub fn election(mut self, options: ElectionOptions) -> Self {
+        self.0.election = options;
+        self
+    }
     /// See [`ElectionOptionsBuilder::node_id`].
     pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
         self.0.election = self.0.election.to_builder().node_id(node_id).0;

@@ -64,28 +64,23 @@ impl NodeElector {
     ) -> Result<Self, SimError> {
         let retry = RetryPolicy::new(RETRY, RETRY, 0.0).map_err(failed)?;
         let store: Arc<dyn leasehold::LeaseStore> = store.clone();
+        let options = ElectionOptions::builder()
+            .wait(TICK * params.wait)
+            .lease(TICK * params.lease)
+            .min_lease(TICK * params.min_lease)
+            .auto_extend(params.auto_extend)
+            .retry(retry)
+            .node_id(node_id)
+            .build()
+            .map_err(failed)?;
         if scenario.is_group() {
             let options = GroupOptions::builder()
+                .election(options)
                 .max_leaders(params.slots)
-                .wait(TICK * params.wait)
-                .lease(TICK * params.lease)
-                .min_lease(TICK * params.min_lease)
-                .auto_extend(params.auto_extend)
-                .retry(retry)
-                .node_id(node_id)
                 .build()
                 .map_err(failed)?;
             Ok(Self::Group(GroupElector::new(store, options)))
         } else {
-            let options = ElectionOptions::builder()
-                .wait(TICK * params.wait)
-                .lease(TICK * params.lease)
-                .min_lease(TICK * params.min_lease)
-                .auto_extend(params.auto_extend)
-                .retry(retry)
-                .node_id(node_id)
-                .build()
-                .map_err(failed)?;
             Ok(Self::Single(Elector::with_options(store, options)))
         }
     }

@@ -169,6 +169,43 @@ pub struct TimelineEvent {
     pub outcome: String,
 }
 
+impl TimelineEvent {
+    /// The column names of [`cells`](Self::cells), as `leasehold simulate` prints them.
+    pub const COLUMNS: [&'static str; 7] = [
+        "TICK",
+        "CANDIDATE",
+        "OPERATION",
+        "TOKEN",
+        "FENCE",
+        "TTL",
+        "OUTCOME",
+    ];
+
+    /// The event as the cells of a table row, in [`COLUMNS`](Self::COLUMNS) order, with `-`
+    /// where a field does not apply.
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::{self, Overrides, TimelineEvent};
+    ///
+    /// let timeline = sim::simulate("contention", &Overrides::default())?;
+    /// assert_eq!(timeline.events[0].cells(), ["0", "node-a", "acquire", "a·1", "1", "10", "elected"]);
+    /// assert_eq!(TimelineEvent::COLUMNS[3], "TOKEN");
+    /// # Ok::<(), sim::SimError>(())
+    /// ```
+    pub fn cells(&self) -> [String; 7] {
+        let dash = || "-".to_owned();
+        [
+            self.tick.to_string(),
+            self.candidate.clone(),
+            self.operation.clone(),
+            self.token.clone().unwrap_or_else(dash),
+            self.fence.map_or_else(dash, |f| f.to_string()),
+            self.ttl.map_or_else(dash, |t| t.to_string()),
+            self.outcome.clone(),
+        ]
+    }
+}
+
 /// Defines a vocabulary enum with its machine words.
 macro_rules! words {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $word:literal),* $(,)? }) => {
