@@ -1,72 +1,220 @@
 //! Command-line arguments.
 
-pub(crate) const USAGE: &str = "usage: leasehold-bench --backend memory|sqlite|postgres|mysql|redis|dynamodb [--url URL] [--seconds N] [--handoffs N]
+use std::path::PathBuf;
+use std::time::Duration;
 
-  --backend   which store to measure
-  --url       store URL (default: a temp SQLite file, $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL,
-              $LEASEHOLD_TEST_REDIS_URL or redis://127.0.0.1:6379,
-              dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true)
-  --seconds   measuring time per scenario, split between the sides (default 10)
-  --handoffs  redis only: hand-offs measured per kind (default 100)";
+use crate::backend::Backend;
+use crate::scenario::{Config, Scenario};
 
+pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--scenario LIST|all] [--quick]
+                       [--seconds N] [--handoffs N] [--failovers N] [--rounds N] [--url URL]
+                       [--json FILE] [--markdown FILE] [--svg FILE] [--out DIR]
+
+  --backend    memory, sqlite, postgres, mysql, redis, dynamodb, a comma-separated list, or all (default)
+  --scenario   uncontended, contended, many-locks, group, handoff, failover, auto-extend, safety,
+               a comma-separated list, or all (default)
+  --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 unless given
+  --seconds    measuring time of each throughput scenario, shared by its sides (default 4)
+  --handoffs   hand-offs measured per side (default 40)
+  --failovers  holders killed in the failover scenario (default 4)
+  --rounds     safety rounds per contender (8 contenders; default 2000)
+  --url        store URL, with one backend only (default: a temp SQLite file,
+               $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL, $LEASEHOLD_TEST_REDIS_URL or
+               redis://127.0.0.1:6379, dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true)
+  --json, --markdown, --svg   write the report in that form to FILE
+  --out        write DIR/benchmarks.json, DIR/benchmarks.md and DIR/benchmarks.svg
+  With no output option the markdown goes to stdout. The exit status is 1 when a safety run
+  fails or a backend could not be measured, 2 on bad arguments.";
+
+/// What to run.
 pub(crate) struct Args {
-    pub(crate) backend: String,
-    pub(crate) url: String,
-    pub(crate) seconds: f64,
-    pub(crate) handoffs: usize,
+    pub(crate) backends: Vec<Backend>,
+    pub(crate) url: Option<String>,
+    pub(crate) scenarios: Vec<Scenario>,
+    pub(crate) safety: bool,
+    pub(crate) config: Config,
+    pub(crate) rounds: usize,
+    pub(crate) json: Option<PathBuf>,
+    pub(crate) markdown: Option<PathBuf>,
+    pub(crate) svg: Option<PathBuf>,
+    /// The child side of the failover scenario: hold this lock until killed.
+    pub(crate) hold: Option<Hold>,
+}
+
+/// `--hold LOCK --lease-ms N` (internal: the failover scenario's child holder).
+pub(crate) struct Hold {
+    pub(crate) lock: String,
+    pub(crate) lease: Duration,
+}
+
+fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("{flag} takes a whole number, not {text:?}"))
+}
+
+fn list<T>(
+    text: &str,
+    all: &[T],
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String>
+where
+    T: Copy,
+{
+    if text == "all" {
+        return Ok(all.to_vec());
+    }
+    text.split(',').map(|s| parse(s.trim())).collect()
 }
 
 impl Args {
     pub(crate) fn parse(mut argv: impl Iterator<Item = String>) -> Result<Self, String> {
-        let (mut backend, mut url, mut seconds, mut handoffs) = (None, None, 10.0_f64, 100usize);
+        let mut backends = Backend::ALL.to_vec();
+        let (mut scenarios, mut safety) = (Scenario::ALL.to_vec(), true);
+        let (mut url, mut quick, mut seconds) = (None, false, None::<f64>);
+        let (mut handoffs, mut failovers, mut rounds) = (None, None, None);
+        let (mut json, mut markdown, mut svg, mut out) = (None, None, None, None::<PathBuf>);
+        let (mut hold, mut lease_ms) = (None, 1000u64);
         while let Some(flag) = argv.next() {
             let mut value = || argv.next().ok_or(format!("{flag} needs a value"));
             match flag.as_str() {
-                "--backend" => backend = Some(value()?),
-                "--url" => url = Some(value()?),
+                "--backend" => backends = list(&value()?, &Backend::ALL, Backend::parse)?,
+                "--scenario" => {
+                    let text = value()?;
+                    let names: Vec<&str> = text.split(',').map(str::trim).collect();
+                    safety = text == "all" || names.contains(&"safety");
+                    scenarios = if text == "all" {
+                        Scenario::ALL.to_vec()
+                    } else {
+                        names
+                            .iter()
+                            .filter(|n| **n != "safety")
+                            .map(|n| {
+                                Scenario::parse(n).ok_or_else(|| {
+                                    format!("unknown scenario {n:?}: expected uncontended, contended, many-locks, group, handoff, failover, auto-extend, safety or all")
+                                })
+                            })
+                            .collect::<Result<_, _>>()?
+                    };
+                }
+                "--quick" => quick = true,
                 "--seconds" => {
-                    seconds = value()?
+                    let s: f64 = value()?
                         .parse()
                         .map_err(|_| "--seconds takes a number".to_owned())?;
-                    if !seconds.is_finite() || seconds <= 0.0 {
+                    if !s.is_finite() || s <= 0.0 {
                         return Err("--seconds must be positive".into());
                     }
+                    seconds = Some(s);
                 }
-                "--handoffs" => {
-                    handoffs = value()?
-                        .parse()
-                        .map_err(|_| "--handoffs takes a whole number".to_owned())?;
-                }
+                "--handoffs" => handoffs = Some(number(&flag, &value()?)?),
+                "--failovers" => failovers = Some(number(&flag, &value()?)?),
+                "--rounds" => rounds = Some(number(&flag, &value()?)?),
+                "--url" => url = Some(value()?),
+                "--json" => json = Some(PathBuf::from(value()?)),
+                "--markdown" => markdown = Some(PathBuf::from(value()?)),
+                "--svg" => svg = Some(PathBuf::from(value()?)),
+                "--out" => out = Some(PathBuf::from(value()?)),
+                "--hold" => hold = Some(value()?),
+                "--lease-ms" => lease_ms = number(&flag, &value()?)?,
                 "-h" | "--help" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
-        let backend = backend.ok_or("--backend is required")?;
-        let env = |var: &str| {
-            std::env::var(var).map_err(|_| format!("--url or ${var} is required for {backend}"))
-        };
-        let url = match (url, backend.as_str()) {
-            (Some(u), _) => u,
-            (None, "memory") => "memory:".to_owned(),
-            (None, "sqlite") => {
-                let file =
-                    std::env::temp_dir().join(format!("leasehold-bench-{}.db", std::process::id()));
-                format!("sqlite://{}", file.display())
-            }
-            (None, "postgres") => env("LEASEHOLD_TEST_POSTGRES_URL")?,
-            (None, "mysql") => env("LEASEHOLD_TEST_MYSQL_URL")?,
-            (None, "redis") => std::env::var("LEASEHOLD_TEST_REDIS_URL")
-                .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned()),
-            (None, "dynamodb") => {
-                crate::dynamodb::default_url(&env("LEASEHOLD_TEST_DYNAMODB_ENDPOINT")?)
-            }
-            (None, other) => return Err(format!("unknown backend {other:?}")),
-        };
+        if url.is_some() && backends.len() != 1 {
+            return Err("--url needs exactly one --backend".into());
+        }
+        if let Some(dir) = out {
+            json.get_or_insert(dir.join("benchmarks.json"));
+            markdown.get_or_insert(dir.join("benchmarks.md"));
+            svg.get_or_insert(dir.join("benchmarks.svg"));
+        }
+        let rounds = rounds.unwrap_or(if quick { 200 } else { 2000 });
+        if rounds == 0 {
+            return Err("--rounds must be at least 1".into());
+        }
         Ok(Self {
-            backend,
+            hold: hold.map(|lock| Hold {
+                lock,
+                lease: Duration::from_millis(lease_ms),
+            }),
+            backends,
             url,
-            seconds,
-            handoffs,
+            scenarios,
+            safety,
+            config: Config {
+                seconds: seconds.unwrap_or(if quick { 1.0 } else { 4.0 }),
+                handoffs: handoffs.unwrap_or(if quick { 10 } else { 40 }).max(1),
+                failovers: failovers.unwrap_or(if quick { 2 } else { 4 }).max(1),
+            },
+            rounds,
+            json,
+            markdown,
+            svg,
         })
+    }
+
+    /// The flags that size this run, for the commands printed with each table.
+    pub(crate) fn size_flags(&self) -> String {
+        format!(
+            "--seconds {} --handoffs {} --failovers {} --rounds {}",
+            self.config.seconds, self.config.handoffs, self.config.failovers, self.rounds
+        )
+    }
+
+    /// The URL of `backend`: the one given, or its default.
+    pub(crate) fn url_of(&self, backend: Backend) -> Result<String, String> {
+        match &self.url {
+            Some(u) => Ok(u.clone()),
+            None => backend.default_url(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, String> {
+        Args::parse(args.iter().map(|s| (*s).to_owned()))
+    }
+
+    #[test]
+    fn defaults_run_everything() -> Result<(), String> {
+        let a = parse(&[])?;
+        assert_eq!(a.backends.len(), 6);
+        assert_eq!(a.scenarios.len(), 7);
+        assert!(a.safety);
+        assert_eq!(a.rounds, 2000);
+        Ok(())
+    }
+
+    #[test]
+    fn lists_quick_and_out() -> Result<(), String> {
+        let a = parse(&[
+            "--backend",
+            "redis,sqlite",
+            "--scenario",
+            "handoff,safety",
+            "--quick",
+            "--out",
+            "x",
+        ])?;
+        assert_eq!(a.backends, vec![Backend::Redis, Backend::Sqlite]);
+        assert_eq!(a.scenarios, vec![Scenario::Handoff]);
+        assert!(a.safety);
+        assert_eq!((a.rounds, a.config.handoffs), (200, 10));
+        assert_eq!(a.svg, Some(PathBuf::from("x/benchmarks.svg")));
+        Ok(())
+    }
+
+    #[test]
+    fn bad_input_says_what_is_allowed() {
+        let e = parse(&["--backend", "oracle"]).err().unwrap_or_default();
+        assert!(e.contains("expected memory"), "{e}");
+        let e = parse(&["--scenario", "fast"]).err().unwrap_or_default();
+        assert!(e.contains("expected uncontended"), "{e}");
+        let e = parse(&["--url", "redis://x"]).err().unwrap_or_default();
+        assert!(e.contains("exactly one"), "{e}");
+        assert!(parse(&["--rounds", "0"]).is_err());
     }
 }

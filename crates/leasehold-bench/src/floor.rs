@@ -1,114 +1,137 @@
-//! The floor: the same acquire and release a store performs, issued raw with the same client.
+//! The floor: the same acquire and release a store performs — its fewest raw round trips —
+//! issued with the same client, without the elector around them.
+
+mod dynamodb;
+mod redis;
+mod sql;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{AcquireRequest, LeaseStore, LockName, MemoryStore, Token};
+use leasehold::{AcquireRequest, Lease, LeaseStore, LockName, MemoryStore, Token};
 use leasehold_dynamodb::DynamoDbStore;
-use leasehold_sql::{SqlPool, SqlStore};
+use leasehold_redis::RedisStore;
+use leasehold_sql::SqlStore;
 
-type BoxError = Box<dyn std::error::Error>;
+use crate::BoxError;
+use crate::backend::{Backend, redis_options};
 
-/// What the floor runs on.
+/// What the floor runs on: the concrete client the measured store also uses.
 pub(crate) enum Floor {
     /// The memory store's own acquire and release, without the elector around them.
     Memory(Arc<MemoryStore>),
     /// The store's SQL statements, bound and executed directly on its pool.
     Sql(Arc<SqlStore>),
+    /// The store's Lua scripts, invoked raw on its connection.
+    Redis(Arc<RedisStore>),
     /// The store's two conditional `UpdateItem` requests, sent with its client.
     DynamoDb(Arc<DynamoDbStore>),
 }
 
+/// A lease the floor holds: what its release needs.
+pub(crate) struct FloorLease {
+    lock: LockName,
+    token: Token,
+    /// The memory store releases by lease.
+    lease: Option<Lease>,
+}
+
+/// Opens the store to measure and its floor on the same client.
 pub(crate) async fn open(
-    backend: &str,
+    backend: Backend,
     url: &str,
+    memory: &Arc<MemoryStore>,
 ) -> Result<(Arc<dyn LeaseStore>, Floor), BoxError> {
     Ok(match backend {
-        "memory" => {
-            let store = Arc::new(MemoryStore::new());
-            (store.clone(), Floor::Memory(store))
-        }
-        "sqlite" | "postgres" | "mysql" => {
+        Backend::Memory => (memory.clone(), Floor::Memory(memory.clone())),
+        Backend::Sqlite | Backend::Postgres | Backend::Mysql => {
             let store = Arc::new(SqlStore::connect(url).await?);
             (store.clone(), Floor::Sql(store))
         }
-        "dynamodb" => {
+        Backend::Redis => {
+            let store = Arc::new(RedisStore::connect_with(url, redis_options()).await?);
+            (store.clone(), Floor::Redis(store))
+        }
+        Backend::DynamoDb => {
             let store = Arc::new(DynamoDbStore::connect(url).await?);
             (store.clone(), Floor::DynamoDb(store))
         }
-        other => return Err(format!("unknown backend {other:?}").into()),
     })
 }
 
 impl Floor {
-    /// One acquire and one release.
-    pub(crate) async fn round_trip(&self, lock: &LockName) -> Result<(), BoxError> {
-        match self {
+    /// One acquire of `lock` for `ttl`: `None` when it is held.
+    pub(crate) async fn acquire(
+        &self,
+        lock: &LockName,
+        ttl: Duration,
+    ) -> Result<Option<FloorLease>, BoxError> {
+        let token = Token::random();
+        let granted = match self {
             Self::Memory(store) => {
                 let req = AcquireRequest {
                     lock: lock.clone(),
                     slots: 1,
                     owner: "floor".into(),
-                    token: Token::random(),
-                    ttl: Duration::from_secs(30),
+                    token,
+                    ttl,
                 };
-                let lease = store.try_acquire(&req).await?.ok_or("floor lock busy")?;
+                return Ok(store.try_acquire(&req).await?.map(|lease| FloorLease {
+                    lock: lock.clone(),
+                    token,
+                    lease: Some(lease),
+                }));
+            }
+            Self::Sql(store) => sql::acquire(store, lock, token, ttl).await?,
+            Self::Redis(store) => redis::acquire(store, lock, token, ttl).await?,
+            Self::DynamoDb(store) => dynamodb::acquire(store, lock, token, ttl).await?,
+        };
+        Ok(granted.then(|| FloorLease {
+            lock: lock.clone(),
+            token,
+            lease: None,
+        }))
+    }
+
+    /// Releases what [`acquire`](Self::acquire) granted.
+    pub(crate) async fn release(&self, held: FloorLease) -> Result<(), BoxError> {
+        match self {
+            Self::Memory(store) => {
+                let lease = held.lease.ok_or("memory floor lease without its lease")?;
                 store.release(&lease, Duration::ZERO).await?;
             }
-            Self::Sql(store) => sql_round_trip(store, lock).await?,
-            Self::DynamoDb(store) => crate::dynamodb::round_trip(store, lock).await?,
+            Self::Sql(store) => sql::release(store, &held.lock, held.token).await?,
+            Self::Redis(store) => redis::release(store, &held.lock, held.token).await?,
+            Self::DynamoDb(store) => dynamodb::release(store, &held.lock, held.token).await?,
         }
         Ok(())
     }
-}
 
-async fn sql_round_trip(store: &SqlStore, lock: &LockName) -> Result<(), BoxError> {
-    let sql = store.statements();
-    let token = Token::random().to_hex();
-    let lock = lock.as_str();
-    // The acquire statement with the parameters the store binds: (lock, slot, owner, token, ttl).
-    macro_rules! acquire {
-        () => {
-            sqlx::query(&sql.acquire)
-                .bind(lock)
-                .bind(0i32)
-                .bind("floor")
-                .bind(&token)
-                .bind(30_000i64)
-        };
+    /// One acquire and one release of a lock nobody else uses.
+    pub(crate) async fn round_trip(&self, lock: &LockName) -> Result<(), BoxError> {
+        let held = self
+            .acquire(lock, Duration::from_secs(30))
+            .await?
+            .ok_or("floor lock busy")?;
+        self.release(held).await
     }
-    // The release statement: (lock, slot, token), plus the channel on PostgreSQL.
-    macro_rules! release {
-        () => {
-            sqlx::query(&sql.release).bind(lock).bind(0i32).bind(&token)
-        };
-    }
-    match store.pool() {
-        SqlPool::Postgres(p) => {
-            acquire!()
-                .fetch_optional(p)
-                .await?
-                .ok_or("floor lock busy")?;
-            release!().bind(store.notify_channel()).fetch_all(p).await?;
-        }
-        SqlPool::Sqlite(p) => {
-            acquire!()
-                .fetch_optional(p)
-                .await?
-                .ok_or("floor lock busy")?;
-            release!().execute(p).await?;
-        }
-        SqlPool::MySql(p) => {
-            acquire!().execute(p).await?;
-            sqlx::query(&sql.read_own)
-                .bind(lock)
-                .bind(0i32)
-                .bind(&token)
-                .fetch_optional(p)
-                .await?
-                .ok_or("floor lock busy")?;
-            release!().execute(p).await?;
+
+    /// Takes the first free lock of `slots` (trying them in order, and again every millisecond
+    /// while all are busy — the simplest raw contender), holds it for `section`, releases it.
+    pub(crate) async fn section(
+        &self,
+        slots: &[LockName],
+        section: Duration,
+    ) -> Result<bool, BoxError> {
+        loop {
+            for lock in slots {
+                if let Some(held) = self.acquire(lock, Duration::from_secs(30)).await? {
+                    tokio::time::sleep(section).await;
+                    self.release(held).await?;
+                    return Ok(true);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
-    Ok(())
 }

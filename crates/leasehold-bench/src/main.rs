@@ -1,36 +1,42 @@
-//! `leasehold-bench`: leasehold beside the floor — the fewest raw round trips the backend needs
-//! for one acquire and one release, issued with the same client — in one run, interleaved so
-//! that drift on a shared machine hits both sides alike.
+//! `leasehold-bench`: leasehold beside the floor — the fewest raw round trips each backend needs
+//! for an acquire and a release, issued with the same client — and, on Redis, beside `rslock`,
+//! in one run, interleaved so that drift on a shared machine hits every side alike; then the
+//! testkit's safety checker on each backend, without and with injected faults.
 //!
 //! ```text
-//! cargo run --release -p leasehold-bench -- --backend postgres --seconds 10
+//! cargo build --release -p leasehold-bench
+//! target/release/leasehold-bench --backend all --scenario all --out /tmp/bench
+//! target/release/leasehold-bench --backend redis --scenario uncontended,handoff --quick
 //! ```
 //!
-//! Prints one markdown table row per scenario: ops/s of each side and their ratio. With
-//! `--backend redis` it also runs `rslock` beside them, 64 tasks on distinct locks, 8 tasks
-//! contending for one lock, and hand-off latency with and without release notifications:
-//!
-//! ```text
-//! cargo run --release -p leasehold-bench -- --backend redis --seconds 10
-//! ```
+//! Writes a markdown report (stdout by default), JSON and an SVG chart; exits 1 when a safety
+//! run fails or a backend could not be measured. `scripts/bench-report` runs it to regenerate
+//! `docs/benchmarks.md`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
-mod dynamodb;
+mod backend;
 mod floor;
 mod measure;
-mod redis;
+mod outcome;
+mod peer;
+mod render;
+mod report;
+mod safety;
+mod scenario;
+mod target;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, LeaseStore};
-
 use crate::args::Args;
-use crate::floor::Floor;
-use crate::measure::{Row, interleave};
+use crate::backend::Backend;
+use crate::report::{Failure, Report};
+use crate::target::Target;
+
+/// The error type of the harness: any error, with its message.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -41,63 +47,131 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.backend == "redis" {
-        return match redis::run(&args.url, args.seconds, args.handoffs).await {
-            Ok(report) => {
-                print!("{report}");
-                ExitCode::SUCCESS
-            }
+    if let Some(hold) = &args.hold {
+        let (Some(backend), Some(url)) = (args.backends.first(), &args.url) else {
+            eprintln!("--hold needs one --backend and its --url");
+            return ExitCode::from(2);
+        };
+        return match scenario::hold_until_killed(*backend, url, &hold.lock, hold.lease).await {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("leasehold-bench: {e}");
+                eprintln!("leasehold-bench --hold: {e}");
                 ExitCode::FAILURE
             }
         };
     }
-    match run(&args).await {
-        Ok(rows) => {
-            println!("| backend | scenario | leasehold ops/s | floor ops/s | ratio |");
-            println!("|---|---|---:|---:|---:|");
-            for row in rows {
-                println!("{row}");
-            }
-            ExitCode::SUCCESS
+    let report = run(&args).await;
+    match write(&args, &report) {
+        Ok(()) if report.passed() => ExitCode::SUCCESS,
+        Ok(()) => {
+            eprintln!("leasehold-bench: a safety run failed or a backend could not be measured");
+            ExitCode::FAILURE
         }
         Err(e) => {
-            eprintln!("leasehold-bench: {e}");
+            eprintln!("leasehold-bench: writing the report: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-async fn run(args: &Args) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
-    let (store, floor): (Arc<dyn LeaseStore>, Floor) =
-        floor::open(&args.backend, &args.url).await?;
-    let options = ElectionOptions::builder()
-        .wait(Duration::ZERO)
-        .lease(Duration::from_secs(30))
-        .build()?;
-    let elector = Elector::with_options(Arc::clone(&store), options);
-    let lock = format!("bench-{}", leasehold::Token::random().to_hex());
-    let floor_lock = leasehold::LockName::new(format!("{lock}-floor"))?;
-    // Warm up both sides (connections, prepared statements, table creation).
-    for _ in 0..20 {
-        elector.run_if_leader(&lock, |_| async {}).await?;
-        floor.round_trip(&floor_lock).await?;
-    }
-    let total = Duration::from_secs_f64(args.seconds);
-    let row = interleave(
-        &args.backend,
-        "uncontended run_if_leader",
-        total,
-        || async {
-            let ran = elector.run_if_leader(&lock, |_| async {}).await?;
-            if ran.is_none() {
-                return Err("uncontended lock was busy".into());
+/// How long one scenario may take before it counts as hung.
+fn budget(args: &Args) -> Duration {
+    Duration::from_secs_f64(args.config.seconds * 4.0 + 120.0)
+}
+
+async fn run(args: &Args) -> Report {
+    let mut report = Report {
+        size_flags: args.size_flags(),
+        backends: args.backends.iter().map(|b| b.name()).collect(),
+        outcomes: Vec::new(),
+        safety: Vec::new(),
+        failures: Vec::new(),
+    };
+    let started = std::time::Instant::now();
+    let at = || format!("[{:>5.1} s]", started.elapsed().as_secs_f64());
+    for &backend in &args.backends {
+        let fail = |part: &str, error: String| Failure {
+            backend: backend.name(),
+            part: part.to_owned(),
+            error,
+        };
+        let target = match open(args, backend).await {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{}: cannot open: {e}", backend.name());
+                report.failures.push(fail("open", e.to_string()));
+                continue;
             }
-            Ok(())
-        },
-        || floor.round_trip(&floor_lock),
-    )
-    .await?;
-    Ok(vec![row])
+        };
+        for &scenario in &args.scenarios {
+            eprintln!("{} {}: {} …", at(), backend.name(), scenario.name());
+            match tokio::time::timeout(budget(args), scenario.run(&target, &args.config)).await {
+                Ok(Ok(outcome)) => report.outcomes.push(outcome),
+                Ok(Err(e)) => report.failures.push(fail(scenario.name(), e.to_string())),
+                Err(_) => report
+                    .failures
+                    .push(fail(scenario.name(), "timed out".to_owned())),
+            }
+        }
+        if args.safety {
+            for faults in [false, true] {
+                eprintln!("{} {}: safety (faults: {faults}) …", at(), backend.name());
+                let run = safety::run(&target, args.rounds, faults);
+                match tokio::time::timeout(budget(args) * 3, run).await {
+                    Ok(Ok(row)) => report.safety.push(row),
+                    Ok(Err(e)) => report.failures.push(fail("safety", e.to_string())),
+                    Err(_) => report.failures.push(fail("safety", "timed out".to_owned())),
+                }
+            }
+        }
+        drop(target);
+        if backend == Backend::Sqlite && args.url.is_none() {
+            remove_sqlite_files();
+        }
+    }
+    eprintln!("{} done", at());
+    report
+}
+
+async fn open(args: &Args, backend: Backend) -> Result<Target, BoxError> {
+    let url = args.url_of(backend)?;
+    Target::open(backend, &url).await
+}
+
+/// Removes the default temp SQLite database and its journal files.
+fn remove_sqlite_files() {
+    if let Ok(url) = Backend::Sqlite.default_url() {
+        let path = url.trim_start_matches("sqlite://");
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = std::fs::remove_file(format!("{path}{suffix}"));
+        }
+    }
+}
+
+fn write(args: &Args, report: &Report) -> Result<(), BoxError> {
+    let markdown = render::markdown::render(report)?;
+    if let Some(path) = &args.json {
+        create_parent(path)?;
+        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")?;
+    }
+    if let Some(path) = &args.svg {
+        create_parent(path)?;
+        std::fs::write(path, render::svg::render(report)?)?;
+    }
+    match &args.markdown {
+        Some(path) => {
+            create_parent(path)?;
+            std::fs::write(path, markdown)?;
+        }
+        None if args.json.is_none() && args.svg.is_none() => print!("{markdown}"),
+        None => {}
+    }
+    Ok(())
+}
+
+fn create_parent(path: &std::path::Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
+        _ => Ok(()),
+    }
 }

@@ -1,75 +1,16 @@
-//! Interleaved side-by-side measurement.
+//! Side-by-side measurement: tallies, the loops that drive a side, and the interleaving that
+//! gives every side its turns so drift on a shared machine hits all of them alike.
 
-use std::fmt;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-type BoxError = Box<dyn std::error::Error>;
+use futures::future::{LocalBoxFuture, join_all};
+use tokio::time::{Instant, timeout_at};
 
-/// One result row.
-pub(crate) struct Row {
-    backend: String,
-    scenario: &'static str,
-    ours: f64,
-    floor: f64,
-}
+use crate::BoxError;
 
-impl fmt::Display for Row {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "| {} | {} | {:.0} | {:.0} | {:.2}× |",
-            self.backend,
-            self.scenario,
-            self.ours,
-            self.floor,
-            self.ours / self.floor
-        )
-    }
-}
-
-/// Alternates fifty slices of each side over `total` and returns both throughputs.
-pub(crate) async fn interleave<A, AF, B, BF>(
-    backend: &str,
-    scenario: &'static str,
-    total: Duration,
-    mut ours: A,
-    mut floor: B,
-) -> Result<Row, BoxError>
-where
-    A: FnMut() -> AF,
-    AF: Future<Output = Result<(), BoxError>>,
-    B: FnMut() -> BF,
-    BF: Future<Output = Result<(), BoxError>>,
-{
-    const SLICES: u32 = 50;
-    let slice = total / (2 * SLICES);
-    let (mut ours_ops, mut ours_time, mut floor_ops, mut floor_time) =
-        (0u64, Duration::ZERO, 0u64, Duration::ZERO);
-    for _ in 0..SLICES {
-        let start = Instant::now();
-        while start.elapsed() < slice {
-            ours().await?;
-            ours_ops += 1;
-        }
-        ours_time += start.elapsed();
-        let start = Instant::now();
-        while start.elapsed() < slice {
-            floor().await?;
-            floor_ops += 1;
-        }
-        floor_time += start.elapsed();
-    }
-    Ok(Row {
-        backend: backend.to_owned(),
-        scenario,
-        ours: ours_ops as f64 / ours_time.as_secs_f64(),
-        floor: floor_ops as f64 / floor_time.as_secs_f64(),
-    })
-}
-
-/// What one side did: operations completed, failed attempts, the time it ran, and the latency
-/// of each operation (when the side records them).
+/// What one side did: operations completed, failed attempts (skips, busy locks, errors), the time
+/// it ran, the latency of each operation, and operations per task.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Tally {
     pub(crate) ops: u64,
@@ -78,10 +19,12 @@ pub(crate) struct Tally {
     pub(crate) latencies: Vec<Duration>,
     /// Operations per task (index = task), for fairness.
     pub(crate) per_task: Vec<u64>,
+    /// The first error seen, if any operation failed with one.
+    pub(crate) first_error: Option<String>,
 }
 
 impl Tally {
-    fn add(&mut self, other: Tally) {
+    pub(crate) fn add(&mut self, other: Tally) {
         self.ops += other.ops;
         self.failures += other.failures;
         self.time += other.time;
@@ -92,16 +35,14 @@ impl Tally {
         for (mine, theirs) in self.per_task.iter_mut().zip(other.per_task) {
             *mine += theirs;
         }
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
     }
 
     /// Operations per second.
     pub(crate) fn rate(&self) -> f64 {
         self.ops as f64 / self.time.as_secs_f64().max(f64::MIN_POSITIVE)
-    }
-
-    /// Failed attempts per second.
-    pub(crate) fn failure_rate(&self) -> f64 {
-        self.failures as f64 / self.time.as_secs_f64().max(f64::MIN_POSITIVE)
     }
 
     /// The `p`-th percentile latency (0–100), if latencies were recorded.
@@ -110,28 +51,36 @@ impl Tally {
             return None;
         }
         self.latencies.sort_unstable();
-        let rank = ((p / 100.0) * (self.latencies.len() - 1) as f64).round() as usize;
-        self.latencies
-            .get(rank.min(self.latencies.len() - 1))
-            .copied()
+        let last = self.latencies.len() - 1;
+        let rank = ((p / 100.0) * last as f64).round() as usize;
+        self.latencies.get(rank.min(last)).copied()
+    }
+
+    /// Fails when nothing succeeded but something failed with an error: the side did not run.
+    pub(crate) fn check(self, side: &str) -> Result<Self, BoxError> {
+        match &self.first_error {
+            Some(e) if self.ops == 0 => Err(format!("{side}: every operation failed: {e}").into()),
+            _ => Ok(self),
+        }
     }
 }
 
 /// One side of a comparison: runs for (about) the given time and reports what it did.
 pub(crate) type Side<'a> =
-    Box<dyn FnMut(Duration) -> futures::future::LocalBoxFuture<'a, Result<Tally, BoxError>> + 'a>;
+    Box<dyn FnMut(Duration) -> LocalBoxFuture<'a, Result<Tally, BoxError>> + 'a>;
 
-/// Gives every side ten turns of `total / (10 × sides)` each, round-robin, so drift on a shared
-/// machine hits all sides alike; returns each side's summed tally.
+/// Gives every side `turns` turns of `total / (turns × sides)` each, round-robin, and returns
+/// each side's summed tally.
 pub(crate) async fn alternate(
     total: Duration,
+    turns: u32,
     sides: &mut [Side<'_>],
 ) -> Result<Vec<Tally>, BoxError> {
-    const SLICES: u32 = 50;
     let n = u32::try_from(sides.len()).unwrap_or(1).max(1);
-    let slice = total / (SLICES * n);
+    let turns = turns.max(1);
+    let slice = total / (turns * n);
     let mut tallies = vec![Tally::default(); sides.len()];
-    for _ in 0..SLICES {
+    for _ in 0..turns {
         for (side, tally) in sides.iter_mut().zip(tallies.iter_mut()) {
             tally.add(side(slice).await?);
         }
@@ -139,20 +88,118 @@ pub(crate) async fn alternate(
     Ok(tallies)
 }
 
-/// Like [`alternate`], but in `rounds` long blocks per side (for scenarios whose effects take
-/// longer than a slice to show, such as a contender starving past its wait budget).
-pub(crate) async fn alternate_blocks(
-    total: Duration,
-    rounds: u32,
-    sides: &mut [Side<'_>],
-) -> Result<Vec<Tally>, BoxError> {
-    let n = u32::try_from(sides.len()).unwrap_or(1).max(1);
-    let block = total / (rounds.max(1) * n);
-    let mut tallies = vec![Tally::default(); sides.len()];
-    for _ in 0..rounds.max(1) {
-        for (side, tally) in sides.iter_mut().zip(tallies.iter_mut()) {
-            tally.add(side(block).await?);
+/// Operations between two yields of a repeating task, so that tasks on a store that never
+/// suspends (the memory store) still take turns.
+const YIELD_EVERY: u64 = 64;
+
+/// Runs `op` back to back until `d` has passed, recording each successful latency; failed
+/// operations are counted (with the first error kept), not fatal.
+pub(crate) async fn repeat<F, Fut>(d: Duration, op: F) -> Result<Tally, BoxError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), BoxError>>,
+{
+    repeat_until(Instant::now() + d, op).await
+}
+
+/// [`repeat`] until `deadline`.
+async fn repeat_until<F, Fut>(deadline: Instant, mut op: F) -> Result<Tally, BoxError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), BoxError>>,
+{
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    while Instant::now() < deadline {
+        if (tally.ops + tally.failures) % YIELD_EVERY == YIELD_EVERY - 1 {
+            tokio::task::yield_now().await;
+        }
+        let t = Instant::now();
+        match op().await {
+            Ok(()) => {
+                tally.latencies.push(t.elapsed());
+                tally.ops += 1;
+            }
+            Err(e) => {
+                tally.failures += 1;
+                tally.first_error.get_or_insert_with(|| e.to_string());
+            }
         }
     }
-    Ok(tallies)
+    tally.time = started.elapsed();
+    Ok(tally)
+}
+
+/// Runs `tasks` copies of [`repeat`] at once (task `i` gets `op(i)`) and sums them; the time is
+/// the wall time, so `ops / time` is the combined throughput.
+pub(crate) async fn repeat_concurrently<F, Fut>(
+    d: Duration,
+    tasks: usize,
+    op: F,
+) -> Result<Tally, BoxError>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<(), BoxError>>,
+{
+    let started = Instant::now();
+    let deadline = started + d;
+    let op = &op;
+    let results = join_all((0..tasks).map(|i| repeat_until(deadline, move || op(i)))).await;
+    let mut total = Tally::default();
+    for r in results {
+        let t = r?;
+        total.per_task.push(t.ops);
+        total.ops += t.ops;
+        total.failures += t.failures;
+        total.latencies.extend(t.latencies);
+        if total.first_error.is_none() {
+            total.first_error = t.first_error;
+        }
+    }
+    total.time = started.elapsed();
+    Ok(total)
+}
+
+/// Runs `tasks` contenders until `d` has passed; each call of `attempt(task)` tries once to get
+/// the lock and run the critical section, and reports `true` (ran) or `false` (gave up). An
+/// attempt still running at the deadline is cut off and not counted.
+pub(crate) async fn contend<F, Fut>(
+    d: Duration,
+    tasks: usize,
+    attempt: F,
+) -> Result<Tally, BoxError>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<bool, BoxError>>,
+{
+    let started = Instant::now();
+    let deadline = started + d;
+    let attempt = &attempt;
+    let results = join_all((0..tasks).map(|i| async move {
+        let mut done = Tally::default();
+        while Instant::now() < deadline {
+            match timeout_at(deadline, attempt(i)).await {
+                Ok(Ok(true)) => done.ops += 1,
+                Ok(Ok(false)) => done.failures += 1,
+                Ok(Err(e)) => {
+                    done.failures += 1;
+                    done.first_error.get_or_insert_with(|| e.to_string());
+                }
+                Err(_) => break,
+            }
+        }
+        done
+    }))
+    .await;
+    let mut total = Tally::default();
+    for t in results {
+        total.per_task.push(t.ops);
+        total.ops += t.ops;
+        total.failures += t.failures;
+        if total.first_error.is_none() {
+            total.first_error = t.first_error;
+        }
+    }
+    total.time = started.elapsed();
+    Ok(total)
 }

@@ -2,13 +2,14 @@
 //! `UpdateItem` each, with the same expressions — issued raw with the store's client.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use leasehold::{LockName, Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_dynamodb::expressions as x;
 
-type BoxError = Box<dyn std::error::Error>;
+use crate::BoxError;
 
 fn names(used: &'static [&'static str]) -> HashMap<String, String> {
     x::names(used)
@@ -30,54 +31,64 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The default bench URL: the test emulator's endpoint, a table of the bench's own.
-pub(crate) fn default_url(endpoint: &str) -> String {
-    format!("dynamodb://leasehold_bench_leases?endpoint={endpoint}&create_table=true")
-}
-
-/// One acquire (conditional `UpdateItem` returning the new item) and one release (conditional
-/// `UpdateItem`), as the store sends them.
-pub(crate) async fn round_trip(store: &DynamoDbStore, lock: &LockName) -> Result<(), BoxError> {
-    let client = store.client();
-    let key = store.key(lock, 0);
-    let token = Token::random().to_hex();
+/// The acquire: one conditional `UpdateItem` returning the new item, as the store sends it.
+pub(super) async fn acquire(
+    store: &DynamoDbStore,
+    lock: &LockName,
+    token: Token,
+    ttl: Duration,
+) -> Result<bool, BoxError> {
     let now = now_ms();
-    let expiry = now + 30_000;
-    let ttl = (expiry + 3_600_000).div_ceil(1000);
-    let acquired = client
+    let expiry = now + u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX / 4);
+    let ttl_attr = (expiry + 3_600_000).div_ceil(1000);
+    let acquired = store
+        .client()
         .update_item()
         .table_name(store.table())
-        .key(x::LOCK_NAME, s(&key))
+        .key(x::LOCK_NAME, s(&store.key(lock, 0)))
         .condition_expression(x::ACQUIRE_CONDITION)
         .update_expression(x::ACQUIRE_UPDATE)
         .set_expression_attribute_names(Some(names(x::ACQUIRE_NAMES)))
         .expression_attribute_values(":owner", s("floor"))
-        .expression_attribute_values(":token", s(&token))
+        .expression_attribute_values(":token", s(&token.to_hex()))
         .expression_attribute_values(":node", s("floor"))
         .expression_attribute_values(":now", n(now))
-        .expression_attribute_values(":stale", n(now - 2_000))
+        .expression_attribute_values(":stale", n(now.saturating_sub(2_000)))
         .expression_attribute_values(":expiry", n(expiry))
-        .expression_attribute_values(":ttl", n(ttl))
+        .expression_attribute_values(":ttl", n(ttl_attr))
         .expression_attribute_values(":seed", n(now * 1000))
         .expression_attribute_values(":one", n(1))
         .return_values(ReturnValue::AllNew)
         .send()
-        .await?;
-    if acquired
-        .attributes
-        .is_none_or(|a| !a.contains_key(x::FENCE))
-    {
-        return Err("floor acquire returned no fence".into());
+        .await;
+    match acquired {
+        Ok(out) => Ok(out.attributes.is_some_and(|a| a.contains_key(x::FENCE))),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
     }
+}
+
+/// The release: one conditional `UpdateItem`.
+pub(super) async fn release(
+    store: &DynamoDbStore,
+    lock: &LockName,
+    token: Token,
+) -> Result<(), BoxError> {
     let now = now_ms();
-    client
+    store
+        .client()
         .update_item()
         .table_name(store.table())
-        .key(x::LOCK_NAME, s(&key))
+        .key(x::LOCK_NAME, s(&store.key(lock, 0)))
         .condition_expression(x::HELD_CONDITION)
         .update_expression(x::RELEASE_UPDATE)
         .set_expression_attribute_names(Some(names(x::RELEASE_NAMES)))
-        .expression_attribute_values(":token", s(&token))
+        .expression_attribute_values(":token", s(&token.to_hex()))
         .expression_attribute_values(":now", n(now))
         .expression_attribute_values(":ttl", n((now + 3_600_000).div_ceil(1000)))
         .send()

@@ -1,0 +1,76 @@
+//! The SQL floor: the store's own acquire and release statements, bound and executed raw on its
+//! pool (on MySQL with the read-back, since it has no `RETURNING`).
+
+use std::time::Duration;
+
+use leasehold::{LockName, Token};
+use leasehold_sql::{SqlPool, SqlStore};
+
+use crate::BoxError;
+
+/// The acquire statement with the parameters the store binds: (lock, slot, owner, token, ttl).
+pub(super) async fn acquire(
+    store: &SqlStore,
+    lock: &LockName,
+    token: Token,
+    ttl: Duration,
+) -> Result<bool, BoxError> {
+    let sql = store.statements();
+    let token = token.to_hex();
+    let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    // One statement, bound for whichever database the pool is.
+    macro_rules! query {
+        () => {
+            sqlx::query(&sql.acquire)
+                .bind(lock.as_str())
+                .bind(0i32)
+                .bind("floor")
+                .bind(&token)
+                .bind(ttl)
+        };
+    }
+    Ok(match store.pool() {
+        SqlPool::Postgres(p) => query!().fetch_optional(p).await?.is_some(),
+        SqlPool::Sqlite(p) => query!().fetch_optional(p).await?.is_some(),
+        SqlPool::MySql(p) => {
+            query!().execute(p).await?;
+            sqlx::query(&sql.read_own)
+                .bind(lock.as_str())
+                .bind(0i32)
+                .bind(&token)
+                .fetch_optional(p)
+                .await?
+                .is_some()
+        }
+    })
+}
+
+/// The release statement: (lock, slot, token), plus the notification channel on PostgreSQL.
+pub(super) async fn release(
+    store: &SqlStore,
+    lock: &LockName,
+    token: Token,
+) -> Result<(), BoxError> {
+    let sql = store.statements();
+    let token = token.to_hex();
+    macro_rules! query {
+        () => {
+            sqlx::query(&sql.release)
+                .bind(lock.as_str())
+                .bind(0i32)
+                .bind(&token)
+        };
+    }
+    match store.pool() {
+        SqlPool::Postgres(p) => {
+            query!().bind(store.notify_channel()).fetch_all(p).await?;
+        }
+        SqlPool::Sqlite(p) => {
+            query!().execute(p).await?;
+        }
+        SqlPool::MySql(p) => {
+            query!().execute(p).await?;
+        }
+    }
+    Ok(())
+}

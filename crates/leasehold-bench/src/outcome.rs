@@ -1,0 +1,124 @@
+//! What a scenario measured on one backend: one figure per side (leasehold first, its floor
+//! second, then any peer), serialisable for the JSON report.
+
+use serde::Serialize;
+
+use crate::measure::Tally;
+
+/// The name of the peer's side.
+pub(crate) const PEER: &str = "rslock";
+
+/// What a side's main figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Unit {
+    /// Operations (or sections) per second: higher is better.
+    PerSecond,
+    /// Milliseconds (latency, takeover time): lower is better.
+    Millis,
+}
+
+/// One side's figures.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Figure {
+    pub(crate) side: String,
+    /// The main figure, in the outcome's unit (for latencies: the p50).
+    pub(crate) value: f64,
+    pub(crate) p50_ms: Option<f64>,
+    pub(crate) p99_ms: Option<f64>,
+    /// Operations (or samples) behind the figure.
+    pub(crate) count: u64,
+    /// Skips, failed lock calls or errors.
+    pub(crate) failures: u64,
+    /// Fewest and most operations of one task, where tasks were tracked.
+    pub(crate) per_task: Option<(u64, u64)>,
+    pub(crate) first_error: Option<String>,
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl Figure {
+    /// A throughput figure from a tally.
+    pub(crate) fn rate(side: &str, mut t: Tally) -> Self {
+        Self {
+            side: side.to_owned(),
+            value: t.rate(),
+            p50_ms: t.percentile(50.0).map(ms),
+            p99_ms: t.percentile(99.0).map(ms),
+            count: t.ops,
+            failures: t.failures,
+            per_task: spread(&t.per_task),
+            first_error: t.first_error,
+        }
+    }
+
+    /// A latency figure (the p50 is the value) from a tally of samples.
+    pub(crate) fn latency(side: &str, mut t: Tally) -> Self {
+        let p50 = t.percentile(50.0).map(ms);
+        Self {
+            side: side.to_owned(),
+            value: p50.unwrap_or(f64::NAN),
+            p50_ms: p50,
+            p99_ms: t.percentile(99.0).map(ms),
+            count: t.latencies.len() as u64,
+            failures: t.failures,
+            per_task: None,
+            first_error: t.first_error,
+        }
+    }
+
+    /// A fixed reference value (such as the lease a takeover is compared with).
+    pub(crate) fn reference(side: &str, value: f64) -> Self {
+        Self {
+            side: side.to_owned(),
+            value,
+            p50_ms: None,
+            p99_ms: None,
+            count: 0,
+            failures: 0,
+            per_task: None,
+            first_error: None,
+        }
+    }
+}
+
+fn spread(per_task: &[u64]) -> Option<(u64, u64)> {
+    Some((*per_task.iter().min()?, *per_task.iter().max()?))
+}
+
+/// One scenario on one backend.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Outcome {
+    pub(crate) backend: &'static str,
+    pub(crate) scenario: &'static str,
+    pub(crate) unit: Unit,
+    /// leasehold, then the floor, then peers.
+    pub(crate) figures: Vec<Figure>,
+}
+
+impl Outcome {
+    /// leasehold's figure divided by the floor's.
+    pub(crate) fn ratio_to_floor(&self) -> Option<f64> {
+        self.ratio(1)
+    }
+
+    /// leasehold's figure divided by the peer's (rslock), where there is one.
+    pub(crate) fn ratio_to_peer(&self) -> Option<f64> {
+        let peer = self.figures.iter().position(|f| f.side == PEER)?;
+        self.ratio(peer)
+    }
+
+    /// The figure of the side called `side`.
+    pub(crate) fn figure(&self, side: &str) -> Option<&Figure> {
+        self.figures.iter().find(|f| f.side == side)
+    }
+
+    fn ratio(&self, other: usize) -> Option<f64> {
+        let ours = self.figures.first()?.value;
+        let theirs = self.figures.get(other)?.value;
+        let r = ours / theirs;
+        r.is_finite().then_some(r)
+    }
+}

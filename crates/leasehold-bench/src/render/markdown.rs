@@ -1,0 +1,259 @@
+//! The markdown report: a summary of ratios, one table per scenario with its command, and the
+//! safety table.
+
+use std::fmt::Write as _;
+
+use crate::outcome::{Figure, Outcome, PEER, Unit};
+use crate::render::number;
+use crate::report::Report;
+use crate::safety::SafetyRow;
+use crate::scenario::Scenario;
+
+/// Renders the whole report.
+pub(crate) fn render(report: &Report) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    summary(&mut out, report)?;
+    for scenario in Scenario::ALL {
+        if report
+            .outcomes
+            .iter()
+            .any(|o| o.scenario == scenario.name())
+        {
+            table(&mut out, report, scenario)?;
+        }
+    }
+    if !report.safety.is_empty() {
+        safety(&mut out, report)?;
+    }
+    if !report.failures.is_empty() {
+        writeln!(out, "\n## Not measured\n")?;
+        for f in &report.failures {
+            writeln!(
+                out,
+                "* {} / {}: {}",
+                f.backend,
+                f.part,
+                f.error.replace('\n', " ")
+            )?;
+        }
+    }
+    Ok(out)
+}
+
+fn ratio(r: Option<f64>) -> String {
+    match r {
+        None => "–".to_owned(),
+        Some(r) if r < 0.1 => format!("{r:.4}×"),
+        Some(r) => format!("{r:.2}×"),
+    }
+}
+
+fn summary(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "## Summary: leasehold beside its floor\n")?;
+    writeln!(
+        out,
+        "Throughput columns are leasehold ÷ floor (1.00× = as fast as the raw round trips; higher is \
+         better). Hand-off is the p50 in ms, leasehold / floor. Failover is the takeover time's p50 \
+         ÷ the lease.\n"
+    )?;
+    let throughput = [
+        Scenario::Uncontended,
+        Scenario::Contended,
+        Scenario::ManyLocks,
+        Scenario::Group,
+        Scenario::AutoExtend,
+    ];
+    write!(out, "| backend |")?;
+    for s in throughput {
+        write!(out, " {} |", s.name())?;
+    }
+    writeln!(
+        out,
+        " hand-off p50 ms (leasehold / floor) | failover ÷ lease |"
+    )?;
+    writeln!(out, "|---|{}---:|---:|", "---:|".repeat(throughput.len()))?;
+    for backend in &report.backends {
+        write!(out, "| {backend} |")?;
+        for s in throughput {
+            let cell = report.outcome(backend, s).map(Outcome::ratio_to_floor);
+            write!(out, " {} |", ratio(cell.flatten()))?;
+        }
+        let handoff = report.outcome(backend, Scenario::Handoff).map_or_else(
+            || "–".to_owned(),
+            |o| {
+                let v = |i: usize| o.figures.get(i).map_or("–".to_owned(), |f| number(f.value));
+                format!("{} / {}", v(0), v(1))
+            },
+        );
+        let failover = report
+            .outcome(backend, Scenario::Failover)
+            .and_then(Outcome::ratio_to_floor);
+        writeln!(out, " {handoff} | {} |", ratio(failover))?;
+    }
+    Ok(())
+}
+
+/// A count: thousands separated, never with decimals.
+fn count(n: u64) -> String {
+    if n >= 100 {
+        number(n as f64)
+    } else {
+        n.to_string()
+    }
+}
+
+fn cell(f: &Figure, unit: Unit) -> String {
+    let mut text = match unit {
+        Unit::PerSecond => {
+            let mut t = format!("{}/s", number(f.value));
+            if let (Some(p50), Some(p99)) = (f.p50_ms, f.p99_ms) {
+                write!(t, " ({} / {} ms)", number(p50), number(p99)).ok();
+            }
+            t
+        }
+        Unit::Millis if f.count == 0 => format!("{} ms", number(f.value)),
+        Unit::Millis => format!(
+            "{} / {} ms (n = {})",
+            f.p50_ms.map_or("–".to_owned(), number),
+            f.p99_ms.map_or("–".to_owned(), number),
+            f.count
+        ),
+    };
+    if f.failures > 0 {
+        write!(text, "; {} failed", f.failures).ok();
+    }
+    if let Some((min, max)) = f.per_task {
+        write!(text, "; per task {}–{}", count(min), count(max)).ok();
+    }
+    text
+}
+
+fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Result {
+    writeln!(out, "\n## {}\n", scenario.title())?;
+    writeln!(out, "{}\n", scenario.explanation())?;
+    writeln!(out, "```sh\n{}\n```\n", report.command(scenario.name()))?;
+    let outcomes: Vec<&Outcome> = report
+        .outcomes
+        .iter()
+        .filter(|o| o.scenario == scenario.name())
+        .collect();
+    // Every side any backend has, in order of first appearance (leasehold, floor, …).
+    let mut sides: Vec<&str> = Vec::new();
+    for o in &outcomes {
+        for f in &o.figures {
+            if !sides.contains(&f.side.as_str()) {
+                sides.push(&f.side);
+            }
+        }
+    }
+    let with_peer = sides.contains(&PEER);
+    let what = match scenario.unit() {
+        Unit::PerSecond => "ops/s (p50 / p99 ms per op)",
+        Unit::Millis => "p50 / p99",
+    };
+    let floor = match scenario {
+        Scenario::Failover => "lease",
+        Scenario::AutoExtend => "floor: auto_extend off",
+        _ => "floor",
+    };
+    write!(out, "| backend |")?;
+    for (i, side) in sides.iter().enumerate() {
+        match i {
+            0 => write!(out, " {side} {what} |")?,
+            1 => write!(out, " {floor} |")?,
+            _ => write!(out, " {side} |")?,
+        }
+    }
+    write!(out, " leasehold ÷ {floor} |")?;
+    if with_peer {
+        write!(out, " leasehold ÷ {PEER} |")?;
+    }
+    writeln!(out)?;
+    let columns = sides.len() + 1 + usize::from(with_peer);
+    writeln!(out, "|---|{}", "---:|".repeat(columns))?;
+    for o in outcomes {
+        write!(out, "| {} |", o.backend)?;
+        for side in &sides {
+            let text = o.figure(side).map_or("–".to_owned(), |f| cell(f, o.unit));
+            write!(out, " {text} |")?;
+        }
+        write!(out, " {} |", ratio(o.ratio_to_floor()))?;
+        if with_peer {
+            write!(out, " {} |", ratio(o.ratio_to_peer()))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn safety(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(
+        out,
+        "\n## Safety: the fenced-resource checker, without and with faults\n"
+    )?;
+    let first = &report.safety[0];
+    writeln!(
+        out,
+        "{} contenders × {} rounds on one lock through the testkit's `FencedResource`, each action \
+         sleeping a random 0–2 ms, each contender waiting up to 5 ms. With faults, every contender's \
+         store is wrapped in the testkit's `FaultyStore`, and every 20–80 ms one contender gets a \
+         fault: refused requests (1–3 calls of acquire, extend or release), an acquire or release \
+         applied but its answer lost (the lease is stranded until it expires), or an acquire answer \
+         slower than the lease; on network backends the contenders connect through the testkit's \
+         TCP `FaultProxy`, which also closes all their connections for 30 ms at a time. \
+         **Violations** are two valid holders inside at once or a lower fence accepted after a \
+         higher one; **lost** counts runs whose lease was gone by the end of the action; \
+         **held at end** counts leases stranded by lost answers, left to expire; **recovered** is \
+         the time until a fresh client held the lock after the run; **leaked** counts holders left \
+         once that client had released it. A run passes with 0 violations, 0 leaked, and recovery.\n",
+        first.contenders, first.rounds
+    )?;
+    writeln!(out, "```sh\n{}\n```\n", report.command("safety"))?;
+    writeln!(
+        out,
+        "| backend | faults | lease | runs | skips | errors | lost | faults injected | proxy cuts | stale writes rejected | max inside | violations | held at end | recovered | leaked | time | result |"
+    )?;
+    writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    )?;
+    for r in &report.safety {
+        row(out, r)?;
+    }
+    for r in report
+        .safety
+        .iter()
+        .filter(|r| !r.first_violations.is_empty())
+    {
+        writeln!(out, "\nViolations on {} ({}):\n", r.backend, r.faults)?;
+        for v in &r.first_violations {
+            writeln!(out, "* {v}")?;
+        }
+    }
+    Ok(())
+}
+
+fn row(out: &mut String, r: &SafetyRow) -> std::fmt::Result {
+    writeln!(
+        out,
+        "| {} | {} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} | **{}** | {:.1} s | {} |",
+        r.backend,
+        r.faults,
+        r.lease_ms,
+        r.runs,
+        r.skips,
+        r.errors,
+        r.lost,
+        r.injected,
+        r.proxy_cuts,
+        r.rejected_writes,
+        r.max_inside,
+        r.violations,
+        r.held_at_end,
+        r.recovered_ms
+            .map_or_else(|| "never".to_owned(), |ms| format!("{} ms", number(ms))),
+        r.leaked,
+        r.elapsed_s,
+        if r.passed() { "pass" } else { "**FAIL**" }
+    )
+}

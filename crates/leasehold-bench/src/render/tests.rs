@@ -1,0 +1,120 @@
+//! Rendering a small made-up report.
+
+use crate::outcome::{Figure, Outcome, Unit};
+use crate::render::{markdown, svg};
+use crate::report::Report;
+use crate::safety::SafetyRow;
+
+fn figure(side: &str, value: f64) -> Figure {
+    Figure {
+        side: side.to_owned(),
+        value,
+        p50_ms: Some(0.1),
+        p99_ms: Some(0.2),
+        count: 10,
+        failures: 0,
+        per_task: Some((26, 12_345)),
+        first_error: None,
+    }
+}
+
+fn safety_row(violations: usize) -> SafetyRow {
+    SafetyRow {
+        backend: "redis",
+        faults: "none",
+        contenders: 8,
+        rounds: 10,
+        lease_ms: 2000,
+        runs: 5,
+        skips: 75,
+        errors: 0,
+        lost: 0,
+        injected: 0,
+        proxy_cuts: 0,
+        accepted_writes: 10,
+        rejected_writes: 0,
+        max_inside: 1,
+        violations,
+        first_violations: Vec::new(),
+        held_at_end: 0,
+        recovered_ms: Some(0.1),
+        leaked: 0,
+        elapsed_s: 1.0,
+        first_errors: Vec::new(),
+    }
+}
+
+fn report(violations: usize) -> Report {
+    Report {
+        size_flags: "--seconds 1".to_owned(),
+        backends: vec!["redis"],
+        outcomes: vec![
+            Outcome {
+                backend: "redis",
+                scenario: "uncontended",
+                unit: Unit::PerSecond,
+                figures: vec![
+                    figure("leasehold", 900.0),
+                    figure("floor", 1000.0),
+                    figure("rslock", 1800.0),
+                ],
+            },
+            Outcome {
+                backend: "redis",
+                scenario: "handoff",
+                unit: Unit::Millis,
+                figures: vec![figure("leasehold", 0.5), figure("floor", 0.01)],
+            },
+        ],
+        safety: vec![safety_row(violations)],
+        failures: Vec::new(),
+    }
+}
+
+#[test]
+fn markdown_has_ratios_commands_and_the_verdict() -> Result<(), std::fmt::Error> {
+    let md = markdown::render(&report(0))?;
+    assert!(md.contains("| redis | 0.90× |"), "{md}");
+    assert!(md.contains("| 0.90× | 0.50× |"), "{md}");
+    assert!(md.contains("| 0.500 / 0.0100 |"), "{md}");
+    assert!(md.contains("; per task 26–12,345 |"), "{md}");
+    assert!(
+        md.contains("leasehold-bench --backend redis --scenario uncontended --seconds 1"),
+        "{md}"
+    );
+    assert!(md.contains("| pass |"), "{md}");
+    let failed = markdown::render(&report(2))?;
+    assert!(failed.contains("**FAIL**"), "{failed}");
+    assert!(!report(2).passed() && report(0).passed());
+    Ok(())
+}
+
+#[test]
+fn svg_is_one_document_with_a_bar_per_ratio() -> Result<(), std::fmt::Error> {
+    let svg = svg::render(&report(0))?;
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(
+        svg.contains("<title>redis uncontended: 0.90×</title>"),
+        "{svg}"
+    );
+    assert!(
+        svg.contains("<title>redis floor: 0.010 ms</title>"),
+        "{svg}"
+    );
+    // The smallest hand-off bar sits above the bottom of the log axis.
+    assert!(!svg.contains(r#"height="0.0""#), "{svg}");
+    Ok(())
+}
+
+#[test]
+fn numbers_are_grouped_and_rounded() {
+    use crate::render::number;
+    assert_eq!(number(8564.4), "8,564");
+    assert_eq!(number(123_456_789.0), "123,456,789");
+    assert_eq!(number(412.0), "412");
+    assert_eq!(number(61.94), "61.9");
+    assert_eq!(number(0.5234), "0.523");
+    assert_eq!(number(0.000_647_3), "0.000647");
+    assert_eq!(number(0.0), "0");
+    assert_eq!(number(f64::NAN), "–");
+}

@@ -1,0 +1,84 @@
+//! Many tasks on one lock with a short critical section: throughput, and fairness (does every
+//! task get its turns inside its wait budget?).
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use leasehold::{ElectionOptions, Elector};
+
+use crate::BoxError;
+use crate::measure::{Side, alternate, contend};
+use crate::outcome::Figure;
+use crate::scenario::{Config, rates, side_names};
+use crate::target::Target;
+
+/// Tasks contending for the lock.
+const TASKS: usize = 16;
+/// The critical section.
+pub(super) const SECTION: Duration = Duration::from_millis(1);
+/// Each side runs in this many blocks, each on a fresh lock.
+pub(super) const BLOCKS: u32 = 2;
+
+/// A counter handing out a fresh block number per call, so a contender cut off at the end of
+/// one block leaves nothing behind for the next.
+pub(super) fn blocks() -> impl Fn() -> usize {
+    let block = Cell::new(0usize);
+    move || {
+        block.set(block.get() + 1);
+        block.get()
+    }
+}
+
+pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxError> {
+    let options = ElectionOptions::builder()
+        .wait(Duration::from_secs(1))
+        .lease(Duration::from_secs(2))
+        .build()?;
+    let elector = Elector::with_options(t.store.clone(), options);
+    let next = blocks();
+    let (elector, next) = (&elector, &next);
+    let mut sides: Vec<Side<'_>> = vec![
+        Box::new(move |d| {
+            let lock = t.lock("contended", next());
+            Box::pin(async move {
+                let lock = &lock?;
+                contend(d, TASKS, move |_| async move {
+                    let ran = elector
+                        .run_if_leader(lock, |_| tokio::time::sleep(SECTION))
+                        .await?;
+                    Ok(ran.is_some())
+                })
+                .await
+            })
+        }),
+        Box::new(move |d| {
+            let lock = t.lock("contended-floor", next());
+            Box::pin(async move {
+                let slots = &[lock?];
+                contend(d, TASKS, move |_| t.floor.section(slots, SECTION)).await
+            })
+        }),
+    ];
+    if let Some(p) = &t.peer {
+        sides.push(Box::new(move |d| {
+            let resource = t.resource("contended-rslock", next());
+            Box::pin(async move {
+                let resource = &resource;
+                contend(d, TASKS, move |_| p.section(resource, SECTION)).await
+            })
+        }));
+    }
+    // The serial limit: one task alone, raw, around the same section — no hand-off at all.
+    sides.push(Box::new(move |d| {
+        let lock = t.lock("contended-serial", next());
+        Box::pin(async move {
+            let slots = &[lock?];
+            contend(d, 1, move |_| t.floor.section(slots, SECTION)).await
+        })
+    }));
+    let tallies = alternate(cfg.total(), BLOCKS, &mut sides).await?;
+    drop(sides);
+    let mut names = side_names(t);
+    names.push("serial limit");
+    rates(&names, tallies)
+}

@@ -1,0 +1,114 @@
+//! Hand-off latency: from the holder's release call until a waiting contender on another client
+//! holds the lock.
+
+use std::time::Duration;
+
+use leasehold::{ElectionOptions, Elector};
+use rand::Rng;
+use tokio::time::{Instant, sleep};
+
+use crate::BoxError;
+use crate::measure::Tally;
+use crate::outcome::Figure;
+use crate::peer::Rslock;
+use crate::scenario::{Config, impatient, side_names};
+use crate::target::Target;
+
+/// How long the waiter has been waiting when the holder releases: random, so a poller is caught
+/// at a random point of its back-off.
+fn waited() -> Duration {
+    Duration::from_millis(rand::rng().random_range(10..60))
+}
+
+pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxError> {
+    let holder = impatient(t)?;
+    let options = ElectionOptions::builder()
+        .wait(Duration::from_secs(5))
+        .lease(Duration::from_secs(30))
+        .build()?;
+    let waiter = Elector::with_options(t.client().await?, options);
+    let mut tallies = vec![Tally::default(); side_names(t).len()];
+    for i in 0..cfg.handoffs {
+        let samples = [leasehold(t, &holder, &waiter, i).await, floor(t, i).await];
+        for (tally, sample) in tallies.iter_mut().zip(samples) {
+            tally.latencies.push(sample?);
+        }
+        if let (Some(p), Some(tally)) = (&t.peer, tallies.get_mut(2)) {
+            tally.latencies.push(rslock(t, p, i).await?);
+        }
+    }
+    Ok(side_names(t)
+        .into_iter()
+        .zip(tallies)
+        .map(|(name, tally)| Figure::latency(name, tally))
+        .collect())
+}
+
+async fn leasehold(
+    t: &Target,
+    holder: &Elector,
+    waiter: &Elector,
+    i: usize,
+) -> Result<Duration, BoxError> {
+    let lock = t.lock("handoff", i)?;
+    let guard = holder
+        .try_acquire(&lock)
+        .await?
+        .ok_or("hand-off lock busy")?;
+    let waiter = waiter.clone();
+    let task = tokio::spawn(async move {
+        let taken = waiter.try_acquire(&lock).await;
+        (Instant::now(), taken)
+    });
+    sleep(waited()).await;
+    let released = Instant::now();
+    guard.release().await?;
+    let (at, taken) = task.await?;
+    taken?.ok_or("the waiter gave up")?.release().await?;
+    Ok(at - released)
+}
+
+async fn floor(t: &Target, i: usize) -> Result<Duration, BoxError> {
+    let lock = t.lock("handoff-floor", i)?;
+    let ttl = Duration::from_secs(30);
+    let held = t
+        .floor
+        .acquire(&lock, ttl)
+        .await?
+        .ok_or("hand-off lock busy")?;
+    sleep(waited()).await;
+    let released = Instant::now();
+    t.floor.release(held).await?;
+    let taken = t
+        .floor
+        .acquire(&lock, ttl)
+        .await?
+        .ok_or("the floor waiter found the lock held")?;
+    let at = Instant::now();
+    t.floor.release(taken).await?;
+    Ok(at - released)
+}
+
+async fn rslock(t: &Target, p: &Rslock, i: usize) -> Result<Duration, BoxError> {
+    let resource = t.resource("handoff-rslock", i);
+    let ttl = Duration::from_secs(30);
+    let held = p
+        .manager
+        .lock(resource.as_bytes(), ttl)
+        .await
+        .map_err(|e| format!("rslock lock: {e:?}"))?;
+    let waiter = p.other.clone();
+    let name = resource.clone();
+    let task = tokio::spawn(async move {
+        let taken = waiter.acquire_no_guard(name.as_bytes(), ttl).await;
+        (Instant::now(), taken)
+    });
+    sleep(waited()).await;
+    let released = Instant::now();
+    p.manager.unlock(&held).await;
+    let (at, taken) = task.await?;
+    p.other
+        .unlock(&taken.map_err(|e| format!("rslock acquire: {e:?}"))?)
+        .await;
+    Ok(at - released)
+}

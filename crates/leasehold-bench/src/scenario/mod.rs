@@ -1,0 +1,214 @@
+//! The scenarios: each one implementation over `Arc<dyn LeaseStore>` (through [`Target`]) beside
+//! the backend's floor and, on Redis, rslock.
+
+mod auto_extend;
+mod contended;
+mod failover;
+mod group;
+mod handoff;
+mod many_locks;
+mod uncontended;
+
+use std::time::Duration;
+
+use leasehold::{ElectionOptions, Elector, LockName};
+
+use crate::BoxError;
+use crate::measure::Tally;
+use crate::outcome::{Figure, Outcome, Unit};
+use crate::target::Target;
+
+pub(crate) use failover::hold_until_killed;
+
+/// How long and how often the scenarios measure.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// Measuring time of each throughput scenario, shared by its sides.
+    pub(crate) seconds: f64,
+    /// Hand-offs measured per side.
+    pub(crate) handoffs: usize,
+    /// Holders killed in the failover scenario.
+    pub(crate) failovers: usize,
+}
+
+impl Config {
+    fn total(&self) -> Duration {
+        Duration::from_secs_f64(self.seconds)
+    }
+}
+
+/// One benchmark scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scenario {
+    Uncontended,
+    Contended,
+    ManyLocks,
+    Group,
+    Handoff,
+    Failover,
+    AutoExtend,
+}
+
+impl Scenario {
+    /// Every scenario, in report order.
+    pub(crate) const ALL: [Scenario; 7] = [
+        Scenario::Uncontended,
+        Scenario::Contended,
+        Scenario::ManyLocks,
+        Scenario::Group,
+        Scenario::Handoff,
+        Scenario::Failover,
+        Scenario::AutoExtend,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Uncontended => "uncontended",
+            Self::Contended => "contended",
+            Self::ManyLocks => "many-locks",
+            Self::Group => "group",
+            Self::Handoff => "handoff",
+            Self::Failover => "failover",
+            Self::AutoExtend => "auto-extend",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == text)
+    }
+
+    /// A heading for the report.
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Self::Uncontended => "Uncontended: one task, one lock",
+            Self::Contended => "Contended: 16 tasks on one lock, 1 ms critical section",
+            Self::ManyLocks => "Many locks: 64 tasks on distinct locks, one client",
+            Self::Group => "Group: GroupElector with 3 slots, 8 tasks, 1 ms critical section",
+            Self::Handoff => "Hand-off latency: release → the next holder holds the lock",
+            Self::Failover => "Failover: a holder is killed; time until a new holder",
+            Self::AutoExtend => "Auto-extend overhead: 100 ms action, auto_extend on vs off",
+        }
+    }
+
+    /// What the scenario does and what its floor is.
+    pub(crate) fn explanation(self) -> &'static str {
+        match self {
+            Self::Uncontended => {
+                "leasehold: `run_if_leader` with `wait = 0`, a 30 s lease and an empty action, back to back; \
+                 p50/p99 are per call. Floor: the store's own acquire and release issued raw with the same \
+                 client (the fewest round trips a lock with fences needs on this backend). rslock (Redis): \
+                 `lock` + `unlock`."
+            }
+            Self::Contended => {
+                "16 tasks loop on one lock; each turn takes the lock, sleeps 1 ms (1–2 ms on tokio's timer) \
+                 and releases. leasehold waits up to 1 s per call (failures are calls whose wait ran out). \
+                 Floor: 16 raw contenders, each trying the store's raw acquire, again every 1 ms while the \
+                 lock is busy, then the section and the raw release (no fairness, no back-off). rslock: \
+                 `lock()` (3 tries, 0–200 ms apart) around the section; failures are `lock()` calls that gave \
+                 up. Serial limit: one task alone taking and releasing the lock raw around the same section, \
+                 with no hand-off at all. \"per task\" is the fewest–most sections one task completed \
+                 (fairness)."
+            }
+            Self::ManyLocks => {
+                "64 tasks on one client, each looping on its own lock as in the uncontended scenario. Floor: \
+                 64 tasks issuing the raw acquire and release on their own locks. rslock: 64 tasks, `lock` + \
+                 `unlock`."
+            }
+            Self::Group => {
+                "8 tasks loop on one `GroupElector` lock with 3 slots (wait 1 s), each holding a slot for \
+                 1 ms. Floor: 8 raw contenders over 3 raw locks standing for the 3 slots, each trying them \
+                 in order with the store's raw acquire (again every 1 ms while all are busy), then the \
+                 section and the raw release."
+            }
+            Self::Handoff => {
+                "A holder on one client and a waiter on a second client (as two processes). The waiter has \
+                 been waiting a random 10–60 ms when the holder releases; the time runs from the release call \
+                 until the waiter holds the lock. leasehold uses the store's release notifications where it \
+                 has them (PostgreSQL LISTEN/NOTIFY, Redis pub/sub, in-process for memory) and polls with its \
+                 default retry policy (25 → 250 ms, jittered) elsewhere. Floor: a raw release followed at \
+                 once by a raw acquire — a waiter that learns of the release instantly. rslock: \
+                 `acquire_no_guard` looping over `lock()`."
+            }
+            Self::Failover => {
+                "A holder with `auto_extend` on and a 1 s lease is killed without releasing while another \
+                 client waits for the lock; the figure is the time from the kill until the waiter holds the \
+                 lock, next to the lease. Network and SQLite backends: the holder is a child process \
+                 SIGKILLed at a random point 0.4–0.9 s after it took the lock. Memory: the holder's calls are \
+                 cut off (every store operation fails) and its guard dropped, so its release never lands. \
+                 Expect 0.67–1.0 × the lease (what was left of it after the last renewal) plus up to one \
+                 polling interval of the waiter (at most 250 ms): nobody publishes a release when a holder \
+                 dies."
+            }
+            Self::AutoExtend => {
+                "8 tasks on distinct locks, each looping `run_if_leader` with a 100 ms action. leasehold: \
+                 `auto_extend` on with a 150 ms lease (renewed every 50 ms, so about two extensions per \
+                 call). Floor: the same with `auto_extend` off and a 30 s lease. The ratio is the cost of \
+                 the watchdog and its extension round trips."
+            }
+        }
+    }
+
+    /// Whether the main figure is a rate or a time.
+    pub(crate) fn unit(self) -> Unit {
+        match self {
+            Self::Handoff | Self::Failover => Unit::Millis,
+            _ => Unit::PerSecond,
+        }
+    }
+
+    /// Runs the scenario on `target`.
+    pub(crate) async fn run(self, t: &Target, cfg: &Config) -> Result<Outcome, BoxError> {
+        let figures = match self {
+            Self::Uncontended => uncontended::run(t, cfg).await?,
+            Self::Contended => contended::run(t, cfg).await?,
+            Self::ManyLocks => many_locks::run(t, cfg).await?,
+            Self::Group => group::run(t, cfg).await?,
+            Self::Handoff => handoff::run(t, cfg).await?,
+            Self::Failover => failover::run(t, cfg).await?,
+            Self::AutoExtend => auto_extend::run(t, cfg).await?,
+        };
+        Ok(Outcome {
+            backend: t.backend.name(),
+            scenario: self.name(),
+            unit: self.unit(),
+            figures,
+        })
+    }
+}
+
+/// An elector on `t`'s store that does not wait, with a 30 s lease.
+fn impatient(t: &Target) -> Result<Elector, BoxError> {
+    let options = ElectionOptions::builder()
+        .wait(Duration::ZERO)
+        .lease(Duration::from_secs(30))
+        .build()?;
+    Ok(Elector::with_options(t.store.clone(), options))
+}
+
+/// One `run_if_leader` with an empty action on a lock nobody else uses.
+async fn run_once(elector: &Elector, lock: &LockName) -> Result<(), BoxError> {
+    elector
+        .run_if_leader(lock, |_| async {})
+        .await?
+        .ok_or("uncontended lock was busy")?;
+    Ok(())
+}
+
+/// Throughput figures for the sides, named in order.
+fn rates(names: &[&str], tallies: Vec<Tally>) -> Result<Vec<Figure>, BoxError> {
+    names
+        .iter()
+        .zip(tallies)
+        .map(|(name, t)| Ok(Figure::rate(name, t.check(name)?)))
+        .collect()
+}
+
+/// The side names: leasehold, the floor, and rslock where the target has it.
+fn side_names(t: &Target) -> Vec<&'static str> {
+    let mut names = vec!["leasehold", "floor"];
+    if t.peer.is_some() {
+        names.push("rslock");
+    }
+    names
+}

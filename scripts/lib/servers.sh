@@ -1,0 +1,174 @@
+# Server discovery shared by scripts/test and scripts/bench-report: sourced, never run.
+#
+# The caller must `cd` to the repository root, `set -euo pipefail` and define `step` first.
+# shellcheck shell=bash
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+#
+# Each store crate's tests need their server on loopback; a server is looked for only when the crate
+# that needs it is in the tree. For each one this section takes the URL the caller exported, or else
+# finds the local server (starting it if it is installed but stopped), and exports its URL for the
+# tests. Whatever this script starts itself is stopped when it exits. `need_server` reports a
+# server that could not be had: under CI that fails the run.
+#
+#   crate                 server                       variable
+#   leasehold-sql         PostgreSQL 127.0.0.1:5432    LEASEHOLD_TEST_POSTGRES_URL
+#   leasehold-sql         MariaDB    127.0.0.1:3306    LEASEHOLD_TEST_MYSQL_URL
+#   leasehold-redis       Redis      127.0.0.1:6379    LEASEHOLD_TEST_REDIS_URL
+#   leasehold-dynamodb    dynalite   127.0.0.1:8000    LEASEHOLD_TEST_DYNAMODB_ENDPOINT
+#                         (installed from npm into ~/.cache/leasehold/dynalite when missing)
+# ---------------------------------------------------------------------------------------------
+
+SKIPPED_SERVERS=()
+USED_SERVERS=()
+
+# need_server NAME URL_VARIABLE: the tests of NAME run only if URL_VARIABLE is set. Under CI a
+# missing server fails the run; locally it prints a skip notice and those tests skip themselves.
+need_server() {
+    local name="$1" var="$2"
+    if [[ -n "${!var:-}" ]]; then
+        echo "server: $name ready ($var is set)" # never print the URL: it may hold a password
+        USED_SERVERS+=("$name")
+        return 0
+    fi
+    if [[ -n "${CI:-}" ]]; then
+        echo "error: $name is required under CI but was neither given ($var) nor found running" >&2
+        exit 1
+    fi
+    echo "server: $name not available ($var unset); its tests will be skipped"
+    SKIPPED_SERVERS+=("$name")
+}
+
+# wait_for NAME SECONDS COMMAND...: runs COMMAND every half second until it succeeds.
+wait_for() {
+    local name="$1" seconds="$2" i
+    shift 2
+    for ((i = 0; i < seconds * 2; i++)); do
+        if "$@" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "server: $name did not answer within ${seconds}s" >&2
+    return 1
+}
+
+postgres_up() { psql "postgres://postgres@127.0.0.1:5432/postgres" -tAc 'SELECT 1'; }
+postgres_has_test_db() {
+    psql "postgres://postgres@127.0.0.1:5432/postgres" -tAc \
+        "SELECT 1 FROM pg_database WHERE datname = 'test'"
+}
+
+find_postgres() {
+    if [[ -z "${LEASEHOLD_TEST_POSTGRES_URL:-}" ]] && command -v psql >/dev/null; then
+        if ! postgres_up >/dev/null 2>&1 && command -v pg_ctlcluster >/dev/null; then
+            local version
+            version="$(find /etc/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort -V | tail -n 1)"
+            if [[ -n "$version" ]]; then
+                echo "server: starting the local PostgreSQL $version cluster"
+                pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+                wait_for PostgreSQL 30 postgres_up || true
+            fi
+        fi
+        if postgres_up >/dev/null 2>&1; then
+            if [[ "$(postgres_has_test_db)" != 1 ]]; then
+                psql "postgres://postgres@127.0.0.1:5432/postgres" -qc 'CREATE DATABASE test'
+            fi
+            export LEASEHOLD_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:5432/test"
+        fi
+    fi
+    need_server PostgreSQL LEASEHOLD_TEST_POSTGRES_URL
+}
+
+mysql_client() { command -v mariadb || command -v mysql; }
+mariadb_up() { "$(mysql_client)" -h 127.0.0.1 -P 3306 -u root -e 'SELECT 1'; }
+
+find_mariadb() {
+    if [[ -z "${LEASEHOLD_TEST_MYSQL_URL:-}" ]] && mysql_client >/dev/null; then
+        if ! mariadb_up >/dev/null 2>&1 && [[ -x /usr/sbin/mariadbd ]]; then
+            echo "server: starting the local MariaDB"
+            start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || true
+            wait_for MariaDB 30 mariadb_up || true
+        fi
+        if mariadb_up >/dev/null 2>&1; then
+            "$(mysql_client)" -h 127.0.0.1 -P 3306 -u root -e 'CREATE DATABASE IF NOT EXISTS test'
+            export LEASEHOLD_TEST_MYSQL_URL="mysql://root@127.0.0.1:3306/test"
+        fi
+    fi
+    need_server MariaDB LEASEHOLD_TEST_MYSQL_URL
+}
+
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping | grep -q PONG; }
+
+find_redis() {
+    if [[ -z "${LEASEHOLD_TEST_REDIS_URL:-}" ]] && command -v redis-cli >/dev/null; then
+        if ! redis_up >/dev/null 2>&1 && command -v redis-server >/dev/null; then
+            echo "server: starting the local Redis"
+            redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+                --dir "${TMPDIR:-/tmp}" || true
+            wait_for Redis 30 redis_up || true
+        fi
+        if redis_up >/dev/null 2>&1; then
+            export LEASEHOLD_TEST_REDIS_URL="redis://127.0.0.1:6379"
+        fi
+    fi
+    need_server Redis LEASEHOLD_TEST_REDIS_URL
+}
+
+STARTED_PIDS=()
+stop_started() {
+    local pid
+    for pid in "${STARTED_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+}
+trap stop_started EXIT
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+find_dynamodb() {
+    if [[ -z "${LEASEHOLD_TEST_DYNAMODB_ENDPOINT:-}" ]]; then
+        if ! port_open 8000 && command -v node >/dev/null && command -v npm >/dev/null; then
+            local dir="${HOME:-/tmp}/.cache/leasehold/dynalite"
+            if [[ ! -f "$dir/node_modules/dynalite/cli.js" ]]; then
+                echo "server: installing dynalite 4 from npm into $dir"
+                mkdir -p "$dir"
+                NPM_CONFIG_UPDATE_NOTIFIER=false npm install --prefix "$dir" --no-audit --no-fund \
+                    --loglevel=error dynalite@4 || true
+            fi
+            if [[ -f "$dir/node_modules/dynalite/cli.js" ]]; then
+                echo "server: starting dynalite on 127.0.0.1:8000"
+                node "$dir/node_modules/dynalite/cli.js" --host 127.0.0.1 --port 8000 \
+                    --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >/dev/null 2>&1 &
+                STARTED_PIDS+=("$!")
+                wait_for dynalite 30 port_open 8000 || true
+            fi
+        fi
+        if port_open 8000; then
+            export LEASEHOLD_TEST_DYNAMODB_ENDPOINT="http://127.0.0.1:8000"
+        fi
+    fi
+    need_server "DynamoDB (dynalite)" LEASEHOLD_TEST_DYNAMODB_ENDPOINT
+}
+
+start_servers() {
+    step "servers"
+    local needed=0
+    if [[ -d crates/leasehold-sql ]]; then
+        find_postgres
+        find_mariadb
+        needed=1
+    fi
+    if [[ -d crates/leasehold-redis ]]; then
+        find_redis
+        needed=1
+    fi
+    if [[ -d crates/leasehold-dynamodb ]]; then
+        find_dynamodb
+        needed=1
+    fi
+    if ((needed == 0)); then
+        echo "none needed: the suite runs on the in-memory store"
+    fi
+}
