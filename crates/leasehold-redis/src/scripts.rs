@@ -10,7 +10,8 @@
 //! | `a<s>` | acquisition time, epoch ms (server clock) |
 //! | `e<s>` | expiry, epoch ms (server clock); a slot whose `e<s>` is not after now is free |
 //!
-//! and one field for the whole lock: `w`, set by an acquire that found no free slot. A release
+//! and one field for the whole lock: `w`, set by an acquire that found no free slot (`HSETNX`, so
+//! repeated failures write, and replicate, nothing new). A release
 //! publishes its notification only when `w` is set, and clears it: an uncontended lock never
 //! publishes, and a contender that failed before a release always hears of it (scripts run one
 //! at a time, so its failed attempt either came before the release, and set `w`, or after it,
@@ -58,7 +59,7 @@ for s = 0, slots - 1 do
   end
 end
 if free < 0 then
-  redis.call('HSET', key, 'w', '1')
+  redis.call('HSETNX', key, 'w', '1')
   return false
 end
 local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])

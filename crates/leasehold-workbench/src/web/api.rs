@@ -116,8 +116,14 @@ impl SimulateRequest {
     }
 
     fn simulate(&self) -> Result<sim::Timeline, ApiError> {
-        sim::simulate(&self.scenario, &self.overrides)
-            .map_err(|e| ApiError::bad_request(e.to_string()))
+        sim::simulate(&self.scenario, &self.overrides).map_err(|e| {
+            if e.is_usage() {
+                ApiError::bad_request(e.to_string())
+            } else {
+                tracing::error!(error = %e, "leasehold workbench: a simulation failed");
+                ApiError::internal(e.to_string())
+            }
+        })
     }
 }
 
