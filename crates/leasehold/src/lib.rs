@@ -46,6 +46,7 @@ mod line;
 mod memory;
 pub mod metrics;
 mod name;
+mod observe;
 mod options;
 mod outcome;
 mod retry;
@@ -65,6 +66,7 @@ pub use guard::{LeaderContext, LeaderGuard};
 pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
+pub use observe::{ObservedStore, StoreObserver};
 pub use options::{
     ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE,
     MIN_RENEWAL_PERIOD, OptionsError, default_node_id,

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use crate::BoxError;
 use crate::target::Target;
 use chaos::{Injected, loopback_authority};
-use observed::{Observed, Seen};
+use observed::{Seen, SeenLocks};
 
 /// Contenders of every safety run.
 const CONTENDERS: usize = 8;
@@ -106,7 +106,7 @@ pub(crate) async fn run(t: &Target, rounds: usize, faults: bool) -> Result<Safet
         } else {
             client
         };
-        stores.push(Observed::wrap(client, &seen));
+        stores.push(SeenLocks::wrap(client, &seen));
     }
     let next = AtomicUsize::new(0);
     let factory = move || Arc::clone(&stores[next.fetch_add(1, Ordering::Relaxed) % stores.len()]);

@@ -7,12 +7,14 @@
 //! no caller, so they are added when the recorder drains the journal, at the instant the lease
 //! ended (see [`Journal::drain`]).
 //!
-//! [`ObservedStore`]: crate::sim::observed::ObservedStore
+//! [`ObservedStore`]: leasehold::ObservedStore
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use leasehold::{AcquireRequest, Extension, Lease, LostReason, Release};
+use leasehold::{
+    AcquireRequest, Extension, Lease, LostReason, Release, StoreObserver, StoreResult,
+};
 use tokio::time::Instant;
 
 use crate::sim::resource::FencedResource;
@@ -161,83 +163,6 @@ impl Journal {
         self.names.iter().position(|n| n == owner)
     }
 
-    /// Notes the store's answer to an acquisition attempt.
-    pub(crate) fn acquired(&self, req: &AcquireRequest, answer: Option<&Lease>) {
-        let Some(node) = self.node_of(&req.owner) else {
-            return;
-        };
-        let mut log = self.log();
-        match answer {
-            Some(lease) => {
-                if log.find(lease.slot, lease.fence).is_some() {
-                    return; // a retried request that had been applied: the same lease again
-                }
-                let now = Instant::now();
-                let letter = self.names[node].chars().last().unwrap_or('?');
-                let record = LeaseRecord {
-                    node,
-                    label: format!("{letter}·{}", log.leases.len() + 1),
-                    slot: lease.slot,
-                    fence: lease.fence,
-                    acquired: now,
-                    acquired_wall: lease.acquired_at,
-                    expires: now,
-                    ended: false,
-                };
-                let expires = record.instant_of(lease.expires_at);
-                log.leases.push(LeaseRecord { expires, ..record });
-                let id = log.leases.len() - 1;
-                log.push(node, What::Granted { lease: id, expires });
-            }
-            None => {
-                if !log.contended[node] {
-                    log.contended[node] = true;
-                    let blocker = log.blocker(Instant::now());
-                    log.push(node, What::Contended { blocker });
-                }
-            }
-        }
-    }
-
-    /// Notes the store's answer to an extension.
-    pub(crate) fn extended(&self, lease: &Lease, answer: &Extension) {
-        let mut log = self.log();
-        let Some(id) = log.find(lease.slot, lease.fence) else {
-            return;
-        };
-        let node = log.leases[id].node;
-        match answer {
-            Extension::Extended { expires_at } => {
-                let expires = log.leases[id].instant_of(*expires_at);
-                log.leases[id].expires = expires;
-                log.push(node, What::Extended { lease: id, expires });
-            }
-            Extension::NotHeld => log.push(node, What::ExtendRefused { lease: id }),
-        }
-    }
-
-    /// Notes the store's answer to a release asking to keep the lease for `linger`.
-    pub(crate) fn released(&self, lease: &Lease, linger: Duration, answer: Release) {
-        let mut log = self.log();
-        let Some(id) = log.find(lease.slot, lease.fence) else {
-            return;
-        };
-        let node = log.leases[id].node;
-        match answer {
-            Release::Released if linger.is_zero() => {
-                log.leases[id].ended = true;
-                log.push(node, What::Released { lease: id });
-            }
-            Release::Released => {
-                let record = &mut log.leases[id];
-                record.expires = record.expires.min(Instant::now() + linger);
-                let expires = record.expires;
-                log.push(node, What::Lingered { lease: id, expires });
-            }
-            Release::NotHeld => log.push(node, What::ReleaseRefused { lease: id }),
-        }
-    }
-
     /// Notes that candidate `node`'s elector reported its lease in `slot` with `fence` lost.
     pub(crate) fn lost(&self, node: usize, slot: u32, fence: u64, reason: LostReason) {
         let mut log = self.log();
@@ -336,5 +261,95 @@ impl Journal {
     /// The resource as the frame shows it.
     pub(crate) fn resource(&self) -> Resource {
         self.log().resource.snapshot(&self.names)
+    }
+}
+
+/// The store's answers, as [`ObservedStore`](leasehold::ObservedStore) passes them on (errors are
+/// not journaled: the memory store never fails).
+impl StoreObserver for Journal {
+    /// Notes the store's answer to an acquisition attempt.
+    fn acquired(&self, req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
+        let Ok(answer) = answer else {
+            return;
+        };
+        let Some(node) = self.node_of(&req.owner) else {
+            return;
+        };
+        let mut log = self.log();
+        match answer.as_ref() {
+            Some(lease) => {
+                if log.find(lease.slot, lease.fence).is_some() {
+                    return; // a retried request that had been applied: the same lease again
+                }
+                let now = Instant::now();
+                let letter = self.names[node].chars().last().unwrap_or('?');
+                let record = LeaseRecord {
+                    node,
+                    label: format!("{letter}·{}", log.leases.len() + 1),
+                    slot: lease.slot,
+                    fence: lease.fence,
+                    acquired: now,
+                    acquired_wall: lease.acquired_at,
+                    expires: now,
+                    ended: false,
+                };
+                let expires = record.instant_of(lease.expires_at);
+                log.leases.push(LeaseRecord { expires, ..record });
+                let id = log.leases.len() - 1;
+                log.push(node, What::Granted { lease: id, expires });
+            }
+            None => {
+                if !log.contended[node] {
+                    log.contended[node] = true;
+                    let blocker = log.blocker(Instant::now());
+                    log.push(node, What::Contended { blocker });
+                }
+            }
+        }
+    }
+
+    /// Notes the store's answer to an extension.
+    fn extended(&self, lease: &Lease, _ttl: Duration, answer: &StoreResult<Extension>) {
+        let Ok(answer) = answer else {
+            return;
+        };
+        let mut log = self.log();
+        let Some(id) = log.find(lease.slot, lease.fence) else {
+            return;
+        };
+        let node = log.leases[id].node;
+        match answer {
+            Extension::Extended { expires_at } => {
+                let expires = log.leases[id].instant_of(*expires_at);
+                log.leases[id].expires = expires;
+                log.push(node, What::Extended { lease: id, expires });
+            }
+            Extension::NotHeld => log.push(node, What::ExtendRefused { lease: id }),
+        }
+    }
+
+    /// Notes the store's answer to a release asking to keep the lease for `linger`.
+    fn released(&self, lease: &Lease, linger: Duration, answer: &StoreResult<Release>) {
+        let Ok(answer) = answer else {
+            return;
+        };
+        let mut log = self.log();
+        let Some(id) = log.find(lease.slot, lease.fence) else {
+            return;
+        };
+        let node = log.leases[id].node;
+        match answer {
+            Release::Released if linger.is_zero() => {
+                log.leases[id].ended = true;
+                log.push(node, What::Released { lease: id });
+            }
+            Release::Released => {
+                let record = &mut log.leases[id];
+                record.expires = record.expires.min(Instant::now() + linger);
+                let expires = record.expires;
+                log.push(node, What::Lingered { lease: id, expires });
+            }
+            Release::NotHeld => log.push(node, What::ReleaseRefused { lease: id }),
+        }
     }
 }

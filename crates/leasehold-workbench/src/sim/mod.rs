@@ -48,7 +48,6 @@
 mod clock;
 mod error;
 mod journal;
-mod observed;
 mod params;
 mod recorder;
 mod resource;

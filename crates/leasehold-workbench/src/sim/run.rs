@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leasehold::{
     ElectionOptions, Elector, Event, GroupElector, GroupOptions, LeaderContext, LockState,
-    MemoryStore, RetryPolicy,
+    MemoryStore, ObservedStore, RetryPolicy,
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -13,7 +13,6 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::sim::clock::{Clock, RETRY, TICK};
 use crate::sim::error::SimError;
 use crate::sim::journal::Journal;
-use crate::sim::observed::ObservedStore;
 use crate::sim::params::Params;
 use crate::sim::recorder::Recorder;
 use crate::sim::scenario::{LOCK, Scenario};
@@ -57,7 +56,7 @@ enum NodeElector {
 
 impl NodeElector {
     fn new(
-        store: &Arc<ObservedStore>,
+        store: &Arc<ObservedStore<Journal>>,
         scenario: Scenario,
         params: &Params,
         node_id: &str,
@@ -167,7 +166,10 @@ async fn drive(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
         .map(|&n| n.to_owned())
         .collect();
     let journal = Journal::new(&names);
-    let store = Arc::new(ObservedStore::new(MemoryStore::new(), journal.clone()));
+    let store = Arc::new(ObservedStore::new(
+        Arc::new(MemoryStore::new()),
+        journal.clone(),
+    ));
 
     let mut electors = Vec::with_capacity(names.len());
     for (node, (name, &tick)) in names.iter().zip(scenario.attempt_ticks()).enumerate() {

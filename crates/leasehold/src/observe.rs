@@ -1,0 +1,142 @@
+//! Watching a store's answers without changing them: audit logs, custom metrics, simulations.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::StoreResult;
+use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
+use crate::name::LockName;
+use crate::signal::ReleaseSignal;
+use crate::store::LeaseStore;
+
+/// Sees the calls an [`ObservedStore`] forwards and the answers it passes back. Every method has
+/// an empty default, so an observer implements only what it needs. Observers run inline on the
+/// calling task: keep them short and never block.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use leasehold::{AcquireRequest, Lease, StoreObserver, StoreResult};
+///
+/// #[derive(Default)]
+/// struct Grants(AtomicU32);
+///
+/// impl StoreObserver for Grants {
+///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
+///         if matches!(answer, Ok(Some(_))) {
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
+///     }
+/// }
+/// ```
+pub trait StoreObserver: Send + Sync {
+    /// An acquisition is about to be sent (seen even if the caller gives up before the answer).
+    fn acquiring(&self, _req: &AcquireRequest) {}
+    /// The store answered an acquisition.
+    fn acquired(&self, _req: &AcquireRequest, _answer: &StoreResult<Option<Lease>>) {}
+    /// The store answered an extension to `ttl`.
+    fn extended(&self, _lease: &Lease, _ttl: Duration, _answer: &StoreResult<Extension>) {}
+    /// The store answered a release with `linger` left of the minimum lease.
+    fn released(&self, _lease: &Lease, _linger: Duration, _answer: &StoreResult<Release>) {}
+}
+
+/// A store that forwards every call unchanged to another store and shows the acquisitions,
+/// extensions and releases, with their answers, to a [`StoreObserver`]. Elections through it
+/// behave exactly as through the inner store (same answers, same release signal, same
+/// cancel safety).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+/// use std::sync::{Arc, Mutex};
+/// use leasehold::{AcquireRequest, Elector, Lease, MemoryStore, ObservedStore, StoreObserver, StoreResult};
+///
+/// #[derive(Default)]
+/// struct Fences(Mutex<Vec<u64>>);
+///
+/// impl StoreObserver for Fences {
+///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
+///         if let Ok(Some(lease)) = answer {
+///             self.0.lock().unwrap().push(lease.fence);
+///         }
+///     }
+/// }
+///
+/// let store = Arc::new(ObservedStore::new(Arc::new(MemoryStore::new()), Fences::default()));
+/// let elector = Elector::new(store.clone());
+/// elector.run_if_leader("report", |_| async {}).await?;
+/// elector.run_if_leader("report", |_| async {}).await?;
+/// assert_eq!(*store.observer().0.lock().unwrap(), [1, 2]);
+/// # Ok(()) }
+/// ```
+pub struct ObservedStore<O> {
+    inner: Arc<dyn LeaseStore>,
+    observer: O,
+}
+
+impl<O> ObservedStore<O> {
+    /// Wraps `inner`, showing its answers to `observer`.
+    pub fn new(inner: Arc<dyn LeaseStore>, observer: O) -> Self {
+        Self { inner, observer }
+    }
+
+    /// The observer.
+    pub fn observer(&self) -> &O {
+        &self.observer
+    }
+
+    /// The store every call goes to.
+    pub fn inner(&self) -> &Arc<dyn LeaseStore> {
+        &self.inner
+    }
+}
+
+impl<O> std::fmt::Debug for ObservedStore<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObservedStore")
+            .field("inner", &self.inner.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        self.observer.acquiring(req);
+        let answer = self.inner.try_acquire(req).await;
+        self.observer.acquired(req, &answer);
+        answer
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        let answer = self.inner.extend(lease, ttl).await;
+        self.observer.extended(lease, ttl, &answer);
+        answer
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let answer = self.inner.release(lease, linger).await;
+        self.observer.released(lease, linger, &answer);
+        answer
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.inner.state(lock, slots).await
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        self.inner.force_release(lock, slots).await
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        self.inner.release_signal(lock)
+    }
+
+    fn acquire_is_cancel_safe(&self) -> bool {
+        self.inner.acquire_is_cancel_safe()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
