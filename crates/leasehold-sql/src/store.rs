@@ -145,12 +145,31 @@ impl SqlStore {
             source,
         };
         // One direct connection first: it fails fast and says why, where a pool would only
-        // report, after its timeout, that it timed out.
-        if let Some(cause) = probe(url, timeout).await {
-            return Err(unreachable(classify(cause)));
+        // report, after its timeout, that it timed out. An SQLite file that another process is
+        // creating or switching to WAL at the same moment answers "database is locked" at once
+        // (SQLite does not wait on its busy timeout for that), so on SQLite transient errors are
+        // retried until the connect timeout; a server that cannot be reached still fails fast.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let opened = match probe(url, timeout).await {
+                Some(cause) => Err(classify(cause)),
+                None => store.migrate().await,
+            };
+            match opened {
+                Ok(()) => return Ok(store),
+                Err(e)
+                    if e.is_transient()
+                        && matches!(store.pool, SqlPool::Sqlite(_))
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::debug!(error = %e, "leasehold: SQLite file busy while opening; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(e) => return Err(unreachable(e)),
+            }
         }
-        store.migrate().await.map_err(unreachable)?;
-        Ok(store)
     }
 
     /// Builds a store without contacting the database; the first operation connects (and creates

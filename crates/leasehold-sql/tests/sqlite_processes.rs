@@ -133,3 +133,55 @@ fn two_processes_never_overlap() {
     }
     let _ = std::fs::remove_file(log);
 }
+
+#[tokio::test]
+#[ignore = "run by processes_opening_a_new_file_at_once_all_succeed as a child process"]
+async fn child_opener() {
+    let Ok(url) = std::env::var("LEASEHOLD_CHILD_DB") else {
+        return;
+    };
+    SqlStore::connect_with(&url, common::options())
+        .await
+        .expect("open the new file");
+}
+
+/// Processes opening one new SQLite file at the same moment (cron jobs on one host starting in
+/// the same second) must all open it: none may fail with "database is locked".
+#[test]
+fn processes_opening_a_new_file_at_once_all_succeed() {
+    let exe = std::env::current_exe().unwrap();
+    for round in 0..4 {
+        let url = common::sqlite_url("opening");
+        // This process keeps writing to the file while the others open it.
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let store = runtime
+            .block_on(SqlStore::connect_with(&url, common::options()))
+            .unwrap();
+        let elector = Elector::new(Arc::new(store));
+        let writer = runtime.spawn(async move {
+            loop {
+                let _ = elector.run_if_leader("busy", |_| async {}).await;
+            }
+        });
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                Command::new(&exe)
+                    .args(["--exact", "child_opener", "--ignored", "--test-threads=1"])
+                    .env("LEASEHOLD_CHILD_DB", &url)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn a child process")
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: a child could not open the file: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        writer.abort();
+    }
+}
