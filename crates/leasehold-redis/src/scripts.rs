@@ -92,40 +92,39 @@ if linger > 0 then
   if now + linger < e then redis.call('HSET', key, 'e' .. s, int(now + linger)) end
   return 1
 end
-if h[3] then
-  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s, 'w')
-  redis.call('PUBLISH', ARGV[4], ARGV[5])
-else
-  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
-end
+redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s, 'w')
+if h[3] then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
 return 1
+";
+
+/// Shared by `STATE` and `FORCE_RELEASE`: `live_slots(key, slots)` returns
+/// `{{slot, owner, fence, acquired, expires}, …}` for the live slots of `key`.
+const LIVE_SLOTS: &str = r"
+local function live_slots(key, slots)
+  local out = {}
+  for s = 0, slots - 1 do
+    local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'o' .. s, 'f' .. s, 'a' .. s)
+    local expires = tonumber(h[2]) or 0
+    if h[1] and expires > now then
+      out[#out + 1] = {s, h[3] or '', tonumber(h[4]) or 0, tonumber(h[5]) or 0, expires}
+    end
+  end
+  return out
+end
 ";
 
 /// ARGV: slots. Returns `{{slot, owner, fence, acquired, expires}, …}` for live slots.
 const STATE: &str = r"
-local key, slots = KEYS[1], tonumber(ARGV[1])
-local out = {}
-for s = 0, slots - 1 do
-  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'o' .. s, 'f' .. s, 'a' .. s)
-  local expires = tonumber(h[2]) or 0
-  if h[1] and expires > now then
-    out[#out + 1] = {s, h[3] or '', tonumber(h[4]) or 0, tonumber(h[5]) or 0, expires}
-  end
-end
-return out
+return live_slots(KEYS[1], tonumber(ARGV[1]))
 ";
 
 /// ARGV: slots, channel, lock name. Frees every live slot; returns them as `STATE` does.
 const FORCE_RELEASE: &str = r"
-local key, slots = KEYS[1], tonumber(ARGV[1])
-local out = {}
-for s = 0, slots - 1 do
-  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'o' .. s, 'f' .. s, 'a' .. s)
-  local expires = tonumber(h[2]) or 0
-  if h[1] and expires > now then
-    out[#out + 1] = {s, h[3] or '', tonumber(h[4]) or 0, tonumber(h[5]) or 0, expires}
-    redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
-  end
+local key = KEYS[1]
+local out = live_slots(key, tonumber(ARGV[1]))
+for _, held in ipairs(out) do
+  local s = held[1]
+  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
 end
 if #out > 0 then
   redis.call('HDEL', key, 'w')
@@ -183,13 +182,13 @@ impl Default for Scripts {
 impl Scripts {
     /// Builds the scripts (hashing them; nothing is sent).
     pub fn new() -> Self {
-        let make = |body: &str| Script::new(&format!("{PRELUDE}{body}"));
+        let make = |kind| Script::new(&full_source(kind));
         Self {
-            acquire: make(ACQUIRE),
-            extend: make(EXTEND),
-            release: make(RELEASE),
-            state: make(STATE),
-            force_release: make(FORCE_RELEASE),
+            acquire: make(ScriptKind::Acquire),
+            extend: make(ScriptKind::Extend),
+            release: make(ScriptKind::Release),
+            state: make(ScriptKind::State),
+            force_release: make(ScriptKind::ForceRelease),
         }
     }
 
@@ -234,20 +233,24 @@ impl Scripts {
         &self.force_release
     }
 
-    /// The full Lua source of a script (prelude included), e.g. to load it by hand.
+    /// The full Lua source of a script (prelude and helpers included), e.g. to load it by hand.
     ///
     /// ```
     /// use leasehold_redis::{ScriptKind, Scripts};
     /// assert!(Scripts::new().source(ScriptKind::Extend).contains("redis.call('TIME')"));
     /// ```
     pub fn source(&self, kind: ScriptKind) -> String {
-        let body = match kind {
-            ScriptKind::Acquire => ACQUIRE,
-            ScriptKind::Extend => EXTEND,
-            ScriptKind::Release => RELEASE,
-            ScriptKind::State => STATE,
-            ScriptKind::ForceRelease => FORCE_RELEASE,
-        };
-        format!("{PRELUDE}{body}")
+        full_source(kind)
+    }
+}
+
+/// The prelude, the helpers a script uses, and its body.
+fn full_source(kind: ScriptKind) -> String {
+    match kind {
+        ScriptKind::Acquire => format!("{PRELUDE}{ACQUIRE}"),
+        ScriptKind::Extend => format!("{PRELUDE}{EXTEND}"),
+        ScriptKind::Release => format!("{PRELUDE}{RELEASE}"),
+        ScriptKind::State => format!("{PRELUDE}{LIVE_SLOTS}{STATE}"),
+        ScriptKind::ForceRelease => format!("{PRELUDE}{LIVE_SLOTS}{FORCE_RELEASE}"),
     }
 }
