@@ -163,6 +163,14 @@ impl Journal {
         self.names.iter().position(|n| n == owner)
     }
 
+    /// The log, with the id and node of `lease` if it was recorded.
+    fn recorded(&self, lease: &Lease) -> Option<(MutexGuard<'_, Log>, usize, usize)> {
+        let log = self.log();
+        let id = log.find(lease.slot, lease.fence)?;
+        let node = log.leases[id].node;
+        Some((log, id, node))
+    }
+
     /// Notes that candidate `node`'s elector reported its lease in `slot` with `fence` lost.
     pub(crate) fn lost(&self, node: usize, slot: u32, fence: u64, reason: LostReason) {
         let mut log = self.log();
@@ -313,11 +321,9 @@ impl StoreObserver for Journal {
         let Ok(answer) = answer else {
             return;
         };
-        let mut log = self.log();
-        let Some(id) = log.find(lease.slot, lease.fence) else {
+        let Some((mut log, id, node)) = self.recorded(lease) else {
             return;
         };
-        let node = log.leases[id].node;
         match answer {
             Extension::Extended { expires_at } => {
                 let expires = log.leases[id].instant_of(*expires_at);
@@ -333,11 +339,9 @@ impl StoreObserver for Journal {
         let Ok(answer) = answer else {
             return;
         };
-        let mut log = self.log();
-        let Some(id) = log.find(lease.slot, lease.fence) else {
+        let Some((mut log, id, node)) = self.recorded(lease) else {
             return;
         };
-        let node = log.leases[id].node;
         match answer {
             Release::Released if linger.is_zero() => {
                 log.leases[id].ended = true;
