@@ -4,7 +4,8 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector};
+use futures::future::LocalBoxFuture;
+use leasehold::{ElectionOptions, Elector, LockName};
 
 use crate::BoxError;
 use crate::measure::{Side, alternate, contend};
@@ -29,6 +30,41 @@ pub(super) fn blocks() -> impl Fn() -> usize {
     }
 }
 
+/// An elector's `run_if_leader` around the section on a lock: whether it ran.
+pub(super) type RunSection<'a> =
+    dyn Fn(&LockName) -> LocalBoxFuture<'a, Result<bool, BoxError>> + 'a;
+
+/// The leasehold and floor sides of a contention scenario: `tasks` tasks looping `run` on one
+/// fresh lock per block, beside `tasks` raw contenders on `slots` fresh floor locks per block.
+pub(super) fn leasehold_and_floor<'a>(
+    t: &'a Target,
+    next: &'a dyn Fn() -> usize,
+    name: &'a str,
+    slots: usize,
+    tasks: usize,
+    run: &'a RunSection<'a>,
+) -> Vec<Side<'a>> {
+    vec![
+        Box::new(move |d| {
+            let lock = t.lock(name, next());
+            Box::pin(async move {
+                let lock = &lock?;
+                contend(d, tasks, move |_| run(lock)).await
+            })
+        }),
+        Box::new(move |d| {
+            let n = next();
+            let locks = (0..slots)
+                .map(|i| t.lock(&format!("{name}-floor-{n}"), i))
+                .collect::<Result<Vec<_>, _>>();
+            Box::pin(async move {
+                let locks = &locks?;
+                contend(d, tasks, move |_| t.floor.section(locks, SECTION)).await
+            })
+        }),
+    ]
+}
+
 pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxError> {
     let options = ElectionOptions::builder()
         .wait(Duration::from_secs(1))
@@ -36,29 +72,18 @@ pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxErro
         .build()?;
     let elector = Elector::with_options(t.store.clone(), options);
     let next = blocks();
-    let (elector, next) = (&elector, &next);
-    let mut sides: Vec<Side<'_>> = vec![
-        Box::new(move |d| {
-            let lock = t.lock("contended", next());
-            Box::pin(async move {
-                let lock = &lock?;
-                contend(d, TASKS, move |_| async move {
-                    let ran = elector
-                        .run_if_leader(lock, |_| tokio::time::sleep(SECTION))
-                        .await?;
-                    Ok(ran.is_some())
-                })
-                .await
-            })
-        }),
-        Box::new(move |d| {
-            let lock = t.lock("contended-floor", next());
-            Box::pin(async move {
-                let slots = &[lock?];
-                contend(d, TASKS, move |_| t.floor.section(slots, SECTION)).await
-            })
-        }),
-    ];
+    let elector = &elector;
+    let run: &RunSection<'_> = &|lock| {
+        let lock = lock.clone();
+        Box::pin(async move {
+            let ran = elector
+                .run_if_leader(&lock, |_| tokio::time::sleep(SECTION))
+                .await?;
+            Ok(ran.is_some())
+        })
+    };
+    let next = &next;
+    let mut sides = leasehold_and_floor(t, next, "contended", 1, TASKS, run);
     if let Some(p) = &t.peer {
         sides.push(Box::new(move |d| {
             let resource = t.resource("contended-rslock", next());
