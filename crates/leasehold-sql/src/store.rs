@@ -132,11 +132,30 @@ fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
 impl SqlStore {
     /// Opens a store for a `sqlite:`, `postgres://` or `mysql://` URL with default options and
     /// checks that the database answers (creating the table if needed).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect_with`](Self::connect_with).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-opened store; nothing is held.
     pub async fn connect(url: &str) -> Result<Self, OpenError> {
         Self::connect_with(url, SqlOptions::default()).await
     }
 
-    /// Like [`connect`](Self::connect) with options.
+    /// Like [`connect`](Self::connect) with options. The whole open — connecting, then creating or
+    /// checking the table — must finish within [`SqlOptions::connect_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or a table name the dialect does not allow;
+    /// [`OpenError::Connect`] when the database refuses, fails the table check, or does not
+    /// answer within the connect timeout (the message then says "timed out").
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-opened store; nothing is held.
     pub async fn connect_with(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         let timeout = options.connect_timeout;
         let store = Self::connect_lazy(url, options)?;
@@ -144,30 +163,48 @@ impl SqlStore {
             url: redact_url(url),
             source,
         };
-        // One direct connection first: it fails fast and says why, where a pool would only
-        // report, after its timeout, that it timed out. An SQLite file that another process is
-        // creating or switching to WAL at the same moment answers "database is locked" at once
-        // (SQLite does not wait on its busy timeout for that), so on SQLite transient errors are
-        // retried until the connect timeout; a server that cannot be reached still fails fast.
-        let deadline = tokio::time::Instant::now() + timeout;
+        // One deadline covers the whole open: the direct connection and the table check or
+        // creation. Running out of it is an error, never a success.
+        let now = tokio::time::Instant::now();
+        // A timeout too large to add is as good as none (about 30 years).
+        let deadline = now
+            .checked_add(timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400));
+        match tokio::time::timeout_at(deadline, store.open_checked(url, deadline)).await {
+            Ok(Ok(())) => Ok(store),
+            Ok(Err(e)) => Err(unreachable(e)),
+            Err(_) => Err(unreachable(StoreError::transient(format!(
+                "timed out after {timeout:?} connecting to the database and checking its table \
+                 (SqlOptions::connect_timeout)"
+            )))),
+        }
+    }
+
+    /// The checks of [`connect_with`](Self::connect_with), without its deadline.
+    ///
+    /// One direct connection first: it fails fast and says why, where a pool would only report,
+    /// after its timeout, that it timed out. An SQLite file that another process is creating or
+    /// switching to WAL at the same moment answers "database is locked" at once (SQLite does not
+    /// wait on its busy timeout for that), so on SQLite transient errors are retried until the
+    /// deadline; a server that cannot be reached still fails fast.
+    async fn open_checked(&self, url: &str, deadline: tokio::time::Instant) -> StoreResult<()> {
         let mut pause = Duration::from_millis(10);
         loop {
-            let opened = match probe(url, timeout).await {
-                Some(cause) => Err(classify(cause)),
-                None => store.migrate().await,
+            let opened = match probe(url).await {
+                Err(cause) => Err(classify(cause)),
+                Ok(()) => self.migrate().await,
             };
             match opened {
-                Ok(()) => return Ok(store),
                 Err(e)
                     if e.is_transient()
-                        && matches!(store.pool, SqlPool::Sqlite(_))
+                        && matches!(self.pool, SqlPool::Sqlite(_))
                         && tokio::time::Instant::now() + pause < deadline =>
                 {
                     tracing::debug!(error = %e, "leasehold: SQLite file busy while opening; retrying");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }
-                Err(e) => return Err(unreachable(e)),
+                other => return other,
             }
         }
     }
