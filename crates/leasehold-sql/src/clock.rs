@@ -29,11 +29,22 @@ use sqlx::sqlite::SqliteArguments;
 /// The resolution of `/proc/uptime`, in milliseconds.
 const UPTIME_RESOLUTION_MS: i64 = 10;
 
-/// One reading of the host's clocks, taken just before a statement is sent. A reading taken
-/// early only makes leases look held longer and expiries fall earlier than the caller's own
-/// deadline accounts for, never the reverse.
+/// One reading of the host's clocks, for the four clock parameters every SQLite statement of
+/// [`Statements`](crate::Statements) takes after its own. Read it just before sending the
+/// statement: a reading taken early only makes leases look held longer, never shorter.
+///
+/// ```
+/// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), sqlx::Error> {
+/// use leasehold_sql::{Dialect, HostClock};
+/// let sql = Dialect::Sqlite.statements("leasehold_leases");
+/// let rows = HostClock::read()
+///     .bind(sqlx::query(&sql.state).bind("nightly").bind(1i32))
+///     .fetch_all(&pool)
+///     .await?;
+/// # let _ = rows; Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) struct HostClock {
+pub struct HostClock {
     wall_ms: i64,
     boot: Option<BootReading>,
 }
@@ -96,8 +107,9 @@ fn uptime_ms(text: &str) -> Option<i64> {
 }
 
 impl HostClock {
-    /// Reads the clocks now.
-    pub(crate) fn read() -> Self {
+    /// Reads the clocks now. Never fails: without `/proc` (not Linux) the boot clock is `NULL`
+    /// and leases are timed by the wall clock alone.
+    pub fn read() -> Self {
         let wall_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -114,7 +126,7 @@ impl HostClock {
 
     /// Binds the four clock parameters every SQLite statement takes after its own: wall clock
     /// (epoch ms), boot id (or `NULL`), boot clock low and high end (ms, or `NULL`).
-    pub(crate) fn bind<'q>(
+    pub fn bind<'q>(
         &self,
         q: Query<'q, Sqlite, SqliteArguments<'q>>,
     ) -> Query<'q, Sqlite, SqliteArguments<'q>> {

@@ -39,6 +39,7 @@ mod opener;
 mod pool;
 mod store;
 
+pub use clock::HostClock;
 pub use dialect::{
     Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN, Statements,
     TableNameError,
