@@ -107,9 +107,15 @@ impl SqlOptions {
 /// * One row per `(lock_name, slot)`; rows are kept on release so fences only grow. A new row's
 ///   fence starts at the database clock in ms × 1000, so even a row deleted by hand continues above
 ///   its old fences.
-/// * Acquire is one atomic upsert that takes the row only if it is missing, expired or already
-///   ours, timed by the **database clock**; extend and release are token-checked single
-///   statements; a minimum lease shortens the row's expiry on release.
+/// * Acquire is one atomic upsert that takes the row only if it is missing, released, expired or
+///   already ours, timed by the **database clock**; extend and release are token-checked single
+///   statements. A release marks the row free outright (no token, expiry 0), so it is free to
+///   every clock; a minimum lease instead shortens the row's expiry.
+/// * SQLite has no server clock, so each process would judge expiry by its own wall clock. SQLite
+///   leases are therefore timed by the wall clock **and** the host's boot clock (`/proc/uptime`,
+///   tagged with the boot id), which every process on the host shares and which no clock step
+///   or per-process fake time moves; a row is taken over only when its lease is over on both.
+///   Rows from another boot are judged by the wall clock alone.
 /// * PostgreSQL wakes waiters on release with `LISTEN`/`NOTIFY`; SQLite and MySQL waiters poll with
 ///   jittered back-off.
 ///
