@@ -11,6 +11,8 @@
 //!   loopback only).
 //! * [`LeaderOnly`]: a tower layer that runs a route only on the current holder of a lock and
 //!   answers followers with `503 Service Unavailable` and `Retry-After`.
+//! * [`shutdown_signal`] / [`ShutdownSignal`]: SIGINT and SIGTERM (Ctrl-C on non-Unix systems)
+//!   as the future that starts that shutdown — orchestrators stop processes with SIGTERM.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,8 +34,14 @@
 //!     .router()?;
 //! let app = axum::Router::new().merge(management);
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! // SIGINT or SIGTERM (what systemd, Kubernetes and docker send) stops server and jobs together.
+//! let signal = leasehold_axum::shutdown_signal();
+//! let stop = shutdown.clone();
 //! axum::serve(listener, app)
-//!     .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+//!     .with_graceful_shutdown(async move {
+//!         signal.await;
+//!         stop.cancel();
+//!     })
 //!     .await?;
 //! jobs.stopped().await; // jobs finished (within the grace period) and released their leases
 //! # Ok(()) }
@@ -45,6 +53,7 @@ pub mod job_metrics;
 mod jobs;
 mod leader_only;
 mod management;
+mod shutdown;
 mod status;
 
 pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
@@ -54,6 +63,7 @@ pub use leader_only::{
     LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
 };
 pub use management::{DEFAULT_PATH, Management};
+pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
 
 pub use leasehold::{CancellationToken, Job};

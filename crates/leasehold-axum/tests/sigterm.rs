@@ -1,0 +1,115 @@
+//! SIGTERM — what systemd, Kubernetes and docker send — stops the `axum_app` example cleanly: it
+//! exits promptly and the lease of its leader-only campaign is free right after, instead of
+//! staying held for the whole lease (30 s) as when the process is killed.
+//!
+//! The example is compiled into this test binary and run in a child process of it (the test has
+//! its own `main`), so the signal reaches the real example code.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test code
+
+#[path = "../examples/axum_app.rs"]
+mod axum_app;
+
+use std::io::Read;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use leasehold::{LeaseStore, LockName};
+use leasehold_sql::SqlStore;
+
+/// Set in the child's environment: run the example instead of the test.
+const CHILD: &str = "LEASEHOLD_AXUM_APP_CHILD";
+/// Generous: the machine is small and shared. The example's lease is 30 s.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn main() -> ExitCode {
+    if std::env::var_os(CHILD).is_some() {
+        return match axum_app::main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                println!("axum_app failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    for sig in ["TERM", "INT"] {
+        print!(
+            "test axum_app_stops_cleanly_on_sig{} ... ",
+            sig.to_lowercase()
+        );
+        stops_cleanly_on(sig);
+        println!("ok");
+    }
+    ExitCode::SUCCESS
+}
+
+fn stops_cleanly_on(sig: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("leases.db").display());
+    let node = format!("sig{sig}-node");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--listen", "127.0.0.1:0", "--node", &node, "--store", &url])
+        .env(CHILD, "1")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .env_remove("LEASEHOLD_MANAGEMENT_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = rt.block_on(SqlStore::connect(&url)).unwrap();
+    let lock = LockName::new("api-writer").unwrap();
+    let state = || rt.block_on(store.state(&lock, 1)).unwrap();
+
+    let start = Instant::now();
+    loop {
+        if state().holder().is_some_and(|h| h.owner == node) {
+            break;
+        }
+        if start.elapsed() > PATIENCE || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the example never took the lease: {}", log.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let _ = Command::new("kill")
+        .args([format!("-{sig}"), child.id().to_string()])
+        .status();
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed() > PATIENCE {
+            let _ = child.kill();
+            panic!("SIG{sig} did not stop the example within {PATIENCE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = signalled.elapsed();
+    let after = state();
+    let log = log.join().unwrap();
+    assert!(
+        status.success(),
+        "SIG{sig} must stop the example cleanly, not kill it: {status:?}\n{log}"
+    );
+    assert!(
+        after.is_free(),
+        "the lease is free right after the exit: {after:?}\n{log}"
+    );
+    assert!(took < Duration::from_secs(10), "SIG{sig} took {took:?}");
+    assert!(log.contains("stopped cleanly"), "{log}");
+}
