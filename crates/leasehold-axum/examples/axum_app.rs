@@ -202,9 +202,9 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(jobs.shutdown_signal())
-        .await?;
+    // Like axum::serve with graceful shutdown, but a client that never finishes its request can
+    // hold neither a connection nor the shutdown (HEADER_READ_TIMEOUT, SHUTDOWN_GRACE).
+    leasehold_axum::serve(listener, app, jobs.shutdown_signal()).await;
     jobs.stopped().await;
     leader.stopped().await;
     info!("stopped cleanly: jobs finished and leases released");

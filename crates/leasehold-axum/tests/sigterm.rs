@@ -10,7 +10,8 @@
 #[path = "../examples/axum_app.rs"]
 mod axum_app;
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -58,12 +59,23 @@ fn stops_cleanly_on(sig: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, listening) = std::sync::mpsc::channel();
     let log = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = listening_addr(&line) {
+                let _ = lines.send(addr);
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
     });
+    let addr = listening
+        .recv_timeout(PATIENCE)
+        .expect("the example logs its address");
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -84,6 +96,11 @@ fn stops_cleanly_on(sig: &str) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+
+    // A client that opened a connection and never finishes its request must not hold the
+    // shutdown (axum::serve would wait for it forever).
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET /hea").unwrap();
 
     let _ = Command::new("kill")
         .args([format!("-{sig}"), child.id().to_string()])
@@ -112,4 +129,18 @@ fn stops_cleanly_on(sig: &str) {
     );
     assert!(took < Duration::from_secs(10), "SIG{sig} took {took:?}");
     assert!(log.contains("stopped cleanly"), "{log}");
+}
+
+/// The address in the example's `listening addr=IP:PORT` log line (colours or not).
+fn listening_addr(line: &str) -> Option<SocketAddr> {
+    if !line.contains("listening") {
+        return None;
+    }
+    let rest = &line[line.find("addr")? + 4..];
+    let start = rest.find(|c: char| c.is_ascii_digit())?;
+    let rest = &rest[start..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
 }

@@ -1,18 +1,17 @@
 //! The shared server of `leasehold workbench` and `leasehold serve` on a real loopback listener:
-//! the `Host:` check against DNS rebinding, the header read timeout and the bounded shutdown.
-//! Time-bound tests run on paused tokio time (the server's timers are tokio timers).
+//! the `Host:` check against DNS rebinding, and the header read timeout of `leasehold_axum::serve`
+//! underneath (on paused tokio time: the server's timers are tokio timers). The shutdown bound is
+//! tested in leasehold-axum's `tests/bounded_serve.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::get;
-use leasehold_workbench::web::{self, HEADER_READ_TIMEOUT, SHUTDOWN_GRACE};
+use leasehold_workbench::web::{self, HEADER_READ_TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -136,70 +135,4 @@ async fn a_request_head_that_never_ends_is_cut_off_after_the_header_timeout() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
-}
-
-#[tokio::test(start_paused = true)]
-async fn shutdown_waits_for_a_slow_request_at_most_the_grace_period() {
-    let entered = Arc::new(Notify::new());
-    let inside = entered.clone();
-    let router = Router::new().route(
-        "/slow",
-        get(move || {
-            let inside = inside.clone();
-            async move {
-                inside.notify_one();
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                "too late"
-            }
-        }),
-    );
-    let (addr, stop, server) = start(router, false).await;
-    let mut conn = TcpStream::connect(addr).await.unwrap();
-    conn.write_all(format!("GET /slow HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    entered.notified().await;
-    // Another client holds a request head open.
-    let mut slow = TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"GET /sl").await.unwrap();
-
-    let stopping = Instant::now();
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
-    let took = stopping.elapsed();
-    assert!(
-        took >= SHUTDOWN_GRACE && took < SHUTDOWN_GRACE + Duration::from_secs(1),
-        "shutdown took {took:?}"
-    );
-    for mut c in [conn, slow] {
-        let mut rest = Vec::new();
-        let _ = c.read_to_end(&mut rest).await;
-        assert!(
-            !String::from_utf8_lossy(&rest).contains("too late"),
-            "the connection was closed without an answer"
-        );
-    }
-    // Nothing listens any more.
-    assert!(TcpStream::connect(addr).await.is_err());
-}
-
-#[tokio::test(start_paused = true)]
-async fn shutdown_with_idle_connections_is_immediate() {
-    let (addr, stop, server) = start(web::workbench_router(), false).await;
-    // A kept-alive connection that finished its request.
-    let mut conn = TcpStream::connect(addr).await.unwrap();
-    conn.write_all(format!("GET /api/scenarios HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut buf = [0_u8; 512];
-    let n = conn.read(&mut buf).await.unwrap();
-    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    let stopping = Instant::now();
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
-    assert!(
-        stopping.elapsed() < SHUTDOWN_GRACE,
-        "{:?}",
-        stopping.elapsed()
-    );
 }

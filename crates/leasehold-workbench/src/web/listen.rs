@@ -3,38 +3,16 @@
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
+pub use leasehold_axum::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use crate::web::WebError;
-
-/// How long a client may take to send the whole head of a request (request line and headers),
-/// counted from the moment the server starts waiting for it; then the connection is closed. This
-/// also closes a kept-alive connection that sends nothing for this long, so a client that opens
-/// connections and trickles bytes ("slowloris") cannot hold the server.
-///
-/// ```
-/// assert_eq!(leasehold_workbench::web::HEADER_READ_TIMEOUT.as_secs(), 10);
-/// ```
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long requests in flight may still take once shutdown starts. New connections are refused
-/// at once; when the grace period ends, connections still open are closed and [`serve`] returns.
-///
-/// ```
-/// assert_eq!(leasehold_workbench::web::SHUTDOWN_GRACE.as_secs(), 3);
-/// ```
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// Where `leasehold workbench` listens unless told otherwise.
 ///
@@ -86,13 +64,12 @@ pub async fn bind(addr: SocketAddr, allow_remote: bool) -> Result<TcpListener, W
         .map_err(|source| WebError::Bind { addr, source })
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// for at most [`SHUTDOWN_GRACE`] and closes the connections still open.
-///
-/// Every connection (HTTP/1.1) must send each request head within [`HEADER_READ_TIMEOUT`], and
-/// every request passes the [`HostCheck`] for the listener's address and `allow_remote` (the same
-/// value as given to [`bind`]): without `allow_remote`, a request naming any other host is
-/// answered `421 Misdirected Request`.
+/// Serves `router` on `listener` until `shutdown` resolves, with the bounds of
+/// [`leasehold_axum::serve`]: each request head must arrive within [`HEADER_READ_TIMEOUT`], and
+/// after `shutdown` requests in flight get at most [`SHUTDOWN_GRACE`] before the connections still
+/// open are closed. Every request passes the [`HostCheck`] for the listener's address and
+/// `allow_remote` (the same value as given to [`bind`]): without `allow_remote`, a request naming
+/// any other host is answered `421 Misdirected Request`.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold_workbench::web::WebError> {
@@ -123,78 +100,8 @@ where
 {
     let bound = listener.local_addr().map_err(WebError::Serve)?;
     let router = HostCheck::new(bound, allow_remote).apply(router);
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let (stopping, stop) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let conn = http.serve_connection(
-                        TokioIo::new(stream),
-                        TowerToHyperService::new(router.clone()),
-                    );
-                    let mut stop = stop.clone();
-                    connections.spawn(async move {
-                        let mut conn = std::pin::pin!(conn);
-                        tokio::select! {
-                            result = conn.as_mut() => {
-                                if let Err(e) = result {
-                                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                                }
-                            }
-                            () = async {
-                                // The guard it returns is not Send: drop it at once.
-                                let _ = stop.wait_for(|stopping| *stopping).await;
-                            } => {
-                                conn.as_mut().graceful_shutdown();
-                                if let Err(e) = conn.await {
-                                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                                }
-                            }
-                        }
-                    });
-                }
-                Err(e) => accept_failed(&e).await,
-            },
-        }
-    }
-    drop(listener);
-    let _ = stopping.send(true);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tracing::info!(
-            open = connections.len(),
-            grace = ?SHUTDOWN_GRACE,
-            "closing the connections still open after the shutdown grace period"
-        );
-        connections.shutdown().await;
-    }
+    leasehold_axum::serve(listener, router, shutdown).await;
     Ok(())
-}
-
-/// An `accept` error: a connection that failed before it was accepted is the client's; anything
-/// else (e.g. too many open files) is logged and retried after a short pause, as the listener
-/// itself stays usable.
-async fn accept_failed(e: &std::io::Error) {
-    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(
-        e.kind(),
-        ConnectionAborted | ConnectionRefused | ConnectionReset
-    ) {
-        tracing::debug!(error = %e, "a connection failed before it was accepted");
-    } else {
-        tracing::warn!(error = %e, "cannot accept a connection; retrying in 100 ms");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// The `Host:` check against DNS rebinding: a web page on another site cannot read a server on
