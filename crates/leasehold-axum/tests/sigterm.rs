@@ -52,7 +52,6 @@ fn stops_cleanly_on(sig: &str) {
         .args(["--listen", "127.0.0.1:0", "--node", &node, "--store", &url])
         .env(CHILD, "1")
         .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
         .env_remove("LEASEHOLD_MANAGEMENT_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -136,7 +135,17 @@ fn listening_addr(line: &str) -> Option<SocketAddr> {
     if !line.contains("listening") {
         return None;
     }
-    let rest = &line[line.find("addr")? + 4..];
+    // Drop ANSI colour sequences (ESC [ ... m).
+    let mut plain = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    let rest = &plain[plain.find("addr=")? + 5..];
     let start = rest.find(|c: char| c.is_ascii_digit())?;
     let rest = &rest[start..];
     let end = rest
