@@ -249,12 +249,16 @@ Serve the workbench: an interactive page where three nodes contend for a lock ti
 (contention, expiry and takeover, auto-extension, 1 -> N slots, fencing). Every timeline is
 computed by the real elector on an in-memory store under virtual time. The page is embedded in
 the binary and works offline. Prints `listening on http://ADDR/` and serves until Ctrl-C or
-SIGTERM. See docs/workbench.md.";
+SIGTERM (requests in flight get 3 s; a second signal stops at once). Requests must name
+localhost, 127.0.0.1, [::1] or the bound address in Host: unless --allow-remote. See
+docs/workbench.md.";
 
 const SERVE_LONG_ABOUT: &str = "\
 Serve a live view of a real store: for each --lock, its current holders (slot, owner, fence,
 time left), refreshed every second, beside the read-only management report (JSON at
-/manage/leader-election). Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM.
+/manage/leader-election). Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM
+(requests in flight get 3 s; a second signal stops at once). Requests must name localhost,
+127.0.0.1, [::1] or the bound address in Host: unless --allow-remote.
 
 Example:
   leasehold serve --store postgres://app@db/leases --lock nightly-report --lock hourly-sync";
@@ -262,7 +266,8 @@ Example:
 /// Where a web command listens.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BindArgs {
-    /// Also listen on a non-loopback address: the pages have no authentication
+    /// Also listen on a non-loopback address, and answer requests naming any host: the pages
+    /// have no authentication
     #[arg(long)]
     pub(crate) allow_remote: bool,
 }
