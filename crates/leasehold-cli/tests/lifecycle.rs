@@ -183,7 +183,7 @@ fn a_lease_that_ran_out_while_leasehold_was_stopped_is_not_reported_as_success()
     let started = env.path("started");
     let script = format!("echo up > '{}'; sleep 1", started.display());
     let mut run = env.spawn(&[
-        "run", "--lock", "stopped", "--lease", "500ms", "--", "sh", "-c", &script,
+        "run", "--lock", "stopped", "--lease", "1s", "--", "sh", "-c", &script,
     ]);
     let stderr = Stderr::watch(&mut run);
     wait_for_file(&started);
