@@ -128,7 +128,8 @@ pub(crate) struct StoreArgs {
 /// What to do when the lease is lost while the command runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OnLost {
-    /// Stop the command: SIGTERM, then SIGKILL after --kill-grace; exit 124
+    /// Stop the command: SIGTERM, then SIGKILL after --kill-grace; exit 124 (123 if it had
+    /// already finished when the loss was noticed)
     Kill,
     /// Let the command finish; print a warning; exit with the command's code
     Continue,

@@ -34,6 +34,7 @@
 //! ```
 
 pub mod blocking;
+mod cleanup;
 mod duration;
 mod elector;
 mod engine;
@@ -53,10 +54,12 @@ mod retry;
 mod schedule;
 mod signal;
 mod store;
+mod suspend;
 mod tenant;
 mod url;
 mod watchdog;
 
+pub use cleanup::SETTLE_TIMEOUT;
 pub use duration::{DurationError, parse_duration};
 pub use elector::Elector;
 pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};

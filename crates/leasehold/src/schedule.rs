@@ -302,7 +302,11 @@ impl Schedule {
             };
             tasks.spawn(run_job(job, ctx).instrument(span));
         }
-        Ok(ScheduleHandle { tasks, stop })
+        Ok(ScheduleHandle {
+            tasks,
+            stop,
+            elector: self.elector,
+        })
     }
 }
 
@@ -411,15 +415,32 @@ async fn run_job(job: Job, run: JobRun) {
 pub struct ScheduleHandle {
     tasks: JoinSet<()>,
     stop: CancellationToken,
+    /// The schedule's elector: its jobs' copies share its cleanup tasks.
+    elector: Elector,
 }
 
 impl ScheduleHandle {
-    /// Resolves when every job has stopped (after the token is cancelled) and released its lease.
+    /// Resolves when every job has stopped (after the token is cancelled) and released its lease,
+    /// and the elector has [settled](Elector::settled): an attempt that was in flight when the
+    /// token was cancelled has had its answer, and a lease it was granted late has been released
+    /// (waiting at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT) for the store). Nothing the
+    /// schedule started outlives this.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future aborts the jobs still running (a lease they hold is released in the
+    /// background, as for a dropped guard) and stops waiting for the elector to settle; await
+    /// it to the end before the process exits.
     pub async fn stopped(mut self) {
         while self.tasks.join_next().await.is_some() {}
+        self.elector.settled_within(crate::SETTLE_TIMEOUT).await;
     }
 
     /// Cancels the token and waits for [`stopped`](Self::stopped).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`stopped`](Self::stopped).
     pub async fn shutdown(self) {
         self.stop.cancel();
         self.stopped().await;
