@@ -23,6 +23,15 @@ const CHILD: &str = "LEASEHOLD_AXUM_APP_CHILD";
 /// Generous: the machine is small and shared. The example's lease is 30 s.
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// The tests of this binary, by name, for `--list` and name filters.
+const TESTS: [(&str, &str); 2] = [
+    ("axum_app_stops_cleanly_on_sigterm", "TERM"),
+    ("axum_app_stops_cleanly_on_sigint", "INT"),
+];
+
+/// A minimal libtest-compatible entry point: cargo test runs it with no arguments (every test),
+/// cargo nextest lists the tests with `--list --format terse [--ignored]` and runs each with
+/// `--exact NAME --nocapture`.
 fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
         return match axum_app::main() {
@@ -33,14 +42,39 @@ fn main() -> ExitCode {
             }
         };
     }
-    for sig in ["TERM", "INT"] {
-        print!(
-            "test axum_app_stops_cleanly_on_sig{} ... ",
-            sig.to_lowercase()
-        );
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    if flag("--list") {
+        if !flag("--ignored") {
+            for (name, _) in TESTS {
+                println!("{name}: test");
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let filters: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect();
+    let selected = |name: &str| {
+        filters.is_empty()
+            || filters.iter().any(|f| {
+                if flag("--exact") {
+                    name == *f
+                } else {
+                    name.contains(f)
+                }
+            })
+    };
+    let mut ran = 0;
+    for (name, sig) in TESTS.into_iter().filter(|(name, _)| selected(name)) {
+        print!("test {name} ... ");
         stops_cleanly_on(sig);
         println!("ok");
+        ran += 1;
     }
+    println!("\ntest result: ok. {ran} passed; 0 failed; 0 ignored");
     ExitCode::SUCCESS
 }
 
