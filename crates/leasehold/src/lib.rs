@@ -42,6 +42,7 @@ mod events;
 mod group;
 mod guard;
 mod lease;
+pub mod limits;
 mod line;
 mod memory;
 pub mod metrics;
@@ -64,12 +65,16 @@ pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use group::GroupElector;
 pub use guard::{LeaderContext, LeaderGuard};
 pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+pub use limits::{
+    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, check_duration, check_slots,
+    deadline_after,
+};
 pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use observe::{ObservedStore, StoreObserver};
 pub use options::{
     ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE,
-    MIN_RENEWAL_PERIOD, OptionsError, default_node_id,
+    MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
 };
 pub use outcome::RunOutcome;
 pub use retry::RetryPolicy;

@@ -10,6 +10,7 @@ use tracing::warn;
 use crate::events::LostReason;
 use crate::guard::{LeaseCell, safety_margin};
 use crate::lease::Extension;
+use crate::limits::deadline_after;
 use crate::options::MIN_RENEWAL_PERIOD;
 
 /// Renewal cadence: a third of the lease, at least 25 ms.
@@ -25,7 +26,7 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 /// an extension in flight, so a release never races a renewal.
 pub(crate) async fn run(cell: Arc<LeaseCell>) {
     let period = renewal_period(cell.ttl);
-    let mut next = Instant::now() + period;
+    let mut next = deadline_after(Instant::now(), period);
     loop {
         if cell.stopping.load(Ordering::Acquire) {
             return;
@@ -40,10 +41,10 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         }
         let _one_at_a_time = cell.extending.lock().await;
         let now = Instant::now();
-        let full = now + cell.ttl - safety_margin(cell.ttl);
+        let full = deadline_after(now, cell.ttl - safety_margin(cell.ttl));
         if cell.deadline() > full {
             // A manual extension reaches further than a renewal would: keep it.
-            next = now + period;
+            next = deadline_after(now, period);
             continue;
         }
         let lease = cell.lease();
@@ -58,7 +59,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         match outcome {
             Ok(Extension::Extended { expires_at }) => {
                 cell.extended(now, cell.ttl, expires_at);
-                next = Instant::now() + period;
+                next = deadline_after(Instant::now(), period);
             }
             Ok(Extension::NotHeld) => {
                 cell.mark_lost(LostReason::NotHeld);
@@ -68,7 +69,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
                 let retry = (period / 4).max(Duration::from_millis(5));
                 warn!(lock = %lease.lock, slot = lease.slot, error = %e, ?retry,
                     "leasehold: renewal failed; retrying before the local deadline");
-                next = Instant::now() + retry;
+                next = deadline_after(Instant::now(), retry);
             }
             Err(e) => {
                 warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: renewal failed permanently");
