@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, redact_url,
+    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots, redact_url,
 };
 use sqlx::Row;
 use tokio::sync::OnceCell;
@@ -149,7 +149,7 @@ impl SqlStore {
         // creating or switching to WAL at the same moment answers "database is locked" at once
         // (SQLite does not wait on its busy timeout for that), so on SQLite transient errors are
         // retried until the connect timeout; a server that cannot be reached still fails fast.
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = leasehold::deadline_after(tokio::time::Instant::now(), timeout);
         let mut pause = Duration::from_millis(10);
         loop {
             let opened = match probe(url, timeout).await {
@@ -345,11 +345,12 @@ impl SqlStore {
         {
             return Ok(vec![*slot]);
         }
-        let busy: Vec<i32> = rows
+        let busy: std::collections::HashSet<i32> = rows
             .iter()
             .filter(|(_, _, exp, now)| exp > now)
             .map(|(s, ..)| *s)
             .collect();
+        // The free slots, lowest first; `slots` is at most `MAX_SLOTS`.
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
     }
 
@@ -417,6 +418,7 @@ fn time(epoch_ms: i64) -> SystemTime {
 #[async_trait]
 impl LeaseStore for SqlStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        check_slots(req.slots)?;
         self.ensure_schema().await?;
         let token = req.token.to_hex();
         let candidates = if req.slots <= 1 {
@@ -517,6 +519,7 @@ impl LeaseStore for SqlStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         self.ensure_schema().await?;
         let q = &self.sql.state;
         let rows: Vec<HolderRow> = with_pool!(&self.pool, p => {
@@ -531,6 +534,7 @@ impl LeaseStore for SqlStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         self.ensure_schema().await?;
         let n = slots_i32(slots);
         // Read the holders as they were, then free them, in one transaction.
