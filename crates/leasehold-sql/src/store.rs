@@ -67,7 +67,8 @@ impl SqlOptions {
         self.max_connections = n.max(1);
         self
     }
-    /// How long to wait for a connection before failing with a transient error (default 5 s).
+    /// How long to wait for a connection before failing with a transient error (default 5 s; at
+    /// most [`leasehold::MAX_DURATION`]).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -175,6 +176,8 @@ impl SqlStore {
     /// Builds a store without contacting the database; the first operation connects (and creates
     /// the table, unless disabled).
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
+        leasehold::check_duration("connect_timeout", options.connect_timeout)
+            .map_err(|e| invalid(url, e.to_string()))?;
         let settings = PoolSettings {
             max_connections: options.max_connections,
             connect_timeout: options.connect_timeout,

@@ -66,7 +66,10 @@ fn every_duration_option_has_the_same_maximum() {
 #[test]
 fn max_leaders_is_bounded_by_max_slots() {
     assert_eq!(
-        GroupOptions::builder().max_leaders(MAX_SLOTS).build().map(|o| o.max_leaders()),
+        GroupOptions::builder()
+            .max_leaders(MAX_SLOTS)
+            .build()
+            .map(|o| o.max_leaders()),
         Ok(MAX_SLOTS)
     );
     for n in [MAX_SLOTS + 1, u32::MAX] {
@@ -85,7 +88,10 @@ fn node_ids_are_checked_for_length_and_content() {
     let b = ElectionOptions::builder;
     let longest = "é".repeat(MAX_NODE_ID_LEN / 2) + "x"; // 255 bytes, 128 characters
     assert_eq!(longest.len(), MAX_NODE_ID_LEN);
-    assert_eq!(b().node_id(longest.clone()).build().unwrap().node_id(), longest);
+    assert_eq!(
+        b().node_id(longest.clone()).build().unwrap().node_id(),
+        longest
+    );
     let long = "n".repeat(MAX_NODE_ID_LEN + 1);
     match b().node_id(long.clone()).build() {
         Err(OptionsError::Limit(LimitError::NodeIdTooLong { len, max, .. })) => {
@@ -187,7 +193,13 @@ async fn electors_run_at_the_largest_allowed_durations() {
             .build()
             .unwrap(),
     );
-    assert_eq!(lingering.run_if_leader("linger", |_| async { 1 }).await.unwrap(), Some(1));
+    assert_eq!(
+        lingering
+            .run_if_leader("linger", |_| async { 1 })
+            .await
+            .unwrap(),
+        Some(1)
+    );
     assert!(!lingering.state("linger").await.unwrap().is_free());
 
     // The largest group.
