@@ -13,6 +13,8 @@
 //! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
 //!   Other crates add SQL, Redis and DynamoDB stores.
 //! * [`Schedule`] runs leader-only periodic jobs; [`blocking::Elector`] serves synchronous code.
+//! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
+//!   [`MAX_NODE_ID_LEN`], [`MAX_LOCK_NAME_LEN`]), refused beyond it with a typed [`LimitError`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
