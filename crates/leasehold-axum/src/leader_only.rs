@@ -141,8 +141,9 @@ impl LeaderOnlyBuilder {
         self
     }
 
-    /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms) and
-    /// starts the campaign on the current runtime; cancelling `shutdown` ends it and releases
+    /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms;
+    /// `retry_after` and `retry_interval` are at most [`leasehold::MAX_DURATION`]) and starts the
+    /// campaign on the current runtime; cancelling `shutdown` ends it and releases
     /// the lease.
     ///
     /// ```
@@ -157,6 +158,8 @@ impl LeaderOnlyBuilder {
     /// ```
     pub fn start(self, shutdown: CancellationToken) -> Result<LeaderOnly, Error> {
         let lock = LockName::new(self.name.as_str())?;
+        leasehold::check_duration("retry_after", self.retry_after)
+            .map_err(leasehold::Error::from)?;
         let options = self
             .elector
             .options()

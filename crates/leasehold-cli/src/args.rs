@@ -175,13 +175,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) skipped_exit_code: u8,
 
-    /// Allow up to N concurrent holders of the lock (each gets its own slot and fence)
+    /// Allow up to N concurrent holders of the lock (each gets its own slot and fence; at most
+    /// 1024)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
-    /// Owner recorded in the store [default: hostname:pid]
-    #[arg(long, value_name = "ID")]
+    /// Owner recorded in the store, at most 255 bytes [default: hostname:pid]
+    #[arg(long, value_name = "ID", value_parser = parse_node_id)]
     pub(crate) node_id: Option<String>,
 
     /// Keep COMMAND in leasehold's process group (lets it read from the terminal; only COMMAND
@@ -217,7 +218,7 @@ pub(crate) struct StatusArgs {
 
     /// Number of slots to look at (as given to `run --slots`)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
     /// The locks to show
@@ -237,7 +238,7 @@ pub(crate) struct ReleaseArgs {
 
     /// Number of slots to free (as given to `run --slots`)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
     /// The lock to free
@@ -296,7 +297,7 @@ pub(crate) struct ServeArgs {
 
     /// Number of slots to look at (as given to `run --slots`)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
     /// Address to listen on (port 0 picks a free port)
@@ -330,6 +331,29 @@ impl StoreArgs {
 
 fn parse_lock(text: &str) -> Result<LockName, leasehold::NameError> {
     LockName::new(text)
+}
+
+/// A slot count: 1 to [`leasehold::MAX_SLOTS`] (clap names the flag in the error).
+fn parse_slots(text: &str) -> Result<u32, String> {
+    let max = leasehold::MAX_SLOTS;
+    let allowed = format!("a whole number from 1 to {max}");
+    let digits = text.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} is not {allowed}"));
+    }
+    // Any number too large for u32 is simply too many slots.
+    let slots = digits.parse::<u32>().unwrap_or(u32::MAX);
+    if slots == 0 {
+        return Err(format!("0 slots would never run anything; use {allowed}"));
+    }
+    leasehold::check_slots(slots).map_err(|_| {
+        format!("at most {max} slots are allowed (leasehold::MAX_SLOTS); got {digits}")
+    })
+}
+
+/// A node id as the core accepts it (clap names the flag in the error).
+fn parse_node_id(text: &str) -> Result<String, leasehold::OptionsError> {
+    leasehold::validate_node_id(text).map(|()| text.to_owned())
 }
 
 /// Prints a clap error or help text and picks the exit code: 0 for `--help`/`--version`,

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreResult, redact_url,
+    ReleaseNotifier, ReleaseSignal, StoreResult, check_slots, redact_url,
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
@@ -288,12 +288,13 @@ fn install_tls_provider() {
 #[async_trait]
 impl LeaseStore for RedisStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        let slots = check_slots(req.slots)?.max(1);
         let key = self.key(&req.lock);
         let mut call = self.scripts.acquire().key(&key);
         call.arg(req.token.to_hex())
             .arg(req.owner.as_ref())
             .arg(ms_at_least_1(req.ttl))
-            .arg(req.slots.max(1))
+            .arg(slots)
             .arg(self.retention_ms());
         let granted: Option<(u32, u64, u64, u64)> = self.link.invoke(&call).await?;
         Ok(granted.map(|(slot, fence, acquired, expires)| Lease {
@@ -340,6 +341,7 @@ impl LeaseStore for RedisStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         let key = self.key(lock);
         let mut call = self.scripts.state().key(&key);
         call.arg(slots);
@@ -352,6 +354,7 @@ impl LeaseStore for RedisStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         let key = self.key(lock);
         let mut call = self.scripts.force_release().key(&key);
         call.arg(slots).arg(&self.channel).arg(lock.as_str());

@@ -119,6 +119,13 @@ impl Dialect {
         } else {
             ""
         };
+        // Node ids are up to 255 bytes of any UTF-8 (leasehold::MAX_NODE_ID_LEN): on MySQL the
+        // column says utf8mb4, whatever the database's default character set.
+        let owner_type = if self == Self::MySql {
+            "VARCHAR(255) CHARACTER SET utf8mb4"
+        } else {
+            "VARCHAR(255)"
+        };
         let int = if self == Self::Sqlite {
             "INTEGER"
         } else {
@@ -128,7 +135,7 @@ impl Dialect {
             "CREATE TABLE IF NOT EXISTS {table} (\n\
              \x20 lock_name   {name_type} NOT NULL,\n\
              \x20 slot        INTEGER NOT NULL,\n\
-             \x20 owner       VARCHAR(255) NOT NULL,\n\
+             \x20 owner       {owner_type} NOT NULL,\n\
              \x20 token       {token_type} NULL,\n\
              \x20 fence       {int} NOT NULL,\n\
              \x20 acquired_at {int} NOT NULL,\n\

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, redact_url,
+    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots, redact_url,
 };
 use sqlx::Row;
 use tokio::sync::OnceCell;
@@ -90,7 +90,8 @@ impl SqlOptions {
         self.max_connections = n.max(1);
         self
     }
-    /// How long to wait for a connection before failing with a transient error (default 5 s).
+    /// How long to wait for a connection before failing with a transient error (default 5 s; at
+    /// most [`leasehold::MAX_DURATION`]).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -195,11 +196,7 @@ impl SqlStore {
         };
         // One deadline covers the whole open: the direct connection and the table check or
         // creation. Running out of it is an error, never a success.
-        let now = tokio::time::Instant::now();
-        // A timeout too large to add is as good as none (about 30 years).
-        let deadline = now
-            .checked_add(timeout)
-            .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400));
+        let deadline = leasehold::deadline_after(tokio::time::Instant::now(), timeout);
         match tokio::time::timeout_at(deadline, store.open_checked(url, deadline)).await {
             Ok(Ok(())) => Ok(store),
             Ok(Err(e)) => Err(unreachable(e)),
@@ -242,6 +239,8 @@ impl SqlStore {
     /// Builds a store without contacting the database; the first operation connects (and creates
     /// the table, unless disabled).
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
+        leasehold::check_duration("connect_timeout", options.connect_timeout)
+            .map_err(|e| invalid(url, e.to_string()))?;
         let settings = PoolSettings {
             max_connections: options.max_connections,
             connect_timeout: options.connect_timeout,
@@ -447,11 +446,12 @@ impl SqlStore {
         {
             return Ok(vec![*slot]);
         }
-        let busy: Vec<i32> = rows
+        let busy: std::collections::HashSet<i32> = rows
             .iter()
             .filter(|(_, _, held)| *held != 0)
             .map(|(s, ..)| *s)
             .collect();
+        // The free slots, lowest first; `slots` is at most `MAX_SLOTS`.
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
     }
 
@@ -519,6 +519,7 @@ fn time(epoch_ms: i64) -> SystemTime {
 #[async_trait]
 impl LeaseStore for SqlStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        check_slots(req.slots)?;
         self.ensure_schema().await?;
         let token = req.token.to_hex();
         let candidates = if req.slots <= 1 {
@@ -619,6 +620,7 @@ impl LeaseStore for SqlStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         self.ensure_schema().await?;
         let q = &self.sql.state;
         let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
@@ -633,6 +635,7 @@ impl LeaseStore for SqlStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         self.ensure_schema().await?;
         let n = slots_i32(slots);
         // Read the holders as they were, then free them, in one transaction.

@@ -117,7 +117,7 @@ impl Engine {
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let deadline = start + opts.wait;
+        let deadline = crate::limits::deadline_after(start, opts.wait);
         let req = AcquireRequest {
             lock: lock.clone(),
             slots: self.slots,

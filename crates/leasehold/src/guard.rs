@@ -82,7 +82,7 @@ impl LeaseCell {
             acquired,
             state: Mutex::new(CellState {
                 expires_at: lease.expires_at,
-                deadline: sent_at + ttl - safety_margin(ttl),
+                deadline: crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl)),
                 boot_offset: suspend::offset(),
                 lost: None,
             }),
@@ -189,7 +189,7 @@ impl LeaseCell {
                 return;
             }
             st.boot_offset = sent_offset;
-            st.deadline = sent_at + ttl - safety_margin(ttl);
+            st.deadline = crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl));
             st.expires_at = expires_at;
         }
         self.metrics.extended();
@@ -249,6 +249,7 @@ impl LeaseCell {
     }
 
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Extension> {
+        crate::limits::check_duration("extension", ttl)?;
         let _one_at_a_time = self.extending.lock().await;
         let lease = &self.granted;
         let sent_at = Instant::now();
@@ -382,6 +383,12 @@ impl LeaderGuard {
         self.cell.lost().await
     }
     /// Extends the lease to end `ttl` from now (store clock). `NotHeld` also marks the guard lost.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Limit`](crate::Error::Limit) for a `ttl` beyond
+    /// [`MAX_DURATION`](crate::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
+    /// when the store fails.
     pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
         self.cell.extend(ttl).await
     }
@@ -508,6 +515,10 @@ impl LeaderContext {
         self.0.lost().await
     }
     /// Extends the lease to end `ttl` from now.
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderGuard::extend`].
     pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
         self.0.extend(ttl).await
     }

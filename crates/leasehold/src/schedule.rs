@@ -16,6 +16,7 @@ use tracing::{Instrument, debug, info_span, warn};
 use crate::elector::Elector;
 use crate::error::{Error, Result};
 use crate::guard::LeaderContext;
+use crate::limits::check_duration;
 use crate::name::LockName;
 use crate::options::OptionsError;
 
@@ -273,12 +274,25 @@ impl Schedule {
     }
 
     /// Validates every job and starts them on the current runtime; `stop` ends them.
+    ///
+    /// # Errors
+    ///
+    /// A job's invalid lock name ([`Error::Name`]), a zero period or options the elector rejects
+    /// ([`Error::Options`]), or a period, initial delay or grace period beyond
+    /// [`MAX_DURATION`](crate::MAX_DURATION) ([`Error::Limit`]).
     pub fn start(self, stop: CancellationToken) -> Result<ScheduleHandle> {
+        if let Some(grace) = self.grace {
+            check_duration("grace_period", grace)?;
+        }
         let mut planned = Vec::with_capacity(self.jobs.len());
         for job in self.jobs {
             let lock = self.elector.lock_name_of(&job.name)?;
             if job.period.is_zero() {
                 return Err(OptionsError::ZeroPeriod(job.name).into());
+            }
+            check_duration("period", job.period)?;
+            if let Some(delay) = job.initial_delay {
+                check_duration("initial_delay", delay)?;
             }
             // A tick never waits for the lock: a node that waited would run the job again right
             // after the holder finished, in the same period.

@@ -10,6 +10,7 @@ use tracing::{debug, info, warn};
 use crate::events::LostReason;
 use crate::guard::{LeaseCell, safety_margin};
 use crate::lease::Extension;
+use crate::limits::deadline_after;
 use crate::options::MIN_RENEWAL_PERIOD;
 use crate::suspend;
 
@@ -31,7 +32,7 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 pub(crate) async fn run(cell: Arc<LeaseCell>) {
     let period = renewal_period(cell.ttl);
     let retry = (period / 4).max(Duration::from_millis(5));
-    let mut next = Instant::now() + period;
+    let mut next = deadline_after(Instant::now(), period);
     let mut failing = false;
     loop {
         if cell.stopping.load(Ordering::Acquire) {
@@ -47,16 +48,16 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         }
         let _one_at_a_time = cell.extending.lock().await;
         let now = Instant::now();
-        let full = now + cell.ttl - safety_margin(cell.ttl);
+        let full = deadline_after(now, cell.ttl - safety_margin(cell.ttl));
         if cell.deadline() > full {
             // A manual extension reaches further than a renewal would: keep it.
-            next = now + period;
+            next = deadline_after(now, period);
             continue;
         }
         let lease = cell.lease();
         let deadline = cell.deadline();
         let sent_offset = suspend::offset();
-        let slow_at = now + period;
+        let slow_at = deadline_after(now, period);
         let extend = cell.store.extend(&lease, cell.ttl);
         tokio::pin!(extend);
         let outcome = loop {
@@ -82,7 +83,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
                     failing = false;
                 }
                 cell.extended(now, sent_offset, cell.ttl, expires_at);
-                next = Instant::now() + period;
+                next = deadline_after(Instant::now(), period);
             }
             Ok(Extension::NotHeld) => {
                 cell.mark_lost(LostReason::NotHeld);
@@ -96,7 +97,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
                     failing = true;
                     cell.renewal_failing(&e.to_string());
                 }
-                next = Instant::now() + retry;
+                next = deadline_after(Instant::now(), retry);
             }
             Err(e) => {
                 if !failing {
