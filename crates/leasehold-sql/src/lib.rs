@@ -32,6 +32,7 @@ mod listen;
 mod opener;
 mod pool;
 mod store;
+mod url;
 
 pub use dialect::{Dialect, Statements};
 pub use opener::SqlOpener;

@@ -122,11 +122,8 @@ impl std::fmt::Debug for SqlStore {
     }
 }
 
-fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
-    OpenError::Invalid {
-        url: redact_url(url),
-        reason: reason.into(),
-    }
+fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
+    OpenError::invalid(url, reason)
 }
 
 impl SqlStore {
@@ -179,6 +176,9 @@ impl SqlStore {
             max_connections: options.max_connections,
             connect_timeout: options.connect_timeout,
         };
+        if let Some(dialect) = crate::pool::dialect_of(url) {
+            crate::url::check(url, dialect).map_err(|e| e.into_open_error(url))?;
+        }
         let pool = lazy_pool(url, settings).map_err(|r| invalid(url, r))?;
         Self::build(pool, options, redact_url(url)).map_err(|r| invalid(url, r))
     }
