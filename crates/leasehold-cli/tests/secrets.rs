@@ -154,21 +154,24 @@ fn passwords_with_any_reserved_character_are_hidden_for_every_scheme() {
 fn credentials_in_a_dynamodb_endpoint_are_hidden() {
     let env = Env::new();
     let mut urls = Vec::new();
-    for c in RESERVED.iter().filter(|c| !matches!(**c, "&" | "#")) {
+    for c in RESERVED {
         let password = format!("Hunt{c}Er2");
         urls.push(format!(
-            "dynamodb://t?endpoint=http://id:{password}@127.0.0.1:1&region=us-east-1\
+            "dynamodb://tab?endpoint=http://id:{password}@127.0.0.1:1&region=us-east-1\
              &max_attempts=1&attempt_timeout=300ms"
         ));
         urls.push(format!(
-            "dynamodb://t?endpoint=http://id:{password}@127.0.0.1:1&bad=1"
+            "dynamodb://tab?endpoint=http://id:{password}@127.0.0.1:1&bad=1"
         ));
-        urls.push(format!(
-            "dynamodb://t?region=eu&aws_secret_access_key={password}"
-        ));
+        // In a plain query value `&` and `#` end the value unless encoded.
+        if !matches!(*c, "&" | "#") {
+            urls.push(format!(
+                "dynamodb://tab?region=eu&aws_secret_access_key={password}"
+            ));
+        }
     }
     urls.push(
-        "dynamodb://t?endpoint=http%3A%2F%2Fid%3AHunt%2FEr2%40127.0.0.1%3A1&max_attempts=x"
+        "dynamodb://tab?endpoint=http%3A%2F%2Fid%3AHunt%2FEr2%40127.0.0.1%3A1&max_attempts=x"
             .to_owned(),
     );
     assert_secret_never_printed(&env, &urls);
@@ -197,7 +200,7 @@ fn unknown_store_parameters_are_refused_before_connecting() {
         ),
         ("sqlite:///nonexistent-dir/x.db?mdoe=ro", "mdoe", "mode"),
         (
-            "dynamodb://t?regoin=eu&endpoint=http://127.0.0.1:1",
+            "dynamodb://tab?regoin=eu&endpoint=http://127.0.0.1:1",
             "regoin",
             "region",
         ),
@@ -237,7 +240,9 @@ fn a_network_store_url_without_a_host_is_refused() {
             let stderr = text(&out.stderr);
             assert_eq!(code(&out.status), 125, "{url}: {stderr}");
             assert!(
-                stderr.contains("invalid store URL") && stderr.contains("required"),
+                stderr.contains("invalid store URL")
+                    && stderr.contains("required")
+                    && !stderr.contains("***"),
                 "{url}: {stderr}"
             );
         }

@@ -4,14 +4,29 @@ use leasehold::store_url::{UrlError, UrlOptions, percent_decode};
 
 use crate::options::{DEFAULT_TABLE, DynamoDbOptions};
 
-/// What a `dynamodb:` URL says.
-#[derive(Debug, Clone)]
+/// What a `dynamodb:` URL says (its `Debug` form redacts the endpoint).
+#[derive(Clone)]
 pub(crate) struct DynamoDbUrl {
     pub(crate) options: DynamoDbOptions,
     pub(crate) region: Option<String>,
     pub(crate) endpoint: Option<String>,
     pub(crate) profile: Option<String>,
     pub(crate) create_table: bool,
+}
+
+impl std::fmt::Debug for DynamoDbUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamoDbUrl")
+            .field("options", &self.options)
+            .field("region", &self.region)
+            .field(
+                "endpoint",
+                &self.endpoint.as_deref().map(leasehold::redact_url),
+            )
+            .field("profile", &self.profile)
+            .field("create_table", &self.create_table)
+            .finish()
+    }
 }
 
 /// The query parameters a `dynamodb:` URL accepts.
@@ -127,6 +142,9 @@ mod tests {
         assert_eq!(u.options.prefix(), "billing");
         assert_eq!(u.options.skew_tolerance(), Duration::from_millis(500));
         assert!(u.create_table);
+        let u = DynamoDbUrl::parse("dynamodb://tab?endpoint=http://id:hunter2@127.0.0.1:8000")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!format!("{u:?}").contains("hunter2"));
     }
 
     #[test]

@@ -45,10 +45,7 @@ pub(crate) fn split_options(
         }
         parsed.options(UNIX_PARAMETERS)?
     } else {
-        parsed.require_host(&format!(
-            "{}://[USER:PASSWORD@]HOST[:PORT][/DB]",
-            parsed.scheme()
-        ))?;
+        parsed.require_host(&format!("{}://[USER@]HOST[:PORT][/DB]", parsed.scheme()))?;
         parsed.options(TCP_PARAMETERS)?
     };
     let options = store_options(&mut query, base)?;

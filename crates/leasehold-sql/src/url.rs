@@ -62,7 +62,7 @@ pub(crate) fn check(url: &str, dialect: Dialect) -> Result<(), UrlError> {
             let socket = query.text("host")?.or(query.text("hostaddr")?);
             if socket.is_none() {
                 parsed.require_host(
-                    "postgres://USER:PASSWORD@HOST:PORT/DATABASE \
+                    "postgres://USER@HOST:PORT/DATABASE \
                      (or postgres:///DATABASE?host=/run/postgresql for a Unix socket)",
                 )?;
             }
@@ -73,7 +73,7 @@ pub(crate) fn check(url: &str, dialect: Dialect) -> Result<(), UrlError> {
             let mut query = parsed.options(MYSQL_PARAMETERS)?;
             if query.text("socket")?.is_none() {
                 parsed.require_host(&format!(
-                    "{}://USER:PASSWORD@HOST:PORT/DATABASE \
+                    "{}://USER@HOST:PORT/DATABASE \
                      (or {0}:///DATABASE?socket=/run/mysqld/mysqld.sock for a Unix socket)",
                     parsed.scheme()
                 ))?;

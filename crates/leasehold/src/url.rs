@@ -388,8 +388,11 @@ fn mark_url(mask: &mut Mask<'_>, start: usize, end: usize) {
         pos += 2;
     }
     let rest = &mask.text[pos..end];
-    // The user-info as meant: up to the last `@`.
-    if let Some(at) = rest.rfind('@') {
+    // The user-info as meant: up to the last `@`, unless that `@` belongs to a URL nested in
+    // the query (`?endpoint=http://id:pw@host`), which the query reading below handles.
+    let nested = rest.find("://").filter(|&i| rest[..i].contains('?'));
+    let meant = rest[..nested.unwrap_or(rest.len())].rfind('@');
+    if let Some(at) = meant {
         mark_userinfo(mask, pos, pos + at, slashes);
         mark_query(mask, pos + at + 1, end);
     }
@@ -398,7 +401,7 @@ fn mark_url(mask: &mut Mask<'_>, start: usize, end: usize) {
     let authority = &mask.text[pos..authority_end];
     match authority.rfind('@') {
         Some(at) => mark_userinfo(mask, pos, pos + at, slashes),
-        None if !rest.contains('@') && slashes && !is_file_scheme(scheme) => {
+        None if meant.is_none() && slashes && !is_file_scheme(scheme) => {
             // A "port" that is not a number: most likely a password whose `@host` is
             // missing. Hide it and everything after it.
             if let Some(port) = bad_port(authority) {
@@ -464,8 +467,22 @@ fn mark_query(mask: &mut Mask<'_>, from: usize, end: usize) {
                     }
                 }
             }
+        } else {
+            // A piece of a nested URL whose user-info held an unencoded `&`: `user:password`,
+            // or a password's tail before `@host`.
+            let pair = &mask.text[pair_start..pair_end];
+            let secret_end = pair.rfind('@').map_or(pair.len(), |at| at);
+            match pair[..secret_end].find(':') {
+                Some(colon) => mask.hide(pair_start + colon + 1, pair_start + secret_end),
+                None if secret_end < pair.len() => mask.hide(pair_start, pair_start + secret_end),
+                None => {}
+            }
         }
         pair_start = pair_end + 1;
+    }
+    // The tail of a nested URL whose password held an unencoded `#`.
+    if let Some(at) = mask.text[stop..end].rfind('@') {
+        mask.hide(stop + 1, stop + at);
     }
 }
 
@@ -548,10 +565,12 @@ mod tests {
                         format!("{scheme}://h/x?a=1&sslpassword={pw}&b=2"),
                         format!("{scheme}://h/x?AWS_SECRET_ACCESS_KEY={pw}"),
                         format!("{scheme}://h/x?auth_token={pw}"),
+                        format!("{scheme}://t?endpoint=http://id:{pw}@127.0.0.1:8000&region=eu"),
+                        format!("{scheme}://{user}:{pw}@h/x?endpoint=https://{user}:{pw}@e/"),
                     ] {
                         // A `&`, `#` or `=` in a query value ends it unless encoded: the
                         // value as the store would read it is what must be hidden.
-                        if url.contains("?")
+                        if url.contains('?')
                             && url.contains(&format!("={pw}"))
                             && matches!(*c, "&" | "#")
                         {
@@ -587,6 +606,8 @@ mod tests {
         );
         assert_eq!(redact_url("postgres:u:pw@h/x"), "postgres:***@h/x");
         assert_eq!(redact_url("postgres://u:s3c/r3t"), "postgres://u:***");
+        assert_eq!(redact_url("postgres://u:a://b@h/x"), "postgres://u:***@h/x");
+        assert_eq!(redact_url("postgres://u:p?a://b@h/x"), "postgres://u:***");
         assert_eq!(
             redact_url("postgres://[::1]:5432/x"),
             "postgres://[::1]:5432/x"
