@@ -129,9 +129,18 @@ impl StoreUrl {
     ///
     /// [`UrlError::Syntax`] if it is not a URL, e.g. a password holds an unencoded `/` or `?`.
     pub fn parse(url: &str) -> Result<Self, UrlError> {
-        let parsed = ::url::Url::parse(url.trim()).map_err(|e| UrlError::Syntax {
+        let url = url.trim();
+        let parsed = ::url::Url::parse(url).map_err(|e| UrlError::Syntax {
             reason: format!("not a valid URL: {e}"),
         })?;
+        if userinfo_is_ambiguous(url, &parsed) {
+            // Parsing on would hand parts of the password to the path or query, where an
+            // error message could quote them.
+            return Err(UrlError::Syntax {
+                reason: "the user name or password holds an unencoded `/`, `?`, `#` or `@`"
+                    .to_owned(),
+            });
+        }
         Ok(Self { url: parsed })
     }
 
@@ -170,6 +179,33 @@ impl StoreUrl {
     pub fn options(&self, known: &[&str]) -> Result<UrlOptions, UrlError> {
         UrlOptions::parse(self.url.query().unwrap_or(""), known)
     }
+}
+
+/// True when the user-info as meant (up to the last `@`) is not the one the parser found: a
+/// password with an unencoded delimiter. An `@` inside a query value of a URL without
+/// user-info (`postgres://h/db?user=a@b`) is not one.
+fn userinfo_is_ambiguous(raw: &str, parsed: &::url::Url) -> bool {
+    let Some((_, rest)) = raw.split_once("://") else {
+        return false;
+    };
+    let Some((meant, _)) = rest.rsplit_once('@') else {
+        return false;
+    };
+    let parsed_userinfo = !parsed.username().is_empty() || parsed.password().is_some();
+    if !parsed_userinfo && meant.contains('=') {
+        return false;
+    }
+    let decode = |t: &str| {
+        percent_encoding::percent_decode_str(t)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let mut found = decode(parsed.username());
+    if let Some(password) = parsed.password() {
+        found.push(':');
+        found.push_str(&decode(password));
+    }
+    decode(meant) != found
 }
 
 /// The options of a query string (`key=value&…`), decoded, each key known and given once. See
@@ -488,6 +524,25 @@ mod tests {
             StoreUrl::parse("redis://:pw@/0"),
             Err(UrlError::Syntax { .. })
         ));
+        for url in [
+            "postgres://u:p@ss/w?rd#x@h/x",
+            "postgres://u:p:x@y/z?w=1#v@h/x",
+            "redis://:a#b@h",
+            "redis://:p?x@h/0",
+        ] {
+            assert!(
+                matches!(StoreUrl::parse(url), Err(UrlError::Syntax { .. })),
+                "{url}"
+            );
+        }
+        for url in [
+            "postgres://h/x?user=a@b",
+            "postgres://us%40er:p%2Fw@h/x",
+            "redis://:pa ss@h",
+            "redis://h",
+        ] {
+            assert!(StoreUrl::parse(url).is_ok(), "{url}");
+        }
         assert!(matches!(
             StoreUrl::parse("postgres://u:s3c/r3t@host/db"),
             Err(UrlError::Syntax { .. })

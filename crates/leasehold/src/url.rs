@@ -78,12 +78,26 @@ impl OpenError {
 pub const MIN_SCRUBBED_SECRET_LEN: usize = 3;
 
 /// `text` with every URL in it redacted and every secret of `url` replaced by `***`.
+///
+/// A quoted word (`"…"`) that is part of a secret is replaced too: a parser that misread a
+/// password with unencoded delimiters may quote a piece of it, e.g. as a parameter name.
 fn scrub(text: &str, url: &str) -> String {
+    let secrets = url_secrets(url);
     let mut out = redact_urls_in(text);
-    for secret in url_secrets(url) {
-        if secret.len() >= MIN_SCRUBBED_SECRET_LEN && out.contains(&secret) {
-            out = out.replace(&secret, MASK);
+    for secret in &secrets {
+        if secret.len() >= MIN_SCRUBBED_SECRET_LEN && out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), MASK);
         }
+    }
+    let quoted: Vec<String> = out
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|q| q.len() >= MIN_SCRUBBED_SECRET_LEN && secrets.iter().any(|s| s.contains(*q)))
+        .map(|q| format!("\"{q}\""))
+        .collect();
+    for q in quoted {
+        out = out.replace(&q, &format!("\"{MASK}\""));
     }
     out
 }
@@ -212,6 +226,28 @@ const SECRET_PARAMS: &[&str] = &[
     "signature",
 ];
 
+/// The characters the `url` crate percent-encodes in a user-info (WHATWG URL standard).
+const USERINFO: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'/')
+    .add(b':')
+    .add(b';')
+    .add(b'=')
+    .add(b'@')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'|');
+
 /// What replaces a secret.
 const MASK: &str = "***";
 
@@ -248,8 +284,8 @@ pub fn redact_url(url: &str) -> String {
     redact(url, &mut Vec::new())
 }
 
-/// The secrets [`redact_url`] hides in `url`, each as written and percent-decoded (longest
-/// first, without duplicates): for scrubbing free text, such as a driver's error message, that may
+/// The secrets [`redact_url`] hides in `url`, each as written, percent-decoded and
+/// re-encoded as a URL parser normalises it (longest first, without duplicates): for scrubbing free text, such as a driver's error message, that may
 /// quote them.
 ///
 /// ```
@@ -257,6 +293,7 @@ pub fn redact_url(url: &str) -> String {
 /// let secrets = url_secrets("postgres://u:p%40ss@h/db?sslpassword=k3y");
 /// assert!(secrets.contains(&"p%40ss".to_owned()) && secrets.contains(&"p@ss".to_owned()));
 /// assert!(secrets.contains(&"k3y".to_owned()));
+/// assert!(url_secrets("redis://:pa ss@h").contains(&"pa%20ss".to_owned()));
 /// ```
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -264,9 +301,10 @@ pub fn url_secrets(url: &str) -> Vec<String> {
     let mut all = Vec::new();
     for s in found {
         let decoded = percent_decode_lossy(&s);
-        if decoded != s {
-            all.push(decoded);
-        }
+        // As a URL parser re-encodes it (a driver may quote the normalised URL).
+        let encoded = percent_encoding::utf8_percent_encode(&decoded, USERINFO).to_string();
+        all.push(encoded);
+        all.push(decoded);
         all.push(s);
     }
     all.retain(|s| !s.is_empty());
@@ -294,7 +332,11 @@ pub fn redact_urls_in(text: &str) -> String {
         let start = rest[..sep].rfind(|c: char| !is_scheme(c)).map_or(0, |i| {
             i + rest[i..].chars().next().map_or(1, char::len_utf8)
         });
-        let end = rest[sep..].find(ends_word).map_or(rest.len(), |i| sep + i);
+        let mut end = rest[sep..].find(ends_word).map_or(rest.len(), |i| sep + i);
+        // Punctuation after a URL in a sentence ("… store URL x://h/db: reason").
+        while end > sep + 3 && rest[..end].ends_with([':', ',', ';', '.', ')']) {
+            end -= 1;
+        }
         out.push_str(&rest[..start]);
         out.push_str(&redact_url(&rest[start..end]));
         rest = &rest[end..];
@@ -654,6 +696,18 @@ mod tests {
             "invalid value 'postgres://u:***@h/x' for x: \"mysql://r:***@h\" x"
         );
         assert_eq!(redact_urls_in("no url here"), "no url here");
+        assert_eq!(
+            redact_urls_in("store r://h?password=x: bad"),
+            "store r://h?password=***: bad"
+        );
+    }
+
+    #[test]
+    fn quoted_pieces_of_a_secret_are_scrubbed() {
+        let url = "sqlite://app:Hunt:x@y/z?Er2=1#w@h";
+        let e = OpenError::invalid(url, "unknown parameter \"Er2\"; known are \"mode\"");
+        let text = e.to_string();
+        assert!(!text.contains("Er2") && text.contains("\"mode\""), "{text}");
     }
 
     #[tokio::test]
