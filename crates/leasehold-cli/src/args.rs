@@ -112,7 +112,7 @@ notices, two holders may overlap: use it for holders that are gone or stuck, and
 protect the resource. Refuses to run without --force.";
 
 /// Where the leases live.
-#[derive(Debug, Clone, Args)]
+#[derive(Clone, Args)]
 pub(crate) struct StoreArgs {
     /// Store URL [env: LEASEHOLD_STORE] [default: SQLite file in the user's state directory]
     #[arg(
@@ -319,6 +319,14 @@ impl Cli {
             Command::Serve(a) => a.store.url(),
             Command::Simulate(_) => None,
         }
+    }
+}
+
+impl std::fmt::Debug for StoreArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreArgs")
+            .field("store", &self.store.as_deref().map(leasehold::redact_url))
+            .finish()
     }
 }
 

@@ -66,11 +66,8 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
-    OpenError::Invalid {
-        url: redact_url(url),
-        reason: reason.into(),
-    }
+fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
+    OpenError::invalid(url, reason)
 }
 
 /// Whole milliseconds, at least 1 (a lease of less than a millisecond would already be over).
@@ -125,10 +122,10 @@ impl RedisStore {
     /// ```
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
         let store = Self::connect_lazy(url, options)?;
-        store.ping().await.map_err(|source| OpenError::Connect {
-            url: redact_url(url),
-            source,
-        })?;
+        store
+            .ping()
+            .await
+            .map_err(|source| OpenError::connect(url, source))?;
         store.check_eviction_policy().await;
         Ok(store)
     }
@@ -143,7 +140,7 @@ impl RedisStore {
     /// ```
     pub fn connect_lazy(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
         let (redis_url, options) = split_options(url, options).map_err(|r| invalid(url, r))?;
-        let client = Client::open(redis_url.as_str()).map_err(|e| invalid(url, e.to_string()))?;
+        let client = Client::open(redis_url.as_str()).map_err(|e| invalid(url, e))?;
         Self::build(client, options, redact_url(url)).map_err(|r| invalid(url, r))
     }
 

@@ -38,6 +38,7 @@ mod listen;
 mod opener;
 mod pool;
 mod store;
+mod url;
 
 pub use clock::HostClock;
 pub use dialect::{

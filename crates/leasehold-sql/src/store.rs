@@ -153,11 +153,8 @@ impl std::fmt::Debug for SqlStore {
     }
 }
 
-fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
-    OpenError::Invalid {
-        url: redact_url(url),
-        reason: reason.into(),
-    }
+fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
+    OpenError::invalid(url, reason)
 }
 
 impl SqlStore {
@@ -190,10 +187,7 @@ impl SqlStore {
     pub async fn connect_with(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         let timeout = options.connect_timeout;
         let store = Self::connect_lazy(url, options)?;
-        let unreachable = |source| OpenError::Connect {
-            url: redact_url(url),
-            source,
-        };
+        let unreachable = |source| OpenError::connect(url, source);
         // One deadline covers the whole open: the direct connection and the table check or
         // creation. Running out of it is an error, never a success.
         let deadline = leasehold::deadline_after(tokio::time::Instant::now(), timeout);
@@ -245,6 +239,9 @@ impl SqlStore {
             max_connections: options.max_connections,
             connect_timeout: options.connect_timeout,
         };
+        if let Some(dialect) = crate::pool::dialect_of(url) {
+            crate::url::check(url, dialect).map_err(|e| e.into_open_error(url))?;
+        }
         let pool = lazy_pool(url, settings).map_err(|r| invalid(url, r))?;
         Self::build(pool, options, redact_url(url)).map_err(|r| invalid(url, r))
     }

@@ -57,6 +57,7 @@ mod retry;
 mod schedule;
 mod signal;
 mod store;
+pub mod store_url;
 mod suspend;
 mod tenant;
 mod url;
@@ -87,7 +88,10 @@ pub use schedule::{Job, JobEvent, JobOutcome, Schedule, ScheduleHandle};
 pub use signal::{ReleaseNotifier, ReleaseSignal};
 pub use store::LeaseStore;
 pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
-pub use url::{MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url};
+pub use url::{
+    MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url,
+    redact_urls_in, url_secrets,
+};
 
 pub use async_trait::async_trait;
 pub use tokio_util::sync::CancellationToken;
