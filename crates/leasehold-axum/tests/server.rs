@@ -141,7 +141,7 @@ struct SlowAcquire {
 
 #[async_trait]
 impl LeaseStore for SlowAcquire {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
         tokio::time::sleep(self.delay).await;
         self.inner.try_acquire(req).await
     }
@@ -213,15 +213,16 @@ async fn management_json_shape_and_escaping() {
     // Another client (not bound by our node-id rules) recorded an owner that needs escaping.
     let owner = "node \"q\"\n\\ </script> \u{1} é";
     store
-        .try_acquire(&AcquireRequest {
-            lock: LockName::new("weird").unwrap(),
-            slots: 1,
-            owner: Arc::from(owner),
-            token: Token::random(),
-            ttl: Duration::from_secs(30),
-        })
+        .try_acquire(&AcquireRequest::new(
+            LockName::new("weird").unwrap(),
+            1,
+            Arc::from(owner),
+            Token::random(),
+            Duration::from_secs(30),
+        ))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     let elector = common::elector(store, "node-a");
     let stop = CancellationToken::new();

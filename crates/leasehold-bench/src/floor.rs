@@ -69,18 +69,16 @@ impl Floor {
         let token = Token::random();
         let granted = match self {
             Self::Memory(store) => {
-                let req = AcquireRequest {
-                    lock: lock.clone(),
-                    slots: 1,
-                    owner: "floor".into(),
-                    token,
-                    ttl,
-                };
-                return Ok(store.try_acquire(&req).await?.map(|lease| FloorLease {
-                    lock: lock.clone(),
-                    token,
-                    lease: Some(lease),
-                }));
+                let req = AcquireRequest::new(lock.clone(), 1, "floor", token, ttl);
+                return Ok(store
+                    .try_acquire(&req)
+                    .await?
+                    .granted()
+                    .map(|lease| FloorLease {
+                        lock: lock.clone(),
+                        token,
+                        lease: Some(lease),
+                    }));
             }
             Self::Sql(store) => sql::acquire(store, lock, token, ttl).await?,
             Self::Redis(store) => redis::acquire(store, lock, token, ttl).await?,

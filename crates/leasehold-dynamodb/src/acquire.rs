@@ -3,13 +3,16 @@
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
-use leasehold::{AcquireRequest, Lease, StoreError, StoreResult};
+use leasehold::{AcquireRequest, Acquisition, Lease, Period, StoreError, StoreResult};
 use tracing::debug;
 
 use crate::classify::classify;
 use crate::clock::{fence_seed, ms, now_ms, ttl_seconds};
-use crate::expressions::{ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME};
-use crate::item::{Attributes, Item, n, s};
+use crate::expressions::{
+    ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME, PERIOD_CONDITION, PERIOD_NAMES,
+    PERIOD_UPDATE,
+};
+use crate::item::{Attributes, Item, n, ni, s};
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -20,19 +23,52 @@ impl DynamoDbStore {
         req: &AcquireRequest,
         slot: u32,
     ) -> StoreResult<Option<Lease>> {
+        match self.acquire_item(req, slot, None).await? {
+            Acquisition::Granted(lease) => Ok(Some(lease)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Slot 0 claiming `period` of the ledger, in the same conditional `UpdateItem`: granted,
+    /// ours already, already ran (the old item's ledger records this period or a later one), or
+    /// held.
+    pub(crate) async fn acquire_period(
+        &self,
+        req: &AcquireRequest,
+        period: Period,
+    ) -> StoreResult<Acquisition> {
+        self.acquire_item(req, 0, Some(period)).await
+    }
+
+    async fn acquire_item(
+        &self,
+        req: &AcquireRequest,
+        slot: u32,
+        period: Option<Period>,
+    ) -> StoreResult<Acquisition> {
         let key = self.key(&req.lock, slot);
         let token = req.token.to_hex();
         let now = now_ms();
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         let expiry = now.saturating_add(ms(req.ttl));
+        let claimed = period.map(|p| p.id_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
+        let (condition, update, names) = match claimed {
+            Some(_) => (PERIOD_CONDITION, PERIOD_UPDATE, PERIOD_NAMES),
+            None => (ACQUIRE_CONDITION, ACQUIRE_UPDATE, ACQUIRE_NAMES),
+        };
         let sent = self
             .client
             .update_item()
             .table_name(&self.options.table)
             .key(LOCK_NAME, s(key.as_str()))
-            .condition_expression(ACQUIRE_CONDITION)
-            .update_expression(ACQUIRE_UPDATE)
-            .set_expression_attribute_names(Some(Self::names(ACQUIRE_NAMES)))
+            .condition_expression(condition)
+            .update_expression(update)
+            .set_expression_attribute_names(Some(Self::names(names)))
+            .set_expression_attribute_values(Some(
+                claimed
+                    .map(|p| [(":period".to_owned(), ni(p))].into_iter().collect())
+                    .unwrap_or_default(),
+            ))
             .expression_attribute_values(":owner", s(&*req.owner))
             .expression_attribute_values(":token", s(token.as_str()))
             .expression_attribute_values(":node", s(&*self.options.node_id))
@@ -56,21 +92,30 @@ impl DynamoDbStore {
                 })?;
                 let item = Item::parse(&key, &attrs)?;
                 debug!(key, fence = item.fence, "leasehold-dynamodb: acquired");
-                Ok(Some(item.lease(&req.lock, slot, req.token)))
+                let mut lease = item.lease(&req.lock, slot, req.token);
+                lease.period = claimed;
+                Ok(Acquisition::Granted(lease))
             }
             Err(err) => {
                 let old = conditional_failure(&self.options.table, err)?;
-                let item = self.old_item(&key, old).await?;
-                Ok(item
-                    .filter(|item| item.held_by(&token, now_ms()))
-                    .map(|item| {
-                        debug!(
-                            key,
-                            fence = item.fence,
-                            "leasehold-dynamodb: retried acquire was already applied"
-                        );
-                        item.lease(&req.lock, slot, req.token)
-                    }))
+                let Some(item) = self.old_item(&key, old).await? else {
+                    return Ok(Acquisition::Held);
+                };
+                if item.held_by(&token, now_ms()) {
+                    debug!(
+                        key,
+                        fence = item.fence,
+                        "leasehold-dynamodb: retried acquire was already applied"
+                    );
+                    let mut lease = item.lease(&req.lock, slot, req.token);
+                    lease.period = period
+                        .map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
+                    return Ok(Acquisition::Granted(lease));
+                }
+                Ok(match claimed.and_then(|p| item.already_ran(p)) {
+                    Some(record) => Acquisition::AlreadyRan(record),
+                    None => Acquisition::Held,
+                })
             }
         }
     }

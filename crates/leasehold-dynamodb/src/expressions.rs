@@ -14,6 +14,7 @@
 //! | `:expiry` | the new `leaseExpiry`, epoch ms |
 //! | `:ttl` | the new `ttl`, epoch s (`:expiry` + TTL padding, rounded up) |
 //! | `:seed`, `:one` | the clock in ms × 1000 (the fence of a brand-new item, minus one); 1 |
+//! | `:period` | the period id of `:now` claimed in the ledger |
 //!
 //! ```
 //! use leasehold_dynamodb::expressions;
@@ -42,6 +43,14 @@ pub const TTL: &str = "ttl";
 /// seeded from the clock when the item is created.
 pub const FENCE: &str = "fence";
 
+/// The period ledger (slot 0's item only): the latest period id granted (client clock,
+/// `floor((now − offset) / length)`); kept across release and expiry.
+pub const LEDGER_PERIOD: &str = "ledgerPeriod";
+/// The period ledger: when that period was granted, epoch ms (client clock).
+pub const LEDGER_AT: &str = "ledgerAt";
+/// The period ledger: the owner it was granted to.
+pub const LEDGER_BY: &str = "ledgerBy";
+
 /// Acquire: the item is missing, free (no token) or its lease ended before `:stale`.
 pub const ACQUIRE_CONDITION: &str = "attribute_not_exists(#t) OR #e < :stale";
 /// Acquire: take the item and mint the next fence (`ReturnValues = ALL_NEW`,
@@ -50,6 +59,19 @@ pub const ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n
      #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one";
 /// Placeholders used by the acquire request.
 pub const ACQUIRE_NAMES: &[&str] = &["#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f"];
+
+/// Acquire claiming a period: free as for [`ACQUIRE_CONDITION`], **and** the ledger records no
+/// period, or one below `:period` (the period id of `:now`).
+pub const PERIOD_CONDITION: &str =
+    "(attribute_not_exists(#t) OR #e < :stale) AND (attribute_not_exists(#lp) OR #lp < :period)";
+/// Acquire claiming a period: as [`ACQUIRE_UPDATE`], recording the period, when and by whom.
+pub const PERIOD_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n = :node, \
+     #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one, \
+     #lp = :period, #la = :now, #lb = :owner";
+/// Placeholders used by the period-claiming acquire request.
+pub const PERIOD_NAMES: &[&str] = &[
+    "#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f", "#lp", "#la", "#lb",
+];
 
 /// Extend and release: the token holds a lease that has not ended.
 pub const HELD_CONDITION: &str = "#t = :token AND #e > :now";
@@ -85,6 +107,9 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("#e", LEASE_EXPIRY),
     ("#x", TTL),
     ("#f", FENCE),
+    ("#lp", LEDGER_PERIOD),
+    ("#la", LEDGER_AT),
+    ("#lb", LEDGER_BY),
 ];
 
 /// `(placeholder, attribute)` pairs for the placeholders in `used` (DynamoDB rejects unused ones).
@@ -101,8 +126,9 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 5] = [
+        let requests: [(&[&str], &[&str]); 6] = [
             (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
+            (&[PERIOD_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
             (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),
             (&[HELD_CONDITION, RELEASE_UPDATE], RELEASE_NAMES),
             (&[LINGER_CONDITION, LINGER_UPDATE], EXTEND_NAMES),

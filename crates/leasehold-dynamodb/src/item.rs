@@ -3,10 +3,13 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use leasehold::{Holder, Lease, LockName, StoreError, StoreResult, Token};
+use leasehold::{Holder, Lease, LockName, PeriodRecord, StoreError, StoreResult, Token};
 
 use crate::clock::time;
-use crate::expressions::{ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, OWNER, TOKEN};
+use crate::expressions::{
+    ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_PERIOD, OWNER,
+    TOKEN,
+};
 
 /// An item as stored.
 pub(crate) type Attributes = HashMap<String, AttributeValue>;
@@ -21,6 +24,8 @@ pub(crate) struct Item {
     pub(crate) fence: u64,
     pub(crate) acquired_at: u64,
     pub(crate) lease_expiry: u64,
+    /// The period ledger: (period id, granted at epoch ms, owner), if recorded.
+    pub(crate) ledger: Option<(i64, u64, String)>,
 }
 
 impl Item {
@@ -47,6 +52,16 @@ impl Item {
             fence: number(FENCE)?,
             acquired_at: number(ACQUIRED_AT)?,
             lease_expiry: number(LEASE_EXPIRY)?,
+            ledger: match attrs.get(LEDGER_PERIOD) {
+                None => None,
+                Some(AttributeValue::N(p)) => Some((
+                    p.parse::<i64>()
+                        .map_err(|_| malformed(key, LEDGER_PERIOD, "an integer"))?,
+                    number(LEDGER_AT)?,
+                    text(LEDGER_BY)?.unwrap_or_default(),
+                )),
+                Some(_) => return Err(malformed(key, LEDGER_PERIOD, "a number")),
+            },
         })
     }
 
@@ -77,7 +92,18 @@ impl Item {
             fence: self.fence,
             acquired_at: time(self.acquired_at),
             expires_at: time(self.lease_expiry),
+            period: None,
         }
+    }
+
+    /// The ledger's record, when it records period `period` or a later one.
+    pub(crate) fn already_ran(&self, period: i64) -> Option<PeriodRecord> {
+        let (done, at, by) = self.ledger.as_ref().filter(|(done, ..)| *done >= period)?;
+        Some(PeriodRecord {
+            period: *done,
+            at: time(*at),
+            by: by.clone(),
+        })
     }
 
     /// The holder this item records in `slot`.
@@ -106,6 +132,11 @@ pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
 
 /// A number attribute value.
 pub(crate) fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// A signed number attribute value.
+pub(crate) fn ni(value: i64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 

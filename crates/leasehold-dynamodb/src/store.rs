@@ -8,8 +8,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use leasehold::{
-    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, Release,
-    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult,
+    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState, Period,
+    Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult,
 };
 
 use crate::expressions;
@@ -220,6 +220,24 @@ impl DynamoDbStore {
         Ok(())
     }
 
+    /// A period claim's record lives on the lock's item, which DynamoDB TTL may delete
+    /// `ttl_padding` after its last lease ends. A period no longer than the padding always ends
+    /// before that, so the record outlives every claim it must refuse; longer periods are refused.
+    fn check_period(&self, period: Period) -> StoreResult<()> {
+        let padding = self.options.ttl_padding;
+        if period.length() > padding {
+            return Err(StoreError::permanent(format!(
+                "a period of {:?} is longer than this DynamoDB store's TTL padding ({padding:?}): \
+                 the period ledger lives on the lock's item, which DynamoDB TTL may delete that \
+                 long after its last lease, so periods may be at most the padding; raise it \
+                 (DynamoDbOptions::ttl_padding, or the `ttl_padding` URL parameter) to at least \
+                 the period",
+                period.length()
+            )));
+        }
+        Ok(())
+    }
+
     /// The core's shared check ([`leasehold::check_slots`]); 0 counts as 1.
     fn check_slots(slots: u32) -> StoreResult<u32> {
         Ok(leasehold::check_slots(slots)?.max(1))
@@ -250,13 +268,18 @@ fn tuned(client: &Client, options: &DynamoDbOptions) -> Client {
 
 #[async_trait]
 impl LeaseStore for DynamoDbStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         self.check_ttl(req.ttl)?;
+        req.check()?;
         let slots = Self::check_slots(req.slots)?;
-        if slots == 1 {
-            return self.acquire_slot(req, 0).await;
+        if let Some(period) = req.period {
+            self.check_period(period)?;
+            return self.acquire_period(req, period).await;
         }
-        self.acquire_group(req, slots).await
+        if slots == 1 {
+            return Ok(self.acquire_slot(req, 0).await?.into());
+        }
+        Ok(self.acquire_group(req, slots).await?.into())
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

@@ -16,13 +16,7 @@ use leasehold::{
 use leasehold_dynamodb::{DynamoDbOpener, DynamoDbStore, expressions as x};
 
 fn request(lock: &LockName, slots: u32, ttl: Duration) -> AcquireRequest {
-    AcquireRequest {
-        lock: lock.clone(),
-        slots,
-        owner: "node-a".into(),
-        token: Token::random(),
-        ttl,
-    }
+    AcquireRequest::new(lock.clone(), slots, "node-a", Token::random(), ttl)
 }
 
 fn lock(tag: &str) -> LockName {
@@ -101,6 +95,7 @@ async fn items_carry_the_documented_attributes_and_keep_the_fence_on_release() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     let item = raw_item(&store, name.as_str()).await.unwrap();
     assert_eq!(text(&item, x::OWNER), Some("node-a"));
@@ -143,6 +138,7 @@ async fn items_carry_the_documented_attributes_and_keep_the_fence_on_release() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert_eq!(next.fence, fence + 1);
     store.release(&next, Duration::ZERO).await.unwrap();
@@ -161,6 +157,7 @@ async fn fences_stay_monotonic_after_ttl_deletes_an_idle_item() {
             .try_acquire(&request(&name, 1, Duration::from_secs(10)))
             .await
             .unwrap()
+            .granted()
             .unwrap();
         assert!(lease.fence > last);
         last = lease.fence;
@@ -180,6 +177,7 @@ async fn fences_stay_monotonic_after_ttl_deletes_an_idle_item() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert!(
         lease.fence > last,
@@ -201,11 +199,11 @@ async fn expiry_is_judged_with_the_clock_skew_tolerance() {
     let recent = lock("skew-recent");
     put_held(&store, recent.as_str(), 5, now_ms() - skew / 4).await;
     let req = request(&recent, 1, Duration::from_secs(10));
-    assert!(store.try_acquire(&req).await.unwrap().is_none());
+    assert!(store.try_acquire(&req).await.unwrap().granted().is_none());
     assert_eq!(store.state(&recent, 1).await.unwrap().active(), 1);
     // Once it ended more than the tolerance ago, it is taken over with the next fence.
     tokio::time::sleep(common::SKEW * 2).await;
-    let lease = store.try_acquire(&req).await.unwrap().unwrap();
+    let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();
     assert_eq!(lease.fence, 6);
     store.release(&lease, Duration::ZERO).await.unwrap();
 
@@ -216,6 +214,7 @@ async fn expiry_is_judged_with_the_clock_skew_tolerance() {
         .try_acquire(&request(&old, 1, Duration::from_secs(10)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert_eq!(lease.fence, 42);
     store.release(&lease, Duration::ZERO).await.unwrap();
@@ -245,7 +244,7 @@ async fn leases_no_longer_than_twice_the_tolerance_are_refused() {
             ))
             .await
             .unwrap()
-            .is_some()
+            .is_granted()
     );
 }
 
@@ -265,11 +264,13 @@ async fn group_slots_and_prefixes_use_their_own_items() {
         .try_acquire(&request(&name, 2, Duration::from_secs(10)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     let b = prefixed
         .try_acquire(&request(&name, 2, Duration::from_secs(10)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert_eq!((a.slot, b.slot), (0, 1));
     assert!(
@@ -287,7 +288,8 @@ async fn group_slots_and_prefixes_use_their_own_items() {
     let c = plain
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
-        .unwrap();
+        .unwrap()
+        .granted();
     assert!(c.is_some());
     let state = prefixed.state(&name, 2).await.unwrap();
     assert_eq!(
@@ -359,6 +361,7 @@ async fn urls_open_stores_through_the_registry() {
         .try_acquire(&request(&name, 1, Duration::from_secs(5)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert_eq!(store.state(&name, 1).await.unwrap().active(), 1);
     store.release(&lease, Duration::ZERO).await.unwrap();

@@ -10,6 +10,18 @@
 //! | `a<s>` | acquisition time, epoch ms (server clock) |
 //! | `e<s>` | expiry, epoch ms (server clock); a slot whose `e<s>` is not after now is free |
 //!
+//! and, for the **period ledger** (slot 0 only, set by acquisitions that claim a period and kept
+//! across release, expiry and forced release):
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `lp` | the latest period id granted, `floor((now − offset) / length)` of the server clock |
+//! | `la` | when it was granted, epoch ms (server clock) |
+//! | `lb` | the owner it was granted to |
+//!
+//! While the ledger records a period, the hash's cleanup TTL lasts at least until that period
+//! ends (plus the idle retention), so the record cannot vanish while it still refuses claims.
+//!
 //! and one field for the whole lock: `w`, set by an acquire that found no free slot (`HSETNX`, so
 //! repeated failures write, and replicate, nothing new). A release
 //! publishes its notification only when `w` is set, and clears it: an uncontended lock never
@@ -75,23 +87,39 @@ local function among(live, slots)
 end
 ";
 
-/// ARGV: token, owner, ttl ms, slots, retention ms. Returns `{slot, fence, acquired, expires}` or nil.
+/// ARGV: token, owner, ttl ms, slots, retention ms, and for a period claim period length ms and
+/// offset ms (empty strings otherwise). Returns `{slot, fence, acquired, expires, ''}`, nil when
+/// held, or `{-1, period, at, 0, by}` when the ledger records this period or a later one.
 ///
 /// One read of the hash finds a live slot this token already holds (a retried request: the
-/// same lease back, unchanged), the lowest slot no live lease holds and its last fence, and the
-/// latest live expiry (for the cleanup TTL).
+/// same lease back, unchanged), the ledger, the lowest slot no live lease holds and its last
+/// fence, and the latest live expiry (for the cleanup TTL).
 const ACQUIRE: &str = r"
 local key, token, owner = KEYS[1], ARGV[1], ARGV[2]
 local ttl, slots, retention = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local plen, poff = tonumber(ARGV[6]), tonumber(ARGV[7])
 local expires = now + ttl
 local live, fields = live_slots(key)
 local latest, busy = expires, {}
 for _, h in ipairs(live) do
   if h[1] < slots then
-    if h[6] == token then return {h[1], h[3], h[4], h[5]} end
+    if h[6] == token then return {h[1], h[3], h[4], h[5], ''} end
     busy[h[1]] = true
   end
   if h[5] > latest then latest = h[5] end
+end
+local p
+if plen then
+  -- floor((now - offset) / length), corrected to be exact (products are exact below 2^53)
+  local x = now - poff
+  p = math.floor(x / plen)
+  if p * plen > x then p = p - 1 elseif (p + 1) * plen <= x then p = p + 1 end
+  local done = tonumber(fields['lp'])
+  if done and done >= p then
+    return {-1, done, tonumber(fields['la']) or 0, 0, fields['lb'] or ''}
+  end
+  local ends = (p + 1) * plen + poff
+  if ends > latest then latest = ends end
 end
 local free = 0
 while busy[free] do free = free + 1 end
@@ -103,8 +131,9 @@ local last = tonumber(fields['f' .. free]) or 0
 local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])
 redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int(fence),
   'a' .. free, int(now), 'e' .. free, int(expires))
+if p then redis.call('HSET', key, 'lp', int(p), 'la', int(now), 'lb', owner) end
 redis.call('PEXPIRE', key, int(latest - now + retention))
-return {free, fence, now, expires}
+return {free, fence, now, expires, ''}
 ";
 
 /// ARGV: slot, token, ttl ms, retention ms. Returns the new expiry, or nil when not held.

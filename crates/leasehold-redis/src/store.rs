@@ -5,8 +5,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use leasehold::{
-    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreResult, check_slots, redact_url,
+    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
+    OpenError, PeriodRecord, Release, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+    redact_url,
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
@@ -284,8 +285,8 @@ fn install_tls_provider() {
 
 #[async_trait]
 impl LeaseStore for RedisStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
-        let slots = check_slots(req.slots)?.max(1);
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        let slots = req.check()?.max(1);
         let key = self.key(&req.lock);
         let mut call = self.scripts.acquire().key(&key);
         call.arg(req.token.to_hex())
@@ -293,16 +294,29 @@ impl LeaseStore for RedisStore {
             .arg(ms_at_least_1(req.ttl))
             .arg(slots)
             .arg(self.retention_ms());
-        let granted: Option<(u32, u64, u64, u64)> = self.link.invoke(&call).await?;
-        Ok(granted.map(|(slot, fence, acquired, expires)| Lease {
-            lock: req.lock.clone(),
-            slot,
-            owner: req.owner.to_string(),
-            token: req.token,
-            fence,
-            acquired_at: time(acquired),
-            expires_at: time(expires),
-        }))
+        match req.period {
+            Some(p) => call.arg(p.length_ms()).arg(p.offset_ms()),
+            None => call.arg("").arg(""),
+        };
+        let answer: Option<(i64, i64, i64, i64, String)> = self.link.invoke(&call).await?;
+        Ok(match answer {
+            None => Acquisition::Held,
+            Some((-1, period, at, _, by)) => Acquisition::AlreadyRan(PeriodRecord {
+                period,
+                at: time(u64::try_from(at).unwrap_or_default()),
+                by,
+            }),
+            Some((slot, fence, acquired, expires, _)) => Acquisition::Granted(Lease {
+                lock: req.lock.clone(),
+                slot: u32::try_from(slot).unwrap_or_default(),
+                owner: req.owner.to_string(),
+                token: req.token,
+                fence: u64::try_from(fence).unwrap_or_default(),
+                acquired_at: time(u64::try_from(acquired).unwrap_or_default()),
+                expires_at: time(u64::try_from(expires).unwrap_or_default()),
+                period: req.period.map(|p| p.id_at_ms(acquired)),
+            }),
+        })
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

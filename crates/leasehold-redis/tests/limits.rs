@@ -14,13 +14,13 @@ use leasehold_testkit::unique_name;
 use tokio::time::Instant;
 
 fn request(lock: &leasehold::LockName, slots: u32) -> AcquireRequest {
-    AcquireRequest {
-        lock: lock.clone(),
+    AcquireRequest::new(
+        lock.clone(),
         slots,
-        owner: "limits".into(),
-        token: Token::random(),
-        ttl: Duration::from_secs(30),
-    }
+        "limits",
+        Token::random(),
+        Duration::from_secs(30),
+    )
 }
 
 /// The state and forced-release scripts read the lock's hash once: even asked for `u32::MAX`
@@ -37,6 +37,7 @@ async fn the_scripts_work_is_independent_of_the_slot_count() {
             .try_acquire(&request(&lock, MAX_SLOTS))
             .await
             .unwrap()
+            .granted()
             .expect("a free group grants");
     }
     let mut conn = store.connection().await.unwrap();
@@ -92,6 +93,7 @@ async fn state_with_the_most_slots_is_fast_and_blocks_no_one() {
         .try_acquire(&request(&lock, MAX_SLOTS))
         .await
         .unwrap()
+        .granted()
         .expect("a free group grants");
 
     let calls = 200;

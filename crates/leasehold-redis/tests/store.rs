@@ -19,13 +19,7 @@ use redis::AsyncCommands;
 use tokio::time::{Instant, sleep};
 
 fn request(lock: &leasehold::LockName, ttl: Duration) -> AcquireRequest {
-    AcquireRequest {
-        lock: lock.clone(),
-        slots: 1,
-        owner: "test".into(),
-        token: Token::random(),
-        ttl,
-    }
+    AcquireRequest::new(lock.clone(), 1, "test", Token::random(), ttl)
 }
 
 #[tokio::test]
@@ -37,6 +31,7 @@ async fn a_lock_is_one_hash_tagged_key_with_a_cleanup_ttl() {
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     let key = store.key(&lock);
     assert!(key.ends_with(&format!(":{{{lock}}}")), "{key}");
@@ -69,6 +64,7 @@ async fn fences_keep_rising_after_the_idle_hash_is_deleted() {
             .try_acquire(&request(&lock, Duration::from_secs(5)))
             .await
             .unwrap()
+            .granted()
             .unwrap();
         assert!(lease.fence > last, "{} after {last}", lease.fence);
         last = lease.fence;
@@ -170,6 +166,7 @@ async fn handoff(holder: Arc<RedisStore>, waiter_store: Arc<RedisStore>, force: 
         .try_acquire(&request(&lock, Duration::from_secs(30)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     let elector = waiter(waiter_store);
     let name = lock.clone();
@@ -262,6 +259,7 @@ async fn release_publishes_only_after_a_failed_acquire() {
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert_eq!(
         store.release(&lease, Duration::ZERO).await.unwrap(),
@@ -273,11 +271,13 @@ async fn release_publishes_only_after_a_failed_acquire() {
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     let failed = store
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
-        .unwrap();
+        .unwrap()
+        .granted();
     assert!(failed.is_none());
     let mark: Option<String> = conn.hget(&key, "w").await.unwrap();
     assert_eq!(

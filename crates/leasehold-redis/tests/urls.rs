@@ -73,29 +73,34 @@ async fn decoded_prefixes_keep_applications_apart() {
         "{a:?}"
     );
     let lock = LockName::new("urls").unwrap_or_else(|e| panic!("{e}"));
-    let request = |owner: &str| AcquireRequest {
-        lock: lock.clone(),
-        slots: 1,
-        owner: owner.into(),
-        token: Token::random(),
-        ttl: Duration::from_secs(5),
+    let request = |owner: &str| {
+        AcquireRequest::new(
+            lock.clone(),
+            1,
+            owner,
+            Token::random(),
+            Duration::from_secs(5),
+        )
     };
     let held = a
         .try_acquire(&request("node-a"))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+        .granted();
     assert!(held.is_some());
     // The other prefix is another application: the same lock is free there (under one
     // prefix, another node's request would find it held).
     let other = b
         .try_acquire(&request("node-b"))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+        .granted();
     assert!(other.is_some());
     let same = a
         .try_acquire(&request("node-c"))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+        .granted();
     assert!(same.is_none());
     for (store, lease) in [(&a, held), (&b, other)] {
         if let Some(lease) = lease {

@@ -67,6 +67,17 @@ pub struct Statements {
     /// The rows a forced release is about to free, as they were (locked where the database can):
     /// (lock, slots).
     pub force_select: String,
+    /// Acquire slot 0 of `lock` claiming a period of the ledger: (lock, slot, owner, token, ttl
+    /// ms, period length ms, period offset ms) on PostgreSQL and SQLite; (lock, slot, owner,
+    /// token, ttl ms, owner, offset ms, length ms) on MySQL. Granted only if the row is free
+    /// **and** its `ledger_period` is missing or below the period id of the statement's now,
+    /// `floor((now − offset) / length)`; the grant writes `ledger_period`, `ledger_at` (now)
+    /// and `ledger_by` (owner) with the lease. Returns like `acquire`.
+    pub acquire_period: String,
+    /// The ledger of `lock` and the database's now: (lock); returns `ledger_period`,
+    /// `ledger_at`, `ledger_by` and now (epoch ms), to tell a claim refused by the ledger from
+    /// contention.
+    pub read_period: String,
 }
 
 impl Dialect {
@@ -141,6 +152,9 @@ impl Dialect {
              \x20 acquired_at {int} NOT NULL,\n\
              \x20 expires_at  {int} NOT NULL,\n\
              {boot}\
+             \x20 ledger_period {int} NULL,\n\
+             \x20 ledger_at   {int} NULL,\n\
+             \x20 ledger_by   {owner_type} NULL,\n\
              \x20 PRIMARY KEY (lock_name, slot)\n\
              ){tail}"
         )
@@ -151,63 +165,18 @@ impl Dialect {
         let p = |n| self.p(n);
         let min = self.min();
         let sqlite = self == Self::Sqlite;
-        let returning_lease = " RETURNING fence, acquired_at, expires_at";
         // New rows start their fence from the clock (ms × 1000), so a row deleted by hand and
         // recreated later still continues above every fence it issued before. An existing row is
         // taken over only once free (released, or expired); a live row that already carries the
         // request's token (a retried request that was applied) is returned unchanged.
-        let acquire = match self {
-            Self::Postgres | Self::Sqlite => {
-                let c = Clock::new(self, 5);
-                // The now of this statement is the one written as `acquired_at`.
-                let free = c.free_at("l.", "excluded.acquired_at");
-                let (boot_cols, boot_vals, boot_set) = if sqlite {
-                    (
-                        ", boot_id, boot_expires_at",
-                        format!(", {}, {} + ?5", c.boot_id, c.boot_high),
-                        format!(
-                            ", boot_id = CASE WHEN {free} THEN excluded.boot_id ELSE l.boot_id END, \
-                             boot_expires_at = CASE WHEN {free} THEN excluded.boot_expires_at ELSE l.boot_expires_at END"
-                        ),
-                    )
-                } else {
-                    ("", String::new(), String::new())
-                };
-                format!(
-                    "INSERT INTO {table} AS l (lock_name, slot, owner, token, fence, acquired_at, expires_at{boot_cols}) \
-                     SELECT {lock}, {slot}, {owner}, {token}, n.ms * 1000, n.ms, n.ms + {ttl}{boot_vals} FROM (SELECT {now} AS ms) n WHERE true \
-                     ON CONFLICT (lock_name, slot) DO UPDATE SET owner = excluded.owner, token = excluded.token, \
-                     fence = CASE WHEN {free} THEN l.fence + 1 ELSE l.fence END, \
-                     acquired_at = CASE WHEN {free} THEN excluded.acquired_at ELSE l.acquired_at END, \
-                     expires_at = CASE WHEN {free} THEN excluded.expires_at ELSE l.expires_at END{boot_set} \
-                     WHERE {free} OR l.token = excluded.token{returning_lease}",
-                    lock = p(1),
-                    slot = p(2),
-                    owner = p(3),
-                    token = p(4),
-                    ttl = p(5),
-                    now = c.wall,
-                )
-            }
-            // MySQL has no conditional ON DUPLICATE KEY UPDATE, so every column is assigned
-            // conditionally on the row being free. Each condition reads only the old
-            // `expires_at`, which is assigned last, so the statement means the same whether
-            // assignments see earlier ones (MySQL's default) or not (MariaDB's
-            // SIMULTANEOUS_ASSIGNMENT). Releases set `expires_at` to 0 along with clearing the
-            // token, so the expiry alone tells a free row. Whether this token now holds the row
-            // is read back.
-            Self::MySql => format!(
-                "INSERT INTO {table} (lock_name, slot, owner, token, fence, acquired_at, expires_at) \
-                 SELECT ?, ?, ?, ?, n.ms * 1000, n.ms, n.ms + ? FROM (SELECT {now} AS ms) n \
-                 ON DUPLICATE KEY UPDATE \
-                 fence = IF(expires_at <= VALUES(acquired_at), fence + 1, fence), \
-                 owner = IF(expires_at <= VALUES(acquired_at), VALUES(owner), owner), \
-                 token = IF(expires_at <= VALUES(acquired_at), VALUES(token), token), \
-                 acquired_at = IF(expires_at <= VALUES(acquired_at), VALUES(acquired_at), acquired_at), \
-                 expires_at = IF(expires_at <= VALUES(acquired_at), VALUES(expires_at), expires_at)",
-                now = self.now_ms(),
-            ),
-        };
+        let acquire = self.acquire_sql(table, false);
+        let acquire_period = self.acquire_sql(table, true);
+        let c = Clock::new(self, 1);
+        let read_period = format!(
+            "SELECT ledger_period, ledger_at, ledger_by, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
+            p(1),
+            now = c.wall,
+        );
         let read_own = format!(
             "SELECT fence, acquired_at, expires_at FROM {table} WHERE lock_name = {} AND slot = {} AND token = {} AND {}",
             p(1),
@@ -312,6 +281,147 @@ impl Dialect {
             group_slots,
             force_release,
             force_select,
+            acquire_period,
+            read_period,
+        }
+    }
+
+    /// The acquisition upsert, with the period ledger's condition and columns when `period`.
+    fn acquire_sql(self, table: &str, period: bool) -> String {
+        let p = |n| self.p(n);
+        let sqlite = self == Self::Sqlite;
+        let returning_lease = " RETURNING fence, acquired_at, expires_at";
+        // The period id of the statement's now `n.ms`: floor((ms − offset) / length), computed
+        // with truncating integer division (`x − ((x % len) + len) % len` is a multiple of
+        // `len`), the same on every dialect and for times before the offset.
+        let div = if self == Self::MySql { "DIV" } else { "/" };
+        let (length, offset) = match self {
+            Self::MySql => ("?".to_owned(), "?".to_owned()),
+            _ => (p(6), p(7)),
+        };
+        let source = if period {
+            format!(
+                "(SELECT c.ms, (c.x - (((c.x % c.len) + c.len) % c.len)) {div} c.len AS p FROM \
+                 (SELECT m.ms, m.ms - {offset} AS x, {length} AS len FROM (SELECT {{now}} AS ms) m) c) n"
+            )
+        } else {
+            "(SELECT {now} AS ms) n".to_owned()
+        };
+        // New rows start their fence from the clock (ms × 1000), so a row deleted by hand and
+        // recreated later still continues above every fence it issued before. An existing row is
+        // taken over only once free (released, or expired) — and, for a period claim, only if
+        // its ledger records no grant for this period or a later one; a live row that already
+        // carries the request's token (a retried request that was applied) is returned
+        // unchanged.
+        match self {
+            Self::Postgres | Self::Sqlite => {
+                let c = Clock::new(self, if period { 7 } else { 5 });
+                // The now of this statement is the one written as `acquired_at`.
+                let free = c.free_at("l.", "excluded.acquired_at");
+                let take = if period {
+                    format!(
+                        "({free} AND (l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period))"
+                    )
+                } else {
+                    free.clone()
+                };
+                let ttl = p(5);
+                let (boot_cols, boot_vals, boot_set) = if sqlite {
+                    (
+                        ", boot_id, boot_expires_at",
+                        format!(", {}, {} + {ttl}", c.boot_id, c.boot_high),
+                        format!(
+                            ", boot_id = CASE WHEN {take} THEN excluded.boot_id ELSE l.boot_id END, \
+                             boot_expires_at = CASE WHEN {take} THEN excluded.boot_expires_at ELSE l.boot_expires_at END"
+                        ),
+                    )
+                } else {
+                    ("", String::new(), String::new())
+                };
+                let (ledger_cols, ledger_vals, ledger_set, retried) = if period {
+                    (
+                        ", ledger_period, ledger_at, ledger_by",
+                        format!(", n.p, n.ms, {}", p(3)),
+                        format!(
+                            ", ledger_period = CASE WHEN {take} THEN excluded.ledger_period ELSE l.ledger_period END, \
+                             ledger_at = CASE WHEN {take} THEN excluded.ledger_at ELSE l.ledger_at END, \
+                             ledger_by = CASE WHEN {take} THEN excluded.ledger_by ELSE l.ledger_by END"
+                        ),
+                        format!("(l.token = excluded.token AND NOT {free})"),
+                    )
+                } else {
+                    (
+                        "",
+                        String::new(),
+                        String::new(),
+                        "l.token = excluded.token".to_owned(),
+                    )
+                };
+                let source = source.replace("{now}", &c.wall);
+                format!(
+                    "INSERT INTO {table} AS l (lock_name, slot, owner, token, fence, acquired_at, expires_at{boot_cols}{ledger_cols}) \
+                     SELECT {lock}, {slot}, {owner}, {token}, n.ms * 1000, n.ms, n.ms + {ttl}{boot_vals}{ledger_vals} FROM {source} WHERE true \
+                     ON CONFLICT (lock_name, slot) DO UPDATE SET \
+                     owner = CASE WHEN {take} THEN excluded.owner ELSE l.owner END, \
+                     token = CASE WHEN {take} THEN excluded.token ELSE l.token END, \
+                     fence = CASE WHEN {take} THEN l.fence + 1 ELSE l.fence END, \
+                     acquired_at = CASE WHEN {take} THEN excluded.acquired_at ELSE l.acquired_at END, \
+                     expires_at = CASE WHEN {take} THEN excluded.expires_at ELSE l.expires_at END{boot_set}{ledger_set} \
+                     WHERE {take} OR {retried}{returning_lease}",
+                    lock = p(1),
+                    slot = p(2),
+                    owner = p(3),
+                    token = p(4),
+                )
+            }
+            // MySQL has no conditional ON DUPLICATE KEY UPDATE, so every column is assigned
+            // conditionally on the row being free. Each condition reads only the old
+            // `expires_at` (and the old `ledger_period`), which are assigned last, so the
+            // statement means the same whether assignments see earlier ones (MySQL's default)
+            // or not (MariaDB's SIMULTANEOUS_ASSIGNMENT). Releases set `expires_at` to 0 along
+            // with clearing the token, so the expiry alone tells a free row. Whether this token
+            // now holds the row is read back.
+            Self::MySql => {
+                let take = if period {
+                    "expires_at <= VALUES(acquired_at) AND (ledger_period IS NULL OR ledger_period < VALUES(ledger_period))"
+                } else {
+                    "expires_at <= VALUES(acquired_at)"
+                };
+                let (ledger_cols, ledger_vals, ledger_set) = if period {
+                    (
+                        ", ledger_period, ledger_at, ledger_by",
+                        ", n.p, n.ms, ?",
+                        // `ledger_period` is assigned last: by then (assignments seeing earlier
+                        // ones) a grant shows as this request's token and times in the row.
+                        format!(
+                            ", ledger_period = IF(({take}) OR (token = VALUES(token) AND acquired_at = VALUES(acquired_at) \
+                             AND expires_at = VALUES(expires_at)), VALUES(ledger_period), ledger_period)"
+                        ),
+                    )
+                } else {
+                    ("", "", String::new())
+                };
+                let ledger_early = if period {
+                    format!(
+                        "ledger_at = IF({take}, VALUES(ledger_at), ledger_at), \
+                         ledger_by = IF({take}, VALUES(ledger_by), ledger_by), "
+                    )
+                } else {
+                    String::new()
+                };
+                let source = source.replace("{now}", self.now_ms());
+                format!(
+                    "INSERT INTO {table} (lock_name, slot, owner, token, fence, acquired_at, expires_at{ledger_cols}) \
+                     SELECT ?, ?, ?, ?, n.ms * 1000, n.ms, n.ms + ?{ledger_vals} FROM {source} \
+                     ON DUPLICATE KEY UPDATE \
+                     fence = IF({take}, fence + 1, fence), \
+                     owner = IF({take}, VALUES(owner), owner), \
+                     token = IF({take}, VALUES(token), token), \
+                     acquired_at = IF({take}, VALUES(acquired_at), acquired_at), \
+                     {ledger_early}\
+                     expires_at = IF({take}, VALUES(expires_at), expires_at){ledger_set}"
+                )
+            }
         }
     }
 }
@@ -384,6 +494,31 @@ pub(crate) fn sqlite_clock_columns(table: &str) -> [String; 2] {
         format!("ALTER TABLE {table} ADD COLUMN boot_id TEXT NULL"),
         format!("ALTER TABLE {table} ADD COLUMN boot_expires_at INTEGER NULL"),
     ]
+}
+
+impl Dialect {
+    /// The statements that add the period ledger's columns (`ledger_period`, `ledger_at`,
+    /// `ledger_by`) to a table created before they existed. The store runs them on first use
+    /// (tolerating a column another process added at the same moment); with
+    /// `create_schema(false)` a period claim fails with an error naming them.
+    ///
+    /// ```
+    /// use leasehold_sql::Dialect;
+    /// let alter = Dialect::Postgres.ledger_columns("leasehold_leases");
+    /// assert_eq!(alter[0], "ALTER TABLE leasehold_leases ADD COLUMN ledger_period BIGINT NULL");
+    /// ```
+    pub fn ledger_columns(self, table: &str) -> [String; 3] {
+        let (int, owner) = match self {
+            Self::Sqlite => ("INTEGER", "VARCHAR(255)"),
+            Self::Postgres => ("BIGINT", "VARCHAR(255)"),
+            Self::MySql => ("BIGINT", "VARCHAR(255) CHARACTER SET utf8mb4"),
+        };
+        [
+            format!("ALTER TABLE {table} ADD COLUMN ledger_period {int} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_at {int} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_by {owner} NULL"),
+        ]
+    }
 }
 
 /// The longest table name PostgreSQL accepts, per part (`TABLE` or `SCHEMA`), in bytes: its

@@ -5,8 +5,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use leasehold::{
-    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots, redact_url,
+    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
+    OpenError, Period, PeriodRecord, Release, ReleaseNotifier, ReleaseSignal, StoreError,
+    StoreResult, check_slots, redact_url,
 };
 use sqlx::Row;
 use tokio::sync::OnceCell;
@@ -138,7 +139,8 @@ pub struct SqlStore {
     ddl: String,
     table: String,
     create_schema: bool,
-    schema: OnceCell<()>,
+    /// Set once the table is checked; true when it has the period ledger's columns.
+    schema: OnceCell<bool>,
     listener: Mutex<Option<Listener>>,
     notifier: Arc<ReleaseNotifier>,
     channel: String,
@@ -333,10 +335,120 @@ impl SqlStore {
                 let probe = &self.sql.state;
                 with_clock!(&self.pool, p, add => add(sqlx::query(probe).bind("probe").bind(0i32)).fetch_all(p).await.map(|_| ()))
                     .map_err(classify)?;
-                Ok(())
+                self.ensure_ledger_columns().await
             })
             .await
             .map(|_| ())
+    }
+
+    /// Tables created before the period ledger existed get its columns. With
+    /// `create_schema(false)` they are left alone: plain acquisitions keep working, and a period
+    /// claim fails with an error naming the `ALTER TABLE` statements (see
+    /// [`check_ledger`](Self::check_ledger)). True when the columns are there.
+    async fn ensure_ledger_columns(&self) -> StoreResult<bool> {
+        let table = &self.table;
+        let check = format!("SELECT ledger_period, ledger_at, ledger_by FROM {table} WHERE 1 = 0");
+        if with_pool!(&self.pool, p => sqlx::query(&check).fetch_all(p).await.map(|_| ())).is_ok() {
+            return Ok(true);
+        }
+        if !self.create_schema {
+            return Ok(false);
+        }
+        for statement in self.dialect.ledger_columns(table) {
+            // Another process may add the same column at the same moment.
+            if let Err(e) =
+                with_pool!(&self.pool, p => sqlx::query(&statement).execute(p).await.map(|_| ()))
+            {
+                let duplicate = matches!(&e, sqlx::Error::Database(db)
+                    if db.message().contains("duplicate column")
+                        || db.message().contains("Duplicate column")
+                        || matches!(db.code().as_deref(), Some("42701" | "1060" | "42S21")));
+                if !duplicate {
+                    return Err(classify(e));
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// A period claim needs the ledger's columns: a permanent error naming the statements that
+    /// add them when the table lacks them (only with `create_schema(false)`).
+    async fn check_ledger(&self) -> StoreResult<()> {
+        self.ensure_schema().await?;
+        if self.schema.get().copied().unwrap_or(false) {
+            return Ok(());
+        }
+        Err(StoreError::permanent(format!(
+            "table {} lacks the period ledger's columns (create_schema is off); add them with: {}",
+            self.table,
+            self.dialect.ledger_columns(&self.table).join("; ")
+        )))
+    }
+
+    /// One period-claiming upsert on slot 0: the lease's (fence, acquired_at, expires_at) if
+    /// granted (or already this token's).
+    async fn acquire_period(
+        &self,
+        req: &AcquireRequest,
+        period: Period,
+        token: &str,
+    ) -> StoreResult<Option<(i64, i64, i64)>> {
+        let ttl = ms(req.ttl);
+        let length = i64::try_from(period.length_ms()).unwrap_or(i64::MAX);
+        let offset = i64::try_from(period.offset_ms()).unwrap_or(i64::MAX);
+        let q = &self.sql.acquire_period;
+        if let SqlPool::MySql(p) = &self.pool {
+            sqlx::query(q)
+                .bind(req.lock.as_str())
+                .bind(0i32)
+                .bind(req.owner.as_ref())
+                .bind(token)
+                .bind(ttl)
+                .bind(req.owner.as_ref())
+                .bind(offset)
+                .bind(length)
+                .execute(p)
+                .await
+                .map_err(classify)?;
+            return self.read_own(p, req.lock.as_str(), 0, token).await;
+        }
+        with_clock!(&self.pool, p, add => add(sqlx::query(q)
+            .bind(req.lock.as_str())
+            .bind(0i32)
+            .bind(req.owner.as_ref())
+            .bind(token)
+            .bind(ttl)
+            .bind(length)
+            .bind(offset))
+            .fetch_optional(p)
+            .await
+            .map_err(classify)?
+            .map(|r| lease_cols(&r))
+            .transpose())
+    }
+
+    /// After a refused period claim: `AlreadyRan` when the ledger records the current period
+    /// (by the database clock) or a later one, else contention.
+    async fn refused(&self, lock: &LockName, period: Period) -> StoreResult<Acquisition> {
+        let q = &self.sql.read_period;
+        let row: Option<(Option<i64>, Option<i64>, Option<String>, i64)> = with_clock!(&self.pool, p, add => {
+            let row = add(sqlx::query(q).bind(lock.as_str())).fetch_optional(p).await.map_err(classify)?;
+            row.map(|r| -> Result<_, sqlx::Error> {
+                Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))
+            })
+            .transpose()
+            .map_err(classify)?
+        });
+        Ok(match row {
+            Some((Some(done), Some(at), Some(by), now)) if done >= period.id_at_ms(now) => {
+                Acquisition::AlreadyRan(PeriodRecord {
+                    period: done,
+                    at: time(at),
+                    by,
+                })
+            }
+            _ => Acquisition::Held,
+        })
     }
 
     /// SQLite tables created before the boot-clock columns existed get them (with
@@ -515,10 +627,26 @@ fn time(epoch_ms: i64) -> SystemTime {
 
 #[async_trait]
 impl LeaseStore for SqlStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
-        check_slots(req.slots)?;
-        self.ensure_schema().await?;
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        req.check()?;
         let token = req.token.to_hex();
+        if let Some(period) = req.period {
+            self.check_ledger().await?;
+            return Ok(match self.acquire_period(req, period, &token).await? {
+                Some((fence, acquired, expires)) => Acquisition::Granted(Lease {
+                    lock: req.lock.clone(),
+                    slot: 0,
+                    owner: req.owner.to_string(),
+                    token: req.token,
+                    fence: u64::try_from(fence).unwrap_or_default(),
+                    acquired_at: time(acquired),
+                    expires_at: time(expires),
+                    period: Some(period.id_at_ms(acquired)),
+                }),
+                None => self.refused(&req.lock, period).await?,
+            });
+        }
+        self.ensure_schema().await?;
         let candidates = if req.slots <= 1 {
             vec![0]
         } else {
@@ -526,7 +654,7 @@ impl LeaseStore for SqlStore {
         };
         for slot in candidates {
             if let Some((fence, acquired, expires)) = self.acquire_slot(req, slot, &token).await? {
-                return Ok(Some(Lease {
+                return Ok(Acquisition::Granted(Lease {
                     lock: req.lock.clone(),
                     slot: u32::try_from(slot).unwrap_or_default(),
                     owner: req.owner.to_string(),
@@ -534,10 +662,11 @@ impl LeaseStore for SqlStore {
                     fence: u64::try_from(fence).unwrap_or_default(),
                     acquired_at: time(acquired),
                     expires_at: time(expires),
+                    period: None,
                 }));
             }
         }
-        Ok(None)
+        Ok(Acquisition::Held)
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

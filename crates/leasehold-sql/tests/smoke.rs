@@ -42,21 +42,26 @@ async fn round_trip(url: &str) {
     assert!(f2 > f1, "{f2} > {f1}");
     // Group slots.
     let name = LockName::new(format!("{lock}-g")).unwrap();
-    let req = |t| leasehold::AcquireRequest {
-        lock: name.clone(),
-        slots: 2,
-        owner: "n".into(),
-        token: t,
-        ttl: Duration::from_secs(5),
-    };
+    let req = |t| leasehold::AcquireRequest::new(name.clone(), 2, "n", t, Duration::from_secs(5));
     let t1 = leasehold::Token::random();
-    let a = store.try_acquire(&req(t1)).await.unwrap().unwrap();
-    let again = store.try_acquire(&req(t1)).await.unwrap().unwrap();
+    let a = store
+        .try_acquire(&req(t1))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
+    let again = store
+        .try_acquire(&req(t1))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
     assert_eq!(again.slot, a.slot, "same token re-acquires its own slot");
     let b = store
         .try_acquire(&req(leasehold::Token::random()))
         .await
         .unwrap()
+        .granted()
         .unwrap();
     assert_ne!(a.slot, b.slot);
     assert!(
@@ -64,6 +69,7 @@ async fn round_trip(url: &str) {
             .try_acquire(&req(leasehold::Token::random()))
             .await
             .unwrap()
+            .granted()
             .is_none()
     );
     assert_eq!(store.state(&name, 2).await.unwrap().active(), 2);

@@ -29,13 +29,13 @@ fn wall_ms() -> i64 {
 }
 
 fn request(owner: &str, ttl: Duration) -> AcquireRequest {
-    AcquireRequest {
-        lock: LockName::new(LOCK).unwrap(),
-        slots: 1,
-        owner: Arc::from(owner),
-        token: Token::random(),
+    AcquireRequest::new(
+        LockName::new(LOCK).unwrap(),
+        1,
+        Arc::from(owner),
+        Token::random(),
         ttl,
-    }
+    )
 }
 
 /// The `faketime` program, or `None` to skip (a failure under `CI`).
@@ -103,7 +103,8 @@ async fn faked_clock_child() {
             let got = store
                 .try_acquire(&request("ahead", Duration::from_secs(5)))
                 .await
-                .unwrap();
+                .unwrap()
+                .granted();
             assert!(
                 got.is_none(),
                 "a process 10 s ahead took over a live lease: {got:?}"
@@ -125,7 +126,8 @@ async fn faked_clock_child() {
             let got = store
                 .try_acquire(&request("behind", Duration::from_secs(20)))
                 .await
-                .unwrap();
+                .unwrap()
+                .granted();
             assert!(
                 got.is_some(),
                 "a process 30 s behind could not take a released lock"
@@ -152,6 +154,7 @@ async fn a_contender_with_its_clock_ahead_does_not_take_over() {
         .try_acquire(&request("parent", Duration::from_secs(8)))
         .await
         .unwrap()
+        .granted()
         .expect("a fresh lock is free");
     // Keep 8–9 s left however long the child takes to start: always less than its 10 s lead.
     let renewer = {
@@ -195,6 +198,7 @@ async fn a_contender_with_its_clock_behind_sees_a_released_lock_as_free() {
         .try_acquire(&request("parent", Duration::from_secs(60)))
         .await
         .unwrap()
+        .granted()
         .expect("a fresh lock is free");
     assert_eq!(
         store.release(&lease, Duration::ZERO).await.unwrap(),
@@ -218,7 +222,8 @@ async fn a_contender_with_its_clock_behind_sees_a_released_lock_as_free() {
     let got = store
         .try_acquire(&request("parent", Duration::from_secs(5)))
         .await
-        .unwrap();
+        .unwrap()
+        .granted();
     assert!(
         got.is_none(),
         "took over a live lease whose holder's clock is behind: {got:?}"
@@ -266,6 +271,7 @@ async fn an_older_sqlite_table_gains_the_clock_columns() {
             .try_acquire(&request("new", Duration::from_secs(5)))
             .await
             .unwrap()
+            .granted()
             .is_none()
     );
     // Opening again (columns present) is a no-op.

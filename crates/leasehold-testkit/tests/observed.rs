@@ -23,10 +23,10 @@ impl StoreObserver for Tally {
     fn acquiring(&self, _req: &AcquireRequest) {
         self.asked.fetch_add(1, Ordering::SeqCst);
     }
-    fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
+    fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<leasehold::Acquisition>) {
         let word = match answer {
-            Ok(Some(lease)) => format!("granted {}", lease.fence),
-            Ok(None) => "busy".to_owned(),
+            Ok(leasehold::Acquisition::Granted(lease)) => format!("granted {}", lease.fence),
+            Ok(_) => "busy".to_owned(),
             Err(e) => format!("error {e}"),
         };
         self.answers.lock().unwrap().push(word);

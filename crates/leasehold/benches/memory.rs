@@ -84,18 +84,18 @@ fn lock_name() -> LockName {
 fn floor(c: &mut Criterion) {
     let rt = current_thread();
     let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
-    let req = AcquireRequest {
-        lock: lock_name(),
-        slots: 1,
-        owner: "bench-node".into(),
-        token: Token::random(),
-        ttl: Duration::from_secs(30),
-    };
+    let req = AcquireRequest::new(
+        lock_name(),
+        1,
+        "bench-node",
+        Token::random(),
+        Duration::from_secs(30),
+    );
     let mut group = c.benchmark_group("floor");
     group.bench_function("acquire_release", |b| {
         b.to_async(&rt).iter(|| async {
             let lease = match store.try_acquire(black_box(&req)).await {
-                Ok(Some(lease)) => lease,
+                Ok(leasehold::Acquisition::Granted(lease)) => lease,
                 other => panic!("floor acquire failed: {other:?}"),
             };
             black_box(store.release(&lease, Duration::ZERO).await.is_ok())

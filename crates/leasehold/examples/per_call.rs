@@ -40,14 +40,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .ok_or("lock busy")?;
             }
             "floor" => {
-                let req = AcquireRequest {
-                    lock: lock.clone(),
-                    slots: 1,
-                    owner: "floor".into(),
-                    token: Token::random(),
-                    ttl: Duration::from_secs(60),
-                };
-                let lease = store.try_acquire(&req).await?.ok_or("lock busy")?;
+                let req = AcquireRequest::new(
+                    lock.clone(),
+                    1,
+                    "floor",
+                    Token::random(),
+                    Duration::from_secs(60),
+                );
+                let lease = store
+                    .try_acquire(&req)
+                    .await?
+                    .granted()
+                    .ok_or("lock busy")?;
                 store.release(&lease, Duration::ZERO).await?;
             }
             other => return Err(format!("unknown mode {other:?}").into()),

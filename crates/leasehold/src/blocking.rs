@@ -119,6 +119,39 @@ impl Elector {
         Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
     }
 
+    /// Like [`Elector::run_once_per`](crate::Elector::run_once_per): runs the closure at most
+    /// once per `period` of the lock across every node of the store (the period ledger).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure; never contention or an already-run period.
+    pub fn run_once_per<T, E>(
+        &self,
+        name: impl IntoLockName,
+        period: crate::Period,
+        action: impl FnOnce(&LeaderContext) -> std::result::Result<T, E>,
+    ) -> Result<crate::PeriodOutcome<T, E>> {
+        use crate::engine::Claimed;
+        let running = match self
+            .runtime
+            .block_on(self.inner.engine().begin_claim(name, Some(period)))?
+        {
+            Claimed::Elected(running) => running,
+            Claimed::Held => return Ok(crate::PeriodOutcome::Skipped),
+            Claimed::AlreadyRan(record) => return Ok(crate::PeriodOutcome::AlreadyRan(record)),
+        };
+        let ctx = running.context();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| action(&ctx)));
+        let ran = self
+            .runtime
+            .block_on(running.finish(outcome, |r: &std::result::Result<T, E>| r.is_err()))?;
+        Ok(match ran {
+            Some(Ok(v)) => crate::PeriodOutcome::Ran(v),
+            Some(Err(e)) => crate::PeriodOutcome::ActionFailed(e),
+            None => crate::PeriodOutcome::Skipped,
+        })
+    }
+
     /// Acquires on the runtime, runs the closure on this thread (outside the runtime, so it may
     /// itself block or use other blocking clients), then releases on the runtime.
     fn run_guarded<T>(

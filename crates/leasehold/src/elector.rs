@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use crate::engine::Engine;
+use crate::engine::{Claimed, Engine};
 use crate::error::Result;
 use crate::events::Event;
 use crate::guard::{LeaderContext, LeaderGuard};
 use crate::lease::LockState;
 use crate::name::{IntoLockName, NameError};
 use crate::options::ElectionOptions;
-use crate::outcome::RunOutcome;
+use crate::outcome::{PeriodOutcome, RunOutcome};
+use crate::period::{Period, PeriodRecord};
 use crate::store::LeaseStore;
 use crate::tenant::Tenant;
 
@@ -228,6 +229,92 @@ impl Elector {
 
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Runs `action` at most once per `period` of the lock across every node that uses the same
+    /// store: the run is granted only if this node wins the lock within `wait` **and** the lock's
+    /// period ledger records no run for the store's current period (or a later one); the grant
+    /// records the period atomically with the lease (see [`Period`]). Another node's run for this
+    /// period is [`PeriodOutcome::AlreadyRan`] with when (store clock) and by whom it ran —
+    /// returned at once, without waiting, since waiting could never change it. A lock held for
+    /// the whole wait without such a record is [`PeriodOutcome::Skipped`].
+    ///
+    /// The lease is released when the action ends, as with [`run`](Self::run); the period stays
+    /// recorded. The granted period id is on the context's lease
+    /// ([`LeaderContext::lease`](crate::LeaderContext::lease)`().period`).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, a store failure, or the lease lost with `cancel_on_lost`; never for
+    /// contention or an already-run period.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future releases the lease (as for [`run`](Self::run)); a period granted
+    /// before the drop stays recorded as run.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+    /// use std::{sync::Arc, time::Duration};
+    /// use leasehold::{Elector, MemoryStore, Period, PeriodOutcome};
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let (a, b) = (Elector::new(store.clone()), Elector::new(store));
+    /// let hourly = Period::every(Duration::from_secs(3600))?;
+    /// let first = a.run_once_per("report", hourly, |_| async { Ok::<_, std::io::Error>("sent") }).await?;
+    /// assert_eq!(first, PeriodOutcome::Ran("sent"));
+    /// // The lock is free again, but this hour already ran:
+    /// let second = b.run_once_per("report", hourly, |_| async { Ok::<_, std::io::Error>("sent") }).await?;
+    /// let record = second.already_ran().expect("refused by the ledger");
+    /// assert_eq!(record.by, a.options().node_id());
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_once_per<T, E, F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        period: Period,
+        action: F,
+    ) -> Result<PeriodOutcome<T, E>>
+    where
+        F: FnOnce(LeaderContext) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+    {
+        let ran = self
+            .engine
+            .run_claimed(name, Some(period), action, |r| r.is_err())
+            .await?;
+        Ok(match ran {
+            Claimed::Elected(Ok(v)) => PeriodOutcome::Ran(v),
+            Claimed::Elected(Err(e)) => PeriodOutcome::ActionFailed(e),
+            Claimed::Held => PeriodOutcome::Skipped,
+            Claimed::AlreadyRan(record) => PeriodOutcome::AlreadyRan(record),
+        })
+    }
+
+    /// Acquires the lock for `period` of the ledger and returns the guard (for code that manages
+    /// the lease itself, like [`try_acquire`](Self::try_acquire)): `Ok(Err(None))` when the lock
+    /// stayed held for the whole wait, `Ok(Err(Some(record)))` when the ledger records a run
+    /// for this period or a later one.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future never leaves a lease behind (a late grant is released), but a period
+    /// the store granted before the drop stays recorded as run.
+    pub async fn try_acquire_for(
+        &self,
+        name: impl IntoLockName,
+        period: Period,
+    ) -> Result<std::result::Result<LeaderGuard, Option<PeriodRecord>>> {
+        let lock = self.engine.lock_name(name)?;
+        Ok(match self.engine.claim(&lock, Some(period)).await? {
+            Claimed::Elected(guard) => Ok(guard),
+            Claimed::Held => Err(None),
+            Claimed::AlreadyRan(record) => Err(Some(record)),
+        })
     }
 
     election_api!();

@@ -20,6 +20,7 @@ use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
+use crate::period::{Acquisition, Period, PeriodRecord, check_period_slots};
 use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
 use crate::tenant::Tenant;
@@ -108,23 +109,33 @@ impl Engine {
     /// Waits up to `wait` for a lease. Contention is `Ok(None)`; a store error is `Err`, also when
     /// transient errors persist until the deadline.
     pub(crate) async fn acquire(&self, lock: &LockName) -> Result<Option<LeaderGuard>> {
-        let span = tracing::debug_span!("leasehold.acquire", lock = %lock, slots = self.slots);
-        self.acquire_in_span(lock).instrument(span).await
+        Ok(self.claim(lock, None).await?.elected())
     }
 
-    async fn acquire_in_span(&self, lock: &LockName) -> Result<Option<LeaderGuard>> {
+    /// Waits up to `wait` for a lease, claiming `period` in the lock's ledger if given. A refusal
+    /// by the ledger ends the wait at once (waiting can never make it succeed).
+    pub(crate) async fn claim(&self, lock: &LockName, period: Option<Period>) -> Result<Claimed> {
+        if period.is_some() {
+            check_period_slots(self.slots)?;
+        }
+        let span = tracing::debug_span!("leasehold.acquire", lock = %lock, slots = self.slots);
+        self.acquire_in_span(lock, period).instrument(span).await
+    }
+
+    async fn acquire_in_span(&self, lock: &LockName, period: Option<Period>) -> Result<Claimed> {
         let opts = &*self.options;
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
         let deadline = crate::limits::deadline_after(start, opts.wait);
-        let req = AcquireRequest {
-            lock: lock.clone(),
-            slots: self.slots,
-            owner: Arc::clone(&opts.node_id),
-            token: Token::random(),
-            ttl: opts.lease,
-        };
+        let mut req = AcquireRequest::new(
+            lock.clone(),
+            self.slots,
+            Arc::clone(&opts.node_id),
+            Token::random(),
+            opts.lease,
+        );
+        req.period = period;
         let waits = !opts.wait.is_zero();
         let mut signal = if waits {
             self.store.release_signal(lock)
@@ -149,12 +160,27 @@ impl Engine {
                 sent_at = Instant::now();
             }
             last_error = match self.attempt(&req).await {
-                Ok(Some(lease)) => {
+                Ok(Acquisition::Granted(lease)) => {
                     drop(place);
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
-                    return Ok(Some(self.elected(lease, metrics, start, counted_from)));
+                    return Ok(Claimed::Elected(self.elected(
+                        lease,
+                        metrics,
+                        start,
+                        counted_from,
+                    )));
                 }
-                Ok(None) => {
+                Ok(Acquisition::AlreadyRan(record)) => {
+                    drop(place);
+                    metrics.already_ran();
+                    debug!(lock = %lock, period = record.period, by = %record.by, "leasehold: skipped, this period already ran");
+                    self.events.emit(|| Event::AlreadyRan {
+                        lock: lock.clone(),
+                        record: record.clone(),
+                    });
+                    return Ok(Claimed::AlreadyRan(record));
+                }
+                Ok(_) => {
                     unknown_since = None;
                     None
                 }
@@ -195,7 +221,7 @@ impl Engine {
         lock: &LockName,
         metrics: &LockMetrics,
         last_error: Option<StoreError>,
-    ) -> Result<Option<LeaderGuard>> {
+    ) -> Result<Claimed> {
         if let Some(e) = last_error {
             metrics.not_acquired(true);
             return Err(Error::store(lock, e));
@@ -203,13 +229,13 @@ impl Engine {
         metrics.not_acquired(false);
         debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
         self.events.emit(|| Event::Skipped { lock: lock.clone() });
-        Ok(None)
+        Ok(Claimed::Held)
     }
 
     /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
     /// task, which releases a lease that arrives after the caller stopped waiting for it. That
     /// task is counted in `cleanup`, so stop paths can wait for it (`Elector::settled`).
-    async fn attempt(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn attempt(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         if self.store.acquire_is_cancel_safe() {
             return self.store.try_acquire(req).await;
         }
@@ -218,7 +244,7 @@ impl Engine {
         let req = req.clone();
         self.cleanup.spawn(async move {
             let outcome = store.try_acquire(&req).await;
-            if let Err(Ok(Some(late))) = tx.send(outcome) {
+            if let Err(Ok(Acquisition::Granted(late))) = tx.send(outcome) {
                 debug!(lock = %late.lock, "leasehold: releasing a lease granted after the caller gave up");
                 let _ = store.release(&late, std::time::Duration::ZERO).await;
             }
@@ -252,8 +278,17 @@ impl Engine {
     /// Acquires `name` for an action: the first half of [`run_guarded`](Self::run_guarded), also
     /// used by the blocking facade, which runs its closure outside the runtime.
     pub(crate) async fn begin(&self, name: impl IntoLockName) -> Result<Option<Running>> {
+        Ok(self.begin_claim(name, None).await?.elected())
+    }
+
+    /// [`begin`](Self::begin) claiming `period` in the ledger.
+    pub(crate) async fn begin_claim(
+        &self,
+        name: impl IntoLockName,
+        period: Option<Period>,
+    ) -> Result<Claimed<Running>> {
         let lock = self.lock_name(name)?;
-        Ok(self.acquire(&lock).await?.map(|guard| Running {
+        Ok(self.claim(&lock, period).await?.map(|guard| Running {
             started: guard.acquired_at(),
             guard,
             lock,
@@ -272,12 +307,32 @@ impl Engine {
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = T>,
     {
+        Ok(self
+            .run_claimed(name, None, action, failed)
+            .await?
+            .elected())
+    }
+
+    /// [`run_guarded`](Self::run_guarded) claiming `period` in the ledger.
+    pub(crate) async fn run_claimed<T, F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        period: Option<Period>,
+        action: F,
+        failed: fn(&T) -> bool,
+    ) -> Result<Claimed<T>>
+    where
+        F: FnOnce(LeaderContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
         let lock = self.lock_name(name)?;
         // Acquisition and release run in their own spans (`leasehold.acquire`,
         // `leasehold.release`); wrapping this whole, larger future would copy it once more per run.
         {
-            let Some(running) = self.begin(lock).await? else {
-                return Ok(None);
+            let running = match self.begin_claim(lock, period).await? {
+                Claimed::Elected(running) => running,
+                Claimed::Held => return Ok(Claimed::Held),
+                Claimed::AlreadyRan(record) => return Ok(Claimed::AlreadyRan(record)),
             };
             let ctx = running.context();
             let action =
@@ -297,13 +352,43 @@ impl Engine {
                 finished = action.as_mut().await;
             }
             match finished {
-                Some(outcome) => running.finish(outcome, failed).await,
+                Some(outcome) => Ok(running
+                    .finish(outcome, failed)
+                    .await?
+                    .map_or(Claimed::Held, Claimed::Elected)),
                 None => {
                     // Lost with cancel-on-lost: drop the action before releasing.
                     action.set(None.into());
                     Err(running.abandon().await)
                 }
             }
+        }
+    }
+}
+
+/// What an election claiming an optional period came to.
+pub(crate) enum Claimed<G = LeaderGuard> {
+    /// Elected (the guard, the running action, or its value).
+    Elected(G),
+    /// Held elsewhere for the whole wait.
+    Held,
+    /// Refused by the period ledger.
+    AlreadyRan(PeriodRecord),
+}
+
+impl<G> Claimed<G> {
+    pub(crate) fn elected(self) -> Option<G> {
+        match self {
+            Self::Elected(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn map<H>(self, f: impl FnOnce(G) -> H) -> Claimed<H> {
+        match self {
+            Self::Elected(g) => Claimed::Elected(f(g)),
+            Self::Held => Claimed::Held,
+            Self::AlreadyRan(r) => Claimed::AlreadyRan(r),
         }
     }
 }

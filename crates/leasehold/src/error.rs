@@ -80,6 +80,20 @@ impl StoreError {
     pub fn limit(&self) -> Option<&LimitError> {
         self.source.as_deref()?.downcast_ref::<LimitError>()
     }
+
+    /// The [`PeriodError`](crate::PeriodError) behind this error, if a period claim was refused
+    /// as unusable (e.g. on a lock with more than one slot).
+    pub fn period(&self) -> Option<&crate::period::PeriodError> {
+        self.source
+            .as_deref()?
+            .downcast_ref::<crate::period::PeriodError>()
+    }
+}
+
+impl From<crate::period::PeriodError> for StoreError {
+    fn from(e: crate::period::PeriodError) -> Self {
+        Self::permanent(e.to_string()).with_source(e)
+    }
 }
 
 impl From<LimitError> for StoreError {
@@ -98,6 +112,9 @@ impl fmt::Display for StoreError {
         write!(f, "{kind} store error: {}", self.message)?;
         if let Some(source) = &self.source
             && source.downcast_ref::<LimitError>().is_none()
+            && source
+                .downcast_ref::<crate::period::PeriodError>()
+                .is_none()
         {
             write!(f, ": {source}")?;
         }
@@ -131,6 +148,9 @@ pub enum Error {
     /// than [`MAX_DURATION`](crate::MAX_DURATION)).
     #[error(transparent)]
     Limit(#[from] LimitError),
+    /// A period definition or claim that cannot be used (see [`PeriodError`](crate::PeriodError)).
+    #[error(transparent)]
+    Period(#[from] crate::period::PeriodError),
     /// The store failed.
     #[error("lock {lock}: {source}")]
     Store {

@@ -60,6 +60,15 @@ pub enum Event {
         /// The lock.
         lock: LockName,
     },
+    /// A run claiming a period was refused by the lock's period ledger: a run for this period
+    /// (or a later one) was already granted, at `record.at` to `record.by`. Not contention;
+    /// nothing waited.
+    AlreadyRan {
+        /// The lock.
+        lock: LockName,
+        /// The ledger's record.
+        record: crate::period::PeriodRecord,
+    },
     /// The lease was renewed.
     Extended {
         /// The lock.
@@ -120,6 +129,7 @@ impl Event {
         match self {
             Self::Elected { lock, .. }
             | Self::Skipped { lock }
+            | Self::AlreadyRan { lock, .. }
             | Self::Extended { lock, .. }
             | Self::RenewalFailing { lock, .. }
             | Self::Lost { lock, .. }
@@ -127,12 +137,13 @@ impl Event {
         }
     }
 
-    /// A short lowercase name: `elected`, `skipped`, `extended`, `renewal_failing`, `lost`,
+    /// A short lowercase name: `elected`, `skipped`, `already_ran`, `extended`, `renewal_failing`, `lost`,
     /// `released`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Elected { .. } => "elected",
             Self::Skipped { .. } => "skipped",
+            Self::AlreadyRan { .. } => "already_ran",
             Self::Extended { .. } => "extended",
             Self::RenewalFailing { .. } => "renewal_failing",
             Self::Lost { .. } => "lost",

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use rand::Rng;
 
 use crate::name::LockName;
+use crate::period::Period;
 
 /// A random ownership proof (128 bits) minted for each acquisition.
 ///
@@ -69,10 +70,27 @@ pub struct Lease {
     pub acquired_at: SystemTime,
     /// When the lease ends unless extended, by the store's clock.
     pub expires_at: SystemTime,
+    /// The period id this grant was recorded for in the lock's ledger, when the request claimed
+    /// a [`Period`]; `None` otherwise.
+    pub period: Option<i64>,
 }
 
 /// One attempt to acquire a lease, as the core sends it to a store.
+///
+/// Build it with [`AcquireRequest::new`] (fields keep growing, so it cannot be built literally
+/// outside this crate), and claim a period of the ledger with [`with_period`](Self::with_period).
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::{AcquireRequest, LockName, Period, Token};
+///
+/// let req = AcquireRequest::new(LockName::new("nightly")?, 1, "node-a", Token::random(), Duration::from_secs(30))
+///     .with_period(Period::every(Duration::from_secs(3600))?);
+/// assert!(req.check().is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AcquireRequest {
     /// The lock.
     pub lock: LockName,
@@ -86,6 +104,51 @@ pub struct AcquireRequest {
     pub token: Token,
     /// The lease length; expiry is computed by the store's clock.
     pub ttl: Duration,
+    /// A period claimed in the lock's ledger (single-slot locks only): granted only if no grant
+    /// for the store's current period of it, or a later one, was recorded before.
+    pub period: Option<Period>,
+}
+
+impl AcquireRequest {
+    /// A request for one of `slots` slots of `lock`, without a period claim.
+    pub fn new(
+        lock: LockName,
+        slots: u32,
+        owner: impl Into<Arc<str>>,
+        token: Token,
+        ttl: Duration,
+    ) -> Self {
+        Self {
+            lock,
+            slots,
+            owner: owner.into(),
+            token,
+            ttl,
+            period: None,
+        }
+    }
+
+    /// The same request claiming `period` in the lock's ledger.
+    #[must_use]
+    pub fn with_period(mut self, period: Period) -> Self {
+        self.period = Some(period);
+        self
+    }
+
+    /// The checks every store runs first in `try_acquire`: the slot count against
+    /// [`MAX_SLOTS`](crate::MAX_SLOTS), and a period claim only with one slot.
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`StoreError`](crate::StoreError) carrying a
+    /// [`LimitError`](crate::LimitError) or a [`PeriodError`](crate::PeriodError).
+    pub fn check(&self) -> crate::StoreResult<u32> {
+        let slots = crate::limits::check_slots(self.slots)?;
+        if self.period.is_some() {
+            crate::period::check_period_slots(slots)?;
+        }
+        Ok(slots)
+    }
 }
 
 /// The outcome of an extend request.

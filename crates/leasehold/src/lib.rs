@@ -53,6 +53,7 @@ mod name;
 mod observe;
 mod options;
 mod outcome;
+mod period;
 mod retry;
 mod schedule;
 mod signal;
@@ -82,7 +83,11 @@ pub use options::{
     ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE,
     MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
 };
-pub use outcome::RunOutcome;
+pub use outcome::{PeriodOutcome, RunOutcome};
+pub use period::{
+    Acquisition, MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms,
+    from_epoch_ms,
+};
 pub use retry::RetryPolicy;
 pub use schedule::{Job, JobEvent, JobOutcome, Schedule, ScheduleHandle};
 pub use signal::{ReleaseNotifier, ReleaseSignal};

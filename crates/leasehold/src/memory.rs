@@ -11,6 +11,7 @@ use crate::error::StoreResult;
 use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 use crate::limits::{check_slots, deadline_after};
 use crate::name::LockName;
+use crate::period::{Acquisition, PeriodRecord};
 use crate::signal::{ReleaseNotifier, ReleaseSignal};
 use crate::store::LeaseStore;
 
@@ -42,6 +43,8 @@ pub struct MemoryStore {
 struct Row {
     fence: u64,
     holder: Option<Held>,
+    /// The period ledger (slot 0 only): the latest period granted, when and to whom.
+    ledger: Option<(i64, Instant, Arc<str>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +53,7 @@ struct Held {
     token: Token,
     acquired_at: Instant,
     expires_at: Instant,
+    period: Option<i64>,
 }
 
 impl Held {
@@ -98,6 +102,7 @@ impl MemoryStore {
 
     fn lease(&self, lock: &LockName, slot: u32, fence: u64, held: &Held) -> Lease {
         Lease {
+            period: held.period,
             lock: lock.clone(),
             slot,
             owner: String::from(&*held.owner),
@@ -115,9 +120,12 @@ fn slot_index(slot: u32) -> usize {
 
 #[async_trait]
 impl LeaseStore for MemoryStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
-        let wanted = slot_index(check_slots(req.slots)?);
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        let wanted = slot_index(req.check()?);
         let now = Instant::now();
+        let period = req
+            .period
+            .map(|p| p.id_at_ms(crate::period::epoch_ms(self.wall(now))));
         let granted = self.with_rows(|locks| {
             // Rows exist only for slots ever granted: a lock's vector grows one slot at a time,
             // never to the requested slot count.
@@ -128,8 +136,21 @@ impl LeaseStore for MemoryStore {
                     .as_ref()
                     .is_some_and(|h| h.token == req.token && h.live(now))
             }) {
-                let held = row.holder.as_ref()?;
-                return Some((slot, row.fence, held.clone()));
+                let Some(held) = row.holder.as_ref() else {
+                    return Err(None);
+                };
+                return Ok((slot, row.fence, held.clone()));
+            }
+            // The ledger is slot 0's (period claims have exactly one slot).
+            if let (Some(p), Some((done, at, by))) =
+                (period, rows.first().and_then(|r| r.ledger.as_ref()))
+                && *done >= p
+            {
+                return Err(Some(PeriodRecord {
+                    period: *done,
+                    at: self.wall(*at),
+                    by: String::from(&**by),
+                }));
             }
             let free = rows[..used]
                 .iter()
@@ -140,29 +161,38 @@ impl LeaseStore for MemoryStore {
                     rows.push(Row {
                         fence: 0,
                         holder: None,
+                        ledger: None,
                     });
                     used
                 }
-                None => return None,
+                None => return Err(None),
             };
-            let row = rows.get_mut(slot)?;
+            let Some(row) = rows.get_mut(slot) else {
+                return Err(None);
+            };
             row.fence += 1;
+            if let Some(p) = period {
+                row.ledger = Some((p, now, Arc::clone(&req.owner)));
+            }
             let held = row.holder.insert(Held {
                 owner: Arc::clone(&req.owner),
                 token: req.token,
                 acquired_at: now,
                 expires_at: deadline_after(now, req.ttl),
+                period,
             });
-            Some((slot, row.fence, held.clone()))
+            Ok((slot, row.fence, held.clone()))
         });
-        Ok(granted.map(|(slot, fence, held)| {
-            self.lease(
+        Ok(match granted {
+            Ok((slot, fence, held)) => Acquisition::Granted(self.lease(
                 &req.lock,
                 u32::try_from(slot).unwrap_or(u32::MAX),
                 fence,
                 &held,
-            )
-        }))
+            )),
+            Err(None) => Acquisition::Held,
+            Err(Some(record)) => Acquisition::AlreadyRan(record),
+        })
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | `leasehold_attempts_total` | counter | `lock` | elections started |
 //! | `leasehold_acquired_total` | counter | `lock` | leases acquired |
-//! | `leasehold_not_acquired_total` | counter | `lock`, `reason` = `contention` \| `error` | elections that did not acquire |
+//! | `leasehold_not_acquired_total` | counter | `lock`, `reason` = `contention` \| `already_ran` \| `error` | elections that did not acquire (`already_ran`: refused by the period ledger) |
 //! | `leasehold_acquire_seconds` | histogram | `lock` | time from the first attempt to the lease |
 //! | `leasehold_action_seconds` | histogram | `lock` | time the action ran |
 //! | `leasehold_action_failures_total` | counter | `lock` | actions that returned an error or panicked |
@@ -55,6 +55,7 @@ pub(crate) struct LockMetrics {
     acquired: Counter,
     contention: Counter,
     error: Counter,
+    already_ran: Counter,
     acquire_seconds: Histogram,
     action_seconds: Histogram,
     action_failures: Counter,
@@ -74,6 +75,7 @@ impl LockMetrics {
             acquired: counter!(ACQUIRED, "lock" => l()),
             contention: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "contention"),
             error: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "error"),
+            already_ran: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "already_ran"),
             acquire_seconds: histogram!(ACQUIRE_SECONDS, "lock" => l()),
             action_seconds: histogram!(ACTION_SECONDS, "lock" => l()),
             action_failures: counter!(ACTION_FAILURES, "lock" => l()),
@@ -94,6 +96,10 @@ impl LockMetrics {
         self.acquired.increment(1);
         self.acquire_seconds.record(waited.as_secs_f64());
         self.active.increment(1.0);
+    }
+
+    pub(crate) fn already_ran(&self) {
+        self.already_ran.increment(1);
     }
 
     pub(crate) fn not_acquired(&self, error: bool) {

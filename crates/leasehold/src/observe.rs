@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use crate::error::StoreResult;
 use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::name::LockName;
+use crate::period::Acquisition;
 use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
 
@@ -17,14 +18,14 @@ use crate::store::LeaseStore;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
-/// use leasehold::{AcquireRequest, Lease, StoreObserver, StoreResult};
+/// use leasehold::{Acquisition, AcquireRequest, StoreObserver, StoreResult};
 ///
 /// #[derive(Default)]
 /// struct Grants(AtomicU32);
 ///
 /// impl StoreObserver for Grants {
-///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
-///         if matches!(answer, Ok(Some(_))) {
+///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Acquisition>) {
+///         if matches!(answer, Ok(Acquisition::Granted(_))) {
 ///             self.0.fetch_add(1, Ordering::Relaxed);
 ///         }
 ///     }
@@ -34,7 +35,7 @@ pub trait StoreObserver: Send + Sync {
     /// An acquisition is about to be sent (seen even if the caller gives up before the answer).
     fn acquiring(&self, _req: &AcquireRequest) {}
     /// The store answered an acquisition.
-    fn acquired(&self, _req: &AcquireRequest, _answer: &StoreResult<Option<Lease>>) {}
+    fn acquired(&self, _req: &AcquireRequest, _answer: &StoreResult<Acquisition>) {}
     /// The store answered an extension to `ttl`.
     fn extended(&self, _lease: &Lease, _ttl: Duration, _answer: &StoreResult<Extension>) {}
     /// The store answered a release with `linger` left of the minimum lease.
@@ -49,14 +50,14 @@ pub trait StoreObserver: Send + Sync {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
 /// use std::sync::{Arc, Mutex};
-/// use leasehold::{AcquireRequest, Elector, Lease, MemoryStore, ObservedStore, StoreObserver, StoreResult};
+/// use leasehold::{Acquisition, AcquireRequest, Elector, MemoryStore, ObservedStore, StoreObserver, StoreResult};
 ///
 /// #[derive(Default)]
 /// struct Fences(Mutex<Vec<u64>>);
 ///
 /// impl StoreObserver for Fences {
-///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
-///         if let Ok(Some(lease)) = answer {
+///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Acquisition>) {
+///         if let Ok(Acquisition::Granted(lease)) = answer {
 ///             self.0.lock().unwrap().push(lease.fence);
 ///         }
 ///     }
@@ -101,7 +102,7 @@ impl<O> std::fmt::Debug for ObservedStore<O> {
 
 #[async_trait]
 impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         self.observer.acquiring(req);
         let answer = self.inner.try_acquire(req).await;
         self.observer.acquired(req, &answer);

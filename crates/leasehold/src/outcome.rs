@@ -55,3 +55,59 @@ impl<T, E> From<Result<T, E>> for RunOutcome<T, E> {
         }
     }
 }
+
+/// The result of [`Elector::run_once_per`](crate::Elector::run_once_per): ran, skipped because
+/// the lock is held, skipped because the ledger says this period already ran, or the action
+/// failed.
+///
+/// ```
+/// use leasehold::PeriodOutcome;
+/// let o: PeriodOutcome<u32, String> = PeriodOutcome::Ran(3);
+/// assert!(o.ran());
+/// assert_eq!(o.value(), Some(3));
+/// assert!(!PeriodOutcome::<u32, String>::Skipped.ran());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum PeriodOutcome<T, E = Infallible> {
+    /// Elected for this period; the action returned `Ok(value)`. The lease's
+    /// [`period`](crate::Lease::period) (through the context) is the period id recorded.
+    Ran(T),
+    /// Another holder had the lock for the whole wait, and the ledger does not record this
+    /// period as run (yet): the action did not run.
+    Skipped,
+    /// The ledger records a run for this period (or a later one): when and by whom. The action
+    /// did not run; waiting could not have changed that.
+    AlreadyRan(crate::PeriodRecord),
+    /// Elected for this period and the action returned `Err(error)`; the lease was released and
+    /// the period stays recorded as run.
+    ActionFailed(E),
+}
+
+impl<T, E> PeriodOutcome<T, E> {
+    /// True for [`PeriodOutcome::Ran`] and [`PeriodOutcome::ActionFailed`]: the action ran.
+    pub fn ran(&self) -> bool {
+        matches!(self, Self::Ran(_) | Self::ActionFailed(_))
+    }
+    /// The value of a successful run.
+    pub fn value(self) -> Option<T> {
+        match self {
+            Self::Ran(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// The ledger record, when the period already ran.
+    pub fn already_ran(&self) -> Option<&crate::PeriodRecord> {
+        match self {
+            Self::AlreadyRan(r) => Some(r),
+            _ => None,
+        }
+    }
+    /// The action's error.
+    pub fn failure(self) -> Option<E> {
+        match self {
+            Self::ActionFailed(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -8,6 +8,7 @@ use crate::error::StoreError;
 use crate::error::StoreResult;
 use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::name::LockName;
+use crate::period::Acquisition;
 use crate::signal::ReleaseSignal;
 
 /// A lease store: atomic, single-round-trip operations on leases.
@@ -19,7 +20,17 @@ use crate::signal::ReleaseSignal;
 /// * `try_acquire` grants the lowest slot in `0..req.slots` that is free or expired, with a fence
 ///   strictly greater than any fence ever issued for that `(lock, slot)`, and computes expiry with
 ///   the store's clock. If `req.token` already holds a live slot of the lock, it returns that lease
-///   (so a retried request that was applied is recognised). Contention is `Ok(None)`, never `Err`.
+///   (so a retried request that was applied is recognised). Contention is
+///   `Ok(Acquisition::Held)`, never `Err`. It first runs [`AcquireRequest::check`].
+/// * **The period ledger.** When `req.period` is set (single-slot locks only), `try_acquire`
+///   computes the period id `P = floor((store-now − offset) / length)` from the store's clock
+///   (milliseconds since the Unix epoch) and grants only if the lock's record holds no period, or
+///   one below `P` — in the same atomic operation as the grant, which records `P`, the store
+///   time and the owner with slot 0's lease. The record survives release and expiry (like the
+///   fence) and is only ever raised. A claim refused by the ledger is
+///   `Ok(Acquisition::AlreadyRan(record))`, also when the lock is held at the moment (waiting
+///   cannot help); a live lease of the request's own token is still returned as granted.
+///   Requests without a period neither read nor change the record.
 /// * `extend` succeeds only if the token holds the slot **and** the lease has not expired; the new
 ///   expiry is store-now + `ttl`.
 /// * `release` succeeds only for the live holder's token. With `linger > 0` it shortens the lease to
@@ -39,7 +50,7 @@ use crate::signal::ReleaseSignal;
 #[async_trait]
 pub trait LeaseStore: Send + Sync + 'static {
     /// One atomic acquisition attempt.
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>>;
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition>;
 
     /// Extends a live lease to end `ttl` from now (store clock).
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension>;

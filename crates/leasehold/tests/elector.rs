@@ -47,7 +47,7 @@ impl Counting {
 
 #[async_trait]
 impl LeaseStore for Counting {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         sleep(self.delay).await;
         self.inner.try_acquire(req).await

@@ -15,18 +15,13 @@ use crate::names::unique_name;
 pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
     let (store, operator) = (factory.make(), factory.make());
     let lock = unique_name("spi-force");
-    let request = |owner: &str| AcquireRequest {
-        lock: lock.clone(),
-        slots: 2,
-        owner: owner.into(),
-        token: Token::random(),
-        ttl: ms(30_000),
-    };
+    let request =
+        |owner: &str| AcquireRequest::new(lock.clone(), 2, owner, Token::random(), ms(30_000));
     let mut leases = Vec::new();
     for owner in ["spi-a", "spi-b"] {
         match ok(store.try_acquire(&request(owner)).await, "group acquire") {
-            Some(lease) => leases.push(lease),
-            None => panic!("a free 2-slot group must grant two leases"),
+            leasehold::Acquisition::Granted(lease) => leases.push(lease),
+            _ => panic!("a free 2-slot group must grant two leases"),
         }
     }
     let freed = ok(
@@ -83,7 +78,7 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
         store.try_acquire(&request("spi-c")).await,
         "acquire after force",
     );
-    let Some(again) = again else {
+    let leasehold::Acquisition::Granted(again) = again else {
         panic!("a force-released lock must be free");
     };
     let previous = leases

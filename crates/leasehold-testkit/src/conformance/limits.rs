@@ -16,13 +16,7 @@ use crate::names::unique_name;
 const MAX_SLOTS_CALL: Duration = Duration::from_secs(5);
 
 fn request(lock: &LockName, slots: u32, owner: &str) -> AcquireRequest {
-    AcquireRequest {
-        lock: lock.clone(),
-        slots,
-        owner: owner.into(),
-        token: Token::random(),
-        ttl: ms(30_000),
-    }
+    AcquireRequest::new(lock.clone(), slots, owner, Token::random(), ms(30_000))
 }
 
 #[track_caller]
@@ -86,8 +80,8 @@ pub async fn store_rejects_more_than_max_slots(factory: &dyn StoreFactory) {
             store.try_acquire(&request(&lock, MAX_SLOTS, owner)).await,
             "try_acquire with MAX_SLOTS",
         ) {
-            Some(lease) => slots.push(lease.slot),
-            None => panic!("a free lock of MAX_SLOTS slots must grant"),
+            leasehold::Acquisition::Granted(lease) => slots.push(lease.slot),
+            _ => panic!("a free lock of MAX_SLOTS slots must grant"),
         }
     }
     assert_eq!(slots, [0, 1], "grants take the lowest free slots");
@@ -127,8 +121,8 @@ pub async fn store_records_the_longest_node_id(factory: &dyn StoreFactory) {
         store.try_acquire(&request(&lock, 1, &owner)).await,
         "try_acquire with the longest node id",
     ) {
-        Some(lease) => lease,
-        None => panic!("a free lock must grant"),
+        leasehold::Acquisition::Granted(lease) => lease,
+        _ => panic!("a free lock must grant"),
     };
     assert_eq!(lease.owner, owner, "the lease must carry the whole node id");
     let state = ok(store.state(&lock, 1).await, "state");

@@ -30,6 +30,7 @@ mod force;
 mod group;
 mod limits;
 mod min_lease;
+mod period;
 mod release;
 mod state;
 mod store;
@@ -49,6 +50,11 @@ pub use force::{force_release_makes_the_holder_lost, store_force_release_frees_e
 pub use group::{group_expired_slots_reclaimed, group_slot_accounting};
 pub use limits::{store_records_the_longest_node_id, store_rejects_more_than_max_slots};
 pub use min_lease::min_lease_holds_lock;
+pub use period::{
+    period_already_ran_stops_waiting, period_concurrent_claims_grant_once,
+    period_earlier_refused_next_granted, period_needs_a_single_slot, period_record_survives_expiry,
+    period_same_period_is_refused,
+};
 pub use release::{
     abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,
     dropped_future_releases,

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use leasehold::{AcquireRequest, Extension, Lease, LeaseStore, LockName, Release, Token};
+use leasehold::{
+    AcquireRequest, Acquisition, Extension, Lease, LeaseStore, LockName, Release, Token,
+};
 use tokio::time::{Instant, sleep};
 
 use super::support::{EARLY, SLACK, ms, ok};
@@ -11,13 +13,7 @@ use crate::factory::StoreFactory;
 use crate::names::unique_name;
 
 fn request(lock: &LockName, slots: u32, owner: &str, ttl: Duration) -> AcquireRequest {
-    AcquireRequest {
-        lock: lock.clone(),
-        slots,
-        owner: owner.into(),
-        token: Token::random(),
-        ttl,
-    }
+    AcquireRequest::new(lock.clone(), slots, owner, Token::random(), ttl)
 }
 
 /// Stores keep timestamps at their own precision (e.g. microseconds); compare expiries loosely.
@@ -30,20 +26,20 @@ fn close(a: SystemTime, b: SystemTime) -> bool {
 }
 
 #[track_caller]
-fn granted(r: leasehold::StoreResult<Option<Lease>>, what: &str) -> Lease {
+fn granted(r: leasehold::StoreResult<Acquisition>, what: &str) -> Lease {
     match r {
-        Ok(Some(lease)) => lease,
-        Ok(None) => panic!("{what}: expected a grant, got contention"),
+        Ok(Acquisition::Granted(lease)) => lease,
+        Ok(other) => panic!("{what}: expected a grant, got {other:?}"),
         Err(e) => panic!("{what}: expected a grant, got error: {e}"),
     }
 }
 
 #[track_caller]
-fn contended(r: leasehold::StoreResult<Option<Lease>>, what: &str) {
+fn contended(r: leasehold::StoreResult<Acquisition>, what: &str) {
     match r {
-        Ok(None) => {}
-        Ok(Some(lease)) => panic!("{what}: expected contention (Ok(None)), got a grant: {lease:?}"),
-        Err(e) => panic!("{what}: contention must be Ok(None), never an error; got: {e}"),
+        Ok(Acquisition::Held) => {}
+        Ok(other) => panic!("{what}: expected contention (Ok(Held)), got {other:?}"),
+        Err(e) => panic!("{what}: contention must be Ok(Held), never an error; got: {e}"),
     }
 }
 
@@ -235,8 +231,8 @@ pub async fn store_release_linger_never_lengthens(factory: &dyn StoreFactory) {
             store.try_acquire(&contender).await,
             "contender during and after the linger",
         ) {
-            Some(_) => break,
-            None => {
+            Acquisition::Granted(_) => break,
+            _ => {
                 assert!(
                     released_at.elapsed() < LINGER + SLACK,
                     "the lock must be free soon after the linger"

@@ -79,6 +79,12 @@ static TESTS: &[ConformanceTest] = suite![
     store_force_release_frees_every_slot,
     store_rejects_more_than_max_slots,
     store_records_the_longest_node_id,
+    period_same_period_is_refused,
+    period_record_survives_expiry,
+    period_earlier_refused_next_granted,
+    period_concurrent_claims_grant_once,
+    period_already_ran_stops_waiting,
+    period_needs_a_single_slot,
 ];
 
 /// Every conformance test, in the order [`run_all`] runs them.

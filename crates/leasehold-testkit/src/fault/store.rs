@@ -98,7 +98,7 @@ async fn pause(delay: Duration) {
 
 #[async_trait]
 impl LeaseStore for FaultyStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
         self.call(Op::TryAcquire, || self.inner.try_acquire(req))
             .await
     }

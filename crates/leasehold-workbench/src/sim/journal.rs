@@ -276,7 +276,7 @@ impl Journal {
 /// not journaled: the memory store never fails).
 impl StoreObserver for Journal {
     /// Notes the store's answer to an acquisition attempt.
-    fn acquired(&self, req: &AcquireRequest, answer: &StoreResult<Option<Lease>>) {
+    fn acquired(&self, req: &AcquireRequest, answer: &StoreResult<leasehold::Acquisition>) {
         let Ok(answer) = answer else {
             return;
         };
@@ -284,7 +284,7 @@ impl StoreObserver for Journal {
             return;
         };
         let mut log = self.log();
-        match answer.as_ref() {
+        match answer.lease() {
             Some(lease) => {
                 if log.find(lease.slot, lease.fence).is_some() {
                     return; // a retried request that had been applied: the same lease again

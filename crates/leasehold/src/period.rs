@@ -1,0 +1,386 @@
+//! The period ledger: "run at most once per period of a lock", decided by the store.
+//!
+//! A claim for a [`Period`] rides on an acquisition ([`AcquireRequest::with_period`]). The store
+//! computes the current period id from **its own clock** (`floor((store-now − offset) / length)`,
+//! in milliseconds since the Unix epoch), and grants the lease only if no grant for that period or
+//! a later one was recorded for the lock before. The grant records the period id, the store time
+//! and the owner **atomically with the lease**, in the lock's slot-0 record, and the record is
+//! kept across release and expiry like the fence. A refused claim is
+//! [`Acquisition::AlreadyRan`] with that record — its own outcome, never an error and never
+//! contention.
+//!
+//! [`AcquireRequest::with_period`]: crate::AcquireRequest::with_period
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::lease::Lease;
+use crate::limits::{Human, MAX_DURATION};
+
+/// The shortest period length: 1 ms (period ids are counted in whole milliseconds of the store
+/// clock).
+pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// A period definition for the ledger: consecutive windows of `length`, shifted by `offset`, on
+/// the store's clock (milliseconds since the Unix epoch). Period `p` covers store times
+/// `[p × length + offset, (p + 1) × length + offset)`.
+///
+/// Lengths and offsets are whole milliseconds; the length is at least [`MIN_PERIOD`] and at most
+/// [`MAX_DURATION`], the offset is below the length.
+///
+/// ```
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use leasehold::Period;
+///
+/// let hourly = Period::every(Duration::from_secs(3600))?.offset(Duration::from_secs(300))?;
+/// // Period 1 runs from 01:05 to 02:05 (store clock, UTC, since the epoch).
+/// assert_eq!(hourly.id_at(UNIX_EPOCH + Duration::from_secs(7200 + 299)), 1);
+/// assert_eq!(hourly.id_at(UNIX_EPOCH + Duration::from_secs(3600 + 300)), 1);
+/// assert_eq!(hourly.start_of(1), UNIX_EPOCH + Duration::from_secs(3900));
+/// assert!(Period::every(Duration::from_micros(500)).is_err());
+/// # Ok::<(), leasehold::PeriodError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Period {
+    length_ms: u64,
+    offset_ms: u64,
+}
+
+impl Period {
+    /// Periods of `length`, starting at the Unix epoch (offset 0).
+    ///
+    /// # Errors
+    ///
+    /// [`PeriodError`] when `length` is below [`MIN_PERIOD`], above [`MAX_DURATION`] or not a
+    /// whole number of milliseconds.
+    pub fn every(length: Duration) -> Result<Self, PeriodError> {
+        if length < MIN_PERIOD {
+            return Err(PeriodError::TooShort {
+                length,
+                min: MIN_PERIOD,
+            });
+        }
+        if length > MAX_DURATION {
+            return Err(PeriodError::TooLong {
+                length,
+                max: MAX_DURATION,
+            });
+        }
+        Ok(Self {
+            length_ms: whole_ms("period length", length)?,
+            offset_ms: 0,
+        })
+    }
+
+    /// The same periods shifted by `offset` (e.g. daily periods starting at 02:00 UTC:
+    /// `every(24h)?.offset(2h)?`).
+    ///
+    /// # Errors
+    ///
+    /// [`PeriodError`] when `offset` is not below the length or not a whole number of
+    /// milliseconds.
+    pub fn offset(self, offset: Duration) -> Result<Self, PeriodError> {
+        let offset_ms = whole_ms("period offset", offset)?;
+        if offset_ms >= self.length_ms {
+            return Err(PeriodError::OffsetNotBelowLength {
+                offset,
+                length: self.length(),
+            });
+        }
+        Ok(Self { offset_ms, ..self })
+    }
+
+    /// The length.
+    pub fn length(&self) -> Duration {
+        Duration::from_millis(self.length_ms)
+    }
+
+    /// The offset.
+    pub fn offset_duration(&self) -> Duration {
+        Duration::from_millis(self.offset_ms)
+    }
+
+    /// The length in milliseconds (what stores compute with).
+    pub fn length_ms(&self) -> u64 {
+        self.length_ms
+    }
+
+    /// The offset in milliseconds (what stores compute with).
+    pub fn offset_ms(&self) -> u64 {
+        self.offset_ms
+    }
+
+    /// The id of the period containing store time `epoch_ms` (milliseconds since the Unix
+    /// epoch): `floor((epoch_ms − offset) / length)`. Stores that compute in their own language
+    /// must give the same answer (floor, not truncation, for times before the offset).
+    pub fn id_at_ms(&self, epoch_ms: i64) -> i64 {
+        let length = i64::try_from(self.length_ms).unwrap_or(i64::MAX);
+        let offset = i64::try_from(self.offset_ms).unwrap_or(i64::MAX);
+        epoch_ms.saturating_sub(offset).div_euclid(length)
+    }
+
+    /// The id of the period containing store time `at`.
+    pub fn id_at(&self, at: SystemTime) -> i64 {
+        self.id_at_ms(epoch_ms(at))
+    }
+
+    /// When period `id` starts, by the store clock.
+    pub fn start_of(&self, id: i64) -> SystemTime {
+        let ms = i128::from(id) * i128::from(self.length_ms) + i128::from(self.offset_ms);
+        from_epoch_ms(i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX }))
+    }
+}
+
+impl fmt::Display for Period {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "every {}", Human(self.length()))?;
+        if self.offset_ms > 0 {
+            write!(f, " (offset {})", Human(self.offset_duration()))?;
+        }
+        Ok(())
+    }
+}
+
+fn whole_ms(what: &'static str, value: Duration) -> Result<u64, PeriodError> {
+    if value.subsec_nanos() % 1_000_000 != 0 {
+        return Err(PeriodError::NotWholeMillis { what, value });
+    }
+    u64::try_from(value.as_millis()).map_err(|_| PeriodError::TooLong {
+        length: value,
+        max: MAX_DURATION,
+    })
+}
+
+/// Milliseconds since the Unix epoch (negative before it).
+pub fn epoch_ms(at: SystemTime) -> i64 {
+    match at.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
+    }
+}
+
+/// The time `ms` milliseconds after the Unix epoch (before it when negative).
+pub fn from_epoch_ms(ms: i64) -> SystemTime {
+    let d = Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 {
+        UNIX_EPOCH.checked_add(d).unwrap_or(UNIX_EPOCH)
+    } else {
+        UNIX_EPOCH.checked_sub(d).unwrap_or(UNIX_EPOCH)
+    }
+}
+
+/// A period definition or claim the library cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeriodError {
+    /// Shorter than [`MIN_PERIOD`].
+    #[error(
+        "period length of {length:?} is too short; the minimum is {min:?} (leasehold::MIN_PERIOD)"
+    )]
+    TooShort {
+        /// The length given.
+        length: Duration,
+        /// [`MIN_PERIOD`].
+        min: Duration,
+    },
+    /// Longer than [`MAX_DURATION`].
+    #[error(
+        "period length of {} is longer than the maximum of {} (leasehold::MAX_DURATION)",
+        Human(*length),
+        Human(*max)
+    )]
+    TooLong {
+        /// The length given.
+        length: Duration,
+        /// [`MAX_DURATION`].
+        max: Duration,
+    },
+    /// Not a whole number of milliseconds.
+    #[error(
+        "{what} of {value:?} is not a whole number of milliseconds, which periods are counted in"
+    )]
+    NotWholeMillis {
+        /// `"period length"` or `"period offset"`.
+        what: &'static str,
+        /// The value given.
+        value: Duration,
+    },
+    /// The offset is not below the length.
+    #[error("period offset of {offset:?} must be below the period length of {length:?}")]
+    OffsetNotBelowLength {
+        /// The offset given.
+        offset: Duration,
+        /// The period length.
+        length: Duration,
+    },
+    /// A period was claimed on a lock with more than one slot.
+    #[error(
+        "a period can only be claimed on a single-holder lock (1 slot), not one of {slots} slots: \
+         the ledger keeps one record per lock"
+    )]
+    NeedsSingleSlot {
+        /// The slot count of the request.
+        slots: u32,
+    },
+}
+
+/// Checks that a request claiming a period asks for exactly one slot. Every store calls it in
+/// `try_acquire` (through [`AcquireRequest::check`](crate::AcquireRequest::check)).
+///
+/// # Errors
+///
+/// [`PeriodError::NeedsSingleSlot`] for any other slot count.
+pub fn check_period_slots(slots: u32) -> Result<(), PeriodError> {
+    if slots == 1 {
+        Ok(())
+    } else {
+        Err(PeriodError::NeedsSingleSlot { slots })
+    }
+}
+
+/// The ledger entry of a lock: the latest period a run was granted for, when (store clock) and
+/// to whom.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PeriodRecord {
+    /// The period id granted ([`Period::id_at`] of the grant's store time).
+    pub period: i64,
+    /// When it was granted, by the store's clock.
+    pub at: SystemTime,
+    /// The owner (node id) it was granted to.
+    pub by: String,
+}
+
+impl fmt::Display for PeriodRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "period {} ran at {} by {}",
+            self.period,
+            humantime_utc(self.at),
+            self.by
+        )
+    }
+}
+
+/// An RFC 3339 UTC rendering with milliseconds (`2026-11-30T13:00:00.250Z`).
+pub(crate) fn humantime_utc(at: SystemTime) -> String {
+    let ms = epoch_ms(at);
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s, milli) = (
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000,
+    );
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+}
+
+/// The answer of one acquisition attempt ([`LeaseStore::try_acquire`](crate::LeaseStore::try_acquire)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use]
+pub enum Acquisition {
+    /// Granted: the lease (with [`Lease::period`] set when a period was claimed).
+    Granted(Lease),
+    /// Every slot is held by someone else: contention; trying again later may succeed.
+    Held,
+    /// A period was claimed and the lock's ledger already records a grant for that period or a
+    /// later one: trying again within the period can never succeed.
+    AlreadyRan(PeriodRecord),
+}
+
+impl Acquisition {
+    /// The lease, if granted.
+    pub fn granted(self) -> Option<Lease> {
+        match self {
+            Self::Granted(lease) => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// The lease, if granted, by reference.
+    pub fn lease(&self) -> Option<&Lease> {
+        match self {
+            Self::Granted(lease) => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// True for [`Acquisition::Granted`].
+    pub fn is_granted(&self) -> bool {
+        matches!(self, Self::Granted(_))
+    }
+
+    /// The ledger record of a refused period claim.
+    pub fn already_ran(&self) -> Option<&PeriodRecord> {
+        match self {
+            Self::AlreadyRan(record) => Some(record),
+            _ => None,
+        }
+    }
+}
+
+impl From<Option<Lease>> for Acquisition {
+    fn from(lease: Option<Lease>) -> Self {
+        lease.map_or(Self::Held, Self::Granted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_floor_and_offsets_shift() {
+        let p = Period::every(Duration::from_secs(10)).unwrap();
+        assert_eq!(p.id_at_ms(0), 0);
+        assert_eq!(p.id_at_ms(9_999), 0);
+        assert_eq!(p.id_at_ms(10_000), 1);
+        assert_eq!(p.id_at_ms(-1), -1);
+        let p = p.offset(Duration::from_secs(3)).unwrap();
+        assert_eq!(p.id_at_ms(2_999), -1);
+        assert_eq!(p.id_at_ms(3_000), 0);
+        assert_eq!(p.start_of(2), UNIX_EPOCH + Duration::from_secs(23));
+        assert_eq!(p.id_at(p.start_of(7)), 7);
+    }
+
+    #[test]
+    fn bad_periods_are_typed_errors() {
+        assert!(matches!(
+            Period::every(Duration::ZERO),
+            Err(PeriodError::TooShort { .. })
+        ));
+        assert!(matches!(
+            Period::every(MAX_DURATION + Duration::from_millis(1)),
+            Err(PeriodError::TooLong { .. })
+        ));
+        assert!(Period::every(MAX_DURATION).is_ok());
+        assert!(matches!(
+            Period::every(Duration::from_micros(1500)),
+            Err(PeriodError::NotWholeMillis { .. })
+        ));
+        let p = Period::every(Duration::from_secs(1)).unwrap();
+        let e = p.offset(Duration::from_secs(1)).unwrap_err();
+        assert!(e.to_string().contains("below the period length"), "{e}");
+        assert!(check_period_slots(2).is_err() && check_period_slots(1).is_ok());
+        assert!(check_period_slots(0).is_err());
+    }
+
+    #[test]
+    fn records_render_in_utc() {
+        assert_eq!(
+            humantime_utc(UNIX_EPOCH + Duration::from_millis(1_796_043_600_250)),
+            "2026-11-30T13:00:00.250Z"
+        );
+    }
+}
