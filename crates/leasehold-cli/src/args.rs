@@ -85,6 +85,7 @@ through, and with these variables set so it can pass the fence to the resources 
   LEASEHOLD_FENCE  the fencing number, strictly increasing per lock (and slot)
   LEASEHOLD_SLOT   the slot (0 unless --slots > 1)
   LEASEHOLD_OWNER  the owner recorded in the store (--node-id, default hostname:pid)
+  LEASEHOLD_PERIOD the period id granted (with --once-per): floor((store time - offset) / period)
 While it runs, the lease is renewed every lease/3 (unless --no-auto-extend). If the lease is
 lost, the command is sent SIGTERM and, after --kill-grace, SIGKILL (unless --on-lost continue).
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leasehold are forwarded to the command; the lease
@@ -96,6 +97,7 @@ only the command itself is signalled.
 
 Examples:
   leasehold run --lock nightly-report -- /usr/local/bin/report --all
+  leasehold run --lock hourly-sync --once-per 1h -- ./sync.sh
   leasehold run --lock hourly-sync --min-lease 55m -- ./sync.sh
   leasehold run --lock import --wait 30s --skipped-exit-code 3 -- ./import.sh";
 
@@ -158,6 +160,18 @@ pub(crate) struct RunArgs {
     /// ("at most once per period")
     #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
     pub(crate) min_lease: Duration,
+
+    /// Run COMMAND at most once per period of this length across every host using the store:
+    /// periods are counted on the store's clock from the Unix epoch (plus --period-offset), and
+    /// a host whose run for the current period was already granted elsewhere skips with one line
+    /// saying when and by whom (1ms to 36500d, whole milliseconds; single-holder locks only)
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) once_per: Option<Duration>,
+
+    /// Shift the --once-per periods by this much (below the period; e.g. --once-per 1d
+    /// --period-offset 2h for days starting at 02:00 UTC)
+    #[arg(long, value_name = "D", requires = "once_per", value_parser = parse_duration)]
+    pub(crate) period_offset: Option<Duration>,
 
     /// Do not renew the lease while COMMAND runs: the lease then bounds its run time
     #[arg(long)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use leasehold::{
     Elector, Event, GroupElector, GroupOptions, LeaderGuard, LeaseStore, LockName, LockState,
-    LostReason, OptionsError, Release, SETTLE_TIMEOUT,
+    LostReason, OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -19,7 +19,7 @@ use crate::exit::{self, Failure};
 use crate::say;
 use crate::signals::Signals;
 use crate::store::StoreUrl;
-use crate::time_text::{human, printable, until};
+use crate::time_text::{human, printable, rfc3339, until};
 
 /// The lease when neither `--lease` nor a longer `--min-lease` is given.
 const DEFAULT_LEASE: Duration = Duration::from_secs(60);
@@ -37,6 +37,7 @@ pub(crate) async fn run(
     mut signals: Signals,
 ) -> Result<ExitCode, Failure> {
     let options = options(&args)?;
+    let period = period(&args)?;
     let lock = args.lock.clone();
     let interrupted = |signal: Signal| {
         Failure::interrupted(
@@ -51,7 +52,7 @@ pub(crate) async fn run(
     let candidate = Candidate::new(Arc::clone(&store), options);
     let mut events = candidate.subscribe();
     let guard = tokio::select! {
-        acquired = candidate.try_acquire(&lock) => acquired?,
+        acquired = candidate.try_acquire(&lock, period) => acquired?,
         signal = signals.recv() => {
             // The store may still grant the request in flight: release that lease before
             // exiting, or it would stay held for the whole --lease.
@@ -59,19 +60,29 @@ pub(crate) async fn run(
             return Err(interrupted(signal));
         }
     };
-    let Some(guard) = guard else {
-        if !args.quiet {
-            say::err(&skip_message(&*store, &args).await);
+    let guard = match guard {
+        Ok(guard) => guard,
+        Err(refusal) => {
+            if !args.quiet {
+                let line = match (refusal, period) {
+                    (Some(record), Some(period)) => already_ran_message(&args, period, &record),
+                    _ => skip_message(&*store, &args).await,
+                };
+                say::err(&line);
+            }
+            return Ok(exit::code(args.skipped_exit_code));
         }
-        return Ok(exit::code(args.skipped_exit_code));
     };
     let lease = guard.lease();
-    let env = [
+    let mut env = vec![
         ("LEASEHOLD_LOCK", lease.lock.to_string()),
         ("LEASEHOLD_FENCE", lease.fence.to_string()),
         ("LEASEHOLD_SLOT", lease.slot.to_string()),
         ("LEASEHOLD_OWNER", lease.owner.clone()),
     ];
+    if let Some(id) = lease.period {
+        env.push(("LEASEHOLD_PERIOD", id.to_string()));
+    }
     tracing::info!(lock = %lock, slot = lease.slot, fence = lease.fence, "leasehold: elected");
     let mut child = match Child::spawn(&args.command, &env, args.foreground) {
         Ok(child) => child,
@@ -110,11 +121,17 @@ impl Candidate {
         }
     }
 
-    /// Waits up to `--wait` for the lock. `Ok(None)` on contention.
-    async fn try_acquire(&self, lock: &LockName) -> Result<Option<LeaderGuard>, Failure> {
-        Ok(match self {
-            Self::One(e) => e.try_acquire(lock).await?,
-            Self::Group(g) => g.try_acquire(lock).await?,
+    /// Waits up to `--wait` for the lock, claiming `period` of the ledger if given.
+    /// `Err(None)` on contention, `Err(Some(record))` when the period already ran.
+    async fn try_acquire(
+        &self,
+        lock: &LockName,
+        period: Option<Period>,
+    ) -> Result<Result<LeaderGuard, Option<PeriodRecord>>, Failure> {
+        Ok(match (self, period) {
+            (Self::One(e), Some(period)) => e.try_acquire_for(lock, period).await?,
+            (Self::One(e), None) => e.try_acquire(lock).await?.ok_or(None),
+            (Self::Group(g), _) => g.try_acquire(lock).await?.ok_or(None),
         })
     }
 
@@ -181,6 +198,49 @@ fn options(args: &RunArgs) -> Result<GroupOptions, Failure> {
             other => format!("invalid options: {other}"),
         })
     })
+}
+
+/// The `--once-per` period, validated; `--slots` above 1 cannot be combined with it.
+fn period(args: &RunArgs) -> Result<Option<Period>, Failure> {
+    let Some(length) = args.once_per else {
+        return Ok(None);
+    };
+    if args.slots != 1 {
+        return Err(Failure::usage(format!(
+            "--once-per needs a single-holder lock: the period ledger keeps one record per lock, \
+             so it cannot be combined with --slots {}",
+            args.slots
+        )));
+    }
+    let period = Period::every(length)
+        .map_err(|e| Failure::usage(format!("--once-per {}: {e}", human(length))))?;
+    match args.period_offset {
+        None => Ok(Some(period)),
+        Some(offset) => period
+            .offset(offset)
+            .map(Some)
+            .map_err(|e| Failure::usage(format!("--period-offset {}: {e}", human(offset)))),
+    }
+}
+
+/// The one line printed when the period ledger refuses the run: which period, when and where
+/// it already ran.
+fn already_ran_message(args: &RunArgs, period: Period, record: &PeriodRecord) -> String {
+    let program = args
+        .command
+        .first()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(
+        "lock {}: period {} ({} to {}, --once-per {}) already ran at {} on {}; skipped `{program}`",
+        args.lock,
+        record.period,
+        rfc3339(period.start_of(record.period)),
+        rfc3339(period.start_of(record.period.saturating_add(1))),
+        human(period.length()),
+        rfc3339(record.at),
+        printable(&record.by),
+    )
 }
 
 /// The one line printed on contention, naming the holder when the store says who it is.
