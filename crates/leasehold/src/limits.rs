@@ -90,6 +90,21 @@ pub enum LimitError {
         /// [`MAX_DURATION`].
         max: Duration,
     },
+    /// A duration shorter than the minimum its use allows (for example a leadership poll
+    /// interval below [`MIN_LEADERSHIP_POLL`](crate::MIN_LEADERSHIP_POLL)).
+    #[error(
+        "{what} of {} is shorter than the minimum of {}",
+        Human(*value),
+        Human(*min)
+    )]
+    DurationTooShort {
+        /// What the duration was for.
+        what: &'static str,
+        /// The rejected duration.
+        value: Duration,
+        /// The minimum allowed.
+        min: Duration,
+    },
     /// A node id longer than [`MAX_NODE_ID_LEN`] bytes.
     #[error(
         "node id is {len} bytes long; at most {max} bytes are allowed (leasehold::MAX_NODE_ID_LEN; \
