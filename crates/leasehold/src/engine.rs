@@ -194,14 +194,17 @@ impl Engine {
     /// where it has one, wakes it at once. Transient store errors are retried (a warning when
     /// they start, another when the store answers again); a permanent one is returned.
     ///
-    /// Like [`acquire`](Self::acquire), one token serves every attempt, so an attempt whose
-    /// answer was lost but which the store applied is recognised by the next one.
+    /// Like [`acquire`](Self::acquire), one token serves the attempts, so an attempt whose
+    /// answer was lost but which the store applied is recognised by the next one. A lease got
+    /// back that way counts from that earlier attempt; once that is half a lease ago, the
+    /// campaign switches to a new token, so that a long outage does not end in a term lost the
+    /// moment it begins.
     pub(crate) async fn contend(&self, lock: &LockName) -> Result<LeaderGuard> {
         let opts = &*self.options;
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let req = AcquireRequest {
+        let mut req = AcquireRequest {
             lock: lock.clone(),
             slots: self.slots,
             owner: Arc::clone(&opts.node_id),
@@ -214,6 +217,13 @@ impl Engine {
         let mut attempt = 0u32;
         loop {
             let sent_at = Instant::now();
+            if unknown_since.is_some_and(|t| sent_at - t >= opts.lease / 2) {
+                // A lease this token got back now would count from that first unanswered
+                // attempt and be worth little or nothing: start afresh with a new token. A lease
+                // the store granted the old one (if it did) ends at its expiry.
+                req.token = Token::random();
+                unknown_since = None;
+            }
             match self.attempt(&req).await {
                 Ok(Some(lease)) => {
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));

@@ -458,3 +458,81 @@ async fn elected_events_carry_each_terms_fence() {
         .collect();
     assert_eq!(fences, [1, 2, 3]);
 }
+
+/// A memory store whose acquisitions fail: the first `transient` ones transiently, all of them
+/// permanently if `permanent`.
+struct Failing {
+    inner: MemoryStore,
+    transient: std::sync::atomic::AtomicU32,
+    permanent: bool,
+}
+
+#[async_trait]
+impl LeaseStore for Failing {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        if self.permanent {
+            return Err(leasehold::StoreError::permanent(
+                "relation \"leases\" does not exist",
+            ));
+        }
+        let left = self.transient.load(Ordering::SeqCst);
+        if left > 0 {
+            self.transient.store(left - 1, Ordering::SeqCst);
+            return Err(leasehold::StoreError::transient("connection reset"));
+        }
+        self.inner.try_acquire(req).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.inner.release(lease, linger).await
+    }
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.inner.state(lock, slots).await
+    }
+    fn acquire_is_cancel_safe(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        "failing memory".into()
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn transient_store_errors_are_retried_while_contending() {
+    let store: Arc<dyn LeaseStore> = Arc::new(Failing {
+        inner: MemoryStore::new(),
+        transient: 20.into(),
+        permanent: false,
+    });
+    let a = node(&store, "node-a");
+    let fence = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&fence);
+    a.lead("flaky", CancellationToken::new(), move |ctx| {
+        *seen.lock().unwrap() = Some(ctx.fence());
+        async { TermEnd::Stop }
+    })
+    .await
+    .expect("transient errors are not the end of a campaign");
+    assert_eq!(*fence.lock().unwrap(), Some(1));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_permanent_store_error_ends_lead_with_it() {
+    let store: Arc<dyn LeaseStore> = Arc::new(Failing {
+        inner: MemoryStore::new(),
+        transient: 0.into(),
+        permanent: true,
+    });
+    let a = node(&store, "node-a");
+    let err = a
+        .lead("broken", CancellationToken::new(), |_ctx| async {
+            TermEnd::Stop
+        })
+        .await
+        .unwrap_err();
+    let store_error = err.as_store().expect("a store error");
+    assert!(!store_error.is_transient());
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
