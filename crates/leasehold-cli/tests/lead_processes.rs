@@ -1,10 +1,10 @@
-//! The stable leader across OS processes, on SQLite, PostgreSQL and Redis: two processes run
-//! `Elector::lead` on one lock; SIGKILL the leader and the follower leads within the lease plus
-//! one retry interval; the `leadership` stream, watched from this test process, reports both
-//! leaders in order with growing fences; stopping the survivor frees the lock.
+//! The stable leader across OS processes, on SQLite, PostgreSQL, MySQL/MariaDB and Redis: two
+//! processes run `Elector::lead` on one lock; SIGKILL the leader and the follower leads within
+//! the lease plus one retry interval; the `leadership` stream, watched from this test process,
+//! reports both leaders in order with growing fences; stopping the survivor frees the lock.
 //!
 //! The test re-runs its own binary as the children (`child_leader`, ignored when run directly).
-//! This crate already depends on every store, so one test reaches all three.
+//! This crate already depends on every store, so one test reaches them all.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // test helpers
 
@@ -221,6 +221,10 @@ async fn sigkill_hands_leadership_on(url: &str) {
     assert!(leaders[1].1 > leaders[0].1, "fences grow: {leaders:?}");
     assert!(led_b.since() >= led_a.since());
 
+    // The store can show proc-b's grant before proc-b has read the answer: wait for its term
+    // to begin, with the fence the stream reported.
+    wait_for_line(&log, &format!("elected proc-b {}", leaders[1].1)).await;
+
     // Stopping the survivor gracefully frees the lock, and the stream says so.
     drop(b.child().stdin.take());
     let status = b.child().wait().unwrap();
@@ -288,6 +292,17 @@ async fn postgres_sigkill_hands_leadership_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_sigkill_hands_leadership_on() {
     if let Some(url) = server_url("LEASEHOLD_TEST_REDIS_URL", 6379, "redis://127.0.0.1:6379") {
+        sigkill_hands_leadership_on(&url).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_sigkill_hands_leadership_on() {
+    if let Some(url) = server_url(
+        "LEASEHOLD_TEST_MYSQL_URL",
+        3306,
+        "mysql://root@127.0.0.1:3306/test",
+    ) {
         sigkill_hands_leadership_on(&url).await;
     }
 }
