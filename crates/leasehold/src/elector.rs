@@ -314,7 +314,7 @@ impl Elector {
     }
 
     /// A stream of the leadership of `name`, as any process sees it in the store: the current
-    /// [`Leadership`] first, then one item each time the holder changes (a new fence — a new
+    /// [`Leadership`](crate::Leadership) first, then one item each time the holder changes (a new fence — a new
     /// term, also of the same node — or the lock becoming free). Polls the store's state every
     /// [`DEFAULT_LEADERSHIP_POLL`](crate::DEFAULT_LEADERSHIP_POLL) (1 s); see
     /// [`leadership_every`](Self::leadership_every) for the lag and another interval.

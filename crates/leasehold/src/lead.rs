@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::events::LostReason;
 use crate::guard::LeaderContext;
 use crate::lease::Holder;
-use crate::limits::{LimitError, check_duration};
+use crate::limits::{LimitError, MIN_LEADERSHIP_POLL, check_duration};
 use crate::name::{IntoLockName, LockName};
 use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
@@ -30,10 +30,6 @@ use crate::store::LeaseStore;
 /// How often a [`LeadershipStream`] asks the store for the holder by default, when no release
 /// signal wakes it earlier (see [`Elector::leadership`](crate::Elector::leadership)).
 pub const DEFAULT_LEADERSHIP_POLL: Duration = Duration::from_secs(1);
-
-/// The shortest poll interval a [`LeadershipStream`] accepts: shorter ones would turn watching
-/// into a busy loop against the store. Refused with [`LimitError::DurationTooShort`].
-pub const MIN_LEADERSHIP_POLL: Duration = Duration::from_millis(10);
 
 /// After it saw a change (or a release signal), a stream looks again this soon, doubling the
 /// pause up to its poll interval: a successor is usually elected a few milliseconds after a
@@ -221,6 +217,7 @@ impl LeadershipStream {
                 what: "leadership poll interval",
                 value: poll,
                 min: MIN_LEADERSHIP_POLL,
+                constant: "MIN_LEADERSHIP_POLL",
             });
         }
         check_duration("leadership poll interval", poll)?;

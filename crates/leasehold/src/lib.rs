@@ -73,13 +73,11 @@ pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use group::GroupElector;
 pub use guard::{LeaderContext, LeaderGuard};
-pub use lead::{
-    DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, MIN_LEADERSHIP_POLL, TermEnd,
-};
+pub use lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
 pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 pub use limits::{
-    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, check_duration, check_slots,
-    deadline_after,
+    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL, check_duration,
+    check_slots, deadline_after,
 };
 pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
