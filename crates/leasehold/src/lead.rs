@@ -114,6 +114,10 @@ where
             // The action is dropped here, before the lease is released: it never runs
             // without the lease.
         };
+        guard.metrics().action_finished(
+            guard.acquired_at().elapsed(),
+            matches!(ended, Ended::Panicked(_)),
+        );
         let _ = guard.release().await;
         match ended {
             Ended::Stopped => {

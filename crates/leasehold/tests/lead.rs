@@ -536,3 +536,46 @@ async fn a_permanent_store_error_ends_lead_with_it() {
     assert!(!store_error.is_transient());
     assert!(err.to_string().contains("does not exist"), "{err}");
 }
+
+#[test]
+fn each_term_is_counted_as_an_action() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        rt.block_on(async {
+            let a = node(&memory(), "node-a");
+            let mut left = 2;
+            a.lead("metered", CancellationToken::new(), |_ctx| {
+                left -= 1;
+                let end = if left == 0 {
+                    TermEnd::Stop
+                } else {
+                    TermEnd::Resign
+                };
+                async move {
+                    sleep(Duration::from_secs(1)).await;
+                    end
+                }
+            })
+            .await
+            .unwrap();
+        });
+    });
+    let terms: Vec<_> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(k, ..)| k.key().name() == leasehold::metrics::ACTION_SECONDS)
+        .filter_map(|(.., v)| match v {
+            DebugValue::Histogram(h) => Some(h.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(terms, [2], "two terms, one duration each");
+}
