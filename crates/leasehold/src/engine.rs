@@ -230,13 +230,13 @@ impl Engine {
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let mut req = AcquireRequest {
-            lock: lock.clone(),
-            slots: self.slots,
-            owner: Arc::clone(&opts.node_id),
-            token: Token::random(),
-            ttl: opts.lease,
-        };
+        let mut req = AcquireRequest::new(
+            lock.clone(),
+            self.slots,
+            Arc::clone(&opts.node_id),
+            Token::random(),
+            opts.lease,
+        );
         let mut signal = self.store.release_signal(lock);
         let mut unknown_since: Option<Instant> = None;
         let mut failing = false;
@@ -251,11 +251,11 @@ impl Engine {
                 unknown_since = None;
             }
             match self.attempt(&req).await {
-                Ok(Some(lease)) => {
+                Ok(Acquisition::Granted(lease)) => {
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
                     return Ok(self.elected(lease, metrics, start, counted_from));
                 }
-                Ok(None) => {
+                Ok(_) => {
                     unknown_since = None;
                     if std::mem::take(&mut failing) {
                         tracing::info!(lock = %lock, "leasehold: the store answers again; contending");

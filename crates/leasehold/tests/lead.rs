@@ -365,7 +365,7 @@ struct Silent(MemoryStore);
 
 #[async_trait]
 impl LeaseStore for Silent {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
         self.0.try_acquire(req).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
@@ -469,7 +469,7 @@ struct Failing {
 
 #[async_trait]
 impl LeaseStore for Failing {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
         if self.permanent {
             return Err(leasehold::StoreError::permanent(
                 "relation \"leases\" does not exist",
