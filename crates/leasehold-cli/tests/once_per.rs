@@ -1,6 +1,6 @@
 //! `leasehold run --once-per`: exactly one run per period across hosts whose crons fire apart.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stderr)]
 
 mod common;
 

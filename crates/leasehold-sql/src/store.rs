@@ -431,7 +431,7 @@ impl SqlStore {
     /// (by the database clock) or a later one, else contention.
     async fn refused(&self, lock: &LockName, period: Period) -> StoreResult<Acquisition> {
         let q = &self.sql.read_period;
-        let row: Option<(Option<i64>, Option<i64>, Option<String>, i64)> = with_clock!(&self.pool, p, add => {
+        let row: Option<LedgerRow> = with_clock!(&self.pool, p, add => {
             let row = add(sqlx::query(q).bind(lock.as_str())).fetch_optional(p).await.map_err(classify)?;
             row.map(|r| -> Result<_, sqlx::Error> {
                 Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))
@@ -585,6 +585,8 @@ impl SqlStore {
 }
 
 type HolderRow = (i32, String, i64, i64, i64);
+/// `ledger_period`, `ledger_at`, `ledger_by` and the database's now.
+type LedgerRow = (Option<i64>, Option<i64>, Option<String>, i64);
 
 fn holder_cols<R: Row>(r: &R) -> StoreResult<HolderRow>
 where

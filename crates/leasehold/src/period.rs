@@ -142,7 +142,7 @@ impl fmt::Display for Period {
 }
 
 fn whole_ms(what: &'static str, value: Duration) -> Result<u64, PeriodError> {
-    if value.subsec_nanos() % 1_000_000 != 0 {
+    if !value.subsec_nanos().is_multiple_of(1_000_000) {
         return Err(PeriodError::NotWholeMillis { what, value });
     }
     u64::try_from(value.as_millis()).map_err(|_| PeriodError::TooLong {
