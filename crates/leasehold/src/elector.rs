@@ -263,10 +263,10 @@ impl Elector {
     /// let store = Arc::new(MemoryStore::new());
     /// let (a, b) = (Elector::new(store.clone()), Elector::new(store));
     /// let hourly = Period::every(Duration::from_secs(3600))?;
-    /// let first = a.run_once_per("report", hourly, |_| async { Ok::<_, std::io::Error>("sent") }).await?;
+    /// let first = a.run_once_per("report", hourly, |_| async { Ok::<_, String>("sent") }).await?;
     /// assert_eq!(first, PeriodOutcome::Ran("sent"));
     /// // The lock is free again, but this hour already ran:
-    /// let second = b.run_once_per("report", hourly, |_| async { Ok::<_, std::io::Error>("sent") }).await?;
+    /// let second = b.run_once_per("report", hourly, |_| async { Ok::<_, String>("sent") }).await?;
     /// let record = second.already_ran().expect("refused by the ledger");
     /// assert_eq!(record.by, a.options().node_id());
     /// # Ok(()) }
