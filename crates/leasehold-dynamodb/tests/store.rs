@@ -403,3 +403,45 @@ async fn create_table_is_idempotent() {
     store.create_table().await.unwrap();
     store.check().await.unwrap();
 }
+
+/// The ledger lives on slot 0's item as three attributes, written in the acquiring `UpdateItem`;
+/// a period longer than the TTL padding (after which DynamoDB TTL may delete the item) is
+/// refused with a permanent error naming the option.
+#[tokio::test]
+async fn the_ledger_is_on_the_item_and_periods_fit_the_ttl_padding() {
+    let Some(endpoint) = common::ready().await else {
+        return;
+    };
+    let store = common::store(&endpoint);
+    let name = lock("ledger");
+    let padding = common::options().padding();
+    let fits = leasehold::Period::every(padding).unwrap();
+    let req = request(&name, 1, Duration::from_secs(30)).with_period(fits);
+    let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();
+    let key = leasehold_dynamodb::item_key("", &name, 0);
+    let item = raw_item(&store, &key).await.expect("the item");
+    let id = lease.period.expect("a period grant carries its id");
+    assert_eq!(
+        item.get("ledgerPeriod"),
+        Some(&AttributeValue::N(id.to_string()))
+    );
+    assert_eq!(
+        item.get("ledgerBy"),
+        Some(&AttributeValue::S("node-a".into()))
+    );
+    assert!(item.contains_key("ledgerAt"));
+    store.release(&lease, Duration::ZERO).await.unwrap();
+    let item = raw_item(&store, &key).await.expect("the item");
+    assert!(
+        item.contains_key("ledgerPeriod"),
+        "release keeps the ledger"
+    );
+
+    let too_long = leasehold::Period::every(padding + Duration::from_secs(1)).unwrap();
+    let err = store
+        .try_acquire(&request(&name, 1, Duration::from_secs(30)).with_period(too_long))
+        .await
+        .unwrap_err();
+    assert!(!err.is_transient());
+    assert!(err.to_string().contains("ttl_padding"), "{err}");
+}
