@@ -364,7 +364,15 @@ impl SqlStore {
                         || db.message().contains("Duplicate column")
                         || matches!(db.code().as_deref(), Some("42701" | "1060" | "42S21")));
                 if !duplicate {
-                    return Err(classify(e));
+                    let e = classify(e);
+                    if e.is_transient() {
+                        return Err(e);
+                    }
+                    // E.g. the application's user may not alter a table it does not own: plain
+                    // leases keep working; a period claim says how to add the columns.
+                    tracing::warn!(table = %table, error = %e,
+                        "leasehold: could not add the period ledger's columns");
+                    return Ok(false);
                 }
             }
         }
@@ -379,7 +387,8 @@ impl SqlStore {
             return Ok(());
         }
         Err(StoreError::permanent(format!(
-            "table {} lacks the period ledger's columns (create_schema is off); add them with: {}",
+            "table {} lacks the period ledger's columns (create_schema is off, or adding them \
+             failed: see the warning logged); add them with: {}",
             self.table,
             self.dialect.ledger_columns(&self.table).join("; ")
         )))
