@@ -72,7 +72,9 @@ pub struct Statements {
     /// token, ttl ms, owner, offset ms, length ms) on MySQL. Granted only if the row is free
     /// **and** its `ledger_period` is missing or below the period id of the statement's now,
     /// `floor((now − offset) / length)`; the grant writes `ledger_period`, `ledger_at` (now)
-    /// and `ledger_by` (owner) with the lease. Returns like `acquire`.
+    /// and `ledger_by` (owner) with the lease. Returns like `acquire`; on PostgreSQL the row has
+    /// four more columns, and a refused claim returns instead a row of `NULL` lease columns with
+    /// `ledger_period`, `ledger_at`, `ledger_by` and the database's now (as `read_period`).
     pub acquire_period: String,
     /// The ledger of `lock` and the database's now: (lock); returns `ledger_period`,
     /// `ledger_at`, `ledger_by` and now (epoch ms), to tell a claim refused by the ledger from
@@ -171,6 +173,20 @@ impl Dialect {
         // request's token (a retried request that was applied) is returned unchanged.
         let acquire = self.acquire_sql(table, false);
         let acquire_period = self.acquire_sql(table, true);
+        // PostgreSQL answers a refused claim in the same round trip: the upsert runs in a CTE,
+        // and when it returns nothing the statement returns the ledger as it was instead.
+        let acquire_period = if self == Self::Postgres {
+            format!(
+                "WITH g AS ({acquire_period}) \
+                 SELECT fence, acquired_at, expires_at, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
+                 CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT) FROM g \
+                 UNION ALL SELECT NULL, NULL, NULL, r.ledger_period, r.ledger_at, r.ledger_by, {now} \
+                 FROM {table} r WHERE r.lock_name = $1 AND r.slot = 0 AND NOT EXISTS (SELECT 1 FROM g)",
+                now = self.now_ms()
+            )
+        } else {
+            acquire_period
+        };
         let c = Clock::new(self, 1);
         let read_period = format!(
             "SELECT ledger_period, ledger_at, ledger_by, {now} FROM {table} WHERE lock_name = {} AND slot = 0",

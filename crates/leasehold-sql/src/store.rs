@@ -394,46 +394,105 @@ impl SqlStore {
         )))
     }
 
-    /// One period-claiming upsert on slot 0: the lease's (fence, acquired_at, expires_at) if
-    /// granted (or already this token's).
+    /// One period-claiming upsert on slot 0: `Ok` with the lease's (fence, acquired_at,
+    /// expires_at) if granted (or already this token's); else the ledger row when the same round
+    /// trip returned it (PostgreSQL), or `None` (read it with [`refused`](Self::refused)).
     async fn acquire_period(
         &self,
         req: &AcquireRequest,
         period: Period,
         token: &str,
-    ) -> StoreResult<Option<(i64, i64, i64)>> {
+    ) -> StoreResult<Result<(i64, i64, i64), Option<LedgerRow>>> {
         let ttl = ms(req.ttl);
         let length = i64::try_from(period.length_ms()).unwrap_or(i64::MAX);
         let offset = i64::try_from(period.offset_ms()).unwrap_or(i64::MAX);
         let q = &self.sql.acquire_period;
-        if let SqlPool::MySql(p) = &self.pool {
-            sqlx::query(q)
-                .bind(req.lock.as_str())
-                .bind(0i32)
-                .bind(req.owner.as_ref())
-                .bind(token)
-                .bind(ttl)
-                .bind(req.owner.as_ref())
-                .bind(offset)
-                .bind(length)
-                .execute(p)
-                .await
+        match &self.pool {
+            SqlPool::MySql(p) => {
+                sqlx::query(q)
+                    .bind(req.lock.as_str())
+                    .bind(0i32)
+                    .bind(req.owner.as_ref())
+                    .bind(token)
+                    .bind(ttl)
+                    .bind(req.owner.as_ref())
+                    .bind(offset)
+                    .bind(length)
+                    .execute(p)
+                    .await
+                    .map_err(classify)?;
+                Ok(self
+                    .read_own(p, req.lock.as_str(), 0, token)
+                    .await?
+                    .ok_or(None))
+            }
+            SqlPool::Postgres(p) => {
+                let row = sqlx::query(q)
+                    .bind(req.lock.as_str())
+                    .bind(0i32)
+                    .bind(req.owner.as_ref())
+                    .bind(token)
+                    .bind(ttl)
+                    .bind(length)
+                    .bind(offset)
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?;
+                let Some(r) = row else {
+                    return Ok(Err(None));
+                };
+                let cols = (|| -> Result<_, sqlx::Error> {
+                    let lease: (Option<i64>, Option<i64>, Option<i64>) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let ledger: (Option<i64>, Option<i64>, Option<String>, Option<i64>) =
+                        (r.try_get(3)?, r.try_get(4)?, r.try_get(5)?, r.try_get(6)?);
+                    Ok((lease, ledger))
+                })()
                 .map_err(classify)?;
-            return self.read_own(p, req.lock.as_str(), 0, token).await;
+                Ok(match cols {
+                    ((Some(fence), Some(acquired), Some(expires)), _) => {
+                        Ok((fence, acquired, expires))
+                    }
+                    (_, (done, at, by, Some(now))) => Err(Some((done, at, by, now))),
+                    _ => Err(None),
+                })
+            }
+            SqlPool::Sqlite(p) => {
+                let clock = HostClock::read();
+                Ok(clock
+                    .bind(
+                        sqlx::query(q)
+                            .bind(req.lock.as_str())
+                            .bind(0i32)
+                            .bind(req.owner.as_ref())
+                            .bind(token)
+                            .bind(ttl)
+                            .bind(length)
+                            .bind(offset),
+                    )
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?
+                    .map(|r| lease_cols(&r))
+                    .transpose()?
+                    .ok_or(None))
+            }
         }
-        with_clock!(&self.pool, p, add => add(sqlx::query(q)
-            .bind(req.lock.as_str())
-            .bind(0i32)
-            .bind(req.owner.as_ref())
-            .bind(token)
-            .bind(ttl)
-            .bind(length)
-            .bind(offset))
-            .fetch_optional(p)
-            .await
-            .map_err(classify)?
-            .map(|r| lease_cols(&r))
-            .transpose())
+    }
+
+    /// Tells "already ran" from contention by the ledger row: `AlreadyRan` when it records the
+    /// current period (by the database clock `now`) or a later one.
+    fn judge(row: Option<LedgerRow>, period: Period) -> Acquisition {
+        match row {
+            Some((Some(done), Some(at), Some(by), now)) if done >= period.id_at_ms(now) => {
+                Acquisition::AlreadyRan(PeriodRecord {
+                    period: done,
+                    at: time(at),
+                    by,
+                })
+            }
+            _ => Acquisition::Held,
+        }
     }
 
     /// After a refused period claim: `AlreadyRan` when the ledger records the current period
@@ -448,16 +507,7 @@ impl SqlStore {
             .transpose()
             .map_err(classify)?
         });
-        Ok(match row {
-            Some((Some(done), Some(at), Some(by), now)) if done >= period.id_at_ms(now) => {
-                Acquisition::AlreadyRan(PeriodRecord {
-                    period: done,
-                    at: time(at),
-                    by,
-                })
-            }
-            _ => Acquisition::Held,
-        })
+        Ok(Self::judge(row, period))
     }
 
     /// SQLite tables created before the boot-clock columns existed get them (with
@@ -644,7 +694,7 @@ impl LeaseStore for SqlStore {
         if let Some(period) = req.period {
             self.check_ledger().await?;
             return Ok(match self.acquire_period(req, period, &token).await? {
-                Some((fence, acquired, expires)) => Acquisition::Granted(Lease {
+                Ok((fence, acquired, expires)) => Acquisition::Granted(Lease {
                     lock: req.lock.clone(),
                     slot: 0,
                     owner: req.owner.to_string(),
@@ -654,7 +704,8 @@ impl LeaseStore for SqlStore {
                     expires_at: time(expires),
                     period: Some(period.id_at_ms(acquired)),
                 }),
-                None => self.refused(&req.lock, period).await?,
+                Err(Some(ledger)) => Self::judge(Some(ledger), period),
+                Err(None) => self.refused(&req.lock, period).await?,
             });
         }
         self.ensure_schema().await?;
