@@ -1,0 +1,155 @@
+//! Classifying etcd client errors as transient or permanent, and which ones may be sent again.
+
+use etcd_client::Error;
+use leasehold::{ErrorKind, StoreError};
+use tonic::Code;
+
+/// Whether an error is worth retrying later.
+pub(crate) fn kind_of(err: &Error) -> ErrorKind {
+    match err {
+        // Unreachable member, reset connection, broken stream: another try may work.
+        Error::TransportError(_)
+        | Error::IoError(_)
+        | Error::WatchError(_)
+        | Error::LeaseKeepAliveError(_) => ErrorKind::Transient,
+        Error::GRpcStatus(status) => match status.code() {
+            // No leader, leader changed, request timed out, too many requests, a full quota
+            // (an operator can compact and defragment), a cancelled or aborted call.
+            Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::ResourceExhausted
+            | Code::Aborted
+            | Code::Cancelled
+            | Code::Unknown
+            | Code::Internal => ErrorKind::Transient,
+            // An expired auth token is refreshed by the client; other auth failures are not.
+            Code::Unauthenticated if status.message().contains("invalid auth token") => {
+                ErrorKind::Transient
+            }
+            // Wrong password, no permission, invalid argument, compacted revision, …
+            _ => ErrorKind::Permanent,
+        },
+        // Bad endpoints, URIs or metadata: configuration.
+        _ => ErrorKind::Permanent,
+    }
+}
+
+/// True if the request certainly did not reach a member that could apply it, so sending it
+/// again (to another endpoint) cannot apply it twice: the connection could not be made, or the
+/// member has no leader.
+pub(crate) fn never_applied(err: &Error) -> bool {
+    match err {
+        Error::TransportError(_) => true,
+        Error::GRpcStatus(status) => {
+            let message = status.message();
+            status.code() == Code::Unavailable
+                && (message.contains("no leader")
+                    || message.contains("connect")
+                    || message.contains("connection refused")
+                    || message.contains("not capable"))
+        }
+        _ => false,
+    }
+}
+
+/// Turns an etcd client error into a classified store error. Messages never include a password.
+pub(crate) fn classify(err: Error) -> StoreError {
+    let kind = kind_of(&err);
+    let message = match &err {
+        Error::TransportError(_) => "cannot reach etcd".to_owned(),
+        Error::IoError(_) => "I/O error talking to etcd".to_owned(),
+        Error::GRpcStatus(status) => match status.code() {
+            Code::Unauthenticated | Code::PermissionDenied => {
+                format!(
+                    "etcd rejected the credentials or permissions: {}",
+                    status.message()
+                )
+            }
+            Code::InvalidArgument if status.message().contains("authentication failed") => {
+                "etcd rejected the user name or password".to_owned()
+            }
+            Code::ResourceExhausted if status.message().contains("space exceeded") => {
+                "etcd is out of space (NOSPACE alarm): compact, defragment and disarm the alarm"
+                    .to_owned()
+            }
+            _ => format!("etcd returned an error: {}", status.message()),
+        },
+        Error::WatchError(e) => format!("etcd watch failed: {e}"),
+        Error::LeaseKeepAliveError(e) => format!("etcd lease keep-alive failed: {e}"),
+        other => format!("etcd client error: {other}"),
+    };
+    StoreError::new(kind, message).with_source(err)
+}
+
+/// A transient error for a request that got no answer in time.
+pub(crate) fn timed_out(what: &str, after: std::time::Duration) -> StoreError {
+    StoreError::transient(format!("etcd did not answer {what} within {after:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: Code, message: &str) -> Error {
+        Error::GRpcStatus(tonic::Status::new(code, message))
+    }
+
+    #[test]
+    fn availability_errors_are_transient() {
+        for e in [
+            status(Code::Unavailable, "etcdserver: no leader"),
+            status(Code::Unavailable, "etcdserver: request timed out"),
+            status(Code::ResourceExhausted, "etcdserver: too many requests"),
+            status(Code::DeadlineExceeded, "context deadline exceeded"),
+            status(Code::Unauthenticated, "etcdserver: invalid auth token"),
+            Error::LeaseKeepAliveError("stream closed".into()),
+        ] {
+            assert_eq!(kind_of(&e), ErrorKind::Transient, "{e}");
+        }
+        assert!(classify(status(Code::Unavailable, "etcdserver: no leader")).is_transient());
+    }
+
+    #[test]
+    fn configuration_and_permission_errors_are_permanent() {
+        for e in [
+            status(
+                Code::InvalidArgument,
+                "etcdserver: authentication failed, invalid user ID or password",
+            ),
+            status(Code::PermissionDenied, "etcdserver: permission denied"),
+            status(
+                Code::OutOfRange,
+                "mvcc: required revision has been compacted",
+            ),
+            Error::InvalidArgs("empty endpoints".into()),
+        ] {
+            assert_eq!(kind_of(&e), ErrorKind::Permanent, "{e}");
+        }
+        let e = classify(status(
+            Code::InvalidArgument,
+            "etcdserver: authentication failed, invalid user ID or password",
+        ));
+        assert!(e.message().contains("password"), "{e}");
+    }
+
+    #[test]
+    fn only_requests_that_never_reached_a_leader_are_resent() {
+        assert!(never_applied(&status(
+            Code::Unavailable,
+            "etcdserver: no leader"
+        )));
+        assert!(never_applied(&status(
+            Code::Unavailable,
+            "tcp connect error: Connection refused"
+        )));
+        assert!(!never_applied(&status(
+            Code::Unavailable,
+            "etcdserver: request timed out"
+        )));
+        assert!(!never_applied(&status(
+            Code::Unavailable,
+            "etcdserver: leader changed"
+        )));
+        assert!(!never_applied(&status(Code::PermissionDenied, "no leader")));
+    }
+}
