@@ -72,6 +72,8 @@ pub(crate) fn classify(err: Error) -> StoreError {
                 "etcd is out of space (NOSPACE alarm): compact, defragment and disarm the alarm"
                     .to_owned()
             }
+            Code::Unavailable => format!("etcd is unavailable: {}", status.message()),
+            Code::DeadlineExceeded => format!("etcd did not answer in time: {}", status.message()),
             _ => format!("etcd returned an error: {}", status.message()),
         },
         Error::WatchError(e) => format!("etcd watch failed: {e}"),
