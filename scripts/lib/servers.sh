@@ -193,9 +193,11 @@ ensure_protoc() {
 ETCD_CLIENT_PORT=23790
 ETCD_PEER_PORT=23800
 etcd_up() {
-    port_open "$ETCD_CLIENT_PORT" &&
+    port_open "$ETCD_CLIENT_PORT" || return 1
+    if command -v etcdctl >/dev/null; then
         ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$ETCD_CLIENT_PORT" --command-timeout=2s \
             endpoint health
+    fi
 }
 
 # One member on loopback with a short election timeout (500 ms), so etcd's minimum lease TTL

@@ -34,6 +34,18 @@ pub(crate) fn kind_of(err: &Error) -> ErrorKind {
     }
 }
 
+/// Messages of `Unavailable` errors that mean the request was never handed to a leader: the
+/// connection could not be made, or the member has no leader (etcd's `ErrNoLeader`) or is not
+/// ready. A reset connection ("connection reset", "broken pipe") is *not* one of them: the
+/// request may have been applied before the reset.
+const NOT_SENT: &[&str] = &[
+    "tcp connect error",
+    "error trying to connect",
+    "connection refused",
+    "etcdserver: no leader",
+    "etcdserver: not capable",
+];
+
 /// True if the request certainly did not reach a member that could apply it, so sending it
 /// again (to another endpoint) cannot apply it twice: the connection could not be made, or the
 /// member has no leader.
@@ -41,12 +53,8 @@ pub(crate) fn never_applied(err: &Error) -> bool {
     match err {
         Error::TransportError(_) => true,
         Error::GRpcStatus(status) => {
-            let message = status.message();
-            status.code() == Code::Unavailable
-                && (message.contains("no leader")
-                    || message.contains("connect")
-                    || message.contains("connection refused")
-                    || message.contains("not capable"))
+            let message = status.message().to_ascii_lowercase();
+            status.code() == Code::Unavailable && NOT_SENT.iter().any(|m| message.contains(m))
         }
         _ => false,
     }
@@ -152,6 +160,13 @@ mod tests {
             Code::Unavailable,
             "etcdserver: leader changed"
         )));
-        assert!(!never_applied(&status(Code::PermissionDenied, "no leader")));
+        assert!(!never_applied(&status(
+            Code::PermissionDenied,
+            "etcdserver: no leader"
+        )));
+        assert!(!never_applied(&status(
+            Code::Unavailable,
+            "error reading from server: connection reset by peer"
+        )));
     }
 }

@@ -5,16 +5,19 @@ use std::future::Future;
 use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions};
-use leasehold::StoreResult;
+use leasehold::{ErrorKind, StoreResult};
 use tokio::sync::OnceCell;
 use tokio::time::{Instant, sleep, timeout};
 
-use crate::classify::{classify, never_applied, timed_out};
+use crate::classify::{classify, kind_of, never_applied, timed_out};
 
 /// The pause before a refused request is sent again (to a member picked afresh).
 const RESEND_PAUSE: Duration = Duration::from_millis(20);
-/// HTTP/2 pings on idle connections, so a member that vanished is noticed between requests.
-const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(2);
+/// HTTP/2 pings while a stream (a watch, a keep-alive) is open, so a member that vanished under
+/// it is noticed. etcd answers pings more often than every 5 s, or pings on a connection without
+/// streams, with GOAWAY ("too many pings"), so pings are 10 s apart and only while streams run;
+/// requests themselves are bounded by the request timeout.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The etcd client of a store.
 pub(crate) struct Link {
@@ -35,7 +38,7 @@ impl Link {
         let connect = connect
             .with_connect_timeout(connect_timeout)
             .with_keep_alive(KEEP_ALIVE_INTERVAL, request_timeout)
-            .with_keep_alive_while_idle(true)
+            .with_keep_alive_while_idle(false)
             // A member cut off from the majority answers "no leader" at once instead of
             // holding requests until they time out; the request is then sent elsewhere.
             .with_require_leader(true);
@@ -78,10 +81,30 @@ impl Link {
         Ok(client.clone())
     }
 
-    /// Runs one request with the request timeout. A request refused before it could reach a
-    /// leader (connection refused, member without a leader) is sent again within the same
-    /// budget; the balanced channel picks the member afresh, so it fails over.
-    pub(crate) async fn call<T, F, Fut>(&self, what: &str, mut request: F) -> StoreResult<T>
+    /// Runs one request that may take effect twice (a write that is a compare-and-swap) with the
+    /// request timeout. It is sent again, within the same budget, only when it was certainly not
+    /// applied (connection refused, member without a leader); the balanced channel picks the
+    /// member afresh, so it fails over.
+    pub(crate) async fn call<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.run(what, Resend::NotApplied, request).await
+    }
+
+    /// Runs one request that is harmless to repeat (a read, a keep-alive, a lease grant or
+    /// revocation) with the request timeout, sending it again within the same budget after any
+    /// transient failure that was not a timeout, such as a connection that broke under it.
+    pub(crate) async fn idempotent<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.run(what, Resend::Transient, request).await
+    }
+
+    async fn run<T, F, Fut>(&self, what: &str, resend: Resend, mut request: F) -> StoreResult<T>
     where
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
@@ -96,13 +119,31 @@ impl Link {
             };
             match timeout(left, request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
-                Ok(Err(e)) if never_applied(&e) && start.elapsed() + RESEND_PAUSE * 2 < budget => {
-                    tracing::debug!(error = %e, what, "leasehold: etcd request refused; sending it again");
+                Ok(Err(e)) if resend.allows(&e) && start.elapsed() + RESEND_PAUSE * 2 < budget => {
+                    tracing::debug!(error = %e, what, "leasehold: etcd request failed; sending it again");
                     sleep(RESEND_PAUSE).await;
                 }
                 Ok(Err(e)) => return Err(classify(e)),
                 Err(_) => return Err(timed_out(what, budget)),
             }
+        }
+    }
+}
+
+/// Which failed requests are sent again.
+#[derive(Debug, Clone, Copy)]
+enum Resend {
+    /// Only those that were certainly not applied.
+    NotApplied,
+    /// Any transient failure.
+    Transient,
+}
+
+impl Resend {
+    fn allows(self, e: &etcd_client::Error) -> bool {
+        match self {
+            Self::NotApplied => never_applied(e),
+            Self::Transient => never_applied(e) || kind_of(e) == ErrorKind::Transient,
         }
     }
 }

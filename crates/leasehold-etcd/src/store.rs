@@ -266,7 +266,7 @@ impl EtcdStore {
     pub async fn ping(&self) -> StoreResult<()> {
         let root = self.keys.root();
         self.link
-            .call("a read", |mut c| {
+            .idempotent("a read", |mut c| {
                 let root = root.clone();
                 async move {
                     c.get(
@@ -301,6 +301,7 @@ impl LeaseStore for EtcdStore {
             lock: lock.clone(),
             slots,
             holders: held
+                .records
                 .iter()
                 .filter(|r| r.slot < slots)
                 .map(txn::Record::holder)

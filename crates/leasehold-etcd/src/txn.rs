@@ -203,45 +203,62 @@ impl Record {
     }
 }
 
-fn records(keys: &Keys, kvs: &[KeyValue]) -> Vec<Record> {
-    let mut out: Vec<Record> = kvs
-        .iter()
-        .filter_map(|kv| Record::decode(keys, kv))
-        .collect();
-    out.sort_by_key(|r| r.slot);
-    out
+/// The slot keys of a lock as read: the leases this store wrote, and every slot whose key exists.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    /// The leases, by slot.
+    pub(crate) records: Vec<Record>,
+    /// Every slot with a key, including keys another program wrote (which are never overwritten,
+    /// so such a slot is never granted).
+    taken: Vec<u32>,
 }
 
-/// The lowest slot in `0..slots` without a record.
-fn lowest_free(held: &[Record], slots: u32) -> Option<u32> {
-    (0..slots.max(1)).find(|s| !held.iter().any(|r| r.slot == *s))
+impl Slots {
+    fn read(keys: &Keys, kvs: &[KeyValue]) -> Self {
+        let mut records: Vec<Record> = kvs
+            .iter()
+            .filter_map(|kv| Record::decode(keys, kv))
+            .collect();
+        records.sort_by_key(|r| r.slot);
+        let taken: Vec<u32> = kvs
+            .iter()
+            .filter_map(|kv| keys.parse(kv.key()).map(|(_, slot)| slot))
+            .collect();
+        if taken.len() > records.len() {
+            tracing::warn!(
+                "leasehold: a slot key under the etcd prefix holds a value leasehold did not write; that slot is never granted"
+            );
+        }
+        Self { records, taken }
+    }
+
+    /// The lowest slot in `0..slots` without a key.
+    fn lowest_free(&self, slots: u32) -> Option<u32> {
+        (0..slots.max(1)).find(|s| !self.taken.contains(s))
+    }
 }
 
-/// The records of every slot of `lock` (linearizable read).
-pub(crate) async fn read_lock(
-    link: &Link,
-    keys: &Keys,
-    lock: &LockName,
-) -> StoreResult<Vec<Record>> {
+/// Every slot of `lock` (linearizable read).
+pub(crate) async fn read_lock(link: &Link, keys: &Keys, lock: &LockName) -> StoreResult<Slots> {
     let prefix = keys.lock(lock);
     let resp = link
-        .call("a read", |mut c| {
+        .idempotent("a read", |mut c| {
             let prefix = prefix.clone();
             async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
         })
         .await?;
-    Ok(records(keys, resp.kvs()))
+    Ok(Slots::read(keys, resp.kvs()))
 }
 
 async fn read_slot(link: &Link, keys: &Keys, lease: &Lease) -> StoreResult<Option<Record>> {
     let key = keys.slot(&lease.lock, lease.slot);
     let resp = link
-        .call("a read", |mut c| {
+        .idempotent("a read", |mut c| {
             let key = key.clone();
             async move { c.get(key, None).await }
         })
         .await?;
-    Ok(records(keys, resp.kvs()).into_iter().next())
+    Ok(Slots::read(keys, resp.kvs()).records.into_iter().next())
 }
 
 async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
@@ -255,7 +272,7 @@ async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
 /// Grants an etcd lease of `secs` seconds: its id and the TTL etcd chose.
 async fn grant(link: &Link, secs: i64) -> StoreResult<(i64, i64)> {
     let resp = link
-        .call("a lease grant", |mut c| async move {
+        .idempotent("a lease grant", |mut c| async move {
             c.lease_grant(secs, Some(LeaseGrantOptions::new())).await
         })
         .await?;
@@ -274,7 +291,7 @@ pub(crate) async fn revoke_quietly(link: &Link, id: i64) {
         return;
     }
     let revoked = link
-        .call("a lease revocation", |mut c| async move {
+        .idempotent("a lease revocation", |mut c| async move {
             c.lease_revoke(id).await
         })
         .await;
@@ -287,7 +304,7 @@ pub(crate) async fn revoke_quietly(link: &Link, id: i64) {
 
 /// Renews a lease to its granted TTL; `false` if it no longer exists.
 async fn keep_alive(link: &Link, id: i64) -> StoreResult<bool> {
-    link.call("a lease keep-alive", |mut c| async move {
+    link.idempotent("a lease keep-alive", |mut c| async move {
         match c.lease_keep_alive(id).await {
             Ok(_) => Ok(true),
             Err(etcd_client::Error::LeaseKeepAliveError(m)) if m.contains("not found") => Ok(false),
@@ -329,8 +346,9 @@ pub(crate) async fn acquire(
 ) -> StoreResult<Option<Lease>> {
     let sent_ms = now_ms();
     let held = read_lock(link, keys, &req.lock).await?;
-    let mine = |held: &[Record]| {
-        held.iter()
+    let mine = |held: &Slots| {
+        held.records
+            .iter()
             .find(|r| {
                 r.token == req.token
                     && !r.released
@@ -342,7 +360,7 @@ pub(crate) async fn acquire(
     if let Some(r) = mine(&held) {
         return Ok(Some(r.lease(&req.lock)));
     }
-    let Some(mut slot) = lowest_free(&held, req.slots) else {
+    let Some(mut slot) = held.lowest_free(req.slots) else {
         return Ok(None);
     };
     let asked = ttl_secs(req.ttl);
@@ -381,11 +399,11 @@ pub(crate) async fn acquire(
                 .map_err(|_| StoreError::permanent("etcd answered a put without its revision"))?;
             return Ok(Some(record.lease(&req.lock)));
         }
-        let now: Vec<Record> = resp
+        let now = resp
             .op_responses()
             .into_iter()
             .find_map(|r| match r {
-                TxnOpResponse::Get(g) => Some(records(keys, g.kvs())),
+                TxnOpResponse::Get(g) => Some(Slots::read(keys, g.kvs())),
                 _ => None,
             })
             .unwrap_or_default();
@@ -395,7 +413,7 @@ pub(crate) async fn acquire(
             }
             return Ok(Some(r.lease(&req.lock)));
         }
-        match lowest_free(&now, req.slots) {
+        match now.lowest_free(req.slots) {
             Some(s) => slot = s,
             None => break,
         }
@@ -516,6 +534,7 @@ pub(crate) async fn force_release(
     for _ in 0..FORCE_ROUNDS {
         let held: Vec<Record> = read_lock(link, keys, lock)
             .await?
+            .records
             .into_iter()
             .filter(|r| r.slot < slots)
             .collect();

@@ -3,7 +3,7 @@
 //! running safety check, and all client endpoints but one down.
 //!
 //! The tests share nothing but a lock that runs them one at a time (each starts its own cluster:
-//! three etcd processes are enough for two cores). Bounds are generous: elections take up to a
+//! three etcd processes are enough for two cores; see `harness::exclusive`). Bounds are generous: elections take up to a
 //! second here (500 ms election timeout), etcd leases last whole seconds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
@@ -22,11 +22,7 @@ use leasehold_etcd::{EtcdOptions, EtcdStore};
 use leasehold_testkit::proxy::FaultProxy;
 use leasehold_testkit::safety::{self, SafetyConfig};
 use leasehold_testkit::unique_name;
-use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep, timeout};
-
-/// One cluster at a time.
-static SERIAL: Mutex<()> = Mutex::const_new(());
 
 fn options(prefix: &str) -> EtcdOptions {
     EtcdOptions::default()
@@ -61,7 +57,7 @@ fn prefix() -> String {
 /// surviving members) or reports it lost before a contender acquires; never two holders.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_leader_never_makes_two_holders() {
-    let _one = SERIAL.lock().await;
+    let _one = harness::exclusive().await;
     let Some(mut cluster) = Cluster::start().await else {
         return;
     };
@@ -148,7 +144,7 @@ async fn killing_the_leader_never_makes_two_holders() {
 /// is untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_cut_off_from_the_majority_is_lost_before_its_successor_acquires() {
-    let _one = SERIAL.lock().await;
+    let _one = harness::exclusive().await;
     let Some(cluster) = Cluster::start().await else {
         return;
     };
@@ -256,7 +252,7 @@ async fn a_holder_cut_off_from_the_majority_is_lost_before_its_successor_acquire
 /// nothing leaked (no key left, every etcd lease gone) once it is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarting_every_member_under_load_is_safe_and_leaks_nothing() {
-    let _one = SERIAL.lock().await;
+    let _one = harness::exclusive().await;
     let Some(mut cluster) = Cluster::start().await else {
         return;
     };
@@ -314,7 +310,7 @@ async fn restarting_every_member_under_load_is_safe_and_leaks_nothing() {
 /// third: acquire, extend, state, release and an elected run all succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_store_keeps_working_through_the_one_endpoint_left() {
-    let _one = SERIAL.lock().await;
+    let _one = harness::exclusive().await;
     let Some(cluster) = Cluster::start().await else {
         return;
     };

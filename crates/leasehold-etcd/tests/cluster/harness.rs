@@ -157,6 +157,27 @@ pub struct Cluster {
 /// The member count.
 pub const SIZE: usize = 3;
 
+/// A loopback port held while a cluster test runs: binding it is the lock, so cluster tests run
+/// one at a time whether the runner puts them in threads (cargo test) or processes (nextest),
+/// and a crashed test releases it with its process.
+const EXCLUSIVE_PORT: u16 = 23_809;
+
+/// Waits until no other cluster test runs (up to 5 minutes); the lock is held until the returned
+/// listener is dropped.
+pub async fn exclusive() -> std::net::TcpListener {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Ok(held) = std::net::TcpListener::bind(("127.0.0.1", EXCLUSIVE_PORT)) {
+            return held;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "another cluster test held 127.0.0.1:{EXCLUSIVE_PORT} for 5 minutes"
+        );
+        sleep(Duration::from_millis(100)).await;
+    }
+}
+
 impl Cluster {
     /// Starts a cluster and waits until every member answers linearizable reads, or `None`
     /// (skip) when `etcd` is not installed outside CI.
