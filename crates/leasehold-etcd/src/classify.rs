@@ -4,8 +4,29 @@ use etcd_client::Error;
 use leasehold::{ErrorKind, StoreError};
 use tonic::Code;
 
+/// True if the connection failed in its TLS handshake (an untrusted or mismatched certificate,
+/// TLS against a plain-text port, no common cipher): configuration, not availability.
+fn tls_failure(err: &Error) -> bool {
+    let Error::GRpcStatus(status) = err else {
+        return false;
+    };
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::InvalidData
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// Whether an error is worth retrying later.
 pub(crate) fn kind_of(err: &Error) -> ErrorKind {
+    if tls_failure(err) {
+        return ErrorKind::Permanent;
+    }
     match err {
         // Unreachable member, reset connection, broken stream: another try may work.
         Error::TransportError(_)
@@ -64,6 +85,10 @@ pub(crate) fn never_applied(err: &Error) -> bool {
 pub(crate) fn classify(err: Error) -> StoreError {
     let kind = kind_of(&err);
     let message = match &err {
+        _ if tls_failure(&err) => {
+            "the TLS handshake with etcd failed (untrusted certificate, or etcds:// against a plain-text port?)"
+                .to_owned()
+        }
         Error::TransportError(_) => "cannot reach etcd".to_owned(),
         Error::IoError(_) => "I/O error talking to etcd".to_owned(),
         Error::GRpcStatus(status) => match status.code() {
@@ -140,6 +165,17 @@ mod tests {
             "etcdserver: authentication failed, invalid user ID or password",
         ));
         assert!(e.message().contains("password"), "{e}");
+    }
+
+    #[test]
+    fn tls_handshake_failures_are_permanent() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "invalid peer certificate: UnknownIssuer",
+        );
+        let e = Error::GRpcStatus(tonic::Status::from_error(Box::new(io)));
+        assert_eq!(kind_of(&e), ErrorKind::Permanent);
+        assert!(classify(e).message().contains("TLS"));
     }
 
     #[test]

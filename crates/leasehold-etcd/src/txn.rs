@@ -11,6 +11,7 @@
 //!   before, after checking the token and fence in what was read: nothing changes a lease its
 //!   holder no longer holds.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use etcd_client::{
@@ -203,6 +204,9 @@ impl Record {
     }
 }
 
+/// Whether the foreign-key warning was logged (once per process: waiters poll often).
+static FOREIGN_WARNED: AtomicBool = AtomicBool::new(false);
+
 /// The slot keys of a lock as read: the leases this store wrote, and every slot whose key exists.
 #[derive(Debug, Default)]
 pub(crate) struct Slots {
@@ -224,9 +228,9 @@ impl Slots {
             .iter()
             .filter_map(|kv| keys.parse(kv.key()).map(|(_, slot)| slot))
             .collect();
-        if taken.len() > records.len() {
+        if taken.len() > records.len() && !FOREIGN_WARNED.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                "leasehold: a slot key under the etcd prefix holds a value leasehold did not write; that slot is never granted"
+                "leasehold: a slot key under the etcd prefix holds a value leasehold did not write; that slot is never granted (warned once per process)"
             );
         }
         Self { records, taken }

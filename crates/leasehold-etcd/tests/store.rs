@@ -231,26 +231,31 @@ async fn urls_open_through_the_registry_without_showing_passwords() {
     );
 }
 
-/// A private etcd member with authentication on; killed and removed when dropped.
-struct AuthMember {
+/// A private etcd member; killed and its data removed when dropped.
+struct Member {
     _child: tokio::process::Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     endpoint: String,
 }
 
-impl AuthMember {
-    /// Starts a member, creates `root` and an `app` user allowed on prefix `app/`, and turns
-    /// authentication on.
-    async fn start() -> Option<Self> {
+impl Member {
+    /// Starts a member, with client TLS when `tls` (a P-256 test CA and server certificate made
+    /// with openssl in its directory: `ca.pem`), and waits until it answers TCP.
+    async fn start(tls: bool) -> Option<Self> {
         if !common::etcd_installed() {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
+        if tls && !make_certificates(dir.path()) {
+            return None;
+        }
         let (client_port, peer_port) = (common::free_port(), common::free_port());
-        let client_url = format!("http://127.0.0.1:{client_port}");
+        let scheme = if tls { "https" } else { "http" };
+        let client_url = format!("{scheme}://127.0.0.1:{client_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
-        let child = tokio::process::Command::new("etcd")
-            .args(["--name", "auth", "--data-dir"])
+        let mut command = tokio::process::Command::new("etcd");
+        command
+            .args(["--name", "private", "--data-dir"])
             .arg(dir.path().join("data"))
             .args([
                 "--listen-client-urls",
@@ -264,8 +269,16 @@ impl AuthMember {
                 "--initial-advertise-peer-urls",
                 &peer_url,
             ])
-            .args(["--initial-cluster", &format!("auth={peer_url}")])
-            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--initial-cluster", &format!("private={peer_url}")])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
+        if tls {
+            command
+                .arg("--cert-file")
+                .arg(dir.path().join("server.pem"))
+                .arg("--key-file")
+                .arg(dir.path().join("server.key"));
+        }
+        let child = command
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -273,18 +286,45 @@ impl AuthMember {
             .unwrap();
         let endpoint = format!("127.0.0.1:{client_port}");
         let deadline = Instant::now() + Duration::from_secs(20);
-        let mut client = loop {
+        while tokio::net::TcpStream::connect(&endpoint).await.is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the private member did not start"
+            );
+            sleep(Duration::from_millis(50)).await;
+        }
+        Some(Self {
+            _child: child,
+            dir,
+            endpoint,
+        })
+    }
+
+    /// A plain client, retried until the member has elected itself.
+    async fn client(&self) -> Client {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
             let connected = async {
-                let mut c = Client::connect([client_url.as_str()], None).await.ok()?;
+                let mut c = Client::connect([format!("http://{}", self.endpoint)], None)
+                    .await
+                    .ok()?;
                 c.get("x", None).await.ok()?;
                 Some(c)
             };
             if let Ok(Some(c)) = timeout(Duration::from_secs(2), connected).await {
-                break c;
+                return c;
             }
-            assert!(Instant::now() < deadline, "the auth member did not start");
+            assert!(
+                Instant::now() < deadline,
+                "the private member did not answer"
+            );
             sleep(Duration::from_millis(100)).await;
-        };
+        }
+    }
+
+    /// Creates `root` and an `app` user allowed on prefix `app/`, and turns authentication on.
+    async fn enable_auth(&self) {
+        let mut client = self.client().await;
         client.user_add("root", "rootpw", None).await.unwrap();
         client.user_grant_role("root", "root").await.unwrap();
         client.role_add("app").await.unwrap();
@@ -295,12 +335,138 @@ impl AuthMember {
         client.user_add("app", "s3cr:t", None).await.unwrap();
         client.user_grant_role("app", "app").await.unwrap();
         client.auth_enable().await.unwrap();
-        Some(Self {
-            _child: child,
-            _dir: dir,
-            endpoint,
-        })
     }
+}
+
+/// A test CA and a server certificate for 127.0.0.1 signed by it (P-256: rustls does not verify
+/// P-521 signatures, which etcd's own `--auto-tls` certificates use). False (skip) when openssl
+/// is missing outside CI.
+fn make_certificates(dir: &std::path::Path) -> bool {
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !openssl(&["version"]) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "openssl is needed for the TLS test"
+        );
+        return false;
+    }
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ca = [
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=leasehold test CA",
+        ],
+    ]
+    .concat();
+    let csr = [
+        &["req"][..],
+        &ec,
+        &[
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ]
+    .concat();
+    let sign = [
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ];
+    assert!(
+        openssl(&ca) && openssl(&csr) && openssl(&sign),
+        "openssl could not make the test certificates"
+    );
+    true
+}
+
+/// `etcds://` with `ca_file` trusts the member's certificate and works; without it, the
+/// certificate of an unknown CA is refused, and plain text against the TLS port fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcds_urls_speak_tls_and_check_the_certificate() {
+    let Some(member) = Member::start(true).await else {
+        return;
+    };
+    let cert = member.dir.path().join("ca.pem");
+    let ep = &member.endpoint;
+    let url = format!("etcds://{ep}/tls?ca_file={}", cert.display());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let store = loop {
+        match EtcdStore::connect(&url).await {
+            Ok(store) => break store,
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "etcds:// with the member's certificate: {e}"
+                );
+                sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    let lock = unique_name("tls");
+    let lease = store
+        .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .expect("granted over TLS");
+    assert_eq!(
+        store.release(&lease, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+
+    match EtcdStore::connect(&format!("etcds://{ep}/tls?request_timeout=1s")).await {
+        Err(OpenError::Connect { source, .. }) => {
+            assert!(
+                !source.is_transient(),
+                "a certificate problem is permanent: {source}"
+            );
+            assert!(source.message().contains("TLS"), "{source}");
+        }
+        Err(e) => panic!("expected a connection error, got {e}"),
+        Ok(_) => panic!("a certificate of an unknown CA must not be trusted without ca_file"),
+    }
+    let plain = EtcdStore::connect(&format!("etcd://{ep}/tls?request_timeout=1s")).await;
+    assert!(plain.is_err(), "plain text against a TLS port must fail");
 }
 
 /// `user:password@` authenticates (the password percent-decoded); the store works within the
@@ -308,9 +474,10 @@ impl AuthMember {
 /// prefix outside the user's permissions is a permanent error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_and_password_authenticate_and_wrong_ones_are_permanent_errors() {
-    let Some(member) = AuthMember::start().await else {
+    let Some(member) = Member::start(false).await else {
         return;
     };
+    member.enable_auth().await;
     let ep = &member.endpoint;
     let store = EtcdStore::connect(&format!("etcd://app:s3cr%3At@{ep}/app"))
         .await
