@@ -4,7 +4,9 @@
 //! Every release, expiry, forced release and linger end deletes a slot key; the watch (deletes
 //! only) wakes the local waiters of that key's lock. The stream asks for a progress report every
 //! few seconds and is replaced when none arrives, so a member that silently went away is noticed.
-//! While it reconnects, waiters fall back to polling.
+//! A new stream resumes after the last revision the old one reported, so releases made while it
+//! reconnected still wake their waiters (unless etcd compacted that history meanwhile); in the
+//! gap, waiters fall back to polling.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,9 +51,10 @@ impl Drop for Watcher {
 
 async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
     let mut pause = FIRST_PAUSE;
+    let mut resume = None;
     loop {
         let mut watching = false;
-        let outcome = session(&link, &keys, &notifier, &mut watching).await;
+        let outcome = session(&link, &keys, &notifier, &mut watching, &mut resume).await;
         if watching {
             pause = FIRST_PAUSE;
         }
@@ -64,18 +67,23 @@ async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
     }
 }
 
-/// One watch stream, until it fails.
+/// One watch stream, until it fails. `resume` is the revision to start from (after the last one
+/// a previous stream reported), kept up to date.
 async fn session(
     link: &Link,
     keys: &Keys,
     notifier: &ReleaseNotifier,
     watching: &mut bool,
+    resume: &mut Option<i64>,
 ) -> Result<(), StoreError> {
     let budget = link.request_timeout();
     let mut client = link.client().await?;
-    let options = WatchOptions::new()
+    let mut options = WatchOptions::new()
         .with_prefix()
         .with_filters([WatchFilterType::NoPut]);
+    if let Some(revision) = *resume {
+        options = options.with_start_revision(revision);
+    }
     let stream = timeout(budget, client.watch(keys.root(), Some(options)))
         .await
         .map_err(|_| timed_out("a watch request", budget))?
@@ -94,6 +102,9 @@ async fn session(
                 };
                 heard = Instant::now();
                 if resp.canceled() {
+                    if resp.compact_revision() > 0 {
+                        *resume = None; // the history to resume from is gone: start from now
+                    }
                     return Err(StoreError::transient(format!(
                         "etcd cancelled the watch: {}", resp.cancel_reason()
                     )));
@@ -105,6 +116,9 @@ async fn session(
                     if let Some((lock, _)) = event.kv().and_then(|kv| keys.parse(kv.key())) {
                         notifier.notify(&lock);
                     }
+                }
+                if let Some(header) = resp.header() {
+                    *resume = Some(header.revision() + 1);
                 }
             }
             _ = heartbeat.tick() => {

@@ -525,3 +525,60 @@ async fn user_and_password_authenticate_and_wrong_ones_are_permanent_errors() {
         .expect_err("no permission outside app/");
     assert!(!e.is_transient(), "{e}");
 }
+
+/// A release made while a store's watch stream was down still wakes its waiter once the stream
+/// is back: the new stream resumes after the last revision the old one reported. (Polling here
+/// pauses 8 s, so only the resumed watch explains a hand-off within 5 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_during_a_watch_outage_still_wakes_the_waiter() {
+    let Some(endpoints) = common::endpoints() else {
+        return;
+    };
+    let target = endpoints.split(',').next().unwrap().parse().unwrap();
+    let proxy = leasehold_testkit::proxy::FaultProxy::start(target)
+        .await
+        .unwrap();
+    let options = common::options();
+    let direct =
+        Arc::new(EtcdStore::connect_lazy(&common::url(&endpoints), options.clone()).unwrap());
+    let proxied = Arc::new(
+        EtcdStore::connect_lazy(&common::url(&proxy.addr().to_string()), options).unwrap(),
+    );
+    let lock = unique_name("watch-outage");
+    let holder = Elector::new(direct);
+    let guard = holder.try_acquire(&lock).await.unwrap().expect("elected");
+    let slow_poll = RetryPolicy::new(Duration::from_secs(8), Duration::from_secs(8), 0.0).unwrap();
+    let waiter = Elector::with_options(
+        proxied,
+        ElectionOptions::builder()
+            .wait(Duration::from_secs(20))
+            .lease(Duration::from_secs(10))
+            .retry(slow_poll)
+            .build()
+            .unwrap(),
+    );
+    let name = lock.clone();
+    let started = Instant::now();
+    let waiting = tokio::spawn(async move { waiter.try_acquire(&name).await });
+    sleep(Duration::from_millis(700)).await; // subscribed, first attempt made, watch open
+
+    proxy.cut().await;
+    sleep(Duration::from_millis(300)).await;
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    sleep(Duration::from_millis(300)).await;
+    proxy.heal().await;
+
+    let next = timeout(Duration::from_secs(15), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    println!("the waiter acquired {took:?} after it started waiting");
+    let next = next.expect("elected after the release");
+    assert!(
+        took < Duration::from_secs(5),
+        "woken by the resumed watch, not by its 8 s poll: {took:?}"
+    );
+    next.release().await.unwrap();
+}
