@@ -13,6 +13,10 @@ pub const DEFAULT_PREFIX: &str = "leasehold";
 /// The longest key prefix accepted, in bytes.
 pub const MAX_PREFIX_LEN: usize = 128;
 
+/// The longest request or connect timeout accepted: a request that has not answered in ten
+/// minutes is not coming back, and a lease renewal must fail long before that.
+pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Options for [`EtcdStore`](crate::EtcdStore).
 ///
 /// | option | default | meaning |
@@ -214,8 +218,11 @@ impl EtcdOptions {
             ("request_timeout", self.request_timeout),
             ("connect_timeout", self.connect_timeout),
         ] {
-            if d < Duration::from_millis(1) {
-                return Err(format!("{name} must be at least 1ms, got {d:?}"));
+            if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
+                return Err(format!(
+                    "{name} must be between 1ms and {}s, got {d:?}",
+                    MAX_TIMEOUT.as_secs()
+                ));
             }
         }
         if self.cert_file.is_some() != self.key_file.is_some() {
@@ -243,6 +250,12 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("request_timeout"), "{e}");
+        let e = EtcdOptions::default()
+            .connect_timeout(Duration::from_secs(601))
+            .validate()
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
         let half = EtcdOptions {
             cert_file: Some("c.pem".into()),
             ..EtcdOptions::default()

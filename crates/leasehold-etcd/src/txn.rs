@@ -72,6 +72,13 @@ fn secs_ms(secs: i64) -> u64 {
     u64::try_from(secs).unwrap_or(0).saturating_mul(1000)
 }
 
+/// The expiry of a lease asked for `ttl` at `sent_ms` on an etcd lease of `granted` seconds:
+/// `ttl` later, but never after the etcd lease (etcd only ever grants more than asked; this
+/// holds even if it did not, and for TTLs beyond etcd's maximum).
+fn expiry(sent_ms: u64, ttl: Duration, granted: i64) -> u64 {
+    sent_ms.saturating_add(ms_ceil(ttl).min(secs_ms(granted)))
+}
+
 /// Where a store's keys live.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
@@ -374,7 +381,7 @@ pub(crate) async fn acquire(
         token: req.token,
         owner: req.owner.to_string(),
         acquired_ms: sent_ms,
-        expires_ms: sent_ms.saturating_add(ms_ceil(req.ttl)),
+        expires_ms: expiry(sent_ms, req.ttl, granted),
         asked,
         granted,
         released: false,
@@ -447,7 +454,7 @@ pub(crate) async fn extend(
     let asked = ttl_secs(ttl);
     let mut next = rec.clone();
     next.asked = asked;
-    next.expires_ms = sent_ms.saturating_add(ms_ceil(ttl));
+    next.expires_ms = expiry(sent_ms, ttl, rec.granted);
     if asked == rec.asked {
         if !keep_alive(link, rec.lease_id).await? {
             return Ok(Extension::NotHeld);
@@ -458,6 +465,7 @@ pub(crate) async fn extend(
     } else {
         let (id, granted) = grant(link, asked).await?;
         next.granted = granted;
+        next.expires_ms = expiry(sent_ms, ttl, granted);
         if !swap(link, &key, rec.mod_revision, &next, Some(id)).await? {
             revoke_quietly(link, id).await;
             return Ok(Extension::NotHeld);
@@ -593,6 +601,16 @@ mod tests {
         assert_eq!(ttl_secs(Duration::from_millis(1000)), 1);
         assert_eq!(ttl_secs(Duration::from_millis(1001)), 2);
         assert_eq!(ttl_secs(Duration::MAX), MAX_TTL_SECS);
+    }
+
+    #[test]
+    fn expiries_never_pass_the_etcd_lease() {
+        assert_eq!(expiry(1000, Duration::from_millis(300), 1), 1300);
+        assert_eq!(expiry(1000, Duration::from_millis(2500), 2), 3000);
+        assert_eq!(
+            expiry(0, Duration::MAX, MAX_TTL_SECS),
+            secs_ms(MAX_TTL_SECS)
+        );
     }
 
     #[test]
