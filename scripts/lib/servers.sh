@@ -229,12 +229,32 @@ find_etcd() {
     need_server etcd LEASEHOLD_TEST_ETCD_ENDPOINTS
 }
 
+# find_faketime: the SQLite clock tests (crates/leasehold-sql/tests/sqlite_clocks.rs) run a contender
+# under `faketime` (Debian package faketime, libfaketime), installed with apt-get when missing.
+# Without it those tests skip; under CI they fail.
+find_faketime() {
+    if ! command -v faketime >/dev/null && command -v apt-get >/dev/null; then
+        echo "faketime: installing Debian's faketime"
+        apt-get install -y -q faketime >/dev/null 2>&1 ||
+            { apt-get update -q >/dev/null && apt-get install -y -q faketime >/dev/null 2>&1; } || true
+    fi
+    if command -v faketime >/dev/null; then
+        echo "faketime: $(command -v faketime)"
+    elif [[ -n "${CI:-}" ]]; then
+        echo "error: faketime (apt-get install faketime) is required under CI for the SQLite clock tests" >&2
+        exit 1
+    else
+        echo "faketime: not installed; the SQLite clock tests will be skipped"
+    fi
+}
+
 start_servers() {
     step "servers"
     local needed=0
     if [[ -d crates/leasehold-sql ]]; then
         find_postgres
         find_mariadb
+        find_faketime
         needed=1
     fi
     if [[ -d crates/leasehold-redis ]]; then

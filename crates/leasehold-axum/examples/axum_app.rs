@@ -13,7 +13,9 @@
 //! Without `--store` it uses the embedded default store: an SQLite file in
 //! `$XDG_STATE_HOME/leasehold/axum-app.db` (or `~/.local/state/leasehold/`, or the temp dir).
 //! Start it twice with different `--listen`/`--node` to watch the job run on one instance only.
-//! It stops cleanly on Ctrl-C or after `--run-for SECONDS`.
+//! It stops cleanly on Ctrl-C, on SIGTERM (what systemd, Kubernetes and docker send) or after
+//! `--run-for SECONDS`: the server, the jobs and the leader-only campaign stop together and their
+//! leases are released, so another instance takes over at once.
 
 #![allow(clippy::print_stdout)]
 
@@ -86,14 +88,18 @@ fn default_sqlite_url() -> Result<String, Box<dyn std::error::Error>> {
     ))
 }
 
+// pub(crate): tests/sigterm.rs runs this very example in a child process and signals it.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
     let args = parse_args()?;
+    // Installed first: from here on SIGINT and SIGTERM start a clean shutdown instead of killing
+    // the process with its leases held.
+    let signal = leasehold_axum::shutdown_signal();
     // Install the recorder before the first election so every metric is collected.
     let prometheus = PrometheusBuilder::new().install_recorder()?;
 
@@ -185,15 +191,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(async move {
         match args.run_for {
             Some(after) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                () = signal => {}
                 () = tokio::time::sleep(after) => info!(?after, "--run-for elapsed"),
             },
-            None => {
-                if let Err(e) = tokio::signal::ctrl_c().await {
-                    warn!(error = %e, "cannot listen for Ctrl-C; stop with --run-for");
-                    return;
-                }
-            }
+            None => signal.await,
         }
         info!("shutting down");
         stop.cancel();
@@ -201,9 +202,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(jobs.shutdown_signal())
-        .await?;
+    // Like axum::serve with graceful shutdown, but a client that never finishes its request can
+    // hold neither a connection nor the shutdown (HEADER_READ_TIMEOUT, SHUTDOWN_GRACE).
+    leasehold_axum::serve(listener, app, jobs.shutdown_signal()).await;
     jobs.stopped().await;
     leader.stopped().await;
     info!("stopped cleanly: jobs finished and leases released");

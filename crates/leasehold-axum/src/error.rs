@@ -26,6 +26,10 @@ pub enum Error {
     /// The management path does not start with `/` or is empty.
     #[error("invalid management path {0:?}: it must start with '/'")]
     InvalidPath(String),
+    /// The SIGINT/SIGTERM handlers of [`ShutdownSignal`](crate::ShutdownSignal) could not be
+    /// installed (no tokio runtime on this thread, or the operating system refused).
+    #[error("cannot install the SIGINT/SIGTERM handlers: {0}")]
+    Signals(#[source] std::io::Error),
     /// An invalid lock name, invalid options, or another core error.
     #[error(transparent)]
     Leasehold(#[from] leasehold::Error),

@@ -250,7 +250,16 @@ impl RunningJobs {
         Management::new(self.elector.clone()).locks(self.names.iter().cloned())
     }
 
-    /// Resolves when every job has stopped (after the token is cancelled) and released its lease.
+    /// Resolves when every job has stopped (after the token is cancelled) and released its
+    /// lease — also a lease the store granted after shutdown cancelled an acquisition in flight:
+    /// the elector has [settled](Elector::settled) (waiting at most
+    /// [`leasehold::SETTLE_TIMEOUT`] for the store). Nothing the jobs started outlives it, so
+    /// the process may exit right after.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future aborts the jobs still running (their leases are released in the
+    /// background) and stops waiting: await it to the end before the process exits.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
@@ -269,6 +278,10 @@ impl RunningJobs {
     }
 
     /// Cancels the token and waits for [`stopped`](Self::stopped).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`stopped`](Self::stopped).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {

@@ -30,6 +30,8 @@ pub struct LeaderFence(pub u64);
 
 struct Shared {
     lock: LockName,
+    /// The campaign's elector: `stopped` waits for its cleanup.
+    elector: Elector,
     current: Mutex<Option<LeaderContext>>,
     retry_after: HeaderValue,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -139,8 +141,9 @@ impl LeaderOnlyBuilder {
         self
     }
 
-    /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms) and
-    /// starts the campaign on the current runtime; cancelling `shutdown` ends it and releases
+    /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms;
+    /// `retry_after` and `retry_interval` are at most [`leasehold::MAX_DURATION`]) and starts the
+    /// campaign on the current runtime; cancelling `shutdown` ends it and releases
     /// the lease.
     ///
     /// ```
@@ -155,6 +158,8 @@ impl LeaderOnlyBuilder {
     /// ```
     pub fn start(self, shutdown: CancellationToken) -> Result<LeaderOnly, Error> {
         let lock = LockName::new(self.name.as_str())?;
+        leasehold::check_duration("retry_after", self.retry_after)
+            .map_err(leasehold::Error::from)?;
         let options = self
             .elector
             .options()
@@ -166,6 +171,7 @@ impl LeaderOnlyBuilder {
         let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
         let shared = Arc::new(Shared {
             lock: lock.clone(),
+            elector: elector.clone(),
             current: Mutex::new(None),
             retry_after: HeaderValue::from(secs.max(1)),
             task: Mutex::new(None),
@@ -268,7 +274,18 @@ impl LeaderOnly {
     }
 
     /// Resolves when the campaign has ended (after the shutdown token was cancelled) and the
-    /// lease was released. Only the first caller waits; later calls return at once.
+    /// lease was released — also a lease the store granted after shutdown cancelled an
+    /// acquisition in flight, and a lost lease's release: the elector has
+    /// [settled](Elector::settled) (waiting at most [`leasehold::SETTLE_TIMEOUT`] for the
+    /// store). Nothing the campaign started outlives it, so the process may exit right after.
+    /// Only the first caller waits for the campaign; later calls wait only for the elector to
+    /// settle.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops waiting and nothing else: the campaign still ends and
+    /// releases once the token is cancelled, but a later call then waits only for the elector
+    /// to settle, no longer for the campaign.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
@@ -292,6 +309,10 @@ impl LeaderOnly {
         if let Some(task) = task {
             let _ = task.await;
         }
+        self.shared
+            .elector
+            .settled_within(leasehold::SETTLE_TIMEOUT)
+            .await;
     }
 }
 

@@ -11,6 +11,11 @@
 //!   loopback only).
 //! * [`LeaderOnly`]: a tower layer that runs a route only on the current holder of a lock and
 //!   answers followers with `503 Service Unavailable` and `Retry-After`.
+//! * [`shutdown_signal`] / [`ShutdownSignal`]: SIGINT and SIGTERM (Ctrl-C on non-Unix systems)
+//!   as the future that starts that shutdown — orchestrators stop processes with SIGTERM.
+//! * [`serve`]: `axum::serve` with graceful shutdown, plus a header read timeout
+//!   ([`HEADER_READ_TIMEOUT`]) and a bound on the wait for requests in flight
+//!   ([`SHUTDOWN_GRACE`]), so no client can hold the process after the signal.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,9 +37,15 @@
 //!     .router()?;
 //! let app = axum::Router::new().merge(management);
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! axum::serve(listener, app)
-//!     .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-//!     .await?;
+//! // SIGINT or SIGTERM (what systemd, Kubernetes and docker send) stops server and jobs together.
+//! let signal = leasehold_axum::shutdown_signal();
+//! let stop = shutdown.clone();
+//! // axum::serve(..).with_graceful_shutdown(..) with a header read timeout and a bounded shutdown.
+//! leasehold_axum::serve(listener, app, async move {
+//!     signal.await;
+//!     stop.cancel();
+//! })
+//! .await;
 //! jobs.stopped().await; // jobs finished (within the grace period) and released their leases
 //! # Ok(()) }
 //! ```
@@ -45,6 +56,8 @@ pub mod job_metrics;
 mod jobs;
 mod leader_only;
 mod management;
+mod serve;
+mod shutdown;
 mod status;
 
 pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
@@ -54,6 +67,8 @@ pub use leader_only::{
     LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
 };
 pub use management::{DEFAULT_PATH, Management};
+pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
+pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
 
 pub use leasehold::{CancellationToken, Job};

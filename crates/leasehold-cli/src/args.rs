@@ -113,7 +113,7 @@ notices, two holders may overlap: use it for holders that are gone or stuck, and
 protect the resource. Refuses to run without --force.";
 
 /// Where the leases live.
-#[derive(Debug, Clone, Args)]
+#[derive(Clone, Args)]
 pub(crate) struct StoreArgs {
     /// Store URL [env: LEASEHOLD_STORE] [default: SQLite file in the user's state directory]
     #[arg(
@@ -129,7 +129,8 @@ pub(crate) struct StoreArgs {
 /// What to do when the lease is lost while the command runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OnLost {
-    /// Stop the command: SIGTERM, then SIGKILL after --kill-grace; exit 124
+    /// Stop the command: SIGTERM, then SIGKILL after --kill-grace; exit 124 (123 if it had
+    /// already finished when the loss was noticed)
     Kill,
     /// Let the command finish; print a warning; exit with the command's code
     Continue,
@@ -175,13 +176,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) skipped_exit_code: u8,
 
-    /// Allow up to N concurrent holders of the lock (each gets its own slot and fence)
+    /// Allow up to N concurrent holders of the lock (each gets its own slot and fence; at most
+    /// 1024)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
-    /// Owner recorded in the store [default: hostname:pid]
-    #[arg(long, value_name = "ID")]
+    /// Owner recorded in the store, at most 255 bytes [default: hostname:pid]
+    #[arg(long, value_name = "ID", value_parser = parse_node_id)]
     pub(crate) node_id: Option<String>,
 
     /// Keep COMMAND in leasehold's process group (lets it read from the terminal; only COMMAND
@@ -217,7 +219,7 @@ pub(crate) struct StatusArgs {
 
     /// Number of slots to look at (as given to `run --slots`)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
     /// The locks to show
@@ -237,7 +239,7 @@ pub(crate) struct ReleaseArgs {
 
     /// Number of slots to free (as given to `run --slots`)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
     /// The lock to free
@@ -250,12 +252,16 @@ Serve the workbench: an interactive page where three nodes contend for a lock ti
 (contention, expiry and takeover, auto-extension, 1 -> N slots, fencing). Every timeline is
 computed by the real elector on an in-memory store under virtual time. The page is embedded in
 the binary and works offline. Prints `listening on http://ADDR/` and serves until Ctrl-C or
-SIGTERM. See docs/workbench.md.";
+SIGTERM (requests in flight get 3 s; a second signal stops at once). Requests must name
+localhost, 127.0.0.1, [::1] or the bound address in Host: unless --allow-remote. See
+docs/workbench.md.";
 
 const SERVE_LONG_ABOUT: &str = "\
 Serve a live view of a real store: for each --lock, its current holders (slot, owner, fence,
 time left), refreshed every second, beside the read-only management report (JSON at
-/manage/leader-election). Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM.
+/manage/leader-election). Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM
+(requests in flight get 3 s; a second signal stops at once). Requests must name localhost,
+127.0.0.1, [::1] or the bound address in Host: unless --allow-remote.
 
 Example:
   leasehold serve --store postgres://app@db/leases --lock nightly-report --lock hourly-sync";
@@ -263,7 +269,8 @@ Example:
 /// Where a web command listens.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BindArgs {
-    /// Also listen on a non-loopback address: the pages have no authentication
+    /// Also listen on a non-loopback address, and answer requests naming any host: the pages
+    /// have no authentication
     #[arg(long)]
     pub(crate) allow_remote: bool,
 }
@@ -291,7 +298,7 @@ pub(crate) struct ServeArgs {
 
     /// Number of slots to look at (as given to `run --slots`)
     #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = clap::value_parser!(u32).range(1..))]
+        value_parser = parse_slots)]
     pub(crate) slots: u32,
 
     /// Address to listen on (port 0 picks a free port)
@@ -316,6 +323,14 @@ impl Cli {
     }
 }
 
+impl std::fmt::Debug for StoreArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreArgs")
+            .field("store", &self.store.as_deref().map(leasehold::redact_url))
+            .finish()
+    }
+}
+
 impl StoreArgs {
     /// The URL given, treating an empty one as absent.
     pub(crate) fn url(&self) -> Option<&str> {
@@ -325,6 +340,29 @@ impl StoreArgs {
 
 fn parse_lock(text: &str) -> Result<LockName, leasehold::NameError> {
     LockName::new(text)
+}
+
+/// A slot count: 1 to [`leasehold::MAX_SLOTS`] (clap names the flag in the error).
+fn parse_slots(text: &str) -> Result<u32, String> {
+    let max = leasehold::MAX_SLOTS;
+    let allowed = format!("a whole number from 1 to {max}");
+    let digits = text.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} is not {allowed}"));
+    }
+    // Any number too large for u32 is simply too many slots.
+    let slots = digits.parse::<u32>().unwrap_or(u32::MAX);
+    if slots == 0 {
+        return Err(format!("0 slots would never run anything; use {allowed}"));
+    }
+    leasehold::check_slots(slots).map_err(|_| {
+        format!("at most {max} slots are allowed (leasehold::MAX_SLOTS); got {digits}")
+    })
+}
+
+/// A node id as the core accepts it (clap names the flag in the error).
+fn parse_node_id(text: &str) -> Result<String, leasehold::OptionsError> {
+    leasehold::validate_node_id(text).map(|()| text.to_owned())
 }
 
 /// Prints a clap error or help text and picks the exit code: 0 for `--help`/`--version`,

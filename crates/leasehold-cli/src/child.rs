@@ -93,6 +93,11 @@ impl Child {
         }
     }
 
+    /// The command's status if it has already exited, without waiting.
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.inner.try_wait()
+    }
+
     /// Waits for the command to exit (cancel-safe).
     pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
         self.inner.wait().await

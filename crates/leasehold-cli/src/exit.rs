@@ -9,6 +9,9 @@ use leasehold::{Error, ErrorKind, OpenError, StoreError};
 
 /// The store could not be reached or failed transiently (`EX_TEMPFAIL`): try again later.
 pub(crate) const STORE_UNAVAILABLE: u8 = 75;
+/// The command finished on its own, but the lease had run out before leasehold saw it finish
+/// (leasehold was stopped or starved), so exclusivity was not guaranteed.
+pub(crate) const LOST_BEFORE_END: u8 = 123;
 /// The lease was lost while the command ran, and leasehold stopped the command.
 pub(crate) const LEASE_LOST: u8 = 124;
 /// leasehold's own failure: bad usage or configuration, or a permanent store error.
@@ -26,6 +29,8 @@ Exit codes (`leasehold run`):
   0-255   the command's own exit code, passed through unchanged
   S       lock held elsewhere, command not run: S = --skipped-exit-code (default 0)
   75      store unreachable or failing transiently (EX_TEMPFAIL); command not run
+  123     the command finished, but the lease ran out before leasehold saw it
+          finish (leasehold was stopped or starved): exclusivity not guaranteed
   124     lease lost while the command ran; leasehold stopped the command
   125     leasehold's own error: bad flags, lock name, durations or store URL,
           or a permanent store error (authentication, permissions, unsupported)
@@ -36,7 +41,7 @@ Exit codes (`leasehold run`):
 
 `status` and `release` exit 0 on success, 75 or 125 as above.
 
-Codes can collide: a command that itself exits 75 or 124-127 cannot be told apart from
+Codes can collide: a command that itself exits 75 or 123-127 cannot be told apart from
 leasehold's codes. If that matters, have the command avoid those codes, and pick a distinct
 --skipped-exit-code (0 is the cron-friendly default: a skip is not an error).";
 
@@ -132,6 +137,16 @@ pub(crate) fn of_status(status: ExitStatus) -> u8 {
     }
 }
 
+/// How the command ended, for messages: `exit code N` or `killed by signal N`.
+pub(crate) fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
 /// 128 + N for signal N (saturating; signal numbers are small).
 pub(crate) fn signal_code(signal: i32) -> u8 {
     u8::try_from(signal)
@@ -169,6 +184,7 @@ mod tests {
     fn our_codes_do_not_collide() {
         let ours = [
             STORE_UNAVAILABLE,
+            LOST_BEFORE_END,
             LEASE_LOST,
             USAGE,
             CANNOT_EXECUTE,

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    Elector, GroupElector, GroupOptions, LeaderGuard, LeaseStore, LockName, LockState, LostReason,
-    OptionsError, Release,
+    Elector, Event, GroupElector, GroupOptions, LeaderGuard, LeaseStore, LockName, LockState,
+    LostReason, OptionsError, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
+use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::args::{OnLost, RunArgs};
@@ -37,16 +38,25 @@ pub(crate) async fn run(
 ) -> Result<ExitCode, Failure> {
     let options = options(&args)?;
     let lock = args.lock.clone();
-    let acquire = async {
-        let store = url.open().await?;
-        let guard = acquire(Arc::clone(&store), &lock, options).await?;
-        Ok::<_, Failure>((store, guard))
+    let interrupted = |signal: Signal| {
+        Failure::interrupted(
+            signal as i32,
+            format!("got {signal} while waiting for lock {lock}; command not run"),
+        )
     };
-    let (store, guard) = tokio::select! {
-        acquired = acquire => acquired?,
+    let store = tokio::select! {
+        opened = url.open() => opened?,
+        signal = signals.recv() => return Err(interrupted(signal)),
+    };
+    let candidate = Candidate::new(Arc::clone(&store), options);
+    let mut events = candidate.subscribe();
+    let guard = tokio::select! {
+        acquired = candidate.try_acquire(&lock) => acquired?,
         signal = signals.recv() => {
-            return Err(Failure::interrupted(signal as i32,
-                format!("got {signal} while waiting for lock {lock}; command not run")));
+            // The store may still grant the request in flight: release that lease before
+            // exiting, or it would stay held for the whole --lease.
+            candidate.settle(signal, &lock).await;
+            return Err(interrupted(signal));
         }
     };
     let Some(guard) = guard else {
@@ -70,14 +80,71 @@ pub(crate) async fn run(
             return Err(failure);
         }
     };
-    let ended = supervise(&mut child, &guard, &args, &mut signals).await;
-    release(guard, &lock, ended.as_ref().is_ok_and(|e| e.lost.is_some())).await;
+    let ended = supervise(&mut child, &guard, &args, &mut signals, &mut events).await;
+    let lost = ended
+        .as_ref()
+        .is_ok_and(|e| e.lost.is_some() || e.lost_unseen);
+    release(guard, &lock, lost).await;
     let ending = ended?;
     Ok(exit::code(if ending.killed {
         exit::LEASE_LOST
+    } else if ending.lost_unseen && args.on_lost == OnLost::Kill {
+        exit::LOST_BEFORE_END
     } else {
         exit::of_status(ending.status)
     }))
+}
+
+/// The elector for `--slots` 1 or more.
+enum Candidate {
+    One(Elector),
+    Group(GroupElector),
+}
+
+impl Candidate {
+    fn new(store: Arc<dyn LeaseStore>, options: GroupOptions) -> Self {
+        if options.max_leaders() == 1 {
+            Self::One(Elector::with_options(store, options.election().clone()))
+        } else {
+            Self::Group(GroupElector::new(store, options))
+        }
+    }
+
+    /// Waits up to `--wait` for the lock. `Ok(None)` on contention.
+    async fn try_acquire(&self, lock: &LockName) -> Result<Option<LeaderGuard>, Failure> {
+        Ok(match self {
+            Self::One(e) => e.try_acquire(lock).await?,
+            Self::Group(g) => g.try_acquire(lock).await?,
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        match self {
+            Self::One(e) => e.subscribe(),
+            Self::Group(g) => g.subscribe(),
+        }
+    }
+
+    async fn settled_within(&self, limit: Duration) -> bool {
+        match self {
+            Self::One(e) => e.settled_within(limit).await,
+            Self::Group(g) => g.settled_within(limit).await,
+        }
+    }
+
+    /// After `signal` cut the wait for `lock` short: waits (at most [`SETTLE_TIMEOUT`]) for the
+    /// store to answer an acquisition still in flight, whose lease is then released at once.
+    async fn settle(&self, signal: Signal, lock: &LockName) {
+        if self.settled_within(Duration::ZERO).await {
+            return;
+        }
+        say::err(&format!(
+            "got {signal} while waiting for lock {lock}; waiting up to {} for the store to \
+             answer the request in flight, to release the lock if it grants it",
+            human(SETTLE_TIMEOUT)
+        ));
+        self.settled_within(SETTLE_TIMEOUT).await;
+    }
 }
 
 /// Options from the flags; a rejected combination is a usage error that names the flags.
@@ -114,22 +181,6 @@ fn options(args: &RunArgs) -> Result<GroupOptions, Failure> {
             other => format!("invalid options: {other}"),
         })
     })
-}
-
-/// Waits up to `--wait` for the lock. `Ok(None)` on contention.
-async fn acquire(
-    store: Arc<dyn LeaseStore>,
-    lock: &LockName,
-    options: GroupOptions,
-) -> Result<Option<LeaderGuard>, Failure> {
-    let guard = if options.max_leaders() == 1 {
-        Elector::with_options(store, options.election().clone())
-            .try_acquire(lock)
-            .await?
-    } else {
-        GroupElector::new(store, options).try_acquire(lock).await?
-    };
-    Ok(guard)
 }
 
 /// The one line printed on contention, naming the holder when the store says who it is.
@@ -181,6 +232,9 @@ struct Ending {
     lost: Option<LostReason>,
     /// True if leasehold stopped the command because of the loss.
     killed: bool,
+    /// True if the command ended on its own, and only then was the lease found lost (leasehold
+    /// itself was stopped or starved meanwhile, so it could not act on the loss in time).
+    lost_unseen: bool,
 }
 
 /// Waits for the command while watching the lease and forwarding signals.
@@ -189,8 +243,10 @@ async fn supervise(
     guard: &LeaderGuard,
     args: &RunArgs,
     signals: &mut Signals,
+    events: &mut broadcast::Receiver<Event>,
 ) -> Result<Ending, Failure> {
     let lock = &args.lock;
+    let mut events_open = true;
     let mut lost = None;
     let mut kill_at: Option<Instant> = None;
     loop {
@@ -206,18 +262,29 @@ async fn supervise(
                 let status = status.map_err(|e| {
                     Failure::usage(format!("lost track of `{}`: {e}", child.name()))
                 })?;
-                if lost.is_none() && guard.is_lost() {
-                    say::err(&format!(
-                        "lease on lock {lock} ran out as `{}` ended; it may have overlapped \
-                         with another holder", child.name()));
-                }
-                return Ok(Ending { status, lost, killed: lost.is_some() && args.on_lost == OnLost::Kill });
+                let lost_unseen = lost.is_none() && guard.is_lost();
+                return Ok(ended_on_its_own(child, status, lost, lost_unseen, args));
             }
             signal = signals.recv() => {
                 tracing::info!(%signal, "leasehold: forwarding signal to the command");
                 child.deliver(signal);
             }
+            event = events.recv(), if events_open => match event {
+                Ok(Event::RenewalFailing { error, .. }) if lost.is_none() => say::err(&format!(
+                    "renewing the lease on lock {lock} is failing ({error}); retrying until the \
+                     lease runs out, when `{}` {}", child.name(), match args.on_lost {
+                        OnLost::Kill => "is stopped",
+                        OnLost::Continue => "keeps running (--on-lost continue)",
+                    })),
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => events_open = false,
+            },
             reason = guard.lost(), if lost.is_none() => {
+                // Noticed late (leasehold was stopped or starved): the command may have ended
+                // meanwhile, and then there is nothing left to stop.
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Ok(ended_on_its_own(child, status, None, true, args));
+                }
                 lost = Some(reason);
                 match args.on_lost {
                     OnLost::Kill => {
@@ -225,7 +292,7 @@ async fn supervise(
                             "lease on lock {lock} lost ({reason}); stopping `{}` (SIGTERM, \
                              SIGKILL after {})", child.name(), human(args.kill_grace)));
                         child.deliver(Signal::SIGTERM);
-                        kill_at = Some(Instant::now() + args.kill_grace);
+                        kill_at = Some(leasehold::deadline_after(Instant::now(), args.kill_grace));
                     }
                     OnLost::Continue => say::err(&format!(
                         "lease on lock {lock} lost ({reason}); `{}` keeps running \
@@ -240,6 +307,37 @@ async fn supervise(
                 kill_at = None;
             }
         }
+    }
+}
+
+/// The command ended by itself. `lost_unseen`: the lease was found lost only now, too late to
+/// stop the command, which may have overlapped with another holder (reported here).
+fn ended_on_its_own(
+    child: &Child,
+    status: std::process::ExitStatus,
+    lost: Option<LostReason>,
+    lost_unseen: bool,
+    args: &RunArgs,
+) -> Ending {
+    if lost_unseen {
+        let outcome = match args.on_lost {
+            OnLost::Kill => format!("exiting {}", exit::LOST_BEFORE_END),
+            OnLost::Continue => "passing its status on (--on-lost continue)".to_owned(),
+        };
+        say::err(&format!(
+            "`{}` finished ({}), but the lease on lock {} ran out before leasehold saw it \
+             finish (was leasehold stopped or starved?): exclusivity was not guaranteed, it \
+             may have overlapped with another holder; {outcome}",
+            child.name(),
+            exit::describe_status(status),
+            args.lock,
+        ));
+    }
+    Ending {
+        status,
+        lost,
+        killed: lost.is_some() && args.on_lost == OnLost::Kill,
+        lost_unseen,
     }
 }
 

@@ -17,10 +17,11 @@ pub(crate) async fn serve(args: ServeArgs, url: StoreUrl) -> Result<ExitCode, Fa
         .and_then(|v| v.slots(args.slots))
         .map_err(web_failure)?
         .store_label(url.redacted());
-    let (listener, signals) = listen(args.bind, args.remote.allow_remote).await?;
+    let allow_remote = args.remote.allow_remote;
+    let (listener, signals) = listen(args.bind, allow_remote).await?;
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::usage(format!("cannot read the listening address: {e}")))?;
     let router = view.router(addr).map_err(web_failure)?;
-    serve_until_signal(listener, router, signals).await
+    serve_until_signal(listener, router, allow_remote, signals).await
 }

@@ -4,7 +4,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use leasehold::{LeaseStore, StoreRegistry, redact_url};
+pub(crate) use leasehold::redact_urls_in;
+use leasehold::{LeaseStore, MIN_SCRUBBED_SECRET_LEN, StoreRegistry, redact_url, url_secrets};
 
 use crate::exit::Failure;
 
@@ -21,9 +22,15 @@ pub(crate) fn registry() -> StoreRegistry {
 }
 
 /// A store URL to open, with its redacted form for messages.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct StoreUrl {
     url: String,
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StoreUrl").field(&self.redacted()).finish()
+    }
 }
 
 impl StoreUrl {
@@ -114,54 +121,18 @@ pub(crate) struct Scrubber {
     secrets: Arc<[String]>,
 }
 
-/// Secrets shorter than this are not scrubbed from free text (it would mangle every message);
-/// the URL itself is always redacted by [`redact_url`].
-const MIN_SECRET_LEN: usize = 3;
-
 impl Scrubber {
-    /// The secrets found in `url`: the password of its user-info and the values of query
-    /// parameters that [`redact_url`] hides, each also in percent-decoded form.
+    /// The secrets found in `url` by the core's [`url_secrets`] (the password of its user-info,
+    /// the values of secret parameters and of URLs nested in parameters, each also
+    /// percent-decoded), except those too short to scrub from free text.
     pub(crate) fn for_url(url: Option<&str>) -> Self {
         let Some(url) = url else {
             return Self::default();
         };
-        let redacted = redact_url(url);
-        let mut secrets = Vec::new();
-        // Whatever redact_url replaced by `***` is a secret: walk both forms side by side. The
-        // literal text between two `***` (or up to the end) tells where each secret ends.
-        let (mut raw, mut red) = (url, redacted.as_str());
-        while let Some(star) = red.find("***") {
-            let Some(rest) = raw.strip_prefix(&red[..star]) else {
-                break;
-            };
-            let after = &red[star + 3..];
-            let (literal, last) = match after.find("***") {
-                Some(next) => (&after[..next], false),
-                None => (after, true),
-            };
-            let end = if last {
-                rest.strip_suffix(literal).map(str::len)
-            } else {
-                rest.find(literal)
-            };
-            let Some(end) = end else { break };
-            secrets.push(rest[..end].to_owned());
-            raw = &rest[end..];
-            red = after;
-        }
-        let mut all = Vec::new();
-        for s in secrets {
-            let decoded = percent_decode(&s);
-            if decoded != s {
-                all.push(decoded);
-            }
-            all.push(s);
-        }
-        all.retain(|s| s.len() >= MIN_SECRET_LEN);
-        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        all.dedup();
+        let mut secrets = url_secrets(url);
+        secrets.retain(|s| s.len() >= MIN_SCRUBBED_SECRET_LEN);
         Self {
-            secrets: all.into(),
+            secrets: secrets.into(),
         }
     }
 
@@ -175,53 +146,6 @@ impl Scrubber {
         }
         out
     }
-}
-
-/// `text` with every URL-looking word (`scheme://…`) passed through [`redact_url`]: for
-/// messages that may quote a URL given where something else was expected (e.g. as a lock name).
-pub(crate) fn redact_urls_in(text: &str) -> String {
-    let is_scheme = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.');
-    let ends_word = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '<' | '>');
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(sep) = rest.find("://") {
-        let start = rest[..sep].rfind(|c: char| !is_scheme(c)).map_or(0, |i| {
-            i + rest[i..].chars().next().map_or(1, char::len_utf8)
-        });
-        let end = rest[sep..].find(ends_word).map_or(rest.len(), |i| sep + i);
-        out.push_str(&rest[..start]);
-        out.push_str(&redact_url(&rest[start..end]));
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match (bytes.get(i), bytes.get(i + 1), bytes.get(i + 2)) {
-            (Some(b'%'), Some(&h), Some(&l)) => match (hex(h), hex(l)) {
-                (Some(h), Some(l)) => {
-                    out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
-                    i += 3;
-                }
-                _ => {
-                    out.push(b'%');
-                    i += 1;
-                }
-            },
-            (Some(&b), _, _) => {
-                out.push(b);
-                i += 1;
-            }
-            (None, _, _) => break,
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -245,16 +169,6 @@ mod tests {
         let url = sqlite_url(Path::new("/a b/100%?#.db")).map_err(|e| e.message().to_owned())?;
         assert_eq!(url, "sqlite:///a b/100%25%3F%23.db");
         Ok(())
-    }
-
-    #[test]
-    fn urls_inside_messages_are_redacted() {
-        assert_eq!(
-            redact_urls_in("invalid value 'postgres://u:pw@h/x' for '<LOCK>': \"mysql://r:s@h\" x"),
-            "invalid value 'postgres://u:***@h/x' for '<LOCK>': \"mysql://r:***@h\" x"
-        );
-        assert_eq!(redact_urls_in("no url here"), "no url here");
-        assert_eq!(redact_urls_in("a://b"), "a://b");
     }
 
     #[test]

@@ -3,29 +3,29 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use leasehold_axum::ShutdownSignal;
 use leasehold_workbench::web::{self, WebError};
 use tokio::net::TcpListener;
 
 use crate::args::WorkbenchArgs;
 use crate::exit::Failure;
 use crate::say;
-use crate::signals::Signals;
 
 /// Runs `leasehold workbench`.
 pub(crate) async fn workbench(args: WorkbenchArgs) -> Result<ExitCode, Failure> {
-    let (listener, signals) = listen(args.bind, args.remote.allow_remote).await?;
-    serve_until_signal(listener, web::workbench_router(), signals).await
+    let allow_remote = args.remote.allow_remote;
+    let (listener, signals) = listen(args.bind, allow_remote).await?;
+    serve_until_signal(listener, web::workbench_router(), allow_remote, signals).await
 }
 
-/// Installs the shutdown signal handlers, opens the listener (loopback unless `allow_remote`)
+/// Installs the SIGINT/SIGTERM handlers, opens the listener (loopback unless `allow_remote`)
 /// and prints the one line `listening on http://ADDR/` to stdout, which scripts and tests read
 /// to find a port chosen with `--bind 127.0.0.1:0`.
 pub(crate) async fn listen(
     bind: SocketAddr,
     allow_remote: bool,
-) -> Result<(TcpListener, Signals), Failure> {
-    let signals = Signals::install()
-        .map_err(|e| Failure::usage(format!("cannot install signal handlers: {e}")))?;
+) -> Result<(TcpListener, ShutdownSignal), Failure> {
+    let signals = ShutdownSignal::install().map_err(|e| Failure::usage(e.to_string()))?;
     let listener = web::bind(bind, allow_remote).await.map_err(web_failure)?;
     let addr = listener
         .local_addr()
@@ -36,19 +36,42 @@ pub(crate) async fn listen(
     Ok((listener, signals))
 }
 
-/// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT, then finishes the requests in flight.
+/// Serves (with the shared bounds and `Host:` check of [`web::serve`]) until SIGINT or SIGTERM,
+/// then gives the requests in flight up to [`web::SHUTDOWN_GRACE`] and exits 0. A second signal
+/// during that time stops at once, with exit code 128 + its number.
 pub(crate) async fn serve_until_signal(
     listener: TcpListener,
     router: axum::Router,
-    mut signals: Signals,
+    allow_remote: bool,
+    mut signals: ShutdownSignal,
 ) -> Result<ExitCode, Failure> {
-    let shutdown = async move {
-        let signal = signals.recv().await;
-        tracing::info!(%signal, "leasehold: shutting down the web server");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = web::serve(listener, router, allow_remote, async move {
+        let _ = stopped.await;
+    });
+    let mut server = std::pin::pin!(server);
+    let first = tokio::select! {
+        result = &mut server => return finished(result),
+        signal = signals.recv() => signal,
     };
-    web::serve(listener, router, shutdown)
-        .await
-        .map_err(web_failure)?;
+    tracing::info!(
+        %first,
+        grace = ?web::SHUTDOWN_GRACE,
+        "leasehold: shutting down the web server; requests in flight get the grace period \
+         (send the signal again to stop at once)"
+    );
+    let _ = stop.send(());
+    tokio::select! {
+        result = &mut server => finished(result),
+        second = signals.recv() => {
+            tracing::warn!(%second, "leasehold: stopping at once; open connections are closed");
+            Ok(ExitCode::from(second.exit_code()))
+        }
+    }
+}
+
+fn finished(result: Result<(), WebError>) -> Result<ExitCode, Failure> {
+    result.map_err(web_failure)?;
     Ok(ExitCode::SUCCESS)
 }
 

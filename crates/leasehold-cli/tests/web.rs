@@ -6,7 +6,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -34,11 +34,16 @@ fn listening(child: &mut Child) -> String {
 
 /// One GET over a fresh connection; returns (status line, body).
 fn get(addr: &str, path: &str) -> (String, String) {
+    get_as(addr, path, addr)
+}
+
+/// One GET over a fresh connection with `Host: host`; returns (status line, body).
+fn get_as(addr: &str, path: &str, host: &str) -> (String, String) {
     let mut conn = TcpStream::connect(addr).expect("connect");
     conn.set_read_timeout(Some(PATIENCE)).expect("timeout");
     write!(
         conn,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
     )
     .expect("send");
     let mut raw = String::new();
@@ -165,4 +170,156 @@ fn serve_shows_the_holder_of_a_lock_held_by_leasehold_run() {
         sleep(Duration::from_millis(100));
     }
     assert_eq!(stop(server), 0);
+}
+
+/// The two web commands, as started by the tests below (store from the environment).
+const WEB_COMMANDS: [&[&str]; 2] = [
+    &["workbench", "--bind", "127.0.0.1:0"],
+    &["serve", "--lock", "job", "--bind", "127.0.0.1:0"],
+];
+
+/// Starts `leasehold ARGS` with the web server's info messages on stderr; returns the child, its
+/// address and the stderr lines as they come.
+fn spawn_logging(env: &Env, args: &[&str]) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    let mut child = env
+        .cmd(args)
+        .env("LEASEHOLD_LOG", "leasehold=info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn leasehold");
+    let addr = listening(&mut child);
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, addr, rx)
+}
+
+/// A client that opened a connection and sent part of a request line, never the rest.
+fn slow_client(addr: &str) -> TcpStream {
+    let mut conn = TcpStream::connect(addr).expect("connect");
+    conn.write_all(b"GET /api/scen").expect("send");
+    conn.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    conn
+}
+
+/// Whether the server closed `conn` (EOF or reset) rather than the read timing out.
+fn closed_by_server(conn: &mut TcpStream) -> bool {
+    let mut rest = Vec::new();
+    match conn.read_to_end(&mut rest) {
+        Ok(_) => true,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+#[test]
+fn sigterm_stops_the_server_promptly_while_a_client_holds_an_unfinished_request() {
+    let env = Env::new();
+    for args in WEB_COMMANDS {
+        let mut child = env.spawn(args);
+        let addr = listening(&mut child);
+        let mut slow = slow_client(&addr);
+        let (status, _) = get(&addr, "/api/scenarios"); // the server is serving
+        assert!(!status.is_empty());
+
+        let signalled = Instant::now();
+        signal(child.id(), "TERM");
+        let out = finish(child);
+        let took = signalled.elapsed();
+        assert_eq!(code(&out.status), 0, "{args:?}: {}", text(&out.stderr));
+        assert!(
+            took < Duration::from_secs(15),
+            "{args:?}: SIGTERM took {took:?} with a client holding an unfinished request"
+        );
+        assert!(
+            closed_by_server(&mut slow),
+            "{args:?}: the slow client's connection is closed"
+        );
+    }
+}
+
+#[test]
+fn a_second_signal_during_the_shutdown_stops_at_once() {
+    let env = Env::new();
+    for args in WEB_COMMANDS {
+        let (child, addr, stderr) = spawn_logging(&env, args);
+        let _slow = slow_client(&addr);
+        let (status, _) = get(&addr, "/api/scenarios");
+        assert!(!status.is_empty());
+
+        signal(child.id(), "TERM");
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = stderr
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("{args:?}: no shutdown message"));
+            if line.contains("shutting down the web server") {
+                break;
+            }
+        }
+        signal(child.id(), "INT");
+        let out = finish(child);
+        // 0 would mean the graceful shutdown ran its course; 128 + SIGINT means "at once".
+        assert_eq!(code(&out.status), 130, "{args:?}");
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_its_request_head_is_disconnected() {
+    let env = Env::new();
+    let mut child = env.spawn(&["workbench", "--bind", "127.0.0.1:0"]);
+    let addr = listening(&mut child);
+    let mut slow = slow_client(&addr);
+    let sent = Instant::now();
+    assert!(
+        closed_by_server(&mut slow),
+        "the connection is still open after {PATIENCE:?}"
+    );
+    let waited = sent.elapsed();
+    assert!(
+        waited >= Duration::from_secs(8),
+        "closed after {waited:?}, before the header read timeout (10 s)"
+    );
+    let (status, _) = get(&addr, "/api/scenarios");
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(stop(child), 0);
+}
+
+#[test]
+fn requests_naming_another_host_are_refused_unless_remote_access_is_allowed() {
+    let env = Env::new();
+    for args in WEB_COMMANDS {
+        let mut child = env.spawn(args);
+        let addr = listening(&mut child);
+        let port = addr.rsplit_once(':').expect("host:port").1;
+        for host in ["evil.example", &format!("evil.example:{port}")] {
+            let (status, body) = get_as(&addr, "/", host);
+            assert!(status.contains("421"), "{args:?} {host}: {status}");
+            assert!(body.contains("--allow-remote"), "{body}");
+        }
+        for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+            let (status, _) = get_as(&addr, "/", &host);
+            assert!(status.contains("200"), "{args:?} {host}: {status}");
+        }
+        assert_eq!(stop(child), 0);
+
+        let mut remote = args.to_vec();
+        remote.push("--allow-remote");
+        let mut child = env.spawn(&remote);
+        let addr = listening(&mut child);
+        let (status, _) = get_as(&addr, "/", "evil.example");
+        assert!(status.contains("200"), "{remote:?}: {status}");
+        assert_eq!(stop(child), 0);
+    }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, ProvideCredentials, Region};
-use leasehold::{LeaseStore, OpenError, StoreOpener, redact_url};
+use leasehold::{LeaseStore, OpenError, StoreOpener};
 use tracing::debug;
 
 use crate::store::DynamoDbStore;
@@ -60,10 +60,7 @@ impl StoreOpener for DynamoDbOpener {
 
 /// Opens a [`DynamoDbStore`] for a `dynamodb:` URL (see [`DynamoDbOpener`]).
 pub(crate) async fn open(url: &str) -> Result<DynamoDbStore, OpenError> {
-    let invalid = |reason: String| OpenError::Invalid {
-        url: redact_url(url),
-        reason,
-    };
+    let invalid = |reason: String| OpenError::invalid(url, reason);
     let parsed = DynamoDbUrl::parse(url).map_err(invalid)?;
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(region) = &parsed.region {
@@ -100,10 +97,7 @@ pub(crate) async fn open(url: &str) -> Result<DynamoDbStore, OpenError> {
     }
     let store = DynamoDbStore::new(Client::from_conf(config.build()), parsed.options)
         .map_err(|e| invalid(e.to_string()))?;
-    let unreachable = |source| OpenError::Connect {
-        url: redact_url(url),
-        source,
-    };
+    let unreachable = |source| OpenError::connect(url, source);
     if parsed.create_table {
         store.create_table().await.map_err(unreachable)?;
     }

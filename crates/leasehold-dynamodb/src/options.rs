@@ -231,8 +231,14 @@ impl DynamoDbOptions {
                 format!("{:?} must be at least 10ms", self.attempt_timeout),
             ));
         }
-        if self.node_id.is_empty() {
-            return Err(OptionsError::new("node_id", "must not be empty"));
+        leasehold::validate_node_id(&self.node_id)
+            .map_err(|e| OptionsError::new("node_id", e.to_string()))?;
+        for (name, d) in [
+            ("ttl_padding", self.ttl_padding),
+            ("attempt_timeout", self.attempt_timeout),
+        ] {
+            leasehold::check_duration(name, d)
+                .map_err(|e| OptionsError::new(name, e.to_string()))?;
         }
         Ok(())
     }
@@ -279,6 +285,9 @@ mod tests {
             (o().max_attempts(0), "max_attempts"),
             (o().attempt_timeout(Duration::ZERO), "attempt_timeout"),
             (o().node_id(""), "node_id"),
+            (o().node_id("n".repeat(256)), "node_id"),
+            (o().ttl_padding(Duration::MAX), "ttl_padding"),
+            (o().attempt_timeout(Duration::MAX), "attempt_timeout"),
         ];
         for (options, option) in bad {
             let err = options.validate().err();

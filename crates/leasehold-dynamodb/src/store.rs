@@ -16,9 +16,10 @@ use crate::expressions;
 use crate::key::item_key;
 use crate::options::{DynamoDbOptions, OptionsError};
 
-/// The largest group a [`DynamoDbStore`] serves: every acquisition attempt of a group reads all
-/// its slots (in batches of 100 keys).
-pub const MAX_SLOTS: u32 = 1000;
+/// The largest group a [`DynamoDbStore`] serves: the core's limit, [`leasehold::MAX_SLOTS`], as
+/// on every store. Every acquisition attempt, state read and forced release of a group reads all
+/// its slots' items (one consistent `BatchGetItem` per 100 keys, so at most 11).
+pub use leasehold::MAX_SLOTS;
 
 /// A lease store on Amazon DynamoDB (or a compatible emulator).
 ///
@@ -219,13 +220,9 @@ impl DynamoDbStore {
         Ok(())
     }
 
+    /// The core's shared check ([`leasehold::check_slots`]); 0 counts as 1.
     fn check_slots(slots: u32) -> StoreResult<u32> {
-        if slots > MAX_SLOTS {
-            return Err(StoreError::permanent(format!(
-                "a group of {slots} slots is larger than the {MAX_SLOTS} a DynamoDB store serves"
-            )));
-        }
-        Ok(slots.max(1))
+        Ok(leasehold::check_slots(slots)?.max(1))
     }
 }
 

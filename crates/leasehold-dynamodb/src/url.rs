@@ -1,19 +1,32 @@
 //! Parsing `dynamodb://TABLE?region=…&endpoint=…` store URLs.
 
-use std::time::Duration;
-
-use leasehold::parse_duration;
+use leasehold::store_url::{UrlError, UrlOptions, percent_decode};
 
 use crate::options::{DEFAULT_TABLE, DynamoDbOptions};
 
-/// What a `dynamodb:` URL says.
-#[derive(Debug, Clone)]
+/// What a `dynamodb:` URL says (its `Debug` form redacts the endpoint).
+#[derive(Clone)]
 pub(crate) struct DynamoDbUrl {
     pub(crate) options: DynamoDbOptions,
     pub(crate) region: Option<String>,
     pub(crate) endpoint: Option<String>,
     pub(crate) profile: Option<String>,
     pub(crate) create_table: bool,
+}
+
+impl std::fmt::Debug for DynamoDbUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamoDbUrl")
+            .field("options", &self.options)
+            .field("region", &self.region)
+            .field(
+                "endpoint",
+                &self.endpoint.as_deref().map(leasehold::redact_url),
+            )
+            .field("profile", &self.profile)
+            .field("create_table", &self.create_table)
+            .finish()
+    }
 }
 
 /// The query parameters a `dynamodb:` URL accepts.
@@ -32,126 +45,86 @@ pub(crate) const PARAMETERS: &[&str] = &[
 ];
 
 impl DynamoDbUrl {
-    /// Parses `dynamodb://TABLE?…` (or `dynamodb:` / `dynamodb://` for the default table).
+    /// Parses `dynamodb://TABLE?…` (or `dynamodb:` / `dynamodb://` for the default table). The
+    /// query is read by the core's [`UrlOptions`] parser: values are percent-decoded once, and
+    /// an unknown or repeated parameter is an error listing the known ones.
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
         let rest = url
+            .trim()
             .split_once(':')
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("dynamodb"))
             .map(|(_, rest)| rest)
             .ok_or("expected a dynamodb:// URL")?;
         let rest = rest.strip_prefix("//").unwrap_or(rest);
         let (table, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let table = decode(table)?;
+        let table = percent_decode(table).ok_or_else(|| {
+            format!(
+                "the table name {table:?} is not valid percent-encoded UTF-8 (write `%` as %25)"
+            )
+        })?;
         if table.contains('/') {
             return Err(format!(
                 "expected dynamodb://TABLE?PARAMETERS, found a path after the table in {table:?}"
             ));
         }
-        let mut parsed = Self {
-            options: DynamoDbOptions::default().table(if table.is_empty() {
-                DEFAULT_TABLE.to_owned()
-            } else {
-                table
-            }),
-            region: None,
-            endpoint: None,
-            profile: None,
-            create_table: false,
-        };
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = decode(value)?;
-            parsed.set(name, value)?;
-        }
+        let mut query = UrlOptions::parse(query, PARAMETERS).map_err(|e| e.to_string())?;
+        let parsed = Self::from_options(&mut query, table).map_err(|e| e.to_string())?;
         parsed.options.validate().map_err(|e| e.to_string())?;
         Ok(parsed)
     }
 
-    fn set(&mut self, name: &str, value: String) -> Result<(), String> {
-        let duration = |v: &str| -> Result<Duration, String> {
-            parse_duration(v).map_err(|e| format!("{name}: {e}"))
-        };
-        let o = std::mem::take(&mut self.options);
-        self.options = match name {
-            "region" => {
-                self.region = Some(nonempty(name, value)?);
-                o
-            }
-            "endpoint" => {
-                let endpoint = nonempty(name, value)?;
-                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(format!(
-                        "endpoint {endpoint:?} must start with http:// or https://"
-                    ));
-                }
-                self.endpoint = Some(endpoint);
-                o
-            }
-            "profile" => {
-                self.profile = Some(nonempty(name, value)?);
-                o
-            }
-            "prefix" => o.key_prefix(value),
-            "skew" => o.clock_skew_tolerance(duration(&value)?),
-            "ttl_padding" => o.ttl_padding(duration(&value)?),
-            "retry_delay" => o.retry_delay(duration(&value)?),
-            "attempt_timeout" => o.attempt_timeout(duration(&value)?),
-            "max_attempts" => o.max_attempts(
-                value
-                    .parse()
-                    .map_err(|_| format!("max_attempts {value:?} is not a whole number"))?,
-            ),
-            "node_id" => o.node_id(nonempty(name, value)?),
-            "create_table" => {
-                self.create_table = match value.as_str() {
-                    "" | "true" | "1" | "yes" => true,
-                    "false" | "0" | "no" => false,
-                    other => return Err(format!("create_table {other:?} must be true or false")),
-                };
-                o
-            }
-            other => {
-                return Err(format!(
-                    "unknown parameter {other:?}; known parameters are {}",
-                    PARAMETERS.join(", ")
-                ));
-            }
-        };
-        Ok(())
-    }
-}
-
-fn nonempty(name: &str, value: String) -> Result<String, String> {
-    if value.is_empty() {
-        Err(format!("{name} must not be empty"))
-    } else {
-        Ok(value)
-    }
-}
-
-/// Percent-decodes `text` (UTF-8).
-fn decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad percent-escape in {text:?}"))?;
-            out.push(hex);
-            i += 3;
+    fn from_options(q: &mut UrlOptions, table: String) -> Result<Self, UrlError> {
+        let mut o = DynamoDbOptions::default().table(if table.is_empty() {
+            DEFAULT_TABLE.to_owned()
         } else {
-            out.push(bytes[i]);
-            i += 1;
+            table
+        });
+        if let Some(prefix) = q.take("prefix") {
+            o = o.key_prefix(prefix);
         }
+        if let Some(d) = q.duration("skew")? {
+            o = o.clock_skew_tolerance(d);
+        }
+        if let Some(d) = q.duration("ttl_padding")? {
+            o = o.ttl_padding(d);
+        }
+        if let Some(d) = q.duration("retry_delay")? {
+            o = o.retry_delay(d);
+        }
+        if let Some(d) = q.duration("attempt_timeout")? {
+            o = o.attempt_timeout(d);
+        }
+        if let Some(n) = q.integer::<u32>("max_attempts")? {
+            o = o.max_attempts(n);
+        }
+        if let Some(node) = q.text("node_id")? {
+            o = o.node_id(node);
+        }
+        let endpoint = q.typed(
+            "endpoint",
+            "an http:// or https:// URL, e.g. http://127.0.0.1:8000",
+            |e| {
+                if e.starts_with("http://") || e.starts_with("https://") {
+                    Ok(e.to_owned())
+                } else {
+                    Err(())
+                }
+            },
+        )?;
+        Ok(Self {
+            options: o,
+            region: q.text("region")?,
+            endpoint,
+            profile: q.text("profile")?,
+            create_table: q.flag("create_table")?.unwrap_or(false),
+        })
     }
-    String::from_utf8(out).map_err(|_| format!("{text:?} does not decode to UTF-8"))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -169,6 +142,9 @@ mod tests {
         assert_eq!(u.options.prefix(), "billing");
         assert_eq!(u.options.skew_tolerance(), Duration::from_millis(500));
         assert!(u.create_table);
+        let u = DynamoDbUrl::parse("dynamodb://tab?endpoint=http://id:hunter2@127.0.0.1:8000")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!format!("{u:?}").contains("hunter2"));
     }
 
     #[test]
@@ -185,12 +161,17 @@ mod tests {
 
     #[test]
     fn mistakes_are_explained() {
+        let endpoint = DynamoDbUrl::parse("dynamodb://table?endpoint=127.0.0.1")
+            .err()
+            .unwrap_or_default();
+        assert!(endpoint.contains("http://"), "{endpoint}");
         for (url, says) in [
             ("dynamodb://t?regoin=x", "unknown parameter"),
             ("dynamodb://ab", "3-255"),
             ("dynamodb://tab/le", "path"),
             ("dynamodb://table?skew=soon", "skew"),
-            ("dynamodb://table?endpoint=127.0.0.1", "http://"),
+            ("dynamodb://table?region=a&region=b", "more than once"),
+            ("dynamodb://table?region=", "non-empty"),
             ("dynamodb://table?create_table=maybe", "create_table"),
             ("dynamodb://table?max_attempts=x", "max_attempts"),
             ("dynamodb://table?prefix=a%2", "percent"),

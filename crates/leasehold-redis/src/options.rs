@@ -188,6 +188,13 @@ impl RedisOptions {
                 return Err(format!("{name} must be at least 1ms, got {d:?}"));
             }
         }
+        for (name, d) in [
+            ("response_timeout", self.response_timeout),
+            ("connect_timeout", self.connect_timeout),
+            ("idle_retention", self.idle_retention),
+        ] {
+            leasehold::check_duration(name, d).map_err(|e| e.to_string())?;
+        }
         Ok(())
     }
 }
@@ -210,6 +217,24 @@ mod tests {
                 .response_timeout(Duration::ZERO)
                 .validate()
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn durations_are_bounded_by_the_core_maximum() {
+        let o = RedisOptions::default;
+        for (options, name) in [
+            (o().response_timeout(Duration::MAX), "response_timeout"),
+            (o().connect_timeout(Duration::MAX), "connect_timeout"),
+            (o().idle_retention(Duration::MAX), "idle_retention"),
+        ] {
+            let err = options.validate().unwrap_err();
+            assert!(err.contains(name) && err.contains("MAX_DURATION"), "{err}");
+        }
+        assert!(
+            o().idle_retention(leasehold::MAX_DURATION)
+                .validate()
+                .is_ok()
         );
     }
 }

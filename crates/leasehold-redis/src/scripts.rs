@@ -26,6 +26,12 @@
 //!
 //! The hash's own TTL is cleanup only (the latest expiry plus an idle retention); correctness
 //! never depends on key expiry.
+//!
+//! Scripts that look at several slots (group acquire, state, forced release) read the hash once
+//! (`HGETALL`) and walk its fields, so their work follows the fields present — the live holders and
+//! the slots used before — never the slot count asked for, which is bounded by
+//! [`leasehold::MAX_SLOTS`] anyway. A group acquire then takes the lowest slot not held by a live
+//! lease, counting up from 0 past the live ones only.
 
 use redis::Script;
 
@@ -38,30 +44,62 @@ local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
 local function int(n) return string.format('%d', n) end
 ";
 
+/// Shared by every script that looks at several slots: `live_slots(key)` reads the hash once and
+/// returns its fields as a table, and its live holders as `{{slot, owner, fence, acquired,
+/// expires, token}, …}` ordered by slot. The work follows the hash's fields, not any slot count.
+const LIVE_SLOTS: &str = r"
+local function live_slots(key)
+  local flat = redis.call('HGETALL', key)
+  local fields = {}
+  for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
+  local live = {}
+  for name, token in pairs(fields) do
+    local s = string.sub(name, 1, 1) == 't' and tonumber(string.sub(name, 2)) or nil
+    if s then
+      local expires = tonumber(fields['e' .. s]) or 0
+      if expires > now then
+        live[#live + 1] = {s, fields['o' .. s] or '', tonumber(fields['f' .. s]) or 0,
+          tonumber(fields['a' .. s]) or 0, expires, token}
+      end
+    end
+  end
+  table.sort(live, function(x, y) return x[1] < y[1] end)
+  return live, fields
+end
+local function among(live, slots)
+  local out = {}
+  for _, h in ipairs(live) do
+    if h[1] < slots then out[#out + 1] = {h[1], h[2], h[3], h[4], h[5]} end
+  end
+  return out
+end
+";
+
 /// ARGV: token, owner, ttl ms, slots, retention ms. Returns `{slot, fence, acquired, expires}` or nil.
 ///
-/// One pass over the slots finds a live slot this token already holds (a retried request: the
-/// same lease back, unchanged), the lowest free slot and its last fence, and the latest live
-/// expiry (for the cleanup TTL).
+/// One read of the hash finds a live slot this token already holds (a retried request: the
+/// same lease back, unchanged), the lowest slot no live lease holds and its last fence, and the
+/// latest live expiry (for the cleanup TTL).
 const ACQUIRE: &str = r"
 local key, token, owner = KEYS[1], ARGV[1], ARGV[2]
 local ttl, slots, retention = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local expires = now + ttl
-local latest, free, last = expires, -1, 0
-for s = 0, slots - 1 do
-  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'f' .. s, 'a' .. s)
-  local e = tonumber(h[2]) or 0
-  if e > now then
-    if h[1] == token then return {s, tonumber(h[3]), tonumber(h[4]), e} end
-    if e > latest then latest = e end
-  elseif free < 0 then
-    free, last = s, tonumber(h[3]) or 0
+local live, fields = live_slots(key)
+local latest, busy = expires, {}
+for _, h in ipairs(live) do
+  if h[1] < slots then
+    if h[6] == token then return {h[1], h[3], h[4], h[5]} end
+    busy[h[1]] = true
   end
+  if h[5] > latest then latest = h[5] end
 end
-if free < 0 then
+local free = 0
+while busy[free] do free = free + 1 end
+if free >= slots then
   redis.call('HSETNX', key, 'w', '1')
   return false
 end
+local last = tonumber(fields['f' .. free]) or 0
 local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])
 redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int(fence),
   'a' .. free, int(now), 'e' .. free, int(expires))
@@ -97,31 +135,15 @@ if h[3] then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
 return 1
 ";
 
-/// Shared by `STATE` and `FORCE_RELEASE`: `live_slots(key, slots)` returns
-/// `{{slot, owner, fence, acquired, expires}, …}` for the live slots of `key`.
-const LIVE_SLOTS: &str = r"
-local function live_slots(key, slots)
-  local out = {}
-  for s = 0, slots - 1 do
-    local h = redis.call('HMGET', key, 't' .. s, 'e' .. s, 'o' .. s, 'f' .. s, 'a' .. s)
-    local expires = tonumber(h[2]) or 0
-    if h[1] and expires > now then
-      out[#out + 1] = {s, h[3] or '', tonumber(h[4]) or 0, tonumber(h[5]) or 0, expires}
-    end
-  end
-  return out
-end
-";
-
 /// ARGV: slots. Returns `{{slot, owner, fence, acquired, expires}, …}` for live slots.
 const STATE: &str = r"
-return live_slots(KEYS[1], tonumber(ARGV[1]))
+return among(live_slots(KEYS[1]), tonumber(ARGV[1]))
 ";
 
 /// ARGV: slots, channel, lock name. Frees every live slot; returns them as `STATE` does.
 const FORCE_RELEASE: &str = r"
 local key = KEYS[1]
-local out = live_slots(key, tonumber(ARGV[1]))
+local out = among(live_slots(key), tonumber(ARGV[1]))
 for _, held in ipairs(out) do
   local s = held[1]
   redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
@@ -247,7 +269,7 @@ impl Scripts {
 /// The prelude, the helpers a script uses, and its body.
 fn full_source(kind: ScriptKind) -> String {
     match kind {
-        ScriptKind::Acquire => format!("{PRELUDE}{ACQUIRE}"),
+        ScriptKind::Acquire => format!("{PRELUDE}{LIVE_SLOTS}{ACQUIRE}"),
         ScriptKind::Extend => format!("{PRELUDE}{EXTEND}"),
         ScriptKind::Release => format!("{PRELUDE}{RELEASE}"),
         ScriptKind::State => format!("{PRELUDE}{LIVE_SLOTS}{STATE}"),

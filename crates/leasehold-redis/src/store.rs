@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreResult, redact_url,
+    ReleaseNotifier, ReleaseSignal, StoreResult, check_slots, redact_url,
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
@@ -66,11 +66,8 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
-    OpenError::Invalid {
-        url: redact_url(url),
-        reason: reason.into(),
-    }
+fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
+    OpenError::invalid(url, reason)
 }
 
 /// Whole milliseconds, at least 1 (a lease of less than a millisecond would already be over).
@@ -125,10 +122,10 @@ impl RedisStore {
     /// ```
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
         let store = Self::connect_lazy(url, options)?;
-        store.ping().await.map_err(|source| OpenError::Connect {
-            url: redact_url(url),
-            source,
-        })?;
+        store
+            .ping()
+            .await
+            .map_err(|source| OpenError::connect(url, source))?;
         store.check_eviction_policy().await;
         Ok(store)
     }
@@ -143,7 +140,7 @@ impl RedisStore {
     /// ```
     pub fn connect_lazy(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
         let (redis_url, options) = split_options(url, options).map_err(|r| invalid(url, r))?;
-        let client = Client::open(redis_url.as_str()).map_err(|e| invalid(url, e.to_string()))?;
+        let client = Client::open(redis_url.as_str()).map_err(|e| invalid(url, e))?;
         Self::build(client, options, redact_url(url)).map_err(|r| invalid(url, r))
     }
 
@@ -288,12 +285,13 @@ fn install_tls_provider() {
 #[async_trait]
 impl LeaseStore for RedisStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        let slots = check_slots(req.slots)?.max(1);
         let key = self.key(&req.lock);
         let mut call = self.scripts.acquire().key(&key);
         call.arg(req.token.to_hex())
             .arg(req.owner.as_ref())
             .arg(ms_at_least_1(req.ttl))
-            .arg(req.slots.max(1))
+            .arg(slots)
             .arg(self.retention_ms());
         let granted: Option<(u32, u64, u64, u64)> = self.link.invoke(&call).await?;
         Ok(granted.map(|(slot, fence, acquired, expires)| Lease {
@@ -340,6 +338,7 @@ impl LeaseStore for RedisStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         let key = self.key(lock);
         let mut call = self.scripts.state().key(&key);
         call.arg(slots);
@@ -352,6 +351,7 @@ impl LeaseStore for RedisStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         let key = self.key(lock);
         let mut call = self.scripts.force_release().key(&key);
         call.arg(slots).arg(&self.channel).arg(lock.as_str());

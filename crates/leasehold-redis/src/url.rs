@@ -1,54 +1,84 @@
-//! Store options carried in a Redis URL's query string.
+//! Store options carried in a Redis URL's query string, read with the core's
+//! [`store_url`](leasehold::store_url) parser.
 
-use leasehold::parse_duration;
+use leasehold::store_url::{StoreUrl, UrlError, UrlOptions};
 
 use crate::options::RedisOptions;
 
+/// Every parameter of a TCP URL: the store's and those redis-rs reads.
+const TCP_PARAMETERS: &[&str] = &[
+    "prefix",
+    "response_timeout",
+    "connect_timeout",
+    "idle_retention",
+    "notifications",
+    "protocol",
+];
+
+/// Every parameter of a `redis+unix:` URL: the store's and those redis-rs reads.
+const UNIX_PARAMETERS: &[&str] = &[
+    "prefix",
+    "response_timeout",
+    "connect_timeout",
+    "idle_retention",
+    "notifications",
+    "protocol",
+    "db",
+    "user",
+    "pass",
+];
+
 /// Splits `url` into the URL for redis-rs and the store options from its query string, starting
-/// from `base`. The error says which parameter is wrong and what is allowed.
+/// from `base`. A URL without a host (or, for `redis+unix:`, a socket path), an unknown or
+/// repeated parameter, or a bad value is an error saying what is allowed.
 pub(crate) fn split_options(
     url: &str,
     base: RedisOptions,
-) -> Result<(String, RedisOptions), String> {
-    let (head, fragment) = match url.split_once('#') {
-        Some((h, f)) => (h, Some(f)),
-        None => (url, None),
+) -> Result<(String, RedisOptions), UrlError> {
+    let parsed = StoreUrl::parse(url)?;
+    let unix = parsed.scheme().ends_with("+unix");
+    let mut query = if unix {
+        if parsed.url().path().trim_matches('/').is_empty() {
+            return Err(UrlError::MissingHost {
+                expected: "redis+unix:///PATH/TO/redis.sock".to_owned(),
+            });
+        }
+        parsed.options(UNIX_PARAMETERS)?
+    } else {
+        parsed.require_host(&format!("{}://[USER@]HOST[:PORT][/DB]", parsed.scheme()))?;
+        parsed.options(TCP_PARAMETERS)?
     };
-    let Some((path, query)) = head.split_once('?') else {
-        return Ok((url.to_owned(), base));
-    };
-    let mut options = base;
-    let mut rest = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let duration =
-            || parse_duration(value).map_err(|e| format!("{key}={value:?}: {e} (e.g. 500ms, 2s)"));
-        match key {
-            "prefix" => options = options.prefix(value),
-            "response_timeout" => options = options.response_timeout(duration()?),
-            "connect_timeout" => options = options.connect_timeout(duration()?),
-            "idle_retention" => options = options.idle_retention(duration()?),
-            "notifications" => {
-                let on = match value.to_ascii_lowercase().as_str() {
-                    "on" | "true" | "1" | "yes" => true,
-                    "off" | "false" | "0" | "no" => false,
-                    _ => return Err(format!("notifications={value:?}: use on or off")),
-                };
-                options = options.notifications(on);
-            }
-            _ => rest.push(pair),
+    let options = store_options(&mut query, base)?;
+    let mut driver = parsed.url().clone();
+    driver.set_query(None);
+    let rest = query.remaining();
+    if !rest.is_empty() {
+        let mut pairs = driver.query_pairs_mut();
+        for (key, value) in &rest {
+            pairs.append_pair(key, value);
         }
     }
-    let mut cleaned = path.to_owned();
-    if !rest.is_empty() {
-        cleaned.push('?');
-        cleaned.push_str(&rest.join("&"));
+    Ok((driver.to_string(), options))
+}
+
+fn store_options(query: &mut UrlOptions, base: RedisOptions) -> Result<RedisOptions, UrlError> {
+    let mut options = base;
+    if let Some(prefix) = query.take("prefix") {
+        options = options.prefix(prefix);
     }
-    if let Some(fragment) = fragment {
-        cleaned.push('#');
-        cleaned.push_str(fragment);
+    if let Some(d) = query.duration("response_timeout")? {
+        options = options.response_timeout(d);
     }
-    Ok((cleaned, options))
+    if let Some(d) = query.duration("connect_timeout")? {
+        options = options.connect_timeout(d);
+    }
+    if let Some(d) = query.duration("idle_retention")? {
+        options = options.idle_retention(d);
+    }
+    if let Some(on) = query.flag("notifications")? {
+        options = options.notifications(on);
+    }
+    Ok(options)
 }
 
 #[cfg(test)]
@@ -57,30 +87,45 @@ mod tests {
 
     use super::*;
 
+    fn split(url: &str) -> Result<(String, RedisOptions), String> {
+        split_options(url, RedisOptions::default()).map_err(|e| e.to_string())
+    }
+
     #[test]
-    fn store_options_are_taken_out_and_the_rest_is_kept() {
-        let (url, o) = split_options(
-            "rediss://:pw@h:6380/2?prefix=app&protocol=resp3&response_timeout=250ms&notifications=off#insecure",
-            RedisOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+    fn store_options_are_taken_out_and_the_rest_is_kept() -> Result<(), String> {
+        let (url, o) = split(
+            "rediss://:pw@h:6380/2?prefix=app%2Fx&protocol=resp3&response_timeout=250ms&notifications=off#insecure",
+        )?;
         assert_eq!(url, "rediss://:pw@h:6380/2?protocol=resp3#insecure");
-        assert_eq!(o.prefix_str(), "app");
+        assert_eq!(o.prefix_str(), "app/x");
         assert_eq!(o.response_timeout_value(), Duration::from_millis(250));
         assert!(!o.notifications_enabled());
-        let (url, _) = split_options("redis://h", RedisOptions::default()).unwrap_or_default();
+        let (url, _) = split("redis://h")?;
         assert_eq!(url, "redis://h");
+        let (url, _) = split("redis+unix:///run/redis.sock?db=2&prefix=p")?;
+        assert_eq!(url, "redis+unix:///run/redis.sock?db=2");
+        Ok(())
     }
 
     #[test]
     fn bad_values_name_the_parameter() {
-        let e = split_options("redis://h?connect_timeout=soon", RedisOptions::default())
-            .err()
-            .unwrap_or_default();
-        assert!(e.contains("connect_timeout"), "{e}");
-        let e = split_options("redis://h?notifications=maybe", RedisOptions::default())
-            .err()
-            .unwrap_or_default();
-        assert!(e.contains("on or off"), "{e}");
+        for (url, says) in [
+            ("redis://h?connect_timeout=soon", "connect_timeout"),
+            ("redis://h?notifications=maybe", "true or false"),
+            (
+                "redis://h?prefx=jobs",
+                "unknown parameter \"prefx\"; known parameters are prefix,",
+            ),
+            ("redis://h?prefix=a&prefix=b", "more than once"),
+            ("redis://h?db=1", "unknown parameter \"db\""),
+            ("redis://h?prefix=%zz", "percent-encoded"),
+            ("redis://?prefix=a", "a host is required"),
+            ("redis://", "a host is required"),
+            ("rediss:/x", "a host is required"),
+            ("redis+unix://", "redis+unix:///PATH"),
+        ] {
+            let e = split(url).err().unwrap_or_default();
+            assert!(e.contains(says), "{url}: {e}");
+        }
     }
 }

@@ -11,7 +11,12 @@
 //! | `owner` | node id of the last holder |
 //! | `token` | 32 hex digits proving ownership; `NULL` once released |
 //! | `fence` | strictly increasing per row; never reset (rows are kept) |
-//! | `acquired_at`, `expires_at` | epoch milliseconds by the database clock |
+//! | `acquired_at`, `expires_at` | epoch milliseconds by the database clock; `expires_at` is 0 once released |
+//!
+//! SQLite tables have two more columns, `boot_id` and `boot_expires_at`: SQLite's clock is the
+//! wall clock of each process, so SQLite leases are also timed by the host's boot clock, which
+//! every process shares and nothing steps (see [`SqlStore`] and the "Failure modes" section of
+//! the crate's guide).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,13 +32,19 @@
 //! ```
 
 mod classify;
+mod clock;
 mod dialect;
 mod listen;
 mod opener;
 mod pool;
 mod store;
+mod url;
 
-pub use dialect::{Dialect, Statements};
+pub use clock::HostClock;
+pub use dialect::{
+    Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN, Statements,
+    TableNameError,
+};
 pub use opener::SqlOpener;
 pub use pool::SqlPool;
 pub use store::{DEFAULT_TABLE, SqlOptions, SqlStore};

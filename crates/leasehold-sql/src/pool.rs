@@ -131,40 +131,34 @@ pub(crate) fn lazy_pool(url: &str, settings: PoolSettings) -> Result<SqlPool, St
 }
 
 /// Opens and closes one direct connection to `url`, to learn why a pool could not connect (a
-/// pool only reports that it timed out).
-pub(crate) async fn probe(url: &str, timeout: Duration) -> Option<sqlx::Error> {
+/// pool only reports that it timed out). The caller bounds it with its connect deadline.
+pub(crate) async fn probe(url: &str) -> Result<(), sqlx::Error> {
     use sqlx::{ConnectOptions, Connection};
     let url = as_mysql(url);
-    let attempt = async {
-        match dialect_of(&url) {
-            Some(Dialect::Postgres) => {
-                PgConnectOptions::from_str(&url)?
-                    .connect()
-                    .await?
-                    .close()
-                    .await
-            }
-            Some(Dialect::MySql) => {
-                MySqlConnectOptions::from_str(&url)?
-                    .connect()
-                    .await?
-                    .close()
-                    .await
-            }
-            Some(Dialect::Sqlite) => {
-                SqliteConnectOptions::from_str(&url)?
-                    .create_if_missing(true)
-                    .connect()
-                    .await?
-                    .close()
-                    .await
-            }
-            None => Ok(()),
+    match dialect_of(&url) {
+        Some(Dialect::Postgres) => {
+            PgConnectOptions::from_str(&url)?
+                .connect()
+                .await?
+                .close()
+                .await
         }
-    };
-    match tokio::time::timeout(timeout, attempt).await {
-        Ok(Err(e)) => Some(e),
-        _ => None,
+        Some(Dialect::MySql) => {
+            MySqlConnectOptions::from_str(&url)?
+                .connect()
+                .await?
+                .close()
+                .await
+        }
+        Some(Dialect::Sqlite) => {
+            SqliteConnectOptions::from_str(&url)?
+                .create_if_missing(true)
+                .connect()
+                .await?
+                .close()
+                .await
+        }
+        None => Ok(()),
     }
 }
 

@@ -6,15 +6,38 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, redact_url,
+    ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots, redact_url,
 };
 use sqlx::Row;
 use tokio::sync::OnceCell;
 
 use crate::classify::classify;
-use crate::dialect::{Dialect, Statements, validate_table};
+use crate::clock::HostClock;
+use crate::dialect::{Dialect, Statements, notify_channel, sqlite_clock_columns};
 use crate::listen::Listener;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe, with_pool};
+
+/// Like `with_pool!`, with `$add` a function that adds the clock parameters SQLite statements
+/// take after their own (read from the host now); identity on the other dialects.
+macro_rules! with_clock {
+    ($pool:expr, $p:ident, $add:ident => $body:expr) => {
+        match $pool {
+            SqlPool::Sqlite($p) => {
+                let clock = HostClock::read();
+                let $add = |q| clock.bind(q);
+                $body
+            }
+            SqlPool::Postgres($p) => {
+                let $add = |q| q;
+                $body
+            }
+            SqlPool::MySql($p) => {
+                let $add = |q| q;
+                $body
+            }
+        }
+    };
+}
 
 /// The default table name.
 pub const DEFAULT_TABLE: &str = "leasehold_leases";
@@ -67,7 +90,8 @@ impl SqlOptions {
         self.max_connections = n.max(1);
         self
     }
-    /// How long to wait for a connection before failing with a transient error (default 5 s).
+    /// How long to wait for a connection before failing with a transient error (default 5 s; at
+    /// most [`leasehold::MAX_DURATION`]).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -84,9 +108,15 @@ impl SqlOptions {
 /// * One row per `(lock_name, slot)`; rows are kept on release so fences only grow. A new row's
 ///   fence starts at the database clock in ms × 1000, so even a row deleted by hand continues above
 ///   its old fences.
-/// * Acquire is one atomic upsert that takes the row only if it is missing, expired or already
-///   ours, timed by the **database clock**; extend and release are token-checked single
-///   statements; a minimum lease shortens the row's expiry on release.
+/// * Acquire is one atomic upsert that takes the row only if it is missing, released, expired or
+///   already ours, timed by the **database clock**; extend and release are token-checked single
+///   statements. A release marks the row free outright (no token, expiry 0), so it is free to
+///   every clock; a minimum lease instead shortens the row's expiry.
+/// * SQLite has no server clock, so each process would judge expiry by its own wall clock. SQLite
+///   leases are therefore timed by the wall clock **and** the host's boot clock (`/proc/uptime`,
+///   tagged with the boot id), which every process on the host shares and which no clock step
+///   or per-process fake time moves; a row is taken over only when its lease is over on both.
+///   Rows from another boot are judged by the wall clock alone.
 /// * PostgreSQL wakes waiters on release with `LISTEN`/`NOTIFY`; SQLite and MySQL waiters poll with
 ///   jittered back-off.
 ///
@@ -106,6 +136,7 @@ pub struct SqlStore {
     dialect: Dialect,
     sql: Statements,
     ddl: String,
+    table: String,
     create_schema: bool,
     schema: OnceCell<()>,
     listener: Mutex<Option<Listener>>,
@@ -122,52 +153,79 @@ impl std::fmt::Debug for SqlStore {
     }
 }
 
-fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
-    OpenError::Invalid {
-        url: redact_url(url),
-        reason: reason.into(),
-    }
+fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
+    OpenError::invalid(url, reason)
 }
 
 impl SqlStore {
     /// Opens a store for a `sqlite:`, `postgres://` or `mysql://` URL with default options and
     /// checks that the database answers (creating the table if needed).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect_with`](Self::connect_with).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-opened store; nothing is held.
     pub async fn connect(url: &str) -> Result<Self, OpenError> {
         Self::connect_with(url, SqlOptions::default()).await
     }
 
-    /// Like [`connect`](Self::connect) with options.
+    /// Like [`connect`](Self::connect) with options. The whole open — connecting, then creating or
+    /// checking the table — must finish within [`SqlOptions::connect_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or a table name the dialect does not allow;
+    /// [`OpenError::Connect`] when the database refuses, fails the table check, or does not
+    /// answer within the connect timeout (the message then says "timed out").
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-opened store; nothing is held.
     pub async fn connect_with(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         let timeout = options.connect_timeout;
         let store = Self::connect_lazy(url, options)?;
-        let unreachable = |source| OpenError::Connect {
-            url: redact_url(url),
-            source,
-        };
-        // One direct connection first: it fails fast and says why, where a pool would only
-        // report, after its timeout, that it timed out. An SQLite file that another process is
-        // creating or switching to WAL at the same moment answers "database is locked" at once
-        // (SQLite does not wait on its busy timeout for that), so on SQLite transient errors are
-        // retried until the connect timeout; a server that cannot be reached still fails fast.
-        let deadline = tokio::time::Instant::now() + timeout;
+        let unreachable = |source| OpenError::connect(url, source);
+        // One deadline covers the whole open: the direct connection and the table check or
+        // creation. Running out of it is an error, never a success.
+        let deadline = leasehold::deadline_after(tokio::time::Instant::now(), timeout);
+        match tokio::time::timeout_at(deadline, store.open_checked(url, deadline)).await {
+            Ok(Ok(())) => Ok(store),
+            Ok(Err(e)) => Err(unreachable(e)),
+            Err(_) => Err(unreachable(StoreError::transient(format!(
+                "timed out after {timeout:?} connecting to the database and checking its table \
+                 (SqlOptions::connect_timeout)"
+            )))),
+        }
+    }
+
+    /// The checks of [`connect_with`](Self::connect_with), without its deadline.
+    ///
+    /// One direct connection first: it fails fast and says why, where a pool would only report,
+    /// after its timeout, that it timed out. An SQLite file that another process is creating or
+    /// switching to WAL at the same moment answers "database is locked" at once (SQLite does not
+    /// wait on its busy timeout for that), so on SQLite transient errors are retried until the
+    /// deadline; a server that cannot be reached still fails fast.
+    async fn open_checked(&self, url: &str, deadline: tokio::time::Instant) -> StoreResult<()> {
         let mut pause = Duration::from_millis(10);
         loop {
-            let opened = match probe(url, timeout).await {
-                Some(cause) => Err(classify(cause)),
-                None => store.migrate().await,
+            let opened = match probe(url).await {
+                Err(cause) => Err(classify(cause)),
+                Ok(()) => self.migrate().await,
             };
             match opened {
-                Ok(()) => return Ok(store),
                 Err(e)
                     if e.is_transient()
-                        && matches!(store.pool, SqlPool::Sqlite(_))
+                        && matches!(self.pool, SqlPool::Sqlite(_))
                         && tokio::time::Instant::now() + pause < deadline =>
                 {
                     tracing::debug!(error = %e, "leasehold: SQLite file busy while opening; retrying");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }
-                Err(e) => return Err(unreachable(e)),
+                other => return other,
             }
         }
     }
@@ -175,10 +233,15 @@ impl SqlStore {
     /// Builds a store without contacting the database; the first operation connects (and creates
     /// the table, unless disabled).
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
+        leasehold::check_duration("connect_timeout", options.connect_timeout)
+            .map_err(|e| invalid(url, e.to_string()))?;
         let settings = PoolSettings {
             max_connections: options.max_connections,
             connect_timeout: options.connect_timeout,
         };
+        if let Some(dialect) = crate::pool::dialect_of(url) {
+            crate::url::check(url, dialect).map_err(|e| e.into_open_error(url))?;
+        }
         let pool = lazy_pool(url, settings).map_err(|r| invalid(url, r))?;
         Self::build(pool, options, redact_url(url)).map_err(|r| invalid(url, r))
     }
@@ -202,12 +265,15 @@ impl SqlStore {
     }
 
     fn build(pool: SqlPool, options: SqlOptions, description: String) -> Result<Self, String> {
-        validate_table(&options.table)?;
         let dialect = pool.dialect();
-        let channel = format!("leasehold_release_{}", options.table.replace('.', "_"));
+        dialect
+            .check_table_name(&options.table)
+            .map_err(|e| e.to_string())?;
+        let channel = notify_channel(&options.table);
         Ok(Self {
             sql: dialect.statements(&options.table),
             ddl: dialect.create_table(&options.table),
+            table: options.table.clone(),
             create_schema: options.create_schema,
             schema: OnceCell::new(),
             listener: Mutex::new(None),
@@ -234,7 +300,9 @@ impl SqlStore {
         &self.sql
     }
 
-    /// The PostgreSQL `NOTIFY` channel releases are announced on (`leasehold_release_<table>`).
+    /// The PostgreSQL `NOTIFY` channel releases are announced on: `leasehold_release_<table>`
+    /// (`.` written `_`), or, when that would pass PostgreSQL's 63-byte limit,
+    /// `leasehold_release_` + the table name's first 28 bytes + `_` + 16 hex digits of its hash.
     pub fn notify_channel(&self) -> &str {
         &self.channel
     }
@@ -259,13 +327,43 @@ impl SqlStore {
                         }
                     }
                 }
-                let probe = self.sql.state.clone();
-                with_pool!(&self.pool, p => sqlx::query(&probe).bind("probe").bind(0i32).fetch_all(p).await.map(|_| ()))
+                if let SqlPool::Sqlite(p) = &self.pool {
+                    self.ensure_sqlite_clock_columns(p).await?;
+                }
+                let probe = &self.sql.state;
+                with_clock!(&self.pool, p, add => add(sqlx::query(probe).bind("probe").bind(0i32)).fetch_all(p).await.map(|_| ()))
                     .map_err(classify)?;
                 Ok(())
             })
             .await
             .map(|_| ())
+    }
+
+    /// SQLite tables created before the boot-clock columns existed get them (with
+    /// `create_schema(false)`, a permanent error says how to add them).
+    async fn ensure_sqlite_clock_columns(&self, pool: &sqlx::SqlitePool) -> StoreResult<()> {
+        let table = &self.table;
+        let check = format!("SELECT boot_id, boot_expires_at FROM {table} LIMIT 0");
+        if sqlx::query(&check).fetch_all(pool).await.is_ok() {
+            return Ok(());
+        }
+        let alter = sqlite_clock_columns(table);
+        if !self.create_schema {
+            return Err(StoreError::permanent(format!(
+                "SQLite table {table} lacks the boot-clock columns; add them with: {}",
+                alter.join("; ")
+            )));
+        }
+        for statement in &alter {
+            // Another process may add the same column at the same moment.
+            if let Err(e) = sqlx::query(statement).execute(pool).await {
+                let duplicate = matches!(&e, sqlx::Error::Database(db) if db.message().contains("duplicate column"));
+                if !duplicate {
+                    return Err(classify(e));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One upsert attempt on one slot.
@@ -292,12 +390,12 @@ impl SqlStore {
                 .map_err(classify)?;
             self.read_own(p, req.lock.as_str(), slot, token).await?
         } else {
-            with_pool!(&self.pool, p => sqlx::query(q)
+            with_clock!(&self.pool, p, add => add(sqlx::query(q)
                 .bind(req.lock.as_str())
                 .bind(slot)
                 .bind(req.owner.as_ref())
                 .bind(token)
-                .bind(ttl)
+                .bind(ttl))
                 .fetch_optional(p)
                 .await
                 .map_err(classify)?
@@ -332,24 +430,25 @@ impl SqlStore {
     async fn candidate_slots(&self, req: &AcquireRequest, token: &str) -> StoreResult<Vec<i32>> {
         let sql = &self.sql.group_slots;
         let slots = slots_i32(req.slots);
-        let rows: Vec<(i32, Option<String>, i64, i64)> = with_pool!(&self.pool, p => {
-            let rows = sqlx::query(sql).bind(req.lock.as_str()).bind(slots).fetch_all(p).await.map_err(classify)?;
+        let rows: Vec<(i32, Option<String>, i64)> = with_clock!(&self.pool, p, add => {
+            let rows = add(sqlx::query(sql).bind(req.lock.as_str()).bind(slots)).fetch_all(p).await.map_err(classify)?;
             rows.iter()
-                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()
                 .map_err(classify)?
         });
         if let Some((slot, ..)) = rows
             .iter()
-            .find(|(_, t, exp, now)| t.as_deref().map(str::trim) == Some(token) && exp > now)
+            .find(|(_, t, held)| t.as_deref().map(str::trim) == Some(token) && *held != 0)
         {
             return Ok(vec![*slot]);
         }
-        let busy: Vec<i32> = rows
+        let busy: std::collections::HashSet<i32> = rows
             .iter()
-            .filter(|(_, _, exp, now)| exp > now)
+            .filter(|(_, _, held)| *held != 0)
             .map(|(s, ..)| *s)
             .collect();
+        // The free slots, lowest first; `slots` is at most `MAX_SLOTS`.
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
     }
 
@@ -417,6 +516,7 @@ fn time(epoch_ms: i64) -> SystemTime {
 #[async_trait]
 impl LeaseStore for SqlStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        check_slots(req.slots)?;
         self.ensure_schema().await?;
         let token = req.token.to_hex();
         let candidates = if req.slots <= 1 {
@@ -462,12 +562,12 @@ impl LeaseStore for SqlStore {
                     .map(|(_, _, expires)| expires)
             }
         } else {
-            with_pool!(&self.pool, p => {
-                let row = sqlx::query(q)
+            with_clock!(&self.pool, p, add => {
+                let row = add(sqlx::query(q)
                     .bind(ms(ttl))
                     .bind(lease.lock.as_str())
                     .bind(slot)
-                    .bind(&token)
+                    .bind(&token))
                     .fetch_optional(p)
                     .await
                     .map_err(classify)?;
@@ -500,12 +600,12 @@ impl LeaseStore for SqlStore {
                     .map_err(classify)?
                     .len() as u64,
                 other => {
-                    with_pool!(other, p => sqlx::query(q).bind(lock).bind(slot).bind(&token).execute(p).await.map_err(classify)?.rows_affected())
+                    with_clock!(other, p, add => add(sqlx::query(q).bind(lock).bind(slot).bind(&token)).execute(p).await.map_err(classify)?.rows_affected())
                 }
             }
         } else {
             let q = &self.sql.release_linger;
-            with_pool!(&self.pool, p => sqlx::query(q).bind(ms(linger)).bind(lock).bind(slot).bind(&token).execute(p).await.map_err(classify)?.rows_affected())
+            with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(ms(linger)).bind(lock).bind(slot).bind(&token)).execute(p).await.map_err(classify)?.rows_affected())
         };
         if changed == 0 {
             return Ok(Release::NotHeld);
@@ -517,10 +617,11 @@ impl LeaseStore for SqlStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         self.ensure_schema().await?;
         let q = &self.sql.state;
-        let rows: Vec<HolderRow> = with_pool!(&self.pool, p => {
-            let rows = sqlx::query(q).bind(lock.as_str()).bind(slots_i32(slots)).fetch_all(p).await.map_err(classify)?;
+        let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
+            let rows = add(sqlx::query(q).bind(lock.as_str()).bind(slots_i32(slots))).fetch_all(p).await.map_err(classify)?;
             rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?
         });
         Ok(LockState {
@@ -531,21 +632,22 @@ impl LeaseStore for SqlStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         self.ensure_schema().await?;
         let n = slots_i32(slots);
         // Read the holders as they were, then free them, in one transaction.
-        let rows: Vec<HolderRow> = with_pool!(&self.pool, p => {
+        let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
             let mut tx = p.begin().await.map_err(classify)?;
-            let rows = sqlx::query(&self.sql.force_select)
+            let rows = add(sqlx::query(&self.sql.force_select)
                 .bind(lock.as_str())
-                .bind(n)
+                .bind(n))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(classify)?;
             let rows = rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?;
-            sqlx::query(&self.sql.force_release)
+            add(sqlx::query(&self.sql.force_release)
                 .bind(lock.as_str())
-                .bind(n)
+                .bind(n))
                 .execute(&mut *tx)
                 .await
                 .map_err(classify)?;

@@ -281,13 +281,21 @@ async fn a_real_listener_serves_and_shuts_down_gracefully() {
         .unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(web::serve(listener, web::workbench_router(), async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(web::serve(
+        listener,
+        web::workbench_router(),
+        false,
+        async {
+            let _ = stopped.await;
+        },
+    ));
 
     let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
     conn.write_all(
-        b"GET /api/simulate?scenario=fencing HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        format!(
+            "GET /api/simulate?scenario=fencing HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+        )
+        .as_bytes(),
     )
     .await
     .unwrap();

@@ -34,7 +34,35 @@ use crate::store::LeaseStore;
 #[derive(Debug, Clone)]
 pub struct Elector {
     inner: crate::Elector,
-    runtime: Arc<Runtime>,
+    runtime: Arc<Private>,
+}
+
+/// The private runtime, shared by a blocking elector, its tenant copies and its guards. When
+/// the last of them goes, it waits for the elector to settle (a dropped guard's release, a late
+/// grant's release; at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)) before shutting the
+/// runtime down, which would otherwise cancel that work and leave the lease held until expiry.
+#[derive(Debug)]
+struct Private {
+    runtime: Runtime,
+    cleanup: crate::cleanup::Cleanup,
+}
+
+impl std::ops::Deref for Private {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        &self.runtime
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        // Blocking is impossible inside an async context (where dropping a runtime panics
+        // anyway); there, the runtime's tasks end with it.
+        if !self.cleanup.is_settled() && tokio::runtime::Handle::try_current().is_err() {
+            self.runtime
+                .block_on(self.cleanup.settled_within(crate::cleanup::SETTLE_TIMEOUT));
+        }
+    }
 }
 
 impl Elector {
@@ -58,9 +86,10 @@ impl Elector {
             .thread_name("leasehold-blocking")
             .enable_all()
             .build()?;
+        let cleanup = inner.engine().cleanup.clone();
         Ok(Self {
             inner,
-            runtime: Arc::new(runtime),
+            runtime: Arc::new(Private { runtime, cleanup }),
         })
     }
 
@@ -148,6 +177,27 @@ impl Elector {
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<crate::Event> {
         self.inner.subscribe()
     }
+
+    /// Blocks until the elector's background cleanup has finished (the release of dropped
+    /// guards, the release of a lease granted after its caller stopped waiting), at most
+    /// `limit`; see [`crate::Elector::settled`]. True if it finished, false if the store did not
+    /// answer in time. The last handle of the elector (including its guards) does this on drop,
+    /// bounded by [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT); call it yourself before
+    /// `std::process::exit`, which runs no destructors.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use leasehold::{blocking, MemoryStore, SETTLE_TIMEOUT};
+    ///
+    /// let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
+    /// drop(elector.try_acquire("report")?); // released in the background
+    /// assert!(elector.settled_within(SETTLE_TIMEOUT));
+    /// assert!(elector.state("report")?.is_free());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn settled_within(&self, limit: std::time::Duration) -> bool {
+        self.runtime.block_on(self.inner.settled_within(limit))
+    }
 }
 
 /// A held lease in blocking code; dropping it releases the lease in the background.
@@ -158,7 +208,7 @@ pub struct Guard {
     ctx: LeaderContext,
     /// Present until released; taken by `release` or `Drop`.
     guard: Option<LeaderGuard>,
-    runtime: Arc<Runtime>,
+    runtime: Arc<Private>,
 }
 
 impl Guard {

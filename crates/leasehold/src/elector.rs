@@ -91,6 +91,64 @@ macro_rules! election_api {
         pub fn store(&self) -> &Arc<dyn LeaseStore> {
             &self.engine.store
         }
+
+        /// Resolves when the cleanup work this elector started in the background has finished
+        /// (at once if there is none). That work is shared by its clones, tenant copies and
+        /// reconfigured copies, and is:
+        ///
+        /// * the release of a guard that was dropped instead of released (with its renewal
+        ///   stopped first);
+        /// * an acquisition attempt whose caller stopped waiting (a dropped `run_if_leader`,
+        ///   `try_acquire` or schedule tick) while the request was in flight: when the store
+        ///   grants it late, the lease is released at once.
+        ///
+        /// Await it after stopping your own work and before the process exits, so that no lease
+        /// outlives the process for a whole lease period. Guards still held (and their renewal)
+        /// are the caller's, not waited for: release them first. It waits as long as the store
+        /// takes to answer; [`settled_within`](Self::settled_within) bounds the wait.
+        /// [`ScheduleHandle::stopped`](crate::ScheduleHandle::stopped), the blocking facade and
+        /// the integrations do this for you.
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe: dropping the future only stops waiting; the cleanup goes on.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+        /// use std::sync::Arc;
+        /// use leasehold::{Elector, MemoryStore};
+        ///
+        /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+        /// drop(elector.try_acquire("report").await?); // released in the background
+        /// elector.settled().await;
+        /// assert!(elector.state("report").await?.is_free());
+        /// # Ok(()) }
+        /// ```
+        pub async fn settled(&self) {
+            self.engine.cleanup.settled().await;
+        }
+
+        /// [`settled`](Self::settled), waiting at most `limit` (the integrations use
+        /// [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)). True if everything finished; false, with a
+        /// warning logged, if the store did not answer in time: a lease it grants or keeps then
+        /// ends at its expiry.
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe, like [`settled`](Self::settled).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+        /// use std::sync::Arc;
+        /// use leasehold::{Elector, MemoryStore, SETTLE_TIMEOUT};
+        ///
+        /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+        /// assert!(elector.settled_within(SETTLE_TIMEOUT).await);
+        /// # }
+        /// ```
+        pub async fn settled_within(&self, limit: std::time::Duration) -> bool {
+            self.engine.cleanup.settled_within(limit).await
+        }
     };
 }
 pub(crate) use election_api;

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep, timeout_at};
 use tracing::{Instrument, debug};
 
+use crate::cleanup::Cleanup;
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
 use crate::guard::{LeaderContext, LeaderGuard, LeaseCell};
@@ -33,6 +34,8 @@ pub(crate) struct Engine {
     metrics: Arc<MetricsCache>,
     /// This elector's tasks waiting per lock, in arrival order (shared by its clones).
     pub(crate) lines: Arc<Lines>,
+    /// The cleanup tasks this elector and its clones started (shared by its clones).
+    pub(crate) cleanup: Cleanup,
 }
 
 impl Engine {
@@ -45,6 +48,7 @@ impl Engine {
             tenant: None,
             metrics: Arc::default(),
             lines: Arc::default(),
+            cleanup: Cleanup::default(),
         }
     }
 
@@ -113,7 +117,7 @@ impl Engine {
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let deadline = start + opts.wait;
+        let deadline = crate::limits::deadline_after(start, opts.wait);
         let req = AcquireRequest {
             lock: lock.clone(),
             slots: self.slots,
@@ -203,7 +207,8 @@ impl Engine {
     }
 
     /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
-    /// task, which releases a lease that arrives after the caller stopped waiting for it.
+    /// task, which releases a lease that arrives after the caller stopped waiting for it. That
+    /// task is counted in `cleanup`, so stop paths can wait for it (`Elector::settled`).
     async fn attempt(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
         if self.store.acquire_is_cancel_safe() {
             return self.store.try_acquire(req).await;
@@ -211,7 +216,7 @@ impl Engine {
         let (tx, rx) = oneshot::channel();
         let store = Arc::clone(&self.store);
         let req = req.clone();
-        tokio::spawn(async move {
+        self.cleanup.spawn(async move {
             let outcome = store.try_acquire(&req).await;
             if let Err(Ok(Some(late))) = tx.send(outcome) {
                 debug!(lock = %late.lock, "leasehold: releasing a lease granted after the caller gave up");

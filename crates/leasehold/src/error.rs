@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::limits::LimitError;
 use crate::name::NameError;
 use crate::options::OptionsError;
 
@@ -66,6 +67,26 @@ impl StoreError {
     pub fn message(&self) -> &str {
         &self.message
     }
+    /// The limit that was exceeded, if the store rejected a request beyond one (for example more
+    /// than [`MAX_SLOTS`](crate::MAX_SLOTS) slots). Every store answers such a request the same
+    /// way: a permanent error carrying the [`LimitError`].
+    ///
+    /// ```
+    /// use leasehold::{LimitError, StoreError, check_slots};
+    /// let e: StoreError = check_slots(5000).unwrap_err().into();
+    /// assert!(!e.is_transient());
+    /// assert!(matches!(e.limit(), Some(LimitError::TooManySlots { slots: 5000, .. })));
+    /// ```
+    pub fn limit(&self) -> Option<&LimitError> {
+        self.source.as_deref()?.downcast_ref::<LimitError>()
+    }
+}
+
+impl From<LimitError> for StoreError {
+    /// A permanent error whose message is the limit's and whose source is the [`LimitError`].
+    fn from(e: LimitError) -> Self {
+        Self::permanent(e.to_string()).with_source(e)
+    }
 }
 
 impl fmt::Display for StoreError {
@@ -75,7 +96,9 @@ impl fmt::Display for StoreError {
             ErrorKind::Permanent => "permanent",
         };
         write!(f, "{kind} store error: {}", self.message)?;
-        if let Some(source) = &self.source {
+        if let Some(source) = &self.source
+            && source.downcast_ref::<LimitError>().is_none()
+        {
             write!(f, ": {source}")?;
         }
         Ok(())
@@ -104,6 +127,10 @@ pub enum Error {
     /// The options were invalid.
     #[error(transparent)]
     Options(#[from] OptionsError),
+    /// A value was beyond one of the [limits](crate::limits) (for example an extension longer
+    /// than [`MAX_DURATION`](crate::MAX_DURATION)).
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// The store failed.
     #[error("lock {lock}: {source}")]
     Store {

@@ -71,6 +71,25 @@ pub enum Event {
         /// The new expiry.
         expires_at: SystemTime,
     },
+    /// Renewing the lease failed for the first time since it last succeeded: the store
+    /// answered with an error, or did not answer within a renewal period (a third of the lease).
+    /// The watchdog keeps retrying; unless a retry succeeds before the local deadline, [`Lost`]
+    /// follows. Sent once per run of failures (a later success starts a new run), so during a
+    /// store outage it comes first, as an early warning.
+    ///
+    /// [`Lost`]: Self::Lost
+    RenewalFailing {
+        /// The lock.
+        lock: LockName,
+        /// The slot.
+        slot: u32,
+        /// The fence.
+        fence: u64,
+        /// What went wrong (the store's error, or that it did not answer in time).
+        error: String,
+        /// The store's expiry as last seen: the lease ends then unless renewed.
+        expires_at: SystemTime,
+    },
     /// The lease was lost while held.
     Lost {
         /// The lock.
@@ -102,17 +121,20 @@ impl Event {
             Self::Elected { lock, .. }
             | Self::Skipped { lock }
             | Self::Extended { lock, .. }
+            | Self::RenewalFailing { lock, .. }
             | Self::Lost { lock, .. }
             | Self::Released { lock, .. } => lock,
         }
     }
 
-    /// A short lowercase name: `elected`, `skipped`, `extended`, `lost`, `released`.
+    /// A short lowercase name: `elected`, `skipped`, `extended`, `renewal_failing`, `lost`,
+    /// `released`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Elected { .. } => "elected",
             Self::Skipped { .. } => "skipped",
             Self::Extended { .. } => "extended",
+            Self::RenewalFailing { .. } => "renewal_failing",
             Self::Lost { .. } => "lost",
             Self::Released { .. } => "released",
         }

@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, warn};
 
+use crate::cleanup::Cleanup;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::{Event, Events, LostReason};
@@ -16,7 +17,7 @@ use crate::lease::{Extension, Lease, Release};
 use crate::line::Lines;
 use crate::metrics::LockMetrics;
 use crate::store::LeaseStore;
-use crate::watchdog;
+use crate::{suspend, watchdog};
 
 /// The safety margin taken off a lease for the local deadline: a tenth of the lease, at least
 /// 1 ms, at most half the lease. It covers clock-rate drift between this host and the store and
@@ -32,6 +33,8 @@ pub(crate) struct LeaseCell {
     metrics: Arc<LockMetrics>,
     /// The electing engine's lines: a release wakes the first of its tasks waiting in line.
     lines: Arc<Lines>,
+    /// The electing engine's cleanup tasks: a dropped guard's release is counted there.
+    cleanup: Cleanup,
     pub(crate) ttl: Duration,
     min_lease: Duration,
     /// Monotonic instant at which the acquisition succeeded (min-lease is counted from here).
@@ -51,6 +54,9 @@ pub(crate) struct LeaseCell {
 struct CellState {
     expires_at: SystemTime,
     deadline: Instant,
+    /// [`suspend::offset`] when the request behind `deadline` was sent: a suspend since then
+    /// moves the real deadline closer (see [`suspend`]).
+    boot_offset: Option<suspend::Offset>,
     lost: Option<LostReason>,
 }
 
@@ -70,12 +76,14 @@ impl LeaseCell {
             events: engine.events.clone(),
             metrics,
             lines: Arc::clone(&engine.lines),
+            cleanup: engine.cleanup.clone(),
             ttl,
             min_lease: engine.options.min_lease,
             acquired,
             state: Mutex::new(CellState {
                 expires_at: lease.expires_at,
-                deadline: sent_at + ttl - safety_margin(ttl),
+                deadline: crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl)),
+                boot_offset: suspend::offset(),
                 lost: None,
             }),
             granted: lease,
@@ -113,7 +121,7 @@ impl LeaseCell {
 
     pub(crate) fn lost_reason(&self) -> Option<LostReason> {
         if !self.lost_flag.load(Ordering::Acquire) {
-            if Instant::now() >= self.deadline() {
+            if Instant::now() >= self.deadline() || self.suspended_past_deadline() {
                 self.mark_lost(LostReason::DeadlinePassed);
             } else {
                 return None;
@@ -126,16 +134,62 @@ impl LeaseCell {
         &self.metrics
     }
 
+    /// True if the host was suspended since the last grant or renewal was sent, for so long that
+    /// the local deadline has passed in real time although the monotonic clock, which stood
+    /// still meanwhile, has not reached it.
+    fn suspended_past_deadline(&self) -> bool {
+        let (deadline, base) = {
+            let st = self.state();
+            (st.deadline, st.boot_offset)
+        };
+        let Some(suspended) = suspend::since(base) else {
+            return false;
+        };
+        let past = Instant::now()
+            .checked_add(suspended)
+            .is_none_or(|real_now| real_now >= deadline);
+        if past {
+            let g = &self.granted;
+            warn!(lock = %g.lock, slot = g.slot, fence = g.fence, ?suspended,
+                "leasehold: the host was suspended past the lease's local deadline; the store may have expired it");
+        }
+        past
+    }
+
+    /// Reports the first failure of a run of failed renewals: a warning and a
+    /// [`RenewalFailing`](Event::RenewalFailing) event, ahead of any `Lost`.
+    pub(crate) fn renewal_failing(&self, error: &str) {
+        let g = &self.granted;
+        let expires_at = self.expires_at();
+        warn!(lock = %g.lock, slot = g.slot, fence = g.fence, error,
+            "leasehold: lease renewal failing; retrying until the local deadline, then the lease is lost");
+        self.events.emit(|| Event::RenewalFailing {
+            lock: g.lock.clone(),
+            slot: g.slot,
+            fence: g.fence,
+            error: error.to_owned(),
+            expires_at,
+        });
+    }
+
     /// Records a successful extension whose request was sent at `sent_at`: the store's expiry is
     /// now its clock + `ttl` (which may be sooner than before), so the local deadline follows it.
     /// Callers hold `extending`, so extensions are applied and recorded in the same order.
-    pub(crate) fn extended(&self, sent_at: Instant, ttl: Duration, expires_at: SystemTime) {
+    /// `sent_offset` is [`suspend::offset`] read when the request was sent.
+    pub(crate) fn extended(
+        &self,
+        sent_at: Instant,
+        sent_offset: Option<suspend::Offset>,
+        ttl: Duration,
+        expires_at: SystemTime,
+    ) {
         {
             let mut st = self.state();
             if st.lost.is_some() {
                 return;
             }
-            st.deadline = sent_at + ttl - safety_margin(ttl);
+            st.boot_offset = sent_offset;
+            st.deadline = crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl));
             st.expires_at = expires_at;
         }
         self.metrics.extended();
@@ -181,25 +235,34 @@ impl LeaseCell {
             if let Some(reason) = self.lost_reason() {
                 return reason;
             }
-            let deadline = self.deadline();
+            let mut wake = self.deadline();
+            if suspend::detectable() {
+                // The monotonic clock stands still while the host is suspended: look again now
+                // and then, so a suspend past the deadline is noticed soon after waking up.
+                wake = wake.min(Instant::now() + suspend::SUSPEND_CHECK);
+            }
             tokio::select! {
                 () = notified => {}
-                () = tokio::time::sleep_until(deadline) => {}
+                () = tokio::time::sleep_until(wake) => {}
             }
         }
     }
 
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Extension> {
+        crate::limits::check_duration("extension", ttl)?;
         let _one_at_a_time = self.extending.lock().await;
         let lease = &self.granted;
         let sent_at = Instant::now();
+        let sent_offset = suspend::offset();
         let outcome = self
             .store
             .extend(lease, ttl)
             .await
             .map_err(|e| Error::store(&lease.lock, e))?;
         match outcome {
-            Extension::Extended { expires_at } => self.extended(sent_at, ttl, expires_at),
+            Extension::Extended { expires_at } => {
+                self.extended(sent_at, sent_offset, ttl, expires_at);
+            }
             Extension::NotHeld => self.mark_lost(LostReason::NotHeld),
         }
         Ok(outcome)
@@ -244,8 +307,9 @@ impl LeaseCell {
     }
 }
 
-/// A held lease. Dropping it releases the lease (on a background task); call
-/// [`release`](Self::release) to release and wait for the store's answer.
+/// A held lease. Dropping it releases the lease (on a background task, which
+/// [`Elector::settled`](crate::Elector::settled) waits for); call [`release`](Self::release) to
+/// release and wait for the store's answer.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
@@ -319,6 +383,12 @@ impl LeaderGuard {
         self.cell.lost().await
     }
     /// Extends the lease to end `ttl` from now (store clock). `NotHeld` also marks the guard lost.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Limit`](crate::Error::Limit) for a `ttl` beyond
+    /// [`MAX_DURATION`](crate::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
+    /// when the store fails.
     pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
         self.cell.extend(ttl).await
     }
@@ -370,11 +440,16 @@ impl Drop for LeaderGuard {
         let watchdog = self.watchdog.take();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                handle.spawn(async move {
+                let cleanup = cell.cleanup.clone();
+                cleanup.spawn_on(&handle, async move {
                     let _ = finish(&cell, watchdog).await;
                 });
             }
             Err(_) => {
+                // Nothing can release it from here; at least stop renewing it.
+                if let Some(watchdog) = watchdog {
+                    watchdog.abort();
+                }
                 let lease = cell.lease();
                 warn!(lock = %lease.lock, slot = lease.slot,
                     "leasehold: guard dropped outside a tokio runtime; the lease ends at its expiry");
@@ -440,11 +515,60 @@ impl LeaderContext {
         self.0.lost().await
     }
     /// Extends the lease to end `ttl` from now.
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderGuard::extend`].
     pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
         self.0.extend(ttl).await
     }
     /// The conservative local deadline.
     pub fn local_deadline(&self) -> Instant {
         self.0.deadline()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{ElectionOptions, Elector, MemoryStore};
+
+    /// A suspend cannot be staged in a test; moving the guard's reading of the suspend clock back
+    /// by a minute is what the guard would see after the host slept for a minute.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_suspend_longer_than_the_lease_is_a_loss_at_once() {
+        let Some(now) = suspend::offset() else {
+            return; // no suspend clock on this platform: nothing is detected
+        };
+        let opts = ElectionOptions::builder()
+            .lease(Duration::from_secs(30))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let elector = Elector::with_options(Arc::new(MemoryStore::new()), opts);
+        let mut events = elector.subscribe();
+        let Ok(Some(guard)) = elector.try_acquire("nightly").await else {
+            panic!("free lock");
+        };
+        assert!(!guard.is_lost(), "no suspend yet");
+        let secs = |n: i128| n * 1_000_000_000;
+        guard.cell.state().boot_offset = Some(now - secs(5));
+        assert!(!guard.is_lost(), "5 s asleep: 30 s lease still valid");
+        guard.cell.state().boot_offset = Some(now - secs(60));
+        assert!(
+            guard.local_deadline() > Instant::now(),
+            "the monotonic deadline lies ahead"
+        );
+        assert!(
+            guard.is_lost(),
+            "60 s asleep: the 30 s lease cannot be proven"
+        );
+        assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
+        let kinds: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
+            .map(|e| e.kind())
+            .collect();
+        assert_eq!(kinds, ["elected", "lost"]);
+        assert!(matches!(guard.release().await, Ok(Release::Released)));
     }
 }

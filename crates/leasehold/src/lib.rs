@@ -13,6 +13,8 @@
 //! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
 //!   Other crates add SQL, Redis and DynamoDB stores.
 //! * [`Schedule`] runs leader-only periodic jobs; [`blocking::Elector`] serves synchronous code.
+//! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
+//!   [`MAX_NODE_ID_LEN`], [`MAX_LOCK_NAME_LEN`]), refused beyond it with a typed [`LimitError`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
@@ -34,6 +36,7 @@
 //! ```
 
 pub mod blocking;
+mod cleanup;
 mod duration;
 mod elector;
 mod engine;
@@ -42,6 +45,7 @@ mod events;
 mod group;
 mod guard;
 mod lease;
+pub mod limits;
 mod line;
 mod memory;
 pub mod metrics;
@@ -53,10 +57,13 @@ mod retry;
 mod schedule;
 mod signal;
 mod store;
+pub mod store_url;
+mod suspend;
 mod tenant;
 mod url;
 mod watchdog;
 
+pub use cleanup::SETTLE_TIMEOUT;
 pub use duration::{DurationError, parse_duration};
 pub use elector::Elector;
 pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
@@ -64,12 +71,16 @@ pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use group::GroupElector;
 pub use guard::{LeaderContext, LeaderGuard};
 pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+pub use limits::{
+    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, check_duration, check_slots,
+    deadline_after,
+};
 pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use observe::{ObservedStore, StoreObserver};
 pub use options::{
     ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE,
-    MIN_RENEWAL_PERIOD, OptionsError, default_node_id,
+    MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
 };
 pub use outcome::RunOutcome;
 pub use retry::RetryPolicy;
@@ -77,7 +88,10 @@ pub use schedule::{Job, JobEvent, JobOutcome, Schedule, ScheduleHandle};
 pub use signal::{ReleaseNotifier, ReleaseSignal};
 pub use store::LeaseStore;
 pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
-pub use url::{MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url};
+pub use url::{
+    MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url,
+    redact_urls_in, url_secrets,
+};
 
 pub use async_trait::async_trait;
 pub use tokio_util::sync::CancellationToken;

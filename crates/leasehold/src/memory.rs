@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::error::StoreResult;
 use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+use crate::limits::{check_slots, deadline_after};
 use crate::name::LockName;
 use crate::signal::{ReleaseNotifier, ReleaseSignal};
 use crate::store::LeaseStore;
@@ -115,21 +116,14 @@ fn slot_index(slot: u32) -> usize {
 #[async_trait]
 impl LeaseStore for MemoryStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        let wanted = slot_index(check_slots(req.slots)?);
         let now = Instant::now();
         let granted = self.with_rows(|locks| {
+            // Rows exist only for slots ever granted: a lock's vector grows one slot at a time,
+            // never to the requested slot count.
             let rows = locks.entry(req.lock.clone()).or_default();
-            let wanted = slot_index(req.slots);
-            if rows.len() < wanted {
-                rows.resize(
-                    wanted,
-                    Row {
-                        fence: 0,
-                        holder: None,
-                    },
-                );
-            }
-            let rows = &mut rows[..wanted];
-            if let Some((slot, row)) = rows.iter().enumerate().find(|(_, r)| {
+            let used = rows.len().min(wanted);
+            if let Some((slot, row)) = rows[..used].iter().enumerate().find(|(_, r)| {
                 r.holder
                     .as_ref()
                     .is_some_and(|h| h.token == req.token && h.live(now))
@@ -137,16 +131,27 @@ impl LeaseStore for MemoryStore {
                 let held = row.holder.as_ref()?;
                 return Some((slot, row.fence, held.clone()));
             }
-            let (slot, row) = rows
-                .iter_mut()
-                .enumerate()
-                .find(|(_, r)| r.holder.as_ref().is_none_or(|h| !h.live(now)))?;
+            let free = rows[..used]
+                .iter()
+                .position(|r| r.holder.as_ref().is_none_or(|h| !h.live(now)));
+            let slot = match free {
+                Some(slot) => slot,
+                None if used < wanted => {
+                    rows.push(Row {
+                        fence: 0,
+                        holder: None,
+                    });
+                    used
+                }
+                None => return None,
+            };
+            let row = rows.get_mut(slot)?;
             row.fence += 1;
             let held = row.holder.insert(Held {
                 owner: Arc::clone(&req.owner),
                 token: req.token,
                 acquired_at: now,
-                expires_at: now + req.ttl,
+                expires_at: deadline_after(now, req.ttl),
             });
             Some((slot, row.fence, held.clone()))
         });
@@ -169,7 +174,7 @@ impl LeaseStore for MemoryStore {
                 .holder
                 .as_mut()
                 .filter(|h| h.token == lease.token && h.live(now))?;
-            held.expires_at = now + ttl;
+            held.expires_at = deadline_after(now, ttl);
             Some(held.expires_at)
         });
         Ok(match extended {
@@ -194,7 +199,7 @@ impl LeaseStore for MemoryStore {
                 row.holder = None;
                 Some(true)
             } else {
-                held.expires_at = held.expires_at.min(now + linger);
+                held.expires_at = held.expires_at.min(deadline_after(now, linger));
                 Some(false)
             }
         });
@@ -210,6 +215,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         let now = Instant::now();
         let holders = self.with_rows(|locks| {
             let Some(rows) = locks.get(lock) else {
@@ -232,6 +238,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         let now = Instant::now();
         let freed: Vec<Holder> = self.with_rows(|locks| {
             let Some(rows) = locks.get_mut(lock) else {

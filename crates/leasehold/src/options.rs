@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::limits::{LimitError, MAX_NODE_ID_LEN, check_duration, check_node_id_len, check_slots};
 use crate::retry::RetryPolicy;
 
 /// The smallest lease the core accepts.
@@ -41,6 +42,12 @@ pub enum OptionsError {
     /// The node id was empty or contained control characters.
     #[error("node_id must be non-empty printable text without control characters, got {0:?}")]
     BadNodeId(String),
+    /// A value was beyond one of the [limits](crate::limits): a duration longer than
+    /// [`MAX_DURATION`](crate::MAX_DURATION), `max_leaders` above
+    /// [`MAX_SLOTS`](crate::MAX_SLOTS), or a node id longer than
+    /// [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// A scheduled job had a zero period.
     #[error("job {0:?}: period must be greater than zero")]
     ZeroPeriod(String),
@@ -58,8 +65,12 @@ pub enum OptionsError {
 /// | `min_lease` | 0 | ≤ `lease`: hold the lock at least this long after acquisition |
 /// | `auto_extend` | off | renew every `lease/3` (≥ 25 ms) while the action runs; needs `lease` ≥ 75 ms |
 /// | `cancel_on_lost` | off | drop the action's future when the lease is lost |
-/// | `node_id` | `hostname:pid` | recorded as the owner of each lease |
+/// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
 /// | `retry` | 25 ms → 250 ms, jittered | pause between attempts while waiting |
+///
+/// Every duration is at most [`MAX_DURATION`](crate::MAX_DURATION) (100 years) and the node id at
+/// most [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes; beyond that `build` answers
+/// [`OptionsError::Limit`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -151,6 +162,9 @@ impl ElectionOptions {
     }
 
     fn validate(&self) -> Result<(), OptionsError> {
+        check_duration("wait", self.wait)?;
+        check_duration("lease", self.lease)?;
+        check_duration("min_lease", self.min_lease)?;
         if self.lease < MIN_LEASE {
             return Err(OptionsError::LeaseTooShort(self.lease));
         }
@@ -167,9 +181,7 @@ impl ElectionOptions {
                 min: min_auto,
             });
         }
-        if self.node_id.trim().is_empty() || self.node_id.chars().any(char::is_control) {
-            return Err(OptionsError::BadNodeId(self.node_id.to_string()));
-        }
+        validate_node_id(&self.node_id)?;
         self.retry.validate()
     }
 }
@@ -206,7 +218,9 @@ impl ElectionOptionsBuilder {
         self.0.cancel_on_lost = on;
         self
     }
-    /// The owner recorded with each lease (default `hostname:pid`).
+    /// The owner recorded with each lease (default `hostname:pid`): 1 to
+    /// [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes without control characters (see
+    /// [`validate_node_id`]).
     pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
         self.0.node_id = Arc::from(node_id.into());
         self
@@ -223,7 +237,8 @@ impl ElectionOptionsBuilder {
     }
 }
 
-/// Options for group election: [`ElectionOptions`] plus `max_leaders` (default 2, ≥ 1).
+/// Options for group election: [`ElectionOptions`] plus `max_leaders` (default 2, 1 to
+/// [`MAX_SLOTS`](crate::MAX_SLOTS)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -232,6 +247,7 @@ impl ElectionOptionsBuilder {
 /// let opts = GroupOptions::builder().max_leaders(3).lease(Duration::from_secs(10)).build()?;
 /// assert_eq!(opts.max_leaders(), 3);
 /// assert!(GroupOptions::builder().max_leaders(0).build().is_err());
+/// assert!(GroupOptions::builder().max_leaders(leasehold::MAX_SLOTS + 1).build().is_err());
 /// # Ok::<(), leasehold::OptionsError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -282,7 +298,7 @@ macro_rules! delegate_setters {
 }
 
 impl GroupOptionsBuilder {
-    /// The most concurrent holders (default 2, ≥ 1).
+    /// The most concurrent holders (default 2, 1 to [`MAX_SLOTS`](crate::MAX_SLOTS)).
     pub fn max_leaders(mut self, n: u32) -> Self {
         self.0.max_leaders = n;
         self
@@ -315,12 +331,43 @@ impl GroupOptionsBuilder {
         if self.0.max_leaders == 0 {
             return Err(OptionsError::NoLeaders);
         }
+        check_slots(self.0.max_leaders)?;
         self.0.election.validate()?;
         Ok(self.0)
     }
 }
 
-/// The default node id, `hostname:pid`, computed once per process.
+/// Checks a node id: non-empty, not only whitespace, no control characters, and at most
+/// [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes — what every store can record as a lease's
+/// owner. The options builders apply it; it is public so that a program (or a command-line flag)
+/// can reject a bad id where it enters.
+///
+/// # Errors
+///
+/// [`OptionsError::BadNodeId`] for an empty id or one with control characters,
+/// [`OptionsError::Limit`] ([`LimitError::NodeIdTooLong`]) for one that is too long.
+///
+/// ```
+/// use leasehold::{LimitError, OptionsError, validate_node_id};
+///
+/// assert!(validate_node_id("web-1:4242").is_ok());
+/// assert!(matches!(validate_node_id(""), Err(OptionsError::BadNodeId(_))));
+/// assert!(matches!(validate_node_id("a\tb"), Err(OptionsError::BadNodeId(_))));
+/// assert!(matches!(
+///     validate_node_id(&"n".repeat(256)),
+///     Err(OptionsError::Limit(LimitError::NodeIdTooLong { len: 256, max: 255, .. }))
+/// ));
+/// ```
+pub fn validate_node_id(id: &str) -> Result<(), OptionsError> {
+    if id.trim().is_empty() || id.chars().any(char::is_control) {
+        return Err(OptionsError::BadNodeId(id.chars().take(64).collect()));
+    }
+    check_node_id_len(id)?;
+    Ok(())
+}
+
+/// The default node id, `hostname:pid`, computed once per process (the host name is shortened
+/// if needed so that the id fits [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN)).
 ///
 /// ```
 /// let id = leasehold::default_node_id();
@@ -330,12 +377,17 @@ pub fn default_node_id() -> Arc<str> {
     static ID: OnceLock<Arc<str>> = OnceLock::new();
     Arc::clone(ID.get_or_init(|| {
         let host = gethostname::gethostname().to_string_lossy().into_owned();
-        let host = if host.trim().is_empty() {
+        let host = if host.trim().is_empty() || host.chars().any(char::is_control) {
             "localhost".to_owned()
         } else {
             host
         };
-        Arc::from(format!("{host}:{}", std::process::id()))
+        let pid = format!(":{}", std::process::id());
+        let mut end = host.len().min(MAX_NODE_ID_LEN - pid.len());
+        while !host.is_char_boundary(end) {
+            end -= 1;
+        }
+        Arc::from(format!("{}{pid}", &host[..end]))
     }))
 }
 

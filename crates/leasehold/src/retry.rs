@@ -40,7 +40,13 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// A policy; `initial` must be > 0 and ≤ `max`, `jitter` within `0.0..=1.0`.
+    /// A policy; `initial` must be > 0 and ≤ `max`, `max` at most
+    /// [`MAX_DURATION`](crate::MAX_DURATION), `jitter` within `0.0..=1.0`.
+    ///
+    /// # Errors
+    ///
+    /// [`OptionsError::Retry`] for an inconsistent policy, [`OptionsError::Limit`] for a `max`
+    /// beyond [`MAX_DURATION`](crate::MAX_DURATION).
     pub fn new(initial: Duration, max: Duration, jitter: f64) -> Result<Self, OptionsError> {
         let p = Self {
             initial,
@@ -62,6 +68,7 @@ impl RetryPolicy {
                 "initial pause must not exceed the maximum pause",
             ));
         }
+        crate::limits::check_duration("retry max pause", self.max)?;
         if !(0.0..=1.0).contains(&self.jitter) {
             return Err(OptionsError::Retry("jitter must be within 0.0..=1.0"));
         }

@@ -16,6 +16,7 @@ use tracing::{Instrument, debug, info_span, warn};
 use crate::elector::Elector;
 use crate::error::{Error, Result};
 use crate::guard::LeaderContext;
+use crate::limits::check_duration;
 use crate::name::LockName;
 use crate::options::OptionsError;
 
@@ -273,12 +274,25 @@ impl Schedule {
     }
 
     /// Validates every job and starts them on the current runtime; `stop` ends them.
+    ///
+    /// # Errors
+    ///
+    /// A job's invalid lock name ([`Error::Name`]), a zero period or options the elector rejects
+    /// ([`Error::Options`]), or a period, initial delay or grace period beyond
+    /// [`MAX_DURATION`](crate::MAX_DURATION) ([`Error::Limit`]).
     pub fn start(self, stop: CancellationToken) -> Result<ScheduleHandle> {
+        if let Some(grace) = self.grace {
+            check_duration("grace_period", grace)?;
+        }
         let mut planned = Vec::with_capacity(self.jobs.len());
         for job in self.jobs {
             let lock = self.elector.lock_name_of(&job.name)?;
             if job.period.is_zero() {
                 return Err(OptionsError::ZeroPeriod(job.name).into());
+            }
+            check_duration("period", job.period)?;
+            if let Some(delay) = job.initial_delay {
+                check_duration("initial_delay", delay)?;
             }
             // A tick never waits for the lock: a node that waited would run the job again right
             // after the holder finished, in the same period.
@@ -302,7 +316,11 @@ impl Schedule {
             };
             tasks.spawn(run_job(job, ctx).instrument(span));
         }
-        Ok(ScheduleHandle { tasks, stop })
+        Ok(ScheduleHandle {
+            tasks,
+            stop,
+            elector: self.elector,
+        })
     }
 }
 
@@ -411,15 +429,32 @@ async fn run_job(job: Job, run: JobRun) {
 pub struct ScheduleHandle {
     tasks: JoinSet<()>,
     stop: CancellationToken,
+    /// The schedule's elector: its jobs' copies share its cleanup tasks.
+    elector: Elector,
 }
 
 impl ScheduleHandle {
-    /// Resolves when every job has stopped (after the token is cancelled) and released its lease.
+    /// Resolves when every job has stopped (after the token is cancelled) and released its lease,
+    /// and the elector has [settled](Elector::settled): an attempt that was in flight when the
+    /// token was cancelled has had its answer, and a lease it was granted late has been released
+    /// (waiting at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT) for the store). Nothing the
+    /// schedule started outlives this.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future aborts the jobs still running (a lease they hold is released in the
+    /// background, as for a dropped guard) and stops waiting for the elector to settle; await
+    /// it to the end before the process exits.
     pub async fn stopped(mut self) {
         while self.tasks.join_next().await.is_some() {}
+        self.elector.settled_within(crate::SETTLE_TIMEOUT).await;
     }
 
     /// Cancels the token and waits for [`stopped`](Self::stopped).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`stopped`](Self::stopped).
     pub async fn shutdown(self) {
         self.stop.cancel();
         self.stopped().await;

@@ -5,12 +5,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
-use tracing::warn;
+use tracing::{debug, info, warn};
 
 use crate::events::LostReason;
 use crate::guard::{LeaseCell, safety_margin};
 use crate::lease::Extension;
+use crate::limits::deadline_after;
 use crate::options::MIN_RENEWAL_PERIOD;
+use crate::suspend;
 
 /// Renewal cadence: a third of the lease, at least 25 ms.
 pub(crate) fn renewal_period(ttl: Duration) -> Duration {
@@ -23,9 +25,15 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 /// extension further out is respected). Transient errors are retried sooner, until the local
 /// deadline; "not held" and permanent errors mark the lease lost. A stop request never interrupts
 /// an extension in flight, so a release never races a renewal.
+///
+/// The first failure of a run of failures (an error, or no answer within a renewal period) is
+/// reported once, as a warning and a `RenewalFailing` event, ahead of any `Lost`; the retries
+/// that follow log at DEBUG only, until a renewal succeeds again.
 pub(crate) async fn run(cell: Arc<LeaseCell>) {
     let period = renewal_period(cell.ttl);
-    let mut next = Instant::now() + period;
+    let retry = (period / 4).max(Duration::from_millis(5));
+    let mut next = deadline_after(Instant::now(), period);
+    let mut failing = false;
     loop {
         if cell.stopping.load(Ordering::Acquire) {
             return;
@@ -40,37 +48,61 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         }
         let _one_at_a_time = cell.extending.lock().await;
         let now = Instant::now();
-        let full = now + cell.ttl - safety_margin(cell.ttl);
+        let full = deadline_after(now, cell.ttl - safety_margin(cell.ttl));
         if cell.deadline() > full {
             // A manual extension reaches further than a renewal would: keep it.
-            next = now + period;
+            next = deadline_after(now, period);
             continue;
         }
         let lease = cell.lease();
         let deadline = cell.deadline();
-        let outcome = tokio::select! {
-            r = cell.store.extend(&lease, cell.ttl) => r,
-            () = sleep_until(deadline) => {
-                cell.mark_lost(LostReason::DeadlinePassed);
-                return;
+        let sent_offset = suspend::offset();
+        let slow_at = deadline_after(now, period);
+        let extend = cell.store.extend(&lease, cell.ttl);
+        tokio::pin!(extend);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                r = &mut extend => break r,
+                () = sleep_until(deadline) => {
+                    cell.mark_lost(LostReason::DeadlinePassed);
+                    return;
+                }
+                () = sleep_until(slow_at), if !failing => {
+                    failing = true;
+                    cell.renewal_failing(&format!(
+                        "the store has not answered the renewal within {period:?}"
+                    ));
+                }
             }
         };
         match outcome {
             Ok(Extension::Extended { expires_at }) => {
-                cell.extended(now, cell.ttl, expires_at);
-                next = Instant::now() + period;
+                if failing {
+                    info!(lock = %lease.lock, slot = lease.slot, "leasehold: lease renewal recovered");
+                    failing = false;
+                }
+                cell.extended(now, sent_offset, cell.ttl, expires_at);
+                next = deadline_after(Instant::now(), period);
             }
             Ok(Extension::NotHeld) => {
                 cell.mark_lost(LostReason::NotHeld);
                 return;
             }
             Err(e) if e.is_transient() => {
-                let retry = (period / 4).max(Duration::from_millis(5));
-                warn!(lock = %lease.lock, slot = lease.slot, error = %e, ?retry,
-                    "leasehold: renewal failed; retrying before the local deadline");
-                next = Instant::now() + retry;
+                if failing {
+                    debug!(lock = %lease.lock, slot = lease.slot, error = %e, ?retry,
+                        "leasehold: renewal failed again; retrying before the local deadline");
+                } else {
+                    failing = true;
+                    cell.renewal_failing(&e.to_string());
+                }
+                next = deadline_after(Instant::now(), retry);
             }
             Err(e) => {
+                if !failing {
+                    cell.renewal_failing(&e.to_string());
+                }
                 warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: renewal failed permanently");
                 cell.mark_lost(LostReason::StoreFailed);
                 return;

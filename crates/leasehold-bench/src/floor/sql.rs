@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use leasehold::{LockName, Token};
-use leasehold_sql::{SqlPool, SqlStore};
+use leasehold_sql::{HostClock, SqlPool, SqlStore};
 
 use crate::BoxError;
 
-/// The acquire statement with the parameters the store binds: (lock, slot, owner, token, ttl).
+/// The acquire statement with the parameters the store binds: (lock, slot, owner, token, ttl),
+/// plus the host's clocks on SQLite.
 pub(super) async fn acquire(
     store: &SqlStore,
     lock: &LockName,
@@ -31,7 +32,12 @@ pub(super) async fn acquire(
     }
     Ok(match store.pool() {
         SqlPool::Postgres(p) => query!().fetch_optional(p).await?.is_some(),
-        SqlPool::Sqlite(p) => query!().fetch_optional(p).await?.is_some(),
+        // SQLite statements also take the host's clocks.
+        SqlPool::Sqlite(p) => HostClock::read()
+            .bind(query!())
+            .fetch_optional(p)
+            .await?
+            .is_some(),
         SqlPool::MySql(p) => {
             query!().execute(p).await?;
             sqlx::query(&sql.read_own)
@@ -66,7 +72,7 @@ pub(super) async fn release(
             query!().bind(store.notify_channel()).fetch_all(p).await?;
         }
         SqlPool::Sqlite(p) => {
-            query!().execute(p).await?;
+            HostClock::read().bind(query!()).execute(p).await?;
         }
         SqlPool::MySql(p) => {
             query!().execute(p).await?;

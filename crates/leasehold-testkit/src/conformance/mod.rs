@@ -28,6 +28,7 @@ mod extension;
 mod fencing;
 mod force;
 mod group;
+mod limits;
 mod min_lease;
 mod release;
 mod state;
@@ -46,6 +47,7 @@ pub use extension::{auto_extend_keeps_lease, manual_extend_keeps_lease};
 pub use fencing::{fences_increase, group_fences_increase_per_slot};
 pub use force::{force_release_makes_the_holder_lost, store_force_release_frees_every_slot};
 pub use group::{group_expired_slots_reclaimed, group_slot_accounting};
+pub use limits::{store_records_the_longest_node_id, store_rejects_more_than_max_slots};
 pub use min_lease::min_lease_holds_lock;
 pub use release::{
     abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,

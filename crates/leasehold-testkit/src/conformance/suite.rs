@@ -77,6 +77,8 @@ static TESTS: &[ConformanceTest] = suite![
     store_extend_after_expiry_is_not_held,
     store_group_grants_lowest_free_slot,
     store_force_release_frees_every_slot,
+    store_rejects_more_than_max_slots,
+    store_records_the_longest_node_id,
 ];
 
 /// Every conformance test, in the order [`run_all`] runs them.

@@ -349,7 +349,9 @@ impl StoreObserver for Journal {
             }
             Release::Released => {
                 let record = &mut log.leases[id];
-                record.expires = record.expires.min(Instant::now() + linger);
+                record.expires = record
+                    .expires
+                    .min(leasehold::deadline_after(Instant::now(), linger));
                 let expires = record.expires;
                 log.push(node, What::Lingered { lease: id, expires });
             }

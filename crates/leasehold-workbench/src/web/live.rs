@@ -178,21 +178,23 @@ impl LiveView {
         })
     }
 
-    /// The store's name as the page shows it (pass a redacted URL: it is served to every
-    /// visitor).
+    /// The store's name as the page shows it. It is served to every visitor, so any URL in it
+    /// is redacted with [`leasehold::redact_urls_in`] (passwords and secret parameters become
+    /// `***`).
     ///
     /// ```
     /// # use std::sync::Arc;
     /// # use leasehold::{LockName, MemoryStore};
     /// # use leasehold_workbench::web::LiveView;
     /// let view = LiveView::new(Arc::new(MemoryStore::new()), vec![LockName::new("a")?])?
-    ///     .store_label("postgres://app:***@db/leases");
+    ///     .store_label("postgres://app:s3c/r3t@db/leases");
+    /// assert!(format!("{view:?}").contains("postgres://app:***@db/leases"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
     pub fn store_label(self, label: impl Into<String>) -> Self {
         let mut inner = self.into_inner();
-        inner.store_label = label.into();
+        inner.store_label = leasehold::redact_urls_in(&label.into());
         Self {
             inner: Arc::new(inner),
         }

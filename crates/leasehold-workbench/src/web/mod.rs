@@ -1,7 +1,8 @@
 //! The web side of the workbench: the interactive page with its JSON API
 //! ([`workbench_router`], for `leasehold workbench`) and the live view of a real store
 //! ([`LiveView`], for `leasehold serve`), plus the loopback-by-default listener both use
-//! ([`bind`], [`serve`]).
+//! ([`bind`], [`serve`]: bounded header reading and shutdown, and a [`HostCheck`] against DNS
+//! rebinding).
 //!
 //! Both pages are single self-contained HTML files compiled into the binary ([`WORKBENCH_HTML`],
 //! [`LIVE_HTML`]): no external scripts, styles or fonts, so they work offline.
@@ -11,7 +12,7 @@
 //! use leasehold_workbench::web;
 //! let listener = web::bind("127.0.0.1:0".parse()?, false).await?;
 //! tracing::info!("listening on http://{}/", listener.local_addr()?);
-//! web::serve(listener, web::workbench_router(), std::future::pending()).await?;
+//! web::serve(listener, web::workbench_router(), false, leasehold_axum::shutdown_signal()).await?;
 //! # Ok(()) }
 //! ```
 
@@ -23,6 +24,9 @@ mod page;
 
 pub use api::workbench_router;
 pub use error::WebError;
-pub use listen::{LIVE_BIND, WORKBENCH_BIND, bind, check_bind, serve};
+pub use listen::{
+    HEADER_READ_TIMEOUT, HostCheck, LIVE_BIND, SHUTDOWN_GRACE, WORKBENCH_BIND, bind, check_bind,
+    serve,
+};
 pub use live::{LiveHolder, LiveLock, LiveReport, LiveView, MANAGEMENT_PATH};
 pub use page::{LIVE_HTML, WORKBENCH_HTML};

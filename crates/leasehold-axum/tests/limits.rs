@@ -1,0 +1,67 @@
+//! Durations beyond `leasehold::MAX_DURATION` are startup errors for leader-only jobs and
+//! leader-only routes, never a panic later.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::{CancellationToken, Elector, LimitError, MAX_DURATION, MemoryStore};
+use leasehold_axum::{Error, LeaderJobs, LeaderOnly};
+
+const OVER: Duration = Duration::from_secs(MAX_DURATION.as_secs() + 1);
+
+fn limit(e: Result<impl std::fmt::Debug, Error>, what: &str) {
+    let e = e.expect_err(what);
+    let msg = e.to_string();
+    assert!(
+        matches!(
+            &e,
+            Error::Leasehold(leasehold::Error::Limit(LimitError::DurationTooLong { .. }))
+                | Error::Leasehold(leasehold::Error::Options(leasehold::OptionsError::Limit(
+                    LimitError::DurationTooLong { .. }
+                )))
+        ),
+        "{what}: {e:?}"
+    );
+    assert!(msg.contains(what) && msg.contains("MAX_DURATION"), "{msg}");
+}
+
+#[tokio::test]
+async fn jobs_and_leader_only_reject_durations_beyond_the_maximum() {
+    let elector = Elector::new(Arc::new(MemoryStore::new()));
+    let noop = |_| async { Ok::<_, String>(()) };
+    limit(
+        LeaderJobs::new(elector.clone())
+            .every("sweep", OVER, noop)
+            .start(CancellationToken::new()),
+        "period",
+    );
+    limit(
+        LeaderJobs::new(elector.clone())
+            .every("sweep", Duration::from_secs(1), noop)
+            .grace_period(Duration::MAX)
+            .start(CancellationToken::new()),
+        "grace_period",
+    );
+    limit(
+        LeaderOnly::builder(&elector, "writer")
+            .retry_after(Duration::MAX)
+            .start(CancellationToken::new()),
+        "retry_after",
+    );
+    limit(
+        LeaderOnly::builder(&elector, "writer")
+            .retry_interval(OVER)
+            .start(CancellationToken::new()),
+        "wait",
+    );
+    let token = CancellationToken::new();
+    let jobs = LeaderJobs::new(elector)
+        .every("sweep", MAX_DURATION, noop)
+        .grace_period(MAX_DURATION)
+        .start(token.clone())
+        .expect("the maximum itself is allowed");
+    token.cancel();
+    jobs.stopped().await;
+}

@@ -1,0 +1,298 @@
+//! The limits on what the library and the CLI accept: slot counts, durations and node ids (lock
+//! names: [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN)).
+//!
+//! Each limit is one constant, enforced where input enters: the options builders, every store's
+//! `try_acquire`, `state` and `force_release` (through [`check_slots`]),
+//! [`parse_duration`](crate::parse_duration) and the CLI's flags. Beyond a limit the answer is a typed
+//! [`LimitError`] naming the value, the limit and its constant, never a panic, an allocation of the
+//! requested size or a server-side loop of that length.
+//!
+//! | limit | constant | value |
+//! |---|---|---|
+//! | slots of a group (`max_leaders`, `--slots`) | [`MAX_SLOTS`] | 1024 |
+//! | any duration (lease, wait, min lease, retry pauses, job periods, …) | [`MAX_DURATION`] | 36500 days (100 years) |
+//! | node id (owner recorded with a lease) | [`MAX_NODE_ID_LEN`] | 255 bytes |
+//! | lock name | [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) | 255 bytes |
+//!
+//! Deadline arithmetic goes through [`deadline_after`], which saturates, so even a duration that
+//! slipped past a check cannot overflow an [`Instant`].
+
+use std::fmt;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The most slots a lock may have: the largest `max_leaders` of a
+/// [`GroupOptions`](crate::GroupOptions), the largest `slots` a store's `try_acquire`, `state`
+/// and `force_release` accept, and the largest `--slots` of the CLI.
+///
+/// Why 1024: the cost of a group operation grows with its slots on some stores even when few are
+/// held — DynamoDB reads every slot's item (one `BatchGetItem` per 100 keys, so at most 11), a
+/// SQL group acquisition lists the free slots, the memory store keeps a row per slot — so the
+/// bound keeps every call cheap (well under a millisecond of server work on Redis, a handful of
+/// requests on DynamoDB) and bounded in memory. Redis and SQL scans follow the live holders, not
+/// the slot count. A thousand concurrent holders of one lock is far beyond leader election; larger
+/// pools belong in a work queue or a semaphore service.
+pub const MAX_SLOTS: u32 = 1024;
+
+/// The longest duration the library and the CLI accept: 36500 days (100 years), for every lease,
+/// wait, minimum lease, extension, retry pause, job period, initial delay and grace period, and
+/// every duration text ([`parse_duration`](crate::parse_duration)).
+///
+/// Why 100 years: it is longer than any lease or wait a program means ("forever" in practice),
+/// and short enough to be safe everywhere a duration goes — added to a monotonic
+/// [`Instant`] on every platform (whose range is centuries from boot), to a
+/// [`SystemTime`](std::time::SystemTime), in milliseconds since 1970 in the stores' 64-bit
+/// columns, Redis `PX`/`PEXPIRE` arguments and Lua numbers (doubles, exact to 2^53 ms ≈ 285,000
+/// years), and in DynamoDB number attributes.
+pub const MAX_DURATION: Duration = Duration::from_secs(36_500 * 86_400);
+
+/// The longest node id (the owner recorded with each lease), in bytes: the SQL stores keep it in a
+/// `VARCHAR(255)` column, which holds 255 characters and so every id of at most 255 bytes.
+pub const MAX_NODE_ID_LEN: usize = 255;
+
+/// A value beyond one of the [limits](self).
+///
+/// Stores return it inside a permanent [`StoreError`](crate::StoreError) (see
+/// [`StoreError::limit`](crate::StoreError::limit)); the options builders inside
+/// [`OptionsError::Limit`](crate::OptionsError::Limit).
+///
+/// ```
+/// use leasehold::{LimitError, MAX_SLOTS, check_slots};
+///
+/// assert_eq!(check_slots(3), Ok(3));
+/// let e = check_slots(MAX_SLOTS + 1).unwrap_err();
+/// assert_eq!(e, LimitError::TooManySlots { slots: MAX_SLOTS + 1, max: MAX_SLOTS });
+/// assert!(e.to_string().contains("at most 1024"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// More slots than [`MAX_SLOTS`].
+    #[error("{slots} slots requested; at most {max} are allowed (leasehold::MAX_SLOTS)")]
+    TooManySlots {
+        /// The requested slot count.
+        slots: u32,
+        /// [`MAX_SLOTS`].
+        max: u32,
+    },
+    /// A duration longer than [`MAX_DURATION`].
+    #[error(
+        "{what} of {} is longer than the maximum of {} (leasehold::MAX_DURATION)",
+        Human(*value),
+        Human(*max)
+    )]
+    DurationTooLong {
+        /// What the duration was for (`"lease"`, `"wait"`, …).
+        what: &'static str,
+        /// The rejected duration.
+        value: Duration,
+        /// [`MAX_DURATION`].
+        max: Duration,
+    },
+    /// A node id longer than [`MAX_NODE_ID_LEN`] bytes.
+    #[error(
+        "node id is {len} bytes long; at most {max} bytes are allowed (leasehold::MAX_NODE_ID_LEN; \
+         it starts with {prefix:?})"
+    )]
+    NodeIdTooLong {
+        /// Its length in bytes.
+        len: usize,
+        /// [`MAX_NODE_ID_LEN`].
+        max: usize,
+        /// Its first characters.
+        prefix: String,
+    },
+}
+
+/// Checks a slot count against [`MAX_SLOTS`] and returns it. Every store calls it first in
+/// `try_acquire`, `state` and `force_release`, so all stores answer the same.
+///
+/// # Errors
+///
+/// [`LimitError::TooManySlots`] above [`MAX_SLOTS`].
+///
+/// ```
+/// assert!(leasehold::check_slots(leasehold::MAX_SLOTS).is_ok());
+/// assert!(leasehold::check_slots(u32::MAX).is_err());
+/// ```
+pub fn check_slots(slots: u32) -> Result<u32, LimitError> {
+    if slots > MAX_SLOTS {
+        return Err(LimitError::TooManySlots {
+            slots,
+            max: MAX_SLOTS,
+        });
+    }
+    Ok(slots)
+}
+
+/// Checks a duration against [`MAX_DURATION`] and returns it; `what` names it in the error.
+///
+/// # Errors
+///
+/// [`LimitError::DurationTooLong`] above [`MAX_DURATION`].
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::{MAX_DURATION, check_duration};
+///
+/// assert_eq!(check_duration("lease", MAX_DURATION), Ok(MAX_DURATION));
+/// let e = check_duration("lease", Duration::MAX).unwrap_err();
+/// assert!(e.to_string().starts_with("lease of "), "{e}");
+/// ```
+pub fn check_duration(what: &'static str, value: Duration) -> Result<Duration, LimitError> {
+    if value > MAX_DURATION {
+        return Err(LimitError::DurationTooLong {
+            what,
+            value,
+            max: MAX_DURATION,
+        });
+    }
+    Ok(value)
+}
+
+/// Checks a node id's length against [`MAX_NODE_ID_LEN`] (the rest of the node-id rule, non-empty
+/// and without control characters, is [`validate_node_id`](crate::validate_node_id)'s).
+pub(crate) fn check_node_id_len(id: &str) -> Result<(), LimitError> {
+    if id.len() > MAX_NODE_ID_LEN {
+        return Err(LimitError::NodeIdTooLong {
+            len: id.len(),
+            max: MAX_NODE_ID_LEN,
+            prefix: id.chars().take(32).collect(),
+        });
+    }
+    Ok(())
+}
+
+/// `start + after`, saturating instead of overflowing: the one place deadlines are computed.
+///
+/// `after` counts as at most [`MAX_DURATION`] (a deadline further out than that is never
+/// needed), and if the clock cannot represent even that, the step is halved until it can. So a
+/// deadline is never more than 100 years away, converts to a wall-clock time without overflow,
+/// and can never panic, whatever duration slipped past the checks.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::{MAX_DURATION, deadline_after};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let now = tokio::time::Instant::now();
+/// assert_eq!(deadline_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));
+/// assert_eq!(deadline_after(now, Duration::MAX), now + MAX_DURATION); // no panic
+/// # }
+/// ```
+pub fn deadline_after(start: Instant, after: Duration) -> Instant {
+    let mut step = after.min(MAX_DURATION);
+    loop {
+        if let Some(at) = start.checked_add(step) {
+            return at;
+        }
+        if step.is_zero() {
+            return start;
+        }
+        step /= 2;
+    }
+}
+
+/// Displays a duration compactly: whole days as `36500d`, else as `Debug` does (`1.5s`).
+pub(crate) struct Human(pub(crate) Duration);
+
+impl fmt::Display for Human {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d.subsec_nanos() == 0 && d.as_secs() >= 86_400 && d.as_secs().is_multiple_of(86_400) {
+            write!(f, "{}d", d.as_secs() / 86_400)
+        } else {
+            write!(f, "{d:?}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_exact_bounds() {
+        assert_eq!(check_slots(MAX_SLOTS), Ok(MAX_SLOTS));
+        assert_eq!(
+            check_slots(MAX_SLOTS + 1),
+            Err(LimitError::TooManySlots {
+                slots: MAX_SLOTS + 1,
+                max: MAX_SLOTS
+            })
+        );
+        assert_eq!(check_duration("wait", MAX_DURATION), Ok(MAX_DURATION));
+        let over = MAX_DURATION + Duration::from_nanos(1);
+        assert_eq!(
+            check_duration("wait", over),
+            Err(LimitError::DurationTooLong {
+                what: "wait",
+                value: over,
+                max: MAX_DURATION
+            })
+        );
+        assert!(check_node_id_len(&"n".repeat(MAX_NODE_ID_LEN)).is_ok());
+        assert!(matches!(
+            check_node_id_len(&"n".repeat(MAX_NODE_ID_LEN + 1)),
+            Err(LimitError::NodeIdTooLong {
+                len: 256,
+                max: 255,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn messages_name_the_value_the_limit_and_the_constant() {
+        let msg = check_duration("lease", Duration::from_secs(40_000 * 86_400))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "lease of 40000d is longer than the maximum of 36500d (leasehold::MAX_DURATION)"
+        );
+        let msg = check_slots(u32::MAX).unwrap_err().to_string();
+        assert!(
+            msg.contains("4294967295") && msg.contains("1024") && msg.contains("MAX_SLOTS"),
+            "{msg}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deadlines_saturate() {
+        let now = Instant::now();
+        assert_eq!(deadline_after(now, Duration::ZERO), now);
+        assert_eq!(deadline_after(now, MAX_DURATION), now + MAX_DURATION);
+        assert_eq!(deadline_after(now, Duration::MAX), now + MAX_DURATION);
+    }
+
+    /// Options built around the checks (as only this crate can) with `Duration::MAX` everywhere:
+    /// every deadline saturates, nothing panics (acquire, wait, renew, extend, release).
+    #[tokio::test(start_paused = true)]
+    async fn durations_that_slip_past_the_checks_saturate() {
+        use std::sync::Arc;
+
+        use crate::{ElectionOptions, Elector, MemoryStore};
+
+        let options = ElectionOptions {
+            wait: Duration::MAX,
+            lease: Duration::MAX,
+            min_lease: Duration::MAX,
+            auto_extend: true,
+            ..ElectionOptions::default()
+        };
+        let store = Arc::new(MemoryStore::new());
+        let a = Elector::with_options(store.clone(), options.clone());
+        let b = Elector::with_options(store, options);
+        let Ok(Some(guard)) = a.try_acquire("slipped").await else {
+            panic!("a free lock must be granted");
+        };
+        let waiting = tokio::time::timeout(Duration::from_secs(10), b.try_acquire("slipped"));
+        assert!(waiting.await.is_err(), "the contender keeps waiting");
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert!(!guard.is_lost());
+        assert!(guard.local_deadline() > Instant::now() + MAX_DURATION / 2);
+        let released = guard.release().await;
+        assert!(released.is_ok(), "{released:?}");
+    }
+}

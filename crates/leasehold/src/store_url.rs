@@ -1,0 +1,554 @@
+//! Store URLs for store authors: one parser for the URL a store is opened from, so that every
+//! store spells, decodes and checks its URL the same way.
+//!
+//! * [`StoreUrl::parse`] reads the URL with the [`url`] crate; [`StoreUrl::require_host`] turns a
+//!   missing host (`postgres:/`, `redis://?db=1`) into an error instead of a silent default.
+//! * [`StoreUrl::options`] (or [`UrlOptions::parse`] for a bare query string) reads the query
+//!   string: each value is percent-decoded once (`+` stays a plus), a key given twice or a key
+//!   the store does not know is an error that lists the known keys, and typed getters
+//!   ([`duration`](UrlOptions::duration), [`integer`](UrlOptions::integer),
+//!   [`flag`](UrlOptions::flag), [`text`](UrlOptions::text)) name the key and what is allowed
+//!   when a value is wrong.
+//! * Keys a store passes on to its driver are declared as known and left in
+//!   [`UrlOptions::remaining`].
+//!
+//! Errors never quote a secret: values of secret-looking keys (`password`, `token`, …) are shown
+//! as `***`, and [`UrlError::into_open_error`] redacts the URL with [`redact_url`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use leasehold::store_url::{StoreUrl, UrlError};
+//!
+//! const KNOWN: &[&str] = &["prefix", "timeout", "tls"];
+//! let url = StoreUrl::parse("kv://cache.internal:7000?prefix=a%2Fb&timeout=250ms&tls=on")?;
+//! assert_eq!(url.require_host("kv://HOST:PORT")?, "cache.internal");
+//! let mut options = url.options(KNOWN)?;
+//! assert_eq!(options.text("prefix")?.as_deref(), Some("a/b"));
+//! assert_eq!(options.duration("timeout")?, Some(Duration::from_millis(250)));
+//! assert_eq!(options.flag("tls")?, Some(true));
+//!
+//! let typo = StoreUrl::parse("kv://h?prefx=a")?.options(KNOWN).err();
+//! assert!(matches!(typo, Some(UrlError::UnknownKey { .. })));
+//! assert!(StoreUrl::parse("kv:/")?.require_host("kv://HOST").is_err());
+//! # Ok::<(), UrlError>(())
+//! ```
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::duration::parse_duration;
+use crate::url::{OpenError, is_secret_param, redact_url};
+
+/// Why a store URL is not acceptable. The message says what is wrong and what is allowed, and
+/// never quotes a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// The URL does not parse.
+    #[error(
+        "{reason}; percent-encode reserved characters in the user name, password and values \
+         (for example `/` as %2F, `@` as %40, `?` as %3F, `#` as %23, `%` as %25)"
+    )]
+    Syntax {
+        /// What the parser found.
+        reason: String,
+    },
+    /// A network store's URL names no host.
+    #[error("a host is required: write {expected}")]
+    MissingHost {
+        /// The form expected, e.g. `postgres://USER@HOST:PORT/DATABASE`.
+        expected: String,
+    },
+    /// A query key the store does not know (a typo would otherwise be ignored silently).
+    #[error("unknown parameter {key:?}; known parameters are {}", known.join(", "))]
+    UnknownKey {
+        /// The key found.
+        key: String,
+        /// The keys the store accepts.
+        known: Vec<String>,
+    },
+    /// A query key given more than once.
+    #[error("parameter {key:?} is given more than once")]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// A value or key that is not valid percent-encoded UTF-8.
+    #[error("parameter {key:?}: {value:?} is not valid percent-encoded UTF-8 (write `%` as %25)")]
+    BadEncoding {
+        /// The key (as written).
+        key: String,
+        /// The value as written (`***` for a secret key).
+        value: String,
+    },
+    /// A value of the wrong kind.
+    #[error("parameter {key}={value:?}: expected {expected}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value, decoded (`***` for a secret key).
+        value: String,
+        /// What is allowed, e.g. "a duration such as 500ms or 2s".
+        expected: String,
+    },
+}
+
+impl UrlError {
+    /// The [`OpenError::Invalid`] for `url` (redacted) with this error as the reason.
+    #[must_use]
+    pub fn into_open_error(self, url: &str) -> OpenError {
+        OpenError::invalid(url, self)
+    }
+}
+
+/// A parsed store URL. See the [module documentation](self).
+#[derive(Clone)]
+pub struct StoreUrl {
+    url: ::url::Url,
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StoreUrl")
+            .field(&redact_url(self.url.as_str()))
+            .finish()
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    /// The URL, redacted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact_url(self.url.as_str()))
+    }
+}
+
+impl StoreUrl {
+    /// Parses `url`.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::Syntax`] if it is not a URL, e.g. a password holds an unencoded `/` or `?`.
+    pub fn parse(url: &str) -> Result<Self, UrlError> {
+        let url = url.trim();
+        let parsed = ::url::Url::parse(url).map_err(|e| UrlError::Syntax {
+            reason: format!("not a valid URL: {e}"),
+        })?;
+        if userinfo_is_ambiguous(url, &parsed) {
+            // Parsing on would hand parts of the password to the path or query, where an
+            // error message could quote them.
+            return Err(UrlError::Syntax {
+                reason: "the user name or password holds an unencoded `/`, `?`, `#` or `@`"
+                    .to_owned(),
+            });
+        }
+        Ok(Self { url: parsed })
+    }
+
+    /// The scheme, in lower case.
+    pub fn scheme(&self) -> &str {
+        self.url.scheme()
+    }
+
+    /// The host, if the URL names a non-empty one (still percent-encoded, as `url` keeps it).
+    pub fn host(&self) -> Option<&str> {
+        self.url.host_str().filter(|h| !h.is_empty())
+    }
+
+    /// The host.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::MissingHost`] naming `expected` (e.g. `redis://HOST:PORT/DB`) when the URL
+    /// has no host: `postgres:/`, `postgres:`, `mysql://`, `redis://?db=1`.
+    pub fn require_host(&self, expected: &str) -> Result<&str, UrlError> {
+        self.host().ok_or_else(|| UrlError::MissingHost {
+            expected: expected.to_owned(),
+        })
+    }
+
+    /// The parsed URL (it holds the password: print [`StoreUrl`]'s `Display` instead).
+    pub fn url(&self) -> &::url::Url {
+        &self.url
+    }
+
+    /// The query string's options, checked against the keys the store knows.
+    ///
+    /// # Errors
+    ///
+    /// As [`UrlOptions::parse`].
+    pub fn options(&self, known: &[&str]) -> Result<UrlOptions, UrlError> {
+        UrlOptions::parse(self.url.query().unwrap_or(""), known)
+    }
+}
+
+/// True when the user-info as meant (up to the last `@`) is not the one the parser found: a
+/// password with an unencoded delimiter. An `@` inside a query value of a URL without
+/// user-info (`postgres://h/db?user=a@b`) is not one.
+fn userinfo_is_ambiguous(raw: &str, parsed: &::url::Url) -> bool {
+    let Some((_, rest)) = raw.split_once("://") else {
+        return false;
+    };
+    let Some((meant, _)) = rest.rsplit_once('@') else {
+        return false;
+    };
+    let parsed_userinfo = !parsed.username().is_empty() || parsed.password().is_some();
+    if !parsed_userinfo && meant.contains('=') {
+        return false;
+    }
+    let decode = |t: &str| {
+        percent_encoding::percent_decode_str(t)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let mut found = decode(parsed.username());
+    if let Some(password) = parsed.password() {
+        found.push(':');
+        found.push_str(&decode(password));
+    }
+    decode(meant) != found
+}
+
+/// The options of a query string (`key=value&…`), decoded, each key known and given once. See
+/// the [module documentation](self).
+///
+/// A known key ending in `*` stands for every key with that prefix (`options[*` would accept
+/// `options[search_path]`).
+#[derive(Clone)]
+pub struct UrlOptions {
+    /// `(key, value)` in the order given, `None` once taken.
+    pairs: Vec<Option<(String, String)>>,
+}
+
+impl std::fmt::Debug for UrlOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.pairs.iter().flatten().map(|(k, v)| (k, shown(k, v))))
+            .finish()
+    }
+}
+
+/// `value` for an error message: `***` when `key` names a secret, else redacted as a URL (a
+/// parameter may hold one, such as `endpoint=http://user:password@host`).
+fn shown(key: &str, value: &str) -> String {
+    if is_secret_param(key) {
+        "***".to_owned()
+    } else {
+        redact_url(value)
+    }
+}
+
+/// Percent-decodes `text` into UTF-8 (`+` stays a plus): `None` for a `%` not followed by two
+/// hex digits or bytes that are not UTF-8. For parts of a store URL other than its query, such
+/// as a table name in the host position.
+///
+/// ```
+/// use leasehold::store_url::percent_decode;
+/// assert_eq!(percent_decode("a%2Fb+c").as_deref(), Some("a/b+c"));
+/// assert_eq!(percent_decode("100%"), None);
+/// ```
+pub fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let hex = |i: usize| {
+        bytes
+            .get(i)
+            .and_then(|b| char::from(*b).to_digit(16))
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            out.push(hex(i + 1)? * 16 + hex(i + 2)?);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn matches_known(key: &str, known: &str) -> bool {
+    match known.split_once('*') {
+        Some((prefix, suffix)) => {
+            key.len() > prefix.len() + suffix.len()
+                && key.starts_with(prefix)
+                && key.ends_with(suffix)
+        }
+        None => key == known,
+    }
+}
+
+impl UrlOptions {
+    /// Parses a query string (without its `?`). Empty pieces (`a=1&&b=2`) are skipped; a key
+    /// without `=` has the empty value.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadEncoding`] for a bad `%` escape or non-UTF-8 bytes,
+    /// [`UrlError::UnknownKey`] for a key not in `known` (the message lists them), and
+    /// [`UrlError::DuplicateKey`] for a key given twice.
+    pub fn parse(query: &str, known: &[&str]) -> Result<Self, UrlError> {
+        let mut pairs: Vec<Option<(String, String)>> = Vec::new();
+        for piece in query.split('&').filter(|p| !p.is_empty()) {
+            let (raw_key, raw_value) = piece.split_once('=').unwrap_or((piece, ""));
+            let bad = || UrlError::BadEncoding {
+                key: raw_key.to_owned(),
+                value: shown(raw_key, raw_value),
+            };
+            let key = percent_decode(raw_key).ok_or_else(bad)?;
+            let value = percent_decode(raw_value).ok_or_else(bad)?;
+            if !known.iter().any(|k| matches_known(&key, k)) {
+                return Err(UrlError::UnknownKey {
+                    // A mistyped URL can put a password in the key's place.
+                    key: redact_url(&key),
+                    known: known.iter().map(|k| (*k).to_owned()).collect(),
+                });
+            }
+            if pairs.iter().flatten().any(|(k, _)| *k == key) {
+                return Err(UrlError::DuplicateKey { key });
+            }
+            pairs.push(Some((key, value)));
+        }
+        Ok(Self { pairs })
+    }
+
+    /// Takes the decoded value of `key`, if given (a second call returns `None`).
+    pub fn take(&mut self, key: &str) -> Option<String> {
+        let slot = self
+            .pairs
+            .iter_mut()
+            .find(|p| p.as_ref().is_some_and(|(k, _)| k == key))?;
+        slot.take().map(|(_, v)| v)
+    }
+
+    /// Takes `key` and converts its value with `convert`; an `Err` becomes
+    /// [`UrlError::BadValue`] saying `expected`.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] when `convert` fails.
+    pub fn typed<T, E>(
+        &mut self,
+        key: &str,
+        expected: &str,
+        convert: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<Option<T>, UrlError> {
+        let Some(value) = self.take(key) else {
+            return Ok(None);
+        };
+        convert(&value).map(Some).map_err(|_| UrlError::BadValue {
+            key: key.to_owned(),
+            value: shown(key, &value),
+            expected: expected.to_owned(),
+        })
+    }
+
+    /// Takes `key` as non-empty text.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] when the value is empty.
+    pub fn text(&mut self, key: &str) -> Result<Option<String>, UrlError> {
+        self.typed(key, "a non-empty value", |v| {
+            if v.is_empty() {
+                Err(())
+            } else {
+                Ok(v.to_owned())
+            }
+        })
+    }
+
+    /// Takes `key` as a duration in [`parse_duration`]'s syntax (`500ms`, `2s`, `1m30s`).
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] naming the key and the parser's reason.
+    pub fn duration(&mut self, key: &str) -> Result<Option<Duration>, UrlError> {
+        let Some(value) = self.take(key) else {
+            return Ok(None);
+        };
+        parse_duration(&value)
+            .map(Some)
+            .map_err(|e| UrlError::BadValue {
+                key: key.to_owned(),
+                value: shown(key, &value),
+                expected: format!("a duration such as 500ms, 2s or 1m ({e})"),
+            })
+    }
+
+    /// Takes `key` as a whole number of type `T` (e.g. `u32`).
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] when the value is not a number of that type.
+    pub fn integer<T: FromStr>(&mut self, key: &str) -> Result<Option<T>, UrlError> {
+        let expected = format!(
+            "a whole number ({})",
+            std::any::type_name::<T>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("integer")
+        );
+        self.typed(key, &expected, T::from_str)
+    }
+
+    /// Takes `key` as a boolean: `true`/`on`/`yes`/`1` or `false`/`off`/`no`/`0` (any case); a
+    /// key given without a value (`?create_table`) is `true`.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] for any other value.
+    pub fn flag(&mut self, key: &str) -> Result<Option<bool>, UrlError> {
+        self.typed(key, "true or false (also on/off, yes/no, 1/0)", |v| match v
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "" | "true" | "on" | "yes" | "1" => Ok(true),
+            "false" | "off" | "no" | "0" => Ok(false),
+            _ => Err(()),
+        })
+    }
+
+    /// The options not taken, `(key, decoded value)` in the order given: those a store passes
+    /// on to its driver.
+    pub fn remaining(&self) -> Vec<(String, String)> {
+        self.pairs.iter().flatten().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KNOWN: &[&str] = &["a", "b", "password", "opt[*]"];
+
+    fn options(query: &str) -> Result<UrlOptions, UrlError> {
+        UrlOptions::parse(query, KNOWN)
+    }
+
+    #[test]
+    fn values_are_decoded_once_and_plus_stays() -> Result<(), UrlError> {
+        let mut o = options("a=x%2520y+z&b=%C3%A9&opt[k]=1")?;
+        assert_eq!(o.take("a").as_deref(), Some("x%20y+z"));
+        assert_eq!(o.take("b").as_deref(), Some("é"));
+        assert_eq!(o.take("a"), None);
+        assert_eq!(o.remaining(), vec![("opt[k]".to_owned(), "1".to_owned())]);
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_duplicate_and_badly_encoded_keys_are_errors() {
+        let e = options("c=1")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("\"c\"") && e.contains("a, b, password"), "{e}");
+        assert!(matches!(
+            options("opt[]=1"),
+            Err(UrlError::UnknownKey { .. })
+        ));
+        assert!(matches!(
+            options("a=1&a=2"),
+            Err(UrlError::DuplicateKey { .. })
+        ));
+        assert!(matches!(options("a=%2"), Err(UrlError::BadEncoding { .. })));
+        assert!(matches!(
+            options("a=%FF"),
+            Err(UrlError::BadEncoding { .. })
+        ));
+        let e = options("password=%zzhunter2")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = UrlOptions::parse("a=http://u:hunter2@h/%zz", KNOWN)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("http://u:***@h") && !e.contains("hunter2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn typed_values_name_the_key_and_what_is_allowed() -> Result<(), UrlError> {
+        let mut o = options("a=soon&b=x&password=hunter2")?;
+        let e = o
+            .duration("a")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("a=\"soon\"") && e.contains("500ms"), "{e}");
+        let e = o
+            .integer::<u32>("b")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("whole number (u32)"), "{e}");
+        let e = o
+            .integer::<u32>("password")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("***") && !e.contains("hunter2"), "{e}");
+        let mut o = options("a&b=OFF")?;
+        assert_eq!(o.flag("a")?, Some(true));
+        assert_eq!(o.flag("b")?, Some(false));
+        assert!(options("a=maybe")?.flag("a").is_err());
+        assert!(options("a=")?.text("a").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn hosts_are_required_where_asked() -> Result<(), UrlError> {
+        for url in [
+            "postgres:/",
+            "postgres:",
+            "mysql://",
+            "redis://?x",
+            "mysql:///db",
+        ] {
+            let parsed = StoreUrl::parse(url)?;
+            assert!(
+                matches!(parsed.require_host("X"), Err(UrlError::MissingHost { .. })),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            StoreUrl::parse("postgres://u:p@db:5/x")?.require_host("X")?,
+            "db"
+        );
+        assert!(matches!(
+            StoreUrl::parse("redis://:pw@/0"),
+            Err(UrlError::Syntax { .. })
+        ));
+        for url in [
+            "postgres://u:p@ss/w?rd#x@h/x",
+            "postgres://u:p:x@y/z?w=1#v@h/x",
+            "redis://:a#b@h",
+            "redis://:p?x@h/0",
+        ] {
+            assert!(
+                matches!(StoreUrl::parse(url), Err(UrlError::Syntax { .. })),
+                "{url}"
+            );
+        }
+        for url in [
+            "postgres://h/x?user=a@b",
+            "postgres://us%40er:p%2Fw@h/x",
+            "redis://:pa ss@h",
+            "redis://h",
+        ] {
+            assert!(StoreUrl::parse(url).is_ok(), "{url}");
+        }
+        assert!(matches!(
+            StoreUrl::parse("postgres://u:s3c/r3t@host/db"),
+            Err(UrlError::Syntax { .. })
+        ));
+        let url = StoreUrl::parse("postgres://u:hunter2@db/x")?;
+        assert!(!format!("{url} {url:?}").contains("hunter2"));
+        Ok(())
+    }
+}
