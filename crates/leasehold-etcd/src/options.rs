@@ -14,7 +14,9 @@ pub const DEFAULT_PREFIX: &str = "leasehold";
 pub const MAX_PREFIX_LEN: usize = 128;
 
 /// The longest request or connect timeout accepted: a request that has not answered in ten
-/// minutes is not coming back, and a lease renewal must fail long before that.
+/// minutes is not coming back, and a lease renewal must fail long before that. (A duration
+/// beyond the core's [`MAX_DURATION`](leasehold::MAX_DURATION) gets the core's
+/// [`LimitError`](leasehold::LimitError) message, as in every store.)
 pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Options for [`EtcdStore`](crate::EtcdStore).
@@ -218,6 +220,8 @@ impl EtcdOptions {
             ("request_timeout", self.request_timeout),
             ("connect_timeout", self.connect_timeout),
         ] {
+            // The core's bound and message first, as every store's options; then etcd's own.
+            leasehold::check_duration(name, d).map_err(|e| e.to_string())?;
             if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
                 return Err(format!(
                     "{name} must be between 1ms and {}s, got {d:?}",
@@ -256,6 +260,15 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
+        let e = EtcdOptions::default()
+            .request_timeout(Duration::MAX)
+            .validate()
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("request_timeout") && e.contains("MAX_DURATION"),
+            "beyond the core's limit, the core's message: {e}"
+        );
         let half = EtcdOptions {
             cert_file: Some("c.pem".into()),
             ..EtcdOptions::default()

@@ -6,8 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 use leasehold::{
-    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release,
-    ReleaseNotifier, ReleaseSignal, StoreResult, redact_url,
+    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError,
+    OptionsError, Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots,
+    redact_url,
 };
 
 use crate::link::Link;
@@ -63,13 +64,6 @@ impl std::fmt::Debug for EtcdStore {
             .field("store", &self.description)
             .field("prefix", &self.options.prefix)
             .finish_non_exhaustive()
-    }
-}
-
-fn invalid(url: &str, reason: impl Into<String>) -> OpenError {
-    OpenError::Invalid {
-        url: redact_url(url),
-        reason: reason.into(),
     }
 }
 
@@ -141,10 +135,10 @@ impl EtcdStore {
     /// ```
     pub async fn connect_with(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
         let store = Self::connect_lazy(url, options)?;
-        store.ping().await.map_err(|source| OpenError::Connect {
-            url: redact_url(url),
-            source,
-        })?;
+        store
+            .ping()
+            .await
+            .map_err(|source| OpenError::connect(url, source))?;
         Ok(store)
     }
 
@@ -162,7 +156,11 @@ impl EtcdStore {
     /// # Ok::<(), leasehold::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
-        let target = parse(url, options).map_err(|r| invalid(url, r))?;
+        let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
+        target
+            .options
+            .validate()
+            .map_err(|r| OpenError::invalid(url, r))?;
         let mut connect = ConnectOptions::new();
         if let Some((user, password)) = &target.user {
             connect = connect
@@ -171,9 +169,10 @@ impl EtcdStore {
         }
         if target.tls {
             install_tls_provider();
-            connect = connect.with_tls(tls_options(&target.options).map_err(|r| invalid(url, r))?);
+            connect = connect
+                .with_tls(tls_options(&target.options).map_err(|r| OpenError::invalid(url, r))?);
         } else if target.options.has_tls_files() {
-            return Err(invalid(url, "TLS files need an etcds:// URL"));
+            return Err(OpenError::invalid(url, "TLS files need an etcds:// URL"));
         }
         let link = Link::new(
             target.endpoints,
@@ -197,10 +196,9 @@ impl EtcdStore {
     /// Not async; nothing to cancel.
     pub fn from_client(client: Client, options: EtcdOptions) -> Result<Self, OpenError> {
         let description = "etcd client".to_owned();
-        options.validate().map_err(|reason| OpenError::Invalid {
-            url: description.clone(),
-            reason,
-        })?;
+        options
+            .validate()
+            .map_err(|reason| OpenError::invalid(&description, reason))?;
         let link = Link::from_client(client, options.request_timeout);
         Ok(Self::build(link, options, description))
     }
@@ -281,9 +279,22 @@ impl EtcdStore {
     }
 }
 
+/// Checks the owner recorded with a lease with the core's node-id rule
+/// ([`validate_node_id`](leasehold::validate_node_id)): a permanent error, typed as a
+/// [`LimitError`](leasehold::LimitError) when it is too long.
+fn check_owner(owner: &str) -> StoreResult<()> {
+    match leasehold::validate_node_id(owner) {
+        Ok(()) => Ok(()),
+        Err(OptionsError::Limit(limit)) => Err(limit.into()),
+        Err(e) => Err(StoreError::permanent(e.to_string())),
+    }
+}
+
 #[async_trait]
 impl LeaseStore for EtcdStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        check_slots(req.slots)?;
+        check_owner(&req.owner)?;
         txn::acquire(&self.link, &self.keys, req).await
     }
 
@@ -296,6 +307,7 @@ impl LeaseStore for EtcdStore {
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
         let held = txn::read_lock(&self.link, &self.keys, lock).await?;
         Ok(LockState {
             lock: lock.clone(),
@@ -310,6 +322,7 @@ impl LeaseStore for EtcdStore {
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
         txn::force_release(&self.link, &self.keys, lock, slots).await
     }
 

@@ -1,6 +1,9 @@
-//! `etcd://` and `etcds://` URLs: endpoints, credentials, prefix and store options.
+//! `etcd://` and `etcds://` URLs: endpoints, credentials, prefix and store options, read with the
+//! core's [`store_url`](leasehold::store_url) parser (the same decoding, user-info checks and
+//! unknown/duplicate-parameter errors as every store). Only the comma-separated endpoint list is
+//! etcd's own: the URL is parsed with its first endpoint, and every endpoint is checked here.
 
-use leasehold::parse_duration;
+use leasehold::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
 
 use crate::options::EtcdOptions;
 
@@ -18,6 +21,10 @@ pub(crate) const KNOWN_PARAMS: &[&str] = &[
     "key_file",
 ];
 
+/// The form of an etcd URL, for error messages.
+const EXPECTED: &str =
+    "etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]…][/PREFIX] (or etcds:// for TLS)";
+
 /// What an etcd URL says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target {
@@ -27,83 +34,64 @@ pub(crate) struct Target {
     pub(crate) tls: bool,
     /// User name and password, percent-decoded.
     pub(crate) user: Option<(String, String)>,
-    /// The options, starting from the caller's and overridden by the URL.
+    /// The options, starting from the caller's and overridden by the URL (not yet validated:
+    /// see [`EtcdOptions::validate`]).
     pub(crate) options: EtcdOptions,
+}
+
+fn syntax(reason: impl Into<String>) -> UrlError {
+    UrlError::Syntax {
+        reason: reason.into(),
+    }
 }
 
 /// Parses `etcd://[user:password@]host[:port][,host[:port]…][/prefix][?param=value&…]`.
 /// The error says what is wrong and what is allowed; it never contains the password.
-pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, String> {
+pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
+    let url = url.trim();
     let (scheme, rest) = url
         .split_once("://")
-        .ok_or_else(|| "expected etcd://host:port[,host:port…]/prefix or etcds://…".to_owned())?;
+        .ok_or_else(|| syntax(format!("expected {EXPECTED}")))?;
     let tls = match scheme.to_ascii_lowercase().as_str() {
         "etcd" => false,
         "etcds" => true,
-        other => {
-            return Err(format!(
-                "unsupported scheme {other:?}; use etcd:// or etcds://"
-            ));
-        }
+        _ => return Err(syntax(format!("unsupported scheme; expected {EXPECTED}"))),
     };
-    let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
-    let (rest, query) = rest
-        .split_once('?')
-        .map_or((rest, None), |(r, q)| (r, Some(q)));
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let (user, hosts) = match authority.rsplit_once('@') {
-        Some((info, hosts)) => {
-            let (name, password) = info.split_once(':').unwrap_or((info, ""));
-            let name = decode(name).map_err(|e| format!("user name: {e}"))?;
-            let password =
-                decode(password).map_err(|_| "password: invalid percent-encoding".to_owned())?;
-            if name.is_empty() {
-                return Err("a password needs a user name (etcd://user:password@host)".to_owned());
-            }
-            (Some((name, password)), hosts)
-        }
+    // The authority ends at the first `/`, `?` or `#`; its hosts follow the last `@`.
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_len);
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((info, hosts)) => (Some(info), hosts),
         None => (None, authority),
     };
-    let scheme = if tls { "https" } else { "http" };
-    let mut endpoints = Vec::new();
-    for host in hosts.split(',') {
-        endpoints.push(format!("{scheme}://{}", endpoint(host)?));
+    // The core parser (user-info, decoding, options) reads the URL with its first endpoint.
+    let first = hosts.split(',').next().unwrap_or_default();
+    let single = format!(
+        "{scheme}://{}{first}{after}",
+        userinfo.map(|u| format!("{u}@")).unwrap_or_default()
+    );
+    let parsed = StoreUrl::parse(&single)?;
+    if hosts.is_empty() {
+        return Err(UrlError::MissingHost {
+            expected: EXPECTED.to_owned(),
+        });
     }
+    let user = credentials(&parsed)?;
+    let http = if tls { "https" } else { "http" };
+    let endpoints = hosts
+        .split(',')
+        .map(|host| endpoint(host).map(|e| format!("{http}://{e}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut options = base;
+    let path = parsed.url().path().trim_start_matches('/');
     if !path.is_empty() {
-        options = options.prefix(decode(path).map_err(|e| format!("prefix: {e}"))?);
+        let prefix = percent_decode(path).ok_or_else(|| {
+            syntax("the prefix is not valid percent-encoded UTF-8 (write `%` as %25)")
+        })?;
+        options = options.prefix(prefix);
     }
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
-        let value = decode(raw).map_err(|e| format!("{key}: {e}"))?;
-        let duration =
-            || parse_duration(&value).map_err(|e| format!("{key}={value:?}: {e} (e.g. 500ms, 2s)"));
-        match key {
-            "prefix" => options = options.prefix(value.clone()),
-            "request_timeout" => options = options.request_timeout(duration()?),
-            "connect_timeout" => options = options.connect_timeout(duration()?),
-            "notifications" => {
-                options = options.notifications(match value.to_ascii_lowercase().as_str() {
-                    "on" | "true" | "1" | "yes" => true,
-                    "off" | "false" | "0" | "no" => false,
-                    _ => return Err(format!("notifications={value:?}: use on or off")),
-                });
-            }
-            "ca_file" | "cert_file" | "key_file" if !tls => {
-                return Err(format!("{key} needs TLS: use etcds://"));
-            }
-            "ca_file" => options.ca_file = Some(value.into()),
-            "cert_file" => options.cert_file = Some(value.into()),
-            "key_file" => options.key_file = Some(value.into()),
-            _ => {
-                return Err(format!(
-                    "unknown parameter {key:?}; known parameters: {}",
-                    KNOWN_PARAMS.join(", ")
-                ));
-            }
-        }
-    }
-    options.validate()?;
+    let mut query = parsed.options(KNOWN_PARAMS)?;
+    store_options(&mut query, &mut options, tls)?;
     Ok(Target {
         endpoints,
         tls,
@@ -112,15 +100,74 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, String> {
     })
 }
 
+/// The user name and password, percent-decoded (a password needs a user name).
+fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> {
+    let url = parsed.url();
+    let password = url.password().unwrap_or_default();
+    if url.username().is_empty() {
+        if password.is_empty() {
+            return Ok(None);
+        }
+        return Err(syntax(
+            "a password needs a user name (etcd://USER:PASSWORD@HOST)",
+        ));
+    }
+    let name = percent_decode(url.username())
+        .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
+    let password = percent_decode(password)
+        .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
+    Ok(Some((name, password)))
+}
+
+fn store_options(
+    query: &mut UrlOptions,
+    options: &mut EtcdOptions,
+    tls: bool,
+) -> Result<(), UrlError> {
+    if let Some(prefix) = query.take("prefix") {
+        *options = options.clone().prefix(prefix);
+    }
+    if let Some(d) = query.duration("request_timeout")? {
+        *options = options.clone().request_timeout(d);
+    }
+    if let Some(d) = query.duration("connect_timeout")? {
+        *options = options.clone().connect_timeout(d);
+    }
+    if let Some(on) = query.flag("notifications")? {
+        *options = options.clone().notifications(on);
+    }
+    for key in ["ca_file", "cert_file", "key_file"] {
+        let Some(path) = query.text(key)? else {
+            continue;
+        };
+        if !tls {
+            return Err(UrlError::BadValue {
+                key: key.to_owned(),
+                value: path,
+                expected: "an etcds:// URL: TLS files apply to TLS connections only".to_owned(),
+            });
+        }
+        let path = Some(path.into());
+        match key {
+            "ca_file" => options.ca_file = path,
+            "cert_file" => options.cert_file = path,
+            _ => options.key_file = path,
+        }
+    }
+    Ok(())
+}
+
 /// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.
-fn endpoint(host: &str) -> Result<String, String> {
+fn endpoint(host: &str) -> Result<String, UrlError> {
     if host.is_empty() {
-        return Err("empty endpoint; list them as host:port,host:port".to_owned());
+        return Err(syntax("empty endpoint; list them as HOST:PORT,HOST:PORT"));
     }
     let (name, port) = if let Some(v6) = host.strip_prefix('[') {
-        let (addr, tail) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("endpoint {host:?}: unclosed '[' in an IPv6 address"))?;
+        let (addr, tail) = v6.split_once(']').ok_or_else(|| {
+            syntax(format!(
+                "endpoint {host:?}: unclosed '[' in an IPv6 address"
+            ))
+        })?;
         (format!("[{addr}]"), tail.strip_prefix(':'))
     } else {
         match host.rsplit_once(':') {
@@ -133,7 +180,9 @@ fn endpoint(host: &str) -> Result<String, String> {
             .chars()
             .any(|c| !(c.is_ascii_alphanumeric() || "-._[]:".contains(c)))
     {
-        return Err(format!("endpoint {host:?}: invalid host name"));
+        return Err(syntax(format!(
+            "endpoint {host:?}: invalid host name (letters, digits, `-`, `.`, `_` or an [IPv6] address)"
+        )));
     }
     let port = match port {
         None | Some("") => DEFAULT_PORT,
@@ -141,31 +190,9 @@ fn endpoint(host: &str) -> Result<String, String> {
             .parse::<u16>()
             .ok()
             .filter(|p| *p > 0)
-            .ok_or_else(|| format!("endpoint {host:?}: port must be 1-65535"))?,
+            .ok_or_else(|| syntax(format!("endpoint {host:?}: port must be 1-65535")))?,
     };
     Ok(format!("{name}:{port}"))
-}
-
-/// Percent-decodes `text` (UTF-8).
-fn decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| "invalid percent-encoding (use %XX)".to_owned())?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "not UTF-8 after percent-decoding".to_owned())
 }
 
 #[cfg(test)]
@@ -179,7 +206,10 @@ mod tests {
     }
 
     fn error(url: &str) -> String {
-        parse(url, EtcdOptions::default()).err().unwrap_or_default()
+        match parse(url, EtcdOptions::default()) {
+            Ok(t) => t.options.validate().err().unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
     }
 
     #[test]
@@ -221,13 +251,46 @@ mod tests {
             "{e}"
         );
         assert!(error("etcd://h?connect_timeout=soon").contains("connect_timeout"));
-        assert!(error("etcd://h?notifications=maybe").contains("on or off"));
-        assert!(error("etcd://h:99999").contains("1-65535"));
+        assert!(error("etcd://h?notifications=maybe").contains("true or false"));
+        assert!(error("etcd://h:99999").contains("port"));
+        assert!(error("etcd://h:2379,g:99999").contains("1-65535"));
+        assert!(error("etcd://h,g:x").contains("1-65535"));
         assert!(error("etcd://h:2379,,g").contains("empty endpoint"));
         assert!(error("etcd://h?ca_file=/x").contains("etcds://"));
         assert!(error("http://h").contains("etcd://"));
         assert!(error("etcd://h/a//b").contains("//"));
         let e = error("etcd://u:sec%ZZret@h");
         assert!(!e.contains("sec"), "the password must not leak: {e}");
+    }
+
+    /// The core parser's rules hold for etcd URLs too, with several endpoints.
+    #[test]
+    fn the_core_url_rules_apply_with_several_endpoints() {
+        let e = error("etcd://a:1,b:2/p?prefix=x&prefix=y");
+        assert!(e.contains("more than once"), "{e}");
+        let e = error("etcd://a:1,b:2?prefx=x");
+        assert!(
+            e.contains("unknown parameter \"prefx\"") && e.contains("known parameters are prefix"),
+            "{e}"
+        );
+        assert!(error("etcd://a,b?prefix=%zz").contains("percent-encoded"));
+        assert!(error("etcd://").contains("a host is required"));
+        assert!(error("etcd:///jobs").contains("a host is required"));
+        assert!(error("etcd://:pw@h").contains("needs a user name"));
+        // A password with an unencoded delimiter is refused without quoting any of it.
+        for url in [
+            "etcd://u:pa/sswordX@a:1,b:2/p",
+            "etcd://u:pa?sswordX@a:1,b:2",
+            "etcd://u:pa#sswordX@a,b",
+        ] {
+            let e = error(url);
+            assert!(!e.is_empty(), "{url} must be refused");
+            assert!(!e.contains("sswordX"), "the password must not leak: {e}");
+        }
+        let t = parsed("etcd://u%3Aser:p%2Fw%3F@a:1,b:2/team%2Fjobs?notifications=no");
+        assert_eq!(t.user, Some(("u:ser".to_owned(), "p/w?".to_owned())));
+        assert_eq!(t.endpoints, ["http://a:1", "http://b:2"]);
+        assert_eq!(t.options.prefix_str(), "team/jobs");
+        assert!(!t.options.notifications_enabled());
     }
 }
