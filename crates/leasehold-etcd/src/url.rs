@@ -49,9 +49,12 @@ fn syntax(reason: impl Into<String>) -> UrlError {
 /// The error says what is wrong and what is allowed; it never contains the password.
 pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
     let url = url.trim();
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| syntax(format!("expected {EXPECTED}")))?;
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // `etcd:` or `etcd:/x`: no authority, so no endpoint.
+        return Err(UrlError::MissingHost {
+            expected: EXPECTED.to_owned(),
+        });
+    };
     let tls = match scheme.to_ascii_lowercase().as_str() {
         "etcd" => false,
         "etcds" => true,
@@ -258,6 +261,7 @@ mod tests {
         assert!(error("etcd://h:2379,,g").contains("empty endpoint"));
         assert!(error("etcd://h?ca_file=/x").contains("etcds://"));
         assert!(error("http://h").contains("etcd://"));
+        assert!(error("etcd:").contains("a host is required"));
         assert!(error("etcd://h/a//b").contains("//"));
         let e = error("etcd://u:sec%ZZret@h");
         assert!(!e.contains("sec"), "the password must not leak: {e}");
