@@ -182,7 +182,10 @@ mod tests {
     #[test]
     fn defaults_run_everything() -> Result<(), String> {
         let a = parse(&[])?;
-        assert_eq!(a.backends.len(), 6);
+        assert_eq!(a.backends.len(), 7);
+        // scripts/bench-report runs `--backend all`: etcd is part of it.
+        assert_eq!(a.backends.last(), Some(&Backend::Etcd));
+        assert_eq!(parse(&["--backend", "etcd"])?.backends, [Backend::Etcd]);
         assert_eq!(a.scenarios.len(), 7);
         assert!(a.safety);
         assert_eq!(a.rounds, 2000);

@@ -22,8 +22,9 @@ pub(crate) const KNOWN_PARAMS: &[&str] = &[
 ];
 
 /// The form of an etcd URL, for error messages.
-const EXPECTED: &str =
-    "etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]…][/PREFIX] (or etcds:// for TLS)";
+/// (Like the other stores' forms, it shows no `user:password@`: a message quoting one would be
+/// redacted.)
+const EXPECTED: &str = "etcd://[USER@]HOST[:PORT][,HOST[:PORT]…][/PREFIX] (etcds:// for TLS)";
 
 /// What an etcd URL says.
 #[derive(Debug, Clone, PartialEq, Eq)]
