@@ -177,6 +177,15 @@ fn once_per_runs_once_per_period_on_dynamodb() {
     three_hosts_one_period(&Env::new(), &url, &unique("once-ddb"));
 }
 
+#[test]
+fn once_per_runs_once_per_period_on_etcd() {
+    let Some(endpoints) = server("LEASEHOLD_TEST_ETCD_ENDPOINTS") else {
+        return;
+    };
+    let url = format!("etcd://{endpoints}/leasehold-cli-once");
+    three_hosts_one_period(&Env::new(), &url, &unique("once-etcd"));
+}
+
 /// Bad periods and combinations are usage errors naming the flag and what is allowed.
 #[test]
 fn bad_once_per_flags_are_usage_errors() {
