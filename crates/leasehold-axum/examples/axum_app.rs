@@ -151,7 +151,7 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .start(shutdown.clone())?;
     let leader = LeaderOnly::builder(&elector, "api-writer").start(shutdown.clone())?;
 
-    let management = jobs.management().lock("api-writer");
+    let management = jobs.management().leader(&leader); // shows which node leads api-writer
     let management = match BearerToken::from_env("LEASEHOLD_MANAGEMENT_TOKEN")? {
         Some(token) => management.bearer_token(token),
         None => {

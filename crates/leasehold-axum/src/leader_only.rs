@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use futures::future::{Either, Ready, ready};
-use leasehold::{CancellationToken, Elector, LeaderContext, LockName};
+use leasehold::{CancellationToken, Elector, LeaderContext, LockName, RetryPolicy, TermEnd};
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 use tower::{Layer, Service};
@@ -55,11 +55,14 @@ impl Shared {
 /// Campaigns for one lock in the background and tells whether this node holds it, for routes
 /// that must run on the leader only (see [`layer`](Self::layer)).
 ///
-/// Design: a background task calls `try_acquire` with `auto_extend` on; while it holds the
-/// guard this node is leader; when the lease is lost (the guard's `lost()` signal, which fires
-/// at the conservative local deadline, before the store can hand the lock on) or shutdown
+/// Design: a background task leads the lock with [`Elector::lead`] (the stable leader of the
+/// core: renewal always on, a new term after a loss, nothing left behind at shutdown); while a
+/// term lasts this node is leader. When the lease is lost (the guard's `lost()` signal, which
+/// fires at the conservative local deadline, before the store can hand the lock on) or shutdown
 /// starts, it stops answering as leader *before* releasing. Every request re-checks the lease's
-/// local deadline, so a stalled renewal is never served as leadership. Use a lock name of its
+/// local deadline, so a stalled renewal is never served as leadership. Other processes see the
+/// leader with [`Elector::leadership`] or the [`Management`](crate::Management) report of this
+/// lock (holder, fence, since). Use a lock name of its
 /// own, not one of your jobs' names (the campaign holds it all the time).
 ///
 /// ```
@@ -127,8 +130,9 @@ impl LeaderOnlyBuilder {
         self
     }
 
-    /// How long a follower waits for the lock per attempt (woken early by the store's release
-    /// signal where it has one) and how long it pauses after a store error (default 1 s).
+    /// How often a follower tries for the lock at least (the elector's own retry pause, if
+    /// shorter, wins; the store's release signal wakes it at once where it has one) and how long
+    /// the campaign pauses after a permanent store error (default 1 s).
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};
@@ -160,13 +164,22 @@ impl LeaderOnlyBuilder {
         let lock = LockName::new(self.name.as_str())?;
         leasehold::check_duration("retry_after", self.retry_after)
             .map_err(leasehold::Error::from)?;
-        let options = self
-            .elector
-            .options()
-            .to_builder()
-            .auto_extend(true)
-            .wait(self.retry_interval)
-            .build()?;
+        leasehold::check_duration("retry_interval", self.retry_interval)
+            .map_err(leasehold::Error::from)?;
+        let current = self.elector.options();
+        // Followers try at least every `retry_interval` (or the elector's own, shorter,
+        // retry pause), woken at once by the store's release signal where it has one.
+        let max = current.retry().max().min(self.retry_interval);
+        let retry = RetryPolicy::new(
+            current.retry().initial().min(max),
+            max,
+            current.retry().jitter(),
+        );
+        let mut options = current.to_builder().auto_extend(true);
+        if let Ok(retry) = retry {
+            options = options.retry(retry);
+        }
+        let options = options.build()?;
         let elector = self.elector.reconfigured(options);
         let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
         let shared = Arc::new(Shared {
@@ -316,6 +329,9 @@ impl LeaderOnly {
     }
 }
 
+/// The campaign: [`Elector::lead`] with a term that publishes its lease to the layer and waits.
+/// A permanent store error ends `lead`; the campaign then pauses `retry_interval` and leads
+/// again, so a misconfigured store shows as warnings and 503s, not a dead campaign.
 async fn campaign(
     elector: Elector,
     lock: LockName,
@@ -324,33 +340,19 @@ async fn campaign(
     retry_interval: Duration,
 ) {
     loop {
-        let acquired = tokio::select! {
-            biased;
-            () = stop.cancelled() => return,
-            g = elector.try_acquire(lock.clone()) => g,
-        };
-        match acquired {
-            Ok(Some(guard)) => {
-                info!(
-                    fence = guard.fence(),
-                    "leasehold: this node now serves leader-only routes"
-                );
-                shared.set(Some(guard.context()));
-                tokio::select! {
-                    biased;
-                    () = stop.cancelled() => {
-                        shared.set(None);
-                        let _ = guard.release().await;
-                        return;
-                    }
-                    reason = guard.lost() => {
-                        shared.set(None);
-                        warn!(%reason, "leasehold: leader-only lease lost; answering 503 until re-elected");
-                        drop(guard);
-                    }
+        let led = elector
+            .lead(lock.clone(), stop.clone(), |ctx| {
+                let serving = Serving::start(&shared, ctx);
+                async move {
+                    let _serving = serving;
+                    // Serve until `lead` ends the term (lease lost, or shutdown): it drops this
+                    // future — and `_serving` with it — before it releases the lease.
+                    std::future::pending::<TermEnd>().await
                 }
-            }
-            Ok(None) => debug!("leasehold: another node serves the leader-only routes"),
+            })
+            .await;
+        match led {
+            Ok(()) => return,
             Err(e) => {
                 warn!(error = %e, "leasehold: leader-only campaign could not reach the store");
                 tokio::select! {
@@ -360,6 +362,35 @@ async fn campaign(
                 }
             }
         }
+    }
+}
+
+/// One term of the campaign: while it lives, the layer serves as leader.
+struct Serving {
+    shared: Arc<Shared>,
+    fence: u64,
+}
+
+impl Serving {
+    fn start(shared: &Arc<Shared>, ctx: LeaderContext) -> Self {
+        let fence = ctx.fence();
+        info!(fence, "leasehold: this node now serves leader-only routes");
+        shared.set(Some(ctx));
+        Self {
+            shared: Arc::clone(shared),
+            fence,
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        // Stop answering as leader before the lease is released (or handed on).
+        self.shared.set(None);
+        debug!(
+            fence = self.fence,
+            "leasehold: this node no longer serves leader-only routes"
+        );
     }
 }
 

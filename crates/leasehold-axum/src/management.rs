@@ -28,8 +28,12 @@ enum Auth {
 }
 
 /// Builds the management router: `GET /management/leader-election` answers
-/// `{"locks":[{"name","status","leaderId","fence","leaseExpiry"}]}` for the configured locks
-/// (sorted by name), asking the store on each request (see [`LeaderElectionStatus`]).
+/// `{"locks":[{"name","status","leaderId","fence","leaderSince","leaseExpiry"}]}` for the
+/// configured locks (sorted by name), asking the store on each request (see
+/// [`LeaderElectionStatus`]). Add a [`LeaderOnly`](crate::LeaderOnly) campaign with
+/// [`leader`](Self::leader) (or an [`Elector::lead`](leasehold::Elector::lead) lock with
+/// [`lock`](Self::lock)) to show the stable leader on every node: its node id, fence and since when it leads (schedule locks show `FREE`
+/// between runs, since each run takes its own lease).
 ///
 /// [`router`](Self::router) refuses to build until an authentication decision was made:
 /// * [`bearer_token`](Self::bearer_token): the built-in check (`Authorization: Bearer <token>`,
@@ -89,6 +93,34 @@ impl Management {
     pub fn lock(mut self, name: impl Into<String>) -> Self {
         self.names.insert(name.into());
         self
+    }
+
+    /// Adds the lock of a [`LeaderOnly`](crate::LeaderOnly) campaign: the report then shows, on
+    /// every node, which node is the stable leader, with its fence and since when it leads.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// use std::sync::Arc;
+    /// use leasehold::{CancellationToken, ElectionOptions, Elector, MemoryStore};
+    /// use leasehold_axum::{LeaderOnly, LockStatusKind, Management};
+    ///
+    /// let options = ElectionOptions::builder().node_id("web-1").build()?;
+    /// let elector = Elector::with_options(Arc::new(MemoryStore::new()), options);
+    /// let stop = CancellationToken::new();
+    /// let leader = LeaderOnly::builder(&elector, "api-writer").start(stop.clone())?;
+    /// let management = Management::new(elector).leader(&leader);
+    /// while !leader.is_leader() {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    /// }
+    /// let entry = &management.status().await.locks[0];
+    /// assert_eq!((entry.status, entry.leader_id.as_deref()), (LockStatusKind::Held, Some("web-1")));
+    /// assert!(entry.leader_since.is_some());
+    /// stop.cancel();
+    /// leader.stopped().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn leader(self, leader: &crate::LeaderOnly) -> Self {
+        self.lock(leader.lock().as_str())
     }
 
     /// Adds several locks to report.

@@ -1,4 +1,5 @@
-//! The management report: `{"locks":[{"name","status","leaderId","fence","leaseExpiry"}]}`.
+//! The management report:
+//! `{"locks":[{"name","status","leaderId","fence","leaderSince","leaseExpiry"}]}`.
 
 use std::time::SystemTime;
 
@@ -19,12 +20,13 @@ use time::format_description::well_known::Rfc3339;
 ///         status: LockStatusKind::Free,
 ///         leader_id: None,
 ///         fence: None,
+///         leader_since: None,
 ///         lease_expiry: None,
 ///     }],
 /// };
 /// assert_eq!(
 ///     serde_json::to_string(&report)?,
-///     r#"{"locks":[{"name":"report","status":"FREE","leaderId":null,"fence":null,"leaseExpiry":null}]}"#
+///     r#"{"locks":[{"name":"report","status":"FREE","leaderId":null,"fence":null,"leaderSince":null,"leaseExpiry":null}]}"#
 /// );
 /// # Ok::<(), serde_json::Error>(())
 /// ```
@@ -43,6 +45,7 @@ pub struct LeaderElectionStatus {
 ///     status: LockStatusKind::Held,
 ///     leader_id: Some("node-\"a\"".into()),
 ///     fence: Some(7),
+///     leader_since: Some("2025-12-31T23:59:00.000Z".into()),
 ///     lease_expiry: Some("2026-01-01T00:00:00.000Z".into()),
 /// };
 /// assert!(serde_json::to_string(&held)?.contains(r#""leaderId":"node-\"a\"""#));
@@ -59,6 +62,11 @@ pub struct LockStatus {
     pub leader_id: Option<String>,
     /// The holder's fencing number, when held.
     pub fence: Option<u64>,
+    /// When the holder's current lease was granted — for a stable leader
+    /// ([`Elector::lead`](leasehold::Elector::lead), [`LeaderOnly`](crate::LeaderOnly)) when its
+    /// term began, since renewals keep it: RFC 3339 like `leaseExpiry`, by the store's clock;
+    /// `null` when not held.
+    pub leader_since: Option<String>,
     /// When the holder's lease ends unless renewed: RFC 3339, UTC, millisecond precision, by the
     /// store's clock (e.g. `2026-11-29T10:15:30.123Z`); `null` when not held.
     pub lease_expiry: Option<String>,
@@ -91,6 +99,7 @@ impl LockStatus {
                 status: LockStatusKind::Held,
                 leader_id: Some(h.owner.clone()),
                 fence: Some(h.fence),
+                leader_since: Some(rfc3339(h.acquired_at)),
                 lease_expiry: Some(rfc3339(h.expires_at)),
             },
             None => Self::empty(name, LockStatusKind::Free),
@@ -103,6 +112,7 @@ impl LockStatus {
             status,
             leader_id: None,
             fence: None,
+            leader_since: None,
             lease_expiry: None,
         }
     }

@@ -54,7 +54,7 @@ async fn jobs_and_leader_only_reject_durations_beyond_the_maximum() {
         LeaderOnly::builder(&elector, "writer")
             .retry_interval(OVER)
             .start(CancellationToken::new()),
-        "wait",
+        "retry_interval",
     );
     let token = CancellationToken::new();
     let jobs = LeaderJobs::new(elector)

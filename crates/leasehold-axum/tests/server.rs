@@ -259,11 +259,21 @@ async fn management_json_shape_and_escaping() {
     for lock in locks {
         let mut keys: Vec<&String> = lock.as_object().unwrap().keys().collect();
         keys.sort();
-        assert_eq!(keys, ["fence", "leaderId", "leaseExpiry", "name", "status"]);
+        assert_eq!(
+            keys,
+            [
+                "fence",
+                "leaderId",
+                "leaderSince",
+                "leaseExpiry",
+                "name",
+                "status"
+            ]
+        );
     }
     assert_eq!(
         locks[0],
-        serde_json::json!({"name":"free-lock","status":"FREE","leaderId":null,"fence":null,"leaseExpiry":null})
+        serde_json::json!({"name":"free-lock","status":"FREE","leaderId":null,"fence":null,"leaderSince":null,"leaseExpiry":null})
     );
     let weird = &locks[1];
     assert_eq!(weird["status"], "HELD");
@@ -349,8 +359,16 @@ async fn leader_only_routes_answer_503_with_retry_after_on_the_follower() {
         get_path(b.addr, "/health", None).await.status,
         StatusCode::OK
     );
+    // Every node's report shows the stable leader: who, with which fence, since when.
     let entry = lock_entry(&management(b.addr).await, WRITER);
+    assert_eq!(entry["status"], "HELD");
     assert_eq!(entry["leaderId"], "node-a");
+    assert_eq!(entry["fence"], a.leader.fence().unwrap());
+    let since_a = entry["leaderSince"].as_str().unwrap().to_owned();
+    assert!(since_a.ends_with('Z'), "{since_a}");
+    tokio::time::sleep(Duration::from_secs(2)).await; // renewals keep the term's start
+    let entry = lock_entry(&management(a.addr).await, WRITER);
+    assert_eq!(entry["leaderSince"], since_a.as_str());
 
     let took = a.stop().await;
     assert!(took < Duration::from_secs(2), "{took:?}");
@@ -362,5 +380,9 @@ async fn leader_only_routes_answer_503_with_retry_after_on_the_follower() {
         get_path(b.addr, "/write", None).await.status,
         StatusCode::OK
     );
+    let entry = lock_entry(&management(b.addr).await, WRITER);
+    assert_eq!(entry["leaderId"], "node-b");
+    assert_eq!(entry["fence"], b.leader.fence().unwrap());
+    assert!(entry["leaderSince"].as_str().unwrap() > since_a.as_str());
     b.stop().await;
 }

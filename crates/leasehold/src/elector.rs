@@ -9,12 +9,14 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::events::Event;
 use crate::guard::{LeaderContext, LeaderGuard};
+use crate::lead::{LeadershipStream, TermEnd};
 use crate::lease::LockState;
 use crate::name::{IntoLockName, NameError};
 use crate::options::ElectionOptions;
 use crate::outcome::RunOutcome;
 use crate::store::LeaseStore;
 use crate::tenant::Tenant;
+use tokio_util::sync::CancellationToken;
 
 /// Methods shared by [`Elector`] and [`GroupElector`](crate::GroupElector); both delegate to the
 /// same engine, so single and group election behave identically apart from the slot count.
@@ -232,4 +234,148 @@ impl Elector {
     }
 
     election_api!();
+
+    /// Leads `name` as a **stable leader**: contends until elected, runs `action` for the term,
+    /// and contends again when the term ends — until `stop` is cancelled or the action returns
+    /// [`TermEnd::Stop`].
+    ///
+    /// * **Contending** waits as long as it takes: the store's release signal (where it has one)
+    ///   wakes it at once, otherwise it polls with the elector's [`RetryPolicy`], at least every
+    ///   [`RetryPolicy::max`] (250 ms by default). A follower therefore takes over a crashed
+    ///   leader's lock within the lease plus one such interval.
+    /// * **A term** begins when the lease is granted: `action` is called with the term's
+    ///   [`LeaderContext`] (fence, lease, [`lost`](LeaderContext::lost)). The lease is renewed
+    ///   in the background throughout (`auto_extend` is always on here; `min_lease` is ignored
+    ///   so that stepping down frees the lock at once). The term ends when the action returns,
+    ///   when the lease is lost (at its conservative local deadline, before the store can hand
+    ///   the lock on), or when `stop` is cancelled. On loss and on stop the action's future is
+    ///   **dropped** (cancelled at its next `.await`); either way it has ended before the lease
+    ///   is released, so it never runs without the lease.
+    /// * **The action's answer**: [`TermEnd::Resign`] releases and contends again after one
+    ///   retry pause (giving a waiting node the lock); [`TermEnd::Stop`] releases and returns.
+    ///   After a loss, this node contends again at once.
+    ///
+    /// Events: [`Event::Elected`](crate::Event::Elected) when a term begins,
+    /// [`Event::Lost`](crate::Event::Lost) on loss, [`Event::Released`](crate::Event::Released)
+    /// when it steps down; logs under the `leasehold.lead` span at INFO (elected, resigned,
+    /// stopped) and WARN (lost, store failing). To see the leader from other processes, use
+    /// [`leadership`](Self::leadership).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+    /// use std::sync::Arc;
+    /// use leasehold::{CancellationToken, Elector, MemoryStore, TermEnd};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let stop = CancellationToken::new();
+    /// # stop.cancel(); // the doc test does not wait for a term
+    /// elector
+    ///     .lead("reconciler", stop.clone(), |ctx| async move {
+    ///         // Reconcile with ctx.fence() until the lease is lost or `stop` is cancelled
+    ///         // (this future is then dropped); return to step down.
+    ///         let _fence = ctx.fence();
+    ///         ctx.lost().await;
+    ///         TermEnd::Resign
+    ///     })
+    ///     .await?; // returns once `stop` is cancelled, the lease released
+    /// assert!(elector.state("reconciler").await?.is_free());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Name`](crate::Error::Name) for an invalid lock name,
+    /// [`Error::Options`](crate::Error::Options) if the lease is too short to renew (see
+    /// `auto_extend`), [`Error::Store`](crate::Error::Store) for a **permanent** store error
+    /// while contending (transient ones are retried, with a warning). The lease is released
+    /// before any error is returned. A panic in the action releases the lease and then resumes.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the action and releases the lease in the background (tracked:
+    /// [`settled`](Self::settled) waits for it). Cancelling `stop` is the graceful way: `lead`
+    /// then releases the lease and waits (at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)) for
+    /// this elector's cleanup before returning, so nothing it started outlives it.
+    ///
+    /// [`RetryPolicy`]: crate::RetryPolicy
+    /// [`RetryPolicy::max`]: crate::RetryPolicy::max
+    /// [`TermEnd::Resign`]: crate::TermEnd::Resign
+    /// [`TermEnd::Stop`]: crate::TermEnd::Stop
+    pub async fn lead<F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        stop: CancellationToken,
+        action: F,
+    ) -> Result<()>
+    where
+        F: FnMut(LeaderContext) -> Fut,
+        Fut: Future<Output = TermEnd>,
+    {
+        crate::lead::lead(&self.engine, name, stop, action).await
+    }
+
+    /// A stream of the leadership of `name`, as any process sees it in the store: the current
+    /// [`Leadership`](crate::Leadership) first, then one item each time the holder changes (a new fence — a new
+    /// term, also of the same node — or the lock becoming free). Polls the store's state every
+    /// [`DEFAULT_LEADERSHIP_POLL`](crate::DEFAULT_LEADERSHIP_POLL) (1 s); see
+    /// [`leadership_every`](Self::leadership_every) for the lag and another interval.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+    /// use std::sync::Arc;
+    /// use futures::StreamExt;
+    /// use leasehold::{Elector, MemoryStore};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let mut changes = elector.leadership("reconciler")?;
+    /// assert!(changes.next().await.expect("never ends").is_free());
+    /// let guard = elector.try_acquire("reconciler").await?.expect("free");
+    /// let change = changes.next().await.expect("never ends");
+    /// assert_eq!(change.fence(), Some(guard.fence()));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Name`](crate::Error::Name) for an invalid lock name. Store errors while
+    /// watching are not items: they are logged (a warning per run of failures) and the reading
+    /// is retried every poll interval.
+    pub fn leadership(&self, name: impl IntoLockName) -> Result<LeadershipStream> {
+        crate::lead::leadership(&self.engine, name, crate::lead::DEFAULT_LEADERSHIP_POLL)
+    }
+
+    /// [`leadership`](Self::leadership), asking the store at least every `poll`.
+    ///
+    /// **Lag:** a release by a stopping or resigning leader is seen at once where the store
+    /// has a release signal (memory, PostgreSQL, Redis, SQLite within one process); after any
+    /// change the stream looks again within milliseconds (25 ms, doubling up to `poll`), so a
+    /// successor is usually reported moments after. Otherwise — a crashed leader whose lease
+    /// expires, a new leader after a quiet spell, a store without signals — a change is
+    /// reported at most `poll` after it happened in the store (plus the store's answer time).
+    /// Terms shorter than that may be missed; fences still only grow.
+    ///
+    /// ```
+    /// # fn main() -> leasehold::Result<()> {
+    /// use std::{sync::Arc, time::Duration};
+    /// use leasehold::{Elector, MemoryStore};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let _changes = elector.leadership_every("reconciler", Duration::from_millis(200))?;
+    /// assert!(elector.leadership_every("reconciler", Duration::ZERO).is_err()); // busy loop
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Name`](crate::Error::Name) for an invalid lock name;
+    /// [`Error::Limit`](crate::Error::Limit) for a `poll` shorter than
+    /// [`MIN_LEADERSHIP_POLL`](crate::MIN_LEADERSHIP_POLL) or longer than
+    /// [`MAX_DURATION`](crate::MAX_DURATION).
+    pub fn leadership_every(
+        &self,
+        name: impl IntoLockName,
+        poll: std::time::Duration,
+    ) -> Result<LeadershipStream> {
+        crate::lead::leadership(&self.engine, name, poll)
+    }
 }

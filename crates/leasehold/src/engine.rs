@@ -188,6 +188,75 @@ impl Engine {
         }
     }
 
+    /// Contends for `lock` until elected, however long that takes: the stable leader's
+    /// campaign ([`Elector::lead`](crate::Elector::lead)). Pauses follow the retry policy
+    /// (growing to [`RetryPolicy::max`](crate::RetryPolicy::max)); the store's release signal,
+    /// where it has one, wakes it at once. Transient store errors are retried (a warning when
+    /// they start, another when the store answers again); a permanent one is returned.
+    ///
+    /// Like [`acquire`](Self::acquire), one token serves the attempts, so an attempt whose
+    /// answer was lost but which the store applied is recognised by the next one. A lease got
+    /// back that way counts from that earlier attempt; once that is half a lease ago, the
+    /// campaign switches to a new token, so that a long outage does not end in a term lost the
+    /// moment it begins.
+    pub(crate) async fn contend(&self, lock: &LockName) -> Result<LeaderGuard> {
+        let opts = &*self.options;
+        let metrics = self.metrics.get(lock);
+        metrics.attempt();
+        let start = Instant::now();
+        let mut req = AcquireRequest {
+            lock: lock.clone(),
+            slots: self.slots,
+            owner: Arc::clone(&opts.node_id),
+            token: Token::random(),
+            ttl: opts.lease,
+        };
+        let mut signal = self.store.release_signal(lock);
+        let mut unknown_since: Option<Instant> = None;
+        let mut failing = false;
+        let mut attempt = 0u32;
+        loop {
+            let sent_at = Instant::now();
+            if unknown_since.is_some_and(|t| sent_at - t >= opts.lease / 2) {
+                // A lease this token got back now would count from that first unanswered
+                // attempt and be worth little or nothing: start afresh with a new token. A lease
+                // the store granted the old one (if it did) ends at its expiry.
+                req.token = Token::random();
+                unknown_since = None;
+            }
+            match self.attempt(&req).await {
+                Ok(Some(lease)) => {
+                    let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
+                    return Ok(self.elected(lease, metrics, start, counted_from));
+                }
+                Ok(None) => {
+                    unknown_since = None;
+                    if std::mem::take(&mut failing) {
+                        tracing::info!(lock = %lock, "leasehold: the store answers again; contending");
+                    }
+                }
+                Err(e) if e.is_transient() => {
+                    unknown_since.get_or_insert(sent_at);
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(lock = %lock, error = %e,
+                            "leasehold: contending for leadership: the store failed; retrying");
+                    }
+                }
+                Err(e) => {
+                    metrics.not_acquired(true);
+                    return Err(Error::store(lock, e));
+                }
+            }
+            let pause = opts.retry.pause(attempt);
+            attempt = attempt.saturating_add(1);
+            let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
+            tokio::select! {
+                () = sleep(pause) => {}
+                Some(()) = store_signal => {}
+            }
+        }
+    }
+
     /// The wait ran out: the last transient error if the last attempt failed with one, else a
     /// skip.
     fn give_up(

@@ -12,6 +12,8 @@
 //!   `auto_extend` a watchdog renews it; with `cancel_on_lost` the action is dropped on loss.
 //! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
 //!   Other crates add SQL, Redis and DynamoDB stores.
+//! * [`Elector::lead`] keeps a stable leader (contend, lead until the action ends or the lease is
+//!   lost, contend again); [`Elector::leadership`] streams leadership changes to any process.
 //! * [`Schedule`] runs leader-only periodic jobs; [`blocking::Elector`] serves synchronous code.
 //! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
 //!   [`MAX_NODE_ID_LEN`], [`MAX_LOCK_NAME_LEN`]), refused beyond it with a typed [`LimitError`].
@@ -44,6 +46,7 @@ mod error;
 mod events;
 mod group;
 mod guard;
+mod lead;
 mod lease;
 pub mod limits;
 mod line;
@@ -70,10 +73,11 @@ pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use group::GroupElector;
 pub use guard::{LeaderContext, LeaderGuard};
+pub use lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
 pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 pub use limits::{
-    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, check_duration, check_slots,
-    deadline_after,
+    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL, check_duration,
+    check_slots, deadline_after,
 };
 pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};

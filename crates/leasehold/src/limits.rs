@@ -47,6 +47,11 @@ pub const MAX_SLOTS: u32 = 1024;
 /// years), and in DynamoDB number attributes.
 pub const MAX_DURATION: Duration = Duration::from_secs(36_500 * 86_400);
 
+/// The shortest poll interval of a [`LeadershipStream`](crate::LeadershipStream)
+/// ([`Elector::leadership_every`](crate::Elector::leadership_every)): 10 ms. Each reading is a
+/// store round trip; shorter intervals would turn watching into a busy loop against the store.
+pub const MIN_LEADERSHIP_POLL: Duration = Duration::from_millis(10);
+
 /// The longest node id (the owner recorded with each lease), in bytes: the SQL stores keep it in a
 /// `VARCHAR(255)` column, which holds 255 characters and so every id of at most 255 bytes.
 pub const MAX_NODE_ID_LEN: usize = 255;
@@ -89,6 +94,23 @@ pub enum LimitError {
         value: Duration,
         /// [`MAX_DURATION`].
         max: Duration,
+    },
+    /// A duration shorter than the minimum its use allows (a leadership poll interval below
+    /// [`MIN_LEADERSHIP_POLL`]).
+    #[error(
+        "{what} of {} is shorter than the minimum of {} (leasehold::{constant})",
+        Human(*value),
+        Human(*min)
+    )]
+    DurationTooShort {
+        /// What the duration was for.
+        what: &'static str,
+        /// The rejected duration.
+        value: Duration,
+        /// The minimum allowed.
+        min: Duration,
+        /// The name of the constant that sets the minimum (e.g. `"MIN_LEADERSHIP_POLL"`).
+        constant: &'static str,
     },
     /// A node id longer than [`MAX_NODE_ID_LEN`] bytes.
     #[error(

@@ -67,7 +67,7 @@ pub async fn start(
         .unwrap();
     let management = jobs
         .management()
-        .lock(WRITER)
+        .leader(&leader)
         .bearer_token(BearerToken::new(TOKEN).unwrap())
         .router()
         .unwrap();
