@@ -18,6 +18,9 @@
 #   leasehold-redis       Redis      127.0.0.1:6379    LEASEHOLD_TEST_REDIS_URL
 #   leasehold-dynamodb    dynalite   127.0.0.1:8000    LEASEHOLD_TEST_DYNAMODB_ENDPOINT
 #                         (installed from npm into ~/.cache/leasehold/dynalite when missing)
+#   leasehold-etcd        etcd       127.0.0.1:23790   LEASEHOLD_TEST_ETCD_ENDPOINTS
+#                         (one member on non-default ports, data in a temporary directory;
+#                         Debian's etcd-server is installed when missing)
 # ---------------------------------------------------------------------------------------------
 
 SKIPPED_SERVERS=()
@@ -117,10 +120,17 @@ find_redis() {
 }
 
 STARTED_PIDS=()
+STARTED_DIRS=()
 stop_started() {
-    local pid
+    local pid dir
     for pid in "${STARTED_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${STARTED_PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    for dir in "${STARTED_DIRS[@]}"; do
+        rm -rf "$dir"
     done
 }
 trap stop_started EXIT
@@ -150,6 +160,73 @@ find_dynamodb() {
         fi
     fi
     need_server "DynamoDB (dynalite)" LEASEHOLD_TEST_DYNAMODB_ENDPOINT
+}
+
+# apt_install PACKAGE...: installs Debian packages when running as root on a system with apt-get
+# (refreshing the package lists once if the first attempt fails); otherwise does nothing.
+APT_UPDATED=0
+apt_install() {
+    if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+        return 0
+    fi
+    echo "installing $* from Debian"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1; then
+        if ((APT_UPDATED == 0)); then
+            APT_UPDATED=1
+            apt-get update -q >/dev/null 2>&1 || true
+        fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 || true
+    fi
+}
+
+# etcd-client (leasehold-etcd) compiles etcd's protobuf definitions at build time with protoc.
+ensure_protoc() {
+    if [[ -d crates/leasehold-etcd ]] && [[ -z "${PROTOC:-}" ]] && ! command -v protoc >/dev/null; then
+        apt_install protobuf-compiler
+        if ! command -v protoc >/dev/null; then
+            echo "error: leasehold-etcd needs protoc to build: install protobuf-compiler or set PROTOC" >&2
+            exit 1
+        fi
+    fi
+}
+
+ETCD_CLIENT_PORT=23790
+ETCD_PEER_PORT=23800
+etcd_up() {
+    port_open "$ETCD_CLIENT_PORT" || return 1
+    if command -v etcdctl >/dev/null; then
+        ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$ETCD_CLIENT_PORT" --command-timeout=2s \
+            endpoint health
+    fi
+}
+
+# One member on loopback with a short election timeout (500 ms), so etcd's minimum lease TTL
+# (1.5 election timeouts, rounded up to whole seconds) is 1 s as the conformance suite needs.
+find_etcd() {
+    if [[ -z "${LEASEHOLD_TEST_ETCD_ENDPOINTS:-}" ]]; then
+        if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+            apt_install etcd-server etcd-client
+        fi
+        if ! etcd_up >/dev/null 2>&1 && command -v etcd >/dev/null; then
+            local dir
+            dir="$(mktemp -d "${TMPDIR:-/tmp}/leasehold-etcd.XXXXXX")"
+            echo "server: starting etcd on 127.0.0.1:$ETCD_CLIENT_PORT (data in $dir)"
+            etcd --name leasehold-test --data-dir "$dir/data" \
+                --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+                --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+                --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+                --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+                --initial-cluster "leasehold-test=http://127.0.0.1:$ETCD_PEER_PORT" \
+                --heartbeat-interval 50 --election-timeout 500 >"$dir/etcd.log" 2>&1 &
+            STARTED_PIDS+=("$!")
+            STARTED_DIRS+=("$dir")
+            wait_for etcd 30 etcd_up || true
+        fi
+        if etcd_up >/dev/null 2>&1; then
+            export LEASEHOLD_TEST_ETCD_ENDPOINTS="127.0.0.1:$ETCD_CLIENT_PORT"
+        fi
+    fi
+    need_server etcd LEASEHOLD_TEST_ETCD_ENDPOINTS
 }
 
 # find_faketime: the SQLite clock tests (crates/leasehold-sql/tests/sqlite_clocks.rs) run a contender
@@ -186,6 +263,10 @@ start_servers() {
     fi
     if [[ -d crates/leasehold-dynamodb ]]; then
         find_dynamodb
+        needed=1
+    fi
+    if [[ -d crates/leasehold-etcd ]]; then
+        find_etcd
         needed=1
     fi
     if ((needed == 0)); then

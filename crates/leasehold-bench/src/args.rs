@@ -10,7 +10,7 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
                        [--seconds N] [--handoffs N] [--failovers N] [--rounds N] [--url URL]
                        [--json FILE] [--markdown FILE] [--svg FILE] [--out DIR]
 
-  --backend    memory, sqlite, postgres, mysql, redis, dynamodb, a comma-separated list, or all (default)
+  --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, a comma-separated list, or all (default)
   --scenario   uncontended, contended, many-locks, group, handoff, failover, auto-extend, safety,
                a comma-separated list, or all (default)
   --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 unless given
@@ -20,7 +20,8 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
   --rounds     safety rounds per contender (8 contenders; default 2000)
   --url        store URL, with one backend only (default: a temp SQLite file,
                $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL, $LEASEHOLD_TEST_REDIS_URL or
-               redis://127.0.0.1:6379, dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true)
+               redis://127.0.0.1:6379, dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true,
+               etcd://$LEASEHOLD_TEST_ETCD_ENDPOINTS)
   --json, --markdown, --svg   write the report in that form to FILE
   --out        write DIR/benchmarks.json, DIR/benchmarks.md and DIR/benchmarks.svg
   With no output option the markdown goes to stdout. The exit status is 1 when a safety run
@@ -181,7 +182,10 @@ mod tests {
     #[test]
     fn defaults_run_everything() -> Result<(), String> {
         let a = parse(&[])?;
-        assert_eq!(a.backends.len(), 6);
+        assert_eq!(a.backends.len(), 7);
+        // scripts/bench-report runs `--backend all`: etcd is part of it.
+        assert_eq!(a.backends.last(), Some(&Backend::Etcd));
+        assert_eq!(parse(&["--backend", "etcd"])?.backends, [Backend::Etcd]);
         assert_eq!(a.scenarios.len(), 7);
         assert!(a.safety);
         assert_eq!(a.rounds, 2000);

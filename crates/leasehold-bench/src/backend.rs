@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use leasehold::{LeaseStore, MemoryStore};
 use leasehold_dynamodb::DynamoDbStore;
+use leasehold_etcd::{EtcdOptions, EtcdStore};
 use leasehold_redis::{RedisOptions, RedisStore};
 use leasehold_sql::SqlStore;
 
@@ -18,17 +19,19 @@ pub(crate) enum Backend {
     Mysql,
     Redis,
     DynamoDb,
+    Etcd,
 }
 
 impl Backend {
     /// Every backend, in report order.
-    pub(crate) const ALL: [Backend; 6] = [
+    pub(crate) const ALL: [Backend; 7] = [
         Backend::Memory,
         Backend::Sqlite,
         Backend::Postgres,
         Backend::Mysql,
         Backend::Redis,
         Backend::DynamoDb,
+        Backend::Etcd,
     ];
 
     /// The name used on the command line and in reports.
@@ -40,6 +43,7 @@ impl Backend {
             Self::Mysql => "mysql",
             Self::Redis => "redis",
             Self::DynamoDb => "dynamodb",
+            Self::Etcd => "etcd",
         }
     }
 
@@ -49,7 +53,7 @@ impl Backend {
             .find(|b| b.name() == text)
             .ok_or_else(|| {
                 format!(
-                    "unknown backend {text:?}: expected memory, sqlite, postgres, mysql, redis, dynamodb or all"
+                    "unknown backend {text:?}: expected memory, sqlite, postgres, mysql, redis, dynamodb, etcd or all"
                 )
             })
     }
@@ -59,8 +63,8 @@ impl Backend {
         !matches!(self, Self::Memory | Self::Sqlite)
     }
 
-    /// The URL used when none is given: a temp SQLite file, the test servers' variables, or the
-    /// local Redis.
+    /// The URL used when none is given: a temp SQLite file, the test servers' variables (etcd:
+    /// `$LEASEHOLD_TEST_ETCD_ENDPOINTS`), or the local Redis.
     pub(crate) fn default_url(self) -> Result<String, String> {
         let env = |var: &str| {
             std::env::var(var)
@@ -84,6 +88,7 @@ impl Backend {
                 "dynamodb://leasehold_bench_leases?endpoint={}&create_table=true&skew=50ms",
                 env("LEASEHOLD_TEST_DYNAMODB_ENDPOINT")?
             ),
+            Self::Etcd => format!("etcd://{}", env("LEASEHOLD_TEST_ETCD_ENDPOINTS")?),
         })
     }
 }
@@ -93,6 +98,11 @@ pub(crate) fn redis_options() -> RedisOptions {
     RedisOptions::default()
         .prefix("leasehold-bench")
         .idle_retention(std::time::Duration::from_secs(60))
+}
+
+/// Options for benchmark etcd stores: their own key prefix (a URL's path or `prefix` overrides it).
+pub(crate) fn etcd_options() -> EtcdOptions {
+    EtcdOptions::default().prefix("leasehold-bench")
 }
 
 /// Opens a new client of `backend` at `url`, with its own connections. The memory store has no
@@ -109,5 +119,6 @@ pub(crate) async fn open_client(
         }
         Backend::Redis => Arc::new(RedisStore::connect_with(url, redis_options()).await?),
         Backend::DynamoDb => Arc::new(DynamoDbStore::connect(url).await?),
+        Backend::Etcd => Arc::new(EtcdStore::connect_with(url, etcd_options()).await?),
     })
 }

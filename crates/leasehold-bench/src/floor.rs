@@ -2,6 +2,7 @@
 //! issued with the same client, without the elector around them.
 
 mod dynamodb;
+mod etcd;
 mod redis;
 mod sql;
 
@@ -10,11 +11,12 @@ use std::time::Duration;
 
 use leasehold::{AcquireRequest, Lease, LeaseStore, LockName, MemoryStore, Token};
 use leasehold_dynamodb::DynamoDbStore;
+use leasehold_etcd::EtcdStore;
 use leasehold_redis::RedisStore;
 use leasehold_sql::SqlStore;
 
 use crate::BoxError;
-use crate::backend::{Backend, redis_options};
+use crate::backend::{Backend, etcd_options, redis_options};
 
 /// What the floor runs on: the concrete client the measured store also uses.
 pub(crate) enum Floor {
@@ -26,6 +28,8 @@ pub(crate) enum Floor {
     Redis(Arc<RedisStore>),
     /// The store's two conditional `UpdateItem` requests, sent with its client.
     DynamoDb(Arc<DynamoDbStore>),
+    /// The store's lease grant and transactions, sent raw with its etcd-client connection.
+    Etcd(Arc<EtcdStore>),
 }
 
 /// A lease the floor holds: what its release needs.
@@ -34,6 +38,8 @@ pub(crate) struct FloorLease {
     token: Token,
     /// The memory store releases by lease.
     lease: Option<Lease>,
+    /// The etcd floor revokes its etcd lease.
+    etcd_lease: Option<i64>,
 }
 
 /// Opens the store to measure and its floor on the same client.
@@ -55,6 +61,10 @@ pub(crate) async fn open(
         Backend::DynamoDb => {
             let store = Arc::new(DynamoDbStore::connect(url).await?);
             (store.clone(), Floor::DynamoDb(store))
+        }
+        Backend::Etcd => {
+            let store = Arc::new(EtcdStore::connect_with(url, etcd_options()).await?);
+            (store.clone(), Floor::Etcd(store))
         }
     })
 }
@@ -80,7 +90,18 @@ impl Floor {
                     lock: lock.clone(),
                     token,
                     lease: Some(lease),
+                    etcd_lease: None,
                 }));
+            }
+            Self::Etcd(store) => {
+                return Ok(etcd::acquire(store, lock, token, ttl)
+                    .await?
+                    .map(|id| FloorLease {
+                        lock: lock.clone(),
+                        token,
+                        lease: None,
+                        etcd_lease: Some(id),
+                    }));
             }
             Self::Sql(store) => sql::acquire(store, lock, token, ttl).await?,
             Self::Redis(store) => redis::acquire(store, lock, token, ttl).await?,
@@ -90,6 +111,7 @@ impl Floor {
             lock: lock.clone(),
             token,
             lease: None,
+            etcd_lease: None,
         }))
     }
 
@@ -103,6 +125,12 @@ impl Floor {
             Self::Sql(store) => sql::release(store, &held.lock, held.token).await?,
             Self::Redis(store) => redis::release(store, &held.lock, held.token).await?,
             Self::DynamoDb(store) => dynamodb::release(store, &held.lock, held.token).await?,
+            Self::Etcd(store) => {
+                let id = held
+                    .etcd_lease
+                    .ok_or("etcd floor lease without its etcd lease")?;
+                etcd::release(store, &held.lock, held.token, id).await?;
+            }
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! `leasehold-bench`: leasehold beside the floor — the fewest raw round trips each backend needs
-//! for an acquire and a release, issued with the same client — and, on Redis, beside `rslock`,
-//! in one run, interleaved so that drift on a shared machine hits every side alike; then the
+//! for an acquire and a release, issued with the same client — and beside a peer: `rslock` on
+//! Redis, etcd's own lock API (the v3lock service) on etcd; in one run, interleaved so that drift on a shared machine hits every side alike; then the
 //! testkit's safety checker on each backend, without and with injected faults.
 //!
 //! ```text

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::measure::Tally;
 
-/// The name of the peer's side.
-pub(crate) const PEER: &str = "rslock";
+/// The names of the peers' sides: rslock on Redis, etcd's v3lock service on etcd.
+pub(crate) const PEERS: [&str; 2] = ["rslock", "etcd lock"];
 
 /// What a side's main figure is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,9 +104,12 @@ impl Outcome {
         self.ratio(1)
     }
 
-    /// leasehold's figure divided by the peer's (rslock), where there is one.
+    /// leasehold's figure divided by the peer's (rslock, etcd lock), where there is one.
     pub(crate) fn ratio_to_peer(&self) -> Option<f64> {
-        let peer = self.figures.iter().position(|f| f.side == PEER)?;
+        let peer = self
+            .figures
+            .iter()
+            .position(|f| PEERS.contains(&f.side.as_str()))?;
         self.ratio(peer)
     }
 

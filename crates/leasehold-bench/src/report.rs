@@ -28,7 +28,7 @@ pub(crate) struct Report {
 impl Report {
     /// The command that measures `part` (a scenario name or `safety`) on every backend of this run.
     pub(crate) fn command(&self, part: &str) -> String {
-        let backends = if self.backends.len() == 6 {
+        let backends = if self.backends.len() == crate::backend::Backend::ALL.len() {
             "all".to_owned()
         } else {
             self.backends.join(",")

@@ -8,7 +8,7 @@ use leasehold::{LeaseStore, LockName, MemoryStore, Token};
 use crate::BoxError;
 use crate::backend::{Backend, open_client};
 use crate::floor::{self, Floor};
-use crate::peer::Rslock;
+use crate::peer::{EtcdLock, Peer, Rslock};
 
 /// One backend, opened.
 pub(crate) struct Target {
@@ -18,8 +18,8 @@ pub(crate) struct Target {
     pub(crate) store: Arc<dyn LeaseStore>,
     /// The floor, on the same client as `store`.
     pub(crate) floor: Floor,
-    /// rslock, on Redis only.
-    pub(crate) peer: Option<Rslock>,
+    /// The peer: rslock on Redis, etcd's lock API on etcd.
+    pub(crate) peer: Option<Peer>,
     /// The memory backend's one instance (every "client" of it).
     memory: Arc<MemoryStore>,
     /// Makes lock names unique to this run.
@@ -35,7 +35,13 @@ impl Target {
             url: url.to_owned(),
             store,
             floor,
-            peer: (backend == Backend::Redis).then(|| Rslock::new(url)),
+            peer: match backend {
+                Backend::Redis => Some(Peer::Rslock(Rslock::new(url))),
+                Backend::Etcd => Some(Peer::EtcdLock(Box::new(
+                    EtcdLock::connect(&etcd_endpoints(url)).await?,
+                ))),
+                _ => None,
+            },
             memory,
             run: Token::random().to_hex()[..12].to_owned(),
         })
@@ -56,8 +62,31 @@ impl Target {
         Ok(LockName::new(self.resource(what, i))?)
     }
 
-    /// The same, as a plain string (for rslock).
+    /// The same, as a plain string (for the peers).
     pub(crate) fn resource(&self, what: &str, i: usize) -> String {
         format!("bench-{}-{what}-{i}", self.run)
+    }
+}
+
+/// The endpoints of an `etcd://[user@]host:port[,host:port…][/prefix][?…]` URL, as
+/// etcd-client takes them (`host:port`).
+fn etcd_endpoints(url: &str) -> Vec<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let hosts = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, hosts)| hosts);
+    hosts.split(',').map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn etcd_endpoints_come_from_the_url() {
+        assert_eq!(
+            super::etcd_endpoints("etcd://u:p@127.0.0.1:23790,127.0.0.1:23791/bench?x=1"),
+            ["127.0.0.1:23790", "127.0.0.1:23791"]
+        );
+        assert_eq!(super::etcd_endpoints("etcd://h:1"), ["h:1"]);
     }
 }

@@ -19,7 +19,8 @@ The store is chosen by --store, else $LEASEHOLD_STORE, else an SQLite file in th
 directory ($XDG_STATE_HOME/leasehold/leases.db or ~/.local/state/leasehold/leases.db).
 Store URLs: sqlite:///abs/path.db, sqlite:relative.db, postgres://user:pass@host/db,
 mysql://user:pass@host/db, mariadb://..., redis://[:pass@]host[:port][/db], rediss://...,
-dynamodb://TABLE?region=...&endpoint=..., memory: (this process only, for trying things out).
+dynamodb://TABLE?region=...&endpoint=..., etcd://[user:pass@]host:port[,host:port...][/prefix],
+etcds://... (TLS), memory: (this process only, for trying things out).
 Passwords in store URLs are redacted in every message leasehold prints.
 
 Logging goes to stderr and is quiet by default; -v, -vv, -vvv raise it, and $LEASEHOLD_LOG

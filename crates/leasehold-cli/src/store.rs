@@ -18,6 +18,7 @@ pub(crate) fn registry() -> StoreRegistry {
         .with(leasehold_sql::SqlOpener)
         .with(leasehold_redis::RedisOpener)
         .with(leasehold_dynamodb::DynamoDbOpener)
+        .with(leasehold_etcd::EtcdOpener)
 }
 
 /// A store URL to open, with its redacted form for messages.

@@ -132,6 +132,8 @@ fn passwords_with_any_reserved_character_are_hidden_for_every_scheme() {
         "redis",
         "rediss",
         "valkey",
+        "etcd",
+        "etcds",
         "sqlite",
         "nosuch",
     ] {
@@ -217,6 +219,16 @@ fn unknown_store_parameters_are_refused_before_connecting() {
             "regoin",
             "region",
         ),
+        (
+            "etcd://127.0.0.1:1,127.0.0.1:2/jobs?prefx=jobs",
+            "prefx",
+            "prefix",
+        ),
+        (
+            "etcd://127.0.0.1:1?notifications=on&notifications=off",
+            "notifications",
+            "more than once",
+        ),
     ] {
         let started = Instant::now();
         let out = env.output(&["status", "--store", url, "x"]);
@@ -244,6 +256,10 @@ fn a_network_store_url_without_a_host_is_refused() {
         "redis:",
         "rediss:///0",
         "redis+unix://",
+        "etcd://",
+        "etcd:",
+        "etcds:///jobs",
+        "etcd://?prefix=x",
     ] {
         for command in [
             &["status", "--store", url, "x"][..],

@@ -529,7 +529,23 @@ fn mark_query(mask: &mut Mask<'_>, from: usize, end: usize) {
 }
 
 /// The "port" after the first `:` of a host (after IPv6 brackets) when it is not a number.
-fn bad_port(host: &str) -> Option<&str> {
+///
+/// A comma-separated list of hosts (`h1:2379,h2:2379`, as etcd and libpq URLs take) is read host
+/// by host: the first `host:port` whose port is not a number starts the "port".
+fn bad_port(hosts: &str) -> Option<&str> {
+    let mut offset = 0;
+    for host in hosts.split(',') {
+        if let Some(port) = bad_port_of(host) {
+            let from = offset + host.len() - port.len();
+            return Some(&hosts[from..]);
+        }
+        offset += host.len() + 1;
+    }
+    None
+}
+
+/// The port of one `host:port` if it is not a number.
+fn bad_port_of(host: &str) -> Option<&str> {
     let after_bracket = if host.starts_with('[') {
         host.find(']').map_or(0, |i| i + 1)
     } else {
@@ -650,6 +666,19 @@ mod tests {
         assert_eq!(redact_url("postgres://u:s3c/r3t"), "postgres://u:***");
         assert_eq!(redact_url("postgres://u:a://b@h/x"), "postgres://u:***@h/x");
         assert_eq!(redact_url("postgres://u:p?a://b@h/x"), "postgres://u:***");
+        // A list of hosts (etcd, libpq) is not a password, nor is what follows it.
+        for url in [
+            "etcd://127.0.0.1:2379,127.0.0.1:2380/jobs?prefx=a",
+            "etcd://a:1,[::1]:2,b/p",
+            "postgres://h1:5432,h2/db",
+        ] {
+            assert_eq!(redact_url(url), url);
+        }
+        assert_eq!(redact_url("etcd://h:1,u:s3cret/p"), "etcd://h:1,u:***");
+        assert_eq!(
+            redact_url("etcd://u:pw@a:1,b:2/p"),
+            "etcd://u:***@a:1,b:2/p"
+        );
         assert_eq!(
             redact_url("postgres://[::1]:5432/x"),
             "postgres://[::1]:5432/x"

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::outcome::{Figure, Outcome, PEER, Unit};
+use crate::outcome::{Figure, Outcome, PEERS, Unit};
 use crate::render::number;
 use crate::report::Report;
 use crate::safety::SafetyRow;
@@ -146,7 +146,7 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
             }
         }
     }
-    let with_peer = sides.contains(&PEER);
+    let with_peer = sides.iter().any(|s| PEERS.contains(s));
     let what = match scenario.unit() {
         Unit::PerSecond => "ops/s (p50 / p99 ms per op)",
         Unit::Millis => "p50 / p99",
@@ -166,7 +166,7 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
     }
     write!(out, " leasehold ÷ {floor} |")?;
     if with_peer {
-        write!(out, " leasehold ÷ {PEER} |")?;
+        write!(out, " leasehold ÷ peer |")?;
     }
     writeln!(out)?;
     let columns = sides.len() + 1 + usize::from(with_peer);

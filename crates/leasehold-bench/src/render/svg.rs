@@ -190,7 +190,7 @@ fn handoff(s: &mut String, report: &Report, top: f64) -> std::fmt::Result {
         &[
             ("leasehold", SIDE_COLORS[0]),
             ("floor", SIDE_COLORS[1]),
-            ("rslock", SIDE_COLORS[2]),
+            ("rslock / etcd lock", SIDE_COLORS[2]),
         ],
     )?;
     for d in d0..=d1 {

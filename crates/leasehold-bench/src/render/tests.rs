@@ -89,6 +89,36 @@ fn markdown_has_ratios_commands_and_the_verdict() -> Result<(), std::fmt::Error>
     Ok(())
 }
 
+/// Each backend's peer (rslock on Redis, etcd's lock API on etcd) gets its column and the
+/// shared "leasehold ÷ peer" ratio.
+#[test]
+fn every_backends_peer_gets_the_peer_ratio() -> Result<(), std::fmt::Error> {
+    let mut r = report(0);
+    r.backends.push("etcd");
+    r.outcomes.push(Outcome {
+        backend: "etcd",
+        scenario: "uncontended",
+        unit: Unit::PerSecond,
+        figures: vec![
+            figure("leasehold", 300.0),
+            figure("floor", 400.0),
+            figure("etcd lock", 600.0),
+        ],
+    });
+    let md = markdown::render(&r)?;
+    assert!(
+        md.contains("| rslock | etcd lock | leasehold ÷ floor | leasehold ÷ peer |"),
+        "{md}"
+    );
+    assert!(md.contains("| 0.90× | 0.50× |"), "redis: {md}");
+    assert!(md.contains("| 0.75× | 0.50× |"), "etcd: {md}");
+    assert!(
+        md.contains("leasehold-bench --backend redis,etcd --scenario uncontended"),
+        "{md}"
+    );
+    Ok(())
+}
+
 #[test]
 fn svg_is_one_document_with_a_bar_per_ratio() -> Result<(), std::fmt::Error> {
     let svg = svg::render(&report(0))?;

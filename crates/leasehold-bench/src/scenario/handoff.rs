@@ -10,7 +10,6 @@ use tokio::time::{Instant, sleep};
 use crate::BoxError;
 use crate::measure::Tally;
 use crate::outcome::Figure;
-use crate::peer::Rslock;
 use crate::scenario::{Config, impatient, side_names};
 use crate::target::Target;
 
@@ -34,7 +33,8 @@ pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxErro
             tally.latencies.push(sample?);
         }
         if let (Some(p), Some(tally)) = (&t.peer, tallies.get_mut(2)) {
-            tally.latencies.push(rslock(t, p, i).await?);
+            let resource = t.resource("handoff-peer", i);
+            tally.latencies.push(p.handoff(&resource, waited()).await?);
         }
     }
     Ok(side_names(t)
@@ -86,29 +86,5 @@ async fn floor(t: &Target, i: usize) -> Result<Duration, BoxError> {
         .ok_or("the floor waiter found the lock held")?;
     let at = Instant::now();
     t.floor.release(taken).await?;
-    Ok(at - released)
-}
-
-async fn rslock(t: &Target, p: &Rslock, i: usize) -> Result<Duration, BoxError> {
-    let resource = t.resource("handoff-rslock", i);
-    let ttl = Duration::from_secs(30);
-    let held = p
-        .manager
-        .lock(resource.as_bytes(), ttl)
-        .await
-        .map_err(|e| format!("rslock lock: {e:?}"))?;
-    let waiter = p.other.clone();
-    let name = resource.clone();
-    let task = tokio::spawn(async move {
-        let taken = waiter.acquire_no_guard(name.as_bytes(), ttl).await;
-        (Instant::now(), taken)
-    });
-    sleep(waited()).await;
-    let released = Instant::now();
-    p.manager.unlock(&held).await;
-    let (at, taken) = task.await?;
-    p.other
-        .unlock(&taken.map_err(|e| format!("rslock acquire: {e:?}"))?)
-        .await;
     Ok(at - released)
 }

@@ -1,5 +1,5 @@
 //! The scenarios: each one implementation over `Arc<dyn LeaseStore>` (through [`Target`]) beside
-//! the backend's floor and, on Redis, rslock.
+//! the backend's floor and the backend's peer (rslock on Redis, etcd's lock API on etcd).
 
 mod auto_extend;
 mod contended;
@@ -97,8 +97,10 @@ impl Scenario {
             Self::Uncontended => {
                 "leasehold: `run_if_leader` with `wait = 0`, a 30 s lease and an empty action, back to back; \
                  p50/p99 are per call. Floor: the store's own acquire and release issued raw with the same \
-                 client (the fewest round trips a lock with fences needs on this backend). rslock (Redis): \
-                 `lock` + `unlock`."
+                 client (the fewest round trips a lock with fences needs on this backend; on etcd a lease grant and \
+                 the put-if-absent transaction, then the compare-and-delete transaction and the lease revocation). \
+                 rslock (Redis): `lock` + `unlock`. etcd lock (etcd): the v3lock service's `Lock` + `Unlock` with \
+                 a session lease granted once per concurrent caller."
             }
             Self::Contended => {
                 "16 tasks loop on one lock; each turn takes the lock, sleeps 1 ms (1–2 ms on tokio's timer) \
@@ -106,14 +108,15 @@ impl Scenario {
                  Floor: 16 raw contenders, each trying the store's raw acquire, again every 1 ms while the \
                  lock is busy, then the section and the raw release (no fairness, no back-off). rslock: \
                  `lock()` (3 tries, 0–200 ms apart) around the section; failures are `lock()` calls that gave \
-                 up. Serial limit: one task alone taking and releasing the lock raw around the same section, \
+                 up. etcd lock: `Lock` (queued on the server) with a 1 s deadline around the section; failures \
+                 are `Lock` calls that ran out. Serial limit: one task alone taking and releasing the lock raw around the same section, \
                  with no hand-off at all. \"per task\" is the fewest–most sections one task completed \
                  (fairness)."
             }
             Self::ManyLocks => {
                 "64 tasks on one client, each looping on its own lock as in the uncontended scenario. Floor: \
-                 64 tasks issuing the raw acquire and release on their own locks. rslock: 64 tasks, `lock` + \
-                 `unlock`."
+                 64 tasks issuing the raw acquire and release on their own locks. rslock / etcd lock: 64 tasks, \
+                 `lock` + `unlock`."
             }
             Self::Group => {
                 "8 tasks loop on one `GroupElector` lock with 3 slots (wait 1 s), each holding a slot for \
@@ -125,10 +128,11 @@ impl Scenario {
                 "A holder on one client and a waiter on a second client (as two processes). The waiter has \
                  been waiting a random 10–60 ms when the holder releases; the time runs from the release call \
                  until the waiter holds the lock. leasehold uses the store's release notifications where it \
-                 has them (PostgreSQL LISTEN/NOTIFY, Redis pub/sub, in-process for memory) and polls with its \
+                 has them (PostgreSQL LISTEN/NOTIFY, Redis pub/sub, an etcd watch, in-process for memory) and polls with its \
                  default retry policy (25 → 250 ms, jittered) elsewhere. Floor: a raw release followed at \
                  once by a raw acquire — a waiter that learns of the release instantly. rslock: \
-                 `acquire_no_guard` looping over `lock()`."
+                 `acquire_no_guard` looping over `lock()`. etcd lock: the waiter's `Lock` on a second client, \
+                 which etcd answers once the holder's `Unlock` deletes its key (a watch on the server)."
             }
             Self::Failover => {
                 "A holder with `auto_extend` on and a 1 s lease is killed without releasing while another \
@@ -204,11 +208,11 @@ fn rates(names: &[&str], tallies: Vec<Tally>) -> Result<Vec<Figure>, BoxError> {
         .collect()
 }
 
-/// The side names: leasehold, the floor, and rslock where the target has it.
+/// The side names: leasehold, the floor, and the peer where the target has one.
 fn side_names(t: &Target) -> Vec<&'static str> {
     let mut names = vec!["leasehold", "floor"];
     if t.peer.is_some() {
-        names.push("rslock");
+        names.push(t.peer.as_ref().map_or("peer", crate::peer::Peer::name));
     }
     names
 }

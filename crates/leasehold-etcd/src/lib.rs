@@ -1,0 +1,58 @@
+//! # leasehold-etcd
+//!
+//! [`EtcdStore`]: a [`leasehold::LeaseStore`] on an etcd v3 cluster through etcd-client — the
+//! first consensus-backed store: a lease survives the loss of a minority of members.
+//!
+//! * each grant is an **etcd lease** (server-side TTL: the requested lease rounded up to whole
+//!   seconds), and the slot key is attached to it, so etcd frees the lock when it runs out;
+//! * acquisition is one transaction (*key absent → put with the lease*), after a linearizable
+//!   read that recognises a retried request;
+//! * the **fence** is the key's `create_revision`, strictly increasing per `(lock, slot)`
+//!   across the whole cluster, leader changes and member restarts;
+//! * extension keeps the etcd lease alive, release deletes the key, both as compare-and-swaps
+//!   conditioned on the holder's token;
+//! * release notifications come from one etcd watch per store;
+//! * every request has a deadline, and a request an endpoint refused (down, or cut off from the
+//!   majority) is sent to another endpoint.
+//!
+//! Register [`EtcdOpener`] to open `etcd://` and `etcds://` URLs from a
+//! [`StoreRegistry`](leasehold::StoreRegistry).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use leasehold::{ElectionOptions, Elector};
+//! use leasehold_etcd::EtcdStore;
+//!
+//! let store = Arc::new(EtcdStore::connect("etcd://127.0.0.1:2379").await?);
+//! let options = ElectionOptions::builder().auto_extend(true).build()?;
+//! let elector = Elector::with_options(store, options);
+//! elector
+//!     .run_if_leader("nightly-report", |ctx| async move {
+//!         // Hand ctx.fence() to the resource so it can reject a stale leader's writes.
+//!         tracing::info!(fence = ctx.fence(), "leader");
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Building needs `protoc` (etcd-client compiles etcd's protobuf definitions): Debian's
+//! `protobuf-compiler`, or set `PROTOC`. See `docs/leasehold-etcd.md`.
+
+mod classify;
+mod link;
+mod opener;
+mod options;
+mod store;
+mod txn;
+mod url;
+mod watch;
+
+pub use opener::EtcdOpener;
+pub use options::{DEFAULT_PREFIX, EtcdOptions, MAX_PREFIX_LEN, MAX_TIMEOUT};
+pub use store::EtcdStore;
+
+/// The manual page `docs/leasehold-etcd.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/leasehold-etcd.md")]
+pub struct ManualDoctests;

@@ -1,0 +1,149 @@
+//! The connection to the cluster: one lazily connected etcd client over every endpoint, and
+//! requests with a deadline that fail over to another endpoint when refused.
+
+use std::future::Future;
+use std::time::Duration;
+
+use etcd_client::{Client, ConnectOptions};
+use leasehold::{ErrorKind, StoreResult};
+use tokio::sync::OnceCell;
+use tokio::time::{Instant, sleep, timeout};
+
+use crate::classify::{classify, kind_of, never_applied, timed_out};
+
+/// The pause before a refused request is sent again (to a member picked afresh).
+const RESEND_PAUSE: Duration = Duration::from_millis(20);
+/// HTTP/2 pings while a stream (a watch, a keep-alive) is open, so a member that vanished under
+/// it is noticed. etcd answers pings more often than every 5 s, or pings on a connection without
+/// streams, with GOAWAY ("too many pings"), so pings are 10 s apart and only while streams run;
+/// requests themselves are bounded by the request timeout.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The etcd client of a store.
+pub(crate) struct Link {
+    endpoints: Vec<String>,
+    connect: ConnectOptions,
+    client: OnceCell<Client>,
+    request_timeout: Duration,
+}
+
+impl Link {
+    /// A link to `endpoints`; nothing is contacted until the first request.
+    pub(crate) fn new(
+        endpoints: Vec<String>,
+        connect: ConnectOptions,
+        request_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Self {
+        let connect = connect
+            .with_connect_timeout(connect_timeout)
+            .with_keep_alive(KEEP_ALIVE_INTERVAL, request_timeout)
+            .with_keep_alive_while_idle(false)
+            // A member cut off from the majority answers "no leader" at once instead of
+            // holding requests until they time out; the request is then sent elsewhere.
+            .with_require_leader(true);
+        Self {
+            endpoints,
+            connect,
+            client: OnceCell::new(),
+            request_timeout,
+        }
+    }
+
+    /// A link on a client the application built.
+    pub(crate) fn from_client(client: Client, request_timeout: Duration) -> Self {
+        Self {
+            endpoints: Vec::new(),
+            connect: ConnectOptions::new(),
+            client: OnceCell::new_with(Some(client)),
+            request_timeout,
+        }
+    }
+
+    /// The per-request budget.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The client, connected on first use (with credentials, that authenticates).
+    pub(crate) async fn client(&self) -> StoreResult<Client> {
+        let client = self
+            .client
+            .get_or_try_init(|| async {
+                let connecting = Client::connect(&self.endpoints, Some(self.connect.clone()));
+                match timeout(self.request_timeout, connecting).await {
+                    Ok(Ok(client)) => Ok(client),
+                    Ok(Err(e)) => Err(classify(e)),
+                    Err(_) => Err(timed_out("the connection", self.request_timeout)),
+                }
+            })
+            .await?;
+        Ok(client.clone())
+    }
+
+    /// Runs one request that may take effect twice (a write that is a compare-and-swap) with the
+    /// request timeout. It is sent again, within the same budget, only when it was certainly not
+    /// applied (connection refused, member without a leader); the balanced channel picks the
+    /// member afresh, so it fails over.
+    pub(crate) async fn call<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.run(what, Resend::NotApplied, request).await
+    }
+
+    /// Runs one request that is harmless to repeat (a read, a keep-alive, a lease grant or
+    /// revocation) with the request timeout, sending it again within the same budget after any
+    /// transient failure that was not a timeout, such as a connection that broke under it.
+    pub(crate) async fn idempotent<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.run(what, Resend::Transient, request).await
+    }
+
+    async fn run<T, F, Fut>(&self, what: &str, resend: Resend, mut request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let start = Instant::now();
+        let budget = self.request_timeout;
+        loop {
+            let left = budget.saturating_sub(start.elapsed());
+            let client = match timeout(left, self.client()).await {
+                Ok(client) => client?,
+                Err(_) => return Err(timed_out(what, budget)),
+            };
+            match timeout(left, request(client)).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) if resend.allows(&e) && start.elapsed() + RESEND_PAUSE * 2 < budget => {
+                    tracing::debug!(error = %e, what, "leasehold: etcd request failed; sending it again");
+                    sleep(RESEND_PAUSE).await;
+                }
+                Ok(Err(e)) => return Err(classify(e)),
+                Err(_) => return Err(timed_out(what, budget)),
+            }
+        }
+    }
+}
+
+/// Which failed requests are sent again.
+#[derive(Debug, Clone, Copy)]
+enum Resend {
+    /// Only those that were certainly not applied.
+    NotApplied,
+    /// Any transient failure.
+    Transient,
+}
+
+impl Resend {
+    fn allows(self, e: &etcd_client::Error) -> bool {
+        match self {
+            Self::NotApplied => never_applied(e),
+            Self::Transient => never_applied(e) || kind_of(e) == ErrorKind::Transient,
+        }
+    }
+}

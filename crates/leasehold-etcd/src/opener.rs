@@ -1,0 +1,34 @@
+//! `etcd://` and `etcds://` URLs through the core's store registry.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use leasehold::{LeaseStore, OpenError, StoreOpener};
+
+use crate::store::EtcdStore;
+
+/// Opens [`EtcdStore`]s for the `etcd` and `etcds` (TLS) schemes. Endpoints are comma-separated,
+/// the path is the key prefix, and store options go in the query string (see
+/// [`EtcdOptions`](crate::EtcdOptions)).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), leasehold::OpenError> {
+/// use leasehold::StoreRegistry;
+/// let registry = StoreRegistry::new().with(leasehold_etcd::EtcdOpener);
+/// let store = registry.open("etcd://app:secret@10.0.0.1:2379,10.0.0.2:2379/jobs").await?;
+/// assert_eq!(store.describe(), "etcd://app:***@10.0.0.1:2379,10.0.0.2:2379/jobs");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EtcdOpener;
+
+#[async_trait]
+impl StoreOpener for EtcdOpener {
+    fn schemes(&self) -> &'static [&'static str] {
+        &["etcd", "etcds"]
+    }
+
+    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
+        Ok(Arc::new(EtcdStore::connect(url).await?))
+    }
+}

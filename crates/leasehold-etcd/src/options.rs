@@ -1,0 +1,278 @@
+//! `EtcdOptions`: key prefix, timeouts, release notifications and TLS files.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default key prefix: slot `n` of lock `L` is the key `leasehold/L/n`.
+///
+/// ```
+/// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix_str(), leasehold_etcd::DEFAULT_PREFIX);
+/// ```
+pub const DEFAULT_PREFIX: &str = "leasehold";
+
+/// The longest key prefix accepted, in bytes.
+pub const MAX_PREFIX_LEN: usize = 128;
+
+/// The longest request or connect timeout accepted: a request that has not answered in ten
+/// minutes is not coming back, and a lease renewal must fail long before that. (A duration
+/// beyond the core's [`MAX_DURATION`](leasehold::MAX_DURATION) gets the core's
+/// [`LimitError`](leasehold::LimitError) message, as in every store.)
+pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Options for [`EtcdStore`](crate::EtcdStore).
+///
+/// | option | default | meaning |
+/// |---|---|---|
+/// | `prefix` | `leasehold` | slot `n` of lock `L` is the key `<prefix>/L/n`; the release watch covers `<prefix>/` |
+/// | `request_timeout` | 2 s | one request without an answer by then fails with a transient error; a request an unreachable member refused is retried on another endpoint within this budget |
+/// | `connect_timeout` | 2 s | each connection attempt to an endpoint fails after this |
+/// | `notifications` | on | wake waiters through an etcd watch on release (one watch stream per store) |
+/// | `ca_file` | none | `etcds://` only: a PEM file of CA certificates to trust (the system roots are trusted as well) |
+/// | `cert_file`, `key_file` | none | `etcds://` only: a PEM client certificate and key for mutual TLS |
+///
+/// In URLs the same options are query parameters:
+/// `etcd://10.0.0.1:2379,10.0.0.2:2379/app?request_timeout=500ms&notifications=off` (the path is
+/// the prefix).
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold_etcd::EtcdOptions;
+///
+/// let options = EtcdOptions::default()
+///     .prefix("billing")
+///     .request_timeout(Duration::from_millis(500))
+///     .notifications(false);
+/// assert_eq!(options.prefix_str(), "billing");
+/// assert!(!options.notifications_enabled());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdOptions {
+    pub(crate) prefix: String,
+    pub(crate) request_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) notifications: bool,
+    pub(crate) ca_file: Option<PathBuf>,
+    pub(crate) cert_file: Option<PathBuf>,
+    pub(crate) key_file: Option<PathBuf>,
+}
+
+impl Default for EtcdOptions {
+    fn default() -> Self {
+        Self {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            request_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+            notifications: true,
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+        }
+    }
+}
+
+impl EtcdOptions {
+    /// The key prefix (default `leasehold`): 1 to [`MAX_PREFIX_LEN`] bytes of printable ASCII
+    /// without spaces; it must not start or end with `/`.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix("apps/billing").prefix_str(), "apps/billing");
+    /// ```
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long one request may take before it fails with a transient error (default 2 s).
+    /// Requests refused at once (an endpoint that is down, a member without a leader) are sent
+    /// again, to another endpoint, within the same budget. Keep it well below a third of your
+    /// lease so the watchdog can retry a renewal in time.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_etcd::EtcdOptions::default().request_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.request_timeout_value(), Duration::from_millis(300));
+    /// ```
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long each connection attempt to an endpoint may take (default 2 s).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_etcd::EtcdOptions::default().connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(o.connect_timeout_value(), Duration::from_secs(3));
+    /// ```
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Whether waiters are woken through an etcd watch on release (default on). Off, they poll
+    /// with the elector's jittered retry policy.
+    ///
+    /// ```
+    /// assert!(!leasehold_etcd::EtcdOptions::default().notifications(false).notifications_enabled());
+    /// ```
+    #[must_use]
+    pub fn notifications(mut self, on: bool) -> Self {
+        self.notifications = on;
+        self
+    }
+
+    /// A PEM file of CA certificates to trust for `etcds://` (in addition to the system roots).
+    ///
+    /// ```
+    /// let o = leasehold_etcd::EtcdOptions::default().ca_file("/etc/etcd/ca.pem");
+    /// assert_eq!(o.ca_file_value(), Some(std::path::Path::new("/etc/etcd/ca.pem")));
+    /// ```
+    #[must_use]
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// A PEM client certificate and its key for mutual TLS with `etcds://`.
+    ///
+    /// ```
+    /// let o = leasehold_etcd::EtcdOptions::default().client_identity("/etc/etcd/me.pem", "/etc/etcd/me-key.pem");
+    /// assert!(o.ca_file_value().is_none());
+    /// ```
+    #[must_use]
+    pub fn client_identity(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.cert_file = Some(cert.into());
+        self.key_file = Some(key.into());
+        self
+    }
+
+    /// The key prefix.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix_str(), "leasehold");
+    /// ```
+    pub fn prefix_str(&self) -> &str {
+        &self.prefix
+    }
+    /// The request timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().request_timeout_value(), Duration::from_secs(2));
+    /// ```
+    pub fn request_timeout_value(&self) -> Duration {
+        self.request_timeout
+    }
+    /// The connect timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().connect_timeout_value(), Duration::from_secs(2));
+    /// ```
+    pub fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
+    }
+    /// Whether release notifications are on.
+    ///
+    /// ```
+    /// assert!(leasehold_etcd::EtcdOptions::default().notifications_enabled());
+    /// ```
+    pub fn notifications_enabled(&self) -> bool {
+        self.notifications
+    }
+    /// The CA file, if any.
+    ///
+    /// ```
+    /// assert!(leasehold_etcd::EtcdOptions::default().ca_file_value().is_none());
+    /// ```
+    pub fn ca_file_value(&self) -> Option<&std::path::Path> {
+        self.ca_file.as_deref()
+    }
+
+    /// True when TLS files are configured.
+    pub(crate) fn has_tls_files(&self) -> bool {
+        self.ca_file.is_some() || self.cert_file.is_some() || self.key_file.is_some()
+    }
+
+    /// Checks the options; the error says what is wrong and what is allowed.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let p = &self.prefix;
+        if p.is_empty() || p.len() > MAX_PREFIX_LEN {
+            return Err(format!(
+                "prefix must be 1 to {MAX_PREFIX_LEN} bytes, got {} bytes ({p:?})",
+                p.len()
+            ));
+        }
+        if let Some(bad) = p.chars().find(|c| !c.is_ascii_graphic()) {
+            return Err(format!(
+                "prefix {p:?} contains {bad:?}; use printable ASCII without spaces"
+            ));
+        }
+        if p.starts_with('/') || p.ends_with('/') || p.contains("//") {
+            return Err(format!(
+                "prefix {p:?} must not start or end with '/' nor contain '//' (keys are <prefix>/<lock>/<slot>)"
+            ));
+        }
+        for (name, d) in [
+            ("request_timeout", self.request_timeout),
+            ("connect_timeout", self.connect_timeout),
+        ] {
+            // The core's bound and message first, as every store's options; then etcd's own.
+            leasehold::check_duration(name, d).map_err(|e| e.to_string())?;
+            if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
+                return Err(format!(
+                    "{name} must be between 1ms and {}s, got {d:?}",
+                    MAX_TIMEOUT.as_secs()
+                ));
+            }
+        }
+        if self.cert_file.is_some() != self.key_file.is_some() {
+            return Err("cert_file and key_file must be given together".to_owned());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_must_make_unambiguous_keys() {
+        assert!(EtcdOptions::default().validate().is_ok());
+        assert!(EtcdOptions::default().prefix("a/b").validate().is_ok());
+        for bad in ["", "/a", "a/", "a//b", "a b", "ä", &"x".repeat(129)] {
+            let e = EtcdOptions::default().prefix(bad).validate();
+            assert!(e.is_err(), "{bad:?} must be rejected");
+        }
+        let e = EtcdOptions::default()
+            .request_timeout(Duration::ZERO)
+            .validate()
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("request_timeout"), "{e}");
+        let e = EtcdOptions::default()
+            .connect_timeout(Duration::from_secs(601))
+            .validate()
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
+        let e = EtcdOptions::default()
+            .request_timeout(Duration::MAX)
+            .validate()
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("request_timeout") && e.contains("MAX_DURATION"),
+            "beyond the core's limit, the core's message: {e}"
+        );
+        let half = EtcdOptions {
+            cert_file: Some("c.pem".into()),
+            ..EtcdOptions::default()
+        };
+        assert!(half.validate().is_err());
+    }
+}

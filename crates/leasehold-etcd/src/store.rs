@@ -1,0 +1,348 @@
+//! `EtcdStore`: leases as etcd keys attached to etcd leases, fenced by revisions.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+use leasehold::{
+    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError,
+    OptionsError, Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots,
+    redact_url,
+};
+
+use crate::link::Link;
+use crate::options::EtcdOptions;
+use crate::txn::{self, Keys};
+use crate::url::parse;
+use crate::watch::Watcher;
+
+/// A lease store on an etcd v3 cluster, through etcd-client.
+///
+/// * Slot `n` of lock `L` is the key `<prefix>/L/n`, attached to an **etcd lease** granted for
+///   that one acquisition with the requested TTL rounded **up** to whole seconds: etcd deletes
+///   the key when the lease runs out, by its own (leader's) clock.
+/// * Acquisition is a linearizable read (a retried request finds its own grant), a lease grant,
+///   and one transaction: *if the lowest free slot's key is still absent, put it with the lease*.
+/// * The **fence** is the key's `create_revision`: etcd's cluster-wide revision only grows,
+///   across leader changes, member restarts and compaction, so fences strictly increase per
+///   `(lock, slot)`. They are large numbers (the cluster's write count), not 1, 2, 3.
+/// * Extension keeps the etcd lease alive (or moves the key to a new etcd lease when the TTL
+///   changes); release deletes the key and revokes the lease; both are compare-and-swaps on the
+///   key's revision after checking the token, so a stale holder changes nothing.
+/// * Expiries are this host's clock when the request was sent plus the TTL etcd granted, so
+///   they never come after etcd's own expiry.
+/// * Releases wake local waiters through one etcd watch per store.
+/// * Every request has a deadline ([`EtcdOptions::request_timeout`]); requests an endpoint
+///   refused are sent again, to another endpoint, within it.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::Elector;
+/// use leasehold_etcd::EtcdStore;
+///
+/// let store = EtcdStore::connect("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/jobs").await?;
+/// let elector = Elector::new(Arc::new(store));
+/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+///     tracing::info!(fence, "ran as leader");
+/// }
+/// # Ok(()) }
+/// ```
+pub struct EtcdStore {
+    link: Arc<Link>,
+    keys: Keys,
+    options: EtcdOptions,
+    notifier: Arc<ReleaseNotifier>,
+    watcher: Mutex<Option<Watcher>>,
+    description: String,
+}
+
+impl std::fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("store", &self.description)
+            .field("prefix", &self.options.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The TLS settings for `etcds://`: the system roots, plus the configured CA and client identity.
+fn tls_options(options: &EtcdOptions) -> Result<TlsOptions, String> {
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+    };
+    let mut tls = TlsOptions::new().with_native_roots();
+    if let Some(ca) = &options.ca_file {
+        tls = tls.ca_certificate(Certificate::from_pem(read("ca_file", ca)?));
+    }
+    if let (Some(cert), Some(key)) = (&options.cert_file, &options.key_file) {
+        tls = tls.identity(Identity::from_pem(
+            read("cert_file", cert)?,
+            read("key_file", key)?,
+        ));
+    }
+    Ok(tls)
+}
+
+/// `etcds://` needs a rustls crypto provider; when the build enables several, none is chosen
+/// automatically, so pick ring unless the application installed one.
+fn install_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+impl EtcdStore {
+    /// Opens a store for an `etcd://host:port[,host:port…]/prefix` or `etcds://…` (TLS) URL and
+    /// checks that the cluster answers. `user:password@` authenticates; store options can be
+    /// given as query parameters (see [`EtcdOptions`]).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
+    /// [`OpenError::Connect`] when no endpoint answers within the request timeout or the
+    /// credentials are rejected.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future only abandons the connection attempt.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// let store = leasehold_etcd::EtcdStore::connect("etcd://app:secret@127.0.0.1:2379/billing").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, OpenError> {
+        Self::connect_with(url, EtcdOptions::default()).await
+    }
+
+    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`connect`](Self::connect).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// use leasehold_etcd::{EtcdOptions, EtcdStore};
+    /// let store = EtcdStore::connect_with("etcd://127.0.0.1:2379", EtcdOptions::default().prefix("jobs")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
+        let store = Self::connect_lazy(url, options)?;
+        store
+            .ping()
+            .await
+            .map_err(|source| OpenError::connect(url, source))?;
+        Ok(store)
+    }
+
+    /// Builds a store without contacting the cluster; the first operation connects.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option, or unreadable TLS files.
+    ///
+    /// ```
+    /// use leasehold_etcd::{EtcdOptions, EtcdStore};
+    /// let store = EtcdStore::connect_lazy("etcd://app:hunter2@127.0.0.1:2379,127.0.0.2:2379/jobs", EtcdOptions::default())?;
+    /// assert_eq!(leasehold::LeaseStore::describe(&store), "etcd://app:***@127.0.0.1:2379,127.0.0.2:2379/jobs");
+    /// assert_eq!(store.options().prefix_str(), "jobs");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn connect_lazy(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
+        let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
+        target
+            .options
+            .validate()
+            .map_err(|r| OpenError::invalid(url, r))?;
+        let mut connect = ConnectOptions::new();
+        if let Some((user, password)) = &target.user {
+            connect = connect
+                .with_user(user.clone(), password.clone())
+                .with_auto_token_refresh(true);
+        }
+        if target.tls {
+            install_tls_provider();
+            connect = connect
+                .with_tls(tls_options(&target.options).map_err(|r| OpenError::invalid(url, r))?);
+        } else if target.options.has_tls_files() {
+            return Err(OpenError::invalid(url, "TLS files need an etcds:// URL"));
+        }
+        let link = Link::new(
+            target.endpoints,
+            connect,
+            target.options.request_timeout,
+            target.options.connect_timeout,
+        );
+        Ok(Self::build(link, target.options, redact_url(url)))
+    }
+
+    /// Uses an etcd-client [`Client`] the application configured (its own TLS, credentials,
+    /// interceptors, …). Options other than the prefix, the request timeout and notifications
+    /// do not apply.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for invalid options.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not async; nothing to cancel.
+    pub fn from_client(client: Client, options: EtcdOptions) -> Result<Self, OpenError> {
+        let description = "etcd client".to_owned();
+        options
+            .validate()
+            .map_err(|reason| OpenError::invalid(&description, reason))?;
+        let link = Link::from_client(client, options.request_timeout);
+        Ok(Self::build(link, options, description))
+    }
+
+    fn build(link: Link, options: EtcdOptions, description: String) -> Self {
+        Self {
+            link: Arc::new(link),
+            keys: Keys::new(&options.prefix),
+            notifier: Arc::new(ReleaseNotifier::default()),
+            watcher: Mutex::new(None),
+            description,
+            options,
+        }
+    }
+
+    /// The options in effect.
+    ///
+    /// ```
+    /// # let store = leasehold_etcd::EtcdStore::connect_lazy("etcd://h?prefix=x", Default::default())?;
+    /// assert_eq!(store.options().prefix_str(), "x");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn options(&self) -> &EtcdOptions {
+        &self.options
+    }
+
+    /// The key of one slot of a lock: `<prefix>/<lock>/<slot>`.
+    ///
+    /// ```
+    /// # let store = leasehold_etcd::EtcdStore::connect_lazy("etcd://h", Default::default())?;
+    /// let lock = leasehold::LockName::new("tenant:a:report")?;
+    /// assert_eq!(store.key(&lock, 0), "leasehold/tenant:a:report/0");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn key(&self, lock: &LockName, slot: u32) -> String {
+        self.keys.slot(lock, slot)
+    }
+
+    /// The etcd client the store's requests use (a cheap clone), e.g. to make a write that
+    /// commits only while a lease is held (compare the slot key's `create_revision` with the
+    /// fence in your own transaction).
+    ///
+    /// # Errors
+    ///
+    /// A transient error when the client cannot connect (or authenticate) in time.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe.
+    pub async fn client(&self) -> StoreResult<Client> {
+        self.link.client().await
+    }
+
+    /// Checks that the cluster answers a linearizable read.
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a read changes nothing.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let root = self.keys.root();
+        self.link
+            .idempotent("a read", |mut c| {
+                let root = root.clone();
+                async move {
+                    c.get(
+                        root,
+                        Some(GetOptions::new().with_prefix().with_count_only()),
+                    )
+                    .await
+                }
+            })
+            .await
+            .map(drop)
+    }
+}
+
+/// Checks the owner recorded with a lease with the core's node-id rule
+/// ([`validate_node_id`](leasehold::validate_node_id)): a permanent error, typed as a
+/// [`LimitError`](leasehold::LimitError) when it is too long.
+fn check_owner(owner: &str) -> StoreResult<()> {
+    match leasehold::validate_node_id(owner) {
+        Ok(()) => Ok(()),
+        Err(OptionsError::Limit(limit)) => Err(limit.into()),
+        Err(e) => Err(StoreError::permanent(e.to_string())),
+    }
+}
+
+#[async_trait]
+impl LeaseStore for EtcdStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        check_slots(req.slots)?;
+        check_owner(&req.owner)?;
+        txn::acquire(&self.link, &self.keys, req).await
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        txn::extend(&self.link, &self.keys, lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        txn::release(&self.link, &self.keys, lease, linger).await
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
+        let held = txn::read_lock(&self.link, &self.keys, lock).await?;
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders: held
+                .records
+                .iter()
+                .filter(|r| r.slot < slots)
+                .map(txn::Record::holder)
+                .collect(),
+        })
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
+        txn::force_release(&self.link, &self.keys, lock, slots).await
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        if !self.options.notifications {
+            return None;
+        }
+        let signal = self.notifier.subscribe(lock);
+        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        if watcher.is_none() {
+            *watcher = Watcher::start(
+                Arc::clone(&self.link),
+                self.keys.clone(),
+                Arc::clone(&self.notifier),
+            );
+        }
+        Some(signal)
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}

@@ -1,0 +1,301 @@
+//! `etcd://` and `etcds://` URLs: endpoints, credentials, prefix and store options, read with the
+//! core's [`store_url`](leasehold::store_url) parser (the same decoding, user-info checks and
+//! unknown/duplicate-parameter errors as every store). Only the comma-separated endpoint list is
+//! etcd's own: the URL is parsed with its first endpoint, and every endpoint is checked here.
+
+use leasehold::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
+
+use crate::options::EtcdOptions;
+
+/// The port used when an endpoint gives none (etcd's client port).
+pub(crate) const DEFAULT_PORT: u16 = 2379;
+
+/// The query parameters a URL may carry.
+pub(crate) const KNOWN_PARAMS: &[&str] = &[
+    "prefix",
+    "request_timeout",
+    "connect_timeout",
+    "notifications",
+    "ca_file",
+    "cert_file",
+    "key_file",
+];
+
+/// The form of an etcd URL, for error messages.
+/// (Like the other stores' forms, it shows no `user:password@`: a message quoting one would be
+/// redacted.)
+const EXPECTED: &str = "etcd://[USER@]HOST[:PORT][,HOST[:PORT]…][/PREFIX] (etcds:// for TLS)";
+
+/// What an etcd URL says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// Endpoints as etcd-client takes them: `http://host:port` or `https://host:port`.
+    pub(crate) endpoints: Vec<String>,
+    /// True for `etcds://`.
+    pub(crate) tls: bool,
+    /// User name and password, percent-decoded.
+    pub(crate) user: Option<(String, String)>,
+    /// The options, starting from the caller's and overridden by the URL (not yet validated:
+    /// see [`EtcdOptions::validate`]).
+    pub(crate) options: EtcdOptions,
+}
+
+fn syntax(reason: impl Into<String>) -> UrlError {
+    UrlError::Syntax {
+        reason: reason.into(),
+    }
+}
+
+/// Parses `etcd://[user:password@]host[:port][,host[:port]…][/prefix][?param=value&…]`.
+/// The error says what is wrong and what is allowed; it never contains the password.
+pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
+    let url = url.trim();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // `etcd:` or `etcd:/x`: no authority, so no endpoint.
+        return Err(UrlError::MissingHost {
+            expected: EXPECTED.to_owned(),
+        });
+    };
+    let tls = match scheme.to_ascii_lowercase().as_str() {
+        "etcd" => false,
+        "etcds" => true,
+        _ => return Err(syntax(format!("unsupported scheme; expected {EXPECTED}"))),
+    };
+    // The authority ends at the first `/`, `?` or `#`; its hosts follow the last `@`.
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_len);
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((info, hosts)) => (Some(info), hosts),
+        None => (None, authority),
+    };
+    // The core parser (user-info, decoding, options) reads the URL with its first endpoint.
+    let first = hosts.split(',').next().unwrap_or_default();
+    let single = format!(
+        "{scheme}://{}{first}{after}",
+        userinfo.map(|u| format!("{u}@")).unwrap_or_default()
+    );
+    let parsed = StoreUrl::parse(&single)?;
+    if hosts.is_empty() {
+        return Err(UrlError::MissingHost {
+            expected: EXPECTED.to_owned(),
+        });
+    }
+    let user = credentials(&parsed)?;
+    let http = if tls { "https" } else { "http" };
+    let endpoints = hosts
+        .split(',')
+        .map(|host| endpoint(host).map(|e| format!("{http}://{e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut options = base;
+    let path = parsed.url().path().trim_start_matches('/');
+    if !path.is_empty() {
+        let prefix = percent_decode(path).ok_or_else(|| {
+            syntax("the prefix is not valid percent-encoded UTF-8 (write `%` as %25)")
+        })?;
+        options = options.prefix(prefix);
+    }
+    let mut query = parsed.options(KNOWN_PARAMS)?;
+    store_options(&mut query, &mut options, tls)?;
+    Ok(Target {
+        endpoints,
+        tls,
+        user,
+        options,
+    })
+}
+
+/// The user name and password, percent-decoded (a password needs a user name).
+fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> {
+    let url = parsed.url();
+    let password = url.password().unwrap_or_default();
+    if url.username().is_empty() {
+        if password.is_empty() {
+            return Ok(None);
+        }
+        return Err(syntax(
+            "a password needs a user name (etcd://USER:PASSWORD@HOST)",
+        ));
+    }
+    let name = percent_decode(url.username())
+        .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
+    let password = percent_decode(password)
+        .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
+    Ok(Some((name, password)))
+}
+
+fn store_options(
+    query: &mut UrlOptions,
+    options: &mut EtcdOptions,
+    tls: bool,
+) -> Result<(), UrlError> {
+    if let Some(prefix) = query.take("prefix") {
+        *options = options.clone().prefix(prefix);
+    }
+    if let Some(d) = query.duration("request_timeout")? {
+        *options = options.clone().request_timeout(d);
+    }
+    if let Some(d) = query.duration("connect_timeout")? {
+        *options = options.clone().connect_timeout(d);
+    }
+    if let Some(on) = query.flag("notifications")? {
+        *options = options.clone().notifications(on);
+    }
+    for key in ["ca_file", "cert_file", "key_file"] {
+        let Some(path) = query.text(key)? else {
+            continue;
+        };
+        if !tls {
+            return Err(UrlError::BadValue {
+                key: key.to_owned(),
+                value: path,
+                expected: "an etcds:// URL: TLS files apply to TLS connections only".to_owned(),
+            });
+        }
+        let path = Some(path.into());
+        match key {
+            "ca_file" => options.ca_file = path,
+            "cert_file" => options.cert_file = path,
+            _ => options.key_file = path,
+        }
+    }
+    Ok(())
+}
+
+/// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.
+fn endpoint(host: &str) -> Result<String, UrlError> {
+    if host.is_empty() {
+        return Err(syntax("empty endpoint; list them as HOST:PORT,HOST:PORT"));
+    }
+    let (name, port) = if let Some(v6) = host.strip_prefix('[') {
+        let (addr, tail) = v6.split_once(']').ok_or_else(|| {
+            syntax(format!(
+                "endpoint {host:?}: unclosed '[' in an IPv6 address"
+            ))
+        })?;
+        (format!("[{addr}]"), tail.strip_prefix(':'))
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) => (name.to_owned(), Some(port)),
+            None => (host.to_owned(), None),
+        }
+    };
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || "-._[]:".contains(c)))
+    {
+        return Err(syntax(format!(
+            "endpoint {host:?}: invalid host name (letters, digits, `-`, `.`, `_` or an [IPv6] address)"
+        )));
+    }
+    let port = match port {
+        None | Some("") => DEFAULT_PORT,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| syntax(format!("endpoint {host:?}: port must be 1-65535")))?,
+    };
+    Ok(format!("{name}:{port}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn parsed(url: &str) -> Target {
+        parse(url, EtcdOptions::default()).unwrap_or_else(|e| panic!("{url}: {e}"))
+    }
+
+    fn error(url: &str) -> String {
+        match parse(url, EtcdOptions::default()) {
+            Ok(t) => t.options.validate().err().unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn endpoints_credentials_prefix_and_options() {
+        let t = parsed(
+            "etcds://app:p%40ss@a.example:2380,10.0.0.2,[::1]:23790/jobs/x?request_timeout=250ms&notifications=off&ca_file=/ca.pem",
+        );
+        assert!(t.tls);
+        assert_eq!(
+            t.endpoints,
+            [
+                "https://a.example:2380",
+                "https://10.0.0.2:2379",
+                "https://[::1]:23790"
+            ]
+        );
+        assert_eq!(t.user, Some(("app".to_owned(), "p@ss".to_owned())));
+        assert_eq!(t.options.prefix_str(), "jobs/x");
+        assert_eq!(
+            t.options.request_timeout_value(),
+            Duration::from_millis(250)
+        );
+        assert!(!t.options.notifications_enabled());
+        assert_eq!(
+            t.options.ca_file_value(),
+            Some(std::path::Path::new("/ca.pem"))
+        );
+        let t = parsed("etcd://127.0.0.1:2379");
+        assert_eq!(t.endpoints, ["http://127.0.0.1:2379"]);
+        assert_eq!(t.options.prefix_str(), "leasehold");
+        assert_eq!(t.user, None);
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_allowed() {
+        let e = error("etcd://h:2379/p?color=blue");
+        assert!(
+            e.contains("\"color\"") && e.contains("request_timeout"),
+            "{e}"
+        );
+        assert!(error("etcd://h?connect_timeout=soon").contains("connect_timeout"));
+        assert!(error("etcd://h?notifications=maybe").contains("true or false"));
+        assert!(error("etcd://h:99999").contains("port"));
+        assert!(error("etcd://h:2379,g:99999").contains("1-65535"));
+        assert!(error("etcd://h,g:x").contains("1-65535"));
+        assert!(error("etcd://h:2379,,g").contains("empty endpoint"));
+        assert!(error("etcd://h?ca_file=/x").contains("etcds://"));
+        assert!(error("http://h").contains("etcd://"));
+        assert!(error("etcd:").contains("a host is required"));
+        assert!(error("etcd://h/a//b").contains("//"));
+        let e = error("etcd://u:sec%ZZret@h");
+        assert!(!e.contains("sec"), "the password must not leak: {e}");
+    }
+
+    /// The core parser's rules hold for etcd URLs too, with several endpoints.
+    #[test]
+    fn the_core_url_rules_apply_with_several_endpoints() {
+        let e = error("etcd://a:1,b:2/p?prefix=x&prefix=y");
+        assert!(e.contains("more than once"), "{e}");
+        let e = error("etcd://a:1,b:2?prefx=x");
+        assert!(
+            e.contains("unknown parameter \"prefx\"") && e.contains("known parameters are prefix"),
+            "{e}"
+        );
+        assert!(error("etcd://a,b?prefix=%zz").contains("percent-encoded"));
+        assert!(error("etcd://").contains("a host is required"));
+        assert!(error("etcd:///jobs").contains("a host is required"));
+        assert!(error("etcd://:pw@h").contains("needs a user name"));
+        // A password with an unencoded delimiter is refused without quoting any of it.
+        for url in [
+            "etcd://u:pa/sswordX@a:1,b:2/p",
+            "etcd://u:pa?sswordX@a:1,b:2",
+            "etcd://u:pa#sswordX@a,b",
+        ] {
+            let e = error(url);
+            assert!(!e.is_empty(), "{url} must be refused");
+            assert!(!e.contains("sswordX"), "the password must not leak: {e}");
+        }
+        let t = parsed("etcd://u%3Aser:p%2Fw%3F@a:1,b:2/team%2Fjobs?notifications=no");
+        assert_eq!(t.user, Some(("u:ser".to_owned(), "p/w?".to_owned())));
+        assert_eq!(t.endpoints, ["http://a:1", "http://b:2"]);
+        assert_eq!(t.options.prefix_str(), "team/jobs");
+        assert!(!t.options.notifications_enabled());
+    }
+}
