@@ -21,15 +21,20 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::{sync::Arc, time::Duration};
 //! use leasehold::{CancellationToken, Elector, MemoryStore};
-//! use leasehold_axum::{BearerToken, LeaderJobs};
+//! use leasehold_axum::{BearerToken, Job, LeaderJobs};
 //!
 //! let elector = Elector::new(Arc::new(MemoryStore::new()));
 //! let shutdown = CancellationToken::new();
 //! let jobs = LeaderJobs::new(elector)
-//!     .every("refresh-projection", Duration::from_secs(60), |ctx| async move {
-//!         tracing::info!(fence = ctx.fence(), "refreshing");
-//!         Ok::<_, std::io::Error>(())
-//!     })
+//!     .job(
+//!         Job::every("refresh-projection", Duration::from_secs(60), |ctx| async move {
+//!             tracing::info!(fence = ctx.fence(), "refreshing");
+//!             Ok::<_, std::io::Error>(())
+//!         })
+//!         // Replicas tick on their own timers: a replica whose tick comes later in the same
+//!         // period finds the lock still held and skips.
+//!         .at_most_once_per_period(),
+//!     )
 //!     .start(shutdown.clone())?;
 //! let management = jobs
 //!     .management()

@@ -426,6 +426,19 @@ mod tests {
         Ok(())
     }
 
+    /// `run` keeps the library's default: one attempt, then skip (never an implicit wait, which
+    /// would run a job a second time right after the holder finished it).
+    #[test]
+    fn run_makes_one_attempt_by_default() -> Result<(), clap::Error> {
+        let cli = Cli::try_parse_from(["leasehold", "run", "--lock", "a", "--", "true"])?;
+        let Command::Run(run) = cli.command else {
+            return Err(clap::Error::new(clap::error::ErrorKind::InvalidSubcommand));
+        };
+        assert_eq!(run.wait, Duration::ZERO);
+        assert_eq!(run.wait, leasehold::ElectionOptions::default().wait());
+        Ok(())
+    }
+
     #[test]
     fn bad_values_are_rejected() {
         for bad in [

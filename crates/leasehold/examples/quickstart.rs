@@ -14,7 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // tasks in this process only; the SQL, Redis and DynamoDB stores coordinate machines.
     let store = Arc::new(MemoryStore::new());
     let options = ElectionOptions::builder()
-        .wait(Duration::ZERO) // skip at once if another node holds the lock
+        .wait(Duration::ZERO) // the default: skip at once if another node holds the lock
         .lease(Duration::from_secs(30)) // the store frees the lock after this without renewal
         .auto_extend(true) // renew every lease/3 while the action runs
         .build()?;

@@ -66,7 +66,8 @@ impl Drop for Private {
 }
 
 impl Elector {
-    /// A blocking elector with default options and its own runtime.
+    /// A blocking elector with default options (wait 0: skip at once when the lock is held) and
+    /// its own runtime.
     pub fn new(store: Arc<dyn LeaseStore>) -> std::io::Result<Self> {
         Self::with_options(store, ElectionOptions::default())
     }

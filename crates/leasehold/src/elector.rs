@@ -192,7 +192,8 @@ impl std::fmt::Debug for Elector {
 }
 
 impl Elector {
-    /// An elector with default options (wait 5 s, lease 60 s).
+    /// An elector with default options (wait 0: one attempt, skip at once when the lock is held;
+    /// lease 60 s).
     pub fn new(store: Arc<dyn LeaseStore>) -> Self {
         Self::with_options(store, ElectionOptions::default())
     }

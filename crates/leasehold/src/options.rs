@@ -60,7 +60,7 @@ pub enum OptionsError {
 ///
 /// | option | default | rule |
 /// |---|---|---|
-/// | `wait` | 5 s | ≥ 0: how long to keep trying before skipping |
+/// | `wait` | 0 (one attempt, skip at once) | ≥ 0: how long to keep trying before skipping; set it only for mutual exclusion with waiting |
 /// | `lease` | 60 s | ≥ 1 ms: how long the store keeps the lock without renewal |
 /// | `min_lease` | 0 | ≤ `lease`: hold the lock at least this long after acquisition |
 /// | `auto_extend` | off | renew every `lease/3` (≥ 25 ms) while the action runs; needs `lease` ≥ 75 ms |
@@ -72,12 +72,19 @@ pub enum OptionsError {
 /// most [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes; beyond that `build` answers
 /// [`OptionsError::Limit`].
 ///
+/// The zero `wait` keeps the promise "exactly one node runs it" for a user who sets no option:
+/// replicas started together around a job run it once, and the others skip. (The original
+/// library waited 5 s, so a second replica waited for the first one's run to end and then ran the
+/// job again.) A wait is for mutual exclusion — every caller runs, one at a time — and is chosen
+/// explicitly with [`ElectionOptionsBuilder::wait`].
+///
 /// ```
 /// use std::time::Duration;
 /// use leasehold::ElectionOptions;
 ///
+/// assert_eq!(ElectionOptions::default().wait(), Duration::ZERO);
 /// let opts = ElectionOptions::builder()
-///     .wait(Duration::ZERO)
+///     .wait(Duration::from_secs(30))
 ///     .lease(Duration::from_secs(30))
 ///     .min_lease(Duration::from_secs(10))
 ///     .build()?;
@@ -101,7 +108,7 @@ pub struct ElectionOptions {
 impl Default for ElectionOptions {
     fn default() -> Self {
         Self {
-            wait: Duration::from_secs(5),
+            wait: Duration::ZERO,
             lease: Duration::from_secs(60),
             min_lease: Duration::ZERO,
             auto_extend: false,
@@ -192,7 +199,11 @@ impl ElectionOptions {
 pub struct ElectionOptionsBuilder(ElectionOptions);
 
 impl ElectionOptionsBuilder {
-    /// How long to keep trying before skipping (default 5 s; zero = one attempt).
+    /// How long to keep trying before skipping (default 0: one attempt, then skip at once).
+    ///
+    /// Set it only when every caller should run, one after the other (mutual exclusion): with a
+    /// wait, a contender that finds the lock held waits for the holder to finish and then runs the
+    /// action again — which is what a job meant to run once must not do.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.0.wait = wait;
         self
@@ -400,11 +411,7 @@ mod tests {
         let o = ElectionOptions::builder().build()?;
         assert_eq!(
             (o.wait(), o.lease(), o.min_lease()),
-            (
-                Duration::from_secs(5),
-                Duration::from_secs(60),
-                Duration::ZERO
-            )
+            (Duration::ZERO, Duration::from_secs(60), Duration::ZERO)
         );
         assert!(!o.auto_extend() && !o.cancel_on_lost());
         assert_eq!(GroupOptions::builder().build()?.max_leaders(), 2);
