@@ -64,13 +64,16 @@ async fn the_scripts_work_is_independent_of_the_slot_count() {
     // three live ones without visiting the rest.
     let acquire = redis::Script::new(&store.scripts().source(ScriptKind::Acquire));
     let started = Instant::now();
-    let granted: Option<(u32, u64, u64, u64)> = acquire
+    // Reply: {slot, fence, acquired, expires, ''}; no period claimed (empty period arguments).
+    let granted: Option<(i64, u64, u64, u64, String)> = acquire
         .key(store.key(&lock))
         .arg(Token::random().to_hex())
         .arg("limits")
         .arg(30_000)
         .arg(u32::MAX)
         .arg(60_000)
+        .arg("")
+        .arg("")
         .invoke_async(&mut conn)
         .await
         .unwrap();
