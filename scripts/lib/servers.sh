@@ -233,11 +233,7 @@ find_etcd() {
 # under `faketime` (Debian package faketime, libfaketime), installed with apt-get when missing.
 # Without it those tests skip; under CI they fail.
 find_faketime() {
-    if ! command -v faketime >/dev/null && command -v apt-get >/dev/null; then
-        echo "faketime: installing Debian's faketime"
-        apt-get install -y -q faketime >/dev/null 2>&1 ||
-            { apt-get update -q >/dev/null && apt-get install -y -q faketime >/dev/null 2>&1; } || true
-    fi
+    command -v faketime >/dev/null || apt_install faketime
     if command -v faketime >/dev/null; then
         echo "faketime: $(command -v faketime)"
     elif [[ -n "${CI:-}" ]]; then
