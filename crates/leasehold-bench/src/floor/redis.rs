@@ -17,7 +17,9 @@ pub(super) async fn acquire(
     ttl: Duration,
 ) -> Result<bool, BoxError> {
     let mut conn = store.connection().await?;
-    let granted: Option<(u32, u64, u64, u64)> = store
+    // Reply: {slot, fence, acquired, expires, ''}, or nil when held; no period is claimed
+    // (the two period arguments are empty), so the ledger's refusal {-1, …} cannot come back.
+    let granted: Option<(i64, u64, u64, u64, String)> = store
         .scripts()
         .acquire()
         .key(store.key(lock))
@@ -26,6 +28,8 @@ pub(super) async fn acquire(
         .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
         .arg(1)
         .arg(IDLE_RETENTION_MS)
+        .arg("")
+        .arg("")
         .invoke_async(&mut conn)
         .await?;
     Ok(granted.is_some())
