@@ -341,6 +341,31 @@ async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
     .await
 }
 
+/// A fresh etcd lease for `req` and the record a grant on `slot` writes under it (fence and
+/// revision are filled in by the transaction that puts it).
+async fn new_grant(
+    link: &Link,
+    req: &AcquireRequest,
+    sent_ms: u64,
+    slot: u32,
+) -> StoreResult<Record> {
+    let asked = ttl_secs(req.ttl);
+    let (lease_id, granted) = grant(link, asked).await?;
+    Ok(Record {
+        slot,
+        token: req.token,
+        owner: req.owner.to_string(),
+        acquired_ms: sent_ms,
+        expires_ms: expiry(sent_ms, req.ttl, granted),
+        asked,
+        granted,
+        released: false,
+        fence: 0,
+        mod_revision: 0,
+        lease_id,
+    })
+}
+
 /// Grants an etcd lease of `secs` seconds: its id and the TTL etcd chose.
 async fn grant(link: &Link, secs: i64) -> StoreResult<(i64, i64)> {
     let resp = link
@@ -435,21 +460,8 @@ pub(crate) async fn acquire(
     let Some(mut slot) = held.lowest_free(req.slots) else {
         return Ok(None);
     };
-    let asked = ttl_secs(req.ttl);
-    let (lease_id, granted) = grant(link, asked).await?;
-    let mut record = Record {
-        slot,
-        token: req.token,
-        owner: req.owner.to_string(),
-        acquired_ms: sent_ms,
-        expires_ms: expiry(sent_ms, req.ttl, granted),
-        asked,
-        granted,
-        released: false,
-        fence: 0,
-        mod_revision: 0,
-        lease_id,
-    };
+    let mut record = new_grant(link, req, sent_ms, slot).await?;
+    let lease_id = record.lease_id;
     for _ in 0..=req.slots.max(1) {
         record.slot = slot;
         let key = keys.slot(&req.lock, slot);
@@ -535,21 +547,8 @@ pub(crate) async fn acquire_period(
     if held.lowest_free(1) != Some(0) {
         return Ok(Acquisition::Held);
     }
-    let asked = ttl_secs(req.ttl);
-    let (lease_id, granted) = grant(link, asked).await?;
-    let mut record = Record {
-        slot: 0,
-        token: req.token,
-        owner: req.owner.to_string(),
-        acquired_ms: sent_ms,
-        expires_ms: expiry(sent_ms, req.ttl, granted),
-        asked,
-        granted,
-        released: false,
-        fence: 0,
-        mod_revision: 0,
-        lease_id,
-    };
+    let mut record = new_grant(link, req, sent_ms, 0).await?;
+    let lease_id = record.lease_id;
     let key = keys.slot(&req.lock, 0);
     let ledger_key = keys.ledger(&req.lock);
     // A ledger that keeps changing under us is only ever raised by other grants; a few rounds
