@@ -145,8 +145,7 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Ok::<_, String>(())
                 },
             )
-            .initial_delay(Duration::from_secs(5))
-            .at_most_once_per_period(),
+            .offset(Duration::from_secs(30)),
         )
         .start(shutdown.clone())?;
     let leader = LeaderOnly::builder(&elector, "api-writer").start(shutdown.clone())?;

@@ -7,9 +7,10 @@
 //!
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
-//! | `leasehold_job_attempts_total` | counter | `job` | scheduled ticks that tried the lock |
-//! | `leasehold_job_runs_total` | counter | `job` | ticks where this node was elected and ran the action |
-//! | `leasehold_job_skips_total` | counter | `job`, `reason` = `contention` \| `store_error` | ticks that did not run |
+//! | `leasehold_job_attempts_total` | counter | `job` | attempts at the job's lock (about one per period per node) |
+//! | `leasehold_job_runs_total` | counter | `job` | attempts where this node was elected and ran the action |
+//! | `leasehold_job_skips_total` | counter | `job`, `reason` = `already_ran` \| `contention` \| `store_error` | attempts that did not run: the period already ran (on another node), another node held the lock, or the store failed |
+//! | `leasehold_job_period` | gauge | `job` | the last period this node ran the job for (the period id on the store's clock; see [`leasehold::Period`]) |
 //! | `leasehold_job_failures_total` | counter | `job`, `reason` = `error` \| `panic` \| `cancelled` | actions that failed, panicked, or were cancelled at shutdown |
 //! | `leasehold_job_duration_seconds` | histogram | `job` | how long each action ran |
 //! | `leasehold_job_shutdowns_total` | counter | `job`, `outcome` = `clean` \| `cancelled` | jobs stopped at shutdown (`cancelled`: the grace period ran out) |
@@ -20,7 +21,7 @@
 //! ```
 
 use leasehold::{JobEvent, JobOutcome};
-use metrics::{counter, histogram};
+use metrics::{counter, gauge, histogram};
 
 /// `leasehold_job_attempts_total`
 pub const ATTEMPTS: &str = "leasehold_job_attempts_total";
@@ -28,6 +29,8 @@ pub const ATTEMPTS: &str = "leasehold_job_attempts_total";
 pub const RUNS: &str = "leasehold_job_runs_total";
 /// `leasehold_job_skips_total`
 pub const SKIPS: &str = "leasehold_job_skips_total";
+/// `leasehold_job_period`
+pub const PERIOD: &str = "leasehold_job_period";
 /// `leasehold_job_failures_total`
 pub const FAILURES: &str = "leasehold_job_failures_total";
 /// `leasehold_job_duration_seconds`
@@ -40,14 +43,24 @@ pub const SHUTDOWN_SECONDS: &str = "leasehold_job_shutdown_seconds";
 /// Records one schedule event of `job` (the hook installed on the core schedule).
 pub(crate) fn record(job: &str, event: &JobEvent) {
     let job = job.to_owned();
-    match *event {
-        JobEvent::Attempt => counter!(ATTEMPTS, "job" => job).increment(1),
-        JobEvent::Elected => counter!(RUNS, "job" => job).increment(1),
+    match event {
+        JobEvent::Attempt { .. } => counter!(ATTEMPTS, "job" => job).increment(1),
+        JobEvent::Elected { period } => {
+            if let Some(period) = period {
+                // Period ids of realistic periods are far below 2^53, exact in an f64.
+                #[allow(clippy::cast_precision_loss)]
+                gauge!(PERIOD, "job" => job.clone()).set(*period as f64);
+            }
+            counter!(RUNS, "job" => job).increment(1);
+        }
         JobEvent::Skipped => counter!(SKIPS, "job" => job, "reason" => "contention").increment(1),
+        JobEvent::AlreadyRan(_) => {
+            counter!(SKIPS, "job" => job, "reason" => "already_ran").increment(1);
+        }
         JobEvent::StoreError => {
             counter!(SKIPS, "job" => job, "reason" => "store_error").increment(1);
         }
-        JobEvent::Finished { took, outcome } => {
+        JobEvent::Finished { took, outcome, .. } => {
             histogram!(DURATION, "job" => job.clone()).record(took.as_secs_f64());
             let reason = match outcome {
                 JobOutcome::Failed => "error",
@@ -61,7 +74,7 @@ pub(crate) fn record(job: &str, event: &JobEvent) {
             took,
             cancelled_action,
         } => {
-            let outcome = if cancelled_action {
+            let outcome = if *cancelled_action {
                 "cancelled"
             } else {
                 "clean"

@@ -31,9 +31,9 @@
 //!             tracing::info!(fence = ctx.fence(), "refreshing");
 //!             Ok::<_, std::io::Error>(())
 //!         })
-//!         // Replicas tick on their own timers: a replica whose tick comes later in the same
-//!         // period finds the lock still held and skips.
-//!         .at_most_once_per_period(),
+//!         // Every replica attempts each minute near its start; the store's period ledger
+//!         // grants each minute to one of them, and the others skip it.
+//!         .initial_delay(Duration::from_secs(5)),
 //!     )
 //!     .start(shutdown.clone())?;
 //! let management = jobs

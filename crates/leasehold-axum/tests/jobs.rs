@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use leasehold::{CancellationToken, ElectionOptions, Elector, MemoryStore};
+use futures::future::BoxFuture;
+use leasehold::{CancellationToken, ElectionOptions, Elector, Job, LeaderContext, MemoryStore};
 use leasehold_axum::{LeaderJobs, job_metrics};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use tokio::time::{Instant, sleep};
@@ -21,6 +22,30 @@ fn elector(store: &Arc<MemoryStore>, node: &str) -> Elector {
 }
 
 type Sample = (String, Vec<(String, String)>, DebugValue);
+
+type Action = Box<dyn Fn(LeaderContext) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+/// A job every second with fixed delay, so that its attempts fall at 0, 1, 2 and 3 s whatever the
+/// wall clock's phase (`period_metrics_name_the_period_and_already_ran` covers aligned jobs).
+fn every_second(name: &str, action: Action) -> Job {
+    Job::every(name, Duration::from_secs(1), action).fixed_delay()
+}
+
+fn snapshot_of(snapshotter: &metrics_util::debugging::Snapshotter) -> Vec<Sample> {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let labels = key
+                .key()
+                .labels()
+                .map(|l| (l.key().to_string(), l.value().to_string()))
+                .collect();
+            (key.key().name().to_string(), labels, value)
+        })
+        .collect()
+}
 
 /// Sum of counter values (or histogram sample counts) named `name` with label `key=value`.
 fn total(snapshot: &[Sample], name: &str, label: Option<(&str, &str)>) -> u64 {
@@ -54,17 +79,26 @@ async fn a_failing_job_keeps_its_schedule_and_everything_is_counted() {
     let shutdown = CancellationToken::new();
     let jobs = LeaderJobs::new(elector(&store, "a"))
         .grace_period(Duration::from_secs(2))
-        .every("failing", Duration::from_secs(1), move |_| {
-            seen.fetch_add(1, Ordering::SeqCst);
-            async { Err::<(), _>("disk full") }
-        })
-        .every("other-job", Duration::from_secs(1), |_| async {
-            Ok::<_, String>(())
-        })
-        .every("slow", Duration::from_secs(1), |_| async {
-            sleep(Duration::from_secs(3600)).await;
-            Ok::<_, String>(())
-        })
+        .job(every_second(
+            "failing",
+            Box::new(move |_| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { Err::<(), _>("disk full".to_owned()) })
+            }),
+        ))
+        .job(every_second(
+            "other-job",
+            Box::new(|_| Box::pin(async { Ok(()) })),
+        ))
+        .job(every_second(
+            "slow",
+            Box::new(|_| {
+                Box::pin(async {
+                    sleep(Duration::from_secs(3600)).await;
+                    Ok(())
+                })
+            }),
+        ))
         .start(shutdown.clone())
         .unwrap();
     sleep(Duration::from_millis(3500)).await;
@@ -84,19 +118,7 @@ async fn a_failing_job_keeps_its_schedule_and_everything_is_counted() {
     );
     holder.release().await.unwrap();
 
-    let snapshot: Vec<_> = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| {
-            let labels = key
-                .key()
-                .labels()
-                .map(|l| (l.key().to_string(), l.value().to_string()))
-                .collect();
-            (key.key().name().to_string(), labels, value)
-        })
-        .collect();
+    let snapshot = snapshot_of(&snapshotter);
     let job = |j| Some(("job", j));
     assert_eq!(total(&snapshot, job_metrics::ATTEMPTS, job("failing")), 4);
     assert_eq!(total(&snapshot, job_metrics::RUNS, job("failing")), 4);
@@ -153,6 +175,60 @@ async fn a_failing_job_keeps_its_schedule_and_everything_is_counted() {
     }
     let state = elector(&store, "b").state("slow").await.unwrap();
     assert!(state.is_free(), "the cancelled action's lease was released");
+}
+
+/// Two instances run an hourly job (period-aligned, the default): one runs the hour and sets the
+/// period gauge; the other's attempt is counted as skipped because the period already ran.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn period_metrics_name_the_period_and_already_ran() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+
+    let store = Arc::new(MemoryStore::new());
+    let shutdown = CancellationToken::new();
+    let ran = Arc::new(std::sync::Mutex::new(None));
+    let start = |node| {
+        let ran = ran.clone();
+        LeaderJobs::new(elector(&store, node))
+            .every("hourly", Duration::from_secs(3600), move |ctx| {
+                *ran.lock().unwrap() = ctx.lease().period;
+                async { Ok::<_, String>(()) }
+            })
+            .start(shutdown.clone())
+            .unwrap()
+    };
+    let a = start("a");
+    sleep(Duration::from_millis(100)).await;
+    let b = start("b");
+    sleep(Duration::from_millis(100)).await;
+    shutdown.cancel();
+    a.stopped().await;
+    b.stopped().await;
+
+    let snapshot = snapshot_of(&snapshotter);
+    let job = Some(("job", "hourly"));
+    assert_eq!(total(&snapshot, job_metrics::ATTEMPTS, job), 2);
+    assert_eq!(total(&snapshot, job_metrics::RUNS, job), 1);
+    assert_eq!(
+        total(
+            &snapshot,
+            job_metrics::SKIPS,
+            Some(("reason", "already_ran"))
+        ),
+        1
+    );
+    let period = ran.lock().unwrap().expect("the run had a period");
+    let gauge = snapshot
+        .iter()
+        .find_map(|(n, _, v)| match v {
+            DebugValue::Gauge(g) if n == job_metrics::PERIOD => Some(g.into_inner()),
+            _ => None,
+        })
+        .expect("the period gauge is set");
+    #[allow(clippy::cast_precision_loss)]
+    let expected = period as f64;
+    assert!((gauge - expected).abs() < 0.5, "{gauge} != {period}");
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

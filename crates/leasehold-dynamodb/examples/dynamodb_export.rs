@@ -2,9 +2,10 @@
 //! DynamoDB lease table; only the leader exports, and it hands its fence to the export target,
 //! which rejects writes carrying a fence lower than one it has already accepted.
 //!
-//! Each node has its own DynamoDB client (as separate hosts would). The job runs every 500 ms with
-//! "at most once per period", so nodes whose timers are out of phase skip instead of exporting
-//! twice. Midway, one node stalls inside its export (a long GC pause, a frozen VM) for longer than
+//! Each node has its own DynamoDB client (as separate hosts would). The job runs every 500 ms,
+//! period-aligned (the default): every node attempts each period near its start, and the table's
+//! period ledger grants it to one of them, so nodes started out of phase skip instead of
+//! exporting twice. Midway, one node stalls inside its export (a long GC pause, a frozen VM) for longer than
 //! its lease: another node takes over and exports with a higher fence, and when the stalled node
 //! wakes up its write is rejected as stale — the fence, not the timing, keeps the export correct.
 //!
@@ -161,8 +162,7 @@ async fn node(
             println!("  {name}: exported batch {batch} with fence {fence}");
             Ok::<_, String>(())
         }
-    })
-    .at_most_once_per_period();
+    });
     Ok(Schedule::new(elector).job(job).start(stop)?)
 }
 
@@ -205,8 +205,8 @@ async fn run(args: Args) -> Result<bool, BoxError> {
         handle.stopped().await;
     }
 
-    // The last export holds the lock for the rest of its period (at most once per period); after
-    // that, nothing may remain locked.
+    // Every job released its lease when it stopped: nothing may remain locked (the wait allows
+    // for a release still on its way to the table).
     let lock = leasehold::LockName::new(JOB)?;
     let deadline = tokio::time::Instant::now() + PERIOD + SKEW + Duration::from_secs(1);
     let after = loop {

@@ -93,7 +93,9 @@ pub use period::{
     from_epoch_ms,
 };
 pub use retry::RetryPolicy;
-pub use schedule::{Job, JobEvent, JobOutcome, Schedule, ScheduleHandle};
+pub use schedule::{
+    DEFAULT_MAX_JITTER, Job, JobEvent, JobOutcome, MissedPeriods, Schedule, ScheduleHandle,
+};
 pub use signal::{ReleaseNotifier, ReleaseSignal};
 pub use store::LeaseStore;
 pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};

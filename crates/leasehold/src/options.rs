@@ -51,6 +51,24 @@ pub enum OptionsError {
     /// A scheduled job had a zero period.
     #[error("job {0:?}: period must be greater than zero")]
     ZeroPeriod(String),
+    /// A scheduled job's jitter was more than half its period.
+    #[error("job {job:?}: jitter of {jitter:?} is more than half the period ({max:?} at most)")]
+    JitterTooLarge {
+        /// The job.
+        job: String,
+        /// The jitter given.
+        jitter: Duration,
+        /// Half the period.
+        max: Duration,
+    },
+    /// A fixed-delay job was given an option that only period-aligned jobs have.
+    #[error("job {job:?}: `{option}` applies to period-aligned jobs only, not with `fixed_delay`")]
+    NotWithFixedDelay {
+        /// The job.
+        job: String,
+        /// The option: `offset`, `jitter` or `missed`.
+        option: &'static str,
+    },
     /// The retry policy was inconsistent.
     #[error("retry policy: {0}")]
     Retry(&'static str),

@@ -43,15 +43,16 @@ async fn fixed_delay_with_an_immediate_first_run() {
     let store = Arc::new(MemoryStore::new());
     let (runs, record) = recorder(Instant::now());
     let stop = CancellationToken::new();
+    let job = Job::every("tick", PERIOD, move |_| {
+        let record = record.clone();
+        async move {
+            record();
+            sleep(Duration::from_millis(100)).await;
+            Ok::<_, String>(())
+        }
+    });
     let handle = Schedule::new(elector(&store, "a"))
-        .every("tick", PERIOD, move |_| {
-            let record = record.clone();
-            async move {
-                record();
-                sleep(Duration::from_millis(100)).await;
-                Ok::<_, String>(())
-            }
-        })
+        .job(job.fixed_delay())
         .start(stop.clone())
         .unwrap();
     sleep(Duration::from_millis(3500)).await;
@@ -61,7 +62,7 @@ async fn fixed_delay_with_an_immediate_first_run() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn first_run_after_period_and_initial_delay() {
+async fn fixed_delay_first_run_after_an_initial_delay() {
     let store = Arc::new(MemoryStore::new());
     let start = Instant::now();
     let (late, record_late) = recorder(start);
@@ -77,8 +78,16 @@ async fn first_run_after_period_and_initial_delay() {
         })
     };
     let handle = Schedule::new(elector(&store, "a"))
-        .job(job("late", Box::new(record_late)).first_run_after_period())
-        .job(job("delayed", Box::new(record_delayed)).initial_delay(Duration::from_millis(250)))
+        .job(
+            job("late", Box::new(record_late))
+                .fixed_delay()
+                .initial_delay(PERIOD),
+        )
+        .job(
+            job("delayed", Box::new(record_delayed))
+                .fixed_delay()
+                .initial_delay(Duration::from_millis(250)),
+        )
         .start(CancellationToken::new())
         .unwrap();
     sleep(Duration::from_millis(2500)).await;
@@ -96,14 +105,15 @@ async fn contention_skips_and_errors_do_not_stop_the_schedule() {
         .unwrap()
         .unwrap();
     let (runs, record) = recorder(Instant::now());
+    let job = Job::every("tick", PERIOD, move |_| {
+        let record = record.clone();
+        async move {
+            record();
+            Err::<(), _>("disk full")
+        }
+    });
     let handle = Schedule::new(elector(&store, "a"))
-        .every("tick", PERIOD, move |_| {
-            let record = record.clone();
-            async move {
-                record();
-                Err::<(), _>("disk full")
-            }
-        })
+        .job(job.fixed_delay())
         .start(CancellationToken::new())
         .unwrap();
     sleep(Duration::from_millis(2500)).await;
@@ -172,14 +182,15 @@ async fn a_tick_never_waits_for_the_lock() {
             .unwrap(),
     );
     let (runs, record) = recorder(Instant::now());
+    let job = Job::every("tick", Duration::from_secs(10), move |_| {
+        let record = record.clone();
+        async move {
+            record();
+            Ok::<_, String>(())
+        }
+    });
     let handle = Schedule::new(waiting)
-        .every("tick", Duration::from_secs(10), move |_| {
-            let record = record.clone();
-            async move {
-                record();
-                Ok::<_, String>(())
-            }
-        })
+        .job(job.fixed_delay())
         .start(CancellationToken::new())
         .unwrap();
     sleep(Duration::from_millis(100)).await;
@@ -199,7 +210,7 @@ async fn a_tick_never_waits_for_the_lock() {
 }
 
 /// Two nodes whose timers are half a period out of phase run a 10 ms job.
-async fn two_nodes(once_per_period: bool) -> Vec<u128> {
+async fn two_nodes(aligned: bool) -> Vec<u128> {
     let store = Arc::new(MemoryStore::new());
     let (runs, record) = recorder(Instant::now());
     let stop = CancellationToken::new();
@@ -215,8 +226,8 @@ async fn two_nodes(once_per_period: bool) -> Vec<u128> {
             }
         })
         .initial_delay(Duration::from_millis(offset));
-        if once_per_period {
-            job = job.at_most_once_per_period();
+        if !aligned {
+            job = job.fixed_delay();
         }
         handles.push(
             Schedule::new(elector(&store, node))
@@ -238,16 +249,12 @@ async fn at_most_once_per_period_across_out_of_phase_nodes() {
     let plain = two_nodes(false).await;
     assert!(
         plain.len() >= 18,
-        "without the mode both nodes run: {plain:?}"
+        "with fixed delay both nodes run: {plain:?}"
     );
+    // Period-aligned (the default): one run per period, 10 s of 1 s periods (the first run at
+    // once, in the period the test started in). `aligned_schedule.rs` checks the period ids.
     let once = two_nodes(true).await;
-    assert!((9..=10).contains(&once.len()), "{once:?}");
-    for pair in once.windows(2) {
-        assert!(
-            pair[1] - pair[0] >= 1000,
-            "two runs within one period: {once:?}"
-        );
-    }
+    assert!((10..=11).contains(&once.len()), "{once:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -274,7 +281,7 @@ async fn grace_period_cancels_a_long_action_and_releases_its_lease() {
     let stop = CancellationToken::new();
     let handle = Schedule::new(elector(&store, "a"))
         .grace_period(Duration::from_secs(2))
-        .observe(move |job, event| seen.lock().unwrap().push((job.to_string(), *event)))
+        .observe(move |job, event| seen.lock().unwrap().push((job.to_string(), event.clone())))
         .every("long", PERIOD, |_| async {
             sleep(Duration::from_secs(3600)).await;
             Ok::<_, String>(())
@@ -297,17 +304,22 @@ async fn grace_period_cancels_a_long_action_and_releases_its_lease() {
         .iter()
         .map(|(j, e)| {
             assert_eq!(j, "long");
-            *e
+            e.clone()
         })
         .collect();
+    let Some(JobEvent::Elected { period }) = events.get(1).cloned() else {
+        panic!("elected second: {events:?}");
+    };
+    assert!(period.is_some(), "an aligned job runs for a period");
     assert_eq!(
         events,
         [
-            JobEvent::Attempt,
-            JobEvent::Elected,
+            JobEvent::Attempt { period },
+            JobEvent::Elected { period },
             JobEvent::Finished {
                 took: Duration::from_millis(2100),
-                outcome: JobOutcome::Cancelled
+                outcome: JobOutcome::Cancelled,
+                period,
             },
             JobEvent::Stopped {
                 took: Duration::from_secs(2),
@@ -324,7 +336,7 @@ async fn an_action_that_ends_within_the_grace_period_finishes_normally() {
     let seen = events.clone();
     let handle = Schedule::new(elector(&store, "a"))
         .grace_period(Duration::from_secs(5))
-        .observe(move |_, event| seen.lock().unwrap().push(*event))
+        .observe(move |_, event| seen.lock().unwrap().push(event.clone()))
         .every("short", PERIOD, |_| async {
             sleep(Duration::from_millis(300)).await;
             Err::<(), _>("boom")
@@ -336,14 +348,18 @@ async fn an_action_that_ends_within_the_grace_period_finishes_normally() {
     handle.shutdown().await;
     assert_eq!(start.elapsed(), Duration::from_millis(200));
     assert_eq!(
-        events.lock().unwrap().last().copied(),
+        events.lock().unwrap().last().cloned(),
         Some(JobEvent::Stopped {
             took: Duration::from_millis(200),
             cancelled_action: false
         })
     );
-    assert!(events.lock().unwrap().contains(&JobEvent::Finished {
-        took: Duration::from_millis(300),
-        outcome: JobOutcome::Failed
-    }));
+    assert!(events.lock().unwrap().iter().any(|e| matches!(
+        e,
+        JobEvent::Finished {
+            took,
+            outcome: JobOutcome::Failed,
+            period: Some(_),
+        } if *took == Duration::from_millis(300)
+    )));
 }

@@ -1,0 +1,117 @@
+//! What every job's task shares: its context, events, and running an elected action.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use super::event::{JobEvent, JobOutcome};
+use super::job::Job;
+use crate::elector::Elector;
+use crate::guard::LeaderGuard;
+use crate::name::LockName;
+
+pub(crate) type ObserverFn = Arc<dyn Fn(&str, &JobEvent) + Send + Sync>;
+
+/// One job's task: its lock, its elector (configured for ticks), and the schedule's settings.
+pub(crate) struct JobRun {
+    pub(crate) job: Job,
+    pub(crate) lock: LockName,
+    pub(crate) elector: Elector,
+    pub(crate) stop: CancellationToken,
+    pub(crate) grace: Option<Duration>,
+    pub(crate) observer: Option<ObserverFn>,
+}
+
+/// The job stopped: the token was cancelled, and nothing it started is left.
+pub(crate) struct Stopped;
+
+impl JobRun {
+    pub(crate) fn emit(&self, event: JobEvent) {
+        if let Some(hook) = &self.observer {
+            hook(&self.job.name, &event);
+        }
+    }
+
+    /// Reports the stop that began at `since`.
+    pub(crate) fn stopped(&self, since: Instant, cancelled_action: bool) -> Stopped {
+        self.emit(JobEvent::Stopped {
+            took: since.elapsed(),
+            cancelled_action,
+        });
+        Stopped
+    }
+
+    /// Sleeps until `at`, or stops.
+    pub(crate) async fn sleep_until(&self, at: Instant) -> Result<(), Stopped> {
+        tokio::select! {
+            biased;
+            () = self.stop.cancelled() => Err(self.stopped(Instant::now(), false)),
+            () = sleep_until(at) => Ok(()),
+        }
+    }
+
+    /// Awaits `attempt` (an acquisition), or stops: an acquisition abandoned this way leaves
+    /// no lease behind (the elector releases a late grant; [`Elector::settled`] waits for it).
+    pub(crate) async fn attempt<T>(&self, attempt: impl Future<Output = T>) -> Result<T, Stopped> {
+        tokio::select! {
+            biased;
+            () = self.stop.cancelled() => Err(self.stopped(Instant::now(), false)),
+            answer = attempt => Ok(answer),
+        }
+    }
+
+    /// Runs the action under `guard` to its end — or, once the token is cancelled, for at most
+    /// the grace period — reports how it ended, and releases the lease.
+    pub(crate) async fn run_elected(
+        &self,
+        guard: LeaderGuard,
+        period: Option<i64>,
+    ) -> Result<(), Stopped> {
+        self.emit(JobEvent::Elected { period });
+        let started = Instant::now();
+        let action = AssertUnwindSafe((self.job.action)(guard.context())).catch_unwind();
+        tokio::pin!(action);
+        let (outcome, stopping) = tokio::select! {
+            biased;
+            r = &mut action => (Some(r), None),
+            () = self.stop.cancelled() => {
+                let since = Instant::now();
+                let r = match self.grace {
+                    None => Some(action.await),
+                    Some(grace) => tokio::time::timeout(grace, action).await.ok(),
+                };
+                (r, Some(since))
+            }
+        };
+        let outcome = match outcome {
+            Some(Ok(Ok(()))) => JobOutcome::Succeeded,
+            Some(Ok(Err(e))) => {
+                warn!(error = %e, "leasehold: scheduled job failed; the schedule continues");
+                JobOutcome::Failed
+            }
+            Some(Err(_)) => {
+                warn!("leasehold: scheduled job panicked; the schedule continues");
+                JobOutcome::Panicked
+            }
+            None => {
+                warn!(grace = ?self.grace, "leasehold: scheduled job outlived the shutdown grace period and was cancelled");
+                JobOutcome::Cancelled
+            }
+        };
+        self.emit(JobEvent::Finished {
+            took: started.elapsed(),
+            outcome,
+            period,
+        });
+        let _ = guard.release().await;
+        match stopping {
+            Some(since) => Err(self.stopped(since, outcome == JobOutcome::Cancelled)),
+            None => Ok(()),
+        }
+    }
+}
