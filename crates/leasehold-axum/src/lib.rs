@@ -77,3 +77,8 @@ pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
 
 pub use leasehold::{CancellationToken, Job};
+
+/// The manual page `docs/leasehold-axum.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/leasehold-axum.md")]
+pub struct ManualDoctests;

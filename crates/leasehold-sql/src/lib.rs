@@ -48,3 +48,8 @@ pub use dialect::{
 pub use opener::SqlOpener;
 pub use pool::SqlPool;
 pub use store::{DEFAULT_TABLE, SqlOptions, SqlStore};
+
+/// The manual page `docs/leasehold-sql.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/leasehold-sql.md")]
+pub struct ManualDoctests;

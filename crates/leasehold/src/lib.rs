@@ -14,7 +14,8 @@
 //!   Other crates add SQL, Redis and DynamoDB stores.
 //! * [`Elector::lead`] keeps a stable leader (contend, lead until the action ends or the lease is
 //!   lost, contend again); [`Elector::leadership`] streams leadership changes to any process.
-//! * [`Schedule`] runs leader-only periodic jobs; [`blocking::Elector`] serves synchronous code.
+//! * [`Schedule`] runs periodic jobs once per period across replicas (period-aligned, checked by
+//!   the store's period ledger); [`blocking::Elector`] serves synchronous code.
 //! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
 //!   [`MAX_NODE_ID_LEN`], [`MAX_LOCK_NAME_LEN`]), refused beyond it with a typed [`LimitError`].
 //!
@@ -106,3 +107,8 @@ pub use url::{
 
 pub use async_trait::async_trait;
 pub use tokio_util::sync::CancellationToken;
+
+/// The manual page `docs/leasehold.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/leasehold.md")]
+pub struct ManualDoctests;
