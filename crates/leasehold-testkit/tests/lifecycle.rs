@@ -126,6 +126,42 @@ async fn schedule_stopped_returns_only_after_a_late_grant_was_released() {
     assert_eq!(faults.calls(Op::Release), 1);
 }
 
+/// A store that fails at a period's start does not cost the period: the attempt is tried again
+/// within it (1 s, then 2 s later), and runs once the store answers.
+#[tokio::test(start_paused = true)]
+async fn an_aligned_job_retries_a_failing_store_within_the_period() {
+    let (_memory, store, faults) = faulty();
+    let name = unique_name("schedule-store-error");
+    faults.fail(Op::TryAcquire, Fault::transient().times(2));
+    let runs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = runs.clone();
+    let start = Instant::now();
+    let handle = Schedule::new(elector(store, false))
+        .job(Job::every(
+            name.as_str(),
+            Duration::from_secs(3600),
+            move |ctx| {
+                seen.lock()
+                    .unwrap()
+                    .push((start.elapsed(), ctx.lease().period));
+                async { Ok::<_, String>(()) }
+            },
+        ))
+        .start(CancellationToken::new())
+        .unwrap();
+    sleep(Duration::from_secs(10)).await;
+    handle.shutdown().await;
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(faults.injected(Op::TryAcquire), 2);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        runs[0].0,
+        Duration::from_secs(3),
+        "after 1 s and 2 s of retry pauses"
+    );
+    assert!(runs[0].1.is_some());
+}
+
 #[test]
 fn dropping_the_last_blocking_handle_waits_for_a_dropped_guards_release() {
     let (memory, store, faults) = faulty();
