@@ -9,8 +9,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // test helpers
 
+mod common;
+
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use leasehold::{
     CancellationToken, ElectionOptions, Elector, Job, JobEvent, LeaderContext, Schedule,
@@ -18,6 +20,8 @@ use leasehold::{
 };
 use leasehold_axum::LeaderJobs;
 use tokio::time::{Instant, sleep, sleep_until};
+
+use common::{server, unique};
 
 const PERIOD: Duration = Duration::from_secs(2);
 const RUN_FOR: Duration = Duration::from_secs(20);
@@ -29,14 +33,6 @@ fn registry() -> StoreRegistry {
         .with(leasehold_redis::RedisOpener)
         .with(leasehold_dynamodb::DynamoDbOpener)
         .with(leasehold_etcd::EtcdOpener)
-}
-
-fn unique(tag: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{tag}-{}-{nanos}", std::process::id())
 }
 
 /// What the replicas saw: the runs (node, period granted) and the ledger's refusals.
@@ -145,20 +141,6 @@ async fn three_replicas_run_each_period_once(url: &str) {
     }
     check("Schedule", &by_schedule);
     check("LeaderJobs", &by_jobs);
-}
-
-/// The URL in `var`; a failure under CI when unset, else a skip.
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{var} is not set; scripts/test starts the server and sets it")
-        }
-        _ => {
-            eprintln!("skipping: {var} is not set (run scripts/test to start the servers)");
-            None
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

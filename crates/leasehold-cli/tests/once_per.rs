@@ -7,30 +7,10 @@ mod common;
 use std::process::Child;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Env, code, finish, text};
+use common::{Env, code, finish, server, text, unique};
 
 /// The period of the tests.
 const PERIOD_MS: u64 = 10_000;
-
-fn unique(tag: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{tag}-{}-{nanos}", std::process::id())
-}
-
-/// A server URL from `var`; `None` (skip) when unset, a failure under CI.
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => panic!("{var} is not set under CI"),
-        _ => {
-            eprintln!("skipping: {var} is not set (run scripts/test to start the servers)");
-            None
-        }
-    }
-}
 
 /// Sleeps until the wall clock (the clock of every local test server, and SQLite's) is 300 ms
 /// into a 10 s period, so that three starts 0.9 s apart all fall in one period.

@@ -1,6 +1,12 @@
 //! Helpers for running the built `leasehold` binary against a temporary SQLite store.
 
-#![allow(dead_code, unreachable_pub, clippy::expect_used, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::print_stderr
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -136,5 +142,28 @@ pub fn signal(pid: u32, sig: &str) {
 pub fn sleep_until(t0: Instant, at: Duration) {
     if let Some(left) = (t0 + at).checked_duration_since(Instant::now()) {
         sleep(left);
+    }
+}
+
+/// A name no other test run uses: `tag`, this process's id and the clock's nanoseconds.
+pub fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{tag}-{}-{nanos}", std::process::id())
+}
+
+/// A server URL from `var`; `None` (skip, with a notice) when unset, a failure under CI.
+pub fn server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set under CI; scripts/test starts the server and sets it")
+        }
+        _ => {
+            eprintln!("skipping: {var} is not set (run scripts/test to start the servers)");
+            None
+        }
     }
 }
