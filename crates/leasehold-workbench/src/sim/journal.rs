@@ -2,8 +2,8 @@
 //!
 //! Everything runs on one thread, so entries are appended in the order the runtime performed
 //! them; each gets a sequence number. The store's answers come from [`ObservedStore`]
-//! (acquisitions, refusals by the lock being taken or by the period ledger, extensions,
-//! releases), `lost` from the electors' event streams, `skip` and
+//! (acquisitions, refusals because the lock is taken or because the period ledger says the
+//! period already ran, extensions, releases), `lost` from the electors' event streams, `skip` and
 //! the end of a run from the run outcomes, and writes from the actions. Store-side expiries have
 //! no caller, so they are added when the recorder drains the journal, at the instant the lease
 //! ended (see [`Journal::drain`]).
@@ -348,6 +348,7 @@ impl StoreObserver for Journal {
                     },
                 );
             }
+            // Held: every slot is taken (contention).
             _ => {
                 if !log.contended[node] {
                     log.contended[node] = true;
