@@ -263,9 +263,9 @@ pub(crate) struct ReleaseArgs {
 
 const WORKBENCH_LONG_ABOUT: &str = "\
 Serve the workbench: an interactive page where three nodes contend for a lock tick by tick
-(contention, expiry and takeover, auto-extension, 1 -> N slots, fencing). Every timeline is
-computed by the real elector on an in-memory store under virtual time. The page is embedded in
-the binary and works offline. Prints `listening on http://ADDR/` and serves until Ctrl-C or
+(contention, expiry and takeover, auto-extension, 1 -> N slots, fencing, once per period). Every
+timeline is computed by the real elector on an in-memory store under virtual time. The page is
+embedded in the binary and works offline. Prints `listening on http://ADDR/` and serves until Ctrl-C or
 SIGTERM (requests in flight get 3 s; a second signal stops at once). Requests must name
 localhost, 127.0.0.1, [::1] or the bound address in Host: unless --allow-remote. See
 docs/workbench.md.";

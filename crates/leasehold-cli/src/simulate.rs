@@ -13,25 +13,27 @@ use crate::say;
 /// Shown by `leasehold simulate --help`.
 pub(crate) const LONG_ABOUT: &str = "\
 Print a workbench scenario's lease timeline: three or four nodes contend for the lock
-`invoice-close`, each trying once at a fixed tick. The timeline is computed by the real elector
-(GroupElector for `group`) on an in-memory store under virtual time, 1 tick = 1 s, so it is the
-library's behaviour, not a model of it. Same input, same output.
+`invoice-close`, each trying once at a fixed tick (in `period`, once per period through
+run_once_per). The timeline is computed by the real elector (GroupElector for `group`) on an
+in-memory store under virtual time, 1 tick = 1 s, so it is the library's behaviour, not a model
+of it. Same input, same output.
 
-Scenarios: contention, expiry, extension, group, fencing. Options not given take the scenario's
-preset. Limits: --action 1-30, --lease 2-30, --wait 0-20, --min-lease 0 up to the lease,
---slots 1-3 (group only). Durations are in ticks. Without --json: a table (tick, candidate,
+Scenarios: contention, expiry, extension, group, fencing, period. Options not given take the
+scenario's preset. Limits: --action 1-30, --lease 2-30, --wait 0-20, --min-lease 0 up to the
+lease, --slots 1-3 (group only), --period 6-12 (period only). Durations are in ticks. Without --json: a table (tick, candidate,
 operation, token, fence, ttl, outcome) and a one-line summary; with --json: the timeline
 document that the workbench page's /api/simulate serves. See docs/workbench.md.
 
 Examples:
   leasehold simulate --scenario expiry
   leasehold simulate --scenario contention --min-lease 10
-  leasehold simulate --scenario group --slots 3 --json";
+  leasehold simulate --scenario group --slots 3 --json
+  leasehold simulate --scenario period --period 6";
 
 /// `leasehold simulate`.
 #[derive(Debug, Args)]
 pub(crate) struct SimulateArgs {
-    /// The scenario: contention, expiry, extension, group or fencing
+    /// The scenario: contention, expiry, extension, group, fencing or period
     #[arg(long, value_name = "NAME")]
     pub(crate) scenario: String,
 
@@ -59,6 +61,10 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "N")]
     pub(crate) slots: Option<u32>,
 
+    /// The period of the ledger each replica claims, in ticks (6-12, period scenario only)
+    #[arg(long, value_name = "N")]
+    pub(crate) period: Option<u32>,
+
     /// Print the timeline as JSON
     #[arg(long)]
     pub(crate) json: bool,
@@ -73,6 +79,7 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
         min_lease: args.min_lease,
         auto_extend: args.auto_extend,
         slots: args.slots,
+        period: args.period,
     };
     let scenario = args.scenario.clone();
     let timeline = tokio::task::spawn_blocking(move || sim::simulate(&scenario, &overrides))
@@ -137,8 +144,11 @@ fn summary(t: &Timeline) -> String {
     } else {
         String::new()
     };
+    let period = p
+        .period
+        .map_or_else(String::new, |period| format!(" period {period}"));
     format!(
-        "{}: action {} lease {} wait {} min_lease {} auto_extend {} slots {}; at tick {}: {nodes}{still}; \
+        "{}: action {} lease {} wait {} min_lease {} auto_extend {} slots {}{period}; at tick {}: {nodes}{still}; \
          resource: {writes} writes accepted, {rejected} rejected",
         t.scenario, p.action, p.lease, p.wait, p.min_lease, p.auto_extend, p.slots, t.max_tick
     )

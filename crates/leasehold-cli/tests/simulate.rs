@@ -112,6 +112,38 @@ fn options_override_the_preset() {
 }
 
 #[test]
+fn the_period_scenario_shows_ledger_refusals_as_already_ran() {
+    let env = Env::new();
+    let out = env.output(&["simulate", "--scenario", "period", "--period", "6"]);
+    assert_eq!(code(&out.status), 0, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(
+        rows.contains(&vec![
+            "9",
+            "node-b",
+            "try_acquire",
+            "-",
+            "-",
+            "-",
+            "already_ran(period=1,by=node-a,tick=6)"
+        ]),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("contended"), "{stdout}");
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with(
+            "period: action 2 lease 6 wait 2 min_lease 0 auto_extend false slots 1 period 6;"
+        ),
+        "{summary}"
+    );
+}
+
+#[test]
 fn bad_input_exits_125_with_the_reason() {
     let env = Env::new();
     for (args, needle) in [
@@ -131,6 +163,14 @@ fn bad_input_exits_125_with_the_reason() {
         (
             &["--scenario", "group", "--slots", "4"],
             "`slots` must be between 1 and 3 slots, got 4",
+        ),
+        (
+            &["--scenario", "period", "--period", "13"],
+            "`period` must be between 6 and 12 ticks, got 13",
+        ),
+        (
+            &["--scenario", "fencing", "--period", "8"],
+            "`period` applies only to the `period` scenario, not to `fencing`",
         ),
         (
             &["--scenario", "group", "--wait", "soon"],

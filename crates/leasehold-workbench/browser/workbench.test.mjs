@@ -22,7 +22,7 @@ const REPO = path.resolve(HERE, "../../..");
 const BIN = process.env.LEASEHOLD_BIN || process.argv[2];
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const SHOTS = path.join(process.env.CARGO_TARGET_DIR || path.join(REPO, "target"), "workbench-screenshots");
-const SCENARIOS = ["contention", "expiry", "extension", "group", "fencing"];
+const SCENARIOS = ["contention", "expiry", "extension", "group", "fencing", "period"];
 // Without the background-networking flags chromium keeps trying to reach the network, which
 // this machine's closed network turns into stalls.
 const CHROMIUM_ARGS = [
@@ -120,6 +120,7 @@ function interestingTick(id, tl) {
     extension: () => tl.events.filter((e) => e.operation === "extend")[1]?.tick,
     group: () => first((f) => f.holders.length === tl.params.slots && f.nodes.some((n) => n.status === "waiting" || n.status === "skipped")),
     fencing: () => eventTick((e) => e.outcome === "rejected_fence"),
+    period: () => tl.events.filter((e) => e.outcome === "already_ran")[1]?.tick,
   };
   return candidates[id]?.() ?? Math.floor(tl.max_tick / 2);
 }
@@ -151,7 +152,7 @@ describe("workbench page", () => {
     assert.deepEqual(pageErrors.splice(0), [], "the page's script threw");
   });
 
-  test("the API lists the five scenarios in display order", async () => {
+  test("the API lists the six scenarios in display order", async () => {
     const { status, body } = await json(`${base}api/scenarios`);
     assert.equal(status, 200);
     assert.deepEqual(body.map((s) => s.id), SCENARIOS);
@@ -190,6 +191,71 @@ describe("workbench page", () => {
       await page.screenshot({ path: path.join(SHOTS, `${id}.png`), fullPage: true });
     });
   }
+
+  test("period: the late replicas are refused by the ledger as already ran, not contended, in English and Korean", async () => {
+    await page.goto(`${base}?scenario=period`);
+    await ready(page);
+    assert.ok(await page.isVisible('[data-param="period"]'), "the period slider shows in this scenario");
+    assert.ok(await page.isHidden('[data-param="slots"]'));
+    const tl = await shownTimeline(page, base);
+    assert.equal(tl.params.period, 8);
+    const refusals = tl.events.filter((e) => e.outcome === "already_ran");
+    assert.ok(refusals.length >= 4, "the late replicas are refused in every period");
+    assert.ok(!tl.events.some((e) => e.outcome === "contended" || e.outcome === "skipped"));
+    // node-c's refusal in period 0: node-b has already been refused, the lock is free.
+    const tick = refusals[1].tick;
+    await stepTo(page, tick);
+    assert.deepEqual(await renderedEvents(page), apiEvents(tl, tick));
+
+    const rows = await page.$$eval('#events tr[data-outcome="already_ran"]', (trs) => trs.map((tr) => ({
+      candidate: tr.dataset.candidate, period: tr.dataset.ledgerPeriod, by: tr.dataset.ledgerBy, at: tr.dataset.ledgerTick,
+      text: tr.querySelector("td.outcome").textContent, cls: tr.className, title: tr.querySelector("td.outcome").title,
+    })));
+    assert.deepEqual(rows.map((r) => [r.candidate, r.period, r.by, r.at]).sort(),
+      [["node-b", "0", "node-a", "0"], ["node-c", "0", "node-a", "0"]]);
+    for (const r of rows) {
+      assert.equal(r.text, "already ran (period 0, by node-a at tick 0)");
+      assert.match(r.cls, /\bledger\b/);
+      assert.doesNotMatch(r.cls, /\bbad\b/);
+      assert.match(r.title, /not contention/);
+    }
+    assert.equal(await page.$$eval('#events tr[data-outcome="contended"]', (trs) => trs.length), 0);
+    assert.match(await page.textContent('#events tr[data-outcome="elected"] td.outcome'), /elected \(period 0\)/);
+    // The lock is free; the store's ledger still records period 0.
+    assert.equal(await page.getAttribute(".record", "data-owner"), "");
+    assert.equal(await page.getAttribute(".record", "data-ledger-period"), "0");
+    assert.match(await page.textContent(".record"), /period 0 ran: node-a, tick 0/);
+    const cards = await page.$$eval(".node", (ns) => ns.map((n) => [n.dataset.node, n.dataset.status, n.querySelector(".word").textContent]));
+    assert.deepEqual(cards, [["node-a", "completed", "completed"], ["node-b", "already_ran", "already ran"], ["node-c", "already_ran", "already ran"]]);
+    assert.match(await page.textContent("#action-box"), /node-c: period 0 already ran \(node-a, tick 0\); refused by the period ledger, not by a held lock/);
+    assert.match(await page.textContent("#legend"), /= = already ran/);
+
+    await page.click("#lang-ko");
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    assert.equal((await page.textContent('button[data-scenario="period"]')).trim(), "주기당 한 번");
+    const ko = await page.$$eval('#events tr[data-outcome="already_ran"] td.outcome', (tds) => tds.map((td) => [td.textContent, td.title]));
+    assert.equal(ko.length, 2);
+    for (const [text, title] of ko) {
+      assert.equal(text, "이미 실행됨 (주기 0, 틱 0에 node-a)");
+      assert.match(title, /락 경쟁이 아니/);
+      assert.doesNotMatch(text, /경쟁/);
+    }
+    assert.match(await page.textContent(".record"), /주기 원장/);
+    assert.match(await page.textContent('.node[data-node="node-b"] .word'), /이미 실행됨/);
+    assert.match(await page.textContent("#action-box"), /주기 원장이 거절/);
+    await page.screenshot({ path: path.join(SHOTS, "period-ko.png"), fullPage: true });
+    await page.click("#lang-en");
+
+    // A shorter period recomputes the timeline: four runs, node-a's each.
+    await page.fill("#in-period", "6");
+    await page.waitForFunction(() => document.body.dataset.state === "ready"
+      && (document.body.dataset.query || "").includes("period=6"), null, { timeout: PATIENCE });
+    const six = await shownTimeline(page, base);
+    assert.equal(six.params.period, 6);
+    assert.deepEqual(six.events.filter((e) => e.outcome === "elected").map((e) => [e.tick, e.candidate, e.ledger.period]),
+      [[0, "node-a", 0], [6, "node-a", 1], [12, "node-a", 2], [18, "node-a", 3]]);
+    assert.deepEqual(await renderedEvents(page), apiEvents(six, await tickOf(page)));
+  });
 
   test("step advances one tick and reset returns to tick 0", async () => {
     await page.goto(`${base}?scenario=expiry`);

@@ -264,6 +264,183 @@ fn fencing_preset() {
 }
 
 #[test]
+fn period_preset() {
+    let t = preset("period");
+    assert_events(
+        &t,
+        "
+        tick candidate operation   token fence ttl outcome
+        0    node-a    acquire     a·1   1     6   elected(period=0)
+        0    node-a    write       a·1   1     -   accepted
+        2    node-a    write       a·1   1     -   accepted
+        2    node-a    release     a·1   1     0   released
+        3    node-b    try_acquire -     -     -   already_ran(period=0,by=node-a,tick=0)
+        5    node-c    try_acquire -     -     -   already_ran(period=0,by=node-a,tick=0)
+        8    node-a    acquire     a·2   2     6   elected(period=1)
+        8    node-a    write       a·2   2     -   accepted
+        10   node-a    write       a·2   2     -   accepted
+        10   node-a    release     a·2   2     0   released
+        11   node-b    try_acquire -     -     -   already_ran(period=1,by=node-a,tick=8)
+        13   node-c    try_acquire -     -     -   already_ran(period=1,by=node-a,tick=8)
+        16   node-a    acquire     a·3   3     6   elected(period=2)
+        16   node-a    write       a·3   3     -   accepted
+        18   node-a    write       a·3   3     -   accepted
+        18   node-a    release     a·3   3     0   released
+        19   node-b    try_acquire -     -     -   already_ran(period=2,by=node-a,tick=16)
+        21   node-c    try_acquire -     -     -   already_ran(period=2,by=node-a,tick=16)
+        ",
+    );
+    assert_eq!(statuses(&t, 1), ["running", "idle", "idle"]);
+    assert_eq!(statuses(&t, 3), ["completed", "already_ran", "idle"]);
+    assert_eq!(statuses(&t, 5), ["completed", "already_ran", "already_ran"]);
+    assert_eq!(statuses(&t, 8), ["running", "already_ran", "already_ran"]);
+    // The ledger keeps the latest period run across the release.
+    let ledger = |tick: usize| {
+        t.frames[tick]
+            .ledger
+            .as_ref()
+            .map(|l| (l.period, l.by.as_str(), l.tick))
+    };
+    assert_eq!(ledger(0), Some((0, "node-a", 0)));
+    assert_eq!(ledger(7), Some((0, "node-a", 0)));
+    assert_eq!(ledger(23), Some((2, "node-a", 16)));
+}
+
+/// The period of the ledger that contains tick `tick` (the store's clock starts at the epoch).
+fn period_of(tick: u32, period: u32) -> i64 {
+    i64::from(tick / period)
+}
+
+#[test]
+fn once_per_period_one_run_each_and_the_late_replicas_already_ran() {
+    for period in [6, 8, 10, 12] {
+        let t = run(
+            "period",
+            Overrides {
+                period: Some(period),
+                ..Overrides::default()
+            },
+        );
+        let elected: Vec<_> = t.events.iter().filter(|e| e.outcome == "elected").collect();
+        let periods = t.max_tick / period + 1;
+        assert_eq!(
+            elected.len() as u32,
+            periods,
+            "period {period}: one run per period"
+        );
+        for (k, e) in elected.iter().enumerate() {
+            // node-a's timer fires first in every period.
+            assert_eq!(e.candidate, "node-a");
+            assert_eq!(e.tick, k as u32 * period);
+            let l = e.ledger.as_ref().expect("a grant records its period");
+            assert_eq!(
+                (l.period, l.by.as_str(), l.tick),
+                (k as i64, "node-a", e.tick)
+            );
+        }
+        let attempts: Vec<_> = t
+            .events
+            .iter()
+            .filter(|e| e.operation == "try_acquire")
+            .collect();
+        assert!(!attempts.is_empty());
+        for e in &attempts {
+            assert_eq!(e.outcome, "already_ran", "period {period}: {e:?}");
+            assert_ne!(e.candidate, "node-a");
+            assert_eq!(e.ttl, None, "no lease caused it");
+            let l = e.ledger.as_ref().expect("the refusing record");
+            let runner = elected
+                .iter()
+                .find(|r| r.ledger.as_ref().map(|x| x.period) == Some(l.period))
+                .expect("the refused period ran");
+            assert_eq!(l.period, period_of(e.tick, period));
+            assert_eq!((l.by.as_str(), l.tick), ("node-a", runner.tick));
+            // The lock is free when the ledger refuses: the refusal is not contention.
+            assert!(
+                t.frames[e.tick as usize].holders.is_empty(),
+                "period {period}: the lock is free at tick {}",
+                e.tick
+            );
+            assert_eq!(
+                t.frames[e.tick as usize]
+                    .nodes
+                    .iter()
+                    .find(|n| n.id == e.candidate)
+                    .map(|n| n.status.as_str()),
+                Some("already_ran")
+            );
+        }
+        // Both late replicas are refused once in every period they try in.
+        for late in ["node-b", "node-c"] {
+            let refused: Vec<i64> = attempts
+                .iter()
+                .filter(|e| e.candidate == late)
+                .filter_map(|e| e.ledger.as_ref().map(|l| l.period))
+                .collect();
+            let expected: Vec<i64> = (0..i64::from(periods)).take(refused.len()).collect();
+            assert_eq!(refused, expected, "period {period}: {late}");
+            assert!(refused.len() as u32 >= periods - 1);
+        }
+        assert!(
+            t.events
+                .iter()
+                .all(|e| e.outcome != "contended" && e.outcome != "skipped")
+        );
+        assert!(
+            t.frames
+                .iter()
+                .all(|f| f.nodes.iter().filter(|n| n.status == "running").count() <= 1)
+        );
+    }
+}
+
+#[test]
+fn the_period_scenario_is_deterministic() {
+    let first = serde_json::to_string(&preset("period")).unwrap();
+    for _ in 0..3 {
+        assert_eq!(serde_json::to_string(&preset("period")).unwrap(), first);
+    }
+}
+
+#[test]
+fn a_claim_the_lock_keeps_out_is_contention_until_the_period_has_run() {
+    // A 10-tick action with a 30-tick lease: node-a holds the lock into period 1.
+    let t = run(
+        "period",
+        Overrides {
+            action: Some(10),
+            lease: Some(30),
+            ..Overrides::default()
+        },
+    );
+    let rows: Vec<(u32, &str, &str)> = t
+        .events
+        .iter()
+        .filter(|e| e.operation == "try_acquire" || e.operation == "skip" || e.outcome == "elected")
+        .map(|e| (e.tick, e.candidate.as_str(), e.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (0, "node-a", "elected"),
+            (3, "node-b", "already_ran"),
+            (5, "node-c", "already_ran"),
+            // node-a's period-1 timer fired while it was still running: it claims at tick 10.
+            (10, "node-a", "elected"),
+            (11, "node-b", "already_ran"),
+            (13, "node-c", "already_ran"),
+            // Period 2 has not run and node-a holds the lock: real contention, so node-b waits.
+            (19, "node-b", "contended"),
+            // node-a's release at tick 20 is followed at once by its own late period-2 claim;
+            // node-b's wake-up retry then meets the ledger, and so does node-c.
+            (20, "node-a", "elected"),
+            (20, "node-b", "already_ran"),
+            (21, "node-c", "already_ran"),
+        ]
+    );
+}
+
+#[test]
 fn a_stale_write_is_rejected_while_the_successor_holds_the_lock() {
     let t = preset("fencing");
     let rejected = t
@@ -348,23 +525,31 @@ fn grid() -> Vec<(Scenario, Overrides)> {
         } else {
             &[1]
         };
+        let periods: &[Option<u32>] = if scenario.is_period() {
+            &[Some(6), Some(12)]
+        } else {
+            &[None]
+        };
         for &action in &[1, 8, 30] {
             for &lease in &[2, 6, 30] {
                 for &wait in &[0, 3] {
                     for min_lease in [0, lease] {
                         for auto_extend in [false, true] {
                             for &s in slots {
-                                out.push((
-                                    scenario,
-                                    Overrides {
-                                        action: Some(action),
-                                        lease: Some(lease),
-                                        wait: Some(wait),
-                                        min_lease: Some(min_lease),
-                                        auto_extend: Some(auto_extend),
-                                        slots: Some(s),
-                                    },
-                                ));
+                                for &period in periods {
+                                    out.push((
+                                        scenario,
+                                        Overrides {
+                                            action: Some(action),
+                                            lease: Some(lease),
+                                            wait: Some(wait),
+                                            min_lease: Some(min_lease),
+                                            auto_extend: Some(auto_extend),
+                                            slots: Some(s),
+                                            period,
+                                        },
+                                    ));
+                                }
                             }
                         }
                     }
@@ -466,7 +651,14 @@ fn scenarios_list_their_presets_in_display_order() {
     let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(
         ids,
-        ["contention", "expiry", "extension", "group", "fencing"]
+        [
+            "contention",
+            "expiry",
+            "extension",
+            "group",
+            "fencing",
+            "period"
+        ]
     );
     for info in &list {
         let s = Scenario::parse(&info.id).unwrap();
@@ -581,8 +773,60 @@ fn bad_parameters_give_typed_errors_naming_the_parameter() {
     assert!(matches!(&e, SimError::UnknownScenario { given, .. } if given == "Contention"));
     assert!(
         e.to_string()
-            .contains("contention, expiry, extension, group, fencing")
+            .contains("contention, expiry, extension, group, fencing, period")
     );
+    assert_eq!(
+        out_of_range(bad(
+            "period",
+            Overrides {
+                period: Some(5),
+                ..d
+            }
+        )),
+        ("period", 6, 12, 5)
+    );
+    assert_eq!(
+        out_of_range(bad(
+            "period",
+            Overrides {
+                period: Some(13),
+                ..d
+            }
+        )),
+        ("period", 6, 12, 13)
+    );
+    let e = bad(
+        "contention",
+        Overrides {
+            period: Some(8),
+            ..d
+        },
+    );
+    assert_eq!(
+        e,
+        SimError::PeriodOutsidePeriodScenario {
+            scenario: "contention",
+            period: 8
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "`period` applies only to the `period` scenario, not to `contention`; got 8 ticks"
+    );
+    let e = bad(
+        "period",
+        Overrides {
+            slots: Some(2),
+            ..d
+        },
+    );
+    assert!(matches!(
+        e,
+        SimError::SlotsOutsideGroup {
+            scenario: "period",
+            slots: 2
+        }
+    ));
     assert!(e.is_usage());
     // The limits themselves are accepted.
     for o in [

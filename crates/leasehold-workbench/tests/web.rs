@@ -96,9 +96,22 @@ async fn scenarios_are_listed_in_display_order_with_presets() {
         .collect();
     assert_eq!(
         ids,
-        ["contention", "expiry", "extension", "group", "fencing"]
+        [
+            "contention",
+            "expiry",
+            "extension",
+            "group",
+            "fencing",
+            "period"
+        ]
     );
     for s in list.as_array().unwrap() {
+        // Only the period scenario has a period; the others' presets are as they were.
+        assert_eq!(
+            s["preset"].get("period").is_some(),
+            s["id"] == "period",
+            "{s}"
+        );
         for key in [
             "action",
             "lease",
@@ -119,7 +132,14 @@ async fn scenarios_are_listed_in_display_order_with_presets() {
 #[tokio::test]
 async fn simulate_returns_the_simulations_timeline_byte_for_byte() {
     let app = web::workbench_router();
-    for id in ["contention", "expiry", "extension", "group", "fencing"] {
+    for id in [
+        "contention",
+        "expiry",
+        "extension",
+        "group",
+        "fencing",
+        "period",
+    ] {
         let answer = get(&app, &format!("/api/simulate?scenario={id}")).await;
         assert_eq!(answer.status, StatusCode::OK, "{id}: {}", answer.text());
         assert!(answer.content_type.starts_with("application/json"));
@@ -151,6 +171,20 @@ async fn overrides_reach_the_simulation() {
     let group = get(&app, "/api/simulate?scenario=group&slots=3").await;
     assert_eq!(group.status, StatusCode::OK, "{}", group.text());
     assert_eq!(group.json()["params"]["slots"], 3);
+
+    let period = get(&app, "/api/simulate?scenario=period&period=6").await;
+    assert_eq!(period.status, StatusCode::OK, "{}", period.text());
+    let timeline = period.json();
+    assert_eq!(timeline["params"]["period"], 6);
+    let refused = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["outcome"] == "already_ran")
+        .expect("a refusal by the ledger");
+    assert_eq!(refused["ledger"]["by"], "node-a");
+    assert_eq!(refused["ledger"]["period"], 0);
+    assert_eq!(refused["ledger"]["tick"], 0);
 }
 
 #[tokio::test]
@@ -167,6 +201,15 @@ async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
         ("scenario=contention&lease=10&min_lease=11", "min_lease"),
         ("scenario=contention&action=0", "action"),
         ("scenario=contention&lease=999", "lease"),
+        (
+            "scenario=contention&period=8",
+            "only to the `period` scenario",
+        ),
+        (
+            "scenario=period&period=5",
+            "`period` must be between 6 and 12 ticks",
+        ),
+        ("scenario=period&period=x", "period"),
     ] {
         let answer = get(&app, &format!("/api/simulate?{query}")).await;
         assert_eq!(

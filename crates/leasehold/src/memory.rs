@@ -70,11 +70,44 @@ impl Default for MemoryStore {
 
 impl MemoryStore {
     /// An empty store.
+    ///
+    /// Its clock (the times in leases, holders and ledger records, and the period ids it
+    /// computes) reads `SystemTime::now()` at creation and advances with tokio time from there.
     pub fn new() -> Self {
+        Self::with_clock_origin(SystemTime::now())
+    }
+
+    /// An empty store whose clock reads exactly `origin` at creation and advances with tokio
+    /// time from there (so on paused time it moves only as virtual time does).
+    ///
+    /// [`new`](Self::new) anchors the clock to the wall clock, so the store times it answers,
+    /// and where the [period ledger](crate::Period)'s boundaries fall relative to the start, depend on
+    /// when the store was made. A fixed origin makes them reproducible: simulations and tests
+    /// that place period boundaries at known virtual instants use one (a whole multiple of the
+    /// period, such as the Unix epoch, puts the start of a period at creation).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> leasehold::Result<()> {
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use leasehold::{Elector, MemoryStore, Period, PeriodOutcome};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::with_clock_origin(UNIX_EPOCH)));
+    /// let every_10s = Period::every(Duration::from_secs(10))?;
+    /// tokio::time::sleep(Duration::from_secs(25)).await; // the store's clock reads epoch + 25 s
+    /// let ran = elector
+    ///     .run_once_per("job", every_10s, |ctx| async move {
+    ///         Ok::<_, String>((ctx.lease().period, ctx.lease().acquired_at))
+    ///     })
+    ///     .await?;
+    /// assert_eq!(ran, PeriodOutcome::Ran((Some(2), UNIX_EPOCH + Duration::from_secs(25))));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_clock_origin(origin: SystemTime) -> Self {
         Self {
             locks: Mutex::new(HashMap::default()),
             notifier: ReleaseNotifier::default(),
-            epoch: (Instant::now(), SystemTime::now()),
+            epoch: (Instant::now(), origin),
         }
     }
 
@@ -299,5 +332,65 @@ impl LeaseStore for MemoryStore {
 
     fn describe(&self) -> String {
         "memory".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+    use crate::period::Period;
+
+    fn request(owner: &str, period: Option<Period>) -> AcquireRequest {
+        let lock = LockName::new("job").expect("a valid name");
+        let req = AcquireRequest::new(lock, 1, owner, Token::random(), Duration::from_secs(5));
+        match period {
+            Some(p) => req.with_period(p),
+            None => req,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_origin_fixes_store_times_and_period_ids() {
+        let origin = UNIX_EPOCH + Duration::from_secs(1_000);
+        let store = MemoryStore::with_clock_origin(origin);
+        tokio::time::sleep(Duration::from_millis(7_250)).await;
+        let lease = store
+            .try_acquire(&request("a", None))
+            .await
+            .expect("the memory store does not fail")
+            .granted()
+            .expect("a free lock");
+        assert_eq!(lease.acquired_at, origin + Duration::from_millis(7_250));
+        assert_eq!(lease.expires_at, origin + Duration::from_millis(12_250));
+        let release = store.release(&lease, Duration::ZERO).await;
+        assert_eq!(release.ok(), Some(Release::Released));
+
+        // Periods of 10 s from the epoch: store time 1007.25 s is in period 100.
+        let every_10s = Period::every(Duration::from_secs(10)).expect("a valid period");
+        let first = store.try_acquire(&request("a", Some(every_10s))).await;
+        let lease = first.ok().and_then(Acquisition::granted).expect("granted");
+        assert_eq!(lease.period, Some(100));
+        assert!(store.release(&lease, Duration::ZERO).await.is_ok());
+        let again = store.try_acquire(&request("b", Some(every_10s))).await;
+        let record = again.ok().and_then(|a| a.already_ran().cloned());
+        assert_eq!(
+            record,
+            Some(PeriodRecord {
+                period: 100,
+                at: origin + Duration::from_millis(7_250),
+                by: "a".to_owned(),
+            })
+        );
+        // 2.75 s later the store's clock enters period 101.
+        tokio::time::sleep(Duration::from_millis(2_750)).await;
+        let next = store.try_acquire(&request("b", Some(every_10s))).await;
+        let lease = next
+            .ok()
+            .and_then(Acquisition::granted)
+            .expect("a new period");
+        assert_eq!(lease.period, Some(101));
+        assert_eq!(lease.acquired_at, origin + Duration::from_secs(10));
     }
 }

@@ -5,7 +5,7 @@
 //! ends there (instant `t0` itself counts as tick 0). Frame `k` is sampled at the boundary
 //! `t0 + (k+1)·TICK`, after everything that happened up to it.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
@@ -16,6 +16,18 @@ use tokio::time::Instant;
 /// assert_eq!(leasehold_workbench::sim::TICK, std::time::Duration::from_secs(1));
 /// ```
 pub const TICK: Duration = Duration::from_secs(1);
+
+/// What the simulated store's clock reads at the start of tick 0: the Unix epoch.
+///
+/// The store's clock otherwise starts at the wall clock's time, which would move the period
+/// ledger's boundaries relative to tick 0 from one run to the next. The epoch is a whole multiple
+/// of every period, so period `k` of a length of `p` ticks starts exactly at tick `k × p`, and
+/// the same input gives the same timeline.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::STORE_ORIGIN, std::time::UNIX_EPOCH);
+/// ```
+pub const STORE_ORIGIN: SystemTime = UNIX_EPOCH;
 
 /// How far after the tick boundary node number `i` (0-based) makes an attempt scheduled for that
 /// tick: `(i + 1)` ms. Attempts due in the same tick thus run in candidate order, and nothing

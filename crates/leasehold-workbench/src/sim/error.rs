@@ -1,5 +1,7 @@
 //! Why a simulation was refused or failed.
 
+use crate::sim::params::PERIOD_TICKS;
+
 /// Why [`simulate`](crate::sim::simulate) returned no timeline. Every message names the bad
 /// parameter, what was given and what is allowed.
 ///
@@ -25,7 +27,7 @@ pub enum SimError {
     /// A parameter was outside its range.
     #[error("`{parameter}` must be between {min} and {max} {unit}, got {value}")]
     OutOfRange {
-        /// The parameter's name (`action`, `lease`, `wait` or `slots`).
+        /// The parameter's name (`action`, `lease`, `wait`, `slots` or `period`).
         parameter: &'static str,
         /// What was given.
         value: u32,
@@ -54,6 +56,23 @@ pub enum SimError {
         /// What was given.
         slots: u32,
     },
+    /// A period was given for a scenario other than `period`.
+    #[error(
+        "`period` applies only to the `period` scenario, not to `{scenario}`; got {period} ticks"
+    )]
+    PeriodOutsidePeriodScenario {
+        /// The scenario.
+        scenario: &'static str,
+        /// What was given.
+        period: u32,
+    },
+    /// The `period` scenario was run with [`Params::period`](crate::sim::Params::period) unset.
+    #[error(
+        "the `period` scenario needs a `period` between {} and {} ticks",
+        PERIOD_TICKS.start(),
+        PERIOD_TICKS.end()
+    )]
+    MissingPeriod,
     /// The simulation itself failed (its runtime could not start, or the store answered with
     /// an error). Not the caller's fault; report it.
     #[error("the simulation failed: {0}")]

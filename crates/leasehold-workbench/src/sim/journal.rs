@@ -2,7 +2,8 @@
 //!
 //! Everything runs on one thread, so entries are appended in the order the runtime performed
 //! them; each gets a sequence number. The store's answers come from [`ObservedStore`]
-//! (acquisitions, extensions, releases), `lost` from the electors' event streams, `skip` and
+//! (acquisitions, refusals because the lock is taken or because the period ledger says the
+//! period already ran, extensions, releases), `lost` from the electors' event streams, `skip` and
 //! the end of a run from the run outcomes, and writes from the actions. Store-side expiries have
 //! no caller, so they are added when the recorder drains the journal, at the instant the lease
 //! ended (see [`Journal::drain`]).
@@ -13,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use leasehold::{
-    AcquireRequest, Extension, Lease, LostReason, Release, StoreObserver, StoreResult,
+    AcquireRequest, Acquisition, Extension, Lease, LostReason, Release, StoreObserver, StoreResult,
 };
 use tokio::time::Instant;
 
@@ -39,6 +40,9 @@ pub(crate) enum What {
     /// The first attempt of the node's run found the lock taken; `blocker` is when the first
     /// live lease ends.
     Contended { blocker: Option<Instant> },
+    /// The period ledger refused the node's claim: `period` was granted to candidate `by` at
+    /// `at`. Its own answer, never contention (the lock may be free).
+    AlreadyRan { period: i64, by: usize, at: Instant },
     /// The node's wait ran out.
     Skipped { blocker: Option<Instant> },
     /// The store granted a lease ending at `expires`.
@@ -75,6 +79,8 @@ pub(crate) struct LeaseRecord {
     pub(crate) label: String,
     pub(crate) slot: u32,
     pub(crate) fence: u64,
+    /// The period of the ledger this grant claimed, if any.
+    pub(crate) period: Option<i64>,
     pub(crate) acquired: Instant,
     acquired_wall: SystemTime,
     /// When the store's lease ends (kept current through extensions and lingering releases).
@@ -101,7 +107,7 @@ struct Log {
     seq: u64,
     entries: Vec<Entry>,
     leases: Vec<LeaseRecord>,
-    /// Per candidate: its contended first attempt was journalled.
+    /// Per candidate: the contended first attempt of its current run was journalled.
     contended: Vec<bool>,
     resource: FencedResource,
     failure: Option<String>,
@@ -169,6 +175,13 @@ impl Journal {
         let id = log.find(lease.slot, lease.fence)?;
         let node = log.leases[id].node;
         Some((log, id, node))
+    }
+
+    /// Notes that candidate `node` starts a run (its first contended attempt will be journalled).
+    pub(crate) fn attempting(&self, node: usize) {
+        if let Some(contended) = self.log().contended.get_mut(node) {
+            *contended = false;
+        }
     }
 
     /// Notes that candidate `node`'s elector reported its lease in `slot` with `fence` lost.
@@ -260,6 +273,17 @@ impl Journal {
         self.log().leases.get(id).cloned()
     }
 
+    /// The latest grant that claimed a period: the ledger's record as the store keeps it (every
+    /// grant passes through the journal, and the ledger keeps the latest period granted).
+    pub(crate) fn ledger(&self) -> Option<LeaseRecord> {
+        let log = self.log();
+        log.leases
+            .iter()
+            .rev()
+            .find(|l| l.period.is_some())
+            .cloned()
+    }
+
     /// The lease with this slot and fence.
     pub(crate) fn lease_by_fence(&self, slot: u32, fence: u64) -> Option<LeaseRecord> {
         let log = self.log();
@@ -276,7 +300,7 @@ impl Journal {
 /// not journaled: the memory store never fails).
 impl StoreObserver for Journal {
     /// Notes the store's answer to an acquisition attempt.
-    fn acquired(&self, req: &AcquireRequest, answer: &StoreResult<leasehold::Acquisition>) {
+    fn acquired(&self, req: &AcquireRequest, answer: &StoreResult<Acquisition>) {
         let Ok(answer) = answer else {
             return;
         };
@@ -284,8 +308,8 @@ impl StoreObserver for Journal {
             return;
         };
         let mut log = self.log();
-        match answer.lease() {
-            Some(lease) => {
+        match answer {
+            Acquisition::Granted(lease) => {
                 if log.find(lease.slot, lease.fence).is_some() {
                     return; // a retried request that had been applied: the same lease again
                 }
@@ -296,6 +320,7 @@ impl StoreObserver for Journal {
                     label: format!("{letter}·{}", log.leases.len() + 1),
                     slot: lease.slot,
                     fence: lease.fence,
+                    period: lease.period,
                     acquired: now,
                     acquired_wall: lease.acquired_at,
                     expires: now,
@@ -306,7 +331,25 @@ impl StoreObserver for Journal {
                 let id = log.leases.len() - 1;
                 log.push(node, What::Granted { lease: id, expires });
             }
-            None => {
+            Acquisition::AlreadyRan(record) => {
+                let Some(by) = self.node_of(&record.by) else {
+                    return;
+                };
+                // Any grant maps store times to virtual instants; the refusing record's own
+                // grant is among them (it went through this store).
+                let now = Instant::now();
+                let at = log.leases.first().map_or(now, |l| l.instant_of(record.at));
+                log.push(
+                    node,
+                    What::AlreadyRan {
+                        period: record.period,
+                        by,
+                        at,
+                    },
+                );
+            }
+            // Held: every slot is taken (contention).
+            _ => {
                 if !log.contended[node] {
                     log.contended[node] = true;
                     let blocker = log.blocker(Instant::now());
@@ -357,5 +400,80 @@ impl StoreObserver for Journal {
             }
             Release::NotHeld => log.push(node, What::ReleaseRefused { lease: id }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use leasehold::{LockName, PeriodRecord, Token};
+
+    use super::*;
+
+    fn names() -> Vec<String> {
+        vec!["node-a".to_owned(), "node-b".to_owned()]
+    }
+
+    fn request(owner: &str) -> AcquireRequest {
+        let lock = LockName::new("invoice-close").expect("a valid name");
+        AcquireRequest::new(lock, 1, owner, Token::random(), Duration::from_secs(5))
+    }
+
+    fn kinds(journal: &Journal) -> Vec<(usize, &'static str)> {
+        journal
+            .drain(Instant::now())
+            .iter()
+            .map(|e| {
+                let kind = match e.what {
+                    What::AlreadyRan { .. } => "already_ran",
+                    What::Contended { .. } => "contended",
+                    What::Granted { .. } => "granted",
+                    _ => "other",
+                };
+                (e.node, kind)
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ledger_refusal_is_journalled_as_already_ran_not_as_contention() {
+        let journal = Journal::new(&names());
+        let granted_at = Instant::now();
+        let req = request("node-a");
+        let lease = Lease {
+            lock: req.lock.clone(),
+            slot: 0,
+            owner: "node-a".to_owned(),
+            token: req.token,
+            fence: 1,
+            acquired_at: UNIX_EPOCH,
+            expires_at: UNIX_EPOCH + Duration::from_secs(5),
+            period: Some(0),
+        };
+        journal.acquired(&req, &Ok(Acquisition::Granted(lease)));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+
+        let record = PeriodRecord {
+            period: 0,
+            at: UNIX_EPOCH,
+            by: "node-a".to_owned(),
+        };
+        journal.acquired(&request("node-b"), &Ok(Acquisition::AlreadyRan(record)));
+        let entries = journal.drain(Instant::now());
+        let refusal = entries.last().map(|e| (e.node, e.what));
+        assert!(
+            matches!(refusal, Some((1, What::AlreadyRan { period: 0, by: 0, at })) if at == granted_at),
+            "{refusal:?}"
+        );
+        assert_eq!(journal.ledger().and_then(|l| l.period), Some(0));
+
+        // Contention still shows once per run, and again in the next run.
+        journal.acquired(&request("node-b"), &Ok(Acquisition::Held));
+        journal.acquired(&request("node-b"), &Ok(Acquisition::Held));
+        assert_eq!(kinds(&journal), [(1, "contended")]);
+        journal.attempting(1);
+        journal.acquired(&request("node-b"), &Ok(Acquisition::Held));
+        assert_eq!(kinds(&journal), [(1, "contended")]);
     }
 }

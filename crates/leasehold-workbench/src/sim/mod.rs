@@ -1,7 +1,7 @@
 //! Lease timelines computed by the real electors on virtual time.
 //!
 //! [`simulate`] runs one [`Scenario`]: a fresh current-thread tokio runtime with paused time, one
-//! [`MemoryStore`](leasehold::MemoryStore), and one [`Elector`](leasehold::Elector) (or
+//! [`MemoryStore`](leasehold::MemoryStore) whose clock reads [`STORE_ORIGIN`] at tick 0, and one [`Elector`](leasehold::Elector) (or
 //! [`GroupElector`](leasehold::GroupElector) in the group scenario) per candidate, each with its
 //! own `node_id`. Nothing about leases is modelled here: the core decides who is elected, when
 //! the watchdog renews, when a lease is reported lost and what a release does; the store decides
@@ -10,13 +10,18 @@
 //! * **Time.** One tick is [`TICK`] (1 s) of virtual time. Tick `k` covers the virtual interval
 //!   `(k s, k+1 s]` after the start; frame `k` is the state at its end. Each candidate calls
 //!   `run_if_leader` once, at its scenario's attempt tick plus `(i+1)` ms for the `i`-th candidate
-//!   (so attempts due in the same tick run in candidate order). Waiting candidates retry every
+//!   (so attempts due in the same tick run in candidate order). In the `period` scenario it calls
+//!   [`run_once_per`](leasehold::Elector::run_once_per) instead, at its first attempt tick and
+//!   every `period` ticks after it (late if its previous run is still going); since the store's
+//!   clock starts at the Unix epoch, period `k` of the ledger starts exactly at tick
+//!   `k × period`. Waiting candidates retry every
 //!   50 ms of virtual time (no jitter) and are woken at once by a release (the store's release
 //!   signal); an expiry is noticed at the next retry. The action writes to a fenced resource,
 //!   sleeps `action` ticks and writes again; then the core releases the lease (or shortens it to
 //!   the minimum lease).
 //! * **Recording.** A pass-through wrapper around the store journals the store's answers
-//!   (grants, contended first attempts, renewals, releases — including refused ones); each
+//!   (grants, contended first attempts, claims the period ledger refused, renewals, releases —
+//!   including refused ones); each
 //!   elector's event stream ([`subscribe`](leasehold::Elector::subscribe)) gives `lost`; the run
 //!   outcomes give `skip` and the end of each run; store-side expiries are added at the instant
 //!   the lease ended. At every tick boundary the driver reads the lock's
@@ -55,12 +60,15 @@ mod run;
 mod scenario;
 mod timeline;
 
-pub use clock::TICK;
+pub use clock::{STORE_ORIGIN, TICK};
 pub use error::SimError;
-pub use params::{ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, Overrides, Params, WAIT_TICKS};
+pub use params::{
+    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, Overrides, PERIOD_TICKS, Params, WAIT_TICKS,
+};
 pub use scenario::{LOCK, Scenario, ScenarioInfo, scenarios};
 pub use timeline::{
-    Frame, Holder, NodeState, Operation, Outcome, Resource, Status, Timeline, TimelineEvent,
+    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, Resource, Status, Timeline,
+    TimelineEvent,
 };
 
 /// Runs scenario `scenario` (an id such as `"contention"`) with its preset parameters, replaced

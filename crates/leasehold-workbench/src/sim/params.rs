@@ -31,6 +31,16 @@ pub const WAIT_TICKS: RangeInclusive<u32> = 0..=20;
 /// assert_eq!(leasehold_workbench::sim::GROUP_SLOTS, 1..=3);
 /// ```
 pub const GROUP_SLOTS: RangeInclusive<u32> = 1..=3;
+/// Allowed period lengths in the `period` scenario, in ticks (no other scenario has a period).
+///
+/// The replicas' timers fire 3 and 5 ticks after node-a's, so from 6 ticks on every replica
+/// tries within the period it is late for; up to 12, the 24 ticks shown hold at least two
+/// periods.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::PERIOD_TICKS, 6..=12);
+/// ```
+pub const PERIOD_TICKS: RangeInclusive<u32> = 6..=12;
 
 /// The parameters of a run. Durations are in ticks (see [`TICK`](crate::sim::TICK)).
 ///
@@ -39,6 +49,8 @@ pub const GROUP_SLOTS: RangeInclusive<u32> = 1..=3;
 ///
 /// let p = Scenario::Contention.preset();
 /// assert_eq!((p.action, p.lease, p.wait, p.min_lease, p.auto_extend, p.slots), (8, 10, 2, 0, false, 1));
+/// assert_eq!(p.period, None);
+/// assert_eq!(Scenario::Period.preset().period, Some(8));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Params {
@@ -55,6 +67,11 @@ pub struct Params {
     pub auto_extend: bool,
     /// How many nodes may hold the lock at once: 1, or 1–3 in the group scenario.
     pub slots: u32,
+    /// The length of a period of the lock's ledger: set (6–12) in the `period` scenario, where
+    /// every replica attempts once per period; `None` in every other scenario, and then absent
+    /// from the JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<u32>,
 }
 
 /// Values that replace a scenario's preset; `None` keeps the preset's value.
@@ -82,6 +99,8 @@ pub struct Overrides {
     pub auto_extend: Option<bool>,
     /// Replaces [`Params::slots`].
     pub slots: Option<u32>,
+    /// Replaces [`Params::period`] (the `period` scenario only).
+    pub period: Option<u32>,
 }
 
 impl Overrides {
@@ -102,6 +121,7 @@ impl Overrides {
             min_lease: self.min_lease.unwrap_or(preset.min_lease),
             auto_extend: self.auto_extend.unwrap_or(preset.auto_extend),
             slots: self.slots.unwrap_or(preset.slots),
+            period: self.period.or(preset.period),
         };
         params.validate(scenario)?;
         Ok(params)
@@ -109,8 +129,8 @@ impl Overrides {
 }
 
 impl Params {
-    /// Checks every limit, in the order action, lease, wait, min_lease, slots, and names the
-    /// first parameter that is out of range.
+    /// Checks every limit, in the order action, lease, wait, min_lease, slots, period, and names
+    /// the first parameter that is out of range.
     ///
     /// ```
     /// use leasehold_workbench::sim::{Scenario, SimError};
@@ -119,6 +139,13 @@ impl Params {
     /// p.slots = 2;
     /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::SlotsOutsideGroup { .. })));
     /// assert!(p.validate(Scenario::Group).is_ok());
+    ///
+    /// let mut p = Scenario::Contention.preset();
+    /// p.period = Some(8);
+    /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::PeriodOutsidePeriodScenario { .. })));
+    /// assert!(p.validate(Scenario::Period).is_ok());
+    /// p.period = None;
+    /// assert_eq!(p.validate(Scenario::Period), Err(SimError::MissingPeriod));
     /// ```
     pub fn validate(&self, scenario: Scenario) -> Result<(), SimError> {
         within("action", self.action, &ACTION_TICKS, "ticks")?;
@@ -131,14 +158,21 @@ impl Params {
             });
         }
         if scenario.is_group() {
-            within("slots", self.slots, &GROUP_SLOTS, "slots")
+            within("slots", self.slots, &GROUP_SLOTS, "slots")?;
         } else if self.slots != 1 {
-            Err(SimError::SlotsOutsideGroup {
+            return Err(SimError::SlotsOutsideGroup {
                 scenario: scenario.id(),
                 slots: self.slots,
-            })
-        } else {
-            Ok(())
+            });
+        }
+        match (scenario.is_period(), self.period) {
+            (true, Some(period)) => within("period", period, &PERIOD_TICKS, "ticks"),
+            (true, None) => Err(SimError::MissingPeriod),
+            (false, Some(period)) => Err(SimError::PeriodOutsidePeriodScenario {
+                scenario: scenario.id(),
+                period,
+            }),
+            (false, None) => Ok(()),
         }
     }
 }

@@ -4,7 +4,9 @@ use leasehold::{LockState, LostReason};
 
 use crate::sim::clock::Clock;
 use crate::sim::journal::{Entry, Journal, What};
-use crate::sim::timeline::{Frame, Holder, NodeState, Operation, Outcome, Status, TimelineEvent};
+use crate::sim::timeline::{
+    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, Status, TimelineEvent,
+};
 
 /// One candidate's status and the lease of its run.
 #[derive(Debug, Clone, Copy)]
@@ -56,12 +58,25 @@ impl Recorder {
             .map(|(id, track)| self.node_state(id, *track))
             .collect();
         let holders = state.holders.iter().map(|h| self.holder(h, tick)).collect();
+        let ledger = self.journal.ledger().and_then(|l| {
+            let period = l.period?;
+            Some(self.ledger_entry(period, l.node, l.acquired))
+        });
         self.frames.push(Frame {
             tick,
             nodes,
             holders,
             resource: self.journal.resource(),
+            ledger,
         });
+    }
+
+    fn ledger_entry(&self, period: i64, by: usize, at: tokio::time::Instant) -> LedgerEntry {
+        LedgerEntry {
+            period,
+            by: self.names[by].clone(),
+            tick: self.clock.tick(at),
+        }
     }
 
     fn node_state(&self, id: &str, track: Track) -> NodeState {
@@ -109,6 +124,7 @@ impl Recorder {
         let tick = self.clock.tick(entry.at);
         let clock = self.clock;
         let ttl = |at: tokio::time::Instant| clock.ttl(at, tick);
+        let mut ledger = None;
         let (operation, outcome, lease, ttl) = match entry.what {
             What::Contended { blocker } => {
                 self.set(entry.node, Status::Waiting, None);
@@ -118,6 +134,11 @@ impl Recorder {
                     None,
                     blocker.map(ttl),
                 )
+            }
+            What::AlreadyRan { period, by, at } => {
+                self.set(entry.node, Status::AlreadyRan, None);
+                ledger = Some(self.ledger_entry(period, by, at));
+                (Operation::TryAcquire, Outcome::AlreadyRan, None, None)
             }
             What::Skipped { blocker } => {
                 self.set(entry.node, Status::Skipped, None);
@@ -186,6 +207,11 @@ impl Recorder {
             }
         };
         let record = lease.and_then(|l| self.journal.lease(l));
+        if let (Operation::Acquire, Some(r)) = (operation, &record)
+            && let Some(period) = r.period
+        {
+            ledger = Some(self.ledger_entry(period, r.node, r.acquired));
+        }
         self.events.push(TimelineEvent {
             tick,
             candidate: self.names[entry.node].clone(),
@@ -194,6 +220,7 @@ impl Recorder {
             fence: record.as_ref().map(|r| r.fence),
             ttl,
             outcome: outcome.to_string(),
+            ledger,
         });
     }
 

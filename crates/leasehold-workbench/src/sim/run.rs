@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use leasehold::{
     ElectionOptions, Elector, Event, GroupElector, GroupOptions, LeaderContext, LockState,
-    MemoryStore, ObservedStore, RetryPolicy,
+    MemoryStore, ObservedStore, Period, PeriodOutcome, RetryPolicy,
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};
 
-use crate::sim::clock::{Clock, RETRY, TICK};
+use crate::sim::clock::{Clock, RETRY, STORE_ORIGIN, TICK};
 use crate::sim::error::SimError;
 use crate::sim::journal::Journal;
 use crate::sim::params::Params;
@@ -47,11 +47,23 @@ fn run_quietly(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
     runtime.block_on(drive(scenario, params))
 }
 
-/// One candidate's elector: single-leader, or a group one in the group scenario.
+/// One candidate's elector: single-leader, a group one in the group scenario, or a
+/// single-leader one claiming periods of the ledger in the period scenario.
 #[derive(Clone)]
 enum NodeElector {
     Single(Elector),
     Group(GroupElector),
+    Periodic(Elector, Period),
+}
+
+/// How one run ended.
+enum RunEnd {
+    /// The action ran (and the lease was released).
+    Finished,
+    /// The lock stayed taken for the whole wait.
+    Skipped,
+    /// The period ledger refused the claim (the journal has the store's answer).
+    AlreadyRan,
 }
 
 impl NodeElector {
@@ -79,6 +91,12 @@ impl NodeElector {
                 .build()
                 .map_err(failed)?;
             Ok(Self::Group(GroupElector::new(store, options)))
+        } else if let Some(period) = params.period.filter(|_| scenario.is_period()) {
+            let period = Period::every(TICK * period).map_err(failed)?;
+            Ok(Self::Periodic(
+                Elector::with_options(store, options),
+                period,
+            ))
         } else {
             Ok(Self::Single(Elector::with_options(store, options)))
         }
@@ -86,14 +104,14 @@ impl NodeElector {
 
     fn subscribe(&self) -> broadcast::Receiver<Event> {
         match self {
-            Self::Single(e) => e.subscribe(),
+            Self::Single(e) | Self::Periodic(e, _) => e.subscribe(),
             Self::Group(g) => g.subscribe(),
         }
     }
 
     async fn state(&self) -> leasehold::Result<LockState> {
         match self {
-            Self::Single(e) => e.state(LOCK).await,
+            Self::Single(e) | Self::Periodic(e, _) => e.state(LOCK).await,
             Self::Group(g) => g.state(LOCK).await,
         }
     }
@@ -104,12 +122,27 @@ impl NodeElector {
         node: usize,
         action: Duration,
         journal: &Journal,
-    ) -> leasehold::Result<Option<()>> {
+    ) -> leasehold::Result<RunEnd> {
         let work = |ctx: LeaderContext| work(ctx, node, action, journal.clone());
-        match self {
-            Self::Single(e) => e.run_if_leader(LOCK, work).await,
-            Self::Group(g) => g.run_if_leader(LOCK, work).await,
-        }
+        let ran = match self {
+            Self::Single(e) => e.run_if_leader(LOCK, work).await?,
+            Self::Group(g) => g.run_if_leader(LOCK, work).await?,
+            Self::Periodic(e, period) => {
+                let work = |ctx| async move {
+                    work(ctx).await;
+                    Ok::<(), std::convert::Infallible>(())
+                };
+                return Ok(match e.run_once_per(LOCK, *period, work).await? {
+                    PeriodOutcome::Skipped => RunEnd::Skipped,
+                    PeriodOutcome::AlreadyRan(_) => RunEnd::AlreadyRan,
+                    _ => RunEnd::Finished,
+                });
+            }
+        };
+        Ok(match ran {
+            Some(()) => RunEnd::Finished,
+            None => RunEnd::Skipped,
+        })
     }
 }
 
@@ -142,19 +175,26 @@ async fn listen(mut events: broadcast::Receiver<Event>, node: usize, journal: Jo
     }
 }
 
-/// Candidate `node` waits for its attempt, runs once, and journals how the run ended.
+/// Candidate `node` waits for each of its attempts in turn (one after the other: an attempt
+/// whose time came during the previous run starts when that run ends), runs, and journals how
+/// each run ended.
 async fn attempt(
     elector: NodeElector,
     node: usize,
-    at: Instant,
+    at: Vec<Instant>,
     action: Duration,
     journal: Journal,
 ) {
-    sleep_until(at).await;
-    match elector.run(node, action, &journal).await {
-        Ok(Some(())) => journal.finished(node),
-        Ok(None) => journal.skipped(node),
-        Err(e) => journal.failed(e.to_string()),
+    for at in at {
+        sleep_until(at).await;
+        journal.attempting(node);
+        match elector.run(node, action, &journal).await {
+            Ok(RunEnd::Finished) => journal.finished(node),
+            Ok(RunEnd::Skipped) => journal.skipped(node),
+            // The store's refusal is journalled as it answered, with its ledger record.
+            Ok(RunEnd::AlreadyRan) => {}
+            Err(e) => journal.failed(e.to_string()),
+        }
     }
 }
 
@@ -167,18 +207,19 @@ async fn drive(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
         .collect();
     let journal = Journal::new(&names);
     let store = Arc::new(ObservedStore::new(
-        Arc::new(MemoryStore::new()),
+        Arc::new(MemoryStore::with_clock_origin(STORE_ORIGIN)),
         journal.clone(),
     ));
 
     let mut electors = Vec::with_capacity(names.len());
-    for (node, (name, &tick)) in names.iter().zip(scenario.attempt_ticks()).enumerate() {
+    for (node, (name, ticks)) in names.iter().zip(scenario.attempts(&params)).enumerate() {
         let elector = NodeElector::new(&store, scenario, &params, name)?;
         tokio::spawn(listen(elector.subscribe(), node, journal.clone()));
+        let at = ticks.iter().map(|&t| clock.attempt_at(t, node)).collect();
         tokio::spawn(attempt(
             elector.clone(),
             node,
-            clock.attempt_at(tick, node),
+            at,
             TICK * params.action,
             journal.clone(),
         ));

@@ -1,4 +1,4 @@
-//! The five scenarios: who tries when, and their preset parameters.
+//! The six scenarios: who tries when, and their preset parameters.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,18 +17,23 @@ pub const LOCK: &str = "invoice-close";
 const THREE: &[&str] = &["node-a", "node-b", "node-c"];
 const FOUR: &[&str] = &["node-a", "node-b", "node-c", "node-d"];
 
-/// A scenario: a fixed cast of candidates, the tick at which each one tries once, how many
-/// ticks the timeline covers, and preset [`Params`] that the caller may override.
+/// A scenario: a fixed cast of candidates, the tick at which each one tries (once, or once per
+/// period in the `period` scenario), how many ticks the timeline covers, and preset [`Params`]
+/// that the caller may override.
 ///
-/// | id | candidates: attempt tick | action | lease | wait | auto_extend | slots | max_tick |
-/// |---|---|---|---|---|---|---|---|
-/// | `contention` | a 0, b 1, c 9 | 8 | 10 | 2 | off | 1 | 22 |
-/// | `expiry` | a 0, b 6, c 10 | 12 | 6 | 2 | off | 1 | 24 |
-/// | `extension` | a 0, b 1, c 10 | 12 | 6 | 2 | on | 1 | 26 |
-/// | `group` | a 0, b 0, c 1, d 9 | 8 | 10 | 2 | off | 2 | 22 |
-/// | `fencing` | a 0, b 1, c 9 | 10 | 4 | 4 | off | 1 | 22 |
+/// | id | candidates: attempt tick | action | lease | wait | auto_extend | slots | period | max_tick |
+/// |---|---|---|---|---|---|---|---|---|
+/// | `contention` | a 0, b 1, c 9 | 8 | 10 | 2 | off | 1 | – | 22 |
+/// | `expiry` | a 0, b 6, c 10 | 12 | 6 | 2 | off | 1 | – | 24 |
+/// | `extension` | a 0, b 1, c 10 | 12 | 6 | 2 | on | 1 | – | 26 |
+/// | `group` | a 0, b 0, c 1, d 9 | 8 | 10 | 2 | off | 2 | – | 22 |
+/// | `fencing` | a 0, b 1, c 9 | 10 | 4 | 4 | off | 1 | – | 22 |
+/// | `period` | a 0, b 3, c 5, then every `period` | 2 | 6 | 2 | off | 1 | 8 | 23 |
 ///
-/// `min_lease` is 0 in every preset.
+/// `min_lease` is 0 in every preset. In `period` each candidate calls
+/// [`run_once_per`](leasehold::Elector::run_once_per) with periods of `period` ticks (6–12,
+/// [`PERIOD_TICKS`](crate::sim::PERIOD_TICKS)); tick 0 is the start of period 0, so period `k`
+/// starts at tick `k × period`.
 ///
 /// ```
 /// use leasehold_workbench::sim::Scenario;
@@ -55,16 +60,21 @@ pub enum Scenario {
     /// node-a's lease runs out mid-action; node-b takes over and writes with a higher fence, so
     /// node-a's final write is rejected by the resource.
     Fencing,
+    /// Three replicas of a periodic job on skewed timers each try every period through
+    /// [`run_once_per`](leasehold::Elector::run_once_per): the first to fire runs, and the
+    /// period ledger answers the late ones "already ran" while the lock is free.
+    Period,
 }
 
 impl Scenario {
     /// Every scenario, in display order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Contention,
         Self::Expiry,
         Self::Extension,
         Self::Group,
         Self::Fencing,
+        Self::Period,
     ];
 
     /// The scenario's id, as used in URLs and on the command line.
@@ -79,6 +89,7 @@ impl Scenario {
             Self::Extension => "extension",
             Self::Group => "group",
             Self::Fencing => "fencing",
+            Self::Period => "period",
         }
     }
 
@@ -105,6 +116,7 @@ impl Scenario {
     /// use leasehold_workbench::sim::Scenario;
     /// assert!(Scenario::Extension.preset().auto_extend);
     /// assert_eq!(Scenario::Group.preset().slots, 2);
+    /// assert_eq!(Scenario::Period.preset().period, Some(8));
     /// ```
     pub fn preset(self) -> Params {
         let (action, lease, wait, auto_extend, slots) = match self {
@@ -113,6 +125,7 @@ impl Scenario {
             Self::Extension => (12, 6, 2, true, 1),
             Self::Group => (8, 10, 2, false, 2),
             Self::Fencing => (10, 4, 4, false, 1),
+            Self::Period => (2, 6, 2, false, 1),
         };
         Params {
             action,
@@ -121,6 +134,7 @@ impl Scenario {
             min_lease: 0,
             auto_extend,
             slots,
+            period: self.is_period().then_some(8),
         }
     }
 
@@ -136,7 +150,8 @@ impl Scenario {
         }
     }
 
-    /// The tick at which each candidate (same order) makes its one attempt.
+    /// The tick at which each candidate (same order) makes its one attempt; in the `period`
+    /// scenario, its first one (see [`attempts`](Self::attempts)).
     ///
     /// ```
     /// assert_eq!(leasehold_workbench::sim::Scenario::Contention.attempt_ticks(), [0, 1, 9]);
@@ -147,7 +162,32 @@ impl Scenario {
             Self::Expiry => &[0, 6, 10],
             Self::Extension => &[0, 1, 10],
             Self::Group => &[0, 0, 1, 9],
+            Self::Period => &[0, 3, 5],
         }
+    }
+
+    /// Every tick at which each candidate (same order) attempts, up to
+    /// [`max_tick`](Self::max_tick): its [attempt tick](Self::attempt_ticks) alone, or, when
+    /// `params` has a [`period`](Params::period), that tick and every `period` ticks after it
+    /// (each replica's timer fires once per period, a fixed skew after node-a's).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::Scenario;
+    ///
+    /// let p = Scenario::Period;
+    /// assert_eq!(p.attempts(&p.preset()), [vec![0, 8, 16], vec![3, 11, 19], vec![5, 13, 21]]);
+    /// let c = Scenario::Contention;
+    /// assert_eq!(c.attempts(&c.preset()), [vec![0], vec![1], vec![9]]);
+    /// ```
+    pub fn attempts(self, params: &Params) -> Vec<Vec<u32>> {
+        let every = params.period.and_then(|p| usize::try_from(p).ok());
+        self.attempt_ticks()
+            .iter()
+            .map(|&first| match every {
+                Some(every) if every > 0 => (first..=self.max_tick()).step_by(every).collect(),
+                _ => vec![first],
+            })
+            .collect()
     }
 
     /// The last tick of the timeline (fixed per scenario, whatever the parameters).
@@ -158,6 +198,7 @@ impl Scenario {
     pub fn max_tick(self) -> u32 {
         match self {
             Self::Contention | Self::Group | Self::Fencing => 22,
+            Self::Period => 23,
             Self::Expiry => 24,
             Self::Extension => 26,
         }
@@ -170,6 +211,16 @@ impl Scenario {
     /// ```
     pub fn is_group(self) -> bool {
         self == Self::Group
+    }
+
+    /// True for the scenario whose candidates claim periods of the ledger
+    /// ([`run_once_per`](leasehold::Elector::run_once_per)) and attempt once per period.
+    ///
+    /// ```
+    /// assert!(leasehold_workbench::sim::Scenario::Period.is_period());
+    /// ```
+    pub fn is_period(self) -> bool {
+        self == Self::Period
     }
 }
 
@@ -199,7 +250,7 @@ pub struct ScenarioInfo {
 ///
 /// ```
 /// let ids: Vec<String> = leasehold_workbench::sim::scenarios().into_iter().map(|s| s.id).collect();
-/// assert_eq!(ids, ["contention", "expiry", "extension", "group", "fencing"]);
+/// assert_eq!(ids, ["contention", "expiry", "extension", "group", "fencing", "period"]);
 /// ```
 pub fn scenarios() -> Vec<ScenarioInfo> {
     Scenario::ALL

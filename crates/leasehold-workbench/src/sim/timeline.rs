@@ -22,7 +22,7 @@ use crate::sim::params::Params;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
-    /// The scenario id: `contention`, `expiry`, `extension`, `group` or `fencing`.
+    /// The scenario id: `contention`, `expiry`, `extension`, `group`, `fencing` or `period`.
     pub scenario: String,
     /// The parameters in effect (the preset with the caller's overrides applied).
     pub params: Params,
@@ -60,6 +60,36 @@ pub struct Frame {
     pub holders: Vec<Holder>,
     /// The fenced resource the lock protects.
     pub resource: Resource,
+    /// The lock's period ledger at the end of the tick: the latest period a run was granted
+    /// for (only in the `period` scenario, once a period ran; absent from the JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<LedgerEntry>,
+}
+
+/// A record of the period ledger: period `period` was granted to `by` in tick `tick`.
+///
+/// On an `acquire` event it is the record the grant wrote; on a `try_acquire` answered
+/// `already_ran` it is the record that refused the claim; on a [`Frame`] it is the latest record.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let t = sim::simulate("period", &Overrides::default())?;
+/// let refused = t.events.iter().find(|e| e.outcome == "already_ran").expect("a refusal");
+/// let ledger = refused.ledger.as_ref().expect("the refusing record");
+/// assert_eq!((refused.candidate.as_str(), refused.tick), ("node-b", 3));
+/// assert_eq!((ledger.period, ledger.by.as_str(), ledger.tick), (0, "node-a", 0));
+/// # Ok::<(), sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// The period id, counted by the store's clock from the start of the run (period `k`
+    /// starts at tick `k × period`).
+    pub period: i64,
+    /// The node the period was granted to.
+    pub by: String,
+    /// The tick in which it was granted.
+    pub tick: u32,
 }
 
 /// One candidate as seen at the end of a tick.
@@ -74,7 +104,8 @@ pub struct Frame {
 pub struct NodeState {
     /// The node id.
     pub id: String,
-    /// A [`Status`] word: `idle`, `waiting`, `running`, `skipped`, `stale` or `completed`.
+    /// A [`Status`] word: `idle`, `waiting`, `running`, `skipped`, `stale`, `completed` or
+    /// `already_ran`.
     pub status: String,
     /// The display label of the node's lease (running, stale or completed nodes).
     pub token: Option<String>,
@@ -162,11 +193,16 @@ pub struct TimelineEvent {
     /// The store's fence of the lease involved.
     pub fence: Option<u64>,
     /// Ticks of lease left as of this event, where one applies: the new lease on `acquire` and
-    /// `extend`, the blocking lease on `try_acquire` and `skip`, what the minimum lease keeps on
+    /// `extend`, the blocking lease on `try_acquire` (but not on `already_ran`, which no lease
+    /// causes) and `skip`, what the minimum lease keeps on
     /// a `lingered` release, the store's record on `lost`, 0 on `expire` and `released`.
     pub ttl: Option<u32>,
     /// An [`Outcome`] word.
     pub outcome: String,
+    /// The period ledger's record involved (only in the `period` scenario; absent from the JSON
+    /// otherwise): the one an `acquire` wrote, or the one that answered a claim `already_ran`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<LedgerEntry>,
 }
 
 impl TimelineEvent {
@@ -182,7 +218,8 @@ impl TimelineEvent {
     ];
 
     /// The event as the cells of a table row, in [`COLUMNS`](Self::COLUMNS) order, with `-`
-    /// where a field does not apply.
+    /// where a field does not apply. A [`ledger`](Self::ledger) record is added to the outcome
+    /// cell: `elected(period=1)`, `already_ran(period=1,by=node-a,tick=8)`.
     ///
     /// ```
     /// use leasehold_workbench::sim::{self, Overrides, TimelineEvent};
@@ -190,6 +227,11 @@ impl TimelineEvent {
     /// let timeline = sim::simulate("contention", &Overrides::default())?;
     /// assert_eq!(timeline.events[0].cells(), ["0", "node-a", "acquire", "a·1", "1", "10", "elected"]);
     /// assert_eq!(TimelineEvent::COLUMNS[3], "TOKEN");
+    ///
+    /// let period = sim::simulate("period", &Overrides::default())?;
+    /// let refused = period.events.iter().find(|e| e.outcome == "already_ran").expect("a refusal");
+    /// assert_eq!(refused.cells(), ["3", "node-b", "try_acquire", "-", "-", "-",
+    ///     "already_ran(period=0,by=node-a,tick=0)"]);
     /// # Ok::<(), sim::SimError>(())
     /// ```
     pub fn cells(&self) -> [String; 7] {
@@ -201,8 +243,19 @@ impl TimelineEvent {
             self.token.clone().unwrap_or_else(dash),
             self.fence.map_or_else(dash, |f| f.to_string()),
             self.ttl.map_or_else(dash, |t| t.to_string()),
-            self.outcome.clone(),
+            self.outcome_cell(),
         ]
+    }
+
+    fn outcome_cell(&self) -> String {
+        match &self.ledger {
+            None => self.outcome.clone(),
+            Some(l) if self.outcome == Outcome::AlreadyRan.as_str() => format!(
+                "{}(period={},by={},tick={})",
+                self.outcome, l.period, l.by, l.tick
+            ),
+            Some(l) => format!("{}(period={})", self.outcome, l.period),
+        }
     }
 }
 
@@ -249,7 +302,7 @@ words! {
     /// ```
     /// use leasehold_workbench::sim::Status;
     /// assert_eq!(Status::Stale.as_str(), "stale");
-    /// assert_eq!(Status::ALL.len(), 6);
+    /// assert_eq!(Status::ALL.len(), 7);
     /// ```
     Status {
         /// Has not tried yet.
@@ -265,6 +318,10 @@ words! {
         Stale => "stale",
         /// Its action ended while it still held the lease.
         Completed => "completed",
+        /// Its claim for a period was refused by the lock's period ledger: that period (or a
+        /// later one) already ran, here or on another node. Its action did not run; it did not
+        /// wait, whether or not the lock was held.
+        AlreadyRan => "already_ran",
     }
 }
 
@@ -278,7 +335,8 @@ words! {
     Operation {
         /// A granted acquisition (first attempt, retry, or wake-up after a release).
         Acquire => "acquire",
-        /// The first attempt of a run found the lock taken (later retries are not shown).
+        /// An attempt that was not granted: the first attempt of a run found the lock taken
+        /// (later retries are not shown), or the period ledger refused the claim.
         TryAcquire => "try_acquire",
         /// The wait ran out: the node skips the work.
         Skip => "skip",
@@ -307,6 +365,10 @@ words! {
         Elected => "elected",
         /// `try_acquire`: the lock was taken.
         Contended => "contended",
+        /// `try_acquire`: the period ledger records a run for this period (or a later one), see
+        /// [`TimelineEvent::ledger`]. Not contention: it is answered at once, and the lock may
+        /// well be free.
+        AlreadyRan => "already_ran",
         /// `skip`: the node gave up.
         Skipped => "skipped",
         /// `extend`: the lease was renewed to the full lease.

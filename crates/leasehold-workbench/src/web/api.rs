@@ -12,7 +12,7 @@ use crate::web::error::ApiError;
 use crate::web::page;
 
 /// The query parameters `/api/simulate` accepts, in the order the error message lists them.
-const PARAMETERS: [&str; 7] = [
+const PARAMETERS: [&str; 8] = [
     "scenario",
     "action",
     "lease",
@@ -20,12 +20,14 @@ const PARAMETERS: [&str; 7] = [
     "min_lease",
     "auto_extend",
     "slots",
+    "period",
 ];
 
 /// The workbench: `GET /` (the page), `GET /api/scenarios` (the scenarios and their presets,
 /// in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
-/// &auto_extend=true|false&slots=N]` (the [`sim::Timeline`]; 400 with `{"error": "..."}` on bad
-/// input). Each simulation runs on a blocking thread, since it drives its own runtime.
+/// &auto_extend=true|false&slots=N&period=P]` (the [`sim::Timeline`]; 400 with
+/// `{"error": "..."}` on bad input; `slots` above 1 only for `group`, `period` only for
+/// `period`). Each simulation runs on a blocking thread, since it drives its own runtime.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -100,6 +102,7 @@ impl SimulateRequest {
                 "wait" => o.wait = Some(ticks(name, value)?),
                 "min_lease" => o.min_lease = Some(ticks(name, value)?),
                 "slots" => o.slots = Some(ticks(name, value)?),
+                "period" => o.period = Some(ticks(name, value)?),
                 _ => o.auto_extend = Some(flag(name, value)?),
             }
         }
