@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    Elector, Event, GroupElector, GroupOptions, LeaderGuard, LeaseStore, LockName, LockState,
-    LostReason, OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    ElectionOptions, Elector, Event, LeaderGuard, LeaseStore, LockName, LockState, LostReason,
+    OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -49,14 +49,14 @@ pub(crate) async fn run(
         opened = url.open() => opened?,
         signal = signals.recv() => return Err(interrupted(signal)),
     };
-    let candidate = Candidate::new(Arc::clone(&store), options);
-    let mut events = candidate.subscribe();
+    let elector = Elector::with_options(Arc::clone(&store), options);
+    let mut events = elector.subscribe();
     let guard = tokio::select! {
-        acquired = candidate.try_acquire(&lock, period) => acquired?,
+        acquired = acquire(&elector, &lock, period) => acquired?,
         signal = signals.recv() => {
             // The store may still grant the request in flight: release that lease before
             // exiting, or it would stay held for the whole --lease.
-            candidate.settle(signal, &lock).await;
+            settle(&elector, signal, &lock).await;
             return Err(interrupted(signal));
         }
     };
@@ -106,68 +106,37 @@ pub(crate) async fn run(
     }))
 }
 
-/// The elector for `--slots` 1 or more.
-enum Candidate {
-    One(Elector),
-    Group(GroupElector),
+/// Waits up to `--wait` for the lock, claiming `period` of the ledger if given.
+/// `Err(None)` on contention, `Err(Some(record))` when the period already ran.
+async fn acquire(
+    elector: &Elector,
+    lock: &LockName,
+    period: Option<Period>,
+) -> Result<Result<LeaderGuard, Option<PeriodRecord>>, Failure> {
+    Ok(match period {
+        Some(period) => elector.try_acquire_for(lock, period).await?,
+        None => elector.try_acquire(lock).await?.ok_or(None),
+    })
 }
 
-impl Candidate {
-    fn new(store: Arc<dyn LeaseStore>, options: GroupOptions) -> Self {
-        if options.max_leaders() == 1 {
-            Self::One(Elector::with_options(store, options.election().clone()))
-        } else {
-            Self::Group(GroupElector::new(store, options))
-        }
+/// After `signal` cut the wait for `lock` short: waits (at most [`SETTLE_TIMEOUT`]) for the
+/// store to answer an acquisition still in flight, whose lease is then released at once.
+async fn settle(elector: &Elector, signal: Signal, lock: &LockName) {
+    if elector.settled_within(Duration::ZERO).await {
+        return;
     }
-
-    /// Waits up to `--wait` for the lock, claiming `period` of the ledger if given.
-    /// `Err(None)` on contention, `Err(Some(record))` when the period already ran.
-    async fn try_acquire(
-        &self,
-        lock: &LockName,
-        period: Option<Period>,
-    ) -> Result<Result<LeaderGuard, Option<PeriodRecord>>, Failure> {
-        Ok(match (self, period) {
-            (Self::One(e), Some(period)) => e.try_acquire_for(lock, period).await?,
-            (Self::One(e), None) => e.try_acquire(lock).await?.ok_or(None),
-            (Self::Group(g), _) => g.try_acquire(lock).await?.ok_or(None),
-        })
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<Event> {
-        match self {
-            Self::One(e) => e.subscribe(),
-            Self::Group(g) => g.subscribe(),
-        }
-    }
-
-    async fn settled_within(&self, limit: Duration) -> bool {
-        match self {
-            Self::One(e) => e.settled_within(limit).await,
-            Self::Group(g) => g.settled_within(limit).await,
-        }
-    }
-
-    /// After `signal` cut the wait for `lock` short: waits (at most [`SETTLE_TIMEOUT`]) for the
-    /// store to answer an acquisition still in flight, whose lease is then released at once.
-    async fn settle(&self, signal: Signal, lock: &LockName) {
-        if self.settled_within(Duration::ZERO).await {
-            return;
-        }
-        say::err(&format!(
-            "got {signal} while waiting for lock {lock}; waiting up to {} for the store to \
-             answer the request in flight, to release the lock if it grants it",
-            human(SETTLE_TIMEOUT)
-        ));
-        self.settled_within(SETTLE_TIMEOUT).await;
-    }
+    say::err(&format!(
+        "got {signal} while waiting for lock {lock}; waiting up to {} for the store to \
+         answer the request in flight, to release the lock if it grants it",
+        human(SETTLE_TIMEOUT)
+    ));
+    elector.settled_within(SETTLE_TIMEOUT).await;
 }
 
 /// Options from the flags; a rejected combination is a usage error that names the flags.
-fn options(args: &RunArgs) -> Result<GroupOptions, Failure> {
+fn options(args: &RunArgs) -> Result<ElectionOptions, Failure> {
     let lease = args.lease.unwrap_or(DEFAULT_LEASE.max(args.min_lease));
-    let mut builder = GroupOptions::builder()
+    let mut builder = ElectionOptions::builder()
         .max_leaders(args.slots)
         .wait(args.wait)
         .lease(lease)

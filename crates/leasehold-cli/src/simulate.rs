@@ -14,7 +14,7 @@ use crate::say;
 pub(crate) const LONG_ABOUT: &str = "\
 Print a workbench scenario's lease timeline: three or four nodes contend for the lock
 `invoice-close`, each trying once at a fixed tick (in `period`, once per period through
-run_once_per). The timeline is computed by the real elector (GroupElector for `group`) on an
+run_once_per). The timeline is computed by the real elector (with max_leaders = --slots for `group`) on an
 in-memory store under virtual time, 1 tick = 1 s, so it is the library's behaviour, not a model
 of it. Same input, same output.
 

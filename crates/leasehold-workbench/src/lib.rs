@@ -1,5 +1,5 @@
-//! The leasehold workbench: lease timelines computed by the real [`leasehold::Elector`] and
-//! [`leasehold::GroupElector`] on a [`leasehold::MemoryStore`] under paused tokio time, and the
+//! The leasehold workbench: lease timelines computed by the real [`leasehold::Elector`] (one
+//! holder, or N in the group scenario) on a [`leasehold::MemoryStore`] under paused tokio time, and the
 //! interactive page that shows them.
 //!
 //! * [`sim`] runs a scenario and returns its [`sim::Timeline`] (what `leasehold simulate` prints and

@@ -289,9 +289,9 @@ async fn the_live_view_reads_group_slots() {
         .unwrap()
         .slots(2)
         .unwrap();
-    let group = leasehold::GroupElector::new(
+    let group = leasehold::Elector::with_options(
         store,
-        leasehold::GroupOptions::builder()
+        leasehold::ElectionOptions::builder()
             .max_leaders(2)
             .build()
             .unwrap(),

@@ -1,4 +1,4 @@
-//! `Elector`: single-leader election.
+//! `Elector`: election of one leader, or of up to N (`max_leaders`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,144 +19,9 @@ use crate::store::LeaseStore;
 use crate::tenant::Tenant;
 use tokio_util::sync::CancellationToken;
 
-/// Methods shared by [`Elector`] and [`GroupElector`](crate::GroupElector); both delegate to the
-/// same engine, so single and group election behave identically apart from the slot count.
-macro_rules! election_api {
-    () => {
-        /// Runs `action` if this node wins the lock within `wait`; `Ok(None)` if another holder
-        /// kept it for the whole wait. The lease is released when the action ends — also when it
-        /// panics (then the panic resumes) or when this future is dropped. A store failure is
-        /// `Err`, never a skip.
-        pub async fn run_if_leader<T, F, Fut>(
-            &self,
-            name: impl IntoLockName,
-            action: F,
-        ) -> Result<Option<T>>
-        where
-            F: FnOnce(LeaderContext) -> Fut,
-            Fut: Future<Output = T>,
-        {
-            self.engine.run_guarded(name, action, |_| false).await
-        }
-
-        /// Like [`run_if_leader`](Self::run_if_leader) for actions returning `Result`:
-        /// `Elected(value)`, `Skipped`, or `ActionFailed(error)` (the lease was released).
-        pub async fn run<T, E, F, Fut>(
-            &self,
-            name: impl IntoLockName,
-            action: F,
-        ) -> Result<RunOutcome<T, E>>
-        where
-            F: FnOnce(LeaderContext) -> Fut,
-            Fut: Future<Output = std::result::Result<T, E>>,
-        {
-            let ran = self
-                .engine
-                .run_guarded(name, action, |r| r.is_err())
-                .await?;
-            Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
-        }
-
-        /// Acquires the lock (waiting up to `wait`) and returns the guard, for code that manages
-        /// the lease itself. `Ok(None)` on contention.
-        pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
-            self.engine.try_acquire(name).await
-        }
-
-        /// A best-effort snapshot of the lock's holders (the full, namespaced name is reported).
-        pub async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
-            self.engine.state(name).await
-        }
-
-        /// Break-glass release for operators: frees every live slot of the lock (tenant name and
-        /// slot count applied) whatever its holder, and returns the holders it freed. Their
-        /// guards report the lease lost at their next renewal or release.
-        pub async fn force_release(&self, name: impl IntoLockName) -> Result<Vec<crate::Holder>> {
-            self.engine.force_release(name).await
-        }
-
-        /// A copy that maps every lock name to `tenant:<id>:<name>`, sharing store and events.
-        pub fn for_tenant(&self, id: impl AsRef<str>) -> std::result::Result<Self, NameError> {
-            Ok(self.for_namespace(Tenant::new(id)?))
-        }
-
-        /// A copy scoped to an explicit [`Tenant`] namespace (custom prefix).
-        pub fn for_namespace(&self, tenant: Tenant) -> Self {
-            self.with_engine(self.engine.for_tenant(tenant))
-        }
-
-        /// Subscribes to this elector's events (shared with its tenant and reconfigured copies).
-        pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-            self.engine.events.subscribe()
-        }
-
-        /// The store.
-        pub fn store(&self) -> &Arc<dyn LeaseStore> {
-            &self.engine.store
-        }
-
-        /// Resolves when the cleanup work this elector started in the background has finished
-        /// (at once if there is none). That work is shared by its clones, tenant copies and
-        /// reconfigured copies, and is:
-        ///
-        /// * the release of a guard that was dropped instead of released (with its renewal
-        ///   stopped first);
-        /// * an acquisition attempt whose caller stopped waiting (a dropped `run_if_leader`,
-        ///   `try_acquire` or schedule tick) while the request was in flight: when the store
-        ///   grants it late, the lease is released at once.
-        ///
-        /// Await it after stopping your own work and before the process exits, so that no lease
-        /// outlives the process for a whole lease period. Guards still held (and their renewal)
-        /// are the caller's, not waited for: release them first. It waits as long as the store
-        /// takes to answer; [`settled_within`](Self::settled_within) bounds the wait.
-        /// [`ScheduleHandle::stopped`](crate::ScheduleHandle::stopped), the blocking facade and
-        /// the integrations do this for you.
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe: dropping the future only stops waiting; the cleanup goes on.
-        ///
-        /// ```
-        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
-        /// use std::sync::Arc;
-        /// use leasehold::{Elector, MemoryStore};
-        ///
-        /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-        /// drop(elector.try_acquire("report").await?); // released in the background
-        /// elector.settled().await;
-        /// assert!(elector.state("report").await?.is_free());
-        /// # Ok(()) }
-        /// ```
-        pub async fn settled(&self) {
-            self.engine.cleanup.settled().await;
-        }
-
-        /// [`settled`](Self::settled), waiting at most `limit` (the integrations use
-        /// [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)). True if everything finished; false, with a
-        /// warning logged, if the store did not answer in time: a lease it grants or keeps then
-        /// ends at its expiry.
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe, like [`settled`](Self::settled).
-        ///
-        /// ```
-        /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-        /// use std::sync::Arc;
-        /// use leasehold::{Elector, MemoryStore, SETTLE_TIMEOUT};
-        ///
-        /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-        /// assert!(elector.settled_within(SETTLE_TIMEOUT).await);
-        /// # }
-        /// ```
-        pub async fn settled_within(&self, limit: std::time::Duration) -> bool {
-            self.engine.cleanup.settled_within(limit).await
-        }
-    };
-}
-pub(crate) use election_api;
-
-/// Single-leader election over a [`LeaseStore`]: run work on one node, skip it everywhere else.
+/// Election over a [`LeaseStore`]: run work on one node, skip it everywhere else — or on up to N
+/// nodes at once with [`max_leaders`](crate::ElectionOptionsBuilder::max_leaders), each holder in
+/// its own slot with its own fence.
 ///
 /// Cheap to clone; clones share store, options and event channel.
 ///
@@ -201,7 +66,7 @@ impl Elector {
     /// An elector with the given options.
     pub fn with_options(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
         Self {
-            engine: Engine::new(store, options, 1),
+            engine: Engine::new(store, options),
         }
     }
 
@@ -217,13 +82,18 @@ impl Elector {
     /// ```
     pub fn reconfigured(&self, options: ElectionOptions) -> Self {
         Self {
-            engine: self.engine.reconfigured(options, 1),
+            engine: self.engine.reconfigured(options),
         }
     }
 
     /// The options.
     pub fn options(&self) -> &ElectionOptions {
         &self.engine.options
+    }
+
+    /// How many nodes may hold a lock at once ([`ElectionOptions::max_leaders`]).
+    pub fn max_leaders(&self) -> u32 {
+        self.engine.slots
     }
 
     fn with_engine(&self, engine: Engine) -> Self {
@@ -320,7 +190,135 @@ impl Elector {
         })
     }
 
-    election_api!();
+    /// Runs `action` if this node wins the lock within `wait`; `Ok(None)` if another holder
+    /// kept it for the whole wait. The lease is released when the action ends — also when it
+    /// panics (then the panic resumes) or when this future is dropped. A store failure is
+    /// `Err`, never a skip.
+    pub async fn run_if_leader<T, F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        action: F,
+    ) -> Result<Option<T>>
+    where
+        F: FnOnce(LeaderContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.engine.run_guarded(name, action, |_| false).await
+    }
+
+    /// Like [`run_if_leader`](Self::run_if_leader) for actions returning `Result`:
+    /// `Elected(value)`, `Skipped`, or `ActionFailed(error)` (the lease was released).
+    pub async fn run<T, E, F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        action: F,
+    ) -> Result<RunOutcome<T, E>>
+    where
+        F: FnOnce(LeaderContext) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+    {
+        let ran = self
+            .engine
+            .run_guarded(name, action, |r| r.is_err())
+            .await?;
+        Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
+    }
+
+    /// Acquires the lock (waiting up to `wait`) and returns the guard, for code that manages
+    /// the lease itself. `Ok(None)` on contention.
+    pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
+        self.engine.try_acquire(name).await
+    }
+
+    /// A best-effort snapshot of the lock's holders (the full, namespaced name is reported).
+    pub async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
+        self.engine.state(name).await
+    }
+
+    /// Break-glass release for operators: frees every live slot of the lock (tenant name and
+    /// slot count applied) whatever its holder, and returns the holders it freed. Their
+    /// guards report the lease lost at their next renewal or release.
+    pub async fn force_release(&self, name: impl IntoLockName) -> Result<Vec<crate::Holder>> {
+        self.engine.force_release(name).await
+    }
+
+    /// A copy that maps every lock name to `tenant:<id>:<name>`, sharing store and events.
+    pub fn for_tenant(&self, id: impl AsRef<str>) -> std::result::Result<Self, NameError> {
+        Ok(self.for_namespace(Tenant::new(id)?))
+    }
+
+    /// A copy scoped to an explicit [`Tenant`] namespace (custom prefix).
+    pub fn for_namespace(&self, tenant: Tenant) -> Self {
+        self.with_engine(self.engine.for_tenant(tenant))
+    }
+
+    /// Subscribes to this elector's events (shared with its tenant and reconfigured copies).
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.engine.events.subscribe()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn LeaseStore> {
+        &self.engine.store
+    }
+
+    /// Resolves when the cleanup work this elector started in the background has finished
+    /// (at once if there is none). That work is shared by its clones, tenant copies and
+    /// reconfigured copies, and is:
+    ///
+    /// * the release of a guard that was dropped instead of released (with its renewal
+    ///   stopped first);
+    /// * an acquisition attempt whose caller stopped waiting (a dropped `run_if_leader`,
+    ///   `try_acquire` or schedule tick) while the request was in flight: when the store
+    ///   grants it late, the lease is released at once.
+    ///
+    /// Await it after stopping your own work and before the process exits, so that no lease
+    /// outlives the process for a whole lease period. Guards still held (and their renewal)
+    /// are the caller's, not waited for: release them first. It waits as long as the store
+    /// takes to answer; [`settled_within`](Self::settled_within) bounds the wait.
+    /// [`ScheduleHandle::stopped`](crate::ScheduleHandle::stopped), the blocking facade and
+    /// the integrations do this for you.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future only stops waiting; the cleanup goes on.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+    /// use std::sync::Arc;
+    /// use leasehold::{Elector, MemoryStore};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// drop(elector.try_acquire("report").await?); // released in the background
+    /// elector.settled().await;
+    /// assert!(elector.state("report").await?.is_free());
+    /// # Ok(()) }
+    /// ```
+    pub async fn settled(&self) {
+        self.engine.cleanup.settled().await;
+    }
+
+    /// [`settled`](Self::settled), waiting at most `limit` (the integrations use
+    /// [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)). True if everything finished; false, with a
+    /// warning logged, if the store did not answer in time: a lease it grants or keeps then
+    /// ends at its expiry.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, like [`settled`](Self::settled).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::sync::Arc;
+    /// use leasehold::{Elector, MemoryStore, SETTLE_TIMEOUT};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// assert!(elector.settled_within(SETTLE_TIMEOUT).await);
+    /// # }
+    /// ```
+    pub async fn settled_within(&self, limit: std::time::Duration) -> bool {
+        self.engine.cleanup.settled_within(limit).await
+    }
 
     /// Leads `name` as a **stable leader**: contends until elected, runs `action` for the term,
     /// and contends again when the term ends — until `stop` is cancelled or the action returns

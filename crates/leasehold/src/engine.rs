@@ -1,4 +1,4 @@
-//! The election engine shared by `Elector` and `GroupElector`: waiting, retries, running an
+//! The election engine behind `Elector` (one holder or up to N): waiting, retries, running an
 //! action under a lease, and releasing it whatever happens.
 
 use std::future::Future;
@@ -40,11 +40,11 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions, slots: u32) -> Self {
+    pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
         Self {
             store,
+            slots: options.max_leaders,
             options: Arc::new(options),
-            slots,
             events: Events::default(),
             tenant: None,
             metrics: Arc::default(),
@@ -53,10 +53,10 @@ impl Engine {
         }
     }
 
-    pub(crate) fn reconfigured(&self, options: ElectionOptions, slots: u32) -> Self {
+    pub(crate) fn reconfigured(&self, options: ElectionOptions) -> Self {
         Self {
+            slots: options.max_leaders,
             options: Arc::new(options),
-            slots,
             ..self.clone()
         }
     }

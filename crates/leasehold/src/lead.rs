@@ -75,7 +75,7 @@ where
         .auto_extend(true)
         .min_lease(Duration::ZERO)
         .build()?;
-    let engine = engine.reconfigured(options, engine.slots);
+    let engine = engine.reconfigured(options);
     let span = tracing::info_span!("leasehold.lead", lock = %lock);
     let outcome = terms(&engine, &lock, &stop, action).instrument(span).await;
     // A dropped guard's release or an abandoned acquisition may still be in flight: nothing

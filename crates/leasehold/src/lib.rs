@@ -3,7 +3,8 @@
 //! Distributed leader election with leases: run a job on exactly one node (or at most N), skip it
 //! everywhere else — with fencing tokens, a reliable "lease lost" signal and cancellation safety.
 //!
-//! * [`Elector`] and [`GroupElector`] run work under a lease: [`Elector::run_if_leader`] returns
+//! * [`Elector`] runs work under a lease, on one node or on up to N
+//!   ([`max_leaders`](ElectionOptionsBuilder::max_leaders)): [`Elector::run_if_leader`] returns
 //!   `Ok(None)` on contention, [`Elector::run`] tells elected, skipped and failed apart, and
 //!   [`Elector::try_acquire`] hands out a [`LeaderGuard`].
 //! * Every lease carries a random [`Token`] and a [`fence`](Lease::fence) that strictly increases
@@ -45,7 +46,6 @@ mod elector;
 mod engine;
 mod error;
 mod events;
-mod group;
 mod guard;
 mod lead;
 mod lease;
@@ -73,7 +73,6 @@ pub use duration::{DurationError, parse_duration};
 pub use elector::Elector;
 pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
 pub use events::{EVENT_BUFFER, Event, LostReason};
-pub use group::GroupElector;
 pub use guard::{LeaderContext, LeaderGuard};
 pub use lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
 pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
@@ -85,8 +84,8 @@ pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use observe::{ObservedStore, StoreObserver};
 pub use options::{
-    ElectionOptions, ElectionOptionsBuilder, GroupOptions, GroupOptionsBuilder, MIN_LEASE,
-    MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
+    ElectionOptions, ElectionOptionsBuilder, MIN_LEASE, MIN_RENEWAL_PERIOD, OptionsError,
+    default_node_id, validate_node_id,
 };
 pub use outcome::{PeriodOutcome, RunOutcome};
 pub use period::{

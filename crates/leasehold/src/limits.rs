@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The most slots a lock may have: the largest `max_leaders` of a
-/// [`GroupOptions`](crate::GroupOptions), the largest `slots` a store's `try_acquire`, `state`
+/// The most slots a lock may have: the largest
+/// [`max_leaders`](crate::ElectionOptionsBuilder::max_leaders), the largest `slots` a store's `try_acquire`, `state`
 /// and `force_release` accept, and the largest `--slots` of the CLI.
 ///
 /// Why 1024: the cost of a group operation grows with its slots on some stores even when few are

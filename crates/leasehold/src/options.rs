@@ -74,10 +74,11 @@ pub enum OptionsError {
     Retry(&'static str),
 }
 
-/// Options for single-leader election.
+/// Options for election.
 ///
 /// | option | default | rule |
 /// |---|---|---|
+/// | `max_leaders` | 1 | 1 to [`MAX_SLOTS`](crate::MAX_SLOTS): how many nodes may hold the lock at once, each in its own slot with its own fence |
 /// | `wait` | 0 (one attempt, skip at once) | ≥ 0: how long to keep trying before skipping; set it only for mutual exclusion with waiting |
 /// | `lease` | 60 s | ≥ 1 ms: how long the store keeps the lock without renewal |
 /// | `min_lease` | 0 | ≤ `lease`: hold the lock at least this long after acquisition |
@@ -121,11 +122,13 @@ pub struct ElectionOptions {
     pub(crate) cancel_on_lost: bool,
     pub(crate) node_id: Arc<str>,
     pub(crate) retry: RetryPolicy,
+    pub(crate) max_leaders: u32,
 }
 
 impl Default for ElectionOptions {
     fn default() -> Self {
         Self {
+            max_leaders: 1,
             wait: Duration::ZERO,
             lease: Duration::from_secs(60),
             min_lease: Duration::ZERO,
@@ -185,8 +188,16 @@ impl ElectionOptions {
     pub fn retry(&self) -> &RetryPolicy {
         &self.retry
     }
+    /// How many nodes may hold the lock at once (1: a single leader).
+    pub fn max_leaders(&self) -> u32 {
+        self.max_leaders
+    }
 
     fn validate(&self) -> Result<(), OptionsError> {
+        if self.max_leaders == 0 {
+            return Err(OptionsError::NoLeaders);
+        }
+        check_slots(self.max_leaders)?;
         check_duration("wait", self.wait)?;
         check_duration("lease", self.lease)?;
         check_duration("min_lease", self.min_lease)?;
@@ -259,109 +270,26 @@ impl ElectionOptionsBuilder {
         self.0.retry = retry;
         self
     }
-    /// Validates and returns the options.
-    pub fn build(self) -> Result<ElectionOptions, OptionsError> {
-        self.0.validate()?;
-        Ok(self.0)
-    }
-}
-
-/// Options for group election: [`ElectionOptions`] plus `max_leaders` (default 2, 1 to
-/// [`MAX_SLOTS`](crate::MAX_SLOTS)).
-///
-/// ```
-/// use std::time::Duration;
-/// use leasehold::GroupOptions;
-///
-/// let opts = GroupOptions::builder().max_leaders(3).lease(Duration::from_secs(10)).build()?;
-/// assert_eq!(opts.max_leaders(), 3);
-/// assert!(GroupOptions::builder().max_leaders(0).build().is_err());
-/// assert!(GroupOptions::builder().max_leaders(leasehold::MAX_SLOTS + 1).build().is_err());
-/// # Ok::<(), leasehold::OptionsError>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupOptions {
-    pub(crate) election: ElectionOptions,
-    pub(crate) max_leaders: u32,
-}
-
-impl Default for GroupOptions {
-    fn default() -> Self {
-        Self {
-            election: ElectionOptions::default(),
-            max_leaders: 2,
-        }
-    }
-}
-
-impl GroupOptions {
-    /// A builder starting from the defaults.
-    pub fn builder() -> GroupOptionsBuilder {
-        GroupOptionsBuilder(Self::default())
-    }
-    /// The most concurrent holders.
-    pub fn max_leaders(&self) -> u32 {
-        self.max_leaders
-    }
-    /// The per-holder options.
-    pub fn election(&self) -> &ElectionOptions {
-        &self.election
-    }
-}
-
-/// Builder for [`GroupOptions`]; validated by [`build`](Self::build).
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct GroupOptionsBuilder(GroupOptions);
-
-macro_rules! delegate_setters {
-    ($($name:ident: $ty:ty),* $(,)?) => {
-        $(
-            #[doc = concat!("See [`ElectionOptionsBuilder::", stringify!($name), "`].")]
-            pub fn $name(mut self, value: $ty) -> Self {
-                self.0.election = self.0.election.to_builder().$name(value).0;
-                self
-            }
-        )*
-    };
-}
-
-impl GroupOptionsBuilder {
-    /// The most concurrent holders (default 2, 1 to [`MAX_SLOTS`](crate::MAX_SLOTS)).
+    /// How many nodes may hold the lock at once (default 1, at most
+    /// [`MAX_SLOTS`](crate::MAX_SLOTS)). With N, up to N holders run at once, each in its own
+    /// slot ([`LeaderGuard::slot`](crate::LeaderGuard::slot)) with its own fence; period claims
+    /// ([`Elector::run_once_per`](crate::Elector::run_once_per), aligned
+    /// [`Schedule`](crate::Schedule) jobs) need 1.
+    ///
+    /// ```
+    /// use leasehold::{ElectionOptions, OptionsError};
+    /// assert_eq!(ElectionOptions::builder().max_leaders(3).build()?.max_leaders(), 3);
+    /// assert!(matches!(ElectionOptions::builder().max_leaders(0).build(), Err(OptionsError::NoLeaders)));
+    /// assert!(ElectionOptions::builder().max_leaders(leasehold::MAX_SLOTS + 1).build().is_err());
+    /// # Ok::<(), OptionsError>(())
+    /// ```
     pub fn max_leaders(mut self, n: u32) -> Self {
         self.0.max_leaders = n;
         self
     }
-    delegate_setters!(wait: Duration, lease: Duration, min_lease: Duration, auto_extend: bool,
-        cancel_on_lost: bool, retry: RetryPolicy);
-    /// Takes every per-holder option (wait, lease, min lease, …, node id) from `options`, e.g.
-    /// to run the same settings as a single-leader elector.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use leasehold::{ElectionOptions, GroupOptions};
-    ///
-    /// let single = ElectionOptions::builder().lease(Duration::from_secs(90)).build()?;
-    /// let group = GroupOptions::builder().election(single.clone()).max_leaders(3).build()?;
-    /// assert_eq!(group.election(), &single);
-    /// # Ok::<(), leasehold::OptionsError>(())
-    /// ```
-    pub fn election(mut self, options: ElectionOptions) -> Self {
-        self.0.election = options;
-        self
-    }
-    /// See [`ElectionOptionsBuilder::node_id`].
-    pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
-        self.0.election = self.0.election.to_builder().node_id(node_id).0;
-        self
-    }
     /// Validates and returns the options.
-    pub fn build(self) -> Result<GroupOptions, OptionsError> {
-        if self.0.max_leaders == 0 {
-            return Err(OptionsError::NoLeaders);
-        }
-        check_slots(self.0.max_leaders)?;
-        self.0.election.validate()?;
+    pub fn build(self) -> Result<ElectionOptions, OptionsError> {
+        self.0.validate()?;
         Ok(self.0)
     }
 }
@@ -432,7 +360,7 @@ mod tests {
             (Duration::ZERO, Duration::from_secs(60), Duration::ZERO)
         );
         assert!(!o.auto_extend() && !o.cancel_on_lost());
-        assert_eq!(GroupOptions::builder().build()?.max_leaders(), 2);
+        assert_eq!(o.max_leaders(), 1);
         Ok(())
     }
 
@@ -469,13 +397,10 @@ mod tests {
             b().node_id("a\nb").build(),
             Err(OptionsError::BadNodeId(_))
         ));
-        assert_eq!(
-            GroupOptions::builder().max_leaders(0).build(),
-            Err(OptionsError::NoLeaders)
-        );
+        assert_eq!(b().max_leaders(0).build(), Err(OptionsError::NoLeaders));
         assert!(matches!(
-            GroupOptions::builder().lease(Duration::ZERO).build(),
-            Err(OptionsError::LeaseTooShort(_))
+            b().max_leaders(crate::MAX_SLOTS + 1).build(),
+            Err(OptionsError::Limit(LimitError::TooManySlots { .. }))
         ));
     }
 }

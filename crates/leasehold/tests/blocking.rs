@@ -30,6 +30,27 @@ fn runs_a_sync_closure_and_skips_on_contention() {
     assert!(e.state("job").unwrap().is_free());
 }
 
+/// Groups are the same elector with `max_leaders`: two slots, each with its own fence; a third
+/// caller skips.
+#[test]
+fn a_group_is_an_elector_with_more_leaders() {
+    let store = Arc::new(MemoryStore::new());
+    let e = elector(
+        &store,
+        ElectionOptions::builder()
+            .max_leaders(2)
+            .wait(Duration::ZERO),
+    );
+    let a = e.try_acquire("pool").unwrap().expect("slot 0");
+    let b = e.try_acquire("pool").unwrap().expect("slot 1");
+    assert_eq!((a.slot(), b.slot()), (0, 1));
+    assert_eq!(e.run_if_leader("pool", |_| ()).unwrap(), None);
+    assert_eq!(e.state("pool").unwrap().available(), 0);
+    b.release().unwrap();
+    assert_eq!(e.run_if_leader("pool", |ctx| ctx.slot()).unwrap(), Some(1));
+    a.release().unwrap();
+}
+
 #[test]
 fn a_panicking_closure_releases_the_lease() {
     let store = Arc::new(MemoryStore::new());

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, Event, Extension, GroupElector, GroupOptions, Lease,
-    LeaseStore, LockName, LockState, LostReason, MemoryStore, Release, RetryPolicy, RunOutcome,
-    StoreResult,
+    AcquireRequest, ElectionOptions, Elector, Event, Extension, Lease, LeaseStore, LockName,
+    LockState, LostReason, MemoryStore, Release, RetryPolicy, RunOutcome, StoreResult,
 };
 use tokio::time::{Instant, sleep};
 
@@ -509,9 +508,9 @@ async fn manual_extend_moves_the_deadline_and_the_watchdog_respects_it() {
 #[tokio::test(start_paused = true)]
 async fn group_never_exceeds_max_leaders_and_each_slot_has_its_fence() {
     let store = Arc::new(MemoryStore::new());
-    let g = GroupElector::new(
+    let g = Elector::with_options(
         store.clone(),
-        GroupOptions::builder()
+        ElectionOptions::builder()
             .max_leaders(3)
             .wait(Duration::ZERO)
             .node_id("n")
@@ -640,9 +639,9 @@ async fn force_release_frees_live_slots_and_keeps_fences() {
 #[tokio::test(start_paused = true)]
 async fn elector_force_release_applies_the_tenant_and_slot_count() {
     let store = Arc::new(MemoryStore::new());
-    let group = GroupElector::new(
+    let group = Elector::with_options(
         store.clone(),
-        GroupOptions::builder()
+        ElectionOptions::builder()
             .max_leaders(2)
             .wait(Duration::ZERO)
             .build()

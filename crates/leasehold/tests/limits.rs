@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Error, GroupElector, GroupOptions, Job, LimitError, MAX_DURATION,
-    MAX_NODE_ID_LEN, MAX_SLOTS, MemoryStore, OptionsError, RetryPolicy, Schedule,
+    ElectionOptions, Elector, Error, Job, LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS,
+    MemoryStore, OptionsError, RetryPolicy, Schedule,
 };
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
@@ -34,8 +34,16 @@ fn every_duration_option_has_the_same_maximum() {
     for value in [OVER, Duration::MAX] {
         too_long(b().wait(value).build(), "wait", value);
         too_long(b().lease(value).build(), "lease", value);
-        too_long(GroupOptions::builder().wait(value).build(), "wait", value);
-        too_long(GroupOptions::builder().lease(value).build(), "lease", value);
+        too_long(
+            ElectionOptions::builder().wait(value).build(),
+            "wait",
+            value,
+        );
+        too_long(
+            ElectionOptions::builder().lease(value).build(),
+            "lease",
+            value,
+        );
         too_long(
             RetryPolicy::new(Duration::from_millis(1), value, 0.5),
             "retry max pause",
@@ -66,7 +74,7 @@ fn every_duration_option_has_the_same_maximum() {
 #[test]
 fn max_leaders_is_bounded_by_max_slots() {
     assert_eq!(
-        GroupOptions::builder()
+        ElectionOptions::builder()
             .max_leaders(MAX_SLOTS)
             .build()
             .map(|o| o.max_leaders()),
@@ -74,7 +82,7 @@ fn max_leaders_is_bounded_by_max_slots() {
     );
     for n in [MAX_SLOTS + 1, u32::MAX] {
         assert_eq!(
-            GroupOptions::builder().max_leaders(n).build(),
+            ElectionOptions::builder().max_leaders(n).build(),
             Err(OptionsError::Limit(LimitError::TooManySlots {
                 slots: n,
                 max: MAX_SLOTS
@@ -99,7 +107,7 @@ fn node_ids_are_checked_for_length_and_content() {
         }
         other => panic!("a 256-byte node id must be rejected, got {other:?}"),
     }
-    let msg = GroupOptions::builder()
+    let msg = ElectionOptions::builder()
         .node_id(long)
         .build()
         .unwrap_err()
@@ -203,9 +211,9 @@ async fn electors_run_at_the_largest_allowed_durations() {
     assert!(!lingering.state("linger").await.unwrap().is_free());
 
     // The largest group.
-    let group = GroupElector::new(
+    let group = Elector::with_options(
         store,
-        GroupOptions::builder()
+        ElectionOptions::builder()
             .max_leaders(MAX_SLOTS)
             .wait(Duration::ZERO)
             .lease(MAX_DURATION)

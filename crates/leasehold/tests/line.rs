@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, GroupElector, GroupOptions, MemoryStore};
+use leasehold::{ElectionOptions, Elector, MemoryStore};
 use tokio::time::{Instant, sleep};
 
 const SECTION: Duration = Duration::from_millis(10);
@@ -165,13 +165,13 @@ async fn a_cancelled_waiter_gives_up_its_place() {
 
 #[tokio::test(start_paused = true)]
 async fn a_group_lets_as_many_tasks_try_as_it_has_slots() {
-    let options = GroupOptions::builder()
+    let options = ElectionOptions::builder()
         .max_leaders(2)
         .wait(SECTION * 4)
         .lease(Duration::from_secs(5))
         .build()
         .unwrap();
-    let group = GroupElector::new(Arc::new(MemoryStore::new()), options);
+    let group = Elector::with_options(Arc::new(MemoryStore::new()), options);
     let running = Arc::new(Mutex::new((0usize, 0usize))); // (now, most at once)
     let mut handles = Vec::new();
     for _ in 0..6 {

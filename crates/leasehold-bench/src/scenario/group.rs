@@ -1,8 +1,8 @@
-//! A group lock (`GroupElector`, 3 slots) with more tasks than slots.
+//! A group lock (an `Elector` with `max_leaders` 3) with more tasks than slots.
 
 use std::time::Duration;
 
-use leasehold::{GroupElector, GroupOptions};
+use leasehold::{ElectionOptions, Elector};
 
 use crate::BoxError;
 use crate::measure::alternate;
@@ -17,12 +17,12 @@ const SLOTS: u32 = 3;
 const TASKS: usize = 8;
 
 pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxError> {
-    let options = GroupOptions::builder()
+    let options = ElectionOptions::builder()
         .max_leaders(SLOTS)
         .wait(Duration::from_secs(1))
         .lease(Duration::from_secs(2))
         .build()?;
-    let elector = GroupElector::new(t.store.clone(), options);
+    let elector = Elector::with_options(t.store.clone(), options);
     let next = blocks();
     let elector = &elector;
     let run: &RunSection<'_> = &|lock| {

@@ -84,7 +84,7 @@ impl Scenario {
             Self::Uncontended => "Uncontended: one task, one lock",
             Self::Contended => "Contended: 16 tasks on one lock, 1 ms critical section",
             Self::ManyLocks => "Many locks: 64 tasks on distinct locks, one client",
-            Self::Group => "Group: GroupElector with 3 slots, 8 tasks, 1 ms critical section",
+            Self::Group => "Group: an Elector with max_leaders 3, 8 tasks, 1 ms critical section",
             Self::Handoff => "Hand-off latency: release → the next holder holds the lock",
             Self::Failover => "Failover: a holder is killed; time until a new holder",
             Self::AutoExtend => "Auto-extend overhead: 100 ms action, auto_extend on vs off",
@@ -119,7 +119,7 @@ impl Scenario {
                  `lock` + `unlock`."
             }
             Self::Group => {
-                "8 tasks loop on one `GroupElector` lock with 3 slots (wait 1 s), each holding a slot for \
+                "8 tasks loop on one lock of an `Elector` with `max_leaders` 3 (wait 1 s), each holding a slot for \
                  1 ms. Floor: 8 raw contenders over 3 raw locks standing for the 3 slots, each trying them \
                  in order with the store's raw acquire (again every 1 ms while all are busy), then the \
                  section and the raw release."

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::{Elector, GroupElector};
+use leasehold::Elector;
 use rand::Rng;
 use tokio::task::JoinSet;
 
@@ -139,7 +139,7 @@ pub async fn mutual_exclusion(factory: &dyn StoreFactory) {
 pub async fn group_mutual_exclusion(factory: &dyn StoreFactory) {
     const MAX_LEADERS: u32 = 3;
     let name = unique_name("group-exclusion");
-    let clients: Vec<GroupElector> = (0..CLIENTS)
+    let clients: Vec<Elector> = (0..CLIENTS)
         .map(|c| {
             group_node(
                 factory,

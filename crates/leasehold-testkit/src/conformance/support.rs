@@ -3,9 +3,7 @@
 use std::fmt::{Debug, Display};
 use std::time::Duration;
 
-use leasehold::{
-    ElectionOptions, ElectionOptionsBuilder, Elector, GroupElector, GroupOptions, RetryPolicy,
-};
+use leasehold::{ElectionOptions, ElectionOptionsBuilder, Elector, RetryPolicy};
 
 use crate::factory::StoreFactory;
 
@@ -52,22 +50,22 @@ pub(crate) fn node_with(factory: &dyn StoreFactory, builder: ElectionOptionsBuil
     Elector::with_options(factory.make(), valid(builder.build(), "election options"))
 }
 
-/// A group elector on a new client of the store under test.
+/// An elector with `max_leaders` slots on a new client of the store under test.
 pub(crate) fn group_node(
     factory: &dyn StoreFactory,
     node: &str,
     max_leaders: u32,
     wait: Duration,
     lease: Duration,
-) -> GroupElector {
-    let options = GroupOptions::builder()
+) -> Elector {
+    let options = ElectionOptions::builder()
         .max_leaders(max_leaders)
         .node_id(node.to_owned())
         .wait(wait)
         .lease(lease)
         .retry(valid(RetryPolicy::new(ms(10), ms(50), 0.5), "retry policy"))
         .build();
-    GroupElector::new(factory.make(), valid(options, "group options"))
+    Elector::with_options(factory.make(), valid(options, "group options"))
 }
 
 /// The value of a call that must succeed.

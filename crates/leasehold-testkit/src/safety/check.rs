@@ -1,13 +1,12 @@
 //! The torture run: contenders hammering one lock through a fenced resource.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use leasehold::{Elector, GroupElector, LeaderContext, LockName};
+use leasehold::{Elector, LeaderContext, LockName};
 use rand::Rng;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep};
@@ -40,7 +39,7 @@ pub async fn check(
         .map(|i| {
             let node = format!("safety-{i}");
             let elector = Elector::with_options(factory.make(), config.options(&node)?);
-            Ok((node, Contender::Single(elector)))
+            Ok((node, elector))
         })
         .collect::<Result<Vec<_>, SafetyError>>()?;
     run(factory, config, unique_name("safety"), contenders, 1).await
@@ -59,8 +58,8 @@ pub async fn check_group(
         .map(|i| {
             let node = format!("safety-group-{i}");
             let elector =
-                GroupElector::new(factory.make(), config.group_options(&node, max_leaders)?);
-            Ok((node, Contender::Group(elector)))
+                Elector::with_options(factory.make(), config.group_options(&node, max_leaders)?);
+            Ok((node, elector))
         })
         .collect::<Result<Vec<_>, SafetyError>>()?;
     run(
@@ -71,30 +70,6 @@ pub async fn check_group(
         max_leaders,
     )
     .await
-}
-
-/// An elector of either kind; both share the same API.
-#[derive(Clone)]
-enum Contender {
-    Single(Elector),
-    Group(GroupElector),
-}
-
-impl Contender {
-    async fn run_if_leader<T, F, Fut>(
-        &self,
-        lock: &LockName,
-        action: F,
-    ) -> leasehold::Result<Option<T>>
-    where
-        F: FnOnce(LeaderContext) -> Fut,
-        Fut: Future<Output = T>,
-    {
-        match self {
-            Self::Single(e) => e.run_if_leader(lock, action).await,
-            Self::Group(g) => g.run_if_leader(lock, action).await,
-        }
-    }
 }
 
 /// The protected resources of one lock.
@@ -196,7 +171,7 @@ async fn run(
     factory: &dyn StoreFactory,
     config: &SafetyConfig,
     lock: LockName,
-    contenders: Vec<(String, Contender)>,
+    contenders: Vec<(String, Elector)>,
     slots: u32,
 ) -> Result<SafetyReport, SafetyError> {
     let arena = Arc::new(Arena::new(&lock, slots));
@@ -286,7 +261,7 @@ async fn run(
 
 async fn contend(
     node: String,
-    contender: Contender,
+    contender: Elector,
     lock: LockName,
     config: SafetyConfig,
     arena: Arc<Arena>,

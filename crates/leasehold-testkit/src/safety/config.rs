@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, GroupOptions, OptionsError};
+use leasehold::{ElectionOptions, OptionsError};
 
 /// The shape of a safety run.
 ///
@@ -55,30 +55,24 @@ impl Default for SafetyConfig {
 }
 
 impl SafetyConfig {
-    /// The election options of contender `node_id`.
+    /// The election options of contender `node_id` (a single leader).
     pub fn options(&self, node_id: &str) -> Result<ElectionOptions, OptionsError> {
-        ElectionOptions::builder()
-            .wait(self.wait)
-            .lease(self.lease)
-            .auto_extend(self.auto_extend)
-            .cancel_on_lost(self.cancel_on_lost)
-            .node_id(node_id)
-            .build()
+        self.group_options(node_id, 1)
     }
 
-    /// The group options of contender `node_id`.
+    /// The election options of contender `node_id` on a lock with `max_leaders` slots.
     pub fn group_options(
         &self,
         node_id: &str,
         max_leaders: u32,
-    ) -> Result<GroupOptions, OptionsError> {
-        GroupOptions::builder()
+    ) -> Result<ElectionOptions, OptionsError> {
+        ElectionOptions::builder()
             .max_leaders(max_leaders)
             .wait(self.wait)
             .lease(self.lease)
             .auto_extend(self.auto_extend)
             .cancel_on_lost(self.cancel_on_lost)
-            .node_id(node_id.to_owned())
+            .node_id(node_id)
             .build()
     }
 

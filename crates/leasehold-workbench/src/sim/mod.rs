@@ -1,9 +1,9 @@
 //! Lease timelines computed by the real electors on virtual time.
 //!
 //! [`simulate`] runs one [`Scenario`]: a fresh current-thread tokio runtime with paused time, one
-//! [`MemoryStore`](leasehold::MemoryStore) whose clock reads [`STORE_ORIGIN`] at tick 0, and one [`Elector`](leasehold::Elector) (or
-//! [`GroupElector`](leasehold::GroupElector) in the group scenario) per candidate, each with its
-//! own `node_id`. Nothing about leases is modelled here: the core decides who is elected, when
+//! [`MemoryStore`](leasehold::MemoryStore) whose clock reads [`STORE_ORIGIN`] at tick 0, and one
+//! [`Elector`](leasehold::Elector) per candidate (with `max_leaders` slots in the group scenario),
+//! each with its own `node_id`. Nothing about leases is modelled here: the core decides who is elected, when
 //! the watchdog renews, when a lease is reported lost and what a release does; the store decides
 //! expiry and fences. The simulation only schedules the attempts and records what happened.
 //!

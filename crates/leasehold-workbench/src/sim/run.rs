@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, GroupElector, GroupOptions, LeaderContext, LockState,
-    MemoryStore, ObservedStore, Period, PeriodOutcome, RetryPolicy,
+    ElectionOptions, Elector, Event, LeaderContext, LockState, MemoryStore, ObservedStore, Period,
+    PeriodOutcome, RetryPolicy,
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -47,13 +47,12 @@ fn run_quietly(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
     runtime.block_on(drive(scenario, params))
 }
 
-/// One candidate's elector: single-leader, a group one in the group scenario, or a
-/// single-leader one claiming periods of the ledger in the period scenario.
+/// One candidate's elector (with `slots` holders in the group scenario), and the period of the
+/// ledger it claims in the period scenario.
 #[derive(Clone)]
-enum NodeElector {
-    Single(Elector),
-    Group(GroupElector),
-    Periodic(Elector, Period),
+struct NodeElector {
+    elector: Elector,
+    period: Option<Period>,
 }
 
 /// How one run ended.
@@ -75,7 +74,9 @@ impl NodeElector {
     ) -> Result<Self, SimError> {
         let retry = RetryPolicy::new(RETRY, RETRY, 0.0).map_err(failed)?;
         let store: Arc<dyn leasehold::LeaseStore> = store.clone();
+        let slots = if scenario.is_group() { params.slots } else { 1 };
         let options = ElectionOptions::builder()
+            .max_leaders(slots)
             .wait(TICK * params.wait)
             .lease(TICK * params.lease)
             .min_lease(TICK * params.min_lease)
@@ -84,36 +85,22 @@ impl NodeElector {
             .node_id(node_id)
             .build()
             .map_err(failed)?;
-        if scenario.is_group() {
-            let options = GroupOptions::builder()
-                .election(options)
-                .max_leaders(params.slots)
-                .build()
-                .map_err(failed)?;
-            Ok(Self::Group(GroupElector::new(store, options)))
-        } else if let Some(period) = params.period.filter(|_| scenario.is_period()) {
-            let period = Period::every(TICK * period).map_err(failed)?;
-            Ok(Self::Periodic(
-                Elector::with_options(store, options),
-                period,
-            ))
-        } else {
-            Ok(Self::Single(Elector::with_options(store, options)))
-        }
+        let period = match params.period.filter(|_| scenario.is_period()) {
+            Some(ticks) => Some(Period::every(TICK * ticks).map_err(failed)?),
+            None => None,
+        };
+        Ok(Self {
+            elector: Elector::with_options(store, options),
+            period,
+        })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Event> {
-        match self {
-            Self::Single(e) | Self::Periodic(e, _) => e.subscribe(),
-            Self::Group(g) => g.subscribe(),
-        }
+        self.elector.subscribe()
     }
 
     async fn state(&self) -> leasehold::Result<LockState> {
-        match self {
-            Self::Single(e) | Self::Periodic(e, _) => e.state(LOCK).await,
-            Self::Group(g) => g.state(LOCK).await,
-        }
+        self.elector.state(LOCK).await
     }
 
     /// One run: the action writes to the resource, works for `action`, writes again.
@@ -124,15 +111,14 @@ impl NodeElector {
         journal: &Journal,
     ) -> leasehold::Result<RunEnd> {
         let work = |ctx: LeaderContext| work(ctx, node, action, journal.clone());
-        let ran = match self {
-            Self::Single(e) => e.run_if_leader(LOCK, work).await?,
-            Self::Group(g) => g.run_if_leader(LOCK, work).await?,
-            Self::Periodic(e, period) => {
+        let ran = match self.period {
+            None => self.elector.run_if_leader(LOCK, work).await?,
+            Some(period) => {
                 let work = |ctx| async move {
                     work(ctx).await;
                     Ok::<(), std::convert::Infallible>(())
                 };
-                return Ok(match e.run_once_per(LOCK, *period, work).await? {
+                return Ok(match self.elector.run_once_per(LOCK, period, work).await? {
                     PeriodOutcome::Skipped => RunEnd::Skipped,
                     PeriodOutcome::AlreadyRan(_) => RunEnd::AlreadyRan,
                     _ => RunEnd::Finished,

@@ -55,7 +55,7 @@ pub enum Scenario {
     /// The watchdog renews node-a's lease through a long action; node-b skips; node-c is woken
     /// by node-a's release and runs next.
     Extension,
-    /// A `GroupElector` with N slots (default 2): at most N nodes run at once.
+    /// An `Elector` with `max_leaders` N (default 2): at most N nodes run at once.
     Group,
     /// node-a's lease runs out mid-action; node-b takes over and writes with a higher fence, so
     /// node-a's final write is rejected by the resource.
@@ -204,7 +204,7 @@ impl Scenario {
         }
     }
 
-    /// True for the scenario that runs a `GroupElector`.
+    /// True for the scenario whose elector has more than one slot (`max_leaders`).
     ///
     /// ```
     /// assert!(leasehold_workbench::sim::Scenario::Group.is_group());

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures::future::join_all;
-use leasehold::{Elector, GroupElector, GroupOptions, Holder, LeaseStore, LockName, LockState};
+use leasehold::{Elector, Holder, LeaseStore, LockName, LockState};
 use leasehold_axum::Management;
 use serde::Serialize;
 
@@ -51,7 +51,6 @@ pub struct LiveView {
 
 struct Inner {
     elector: Elector,
-    group: Option<GroupElector>,
     locks: Vec<LockName>,
     slots: u32,
     store_label: String,
@@ -141,7 +140,6 @@ impl LiveView {
         Ok(Self {
             inner: Arc::new(Inner {
                 elector: Elector::new(Arc::clone(&store)),
-                group: None,
                 locks,
                 slots: 1,
                 store_label: String::new(),
@@ -160,18 +158,14 @@ impl LiveView {
     /// ```
     pub fn slots(self, slots: u32) -> Result<Self, WebError> {
         let mut inner = self.into_inner();
-        inner.group = if slots > 1 {
-            let options = GroupOptions::builder()
-                .max_leaders(slots)
-                .build()
-                .map_err(WebError::Options)?;
-            Some(GroupElector::new(
-                Arc::clone(inner.elector.store()),
-                options,
-            ))
-        } else {
-            None
-        };
+        let options = inner
+            .elector
+            .options()
+            .to_builder()
+            .max_leaders(slots.max(1))
+            .build()
+            .map_err(WebError::Options)?;
+        inner.elector = inner.elector.reconfigured(options);
         inner.slots = slots.max(1);
         Ok(Self {
             inner: Arc::new(inner),
@@ -203,7 +197,6 @@ impl LiveView {
     fn into_inner(self) -> Inner {
         Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
             elector: shared.elector.clone(),
-            group: shared.group.clone(),
             locks: shared.locks.clone(),
             slots: shared.slots,
             store_label: shared.store_label.clone(),
@@ -225,10 +218,7 @@ impl LiveView {
     pub async fn report(&self) -> LiveReport {
         let inner = &self.inner;
         let locks = join_all(inner.locks.iter().map(|lock| async move {
-            let state = match &inner.group {
-                Some(group) => group.state(lock).await,
-                None => inner.elector.state(lock).await,
-            };
+            let state = inner.elector.state(lock).await;
             match state {
                 Ok(state) => live_lock(&state, SystemTime::now()),
                 Err(e) => {

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::guard::LeaderContext;
 use crate::limits::check_duration;
 use crate::name::LockName;
-use crate::period::Period;
+use crate::period::{Period, check_period_slots};
 use job::Timing;
 use run::{JobRun, ObserverFn};
 
@@ -159,7 +159,8 @@ impl Schedule {
     /// A job's invalid lock name ([`Error::Name`]); a zero period, a jitter above half the
     /// period, period options on a fixed-delay job, or options the elector rejects
     /// ([`Error::Options`]); a period or offset that is not whole milliseconds, or an offset not
-    /// below the period ([`Error::Period`]); a period, initial delay or grace period beyond
+    /// below the period, or a period-aligned job on an elector with `max_leaders` above 1
+    /// ([`Error::Period`]); a period, initial delay or grace period beyond
     /// [`MAX_DURATION`](crate::MAX_DURATION) ([`Error::Limit`]).
     pub fn start(self, stop: CancellationToken) -> Result<ScheduleHandle> {
         if let Some(grace) = self.grace {
@@ -169,6 +170,10 @@ impl Schedule {
         for job in self.jobs {
             let lock = self.elector.lock_name_of(&job.name)?;
             let timing = job.timing()?;
+            if matches!(timing, Timing::Aligned { .. }) {
+                // The ledger keeps one record per lock: period claims need a single holder.
+                check_period_slots(self.elector.max_leaders())?;
+            }
             // An attempt never waits for the lock: a node that waited would run the job again
             // right after the holder finished, in the same period.
             let opts = self.elector.options().to_builder().wait(Duration::ZERO);
