@@ -250,26 +250,6 @@ impl Guard {
     pub fn context(&self) -> &LeaderContext {
         &self.ctx
     }
-    /// The fence.
-    pub fn fence(&self) -> u64 {
-        self.ctx.fence()
-    }
-    /// The slot (0 for single-leader locks).
-    pub fn slot(&self) -> u32 {
-        self.ctx.slot()
-    }
-    /// The lease as last seen.
-    pub fn lease(&self) -> crate::Lease {
-        self.ctx.lease()
-    }
-    /// The store's expiry as last seen.
-    pub fn expires_at(&self) -> std::time::SystemTime {
-        self.ctx.expires_at()
-    }
-    /// True once the lease is lost or its local deadline passed.
-    pub fn is_lost(&self) -> bool {
-        self.ctx.is_lost()
-    }
     /// Extends the lease to end `ttl` from now.
     pub fn extend(&self, ttl: std::time::Duration) -> Result<crate::Extension> {
         self.runtime.block_on(self.ctx.extend(ttl))
@@ -280,6 +260,18 @@ impl Guard {
             Some(g) => self.runtime.block_on(g.release()),
             None => Ok(Release::NotHeld),
         }
+    }
+}
+
+impl std::ops::Deref for Guard {
+    type Target = LeaderContext;
+
+    /// The guard's lease: [`fence`](LeaderContext::fence), [`lease`](LeaderContext::lease),
+    /// [`slot`](LeaderContext::slot), [`is_lost`](LeaderContext::is_lost) and the rest are the
+    /// context's (its async `lost` and `extend` need a runtime: use this guard's blocking
+    /// [`extend`](Guard::extend)).
+    fn deref(&self) -> &LeaderContext {
+        &self.ctx
     }
 }
 

@@ -325,7 +325,9 @@ impl LeaseCell {
 /// ```
 #[must_use = "dropping the guard releases the lease at once"]
 pub struct LeaderGuard {
-    cell: Arc<LeaseCell>,
+    /// The held lease's one face: every accessor (fence, lease, lost, extend, …) is the
+    /// context's, reached through `Deref`.
+    ctx: LeaderContext,
     watchdog: Option<JoinHandle<()>>,
     done: bool,
 }
@@ -333,7 +335,7 @@ pub struct LeaderGuard {
 impl std::fmt::Debug for LeaderGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaderGuard")
-            .field("lease", &self.cell.lease())
+            .field("lease", &self.ctx.lease())
             .finish_non_exhaustive()
     }
 }
@@ -343,61 +345,23 @@ impl LeaderGuard {
         let cell = Arc::new(cell);
         let watchdog = auto_extend.then(|| tokio::spawn(watchdog::run(Arc::clone(&cell))));
         Self {
-            cell,
+            ctx: LeaderContext(cell),
             watchdog,
             done: false,
         }
     }
 
-    /// The lease as last seen (expiry updates on renewal).
-    pub fn lease(&self) -> Lease {
-        self.cell.lease()
-    }
-    /// The fencing number: pass it to the resource you protect.
-    pub fn fence(&self) -> u64 {
-        self.cell.granted().fence
-    }
-    /// The slot (0 for single-leader locks).
-    pub fn slot(&self) -> u32 {
-        self.cell.granted().slot
-    }
-    /// The store's expiry as last seen.
-    pub fn expires_at(&self) -> SystemTime {
-        self.cell.expires_at()
-    }
-    /// The conservative local deadline: the lease is reported lost at this monotonic instant unless
-    /// renewed before.
-    pub fn local_deadline(&self) -> Instant {
-        self.cell.deadline()
-    }
-    /// A cheap handle for the action: fence, lease, lost signal, extension.
+    /// A cheap handle for the action: fence, lease, lost signal, extension (the same face the
+    /// guard shows through `Deref`).
     pub fn context(&self) -> LeaderContext {
-        LeaderContext(Arc::clone(&self.cell))
-    }
-    /// True once the lease is lost or its local deadline has passed.
-    pub fn is_lost(&self) -> bool {
-        self.cell.lost_reason().is_some()
-    }
-    /// Resolves when the lease is lost or can no longer be proven (local deadline passed).
-    pub async fn lost(&self) -> LostReason {
-        self.cell.lost().await
-    }
-    /// Extends the lease to end `ttl` from now (store clock). `NotHeld` also marks the guard lost.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Limit`](crate::Error::Limit) for a `ttl` beyond
-    /// [`MAX_DURATION`](crate::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
-    /// when the store fails.
-    pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
-        self.cell.extend(ttl).await
+        self.ctx.clone()
     }
 
     /// Stops renewal and releases the lease (or shortens it to the remaining minimum lease).
     /// `Ok(Release::NotHeld)` means the lease had already ended or been taken over.
     pub async fn release(mut self) -> Result<Release> {
         let watchdog = self.watchdog.take();
-        let outcome = finish(&self.cell, watchdog).await;
+        let outcome = finish(&self.ctx.0, watchdog).await;
         // Only now: if this future is dropped before the store answered, `Drop` releases again
         // (release is token-checked, so a second release is harmless).
         self.done = true;
@@ -405,12 +369,23 @@ impl LeaderGuard {
     }
 
     pub(crate) fn metrics(&self) -> &LockMetrics {
-        self.cell.metrics()
+        self.ctx.0.metrics()
     }
 
     /// The monotonic instant right after the store granted the lease.
     pub(crate) fn acquired_at(&self) -> Instant {
-        self.cell.acquired
+        self.ctx.0.acquired
+    }
+}
+
+impl std::ops::Deref for LeaderGuard {
+    type Target = LeaderContext;
+
+    /// The guard's lease: [`fence`](LeaderContext::fence), [`lease`](LeaderContext::lease),
+    /// [`slot`](LeaderContext::slot), [`lost`](LeaderContext::lost),
+    /// [`extend`](LeaderContext::extend) and the rest are the context's.
+    fn deref(&self) -> &LeaderContext {
+        &self.ctx
     }
 }
 
@@ -436,7 +411,7 @@ impl Drop for LeaderGuard {
         if self.done {
             return;
         }
-        let cell = Arc::clone(&self.cell);
+        let cell = Arc::clone(&self.ctx.0);
         let watchdog = self.watchdog.take();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
@@ -510,15 +485,27 @@ impl LeaderContext {
     pub fn is_lost(&self) -> bool {
         self.0.lost_reason().is_some()
     }
-    /// Resolves when the lease is lost or can no longer be proven.
+    /// Resolves when the lease is lost or can no longer be proven (local deadline passed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only watches; call it again to keep watching.
     pub async fn lost(&self) -> LostReason {
         self.0.lost().await
     }
-    /// Extends the lease to end `ttl` from now.
+    /// Extends the lease to end `ttl` from now (store clock). `NotHeld` also marks the lease
+    /// lost.
     ///
     /// # Errors
     ///
-    /// As [`LeaderGuard::extend`].
+    /// [`Error::Limit`](crate::Error::Limit) for a `ttl` beyond
+    /// [`MAX_DURATION`](crate::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
+    /// when the store fails.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future abandons the wait for the store's answer; the extension may still be
+    /// applied, which only lengthens the lease this holder already has.
     pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
         self.0.extend(ttl).await
     }
@@ -553,9 +540,9 @@ mod tests {
         };
         assert!(!guard.is_lost(), "no suspend yet");
         let secs = |n: i128| n * 1_000_000_000;
-        guard.cell.state().boot_offset = Some(now - secs(5));
+        guard.ctx.0.state().boot_offset = Some(now - secs(5));
         assert!(!guard.is_lost(), "5 s asleep: 30 s lease still valid");
-        guard.cell.state().boot_offset = Some(now - secs(60));
+        guard.ctx.0.state().boot_offset = Some(now - secs(60));
         assert!(
             guard.local_deadline() > Instant::now(),
             "the monotonic deadline lies ahead"

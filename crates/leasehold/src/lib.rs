@@ -9,7 +9,7 @@
 //!   [`Elector::try_acquire`] hands out a [`LeaderGuard`].
 //! * Every lease carries a random [`Token`] and a [`fence`](Lease::fence) that strictly increases
 //!   per lock: hand it to the resource so it can reject writes from a stale holder.
-//! * [`LeaderGuard::lost`] resolves when the lease is lost or can no longer be proven; with
+//! * [`LeaderContext::lost`] (also on a [`LeaderGuard`]) resolves when the lease is lost or can no longer be proven; with
 //!   `auto_extend` a watchdog renews it; with `cancel_on_lost` the action is dropped on loss.
 //! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
 //!   Other crates add SQL, Redis and DynamoDB stores.

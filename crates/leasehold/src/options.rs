@@ -272,7 +272,7 @@ impl ElectionOptionsBuilder {
     }
     /// How many nodes may hold the lock at once (default 1, at most
     /// [`MAX_SLOTS`](crate::MAX_SLOTS)). With N, up to N holders run at once, each in its own
-    /// slot ([`LeaderGuard::slot`](crate::LeaderGuard::slot)) with its own fence; period claims
+    /// slot ([`LeaderContext::slot`](crate::LeaderContext::slot)) with its own fence; period claims
     /// ([`Elector::run_once_per`](crate::Elector::run_once_per), aligned
     /// [`Schedule`](crate::Schedule) jobs) need 1.
     ///

@@ -64,7 +64,7 @@ pub async fn group_fences_increase_per_slot(factory: &dyn StoreFactory) {
     let b = group_node(factory, "conformance-b", 2, ms(4_000), ms(400));
     let mut last: BTreeMap<u32, u64> = BTreeMap::new();
     let mut record = |guards: &[LeaderGuard], how: &str| {
-        let mut slots: Vec<u32> = guards.iter().map(LeaderGuard::slot).collect();
+        let mut slots: Vec<u32> = guards.iter().map(|g| g.slot()).collect();
         slots.sort_unstable();
         assert_eq!(
             slots,

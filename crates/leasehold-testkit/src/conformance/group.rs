@@ -48,7 +48,7 @@ pub async fn group_slot_accounting(factory: &dyn StoreFactory) {
             "counts with {held} holders: {state:?}"
         );
     }
-    let slots: BTreeSet<u32> = guards.iter().map(LeaderGuard::slot).collect();
+    let slots: BTreeSet<u32> = guards.iter().map(|g| g.slot()).collect();
     assert_eq!(
         slots,
         (0..N).collect(),
