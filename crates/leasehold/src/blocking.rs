@@ -13,12 +13,12 @@ use std::sync::Arc;
 use tokio::runtime::Runtime;
 
 use crate::error::Result;
-use crate::guard::{LeaderContext, LeaderGuard};
-use crate::lease::{LockState, Release};
+use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::IntoLockName;
 use crate::options::ElectionOptions;
 use crate::outcome::RunOutcome;
 use crate::store::LeaseStore;
+use crate::store::lease::{LockState, Release};
 
 /// Blocking single-leader election.
 ///
@@ -132,7 +132,7 @@ impl Elector {
         period: crate::Period,
         action: impl FnOnce(&LeaderContext) -> std::result::Result<T, E>,
     ) -> Result<crate::PeriodOutcome<T, E>> {
-        use crate::engine::Claimed;
+        use crate::elect::engine::Claimed;
         let running = match self
             .runtime
             .block_on(self.inner.engine().begin_claim(name, Some(period)))?

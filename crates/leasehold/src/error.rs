@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::limits::LimitError;
 use crate::name::NameError;
-use crate::options::OptionsError;
+use crate::options::error::OptionsError;
 
 /// Whether retrying can help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,15 +83,15 @@ impl StoreError {
 
     /// The [`PeriodError`](crate::PeriodError) behind this error, if a period claim was refused
     /// as unusable (e.g. on a lock with more than one slot).
-    pub fn period(&self) -> Option<&crate::period::PeriodError> {
+    pub fn period(&self) -> Option<&crate::store::period::PeriodError> {
         self.source
             .as_deref()?
-            .downcast_ref::<crate::period::PeriodError>()
+            .downcast_ref::<crate::store::period::PeriodError>()
     }
 }
 
-impl From<crate::period::PeriodError> for StoreError {
-    fn from(e: crate::period::PeriodError) -> Self {
+impl From<crate::store::period::PeriodError> for StoreError {
+    fn from(e: crate::store::period::PeriodError) -> Self {
         Self::permanent(e.to_string()).with_source(e)
     }
 }
@@ -113,7 +113,7 @@ impl fmt::Display for StoreError {
         if let Some(source) = &self.source
             && source.downcast_ref::<LimitError>().is_none()
             && source
-                .downcast_ref::<crate::period::PeriodError>()
+                .downcast_ref::<crate::store::period::PeriodError>()
                 .is_none()
         {
             write!(f, ": {source}")?;
@@ -150,7 +150,7 @@ pub enum Error {
     Limit(#[from] LimitError),
     /// A period definition or claim that cannot be used (see [`PeriodError`](crate::PeriodError)).
     #[error(transparent)]
-    Period(#[from] crate::period::PeriodError),
+    Period(#[from] crate::store::period::PeriodError),
     /// The store failed.
     #[error("lock {lock}: {source}")]
     Store {

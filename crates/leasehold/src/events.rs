@@ -67,7 +67,7 @@ pub enum Event {
         /// The lock.
         lock: LockName,
         /// The ledger's record.
-        record: crate::period::PeriodRecord,
+        record: crate::store::period::PeriodRecord,
     },
     /// The lease was renewed.
     Extended {

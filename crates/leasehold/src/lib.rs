@@ -42,67 +42,57 @@
 pub mod blocking;
 mod cleanup;
 mod duration;
-mod elector;
-mod engine;
+mod elect;
 mod error;
 mod events;
-mod guard;
-mod lead;
-mod lease;
+mod hold;
 pub mod limits;
 mod line;
-mod memory;
 pub mod metrics;
 mod name;
-mod observe;
 mod options;
 mod outcome;
-mod period;
-mod retry;
 mod schedule;
-mod signal;
 mod store;
 pub mod store_url;
-mod suspend;
 mod tenant;
-mod url;
-mod watchdog;
 
 pub use cleanup::SETTLE_TIMEOUT;
 pub use duration::{DurationError, parse_duration};
-pub use elector::Elector;
+pub use elect::elector::Elector;
+pub use elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
 pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
 pub use events::{EVENT_BUFFER, Event, LostReason};
-pub use guard::{LeaderContext, LeaderGuard};
-pub use lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
-pub use lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use limits::{
     LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL, check_duration,
     check_slots, deadline_after,
 };
-pub use memory::MemoryStore;
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
-pub use observe::{ObservedStore, StoreObserver};
+pub use options::retry::RetryPolicy;
 pub use options::{
     ElectionOptions, ElectionOptionsBuilder, MIN_LEASE, MIN_RENEWAL_PERIOD, OptionsError,
     default_node_id, validate_node_id,
 };
 pub use outcome::{PeriodOutcome, RunOutcome};
-pub use period::{
-    Acquisition, MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms,
-    from_epoch_ms,
-};
-pub use retry::RetryPolicy;
 pub use schedule::{
     DEFAULT_MAX_JITTER, Job, JobEvent, JobOutcome, MissedPeriods, Schedule, ScheduleHandle,
 };
-pub use signal::{ReleaseNotifier, ReleaseSignal};
 pub use store::LeaseStore;
-pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
-pub use url::{
+pub use store::lease::{
+    AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token,
+};
+pub use store::memory::MemoryStore;
+pub use store::observe::{ObservedStore, StoreObserver};
+pub use store::period::{
+    MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
+};
+pub use store::signal::{ReleaseNotifier, ReleaseSignal};
+pub use store::url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url,
     redact_urls_in, url_secrets,
 };
+pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
 
 pub use async_trait::async_trait;
 pub use tokio_util::sync::CancellationToken;

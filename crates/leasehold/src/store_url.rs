@@ -37,7 +37,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::duration::parse_duration;
-use crate::url::{OpenError, is_secret_param, redact_url};
+use crate::store::url::{OpenError, is_secret_param, redact_url};
 
 /// Why a store URL is not acceptable. The message says what is wrong and what is allowed, and
 /// never quotes a secret.

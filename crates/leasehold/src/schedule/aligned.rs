@@ -11,9 +11,9 @@ use super::clock::StoreClock;
 use super::event::JobEvent;
 use super::job::MissedPeriods;
 use super::run::{JobRun, Stopped};
-use crate::engine::Claimed;
+use crate::elect::engine::Claimed;
 use crate::limits::deadline_after;
-use crate::period::{Period, epoch_ms};
+use crate::store::period::{Period, epoch_ms};
 
 /// The first pause before trying the store again within a period, doubling up to
 /// [`MAX_RETRY_PAUSE`].

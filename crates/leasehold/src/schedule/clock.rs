@@ -1,6 +1,6 @@
 //! This node's estimate of the store's clock, which period-aligned jobs time their attempts by.
 //!
-//! The store decides which period an attempt is for (see [`crate::period`]); this estimate only
+//! The store decides which period an attempt is for (see [`crate::store::period`]); this estimate only
 //! decides *when* this node asks, so that it asks near each period's start. It runs on tokio's
 //! clock (so paused-time tests and the memory store agree with it), anchored to the wall clock
 //! at start, and it learns the store's offset from every grant: the store stamps the lease
@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::period::epoch_ms;
+use crate::store::period::epoch_ms;
 
 /// How far the wall clock may run ahead of tokio's clock before the anchor is reset (a
 /// suspended machine, or a forward step of the wall clock).

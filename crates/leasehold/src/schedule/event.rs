@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::period::PeriodRecord;
+use crate::store::period::PeriodRecord;
 
 /// Something that happened to one job of a [`Schedule`](super::Schedule), reported to its
 /// [`observe`](super::Schedule::observe) hook with the job's name (for metrics or audit).

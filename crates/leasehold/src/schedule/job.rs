@@ -9,10 +9,10 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::error::Result;
-use crate::guard::LeaderContext;
+use crate::hold::guard::LeaderContext;
 use crate::limits::check_duration;
-use crate::options::OptionsError;
-use crate::period::Period;
+use crate::options::error::OptionsError;
+use crate::store::period::Period;
 
 pub(crate) type JobFn =
     Arc<dyn Fn(LeaderContext) -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;

@@ -20,13 +20,13 @@ use tracing::{Instrument, info_span};
 pub use event::{JobEvent, JobOutcome};
 pub use job::{DEFAULT_MAX_JITTER, Job, MissedPeriods};
 
-use crate::elector::Elector;
-use crate::engine::Claimed;
+use crate::elect::elector::Elector;
+use crate::elect::engine::Claimed;
 use crate::error::{Error, Result};
-use crate::guard::LeaderContext;
+use crate::hold::guard::LeaderContext;
 use crate::limits::check_duration;
 use crate::name::LockName;
-use crate::period::{Period, check_period_slots};
+use crate::store::period::{Period, check_period_slots};
 use job::Timing;
 use run::{JobRun, ObserverFn};
 

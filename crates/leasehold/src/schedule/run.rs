@@ -11,8 +11,8 @@ use tracing::warn;
 
 use super::event::{JobEvent, JobOutcome};
 use super::job::Job;
-use crate::elector::Elector;
-use crate::guard::LeaderGuard;
+use crate::elect::elector::Elector;
+use crate::hold::guard::LeaderGuard;
 use crate::name::LockName;
 
 pub(crate) type ObserverFn = Arc<dyn Fn(&str, &JobEvent) + Send + Sync>;

@@ -8,12 +8,13 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::StoreResult;
-use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 use crate::limits::{check_slots, deadline_after};
 use crate::name::LockName;
-use crate::period::{Acquisition, PeriodRecord};
-use crate::signal::{ReleaseNotifier, ReleaseSignal};
 use crate::store::LeaseStore;
+use crate::store::lease::Acquisition;
+use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+use crate::store::period::PeriodRecord;
+use crate::store::signal::{ReleaseNotifier, ReleaseSignal};
 
 /// An in-process store: a map behind a mutex, timed by the tokio clock.
 ///
@@ -158,7 +159,7 @@ impl LeaseStore for MemoryStore {
         let now = Instant::now();
         let period = req
             .period
-            .map(|p| p.id_at_ms(crate::period::epoch_ms(self.wall(now))));
+            .map(|p| p.id_at_ms(crate::store::period::epoch_ms(self.wall(now))));
         let granted = self.with_rows(|locks| {
             // Rows exist only for slots ever granted: a lock's vector grows one slot at a time,
             // never to the requested slot count.
@@ -340,7 +341,7 @@ mod tests {
     use std::time::UNIX_EPOCH;
 
     use super::*;
-    use crate::period::Period;
+    use crate::store::period::Period;
 
     fn request(owner: &str, period: Option<Period>) -> AcquireRequest {
         let lock = LockName::new("job").expect("a valid name");

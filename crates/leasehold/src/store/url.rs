@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
-use crate::memory::MemoryStore;
 use crate::store::LeaseStore;
+use crate::store::memory::MemoryStore;
 
 /// Why a store URL could not be opened.
 #[derive(Debug, thiserror::Error)]

@@ -6,11 +6,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::StoreResult;
-use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::name::LockName;
-use crate::period::Acquisition;
-use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
+use crate::store::lease::Acquisition;
+use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
+use crate::store::signal::ReleaseSignal;
 
 /// Sees the calls an [`ObservedStore`] forwards and the answers it passes back. Every method has
 /// an empty default, so an observer implements only what it needs. Observers run inline on the

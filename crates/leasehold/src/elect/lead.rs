@@ -17,15 +17,15 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, warn};
 
 use crate::cleanup::SETTLE_TIMEOUT;
-use crate::engine::Engine;
+use crate::elect::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::LostReason;
-use crate::guard::LeaderContext;
-use crate::lease::Holder;
+use crate::hold::guard::LeaderContext;
 use crate::limits::{LimitError, MIN_LEADERSHIP_POLL, check_duration};
 use crate::name::{IntoLockName, LockName};
-use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
+use crate::store::lease::Holder;
+use crate::store::signal::ReleaseSignal;
 
 /// How often a [`LeadershipStream`] asks the store for the holder by default, when no release
 /// signal wakes it earlier (see [`Elector::leadership`](crate::Elector::leadership)).

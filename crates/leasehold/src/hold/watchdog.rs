@@ -8,11 +8,11 @@ use tokio::time::{Instant, sleep_until};
 use tracing::{debug, info, warn};
 
 use crate::events::LostReason;
-use crate::guard::{LeaseCell, safety_margin};
-use crate::lease::Extension;
+use crate::hold::cell::{LeaseCell, safety_margin};
+use crate::hold::suspend;
 use crate::limits::deadline_after;
 use crate::options::MIN_RENEWAL_PERIOD;
-use crate::suspend;
+use crate::store::lease::Extension;
 
 /// Renewal cadence: a third of the lease, at least 25 ms.
 pub(crate) fn renewal_period(ttl: Duration) -> Duration {

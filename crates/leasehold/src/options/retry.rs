@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::options::OptionsError;
+use crate::options::error::OptionsError;
 
 /// Exponential back-off with jitter, used while waiting for a lock.
 ///

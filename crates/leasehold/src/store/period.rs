@@ -6,7 +6,7 @@
 //! a later one was recorded for the lock before. The grant records the period id, the store time
 //! and the owner **atomically with the lease**, in the lock's slot-0 record, and the record is
 //! kept across release and expiry like the fence. A refused claim is
-//! [`Acquisition::AlreadyRan`] with that record — its own outcome, never an error and never
+//! [`Acquisition::AlreadyRan`](crate::Acquisition::AlreadyRan) with that record — its own outcome, never an error and never
 //! contention.
 //!
 //! [`AcquireRequest::with_period`]: crate::AcquireRequest::with_period
@@ -14,7 +14,6 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::lease::Lease;
 use crate::limits::{Human, MAX_DURATION};
 
 /// The shortest period length: 1 ms (period ids are counted in whole milliseconds of the store
@@ -283,57 +282,6 @@ pub(crate) fn humantime_utc(at: SystemTime) -> String {
         rem % 1000,
     );
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
-}
-
-/// The answer of one acquisition attempt ([`LeaseStore::try_acquire`](crate::LeaseStore::try_acquire)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-#[must_use]
-pub enum Acquisition {
-    /// Granted: the lease (with [`Lease::period`] set when a period was claimed).
-    Granted(Lease),
-    /// Every slot is held by someone else: contention; trying again later may succeed.
-    Held,
-    /// A period was claimed and the lock's ledger already records a grant for that period or a
-    /// later one: trying again within the period can never succeed.
-    AlreadyRan(PeriodRecord),
-}
-
-impl Acquisition {
-    /// The lease, if granted.
-    pub fn granted(self) -> Option<Lease> {
-        match self {
-            Self::Granted(lease) => Some(lease),
-            _ => None,
-        }
-    }
-
-    /// The lease, if granted, by reference.
-    pub fn lease(&self) -> Option<&Lease> {
-        match self {
-            Self::Granted(lease) => Some(lease),
-            _ => None,
-        }
-    }
-
-    /// True for [`Acquisition::Granted`].
-    pub fn is_granted(&self) -> bool {
-        matches!(self, Self::Granted(_))
-    }
-
-    /// The ledger record of a refused period claim.
-    pub fn already_ran(&self) -> Option<&PeriodRecord> {
-        match self {
-            Self::AlreadyRan(record) => Some(record),
-            _ => None,
-        }
-    }
-}
-
-impl From<Option<Lease>> for Acquisition {
-    fn from(lease: Option<Lease>) -> Self {
-        lease.map_or(Self::Held, Self::Granted)
-    }
 }
 
 #[cfg(test)]

@@ -5,17 +5,17 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use crate::engine::{Claimed, Engine};
+use crate::elect::engine::{Claimed, Engine};
+use crate::elect::lead::{LeadershipStream, TermEnd};
 use crate::error::Result;
 use crate::events::Event;
-use crate::guard::{LeaderContext, LeaderGuard};
-use crate::lead::{LeadershipStream, TermEnd};
-use crate::lease::LockState;
+use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::{IntoLockName, NameError};
 use crate::options::ElectionOptions;
 use crate::outcome::{PeriodOutcome, RunOutcome};
-use crate::period::{Period, PeriodRecord};
 use crate::store::LeaseStore;
+use crate::store::lease::LockState;
+use crate::store::period::{Period, PeriodRecord};
 use crate::tenant::Tenant;
 use tokio_util::sync::CancellationToken;
 
@@ -396,7 +396,7 @@ impl Elector {
         F: FnMut(LeaderContext) -> Fut,
         Fut: Future<Output = TermEnd>,
     {
-        crate::lead::lead(&self.engine, name, stop, action).await
+        crate::elect::lead::lead(&self.engine, name, stop, action).await
     }
 
     /// A stream of the leadership of `name`, as any process sees it in the store: the current
@@ -426,7 +426,11 @@ impl Elector {
     /// watching are not items: they are logged (a warning per run of failures) and the reading
     /// is retried every poll interval.
     pub fn leadership(&self, name: impl IntoLockName) -> Result<LeadershipStream> {
-        crate::lead::leadership(&self.engine, name, crate::lead::DEFAULT_LEADERSHIP_POLL)
+        crate::elect::lead::leadership(
+            &self.engine,
+            name,
+            crate::elect::lead::DEFAULT_LEADERSHIP_POLL,
+        )
     }
 
     /// [`leadership`](Self::leadership), asking the store at least every `poll`.
@@ -461,6 +465,6 @@ impl Elector {
         name: impl IntoLockName,
         poll: std::time::Duration,
     ) -> Result<LeadershipStream> {
-        crate::lead::leadership(&self.engine, name, poll)
+        crate::elect::lead::leadership(&self.engine, name, poll)
     }
 }

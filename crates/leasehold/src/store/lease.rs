@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use rand::Rng;
 
 use crate::name::LockName;
-use crate::period::Period;
+use crate::store::period::Period;
 
 /// A random ownership proof (128 bits) minted for each acquisition.
 ///
@@ -145,7 +145,7 @@ impl AcquireRequest {
     pub fn check(&self) -> crate::StoreResult<u32> {
         let slots = crate::limits::check_slots(self.slots)?;
         if self.period.is_some() {
-            crate::period::check_period_slots(slots)?;
+            crate::store::period::check_period_slots(slots)?;
         }
         Ok(slots)
     }
@@ -249,5 +249,56 @@ impl LockState {
     /// The time left on a holder's lease at store time `now`; see [`Holder::time_left`].
     pub fn time_left(holder: &Holder, now: SystemTime) -> Duration {
         holder.time_left(now)
+    }
+}
+
+/// The answer of one acquisition attempt ([`LeaseStore::try_acquire`](crate::LeaseStore::try_acquire)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use]
+pub enum Acquisition {
+    /// Granted: the lease (with [`Lease::period`] set when a period was claimed).
+    Granted(Lease),
+    /// Every slot is held by someone else: contention; trying again later may succeed.
+    Held,
+    /// A period was claimed and the lock's ledger already records a grant for that period or a
+    /// later one: trying again within the period can never succeed.
+    AlreadyRan(crate::store::period::PeriodRecord),
+}
+
+impl Acquisition {
+    /// The lease, if granted.
+    pub fn granted(self) -> Option<Lease> {
+        match self {
+            Self::Granted(lease) => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// The lease, if granted, by reference.
+    pub fn lease(&self) -> Option<&Lease> {
+        match self {
+            Self::Granted(lease) => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// True for [`Acquisition::Granted`].
+    pub fn is_granted(&self) -> bool {
+        matches!(self, Self::Granted(_))
+    }
+
+    /// The ledger record of a refused period claim.
+    pub fn already_ran(&self) -> Option<&crate::store::period::PeriodRecord> {
+        match self {
+            Self::AlreadyRan(record) => Some(record),
+            _ => None,
+        }
+    }
+}
+
+impl From<Option<Lease>> for Acquisition {
+    fn from(lease: Option<Lease>) -> Self {
+        lease.map_or(Self::Held, Self::Granted)
     }
 }

@@ -1,15 +1,22 @@
 //! The store SPI: the only thing a backend implements.
 
+pub(crate) mod lease;
+pub(crate) mod memory;
+pub(crate) mod observe;
+pub(crate) mod period;
+pub(crate) mod signal;
+pub(crate) mod url;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::error::StoreError;
 use crate::error::StoreResult;
-use crate::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::name::LockName;
-use crate::period::Acquisition;
-use crate::signal::ReleaseSignal;
+use crate::store::lease::Acquisition;
+use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
+use crate::store::signal::ReleaseSignal;
 
 /// A lease store: atomic, single-round-trip operations on leases.
 ///

@@ -1,29 +1,39 @@
-//! `LeaderGuard`: a held lease, its local deadline, its lost signal and its release.
+//! The state a held lease shares with its guard, contexts and watchdog: the lease as granted and
+//! renewed, its local deadline, its lost signal, and the store calls that renew and release it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tracing::{Instrument, debug, warn};
+use tracing::{debug, warn};
 
 use crate::cleanup::Cleanup;
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::{Event, Events, LostReason};
-use crate::lease::{Extension, Lease, Release};
+use crate::hold::suspend;
 use crate::line::Lines;
 use crate::metrics::LockMetrics;
 use crate::store::LeaseStore;
-use crate::{suspend, watchdog};
+use crate::store::lease::{Extension, Lease, Release};
 
 /// The safety margin taken off a lease for the local deadline: a tenth of the lease, at least
 /// 1 ms, at most half the lease. It covers clock-rate drift between this host and the store and
 /// scheduling delay between noticing the deadline and acting on it.
 pub(crate) fn safety_margin(ttl: Duration) -> Duration {
     (ttl / 10).max(Duration::from_millis(1)).min(ttl / 2)
+}
+
+/// What a lease cell takes from the elector that won it: the store and settings its renewals and
+/// release use, and the elector's events, lines and cleanup tasks.
+pub(crate) struct CellOwner {
+    pub(crate) store: Arc<dyn LeaseStore>,
+    pub(crate) events: Events,
+    pub(crate) lines: Arc<Lines>,
+    pub(crate) cleanup: Cleanup,
+    pub(crate) ttl: Duration,
+    pub(crate) min_lease: Duration,
 }
 
 /// State shared by a guard, its contexts and its watchdog.
@@ -34,11 +44,11 @@ pub(crate) struct LeaseCell {
     /// The electing engine's lines: a release wakes the first of its tasks waiting in line.
     lines: Arc<Lines>,
     /// The electing engine's cleanup tasks: a dropped guard's release is counted there.
-    cleanup: Cleanup,
+    pub(crate) cleanup: Cleanup,
     pub(crate) ttl: Duration,
     min_lease: Duration,
     /// Monotonic instant at which the acquisition succeeded (min-lease is counted from here).
-    acquired: Instant,
+    pub(crate) acquired: Instant,
     /// The lease as granted; its `expires_at` is kept current in `state`.
     granted: Lease,
     state: Mutex<CellState>,
@@ -51,34 +61,41 @@ pub(crate) struct LeaseCell {
     pub(crate) extending: tokio::sync::Mutex<()>,
 }
 
-struct CellState {
+pub(crate) struct CellState {
     expires_at: SystemTime,
     deadline: Instant,
     /// [`suspend::offset`] when the request behind `deadline` was sent: a suspend since then
     /// moves the real deadline closer (see [`suspend`]).
-    boot_offset: Option<suspend::Offset>,
+    pub(crate) boot_offset: Option<suspend::Offset>,
     lost: Option<LostReason>,
 }
 
 impl LeaseCell {
-    /// A cell for `lease`, granted by `engine`'s store to a request sent at `sent_at` and
+    /// A cell for `lease`, granted by `owner.store` to a request sent at `sent_at` and
     /// answered at `acquired`.
     pub(crate) fn new(
-        engine: &Engine,
+        owner: CellOwner,
         metrics: Arc<LockMetrics>,
         lease: Lease,
         sent_at: Instant,
         acquired: Instant,
     ) -> Self {
-        let ttl = engine.options.lease;
-        Self {
-            store: Arc::clone(&engine.store),
-            events: engine.events.clone(),
-            metrics,
-            lines: Arc::clone(&engine.lines),
-            cleanup: engine.cleanup.clone(),
+        let CellOwner {
+            store,
+            events,
+            lines,
+            cleanup,
             ttl,
-            min_lease: engine.options.min_lease,
+            min_lease,
+        } = owner;
+        Self {
+            store,
+            events,
+            metrics,
+            lines,
+            cleanup,
+            ttl,
+            min_lease,
             acquired,
             state: Mutex::new(CellState {
                 expires_at: lease.expires_at,
@@ -95,7 +112,7 @@ impl LeaseCell {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, CellState> {
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, CellState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -277,7 +294,7 @@ impl LeaseCell {
     }
 
     /// Releases on the store (after the watchdog stopped) and reports it.
-    async fn release(&self) -> Result<Release> {
+    pub(crate) async fn release(&self) -> Result<Release> {
         let lease = &self.granted;
         let linger = self.linger();
         let outcome = self.store.release(lease, linger).await;
@@ -304,258 +321,5 @@ impl LeaseCell {
             }
         }
         outcome.map_err(|e| Error::store(&lease.lock, e))
-    }
-}
-
-/// A held lease. Dropping it releases the lease (on a background task, which
-/// [`Elector::settled`](crate::Elector::settled) waits for); call [`release`](Self::release) to
-/// release and wait for the store's answer.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
-/// use std::sync::Arc;
-/// use leasehold::{Elector, MemoryStore};
-///
-/// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("migrations").await?.expect("free lock");
-/// assert_eq!(guard.fence(), 1);
-/// assert_eq!(guard.lease().lock.as_str(), "migrations");
-/// guard.release().await?;
-/// # Ok(()) }
-/// ```
-#[must_use = "dropping the guard releases the lease at once"]
-pub struct LeaderGuard {
-    /// The held lease's one face: every accessor (fence, lease, lost, extend, …) is the
-    /// context's, reached through `Deref`.
-    ctx: LeaderContext,
-    watchdog: Option<JoinHandle<()>>,
-    done: bool,
-}
-
-impl std::fmt::Debug for LeaderGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaderGuard")
-            .field("lease", &self.ctx.lease())
-            .finish_non_exhaustive()
-    }
-}
-
-impl LeaderGuard {
-    pub(crate) fn new(cell: LeaseCell, auto_extend: bool) -> Self {
-        let cell = Arc::new(cell);
-        let watchdog = auto_extend.then(|| tokio::spawn(watchdog::run(Arc::clone(&cell))));
-        Self {
-            ctx: LeaderContext(cell),
-            watchdog,
-            done: false,
-        }
-    }
-
-    /// A cheap handle for the action: fence, lease, lost signal, extension (the same face the
-    /// guard shows through `Deref`).
-    pub fn context(&self) -> LeaderContext {
-        self.ctx.clone()
-    }
-
-    /// Stops renewal and releases the lease (or shortens it to the remaining minimum lease).
-    /// `Ok(Release::NotHeld)` means the lease had already ended or been taken over.
-    pub async fn release(mut self) -> Result<Release> {
-        let watchdog = self.watchdog.take();
-        let outcome = finish(&self.ctx.0, watchdog).await;
-        // Only now: if this future is dropped before the store answered, `Drop` releases again
-        // (release is token-checked, so a second release is harmless).
-        self.done = true;
-        outcome
-    }
-
-    pub(crate) fn metrics(&self) -> &LockMetrics {
-        self.ctx.0.metrics()
-    }
-
-    /// The monotonic instant right after the store granted the lease.
-    pub(crate) fn acquired_at(&self) -> Instant {
-        self.ctx.0.acquired
-    }
-}
-
-impl std::ops::Deref for LeaderGuard {
-    type Target = LeaderContext;
-
-    /// The guard's lease: [`fence`](LeaderContext::fence), [`lease`](LeaderContext::lease),
-    /// [`slot`](LeaderContext::slot), [`lost`](LeaderContext::lost),
-    /// [`extend`](LeaderContext::extend) and the rest are the context's.
-    fn deref(&self) -> &LeaderContext {
-        &self.ctx
-    }
-}
-
-/// Stops the watchdog, waiting for an extension in flight, then releases.
-async fn finish(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
-    let g = cell.granted();
-    let span =
-        tracing::debug_span!("leasehold.release", lock = %g.lock, slot = g.slot, fence = g.fence);
-    finish_in_span(cell, watchdog).instrument(span).await
-}
-
-async fn finish_in_span(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
-    if let Some(handle) = watchdog {
-        cell.stopping.store(true, Ordering::Release);
-        cell.stop.notify_one();
-        let _ = handle.await;
-    }
-    cell.release().await
-}
-
-impl Drop for LeaderGuard {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        let cell = Arc::clone(&self.ctx.0);
-        let watchdog = self.watchdog.take();
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                let cleanup = cell.cleanup.clone();
-                cleanup.spawn_on(&handle, async move {
-                    let _ = finish(&cell, watchdog).await;
-                });
-            }
-            Err(_) => {
-                // Nothing can release it from here; at least stop renewing it.
-                if let Some(watchdog) = watchdog {
-                    watchdog.abort();
-                }
-                let lease = cell.lease();
-                warn!(lock = %lease.lock, slot = lease.slot,
-                    "leasehold: guard dropped outside a tokio runtime; the lease ends at its expiry");
-            }
-        }
-    }
-}
-
-/// What the action can reach of its lease: the fence to pass to the resource, the lost signal and
-/// manual extension. Cheap to clone.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
-/// use std::sync::Arc;
-/// use leasehold::{Elector, MemoryStore};
-///
-/// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let fence = elector.run_if_leader("export", |ctx| async move {
-///     // write_to_resource(data, ctx.fence())
-///     ctx.fence()
-/// }).await?;
-/// assert_eq!(fence, Some(1));
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct LeaderContext(Arc<LeaseCell>);
-
-impl std::fmt::Debug for LeaderContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("LeaderContext")
-            .field(&self.0.lease())
-            .finish()
-    }
-}
-
-impl LeaderContext {
-    /// The fencing number.
-    pub fn fence(&self) -> u64 {
-        self.0.granted().fence
-    }
-    /// The lock (the full, namespaced name).
-    pub fn lock(&self) -> &crate::LockName {
-        &self.0.granted().lock
-    }
-    /// The slot (0 for single-leader locks).
-    pub fn slot(&self) -> u32 {
-        self.0.granted().slot
-    }
-    /// The store's expiry as last seen.
-    pub fn expires_at(&self) -> SystemTime {
-        self.0.expires_at()
-    }
-    /// The lease as last seen.
-    pub fn lease(&self) -> Lease {
-        self.0.lease()
-    }
-    /// True once the lease is lost or its local deadline has passed.
-    pub fn is_lost(&self) -> bool {
-        self.0.lost_reason().is_some()
-    }
-    /// Resolves when the lease is lost or can no longer be proven (local deadline passed).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only watches; call it again to keep watching.
-    pub async fn lost(&self) -> LostReason {
-        self.0.lost().await
-    }
-    /// Extends the lease to end `ttl` from now (store clock). `NotHeld` also marks the lease
-    /// lost.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Limit`](crate::Error::Limit) for a `ttl` beyond
-    /// [`MAX_DURATION`](crate::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
-    /// when the store fails.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future abandons the wait for the store's answer; the extension may still be
-    /// applied, which only lengthens the lease this holder already has.
-    pub async fn extend(&self, ttl: Duration) -> Result<Extension> {
-        self.0.extend(ttl).await
-    }
-    /// The conservative local deadline.
-    pub fn local_deadline(&self) -> Instant {
-        self.0.deadline()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::{ElectionOptions, Elector, MemoryStore};
-
-    /// A suspend cannot be staged in a test; moving the guard's reading of the suspend clock back
-    /// by a minute is what the guard would see after the host slept for a minute.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_suspend_longer_than_the_lease_is_a_loss_at_once() {
-        let Some(now) = suspend::offset() else {
-            return; // no suspend clock on this platform: nothing is detected
-        };
-        let opts = ElectionOptions::builder()
-            .lease(Duration::from_secs(30))
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let elector = Elector::with_options(Arc::new(MemoryStore::new()), opts);
-        let mut events = elector.subscribe();
-        let Ok(Some(guard)) = elector.try_acquire("nightly").await else {
-            panic!("free lock");
-        };
-        assert!(!guard.is_lost(), "no suspend yet");
-        let secs = |n: i128| n * 1_000_000_000;
-        guard.ctx.0.state().boot_offset = Some(now - secs(5));
-        assert!(!guard.is_lost(), "5 s asleep: 30 s lease still valid");
-        guard.ctx.0.state().boot_offset = Some(now - secs(60));
-        assert!(
-            guard.local_deadline() > Instant::now(),
-            "the monotonic deadline lies ahead"
-        );
-        assert!(
-            guard.is_lost(),
-            "60 s asleep: the 30 s lease cannot be proven"
-        );
-        assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
-        let kinds: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
-            .map(|e| e.kind())
-            .collect();
-        assert_eq!(kinds, ["elected", "lost"]);
-        assert!(matches!(guard.release().await, Ok(Release::Released)));
     }
 }

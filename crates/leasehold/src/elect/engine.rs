@@ -14,15 +14,17 @@ use tracing::{Instrument, debug};
 use crate::cleanup::Cleanup;
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
-use crate::guard::{LeaderContext, LeaderGuard, LeaseCell};
-use crate::lease::{AcquireRequest, Lease, LockState, Token};
+use crate::hold::cell::{CellOwner, LeaseCell};
+use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
-use crate::period::{Acquisition, Period, PeriodRecord, check_period_slots};
-use crate::signal::ReleaseSignal;
 use crate::store::LeaseStore;
+use crate::store::lease::Acquisition;
+use crate::store::lease::{AcquireRequest, Lease, LockState, Token};
+use crate::store::period::{Period, PeriodRecord, check_period_slots};
+use crate::store::signal::ReleaseSignal;
 use crate::tenant::Tenant;
 
 #[derive(Clone)]
@@ -340,7 +342,15 @@ impl Engine {
             owner: Arc::clone(&opts.node_id),
             expires_at: lease.expires_at,
         });
-        let cell = LeaseCell::new(self, metrics, lease, sent_at, acquired);
+        let owner = CellOwner {
+            store: Arc::clone(&self.store),
+            events: self.events.clone(),
+            lines: Arc::clone(&self.lines),
+            cleanup: self.cleanup.clone(),
+            ttl: opts.lease,
+            min_lease: opts.min_lease,
+        };
+        let cell = LeaseCell::new(owner, metrics, lease, sent_at, acquired);
         LeaderGuard::new(cell, opts.auto_extend)
     }
 
