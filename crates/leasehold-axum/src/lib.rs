@@ -4,7 +4,7 @@
 //!
 //! * [`LeaderJobs`]: an application-owned set of leader-only periodic jobs built from one
 //!   [`Elector`](leasehold::Elector), started with the app and stopped by the same
-//!   [`CancellationToken`](leasehold::CancellationToken) that drives
+//!   [`CancellationToken`] that drives
 //!   `axum::serve(..).with_graceful_shutdown(..)`; per-job metrics (see [`job_metrics`]).
 //! * [`Management`]: a router for `GET /management/leader-election` that refuses to build
 //!   without an authentication decision (built-in [`BearerToken`], the caller's own layer, or

@@ -217,6 +217,10 @@ impl Management {
     /// assert_eq!(report.locks[0].status, LockStatusKind::Held);
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads the store.
     pub async fn status(&self) -> LeaderElectionStatus {
         report(
             &self.elector,

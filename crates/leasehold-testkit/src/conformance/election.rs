@@ -12,6 +12,11 @@ use crate::names::unique_name;
 
 /// An elected `run_if_leader` runs the action exactly once and returns its value; `run` returns
 /// `Elected(value)`; the lock is free afterwards.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn elected_run_executes_once(factory: &dyn StoreFactory) {
     let name = unique_name("elected-once");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(10_000));
@@ -61,6 +66,11 @@ pub async fn elected_run_executes_once(factory: &dyn StoreFactory) {
 
 /// Repeated sequential acquisitions by one node all succeed at once (release frees the lock
 /// immediately) with strictly increasing fences.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn sequential_acquisitions_work(factory: &dyn StoreFactory) {
     let name = unique_name("sequential");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(10_000));
@@ -96,6 +106,11 @@ pub async fn sequential_acquisitions_work(factory: &dyn StoreFactory) {
 /// While another node holds the lock, a node with wait `W` skips (`Ok(None)` and
 /// `RunOutcome::Skipped`) after roughly `W`, without running its action; with wait 0 it skips at
 /// once.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn contention_skips_after_wait(factory: &dyn StoreFactory) {
     let name = unique_name("contention");
     let wait = ms(600);
@@ -167,6 +182,11 @@ pub async fn contention_skips_after_wait(factory: &dyn StoreFactory) {
 }
 
 /// Locks with different names do not block each other.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn independent_names_do_not_block(factory: &dyn StoreFactory) {
     let (first, second) = (unique_name("independent-1"), unique_name("independent-2"));
     let a = node(factory, "conformance-a", Duration::ZERO, ms(30_000));

@@ -91,6 +91,11 @@ async fn join_all(tasks: &mut JoinSet<()>, what: &str) {
 
 /// 16 tasks × 5 rounds over 3 store clients contend for one lock: never more than one is inside
 /// the action at once, at least one run happens, and no fence is issued twice.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn mutual_exclusion(factory: &dyn StoreFactory) {
     let name = unique_name("exclusion");
     let clients: Vec<Elector> = (0..CLIENTS)
@@ -136,6 +141,11 @@ pub async fn mutual_exclusion(factory: &dyn StoreFactory) {
 /// A group with `max_leaders` 3: 16 tasks × 5 rounds over 3 clients never have more than 3 inside
 /// at once, never two in one slot, slots stay below 3, and more than one holder does run
 /// concurrently.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn group_mutual_exclusion(factory: &dyn StoreFactory) {
     const MAX_LEADERS: u32 = 3;
     let name = unique_name("group-exclusion");

@@ -47,6 +47,11 @@ async fn take_over(
 }
 
 /// An unextended lease expires and another node takes over; the old guard knows it is lost.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn expiry_allows_takeover(factory: &dyn StoreFactory) {
     let (stale, successor, _) = take_over(factory, "expiry").await;
     assert!(
@@ -63,6 +68,11 @@ pub async fn expiry_allows_takeover(factory: &dyn StoreFactory) {
 /// After a takeover, the stale guard's `extend` is `NotHeld` and its `release` is `NotHeld`; the
 /// successor's lease is untouched: the state shows the successor's owner and fence, other nodes
 /// still skip, and the successor can extend and release.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn stale_owner_is_rejected(factory: &dyn StoreFactory) {
     let (stale, successor, b) = take_over(factory, "stale-owner").await;
     let name = successor.lease().lock;

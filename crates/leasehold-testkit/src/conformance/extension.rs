@@ -12,6 +12,11 @@ use crate::names::unique_name;
 /// With `auto_extend`, a lease survives an action three times its length: a contender with wait
 /// 0 keeps skipping during it, the store's expiry moves forward, the guard is never lost, and the
 /// lock is free afterwards.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn auto_extend_keeps_lease(factory: &dyn StoreFactory) {
     const LEASE: Duration = Duration::from_millis(900);
     let name = unique_name("auto-extend");
@@ -69,6 +74,11 @@ pub async fn auto_extend_keeps_lease(factory: &dyn StoreFactory) {
 
 /// A manual `extend` pushes the store's expiry out: the lock outlives its original lease, the
 /// guard is not lost, and the new expiry is later than the old one.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn manual_extend_keeps_lease(factory: &dyn StoreFactory) {
     const LEASE: Duration = Duration::from_millis(500);
     let name = unique_name("manual-extend");

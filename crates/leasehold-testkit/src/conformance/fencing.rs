@@ -20,6 +20,11 @@ fn rises(previous: &mut u64, next: u64, how: &str) {
 
 /// Fences of one lock strictly increase across release, run, expiry and takeover by another
 /// client.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn fences_increase(factory: &dyn StoreFactory) {
     let name = unique_name("fences");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(400));
@@ -58,6 +63,11 @@ pub async fn fences_increase(factory: &dyn StoreFactory) {
 }
 
 /// In a group, each slot's fences strictly increase across release, expiry and takeover.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn group_fences_increase_per_slot(factory: &dyn StoreFactory) {
     let name = unique_name("group-fences");
     let a = group_node(factory, "conformance-a", 2, Duration::ZERO, ms(400));

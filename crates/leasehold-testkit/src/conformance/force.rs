@@ -12,6 +12,11 @@ use crate::names::unique_name;
 /// `force_release` frees every live slot of a lock whatever the token, returns the holders it
 /// freed, keeps fences (the next grant of each slot gets a higher one), and leaves the old tokens
 /// powerless (`NotHeld`); on a free lock it frees nothing.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
     let (store, operator) = (factory.make(), factory.make());
     let lock = unique_name("spi-force");
@@ -104,6 +109,11 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
 /// A holder whose lease was force-released by an operator on another client finds out: with
 /// auto-extension its guard reports `NotHeld` at the next renewal (well within the lease), while
 /// another node acquires at once with a higher fence.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn force_release_makes_the_holder_lost(factory: &dyn StoreFactory) {
     const LEASE: Duration = Duration::from_millis(900);
     let name = unique_name("force-lost");

@@ -13,6 +13,11 @@ use crate::names::unique_name;
 /// With `max_leaders` N = 3 and four nodes: three holders get distinct slots, the fourth skips,
 /// `active`/`available` are right, a release frees a slot at once for the fourth, and everything
 /// is free after all release.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn group_slot_accounting(factory: &dyn StoreFactory) {
     const N: u32 = 3;
     let name = unique_name("group-slots");
@@ -103,6 +108,11 @@ pub async fn group_slot_accounting(factory: &dyn StoreFactory) {
 
 /// Expired group slots are reclaimed by the next acquirer, with a higher fence for that slot, and
 /// expired holders disappear from the state.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn group_expired_slots_reclaimed(factory: &dyn StoreFactory) {
     const N: u32 = 2;
     const LEASE: Duration = Duration::from_millis(500);

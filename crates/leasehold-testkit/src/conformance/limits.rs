@@ -51,6 +51,11 @@ fn too_many_slots<T: std::fmt::Debug>(r: Result<T, StoreError>, slots: u32, what
 /// `state` and `force_release` alike, with a permanent [`StoreError`] carrying
 /// [`LimitError::TooManySlots`] and without taking anything; exactly [`MAX_SLOTS`] works and
 /// answers promptly: two grants get slots 0 and 1, `state` sees both, `force_release` frees both.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_rejects_more_than_max_slots(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("spi-max-slots");
@@ -111,6 +116,11 @@ pub async fn store_rejects_more_than_max_slots(factory: &dyn StoreFactory) {
 
 /// A node id of [`MAX_NODE_ID_LEN`] bytes (multi-byte UTF-8 included) is recorded whole: the
 /// lease and the state name exactly that owner.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_records_the_longest_node_id(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("spi-node-id");

@@ -10,6 +10,11 @@ use crate::names::unique_name;
 
 /// With `min_lease` M, a fast action returns promptly (well before M), yet no other node can
 /// acquire until about M after the acquisition; then one can.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn min_lease_holds_lock(factory: &dyn StoreFactory) {
     const MIN: Duration = Duration::from_millis(1500);
     let name = unique_name("min-lease");

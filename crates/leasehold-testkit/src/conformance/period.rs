@@ -59,6 +59,11 @@ fn already_ran(r: StoreResult<Acquisition>, what: &str) -> PeriodRecord {
 /// period, when (the grant's store time) and by whom — while the lease is held (the ledger wins
 /// over contention) and after its release; the holder's retry with its own token still gets its
 /// own lease back.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn period_same_period_is_refused(factory: &dyn StoreFactory) {
     let (a, b) = (factory.make(), factory.make());
     let lock = unique_name("period-same");
@@ -108,6 +113,11 @@ pub async fn period_same_period_is_refused(factory: &dyn StoreFactory) {
 }
 
 /// The record survives expiry; plain acquisitions (no period) ignore and keep it.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn period_record_survives_expiry(factory: &dyn StoreFactory) {
     let (a, b) = (factory.make(), factory.make());
     let lock = unique_name("period-expiry");
@@ -155,6 +165,11 @@ pub async fn period_record_survives_expiry(factory: &dyn StoreFactory) {
 
 /// A claim for an earlier period than the recorded one is refused (the ledger only rises);
 /// the next period is granted, with a higher period id.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn period_earlier_refused_next_granted(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("period-next");
@@ -205,6 +220,11 @@ pub async fn period_earlier_refused_next_granted(factory: &dyn StoreFactory) {
 
 /// Concurrent claims of one period from several clients: exactly one is granted; afterwards
 /// every claim is refused by the ledger.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn period_concurrent_claims_grant_once(factory: &dyn StoreFactory) {
     let lock = unique_name("period-race");
     let period = forever();
@@ -242,6 +262,11 @@ pub async fn period_concurrent_claims_grant_once(factory: &dyn StoreFactory) {
 
 /// `AlreadyRan` is not contention: an elector that would wait 10 s returns at once, with the
 /// record, an `AlreadyRan` event, and without running the action — also while the lock is held.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn period_already_ran_stops_waiting(factory: &dyn StoreFactory) {
     let lock = unique_name("period-wait");
     let period = forever();
@@ -310,6 +335,11 @@ pub async fn period_already_ran_stops_waiting(factory: &dyn StoreFactory) {
 }
 
 /// A period claim on a lock of more than one slot is a typed, permanent error.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn period_needs_a_single_slot(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("period-slots");

@@ -13,6 +13,11 @@ use crate::names::unique_name;
 
 /// An action that returns `Err` gives `RunOutcome::ActionFailed(err)` (not a skip, not an elector
 /// error) and releases the lock: another node acquires at once with wait 0.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn action_error_releases(factory: &dyn StoreFactory) {
     let name = unique_name("action-error");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(30_000));
@@ -35,6 +40,11 @@ pub async fn action_error_releases(factory: &dyn StoreFactory) {
 
 /// A panicking action releases the lock and the panic propagates to the caller (seen here as a
 /// panicked task); another node then acquires at once with wait 0.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn action_panic_releases(factory: &dyn StoreFactory) {
     let name = unique_name("action-panic");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(30_000));
@@ -59,6 +69,11 @@ pub async fn action_panic_releases(factory: &dyn StoreFactory) {
 
 /// Dropping a `run_if_leader` future while its action is pending releases the lock: with a 30 s
 /// lease, another node waiting up to 5 s acquires well before the lease could have expired.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn dropped_future_releases(factory: &dyn StoreFactory) {
     let name = unique_name("dropped-future");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(30_000));
@@ -96,6 +111,11 @@ pub async fn dropped_future_releases(factory: &dyn StoreFactory) {
 /// Dropping a `run_if_leader` future while it is still *waiting* for the lock leaves nothing
 /// behind: after the holder releases, another node acquires promptly (no lease granted to the
 /// abandoned waiter lingers until expiry).
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn abandoned_wait_leaves_no_lock(factory: &dyn StoreFactory) {
     let name = unique_name("abandoned-wait");
     let a = node(factory, "conformance-a", Duration::ZERO, ms(30_000));

@@ -8,6 +8,11 @@ use crate::names::{random_hex, unique_name};
 
 /// The state is empty before, shows the holder (owner = node id, fence, slot 0, expiry in the
 /// future) during, and is empty after release; querying it never releases the lock.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn state_snapshots(factory: &dyn StoreFactory) {
     const LEASE: Duration = Duration::from_secs(30);
     let name = unique_name("state");

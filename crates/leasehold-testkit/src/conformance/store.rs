@@ -47,6 +47,11 @@ fn contended(r: leasehold::StoreResult<Acquisition>, what: &str) {
 /// and an expiry after its start; a second `try_acquire` with the same token returns the same
 /// lease (a retried request is recognised), while other tokens, on this or another client, get
 /// `Ok(None)`.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_acquire_is_idempotent(factory: &dyn StoreFactory) {
     let (store, other) = (factory.make(), factory.make());
     let lock = unique_name("spi-idempotent");
@@ -99,6 +104,11 @@ pub async fn store_acquire_is_idempotent(factory: &dyn StoreFactory) {
 /// Extend and release are token-checked: a forged lease (right lock and slot, wrong token) gets
 /// `NotHeld` and changes nothing; the holder's extend moves the expiry later; releasing twice
 /// gives `NotHeld` the second time.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_operations_check_the_token(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("spi-token");
@@ -168,6 +178,11 @@ pub async fn store_operations_check_the_token(factory: &dyn StoreFactory) {
 
 /// Release with a linger shortens the lease to end `linger` from now but never lengthens it; the
 /// lock stays held until then (other tokens get `Ok(None)`), and is free afterwards.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_release_linger_never_lengthens(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("spi-linger-long");
@@ -249,6 +264,11 @@ pub async fn store_release_linger_never_lengthens(factory: &dyn StoreFactory) {
 }
 
 /// After a lease expires, its extend and release are `NotHeld` and the lock is free.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_extend_after_expiry_is_not_held(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("spi-expired");
@@ -292,6 +312,11 @@ pub async fn store_extend_after_expiry_is_not_held(factory: &dyn StoreFactory) {
 
 /// Groups: the store grants the lowest free slot, reports contention when all are held, and a
 /// released slot is granted again with a higher fence.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn store_group_grants_lowest_free_slot(factory: &dyn StoreFactory) {
     let store: Arc<dyn LeaseStore> = factory.make();
     let lock = unique_name("spi-group");

@@ -34,6 +34,11 @@ impl ConformanceTest {
     }
 
     /// Runs the test; it panics if the store breaks the contract.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+    /// to the call, so later tests are not affected.
     pub async fn run(&self, factory: &dyn StoreFactory) {
         (self.run)(factory).await;
     }
@@ -136,6 +141,11 @@ impl fmt::Display for SuiteReport {
 }
 
 /// Runs `tests` one after the other against `factory`, catching each failure, and reports.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn run_tests(factory: &dyn StoreFactory, tests: &[ConformanceTest]) -> SuiteReport {
     let started = Instant::now();
     let mut report = SuiteReport {
@@ -162,6 +172,11 @@ pub async fn run_tests(factory: &dyn StoreFactory, tests: &[ConformanceTest]) ->
 
 /// Runs the whole suite against `factory` and panics, naming every failed test and its message,
 /// if any failed.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn run_all(factory: &dyn StoreFactory) {
     let report = run_tests(factory, TESTS).await;
     assert!(report.is_success(), "{report}");

@@ -11,6 +11,11 @@ use crate::names::{random_hex, unique_name};
 /// `for_tenant("a")` and `for_tenant("b")` on the same lock name do not contend (nor with the
 /// unscoped name); the same tenant on another client does; the tenant's state reports the full
 /// name `tenant:<id>:<name>`; bad tenant ids and lock names give typed errors, never a skip.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
 pub async fn tenant_scoping(factory: &dyn StoreFactory) {
     let name = unique_name("tenant");
     let (id_a, id_b) = (format!("a{}", random_hex()), format!("b{}", random_hex()));

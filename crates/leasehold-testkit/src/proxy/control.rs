@@ -121,6 +121,14 @@ impl std::fmt::Debug for FaultProxy {
 impl FaultProxy {
     /// Starts a proxy on `127.0.0.1:0` forwarding to `target`, in [`ProxyMode::Pass`]. Needs a
     /// tokio runtime with I/O and time enabled.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error of binding the local listener.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it resolves leaves no proxy running.
     pub async fn start(target: SocketAddr) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
@@ -159,6 +167,11 @@ impl FaultProxy {
 
     /// Closes every connection and refuses new ones; returns once the listening socket is closed
     /// and no connection is left.
+    ///
+    /// # Cancel safety
+    ///
+    /// The mode is switched at once; dropping the future only stops waiting for the connections to
+    /// close.
     pub async fn cut(&self) {
         self.shared.mode.send_replace(ProxyMode::Cut);
         let mut listening = self.shared.listening.subscribe();
@@ -179,6 +192,10 @@ impl FaultProxy {
 
     /// Back to [`ProxyMode::Pass`]: returns once the proxy accepts connections again.
     /// Connections that lost bytes in a blackhole are closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// The mode is switched at once; dropping the future only stops waiting for the listener.
     pub async fn heal(&self) {
         self.shared.mode.send_replace(ProxyMode::Pass);
         let mut listening = self.shared.listening.subscribe();

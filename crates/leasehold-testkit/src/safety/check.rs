@@ -30,6 +30,15 @@ const KEPT_ERRORS: usize = 5;
 ///
 /// The lock name is unique to the run. Violations are reported, not returned as errors; call
 /// [`SafetyReport::assert_safe`] in a test.
+///
+/// # Errors
+///
+/// [`SafetyError`] for a configuration it cannot run (no contenders, invalid options).
+///
+/// # Cancel safety
+///
+/// Dropping it mid-run may leave a contender's lease until its expiry (the lock name is unique
+/// to the run).
 pub async fn check(
     factory: &dyn StoreFactory,
     config: &SafetyConfig,
@@ -48,6 +57,14 @@ pub async fn check(
 /// The safety check on a group lock with `max_leaders` slots: one [`FencedResource`] per slot
 /// (fences increase per slot), and an [`Occupancy`] over the whole lock that must never see more
 /// than `max_leaders` valid holders inside at once.
+///
+/// # Errors
+///
+/// As [`check`].
+///
+/// # Cancel safety
+///
+/// As [`check`].
 pub async fn check_group(
     factory: &dyn StoreFactory,
     config: &SafetyConfig,

@@ -18,6 +18,11 @@ use crate::safety::{SafetyConfig, check, check_group};
 /// safety::assert_store_is_safe(&SharedStore::new(Arc::new(MemoryStore::new())), 10).await;
 /// # }
 /// ```
+///
+/// # Cancel safety
+///
+/// Dropping it mid-run may leave a contender's lease until its expiry (the lock name is unique
+/// to the run, so later runs are not affected).
 pub async fn assert_store_is_safe(factory: &dyn StoreFactory, rounds: usize) {
     let config = SafetyConfig {
         contenders: 8,

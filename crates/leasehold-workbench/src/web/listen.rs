@@ -57,6 +57,14 @@ pub fn check_bind(addr: SocketAddr, allow_remote: bool) -> Result<(), WebError> 
 /// assert_ne!(listener.local_addr()?.port(), 0);
 /// # Ok(()) }
 /// ```
+///
+/// # Errors
+///
+/// [`WebError`] for a non-loopback address without `allow_remote`, or the I/O error of binding.
+///
+/// # Cancel safety
+///
+/// Dropping the future before it resolves leaves no socket bound.
 pub async fn bind(addr: SocketAddr, allow_remote: bool) -> Result<TcpListener, WebError> {
     check_bind(addr, allow_remote)?;
     TcpListener::bind(addr)

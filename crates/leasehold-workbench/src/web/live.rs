@@ -215,6 +215,10 @@ impl LiveView {
     /// assert!(view.report().await.locks[0].holders.is_empty());
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads the store.
     pub async fn report(&self) -> LiveReport {
         let inner = &self.inner;
         let locks = join_all(inner.locks.iter().map(|lock| async move {

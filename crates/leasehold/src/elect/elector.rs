@@ -194,6 +194,18 @@ impl Elector {
     /// kept it for the whole wait. The lease is released when the action ends — also when it
     /// panics (then the panic resumes) or when this future is dropped. A store failure is
     /// `Err`, never a skip.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name ([`Error::Name`](crate::Error::Name)), a store failure
+    /// ([`Error::Store`](crate::Error::Store)), or, with `cancel_on_lost`, the lease lost while
+    /// the action ran ([`Error::Lost`](crate::Error::Lost)). Contention is `Ok(None)`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the action and releases the lease in the background (an
+    /// acquisition in flight is released when the store grants it late);
+    /// [`settled`](Self::settled) waits for that.
     pub async fn run_if_leader<T, F, Fut>(
         &self,
         name: impl IntoLockName,
@@ -208,6 +220,15 @@ impl Elector {
 
     /// Like [`run_if_leader`](Self::run_if_leader) for actions returning `Result`:
     /// `Elected(value)`, `Skipped`, or `ActionFailed(error)` (the lease was released).
+    ///
+    /// # Errors
+    ///
+    /// As [`run_if_leader`](Self::run_if_leader); the action's own error is
+    /// `Ok(RunOutcome::ActionFailed(e))`, not `Err`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run_if_leader`](Self::run_if_leader).
     pub async fn run<T, E, F, Fut>(
         &self,
         name: impl IntoLockName,
@@ -226,11 +247,28 @@ impl Elector {
 
     /// Acquires the lock (waiting up to `wait`) and returns the guard, for code that manages
     /// the lease itself. `Ok(None)` on contention.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves no lease behind: a grant that arrives after the drop is
+    /// released in the background ([`settled`](Self::settled) waits for it).
     pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
         self.engine.try_acquire(name).await
     }
 
     /// A best-effort snapshot of the lock's holders (the full, namespaced name is reported).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
     pub async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
         self.engine.state(name).await
     }
@@ -238,6 +276,14 @@ impl Elector {
     /// Break-glass release for operators: frees every live slot of the lock (tenant name and
     /// slot count applied) whatever its holder, and returns the holders it freed. Their
     /// guards report the lease lost at their next renewal or release.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the release applied or not; call it again to be sure.
     pub async fn force_release(&self, name: impl IntoLockName) -> Result<Vec<crate::Holder>> {
         self.engine.force_release(name).await
     }

@@ -67,6 +67,16 @@ impl LeaderGuard {
 
     /// Stops renewal and releases the lease (or shortens it to the remaining minimum lease).
     /// `Ok(Release::NotHeld)` means the lease had already ended or been taken over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`](crate::Error::Store) when the store fails; the lease then ends at its
+    /// expiry.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the store answered releases again in the background (release
+    /// is token-checked, so a second one is harmless).
     pub async fn release(mut self) -> Result<Release> {
         let watchdog = self.watchdog.take();
         let outcome = finish(&self.ctx.0, watchdog).await;

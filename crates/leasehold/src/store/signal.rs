@@ -18,6 +18,10 @@ pub struct ReleaseSignal(watch::Receiver<u64>);
 impl ReleaseSignal {
     /// Resolves at the next release seen since subscribing (or since the previous call). Never
     /// resolves if the store stops sending.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a release seen while no call was waiting is reported by the next call.
     pub async fn released(&mut self) {
         if self.0.changed().await.is_err() {
             std::future::pending::<()>().await;

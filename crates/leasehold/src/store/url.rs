@@ -188,6 +188,15 @@ impl StoreRegistry {
     }
 
     /// Opens the store `url` names.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError`] for an unknown scheme (listing the registered ones), a URL its opener
+    /// rejects, or a store that cannot be reached; the URL's secrets never appear in it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future abandons the connection being made; nothing is left behind.
     pub async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
         let scheme = url
             .trim()
