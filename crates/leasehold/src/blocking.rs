@@ -17,7 +17,7 @@ use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::IntoLockName;
 use crate::options::ElectionOptions;
 use crate::outcome::RunOutcome;
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::{LockState, Release};
 
 /// Blocking single-leader election.

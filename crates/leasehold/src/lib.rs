@@ -53,7 +53,7 @@ mod name;
 mod options;
 mod outcome;
 mod schedule;
-mod store;
+pub mod store;
 pub mod store_url;
 mod tenant;
 

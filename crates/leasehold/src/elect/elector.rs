@@ -13,7 +13,7 @@ use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::{IntoLockName, NameError};
 use crate::options::ElectionOptions;
 use crate::outcome::{PeriodOutcome, RunOutcome};
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::LockState;
 use crate::store::period::{Period, PeriodRecord};
 use crate::tenant::Tenant;

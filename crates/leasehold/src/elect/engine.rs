@@ -20,7 +20,7 @@ use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Lease, LockState, Token};
 use crate::store::period::{Period, PeriodRecord, check_period_slots};

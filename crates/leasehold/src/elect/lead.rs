@@ -23,7 +23,7 @@ use crate::events::LostReason;
 use crate::hold::guard::LeaderContext;
 use crate::limits::{LimitError, MIN_LEADERSHIP_POLL, check_duration};
 use crate::name::{IntoLockName, LockName};
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::Holder;
 use crate::store::signal::ReleaseSignal;
 

@@ -15,7 +15,7 @@ use crate::events::{Event, Events, LostReason};
 use crate::hold::suspend;
 use crate::line::Lines;
 use crate::metrics::LockMetrics;
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::{Extension, Lease, Release};
 
 /// The safety margin taken off a lease for the local deadline: a tenth of the lease, at least

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::error::StoreResult;
 use crate::limits::{check_slots, deadline_after};
 use crate::name::LockName;
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 use crate::store::period::PeriodRecord;

@@ -1,5 +1,19 @@
-//! The store SPI: the only thing a backend implements.
+//! The toolkit for store authors: the [`LeaseStore`] trait a backend implements, the request and
+//! answer types it speaks, the period ledger's types, error classification, release signals,
+//! URL parsing for its opener, and the checks every store makes at its edge. Users of the library
+//! import from the crate root; a backend imports from here (`docs/writing-a-store.md` walks
+//! through a store, room by room).
+//!
+//! ```
+//! use leasehold::store::{
+//!     AcquireRequest, Acquisition, ErrorKind, LeaseStore, StoreError, StoreOpener, StoreResult,
+//!     StoreUrl, check_slots,
+//! };
+//! assert!(check_slots(leasehold::MAX_SLOTS).is_ok());
+//! assert_eq!(StoreError::transient("timed out").kind(), ErrorKind::Transient);
+//! ```
 
+pub(crate) mod contract;
 pub(crate) mod lease;
 pub(crate) mod memory;
 pub(crate) mod observe;
@@ -7,93 +21,16 @@ pub(crate) mod period;
 pub(crate) mod signal;
 pub(crate) mod url;
 
-use std::time::Duration;
+pub use async_trait::async_trait;
 
-use async_trait::async_trait;
-
-use crate::error::StoreError;
-use crate::error::StoreResult;
-use crate::name::LockName;
-use crate::store::lease::Acquisition;
-use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
-use crate::store::signal::ReleaseSignal;
-
-/// A lease store: atomic, single-round-trip operations on leases.
-///
-/// Stores contain no waiting loop, watchdog, events or metrics; the core provides those once for
-/// every store. Every method is one atomic operation on the store (never check-then-act across two
-/// round trips). Implementations must guarantee:
-///
-/// * `try_acquire` grants the lowest slot in `0..req.slots` that is free or expired, with a fence
-///   strictly greater than any fence ever issued for that `(lock, slot)`, and computes expiry with
-///   the store's clock. If `req.token` already holds a live slot of the lock, it returns that lease
-///   (so a retried request that was applied is recognised). Contention is
-///   `Ok(Acquisition::Held)`, never `Err`. It first runs [`AcquireRequest::check`].
-/// * **The period ledger.** When `req.period` is set (single-slot locks only), `try_acquire`
-///   computes the period id `P = floor((store-now − offset) / length)` from the store's clock
-///   (milliseconds since the Unix epoch) and grants only if the lock's record holds no period, or
-///   one below `P` — in the same atomic operation as the grant, which records `P`, the store
-///   time and the owner with slot 0's lease. The record survives release and expiry (like the
-///   fence) and is only ever raised. A claim refused by the ledger is
-///   `Ok(Acquisition::AlreadyRan(record))`, also when the lock is held at the moment (waiting
-///   cannot help); a live lease of the request's own token is still returned as granted.
-///   Requests without a period neither read nor change the record.
-/// * `extend` succeeds only if the token holds the slot **and** the lease has not expired; the new
-///   expiry is store-now + `ttl`.
-/// * `release` succeeds only for the live holder's token. With `linger > 0` it shortens the lease to
-///   end `linger` from now instead of freeing it (minimum lease); it never lengthens a lease.
-///   Records that keep fences must survive release.
-/// * `state` reports live holders only.
-///
-/// The store must be usable as `Arc<dyn LeaseStore>`. The conformance suite in `leasehold-testkit`
-/// checks all of this against a real server.
-///
-/// ```
-/// use std::sync::Arc;
-/// use leasehold::{LeaseStore, MemoryStore};
-/// let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
-/// assert_eq!(store.describe(), "memory");
-/// ```
-#[async_trait]
-pub trait LeaseStore: Send + Sync + 'static {
-    /// One atomic acquisition attempt.
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition>;
-
-    /// Extends a live lease to end `ttl` from now (store clock).
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension>;
-
-    /// Releases a lease, or shortens it to `linger` from now when `linger > 0`.
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release>;
-
-    /// A snapshot of the live holders of `lock` among `slots` slots.
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;
-
-    /// Break-glass release for operators: frees every live slot of `lock` among `slots`
-    /// regardless of token (fences are kept, so the next holder still gets a higher one) and
-    /// returns the holders it freed, as they were just before (with their original expiry). Their guards find the lease gone at their next renewal or
-    /// release and report it lost. The default answers that the store does not support it.
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        let _ = (lock, slots);
-        Err(StoreError::permanent(format!(
-            "{} does not support forced release",
-            self.describe()
-        )))
-    }
-
-    /// Subscribes to release notifications for `lock`, if the store has them. Waiters subscribe
-    /// before their first attempt; without a signal they poll with jittered back-off.
-    fn release_signal(&self, _lock: &LockName) -> Option<ReleaseSignal> {
-        None
-    }
-
-    /// True if dropping a `try_acquire` future can never leave a lease granted behind (the store
-    /// completes without yielding, like [`MemoryStore`](crate::MemoryStore)). When false (the
-    /// default), the core runs each acquisition attempt on its own task and releases a lease that
-    /// arrives after the caller gave up.
-    fn acquire_is_cancel_safe(&self) -> bool {
-        false
-    }
-
-    /// A short description for logs, with any secret redacted (e.g. `postgres://app:***@db/x`).
-    fn describe(&self) -> String;
-}
+pub use crate::error::{ErrorKind, StoreError, StoreResult};
+pub use crate::limits::{LimitError, MAX_SLOTS, check_duration, check_slots, deadline_after};
+pub use crate::name::LockName;
+pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
+pub use contract::LeaseStore;
+pub use lease::{AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token};
+pub use period::{
+    MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
+};
+pub use signal::{ReleaseNotifier, ReleaseSignal};
+pub use url::{MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, url_secrets};

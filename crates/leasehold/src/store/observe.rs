@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreResult;
 use crate::name::LockName;
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::store::signal::ReleaseSignal;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
-use crate::store::LeaseStore;
+use crate::store::contract::LeaseStore;
 use crate::store::memory::MemoryStore;
 
 /// Why a store URL could not be opened.
