@@ -126,6 +126,39 @@ async fn schedule_stopped_returns_only_after_a_late_grant_was_released() {
     assert_eq!(faults.calls(Op::Release), 1);
 }
 
+/// A store that does not answer an acquisition: the elector gives up on the attempt after its
+/// attempt timeout (a transient store error, not a hang), and the lease the store granted is
+/// released once the answer finally comes.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_without_an_answer_ends_at_the_attempt_timeout() {
+    let (memory, store, faults) = faulty();
+    let name = unique_name("attempt-timeout");
+    let opts = ElectionOptions::builder()
+        .node_id("a")
+        .lease(Duration::from_secs(30))
+        .attempt_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let a = Elector::with_options(store, opts);
+    faults.delay_answer(Op::TryAcquire, Duration::from_secs(60));
+    let start = Instant::now();
+    let err = a.try_acquire(&name).await.unwrap_err();
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(2),
+        "gave up at the attempt timeout"
+    );
+    let leasehold::Error::Store { source, .. } = &err else {
+        panic!("a store error, got {err}");
+    };
+    assert!(source.is_transient(), "{err}");
+    assert!(err.to_string().contains("attempt timeout of 2s"), "{err}");
+    // The store applied the grant; when its answer arrives the lease is released.
+    assert!(!is_free(&memory, &name).await);
+    assert!(a.settled_within(Duration::from_secs(120)).await);
+    assert!(is_free(&memory, &name).await, "the late grant was released");
+}
+
 /// A store that fails at a period's start does not cost the period: the attempt is tried again
 /// within it (1 s, then 2 s later), and runs once the store answers.
 #[tokio::test(start_paused = true)]

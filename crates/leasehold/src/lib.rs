@@ -71,8 +71,8 @@ pub use limits::{
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use options::retry::RetryPolicy;
 pub use options::{
-    ElectionOptions, ElectionOptionsBuilder, MIN_LEASE, MIN_RENEWAL_PERIOD, OptionsError,
-    default_node_id, validate_node_id,
+    DEFAULT_ATTEMPT_TIMEOUT, ElectionOptions, ElectionOptionsBuilder, MIN_LEASE,
+    MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
 };
 pub use outcome::{PeriodOutcome, RunOutcome};
 pub use schedule::{

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::OptionFuture;
 use tokio::sync::oneshot;
-use tokio::time::{Instant, sleep, timeout_at};
+use tokio::time::{Instant, sleep, timeout, timeout_at};
 use tracing::{Instrument, debug};
 
 use crate::cleanup::Cleanup;
@@ -136,7 +136,8 @@ impl Engine {
             Arc::clone(&opts.node_id),
             Token::random(),
             opts.lease,
-        );
+        )
+        .with_timeout(opts.attempt_timeout);
         req.period = period;
         let waits = !opts.wait.is_zero();
         let mut signal = if waits {
@@ -238,7 +239,8 @@ impl Engine {
             Arc::clone(&opts.node_id),
             Token::random(),
             opts.lease,
-        );
+        )
+        .with_timeout(opts.attempt_timeout);
         let mut signal = self.store.release_signal(lock);
         let mut unknown_since: Option<Instant> = None;
         let mut failing = false;
@@ -306,9 +308,21 @@ impl Engine {
     /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
     /// task, which releases a lease that arrives after the caller stopped waiting for it. That
     /// task is counted in `cleanup`, so stop paths can wait for it (`Elector::settled`).
+    ///
+    /// An attempt without an answer within `req.timeout` is a transient error: the caller moves
+    /// on (retrying within its wait), and a grant that comes later is released by that task.
     async fn attempt(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        let limit = req.timeout;
+        let no_answer = move || {
+            StoreError::transient(format!(
+                "no answer from the store within the attempt timeout of {}",
+                crate::limits::Human(limit)
+            ))
+        };
         if self.store.acquire_is_cancel_safe() {
-            return self.store.try_acquire(req).await;
+            return timeout(limit, self.store.try_acquire(req))
+                .await
+                .unwrap_or_else(|_| Err(no_answer()));
         }
         let (tx, rx) = oneshot::channel();
         let store = Arc::clone(&self.store);
@@ -320,8 +334,12 @@ impl Engine {
                 let _ = store.release(&late, std::time::Duration::ZERO).await;
             }
         });
-        rx.await
-            .map_err(|_| StoreError::transient("the acquisition task ended without an answer"))?
+        match timeout(limit, rx).await {
+            Ok(answer) => answer.map_err(|_| {
+                StoreError::transient("the acquisition task ended without an answer")
+            })?,
+            Err(_) => Err(no_answer()),
+        }
     }
 
     fn elected(

@@ -62,6 +62,9 @@ pub enum OptionsError {
         /// The option: `offset`, `jitter` or `missed`.
         option: &'static str,
     },
+    /// The attempt timeout was zero.
+    #[error("attempt_timeout must be greater than zero")]
+    ZeroAttemptTimeout,
     /// The retry policy was inconsistent.
     #[error("retry policy: {0}")]
     Retry(&'static str),

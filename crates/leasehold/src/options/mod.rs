@@ -12,6 +12,9 @@ pub use error::OptionsError;
 
 /// The smallest lease the core accepts.
 pub const MIN_LEASE: Duration = Duration::from_millis(1);
+/// How long an elector waits for one acquisition attempt's answer unless
+/// [`attempt_timeout`](ElectionOptionsBuilder::attempt_timeout) says otherwise.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The shortest interval between watchdog renewals.
 pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 
@@ -27,6 +30,7 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 /// | `cancel_on_lost` | off | drop the action's future when the lease is lost |
 /// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
 /// | `retry` | 25 ms → 250 ms, jittered | pause between attempts while waiting |
+/// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
 ///
 /// Every duration is at most [`MAX_DURATION`](crate::MAX_DURATION) (100 years) and the node id at
 /// most [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes; beyond that `build` answers
@@ -64,12 +68,14 @@ pub struct ElectionOptions {
     pub(crate) node_id: Arc<str>,
     pub(crate) retry: RetryPolicy,
     pub(crate) max_leaders: u32,
+    pub(crate) attempt_timeout: Duration,
 }
 
 impl Default for ElectionOptions {
     fn default() -> Self {
         Self {
             max_leaders: 1,
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             wait: Duration::ZERO,
             lease: Duration::from_secs(60),
             min_lease: Duration::ZERO,
@@ -133,12 +139,20 @@ impl ElectionOptions {
     pub fn max_leaders(&self) -> u32 {
         self.max_leaders
     }
+    /// How long one acquisition attempt may take.
+    pub fn attempt_timeout(&self) -> Duration {
+        self.attempt_timeout
+    }
 
     fn validate(&self) -> Result<(), OptionsError> {
         if self.max_leaders == 0 {
             return Err(OptionsError::NoLeaders);
         }
         check_slots(self.max_leaders)?;
+        check_duration("attempt_timeout", self.attempt_timeout)?;
+        if self.attempt_timeout.is_zero() {
+            return Err(OptionsError::ZeroAttemptTimeout);
+        }
         check_duration("wait", self.wait)?;
         check_duration("lease", self.lease)?;
         check_duration("min_lease", self.min_lease)?;
@@ -226,6 +240,23 @@ impl ElectionOptionsBuilder {
     /// ```
     pub fn max_leaders(mut self, n: u32) -> Self {
         self.0.max_leaders = n;
+        self
+    }
+    /// How long one acquisition attempt may take before the elector gives up on its answer
+    /// (default [`DEFAULT_ATTEMPT_TIMEOUT`]): it then counts as a transient store error (retried
+    /// within `wait`), and a lease the store grants later is released. Stores receive it in
+    /// [`AcquireRequest::timeout`](crate::store::AcquireRequest::timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold::{ElectionOptions, OptionsError};
+    /// let o = ElectionOptions::builder().attempt_timeout(Duration::from_secs(2)).build()?;
+    /// assert_eq!(o.attempt_timeout(), Duration::from_secs(2));
+    /// assert!(ElectionOptions::builder().attempt_timeout(Duration::ZERO).build().is_err());
+    /// # Ok::<(), OptionsError>(())
+    /// ```
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.0.attempt_timeout = timeout;
         self
     }
     /// Validates and returns the options.

@@ -107,6 +107,11 @@ pub struct AcquireRequest {
     /// A period claimed in the lock's ledger (single-slot locks only): granted only if no grant
     /// for the store's current period of it, or a later one, was recorded before.
     pub period: Option<Period>,
+    /// How long the caller waits for this attempt's answer
+    /// ([`ElectionOptions::attempt_timeout`](crate::ElectionOptions::attempt_timeout)). The core
+    /// enforces it around every `try_acquire` (no answer in time is a transient error, and a
+    /// grant that arrives later is released); a store may also use it to bound its own I/O.
+    pub timeout: Duration,
 }
 
 impl AcquireRequest {
@@ -125,7 +130,15 @@ impl AcquireRequest {
             token,
             ttl,
             period: None,
+            timeout: crate::options::DEFAULT_ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// The same request with another per-attempt timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// The same request claiming `period` in the lock's ledger.
