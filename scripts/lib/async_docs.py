@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Lists public async fns (outside trait impls, tests and examples) whose doc comment lacks a
+'# Errors' section (when they return a Result) or a '# Cancel safety' section, and exits 1 if
+there is one."""
+import os, re, sys
+missing = 0
+for root in sys.argv[1:]:
+    for dp, _, fs in os.walk(root):
+        if '/tests' in dp or '/benches' in dp or '/examples' in dp: continue
+        for f in fs:
+            if not f.endswith('.rs'): continue
+            p = os.path.join(dp, f)
+            lines = open(p).read().split('\n')
+            for i, l in enumerate(lines):
+                m = re.match(r'\s*pub async fn (\w+)', l)
+                if not m: continue
+                # signature until '{'
+                sig = ' '.join(lines[i:i+12]); sig = sig[:sig.find('{')] if '{' in sig else sig
+                j = i - 1; doc = []
+                while j >= 0 and (lines[j].strip().startswith('///') or lines[j].strip().startswith('#[')):
+                    doc.append(lines[j]); j -= 1
+                d = '\n'.join(doc)
+                # skip trait impls (docs on the trait)
+                k = i
+                while k >= 0 and not re.match(r'^(impl|pub trait|trait|#\[async_trait\])', lines[k]): k -= 1
+                if k >= 0 and re.match(r'^impl .* for ', lines[k]): continue
+                miss = []
+                ret = sig.split(')', 1)[-1].split(' where ')[0] if ')' in sig else ''
+                if 'Result' in ret:
+                    if '# Errors' not in d: miss.append('Errors')
+                if '# Cancel safety' not in d: miss.append('Cancel safety')
+                if miss:
+                    missing += 1
+                    print(f'{p}:{i+1}: {m.group(1)} lacks {", ".join(miss)}')
+sys.exit(1 if missing else 0)
