@@ -449,7 +449,8 @@ impl Elector {
     /// [`Leadership`](crate::Leadership) first, then one item each time the holder changes (a new fence — a new
     /// term, also of the same node — or the lock becoming free). Polls the store's state every
     /// [`DEFAULT_LEADERSHIP_POLL`](crate::DEFAULT_LEADERSHIP_POLL) (1 s); see
-    /// [`leadership_every`](Self::leadership_every) for the lag and another interval.
+    /// [`leadership_every`](Self::leadership_every) for the lag and another interval. With
+    /// `max_leaders` above 1 it follows slot 0's holder.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
