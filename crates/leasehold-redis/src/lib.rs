@@ -50,7 +50,7 @@ mod subscribe;
 mod url;
 
 pub use opener::RedisOpener;
-pub use options::{DEFAULT_PREFIX, RedisOptions};
+pub use options::{DEFAULT_PREFIX, MAX_PREFIX_LEN, RedisOptions, RedisOptionsError};
 pub use scripts::{ScriptKind, Scripts};
 pub use store::RedisStore;
 

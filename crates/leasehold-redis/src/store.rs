@@ -163,7 +163,7 @@ impl RedisStore {
     }
 
     fn build(client: Client, options: RedisOptions, description: String) -> Result<Self, String> {
-        options.validate()?;
+        options.validate().map_err(|e| e.to_string())?;
         if matches!(
             client.get_connection_info().addr(),
             redis::ConnectionAddr::TcpTls { .. }
