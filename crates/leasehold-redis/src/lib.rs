@@ -44,6 +44,7 @@ mod classify;
 mod link;
 mod opener;
 mod options;
+mod reply;
 mod scripts;
 mod store;
 mod subscribe;
