@@ -64,7 +64,36 @@ impl SqlOptions {
         self
     }
     /// The configured table name.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_sql::SqlOptions::default().table_name(), "leasehold_leases");
+    /// ```
     pub fn table_name(&self) -> &str {
         &self.table
+    }
+    /// Whether the table is created (and brought up to date) on first use.
+    ///
+    /// ```
+    /// assert!(!leasehold_sql::SqlOptions::default().create_schema(false).create_schema_enabled());
+    /// ```
+    pub fn create_schema_enabled(&self) -> bool {
+        self.create_schema
+    }
+    /// The pool size for pools built from URLs.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_sql::SqlOptions::default().max_connections(0).max_connections_value(), 1);
+    /// ```
+    pub fn max_connections_value(&self) -> u32 {
+        self.max_connections
+    }
+    /// The connect timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_sql::SqlOptions::default().connect_timeout_value(), Duration::from_secs(5));
+    /// ```
+    pub fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
     }
 }

@@ -52,6 +52,7 @@ pub struct SqlStore {
     queries: Queries,
     schema: Schema,
     dialect: Dialect,
+    options: SqlOptions,
     listener: Mutex<Option<Listener>>,
     notifier: Arc<ReleaseNotifier>,
     description: String,
@@ -198,7 +199,23 @@ impl SqlStore {
             notifier: Arc::new(ReleaseNotifier::default()),
             description,
             dialect,
+            options,
         })
+    }
+
+    /// The options in effect.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), leasehold::OpenError> {
+    /// use leasehold_sql::{SqlOptions, SqlStore};
+    /// // Lazily: nothing is opened before the first operation.
+    /// let store = SqlStore::connect_lazy("sqlite:///tmp/leases.db", SqlOptions::default().table("jobs"))?;
+    /// assert_eq!(store.options().table_name(), "jobs");
+    /// # Ok(()) }
+    /// ```
+    pub fn options(&self) -> &SqlOptions {
+        &self.options
     }
 
     /// The dialect.
