@@ -30,6 +30,12 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! ## Cargo features
+//!
+//! * `bench-internals` (off): exports `HostClock`, the host clocks every SQLite statement of
+//!   [`Statements`] takes after its own, for `leasehold-bench`'s raw floor, which runs the
+//!   statements itself. Not part of the supported API: it may change in any release.
 
 mod classify;
 mod clock;
@@ -45,6 +51,7 @@ mod store;
 mod table_name;
 mod url;
 
+#[cfg(feature = "bench-internals")]
 pub use clock::HostClock;
 pub use dialect::{
     Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN, Statements,
