@@ -56,3 +56,9 @@ pub use store::EtcdStore;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/leasehold-etcd.md")]
 pub struct ManualDoctests;
+
+/// The store authors' guide `docs/writing-a-store.md` (every store's rooms, with this crate as
+/// the template), compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/writing-a-store.md")]
+pub struct WritingAStoreDoctests;
