@@ -11,7 +11,7 @@
 
 use leasehold::LockName;
 
-use crate::options::OptionsError;
+use crate::options::DynamoDbOptionsError;
 
 /// The longest key prefix, in bytes (a DynamoDB partition key holds at most 2048 bytes).
 pub const MAX_PREFIX_LEN: usize = 1024;
@@ -46,9 +46,9 @@ pub fn item_key(prefix: &str, lock: &LockName, slot: u32) -> String {
 
 /// A key prefix is at most [`MAX_PREFIX_LEN`] bytes of printable ASCII other than `#`, and does not
 /// end with `/` (the separator is added).
-pub(crate) fn validate_prefix(prefix: &str) -> Result<(), OptionsError> {
+pub(crate) fn validate_prefix(prefix: &str) -> Result<(), DynamoDbOptionsError> {
     if prefix.len() > MAX_PREFIX_LEN {
-        return Err(OptionsError::new(
+        return Err(DynamoDbOptionsError::new(
             "key_prefix",
             format!(
                 "is {} bytes; at most {MAX_PREFIX_LEN} are allowed",
@@ -57,13 +57,13 @@ pub(crate) fn validate_prefix(prefix: &str) -> Result<(), OptionsError> {
         ));
     }
     if let Some(bad) = prefix.chars().find(|c| !c.is_ascii_graphic() || *c == '#') {
-        return Err(OptionsError::new(
+        return Err(DynamoDbOptionsError::new(
             "key_prefix",
             format!("{prefix:?} contains {bad:?}; use printable ASCII without '#' or spaces"),
         ));
     }
     if prefix.ends_with('/') {
-        return Err(OptionsError::new(
+        return Err(DynamoDbOptionsError::new(
             "key_prefix",
             format!("{prefix:?} must not end with '/' (the separator is added)"),
         ));

@@ -55,7 +55,7 @@ pub use key::{MAX_PREFIX_LEN, item_key};
 pub use opener::DynamoDbOpener;
 pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_RETRY_DELAY, DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptions, OptionsError,
+    DEFAULT_RETRY_DELAY, DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptions, DynamoDbOptionsError,
 };
 pub use store::{DynamoDbStore, MAX_SLOTS};
 pub use table::create_table;

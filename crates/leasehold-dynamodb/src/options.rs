@@ -25,16 +25,17 @@ pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 /// use leasehold_dynamodb::DynamoDbOptions;
 ///
 /// let err = DynamoDbOptions::default().table("x").validate().unwrap_err();
+/// assert_eq!(err.option(), "table");
 /// assert!(err.to_string().contains("3-255"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid DynamoDB store option {option}: {reason}")]
-pub struct OptionsError {
+pub struct DynamoDbOptionsError {
     option: &'static str,
     reason: String,
 }
 
-impl OptionsError {
+impl DynamoDbOptionsError {
     pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
         Self {
             option,
@@ -161,20 +162,95 @@ impl DynamoDbOptions {
     }
 
     /// The table name.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().table_name(), "leasehold_leases");
+    /// ```
     pub fn table_name(&self) -> &str {
         &self.table
     }
     /// The key prefix (empty for none).
-    pub fn prefix(&self) -> &str {
+    ///
+    /// ```
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default().key_prefix("billing/");
+    /// assert_eq!(o.key_prefix_str(), "billing");
+    /// ```
+    pub fn key_prefix_str(&self) -> &str {
         &self.key_prefix
     }
     /// The clock-skew tolerance.
-    pub fn skew_tolerance(&self) -> Duration {
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default();
+    /// assert_eq!(o.clock_skew_tolerance_value(), Duration::from_secs(2));
+    /// ```
+    pub fn clock_skew_tolerance_value(&self) -> Duration {
         self.clock_skew_tolerance
     }
     /// The TTL padding.
-    pub fn padding(&self) -> Duration {
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default();
+    /// assert_eq!(o.ttl_padding_value(), Duration::from_secs(3600));
+    /// ```
+    pub fn ttl_padding_value(&self) -> Duration {
         self.ttl_padding
+    }
+    /// The back-off before the first retry of a failed request.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default();
+    /// assert_eq!(o.retry_delay_value(), Duration::from_millis(50));
+    /// ```
+    pub fn retry_delay_value(&self) -> Duration {
+        self.retry_delay
+    }
+    /// Attempts per request, the first included.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().max_attempts_value(), 3);
+    /// ```
+    pub fn max_attempts_value(&self) -> u32 {
+        self.max_attempts
+    }
+    /// The time limit of one attempt of a request.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default();
+    /// assert_eq!(o.attempt_timeout_value(), Duration::from_secs(3));
+    /// ```
+    pub fn attempt_timeout_value(&self) -> Duration {
+        self.attempt_timeout
+    }
+    /// The node id recorded on items this client writes.
+    ///
+    /// ```
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default().node_id("worker-1");
+    /// assert_eq!(o.node_id_str(), "worker-1");
+    /// ```
+    pub fn node_id_str(&self) -> &str {
+        &self.node_id
+    }
+    /// The key prefix (empty for none).
+    #[deprecated(note = "use `key_prefix_str`, named like the other stores' option getters")]
+    pub fn prefix(&self) -> &str {
+        self.key_prefix_str()
+    }
+    /// The clock-skew tolerance.
+    #[deprecated(
+        note = "use `clock_skew_tolerance_value`, named like the other stores' option getters"
+    )]
+    pub fn skew_tolerance(&self) -> Duration {
+        self.clock_skew_tolerance_value()
+    }
+    /// The TTL padding.
+    #[deprecated(note = "use `ttl_padding_value`, named like the other stores' option getters")]
+    pub fn padding(&self) -> Duration {
+        self.ttl_padding_value()
     }
     /// The shortest lease this store accepts is anything longer than this: twice the clock-skew
     /// tolerance.
@@ -190,11 +266,15 @@ impl DynamoDbOptions {
     }
 
     /// Checks every option; [`DynamoDbStore::new`](crate::DynamoDbStore::new) calls it.
-    pub fn validate(&self) -> Result<(), OptionsError> {
+    ///
+    /// # Errors
+    ///
+    /// A [`DynamoDbOptionsError`] naming the first option that breaks its rule.
+    pub fn validate(&self) -> Result<(), DynamoDbOptionsError> {
         validate_table(&self.table)?;
         validate_prefix(&self.key_prefix)?;
         if self.clock_skew_tolerance > Duration::from_secs(3600) {
-            return Err(OptionsError::new(
+            return Err(DynamoDbOptionsError::new(
                 "clock_skew_tolerance",
                 format!(
                     "{:?} is more than an hour; clocks that far apart need fixing, not tolerating",
@@ -205,7 +285,7 @@ impl DynamoDbOptions {
         if self.ttl_padding < Duration::from_secs(1)
             || self.ttl_padding <= self.clock_skew_tolerance
         {
-            return Err(OptionsError::new(
+            return Err(DynamoDbOptionsError::new(
                 "ttl_padding",
                 format!(
                     "{:?} must be at least 1s and longer than the clock-skew tolerance {:?}",
@@ -214,38 +294,38 @@ impl DynamoDbOptions {
             ));
         }
         if self.retry_delay.is_zero() || self.retry_delay > Duration::from_secs(10) {
-            return Err(OptionsError::new(
+            return Err(DynamoDbOptionsError::new(
                 "retry_delay",
                 format!("{:?} must be more than 0 and at most 10s", self.retry_delay),
             ));
         }
         if !(1..=10).contains(&self.max_attempts) {
-            return Err(OptionsError::new(
+            return Err(DynamoDbOptionsError::new(
                 "max_attempts",
                 format!("{} must be between 1 and 10", self.max_attempts),
             ));
         }
         if self.attempt_timeout < Duration::from_millis(10) {
-            return Err(OptionsError::new(
+            return Err(DynamoDbOptionsError::new(
                 "attempt_timeout",
                 format!("{:?} must be at least 10ms", self.attempt_timeout),
             ));
         }
         leasehold::validate_node_id(&self.node_id)
-            .map_err(|e| OptionsError::new("node_id", e.to_string()))?;
+            .map_err(|e| DynamoDbOptionsError::new("node_id", e.to_string()))?;
         for (name, d) in [
             ("ttl_padding", self.ttl_padding),
             ("attempt_timeout", self.attempt_timeout),
         ] {
             leasehold::check_duration(name, d)
-                .map_err(|e| OptionsError::new(name, e.to_string()))?;
+                .map_err(|e| DynamoDbOptionsError::new(name, e.to_string()))?;
         }
         Ok(())
     }
 }
 
 /// DynamoDB's table-name rule: 3–255 characters of `[A-Za-z0-9_.-]`.
-pub(crate) fn validate_table(table: &str) -> Result<(), OptionsError> {
+pub(crate) fn validate_table(table: &str) -> Result<(), DynamoDbOptionsError> {
     let ok = (3..=255).contains(&table.len())
         && table
             .bytes()
@@ -253,7 +333,7 @@ pub(crate) fn validate_table(table: &str) -> Result<(), OptionsError> {
     if ok {
         Ok(())
     } else {
-        Err(OptionsError::new(
+        Err(DynamoDbOptionsError::new(
             "table",
             format!("{table:?} must be 3-255 characters of [A-Za-z0-9_.-]"),
         ))
@@ -292,7 +372,7 @@ mod tests {
         for (options, option) in bad {
             let err = options.validate().err();
             assert_eq!(
-                err.as_ref().map(OptionsError::option),
+                err.as_ref().map(DynamoDbOptionsError::option),
                 Some(option),
                 "{err:?}"
             );
@@ -302,7 +382,9 @@ mod tests {
     #[test]
     fn prefix_trailing_slashes_are_trimmed() {
         assert_eq!(
-            DynamoDbOptions::default().key_prefix("app//").prefix(),
+            DynamoDbOptions::default()
+                .key_prefix("app//")
+                .key_prefix_str(),
             "app"
         );
     }

@@ -14,7 +14,7 @@ use leasehold::{
 
 use crate::expressions;
 use crate::key::item_key;
-use crate::options::{DynamoDbOptions, OptionsError};
+use crate::options::{DynamoDbOptions, DynamoDbOptionsError};
 
 /// The largest group a [`DynamoDbStore`] serves: the core's limit, [`leasehold::MAX_SLOTS`], as
 /// on every store. Every acquisition attempt, state read and forced release of a group reads all
@@ -82,6 +82,10 @@ impl std::fmt::Debug for DynamoDbStore {
 impl DynamoDbStore {
     /// A store on the application's `client`, after checking `options`.
     ///
+    /// # Errors
+    ///
+    /// A [`DynamoDbOptionsError`] when `options` break a rule ([`DynamoDbOptions::validate`]).
+    ///
     /// ```
     /// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     /// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
@@ -96,9 +100,9 @@ impl DynamoDbStore {
     /// let store = DynamoDbStore::new(client.clone(), DynamoDbOptions::default())?;
     /// assert_eq!(store.table(), "leasehold_leases");
     /// assert!(DynamoDbStore::new(client, DynamoDbOptions::default().table("no")).is_err());
-    /// # Ok::<(), leasehold_dynamodb::OptionsError>(())
+    /// # Ok::<(), leasehold_dynamodb::DynamoDbOptionsError>(())
     /// ```
-    pub fn new(client: Client, options: DynamoDbOptions) -> Result<Self, OptionsError> {
+    pub fn new(client: Client, options: DynamoDbOptions) -> Result<Self, DynamoDbOptionsError> {
         options.validate()?;
         let client = tuned(&client, &options);
         let mut description = format!("dynamodb://{}", options.table);
@@ -118,6 +122,17 @@ impl DynamoDbStore {
     /// needed (for its client or [`create_table`](Self::create_table)); the opener gives an
     /// `Arc<dyn LeaseStore>`.
     ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`](leasehold::OpenError::Invalid) for a malformed URL or option, or
+    /// no region; [`OpenError::Connect`](leasehold::OpenError::Connect) when the table does not
+    /// answer (missing, no permission, unreachable endpoint) or cannot be created.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-opened store. With `create_table=true`
+    /// a table creation already sent goes on in DynamoDB, which is harmless.
+    ///
     /// ```no_run
     /// # async fn demo() -> Result<(), leasehold::OpenError> {
     /// use leasehold_dynamodb::DynamoDbStore;
@@ -132,13 +147,21 @@ impl DynamoDbStore {
     /// A store on a client configured from the environment (`AWS_REGION`, `AWS_PROFILE`,
     /// credentials chain, `AWS_ENDPOINT_URL`), as `aws_config::load_from_env` does.
     ///
+    /// # Errors
+    ///
+    /// A [`DynamoDbOptionsError`] when `options` break a rule.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads the environment's configuration.
+    ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold_dynamodb::OptionsError> {
+    /// # async fn demo() -> Result<(), leasehold_dynamodb::DynamoDbOptionsError> {
     /// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
     /// let store = DynamoDbStore::from_env(DynamoDbOptions::default()).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn from_env(options: DynamoDbOptions) -> Result<Self, OptionsError> {
+    pub async fn from_env(options: DynamoDbOptions) -> Result<Self, DynamoDbOptionsError> {
         let config = aws_config::load_from_env().await;
         Self::new(Client::new(&config), options)
     }
@@ -180,6 +203,16 @@ impl DynamoDbStore {
     /// is active: for development and tests; keep production tables in infrastructure code. See
     /// [`create_table`](crate::create_table).
     ///
+    /// # Errors
+    ///
+    /// The classified error of the request; an existing table with another key schema is a
+    /// permanent error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a creation already sent goes on in DynamoDB, and the next call finds the
+    /// table and waits until it is active.
+    ///
     /// ```no_run
     /// # async fn demo(store: leasehold_dynamodb::DynamoDbStore) -> leasehold::StoreResult<()> {
     /// store.create_table().await?; // idempotent
@@ -192,6 +225,14 @@ impl DynamoDbStore {
 
     /// Checks that the table answers a consistent read with these credentials: a missing table,
     /// missing permissions or an unreachable endpoint give the classified error at once.
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a read changes nothing.
     pub async fn check(&self) -> StoreResult<()> {
         let probe = LockName::new("leasehold-probe")
             .map_err(|e| StoreError::permanent(format!("probe name: {e}")))?;

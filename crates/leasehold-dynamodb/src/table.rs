@@ -29,6 +29,17 @@ const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
 /// answers `UnknownOperationException`) are tolerated and logged at INFO: TTL only cleans up, it never
 /// decides anything.
 ///
+/// # Errors
+///
+/// A permanent error for an invalid table name or an existing table with another key schema;
+/// otherwise the classified error of the request, or a transient error when the table is not
+/// active within two minutes.
+///
+/// # Cancel safety
+///
+/// Cancel safe: a creation already sent goes on in DynamoDB, and the next call finds the table
+/// and waits until it is active.
+///
 /// ```no_run
 /// # async fn demo() -> leasehold::StoreResult<()> {
 /// let config = aws_config::load_from_env().await;

@@ -139,8 +139,11 @@ mod tests {
         assert_eq!(u.region.as_deref(), Some("eu-west-1"));
         assert_eq!(u.endpoint.as_deref(), Some("http://127.0.0.1:8000"));
         assert_eq!(u.profile.as_deref(), Some("dev"));
-        assert_eq!(u.options.prefix(), "billing");
-        assert_eq!(u.options.skew_tolerance(), Duration::from_millis(500));
+        assert_eq!(u.options.key_prefix_str(), "billing");
+        assert_eq!(
+            u.options.clock_skew_tolerance_value(),
+            Duration::from_millis(500)
+        );
         assert!(u.create_table);
         let u = DynamoDbUrl::parse("dynamodb://tab?endpoint=http://id:hunter2@127.0.0.1:8000")
             .unwrap_or_else(|e| panic!("{e}"));

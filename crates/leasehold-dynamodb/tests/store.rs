@@ -106,7 +106,8 @@ async fn items_carry_the_documented_attributes_and_keep_the_fence_on_release() {
     assert!(expiry >= before + 10_000 && expiry <= now_ms() + 10_000);
     assert_eq!(
         number(&item, x::TTL),
-        (expiry + u64::try_from(common::options().padding().as_millis()).unwrap()).div_ceil(1000),
+        (expiry + u64::try_from(common::options().ttl_padding_value().as_millis()).unwrap())
+            .div_ceil(1000),
         "ttl = leaseExpiry + padding, in seconds"
     );
     // A brand-new item's fence is seeded from the clock (ms × 1000), plus one.
@@ -414,7 +415,7 @@ async fn the_ledger_is_on_the_item_and_periods_fit_the_ttl_padding() {
     };
     let store = common::store(&endpoint);
     let name = lock("ledger");
-    let padding = common::options().padding();
+    let padding = common::options().ttl_padding_value();
     let fits = leasehold::Period::every(padding).unwrap();
     let req = request(&name, 1, Duration::from_secs(30)).with_period(fits);
     let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();

@@ -49,10 +49,16 @@ mod url;
 mod watch;
 
 pub use opener::EtcdOpener;
-pub use options::{DEFAULT_PREFIX, EtcdOptions, MAX_PREFIX_LEN, MAX_TIMEOUT};
+pub use options::{DEFAULT_PREFIX, EtcdOptions, EtcdOptionsError, MAX_PREFIX_LEN, MAX_TIMEOUT};
 pub use store::EtcdStore;
 
 /// The manual page `docs/leasehold-etcd.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/leasehold-etcd.md")]
 pub struct ManualDoctests;
+
+/// The store authors' guide `docs/writing-a-store.md` (every store's rooms, with this crate as
+/// the template), compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/writing-a-store.md")]
+pub struct WritingAStoreDoctests;

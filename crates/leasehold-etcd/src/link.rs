@@ -4,12 +4,13 @@
 use std::future::Future;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use leasehold::{ErrorKind, StoreResult};
 use tokio::sync::OnceCell;
 use tokio::time::{Instant, sleep, timeout};
 
 use crate::classify::{classify, kind_of, never_applied, timed_out};
+use crate::options::EtcdOptions;
 
 /// The pause before a refused request is sent again (to a member picked afresh).
 const RESEND_PAUSE: Duration = Duration::from_millis(20);
@@ -18,6 +19,32 @@ const RESEND_PAUSE: Duration = Duration::from_millis(20);
 /// streams, with GOAWAY ("too many pings"), so pings are 10 s apart and only while streams run;
 /// requests themselves are bounded by the request timeout.
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The TLS settings for `etcds://`: the system roots, plus the configured CA and client identity.
+pub(crate) fn tls_options(options: &EtcdOptions) -> Result<TlsOptions, String> {
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+    };
+    let mut tls = TlsOptions::new().with_native_roots();
+    if let Some(ca) = &options.ca_file {
+        tls = tls.ca_certificate(Certificate::from_pem(read("ca_file", ca)?));
+    }
+    if let (Some(cert), Some(key)) = (&options.cert_file, &options.key_file) {
+        tls = tls.identity(Identity::from_pem(
+            read("cert_file", cert)?,
+            read("key_file", key)?,
+        ));
+    }
+    Ok(tls)
+}
+
+/// `etcds://` needs a rustls crypto provider; when the build enables several, none is chosen
+/// automatically, so pick ring unless the application installed one.
+pub(crate) fn install_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
 
 /// The etcd client of a store.
 pub(crate) struct Link {

@@ -19,6 +19,39 @@ pub const MAX_PREFIX_LEN: usize = 128;
 /// [`LimitError`](leasehold::LimitError) message, as in every store.)
 pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Invalid [`EtcdOptions`]: names the option and says what is allowed.
+///
+/// ```
+/// use leasehold_etcd::EtcdOptions;
+///
+/// let err = EtcdOptions::default().prefix("/jobs").validate().unwrap_err();
+/// assert_eq!(err.option(), "prefix");
+/// assert!(err.to_string().contains("must not start or end with '/'"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid etcd store option {option}: {reason}")]
+pub struct EtcdOptionsError {
+    option: &'static str,
+    reason: String,
+}
+
+impl EtcdOptionsError {
+    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            option,
+            reason: reason.into(),
+        }
+    }
+    /// The option that is wrong (e.g. `"prefix"`).
+    pub fn option(&self) -> &'static str {
+        self.option
+    }
+    /// What is wrong and what is allowed.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
 /// Options for [`EtcdStore`](crate::EtcdStore).
 ///
 /// | option | default | meaning |
@@ -197,42 +230,67 @@ impl EtcdOptions {
         self.ca_file.is_some() || self.cert_file.is_some() || self.key_file.is_some()
     }
 
-    /// Checks the options; the error says what is wrong and what is allowed.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    /// Checks every option; the store's constructors call it.
+    ///
+    /// # Errors
+    ///
+    /// An [`EtcdOptionsError`] naming the first option that breaks its rule.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold_etcd::EtcdOptions;
+    ///
+    /// assert!(EtcdOptions::default().validate().is_ok());
+    /// let err = EtcdOptions::default().request_timeout(Duration::ZERO).validate().unwrap_err();
+    /// assert_eq!(err.option(), "request_timeout");
+    /// ```
+    pub fn validate(&self) -> Result<(), EtcdOptionsError> {
         let p = &self.prefix;
+        let bad_prefix = |reason: String| EtcdOptionsError::new("prefix", reason);
         if p.is_empty() || p.len() > MAX_PREFIX_LEN {
-            return Err(format!(
-                "prefix must be 1 to {MAX_PREFIX_LEN} bytes, got {} bytes ({p:?})",
+            return Err(bad_prefix(format!(
+                "must be 1 to {MAX_PREFIX_LEN} bytes, got {} bytes ({p:?})",
                 p.len()
-            ));
+            )));
         }
         if let Some(bad) = p.chars().find(|c| !c.is_ascii_graphic()) {
-            return Err(format!(
-                "prefix {p:?} contains {bad:?}; use printable ASCII without spaces"
-            ));
+            return Err(bad_prefix(format!(
+                "{p:?} contains {bad:?}; use printable ASCII without spaces"
+            )));
         }
         if p.starts_with('/') || p.ends_with('/') || p.contains("//") {
-            return Err(format!(
-                "prefix {p:?} must not start or end with '/' nor contain '//' (keys are <prefix>/<lock>/<slot>)"
-            ));
+            return Err(bad_prefix(format!(
+                "{p:?} must not start or end with '/' nor contain '//' (keys are <prefix>/<lock>/<slot>)"
+            )));
         }
         for (name, d) in [
             ("request_timeout", self.request_timeout),
             ("connect_timeout", self.connect_timeout),
         ] {
             // The core's bound and message first, as every store's options; then etcd's own.
-            leasehold::check_duration(name, d).map_err(|e| e.to_string())?;
+            leasehold::check_duration(name, d)
+                .map_err(|e| EtcdOptionsError::new(name, e.to_string()))?;
             if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
-                return Err(format!(
-                    "{name} must be between 1ms and {}s, got {d:?}",
-                    MAX_TIMEOUT.as_secs()
+                return Err(EtcdOptionsError::new(
+                    name,
+                    format!(
+                        "must be between 1ms and {}s, got {d:?}",
+                        MAX_TIMEOUT.as_secs()
+                    ),
                 ));
             }
         }
-        if self.cert_file.is_some() != self.key_file.is_some() {
-            return Err("cert_file and key_file must be given together".to_owned());
+        match (&self.cert_file, &self.key_file) {
+            (Some(_), None) => Err(EtcdOptionsError::new(
+                "cert_file",
+                "is given without key_file; give both (client_identity) or neither",
+            )),
+            (None, Some(_)) => Err(EtcdOptionsError::new(
+                "key_file",
+                "is given without cert_file; give both (client_identity) or neither",
+            )),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -252,18 +310,21 @@ mod tests {
             .request_timeout(Duration::ZERO)
             .validate()
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("request_timeout"), "{e}");
         let e = EtcdOptions::default()
             .connect_timeout(Duration::from_secs(601))
             .validate()
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
         let e = EtcdOptions::default()
             .request_timeout(Duration::MAX)
             .validate()
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(
             e.contains("request_timeout") && e.contains("MAX_DURATION"),
@@ -273,6 +334,6 @@ mod tests {
             cert_file: Some("c.pem".into()),
             ..EtcdOptions::default()
         };
-        assert!(half.validate().is_err());
+        assert_eq!(half.validate().map_err(|e| e.option()), Err("cert_file"));
     }
 }

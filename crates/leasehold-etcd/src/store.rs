@@ -4,14 +4,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+use etcd_client::{Client, ConnectOptions, GetOptions};
 use leasehold::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
     OpenError, OptionsError, Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult,
     check_slots, redact_url,
 };
 
-use crate::link::Link;
+use crate::link::{Link, install_tls_provider, tls_options};
 use crate::options::EtcdOptions;
 use crate::txn::{self, Keys};
 use crate::url::parse;
@@ -64,32 +64,6 @@ impl std::fmt::Debug for EtcdStore {
             .field("store", &self.description)
             .field("prefix", &self.options.prefix)
             .finish_non_exhaustive()
-    }
-}
-
-/// The TLS settings for `etcds://`: the system roots, plus the configured CA and client identity.
-fn tls_options(options: &EtcdOptions) -> Result<TlsOptions, String> {
-    let read = |what: &str, path: &std::path::Path| {
-        std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
-    };
-    let mut tls = TlsOptions::new().with_native_roots();
-    if let Some(ca) = &options.ca_file {
-        tls = tls.ca_certificate(Certificate::from_pem(read("ca_file", ca)?));
-    }
-    if let (Some(cert), Some(key)) = (&options.cert_file, &options.key_file) {
-        tls = tls.identity(Identity::from_pem(
-            read("cert_file", cert)?,
-            read("key_file", key)?,
-        ));
-    }
-    Ok(tls)
-}
-
-/// `etcds://` needs a rustls crypto provider; when the build enables several, none is chosen
-/// automatically, so pick ring unless the application installed one.
-fn install_tls_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

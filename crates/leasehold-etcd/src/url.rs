@@ -211,7 +211,12 @@ mod tests {
 
     fn error(url: &str) -> String {
         match parse(url, EtcdOptions::default()) {
-            Ok(t) => t.options.validate().err().unwrap_or_default(),
+            Ok(t) => t
+                .options
+                .validate()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
             Err(e) => e.to_string(),
         }
     }

@@ -44,13 +44,14 @@ mod classify;
 mod link;
 mod opener;
 mod options;
+mod reply;
 mod scripts;
 mod store;
 mod subscribe;
 mod url;
 
 pub use opener::RedisOpener;
-pub use options::{DEFAULT_PREFIX, RedisOptions};
+pub use options::{DEFAULT_PREFIX, MAX_PREFIX_LEN, RedisOptions, RedisOptionsError};
 pub use scripts::{ScriptKind, Scripts};
 pub use store::RedisStore;
 

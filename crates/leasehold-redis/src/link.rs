@@ -21,6 +21,15 @@ use crate::classify::classify;
 const CONNECT_RETRIES: usize = 1;
 const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
+/// `rediss://` needs a rustls crypto provider; when the build enables several, none is chosen
+/// automatically, so pick ring unless the application installed one.
+pub(crate) fn install_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// The connection the store's commands run on.
 pub(crate) struct Link {
     client: Client,
     config: ConnectionManagerConfig,

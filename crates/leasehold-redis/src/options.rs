@@ -9,6 +9,42 @@ use std::time::Duration;
 /// ```
 pub const DEFAULT_PREFIX: &str = "leasehold";
 
+/// The longest key prefix accepted, in characters (bytes: a prefix is ASCII).
+pub const MAX_PREFIX_LEN: usize = 128;
+
+/// Invalid [`RedisOptions`]: names the option and says what is allowed.
+///
+/// ```
+/// use leasehold_redis::RedisOptions;
+///
+/// let err = RedisOptions::default().prefix("a{b}").validate().unwrap_err();
+/// assert_eq!(err.option(), "prefix");
+/// assert!(err.to_string().contains("braces"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Redis store option {option}: {reason}")]
+pub struct RedisOptionsError {
+    option: &'static str,
+    reason: String,
+}
+
+impl RedisOptionsError {
+    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            option,
+            reason: reason.into(),
+        }
+    }
+    /// The option that is wrong (e.g. `"prefix"`).
+    pub fn option(&self) -> &'static str {
+        self.option
+    }
+    /// What is wrong and what is allowed.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
 /// Options for [`RedisStore`](crate::RedisStore).
 ///
 /// | option | default | meaning |
@@ -55,8 +91,9 @@ impl Default for RedisOptions {
 }
 
 impl RedisOptions {
-    /// The key prefix (default `leasehold`). Printable ASCII without spaces or braces (braces
-    /// would break the hash tag that keeps a lock's keys in one cluster slot).
+    /// The key prefix (default `leasehold`): 1 to [`MAX_PREFIX_LEN`] characters of printable
+    /// ASCII without spaces or braces (braces would break the hash tag that keeps a lock's keys
+    /// in one cluster slot).
     ///
     /// ```
     /// assert_eq!(leasehold_redis::RedisOptions::default().prefix("a:b").prefix_str(), "a:b");
@@ -166,18 +203,35 @@ impl RedisOptions {
         self.notifications
     }
 
-    /// Checks the options; the error says what is wrong and what is allowed.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    /// Checks every option; the store's constructors call it.
+    ///
+    /// # Errors
+    ///
+    /// A [`RedisOptionsError`] naming the first option that breaks its rule.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold_redis::RedisOptions;
+    ///
+    /// assert!(RedisOptions::default().validate().is_ok());
+    /// let err = RedisOptions::default().response_timeout(Duration::ZERO).validate().unwrap_err();
+    /// assert_eq!(err.option(), "response_timeout");
+    /// ```
+    pub fn validate(&self) -> Result<(), RedisOptionsError> {
         let p = &self.prefix;
-        if p.is_empty() || p.len() > 128 {
-            return Err(format!("prefix must be 1 to 128 characters, got {p:?}"));
+        if p.is_empty() || p.len() > MAX_PREFIX_LEN {
+            return Err(RedisOptionsError::new(
+                "prefix",
+                format!("must be 1 to {MAX_PREFIX_LEN} characters, got {p:?}"),
+            ));
         }
         if let Some(bad) = p
             .chars()
             .find(|c| !c.is_ascii_graphic() || *c == '{' || *c == '}')
         {
-            return Err(format!(
-                "prefix {p:?} contains {bad:?}; use printable ASCII without spaces or braces"
+            return Err(RedisOptionsError::new(
+                "prefix",
+                format!("{p:?} contains {bad:?}; use printable ASCII without spaces or braces"),
             ));
         }
         for (name, d) in [
@@ -185,7 +239,10 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
         ] {
             if d < Duration::from_millis(1) {
-                return Err(format!("{name} must be at least 1ms, got {d:?}"));
+                return Err(RedisOptionsError::new(
+                    name,
+                    format!("must be at least 1ms, got {d:?}"),
+                ));
             }
         }
         for (name, d) in [
@@ -193,7 +250,8 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
             ("idle_retention", self.idle_retention),
         ] {
-            leasehold::check_duration(name, d).map_err(|e| e.to_string())?;
+            leasehold::check_duration(name, d)
+                .map_err(|e| RedisOptionsError::new(name, e.to_string()))?;
         }
         Ok(())
     }
@@ -229,7 +287,8 @@ mod tests {
             (o().idle_retention(Duration::MAX), "idle_retention"),
         ] {
             let err = options.validate().unwrap_err();
-            assert!(err.contains(name) && err.contains("MAX_DURATION"), "{err}");
+            assert_eq!(err.option(), name);
+            assert!(err.to_string().contains("MAX_DURATION"), "{err}");
         }
         assert!(
             o().idle_retention(leasehold::MAX_DURATION)

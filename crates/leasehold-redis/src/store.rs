@@ -1,20 +1,20 @@
 //! `RedisStore`: leases in one hash per lock, changed only by Lua scripts timed by `TIME`.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    OpenError, PeriodRecord, Release, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
-    redact_url,
+    OpenError, Release, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots, redact_url,
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
 use tracing::{debug, warn};
 
-use crate::link::Link;
+use crate::link::{Link, install_tls_provider};
 use crate::options::RedisOptions;
+use crate::reply::{AcquireReply, HolderRow, acquisition, holders, ms_at_least_1, ms_ceil, time};
 use crate::scripts::Scripts;
 use crate::subscribe::{Subscriber, Subscription};
 use crate::url::split_options;
@@ -71,38 +71,20 @@ fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
     OpenError::invalid(url, reason)
 }
 
-/// Whole milliseconds, at least 1 (a lease of less than a millisecond would already be over).
-fn ms_at_least_1(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-/// Milliseconds rounded up, so a minimum lease is never cut short.
-fn ms_ceil(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
-fn time(epoch_ms: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(epoch_ms)
-}
-
-type HolderRow = (u32, String, u64, u64, u64);
-
-fn holders(rows: Vec<HolderRow>) -> Vec<Holder> {
-    rows.into_iter()
-        .map(|(slot, owner, fence, acquired, expires)| Holder {
-            slot,
-            owner,
-            fence,
-            acquired_at: time(acquired),
-            expires_at: time(expires),
-        })
-        .collect()
-}
-
 impl RedisStore {
     /// Opens a store for a `redis://`, `rediss://`, `valkey://`, `valkeys://` or
     /// `redis+unix://` URL and checks that the server answers. Store options can be given as query
     /// parameters (see [`RedisOptions`]).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option (the message says what is allowed);
+    /// [`OpenError::Connect`] when the server does not answer `PING` within the timeouts or
+    /// refuses the credentials.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops the half-opened store; nothing is held.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), leasehold::OpenError> {
@@ -114,6 +96,14 @@ impl RedisStore {
     }
 
     /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`connect`](Self::connect).
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), leasehold::OpenError> {
@@ -133,6 +123,10 @@ impl RedisStore {
 
     /// Builds a store without contacting the server; the first operation connects.
     ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option.
+    ///
     /// ```
     /// use leasehold_redis::{RedisOptions, RedisStore};
     /// let store = RedisStore::connect_lazy("redis://:hunter2@127.0.0.1:6379", RedisOptions::default())?;
@@ -146,6 +140,10 @@ impl RedisStore {
     }
 
     /// Uses a `redis::Client` the application configured (TLS certificates, credentials, …).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for invalid options.
     ///
     /// ```
     /// use leasehold_redis::{RedisOptions, RedisStore};
@@ -163,7 +161,7 @@ impl RedisStore {
     }
 
     fn build(client: Client, options: RedisOptions, description: String) -> Result<Self, String> {
-        options.validate()?;
+        options.validate().map_err(|e| e.to_string())?;
         if matches!(
             client.get_connection_info().addr(),
             redis::ConnectionAddr::TcpTls { .. }
@@ -230,6 +228,15 @@ impl RedisStore {
     /// The connection the store's commands use (a cheap clone), e.g. to issue the same scripts by
     /// hand. Must be called inside a tokio runtime.
     ///
+    /// # Errors
+    ///
+    /// A permanent error outside a tokio runtime; the classified error when the (lazily
+    /// connecting) connection cannot be set up.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it does not wait on the server.
+    ///
     /// ```no_run
     /// # async fn demo(store: &leasehold_redis::RedisStore) -> Result<(), Box<dyn std::error::Error>> {
     /// let mut conn = store.connection().await?;
@@ -241,6 +248,15 @@ impl RedisStore {
     }
 
     /// Checks that the server answers (`PING`).
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the command: transient when the server cannot be reached or does
+    /// not answer within the response timeout.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: `PING` changes nothing.
     ///
     /// ```no_run
     /// # async fn demo(store: &leasehold_redis::RedisStore) -> leasehold::StoreResult<()> {
@@ -275,14 +291,6 @@ impl RedisStore {
     }
 }
 
-/// `rediss://` needs a rustls crypto provider; when the build enables several, none is chosen
-/// automatically, so pick ring unless the application installed one.
-fn install_tls_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
 #[async_trait]
 impl LeaseStore for RedisStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
@@ -298,25 +306,8 @@ impl LeaseStore for RedisStore {
             Some(p) => call.arg(p.length_ms()).arg(p.offset_ms()),
             None => call.arg("").arg(""),
         };
-        let answer: Option<(i64, i64, i64, i64, String)> = self.link.invoke(&call).await?;
-        Ok(match answer {
-            None => Acquisition::Held,
-            Some((-1, period, at, _, by)) => Acquisition::AlreadyRan(PeriodRecord {
-                period,
-                at: time(u64::try_from(at).unwrap_or_default()),
-                by,
-            }),
-            Some((slot, fence, acquired, expires, _)) => Acquisition::Granted(Lease {
-                lock: req.lock.clone(),
-                slot: u32::try_from(slot).unwrap_or_default(),
-                owner: req.owner.to_string(),
-                token: req.token,
-                fence: u64::try_from(fence).unwrap_or_default(),
-                acquired_at: time(u64::try_from(acquired).unwrap_or_default()),
-                expires_at: time(u64::try_from(expires).unwrap_or_default()),
-                period: req.period.map(|p| p.id_at_ms(acquired)),
-            }),
-        })
+        let answer: Option<AcquireReply> = self.link.invoke(&call).await?;
+        Ok(acquisition(req, answer))
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

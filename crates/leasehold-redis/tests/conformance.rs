@@ -23,25 +23,7 @@ async fn redis_conformance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_safety() {
     let Some(url) = common::url() else { return };
-    let factory = common::factory(url);
-    let config = SafetyConfig {
-        contenders: 8,
-        rounds: 100,
-        wait: Duration::from_millis(200),
-        ..SafetyConfig::default()
-    };
-    let report = safety::check(&factory, &config).await.unwrap();
-    println!("{report}");
-    report.assert_safe();
-    assert_eq!(report.errors, 0, "{report}");
-    assert_eq!(report.max_inside, 1, "{report}");
-    assert!(report.runs > 0, "{report}");
-
-    let group = safety::check_group(&factory, &config, 3).await.unwrap();
-    println!("{group}");
-    group.assert_safe();
-    assert_eq!(group.errors, 0, "{group}");
-    assert!(group.max_inside <= 3, "{group}");
+    safety::assert_store_is_safe(&common::factory(url), 100).await;
 }
 
 /// Leases lost mid-action (actions longer than the lease, no renewal) must show up as rejected

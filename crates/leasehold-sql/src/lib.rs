@@ -30,24 +30,37 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! ## Cargo features
+//!
+//! * `bench-internals` (off): exports `HostClock`, the host clocks every SQLite statement of
+//!   [`Statements`] takes after its own, for `leasehold-bench`'s raw floor, which runs the
+//!   statements itself. Not part of the supported API: it may change in any release.
 
 mod classify;
 mod clock;
 mod dialect;
 mod listen;
 mod opener;
+mod options;
 mod pool;
+mod queries;
+mod rows;
+mod schema;
 mod store;
+mod table_name;
 mod url;
 
+#[cfg(feature = "bench-internals")]
 pub use clock::HostClock;
 pub use dialect::{
     Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN, Statements,
-    TableNameError,
 };
 pub use opener::SqlOpener;
+pub use options::{DEFAULT_TABLE, SqlOptions};
 pub use pool::SqlPool;
-pub use store::{DEFAULT_TABLE, SqlOptions, SqlStore};
+pub use store::SqlStore;
+pub use table_name::TableNameError;
 
 /// The manual page `docs/leasehold-sql.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]

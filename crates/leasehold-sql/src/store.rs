@@ -1,108 +1,24 @@
 //! `SqlStore`: leases in one table keyed by `(lock_name, slot)`.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    OpenError, Period, PeriodRecord, Release, ReleaseNotifier, ReleaseSignal, StoreError,
-    StoreResult, check_slots, redact_url,
+    OpenError, Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots,
+    redact_url,
 };
-use sqlx::Row;
-use tokio::sync::OnceCell;
 
 use crate::classify::classify;
-use crate::clock::HostClock;
-use crate::dialect::{Dialect, Statements, notify_channel, sqlite_clock_columns};
+use crate::dialect::{Dialect, Statements};
 use crate::listen::Listener;
-use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe, with_pool};
-
-/// Like `with_pool!`, with `$add` a function that adds the clock parameters SQLite statements
-/// take after their own (read from the host now); identity on the other dialects.
-macro_rules! with_clock {
-    ($pool:expr, $p:ident, $add:ident => $body:expr) => {
-        match $pool {
-            SqlPool::Sqlite($p) => {
-                let clock = HostClock::read();
-                let $add = |q| clock.bind(q);
-                $body
-            }
-            SqlPool::Postgres($p) => {
-                let $add = |q| q;
-                $body
-            }
-            SqlPool::MySql($p) => {
-                let $add = |q| q;
-                $body
-            }
-        }
-    };
-}
-
-/// The default table name.
-pub const DEFAULT_TABLE: &str = "leasehold_leases";
-
-/// Options for [`SqlStore`].
-///
-/// ```
-/// use std::time::Duration;
-/// use leasehold_sql::SqlOptions;
-///
-/// let opts = SqlOptions::default().table("ops.leases").create_schema(false).connect_timeout(Duration::from_secs(2));
-/// assert_eq!(opts.table_name(), "ops.leases");
-/// ```
-#[derive(Debug, Clone)]
-pub struct SqlOptions {
-    table: String,
-    create_schema: bool,
-    max_connections: u32,
-    connect_timeout: Duration,
-}
-
-impl Default for SqlOptions {
-    fn default() -> Self {
-        Self {
-            table: DEFAULT_TABLE.to_owned(),
-            create_schema: true,
-            max_connections: 8,
-            connect_timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-impl SqlOptions {
-    /// The table (default `leasehold_leases`; `TABLE` or `SCHEMA.TABLE`).
-    #[must_use]
-    pub fn table(mut self, table: impl Into<String>) -> Self {
-        self.table = table.into();
-        self
-    }
-    /// Create the table on first use if it is missing (default on). Turn off when the schema is
-    /// managed elsewhere; [`Dialect::create_table`] prints the DDL.
-    #[must_use]
-    pub fn create_schema(mut self, on: bool) -> Self {
-        self.create_schema = on;
-        self
-    }
-    /// Pool size for pools built from URLs (default 8).
-    #[must_use]
-    pub fn max_connections(mut self, n: u32) -> Self {
-        self.max_connections = n.max(1);
-        self
-    }
-    /// How long to wait for a connection before failing with a transient error (default 5 s; at
-    /// most [`leasehold::MAX_DURATION`]).
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-    /// The configured table name.
-    pub fn table_name(&self) -> &str {
-        &self.table
-    }
-}
+use crate::options::SqlOptions;
+use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
+use crate::queries::Queries;
+use crate::rows::{holders, judge, lease, slots_i32, time};
+use crate::schema::Schema;
+use crate::table_name::notify_channel;
 
 /// A lease store on SQLite, PostgreSQL or MySQL/MariaDB.
 ///
@@ -133,17 +49,12 @@ impl SqlOptions {
 /// # Ok(()) }
 /// ```
 pub struct SqlStore {
-    pool: SqlPool,
+    queries: Queries,
+    schema: Schema,
     dialect: Dialect,
-    sql: Statements,
-    ddl: String,
-    table: String,
-    create_schema: bool,
-    /// Set once the table is checked; true when it has the period ledger's columns.
-    schema: OnceCell<bool>,
+    options: SqlOptions,
     listener: Mutex<Option<Listener>>,
     notifier: Arc<ReleaseNotifier>,
-    channel: String,
     description: String,
 }
 
@@ -220,7 +131,7 @@ impl SqlStore {
             match opened {
                 Err(e)
                     if e.is_transient()
-                        && matches!(self.pool, SqlPool::Sqlite(_))
+                        && self.dialect == Dialect::Sqlite
                         && tokio::time::Instant::now() + pause < deadline =>
                 {
                     tracing::debug!(error = %e, "leasehold: SQLite file busy while opening; retrying");
@@ -234,6 +145,11 @@ impl SqlStore {
 
     /// Builds a store without contacting the database; the first operation connects (and creates
     /// the table, unless disabled).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL, a connect timeout beyond
+    /// [`leasehold::MAX_DURATION`] or a table name the dialect does not allow.
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         leasehold::check_duration("connect_timeout", options.connect_timeout)
             .map_err(|e| invalid(url, e.to_string()))?;
@@ -249,6 +165,10 @@ impl SqlStore {
     }
 
     /// Uses a pool the application already has.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a table name the pool's dialect does not allow.
     ///
     /// ```no_run
     /// # async fn demo(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
@@ -273,18 +193,29 @@ impl SqlStore {
             .map_err(|e| e.to_string())?;
         let channel = notify_channel(&options.table);
         Ok(Self {
-            sql: dialect.statements(&options.table),
-            ddl: dialect.create_table(&options.table),
-            table: options.table.clone(),
-            create_schema: options.create_schema,
-            schema: OnceCell::new(),
+            queries: Queries::new(pool, dialect.statements(&options.table), channel),
+            schema: Schema::new(dialect, &options.table, options.create_schema),
             listener: Mutex::new(None),
             notifier: Arc::new(ReleaseNotifier::default()),
-            channel,
             description,
             dialect,
-            pool,
+            options,
         })
+    }
+
+    /// The options in effect.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), leasehold::OpenError> {
+    /// use leasehold_sql::{SqlOptions, SqlStore};
+    /// // Lazily: nothing is opened before the first operation.
+    /// let store = SqlStore::connect_lazy("sqlite:///tmp/leases.db", SqlOptions::default().table("jobs"))?;
+    /// assert_eq!(store.options().table_name(), "jobs");
+    /// # Ok(()) }
+    /// ```
+    pub fn options(&self) -> &SqlOptions {
+        &self.options
     }
 
     /// The dialect.
@@ -294,320 +225,43 @@ impl SqlStore {
 
     /// The pool.
     pub fn pool(&self) -> &SqlPool {
-        &self.pool
+        self.queries.pool()
     }
 
     /// The SQL this store runs.
     pub fn statements(&self) -> &Statements {
-        &self.sql
+        self.queries.statements()
     }
 
     /// The PostgreSQL `NOTIFY` channel releases are announced on: `leasehold_release_<table>`
     /// (`.` written `_`), or, when that would pass PostgreSQL's 63-byte limit,
     /// `leasehold_release_` + the table name's first 28 bytes + `_` + 16 hex digits of its hash.
     pub fn notify_channel(&self) -> &str {
-        &self.channel
+        self.queries.channel()
     }
 
     /// Creates the table if it is missing (idempotent; safe to race with other processes).
     /// With `create_schema(false)` it only checks that the table can be read.
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the database: transient when it cannot be reached, permanent
+    /// when the table is missing (with `create_schema(false)`), cannot be created, or lacks
+    /// SQLite's boot-clock columns that may not be added.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: every statement it runs is idempotent, and an interrupted check runs again
+    /// on the next call.
     pub async fn migrate(&self) -> StoreResult<()> {
-        self.ensure_schema().await
-    }
-
-    async fn ensure_schema(&self) -> StoreResult<()> {
-        self.schema
-            .get_or_try_init(|| async {
-                if self.create_schema {
-                    // Two processes creating the table at once can collide in the catalog;
-                    // the loser sees a duplicate-object error and the table exists.
-                    if let Err(e) = with_pool!(&self.pool, p => sqlx::query(&self.ddl).execute(p).await.map(|_| ())) {
-                        let dup = matches!(&e, sqlx::Error::Database(db)
-                            if matches!(db.code().as_deref(), Some("23505" | "42P07" | "1050")));
-                        if !dup {
-                            return Err(classify(e));
-                        }
-                    }
-                }
-                if let SqlPool::Sqlite(p) = &self.pool {
-                    self.ensure_sqlite_clock_columns(p).await?;
-                }
-                let probe = &self.sql.state;
-                with_clock!(&self.pool, p, add => add(sqlx::query(probe).bind("probe").bind(0i32)).fetch_all(p).await.map(|_| ()))
-                    .map_err(classify)?;
-                self.ensure_ledger_columns().await
-            })
-            .await
-            .map(|_| ())
-    }
-
-    /// Tables created before the period ledger existed get its columns. With
-    /// `create_schema(false)` they are left alone: plain acquisitions keep working, and a period
-    /// claim fails with an error naming the `ALTER TABLE` statements (see
-    /// [`check_ledger`](Self::check_ledger)). True when the columns are there.
-    async fn ensure_ledger_columns(&self) -> StoreResult<bool> {
-        let table = &self.table;
-        let check = format!("SELECT ledger_period, ledger_at, ledger_by FROM {table} WHERE 1 = 0");
-        if with_pool!(&self.pool, p => sqlx::query(&check).fetch_all(p).await.map(|_| ())).is_ok() {
-            return Ok(true);
-        }
-        if !self.create_schema {
-            return Ok(false);
-        }
-        for statement in self.dialect.ledger_columns(table) {
-            // Another process may add the same column at the same moment.
-            if let Err(e) =
-                with_pool!(&self.pool, p => sqlx::query(&statement).execute(p).await.map(|_| ()))
-            {
-                let duplicate = matches!(&e, sqlx::Error::Database(db)
-                    if db.message().contains("duplicate column")
-                        || db.message().contains("Duplicate column")
-                        || matches!(db.code().as_deref(), Some("42701" | "1060" | "42S21")));
-                if !duplicate {
-                    let e = classify(e);
-                    if e.is_transient() {
-                        return Err(e);
-                    }
-                    // E.g. the application's user may not alter a table it does not own: plain
-                    // leases keep working; a period claim says how to add the columns.
-                    tracing::warn!(table = %table, error = %e,
-                        "leasehold: could not add the period ledger's columns");
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
-    }
-
-    /// A period claim needs the ledger's columns: a permanent error naming the statements that
-    /// add them when the table lacks them (only with `create_schema(false)`).
-    async fn check_ledger(&self) -> StoreResult<()> {
-        self.ensure_schema().await?;
-        if self.schema.get().copied().unwrap_or(false) {
-            return Ok(());
-        }
-        Err(StoreError::permanent(format!(
-            "table {} lacks the period ledger's columns (create_schema is off, or adding them \
-             failed: see the warning logged); add them with: {}",
-            self.table,
-            self.dialect.ledger_columns(&self.table).join("; ")
-        )))
-    }
-
-    /// One period-claiming upsert on slot 0: `Ok` with the lease's (fence, acquired_at,
-    /// expires_at) if granted (or already this token's); else the ledger row when the same round
-    /// trip returned it (PostgreSQL), or `None` (read it with [`refused`](Self::refused)).
-    async fn acquire_period(
-        &self,
-        req: &AcquireRequest,
-        period: Period,
-        token: &str,
-    ) -> StoreResult<Result<(i64, i64, i64), Option<LedgerRow>>> {
-        let ttl = ms(req.ttl);
-        let length = i64::try_from(period.length_ms()).unwrap_or(i64::MAX);
-        let offset = i64::try_from(period.offset_ms()).unwrap_or(i64::MAX);
-        let q = &self.sql.acquire_period;
-        match &self.pool {
-            SqlPool::MySql(p) => {
-                sqlx::query(q)
-                    .bind(req.lock.as_str())
-                    .bind(0i32)
-                    .bind(req.owner.as_ref())
-                    .bind(token)
-                    .bind(ttl)
-                    .bind(req.owner.as_ref())
-                    .bind(offset)
-                    .bind(length)
-                    .execute(p)
-                    .await
-                    .map_err(classify)?;
-                Ok(self
-                    .read_own(p, req.lock.as_str(), 0, token)
-                    .await?
-                    .ok_or(None))
-            }
-            SqlPool::Postgres(p) => {
-                let row = sqlx::query(q)
-                    .bind(req.lock.as_str())
-                    .bind(0i32)
-                    .bind(req.owner.as_ref())
-                    .bind(token)
-                    .bind(ttl)
-                    .bind(length)
-                    .bind(offset)
-                    .fetch_optional(p)
-                    .await
-                    .map_err(classify)?;
-                let Some(r) = row else {
-                    return Ok(Err(None));
-                };
-                let cols = (|| -> Result<_, sqlx::Error> {
-                    let lease: (Option<i64>, Option<i64>, Option<i64>) =
-                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
-                    let ledger: (Option<i64>, Option<i64>, Option<String>, Option<i64>) =
-                        (r.try_get(3)?, r.try_get(4)?, r.try_get(5)?, r.try_get(6)?);
-                    Ok((lease, ledger))
-                })()
-                .map_err(classify)?;
-                Ok(match cols {
-                    ((Some(fence), Some(acquired), Some(expires)), _) => {
-                        Ok((fence, acquired, expires))
-                    }
-                    (_, (done, at, by, Some(now))) => Err(Some((done, at, by, now))),
-                    _ => Err(None),
-                })
-            }
-            SqlPool::Sqlite(p) => {
-                let clock = HostClock::read();
-                Ok(clock
-                    .bind(
-                        sqlx::query(q)
-                            .bind(req.lock.as_str())
-                            .bind(0i32)
-                            .bind(req.owner.as_ref())
-                            .bind(token)
-                            .bind(ttl)
-                            .bind(length)
-                            .bind(offset),
-                    )
-                    .fetch_optional(p)
-                    .await
-                    .map_err(classify)?
-                    .map(|r| lease_cols(&r))
-                    .transpose()?
-                    .ok_or(None))
-            }
-        }
-    }
-
-    /// Tells "already ran" from contention by the ledger row: `AlreadyRan` when it records the
-    /// current period (by the database clock `now`) or a later one.
-    fn judge(row: Option<LedgerRow>, period: Period) -> Acquisition {
-        match row {
-            Some((Some(done), Some(at), Some(by), now)) if done >= period.id_at_ms(now) => {
-                Acquisition::AlreadyRan(PeriodRecord {
-                    period: done,
-                    at: time(at),
-                    by,
-                })
-            }
-            _ => Acquisition::Held,
-        }
-    }
-
-    /// After a refused period claim: `AlreadyRan` when the ledger records the current period
-    /// (by the database clock) or a later one, else contention.
-    async fn refused(&self, lock: &LockName, period: Period) -> StoreResult<Acquisition> {
-        let q = &self.sql.read_period;
-        let row: Option<LedgerRow> = with_clock!(&self.pool, p, add => {
-            let row = add(sqlx::query(q).bind(lock.as_str())).fetch_optional(p).await.map_err(classify)?;
-            row.map(|r| -> Result<_, sqlx::Error> {
-                Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))
-            })
-            .transpose()
-            .map_err(classify)?
-        });
-        Ok(Self::judge(row, period))
-    }
-
-    /// SQLite tables created before the boot-clock columns existed get them (with
-    /// `create_schema(false)`, a permanent error says how to add them).
-    async fn ensure_sqlite_clock_columns(&self, pool: &sqlx::SqlitePool) -> StoreResult<()> {
-        let table = &self.table;
-        let check = format!("SELECT boot_id, boot_expires_at FROM {table} LIMIT 0");
-        if sqlx::query(&check).fetch_all(pool).await.is_ok() {
-            return Ok(());
-        }
-        let alter = sqlite_clock_columns(table);
-        if !self.create_schema {
-            return Err(StoreError::permanent(format!(
-                "SQLite table {table} lacks the boot-clock columns; add them with: {}",
-                alter.join("; ")
-            )));
-        }
-        for statement in &alter {
-            // Another process may add the same column at the same moment.
-            if let Err(e) = sqlx::query(statement).execute(pool).await {
-                let duplicate = matches!(&e, sqlx::Error::Database(db) if db.message().contains("duplicate column"));
-                if !duplicate {
-                    return Err(classify(e));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// One upsert attempt on one slot.
-    async fn acquire_slot(
-        &self,
-        req: &AcquireRequest,
-        slot: i32,
-        token: &str,
-    ) -> StoreResult<Option<(i64, i64, i64)>> {
-        let ttl = ms(req.ttl);
-        let q = &self.sql.acquire;
-        let row = if self.dialect == Dialect::MySql {
-            let SqlPool::MySql(p) = &self.pool else {
-                return Err(StoreError::permanent("dialect and pool disagree"));
-            };
-            sqlx::query(q)
-                .bind(req.lock.as_str())
-                .bind(slot)
-                .bind(req.owner.as_ref())
-                .bind(token)
-                .bind(ttl)
-                .execute(p)
-                .await
-                .map_err(classify)?;
-            self.read_own(p, req.lock.as_str(), slot, token).await?
-        } else {
-            with_clock!(&self.pool, p, add => add(sqlx::query(q)
-                .bind(req.lock.as_str())
-                .bind(slot)
-                .bind(req.owner.as_ref())
-                .bind(token)
-                .bind(ttl))
-                .fetch_optional(p)
-                .await
-                .map_err(classify)?
-                .map(|r| lease_cols(&r))
-                .transpose()?)
-        };
-        Ok(row)
-    }
-
-    /// MySQL: the (fence, acquired_at, expires_at) of the live row `token` holds, read back after
-    /// an upsert or update (MySQL has no `RETURNING`).
-    async fn read_own(
-        &self,
-        pool: &sqlx::MySqlPool,
-        lock: &str,
-        slot: i32,
-        token: &str,
-    ) -> StoreResult<Option<(i64, i64, i64)>> {
-        sqlx::query(&self.sql.read_own)
-            .bind(lock)
-            .bind(slot)
-            .bind(token)
-            .fetch_optional(pool)
-            .await
-            .map_err(classify)?
-            .map(|r| lease_cols(&r))
-            .transpose()
+        self.schema.ensure(&self.queries).await
     }
 
     /// For groups: the slots worth trying, in order — one this token already holds (a retried
     /// request that was applied), then missing or expired slots, lowest first.
     async fn candidate_slots(&self, req: &AcquireRequest, token: &str) -> StoreResult<Vec<i32>> {
-        let sql = &self.sql.group_slots;
         let slots = slots_i32(req.slots);
-        let rows: Vec<(i32, Option<String>, i64)> = with_clock!(&self.pool, p, add => {
-            let rows = add(sqlx::query(sql).bind(req.lock.as_str()).bind(slots)).fetch_all(p).await.map_err(classify)?;
-            rows.iter()
-                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(classify)?
-        });
+        let rows = self.queries.group_slots(&req.lock, slots).await?;
         if let Some((slot, ..)) = rows
             .iter()
             .find(|(_, t, held)| t.as_deref().map(str::trim) == Some(token) && *held != 0)
@@ -623,18 +277,6 @@ impl SqlStore {
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
     }
 
-    fn holders(&self, rows: &[(i32, String, i64, i64, i64)]) -> Vec<Holder> {
-        rows.iter()
-            .map(|(slot, owner, fence, acquired, expires)| Holder {
-                slot: u32::try_from(*slot).unwrap_or_default(),
-                owner: owner.clone(),
-                fence: u64::try_from(*fence).unwrap_or_default(),
-                acquired_at: time(*acquired),
-                expires_at: time(*expires),
-            })
-            .collect()
-    }
-
     fn notify_release(&self, lock: &LockName) {
         // PostgreSQL's NOTIFY reaches this process's waiters too; elsewhere wake them directly.
         if self.dialect != Dialect::Postgres {
@@ -643,160 +285,58 @@ impl SqlStore {
     }
 }
 
-type HolderRow = (i32, String, i64, i64, i64);
-/// `ledger_period`, `ledger_at`, `ledger_by` and the database's now.
-type LedgerRow = (Option<i64>, Option<i64>, Option<String>, i64);
-
-fn holder_cols<R: Row>(r: &R) -> StoreResult<HolderRow>
-where
-    usize: sqlx::ColumnIndex<R>,
-    i32: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
-    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
-    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
-{
-    (|| {
-        Ok((
-            r.try_get(0)?,
-            r.try_get(1)?,
-            r.try_get(2)?,
-            r.try_get(3)?,
-            r.try_get(4)?,
-        ))
-    })()
-    .map_err(classify)
-}
-
-fn lease_cols<R: Row>(r: &R) -> StoreResult<(i64, i64, i64)>
-where
-    usize: sqlx::ColumnIndex<R>,
-    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
-{
-    (|| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))().map_err(classify)
-}
-
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn slots_i32(slots: u32) -> i32 {
-    i32::try_from(slots).unwrap_or(i32::MAX)
-}
-
-fn time(epoch_ms: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(u64::try_from(epoch_ms).unwrap_or_default())
-}
-
 #[async_trait]
 impl LeaseStore for SqlStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         let token = req.token.to_hex();
         if let Some(period) = req.period {
-            self.check_ledger().await?;
-            return Ok(match self.acquire_period(req, period, &token).await? {
-                Ok((fence, acquired, expires)) => Acquisition::Granted(Lease {
-                    lock: req.lock.clone(),
-                    slot: 0,
-                    owner: req.owner.to_string(),
-                    token: req.token,
-                    fence: u64::try_from(fence).unwrap_or_default(),
-                    acquired_at: time(acquired),
-                    expires_at: time(expires),
-                    period: Some(period.id_at_ms(acquired)),
-                }),
-                Err(Some(ledger)) => Self::judge(Some(ledger), period),
-                Err(None) => self.refused(&req.lock, period).await?,
-            });
+            self.schema.check_ledger(&self.queries).await?;
+            return Ok(
+                match self.queries.acquire_period(req, period, &token).await? {
+                    Ok(row) => Acquisition::Granted(lease(req, 0, row, Some(period))),
+                    Err(Some(ledger)) => judge(Some(ledger), period),
+                    Err(None) => judge(self.queries.read_period(&req.lock).await?, period),
+                },
+            );
         }
-        self.ensure_schema().await?;
+        self.migrate().await?;
         let candidates = if req.slots <= 1 {
             vec![0]
         } else {
             self.candidate_slots(req, &token).await?
         };
         for slot in candidates {
-            if let Some((fence, acquired, expires)) = self.acquire_slot(req, slot, &token).await? {
-                return Ok(Acquisition::Granted(Lease {
-                    lock: req.lock.clone(),
-                    slot: u32::try_from(slot).unwrap_or_default(),
-                    owner: req.owner.to_string(),
-                    token: req.token,
-                    fence: u64::try_from(fence).unwrap_or_default(),
-                    acquired_at: time(acquired),
-                    expires_at: time(expires),
-                    period: None,
-                }));
+            if let Some(row) = self.queries.acquire(req, slot, &token).await? {
+                return Ok(Acquisition::Granted(lease(req, slot, row, None)));
             }
         }
         Ok(Acquisition::Held)
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.ensure_schema().await?;
+        self.migrate().await?;
         let token = lease.token.to_hex();
         let slot = slots_i32(lease.slot);
-        let q = &self.sql.extend;
-        let expires: Option<i64> = if let SqlPool::MySql(p) = &self.pool {
-            let done = sqlx::query(q)
-                .bind(ms(ttl))
-                .bind(lease.lock.as_str())
-                .bind(slot)
-                .bind(&token)
-                .execute(p)
-                .await
-                .map_err(classify)?;
-            if done.rows_affected() == 0 {
-                None
-            } else {
-                self.read_own(p, lease.lock.as_str(), slot, &token)
-                    .await?
-                    .map(|(_, _, expires)| expires)
-            }
-        } else {
-            with_clock!(&self.pool, p, add => {
-                let row = add(sqlx::query(q)
-                    .bind(ms(ttl))
-                    .bind(lease.lock.as_str())
-                    .bind(slot)
-                    .bind(&token))
-                    .fetch_optional(p)
-                    .await
-                    .map_err(classify)?;
-                row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(classify)?
-            })
-        };
-        Ok(match expires {
-            Some(e) => Extension::Extended {
-                expires_at: time(e),
+        Ok(
+            match self.queries.extend(&lease.lock, slot, &token, ttl).await? {
+                Some(e) => Extension::Extended {
+                    expires_at: time(e),
+                },
+                None => Extension::NotHeld,
             },
-            None => Extension::NotHeld,
-        })
+        )
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.ensure_schema().await?;
+        self.migrate().await?;
         let token = lease.token.to_hex();
         let slot = slots_i32(lease.slot);
-        let lock = lease.lock.as_str();
         let changed = if linger.is_zero() {
-            let q = &self.sql.release;
-            match &self.pool {
-                SqlPool::Postgres(p) => sqlx::query(q)
-                    .bind(lock)
-                    .bind(slot)
-                    .bind(&token)
-                    .bind(&self.channel)
-                    .fetch_all(p)
-                    .await
-                    .map_err(classify)?
-                    .len() as u64,
-                other => {
-                    with_clock!(other, p, add => add(sqlx::query(q).bind(lock).bind(slot).bind(&token)).execute(p).await.map_err(classify)?.rows_affected())
-                }
-            }
+            self.queries.release(&lease.lock, slot, &token).await?
         } else {
-            let q = &self.sql.release_linger;
-            with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(ms(linger)).bind(lock).bind(slot).bind(&token)).execute(p).await.map_err(classify)?.rows_affected())
+            let q = &self.queries;
+            q.release_linger(&lease.lock, slot, &token, linger).await?
         };
         if changed == 0 {
             return Ok(Release::NotHeld);
@@ -809,63 +349,33 @@ impl LeaseStore for SqlStore {
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        self.ensure_schema().await?;
-        let q = &self.sql.state;
-        let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
-            let rows = add(sqlx::query(q).bind(lock.as_str()).bind(slots_i32(slots))).fetch_all(p).await.map_err(classify)?;
-            rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?
-        });
+        self.migrate().await?;
+        let rows = self.queries.state(lock, slots).await?;
         Ok(LockState {
             lock: lock.clone(),
             slots,
-            holders: self.holders(&rows),
+            holders: holders(&rows),
         })
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
-        self.ensure_schema().await?;
-        let n = slots_i32(slots);
-        // Read the holders as they were, then free them, in one transaction.
-        let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
-            let mut tx = p.begin().await.map_err(classify)?;
-            let rows = add(sqlx::query(&self.sql.force_select)
-                .bind(lock.as_str())
-                .bind(n))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(classify)?;
-            let rows = rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?;
-            add(sqlx::query(&self.sql.force_release)
-                .bind(lock.as_str())
-                .bind(n))
-                .execute(&mut *tx)
-                .await
-                .map_err(classify)?;
-            tx.commit().await.map_err(classify)?;
-            rows
-        });
+        self.migrate().await?;
+        let rows = self.queries.force_release(lock, slots).await?;
         if !rows.is_empty() {
-            if let SqlPool::Postgres(p) = &self.pool {
-                let _ = sqlx::query("SELECT pg_notify($1, $2)::text")
-                    .bind(&self.channel)
-                    .bind(lock.as_str())
-                    .fetch_all(p)
-                    .await;
-            }
             self.notify_release(lock);
         }
-        Ok(self.holders(&rows))
+        Ok(holders(&rows))
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         let signal = self.notifier.subscribe(lock);
-        if let SqlPool::Postgres(pool) = &self.pool {
+        if let SqlPool::Postgres(pool) = self.pool() {
             let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
             if listener.is_none() {
                 *listener = Listener::start(
                     pool.clone(),
-                    self.channel.clone(),
+                    self.queries.channel().to_owned(),
                     Arc::clone(&self.notifier),
                 );
             }

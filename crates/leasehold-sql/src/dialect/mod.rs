@@ -1,0 +1,480 @@
+//! The three SQL dialects and the statements each uses.
+//!
+//! Times are stored as milliseconds since the Unix epoch, always read from the **database clock**;
+//! tokens as 32 hex digits. Every statement is a single atomic statement.
+//!
+//! This module assembles the statements every database shares; what differs between databases
+//! lives behind the private [`Sql`] trait, one implementation per database in `sqlite.rs`,
+//! `postgres.rs` and `mysql.rs`. A new database is one more implementation.
+
+mod mysql;
+mod postgres;
+mod sqlite;
+
+use std::fmt;
+
+pub use mysql::MYSQL_MAX_NAME_LEN;
+pub(crate) use postgres::NOTIFY as POSTGRES_NOTIFY;
+pub use postgres::POSTGRES_MAX_NAME_LEN;
+pub use sqlite::SQLITE_MAX_NAME_LEN;
+pub(crate) use sqlite::{
+    clock_columns as sqlite_clock_columns, clock_columns_probe as sqlite_clock_columns_probe,
+};
+
+/// A supported database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// SQLite 3.35 or later (bundled).
+    Sqlite,
+    /// PostgreSQL 11 or later.
+    Postgres,
+    /// MySQL 8 or MariaDB 10.5 or later.
+    MySql,
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+            Self::MySql => "mysql",
+        })
+    }
+}
+
+/// The exact SQL a [`SqlStore`](crate::SqlStore) runs, for review by DBAs and for benchmarks that
+/// issue the same statements raw. Parameters are numbered (`$n` on PostgreSQL, `?n` on SQLite)
+/// or positional (`?` on MySQL) in the order given.
+///
+/// On SQLite every statement takes four more parameters after its own, the host's clocks: the
+/// wall clock in epoch ms, the boot id (`/proc/sys/kernel/random/boot_id`, or `NULL`), and the
+/// boot clock in ms (`/proc/uptime`) as the low and the high end of its 10 ms resolution (or
+/// `NULL`). A row is free once released, or once its lease is over on the wall clock and, if it
+/// was written during this boot, on the boot clock too.
+///
+/// ```
+/// use leasehold_sql::Dialect;
+/// let sql = Dialect::Postgres.statements("leasehold_leases");
+/// assert!(sql.acquire.starts_with("INSERT INTO leasehold_leases"));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Statements {
+    /// Acquire slot `slot` of `lock`: (lock, slot, owner, token, ttl ms); returns fence,
+    /// acquired_at, expires_at on PostgreSQL and SQLite, nothing on MySQL.
+    pub acquire: String,
+    /// MySQL: reads back the row the upsert wrote (lock, slot, token) — MySQL has no `RETURNING`.
+    pub read_own: String,
+    /// Extend: (ttl ms, lock, slot, token); returns expires_at except on MySQL.
+    pub extend: String,
+    /// Release: (lock, slot, token), plus the notification channel on PostgreSQL, where the
+    /// statement also sends `NOTIFY`. The row is marked free (no token, `expires_at` 0).
+    pub release: String,
+    /// Release keeping a minimum lease: (linger ms, lock, slot, token).
+    pub release_linger: String,
+    /// Live holders: (lock, slots).
+    pub state: String,
+    /// Groups: every row of the lock's slots as (slot, token, 1 if held else 0), to pick
+    /// candidate slots: (lock, slots).
+    pub group_slots: String,
+    /// Break-glass release of every live slot: (lock, slots); run in one transaction after
+    /// `force_select`.
+    pub force_release: String,
+    /// The rows a forced release is about to free, as they were (locked where the database can):
+    /// (lock, slots).
+    pub force_select: String,
+    /// Acquire slot 0 of `lock` claiming a period of the ledger: (lock, slot, owner, token, ttl
+    /// ms, period length ms, period offset ms) on PostgreSQL and SQLite; (lock, slot, owner,
+    /// token, ttl ms, owner, offset ms, length ms) on MySQL. Granted only if the row is free
+    /// **and** its `ledger_period` is missing or below the period id of the statement's now,
+    /// `floor((now − offset) / length)`; the grant writes `ledger_period`, `ledger_at` (now)
+    /// and `ledger_by` (owner) with the lease. Returns like `acquire`; on PostgreSQL the row has
+    /// four more columns, and a refused claim returns instead a row of `NULL` lease columns with
+    /// `ledger_period`, `ledger_at`, `ledger_by` and the database's now (as `read_period`).
+    pub acquire_period: String,
+    /// The ledger of `lock` and the database's now: (lock); returns `ledger_period`,
+    /// `ledger_at`, `ledger_by` and now (epoch ms), to tell a claim refused by the ledger from
+    /// contention.
+    pub read_period: String,
+}
+
+/// What differs between the databases: each method gives one piece of SQL text. Shared
+/// statements are assembled from these pieces by [`Dialect::statements`] and
+/// [`Dialect::create_table`]; a method with a default is what most databases say.
+trait Sql: Sync {
+    /// The database's current time in epoch milliseconds, as an SQL expression.
+    fn now_ms(&self) -> &'static str;
+
+    /// Parameter `n` (1-based).
+    fn param(&self, n: usize) -> String;
+
+    /// The clocks of a statement with `k` parameters of its own: the database server's clock.
+    fn clock(&self, _k: usize) -> Clock {
+        Clock {
+            wall: self.now_ms().to_owned(),
+            boot_id: String::new(),
+            boot_low: String::new(),
+            boot_high: String::new(),
+        }
+    }
+
+    /// True when the row (columns prefixed `r`) is free at `now`: released, or expired.
+    fn free_at(&self, _c: &Clock, r: &str, now: &str) -> String {
+        format!("({r}token IS NULL OR {r}expires_at <= {now})")
+    }
+
+    /// The smaller of two numbers.
+    fn least(&self) -> &'static str {
+        "LEAST"
+    }
+
+    /// The integer type of a `CAST`.
+    fn cast_int(&self) -> &'static str {
+        "BIGINT"
+    }
+
+    /// The `/` of integer division.
+    fn int_div(&self) -> &'static str {
+        "/"
+    }
+
+    /// A `RETURNING` clause for `columns`, where the database has one.
+    fn returning(&self, columns: &str) -> String {
+        format!(" RETURNING {columns}")
+    }
+
+    /// The assignments that mark a row free.
+    fn freed(&self) -> &'static str {
+        "token = NULL, expires_at = 0"
+    }
+
+    /// More assignments of an extension (after the new expiry).
+    fn extend_more(&self, _c: &Clock) -> String {
+        String::new()
+    }
+
+    /// More assignments of a release that keeps a minimum lease (after the shortened expiry).
+    fn linger_more(&self, _c: &Clock) -> String {
+        String::new()
+    }
+
+    /// Locks the rows a `SELECT` reads until the transaction ends.
+    fn lock_rows(&self) -> &'static str {
+        " FOR UPDATE"
+    }
+
+    /// The acquisition upsert, with the period ledger's condition and columns when `period`.
+    fn upsert(&self, table: &str, period: bool) -> String;
+
+    /// The period claim, from its upsert (a database may answer a refused claim in the same
+    /// round trip).
+    fn period_claim(&self, _table: &str, upsert: String) -> String {
+        upsert
+    }
+
+    /// The release, from its `UPDATE` (a database may announce the release in the same
+    /// statement).
+    fn announce_release(&self, update: String) -> String {
+        update
+    }
+
+    /// The column types of the table.
+    fn columns(&self) -> Columns;
+}
+
+/// The clock expressions of one statement: the database server's clock, or, on SQLite,
+/// parameters (see [`Statements`]).
+struct Clock {
+    wall: String,
+    boot_id: String,
+    boot_low: String,
+    boot_high: String,
+}
+
+/// The column types (and more columns and table options) of one database's table.
+struct Columns {
+    /// `lock_name`.
+    name: &'static str,
+    /// `token`.
+    token: &'static str,
+    /// `owner` and `ledger_by`.
+    owner: &'static str,
+    /// Fences and times.
+    int: &'static str,
+    /// More column definitions, each ending with `,\n`.
+    more: &'static str,
+    /// After the closing parenthesis.
+    tail: &'static str,
+}
+
+impl Dialect {
+    /// The database's SQL.
+    fn sql(self) -> &'static dyn Sql {
+        match self {
+            Self::Sqlite => &sqlite::Sqlite,
+            Self::Postgres => &postgres::Postgres,
+            Self::MySql => &mysql::MySql,
+        }
+    }
+
+    /// The `CREATE TABLE` statement for `table`, safe to run repeatedly.
+    ///
+    /// ```
+    /// use leasehold_sql::Dialect;
+    /// let ddl = Dialect::Postgres.create_table("leasehold_leases");
+    /// assert!(ddl.contains("PRIMARY KEY (lock_name, slot)"));
+    /// ```
+    pub fn create_table(self, table: &str) -> String {
+        let Columns {
+            name: name_type,
+            token: token_type,
+            owner: owner_type,
+            int,
+            more,
+            tail,
+        } = self.sql().columns();
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table} (\n\
+             \x20 lock_name   {name_type} NOT NULL,\n\
+             \x20 slot        INTEGER NOT NULL,\n\
+             \x20 owner       {owner_type} NOT NULL,\n\
+             \x20 token       {token_type} NULL,\n\
+             \x20 fence       {int} NOT NULL,\n\
+             \x20 acquired_at {int} NOT NULL,\n\
+             \x20 expires_at  {int} NOT NULL,\n\
+             {more}\
+             \x20 ledger_period {int} NULL,\n\
+             \x20 ledger_at   {int} NULL,\n\
+             \x20 ledger_by   {owner_type} NULL,\n\
+             \x20 PRIMARY KEY (lock_name, slot)\n\
+             ){tail}"
+        )
+    }
+
+    /// The statements that add the period ledger's columns (`ledger_period`, `ledger_at`,
+    /// `ledger_by`) to a table created before they existed. The store runs them on first use
+    /// (tolerating a column another process added at the same moment); with
+    /// `create_schema(false)` a period claim fails with an error naming them.
+    ///
+    /// ```
+    /// use leasehold_sql::Dialect;
+    /// let alter = Dialect::Postgres.ledger_columns("leasehold_leases");
+    /// assert_eq!(alter[0], "ALTER TABLE leasehold_leases ADD COLUMN ledger_period BIGINT NULL");
+    /// ```
+    pub fn ledger_columns(self, table: &str) -> [String; 3] {
+        let Columns { int, owner, .. } = self.sql().columns();
+        [
+            format!("ALTER TABLE {table} ADD COLUMN ledger_period {int} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_at {int} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_by {owner} NULL"),
+        ]
+    }
+
+    /// The statements for `table` (the notification channel on PostgreSQL is a parameter).
+    pub fn statements(self, table: &str) -> Statements {
+        let d = self.sql();
+        let p = |n| d.param(n);
+        // New rows start their fence from the clock (ms × 1000), so a row deleted by hand and
+        // recreated later still continues above every fence it issued before. An existing row is
+        // taken over only once free (released, or expired); a live row that already carries the
+        // request's token (a retried request that was applied) is returned unchanged.
+        let acquire = d.upsert(table, false);
+        let acquire_period = d.period_claim(table, d.upsert(table, true));
+        let read_period = format!(
+            "SELECT ledger_period, ledger_at, ledger_by, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
+            p(1),
+            now = d.clock(1).wall,
+        );
+        let read_own = format!(
+            "SELECT fence, acquired_at, expires_at FROM {table} WHERE lock_name = {} AND slot = {} AND token = {} AND {}",
+            p(1),
+            p(2),
+            p(3),
+            live(d, &d.clock(3), "")
+        );
+        // The row `lock, slot` held by `token`, parameters from `first`.
+        let held = |first: usize, c: &Clock| {
+            format!(
+                "lock_name = {} AND slot = {} AND token = {} AND {}",
+                p(first),
+                p(first + 1),
+                p(first + 2),
+                live(d, c, "")
+            )
+        };
+        let c = d.clock(4);
+        let extend = format!(
+            "UPDATE {table} SET expires_at = {} + {}{} WHERE {}{}",
+            c.wall,
+            p(1),
+            d.extend_more(&c),
+            held(2, &c),
+            d.returning("expires_at")
+        );
+        // A release marks the row free outright (no token, expiry 0), so it looks free to every
+        // clock, however far behind.
+        let freed = d.freed();
+        let release = d.announce_release(format!(
+            "UPDATE {table} SET {freed} WHERE {}",
+            held(1, &d.clock(3))
+        ));
+        let c = d.clock(4);
+        let release_linger = format!(
+            "UPDATE {table} SET expires_at = {}(expires_at, {} + {}){} WHERE {}",
+            d.least(),
+            c.wall,
+            p(1),
+            d.linger_more(&c),
+            held(2, &c)
+        );
+        let c = d.clock(2);
+        let live_rows = format!(
+            "lock_name = {} AND slot < {} AND {}",
+            p(1),
+            p(2),
+            live(d, &c, "")
+        );
+        let columns = "slot, owner, fence, acquired_at, expires_at";
+        let state = format!("SELECT {columns} FROM {table} WHERE {live_rows} ORDER BY slot");
+        let group_slots = format!(
+            "SELECT slot, token, CAST(CASE WHEN {} THEN 0 ELSE 1 END AS {}) FROM {table} WHERE lock_name = {} AND slot < {}",
+            free(d, &c, ""),
+            d.cast_int(),
+            p(1),
+            p(2)
+        );
+        let force_release = format!("UPDATE {table} SET {freed} WHERE {live_rows}");
+        let force_select = format!(
+            "SELECT {columns} FROM {table} WHERE {live_rows} ORDER BY slot{}",
+            d.lock_rows()
+        );
+        Statements {
+            acquire,
+            read_own,
+            extend,
+            release,
+            release_linger,
+            state,
+            group_slots,
+            force_release,
+            force_select,
+            acquire_period,
+            read_period,
+        }
+    }
+}
+
+/// A query that reads nothing but fails when `table` lacks the period ledger's columns.
+pub(crate) fn ledger_columns_probe(table: &str) -> String {
+    format!("SELECT ledger_period, ledger_at, ledger_by FROM {table} WHERE 1 = 0")
+}
+
+/// True when the row (columns prefixed `r`) is free by the statement's clock.
+fn free(d: &dyn Sql, c: &Clock, r: &str) -> String {
+    d.free_at(c, r, &c.wall)
+}
+
+/// True when the row is held.
+fn live(d: &dyn Sql, c: &Clock, r: &str) -> String {
+    format!("NOT {}", free(d, c, r))
+}
+
+/// The row source of an acquisition upsert: its now `n.ms` (by `clock`) and, for a period claim,
+/// the period id `n.p` of that now, `floor((ms − offset) / length)` with the length and offset
+/// parameters 6 and 7 (on MySQL, positional in that order: offset, then length).
+fn upsert_source(d: &dyn Sql, clock: &Clock, period: bool) -> String {
+    if period {
+        // Truncating integer division (`x − ((x % len) + len) % len` is a multiple of `len`),
+        // the same on every dialect and for times before the offset.
+        format!(
+            "(SELECT c.ms, (c.x - (((c.x % c.len) + c.len) % c.len)) {div} c.len AS p FROM \
+             (SELECT m.ms, m.ms - {offset} AS x, {length} AS len FROM (SELECT {now} AS ms) m) c) n",
+            div = d.int_div(),
+            offset = d.param(7),
+            length = d.param(6),
+            now = clock.wall,
+        )
+    } else {
+        format!("(SELECT {} AS ms) n", clock.wall)
+    }
+}
+
+/// The acquisition upsert of the databases with a conditional `ON CONFLICT … DO UPDATE … WHERE`
+/// and `RETURNING` (PostgreSQL, SQLite). `more` gives the columns, values and assignments a
+/// database writes beyond the shared ones, from the statement's clock, its take-over condition
+/// and its TTL parameter.
+fn upsert_on_conflict(
+    d: &dyn Sql,
+    table: &str,
+    period: bool,
+    more: impl Fn(&Clock, &str, &str) -> (&'static str, String, String),
+) -> String {
+    let p = |n| d.param(n);
+    let c = d.clock(if period { 7 } else { 5 });
+    // The now of this statement is the one written as `acquired_at`.
+    let free = d.free_at(&c, "l.", "excluded.acquired_at");
+    // An existing row is taken over only once free (released, or expired) — and, for a period
+    // claim, only if its ledger records no grant for this period or a later one; a live row
+    // that already carries the request's token (a retried request that was applied) is
+    // returned unchanged.
+    let take = if period {
+        format!(
+            "({free} AND (l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period))"
+        )
+    } else {
+        free.clone()
+    };
+    let ttl = p(5);
+    let (more_cols, more_vals, more_set) = more(&c, &take, &ttl);
+    let (ledger_cols, ledger_vals, ledger_set, retried) = if period {
+        (
+            ", ledger_period, ledger_at, ledger_by",
+            format!(", n.p, n.ms, {}", p(3)),
+            format!(
+                ", ledger_period = CASE WHEN {take} THEN excluded.ledger_period ELSE l.ledger_period END, \
+                 ledger_at = CASE WHEN {take} THEN excluded.ledger_at ELSE l.ledger_at END, \
+                 ledger_by = CASE WHEN {take} THEN excluded.ledger_by ELSE l.ledger_by END"
+            ),
+            format!("(l.token = excluded.token AND NOT {free})"),
+        )
+    } else {
+        (
+            "",
+            String::new(),
+            String::new(),
+            "l.token = excluded.token".to_owned(),
+        )
+    };
+    let source = upsert_source(d, &c, period);
+    format!(
+        "INSERT INTO {table} AS l (lock_name, slot, owner, token, fence, acquired_at, expires_at{more_cols}{ledger_cols}) \
+         SELECT {lock}, {slot}, {owner}, {token}, n.ms * 1000, n.ms, n.ms + {ttl}{more_vals}{ledger_vals} FROM {source} WHERE true \
+         ON CONFLICT (lock_name, slot) DO UPDATE SET \
+         owner = CASE WHEN {take} THEN excluded.owner ELSE l.owner END, \
+         token = CASE WHEN {take} THEN excluded.token ELSE l.token END, \
+         fence = CASE WHEN {take} THEN l.fence + 1 ELSE l.fence END, \
+         acquired_at = CASE WHEN {take} THEN excluded.acquired_at ELSE l.acquired_at END, \
+         expires_at = CASE WHEN {take} THEN excluded.expires_at ELSE l.expires_at END{more_set}{ledger_set} \
+         WHERE {take} OR {retried}{returning}",
+        lock = p(1),
+        slot = p(2),
+        owner = p(3),
+        token = p(4),
+        returning = d.returning("fence, acquired_at, expires_at"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mysql_placeholders_are_positional_and_others_numbered() {
+        let m = Dialect::MySql.statements("t");
+        assert_eq!(m.extend.matches('?').count(), 4);
+        let p = Dialect::Postgres.statements("t");
+        assert!(p.extend.contains("$4") && p.extend.contains("RETURNING"));
+        let s = Dialect::Sqlite.statements("t");
+        assert!(s.release_linger.contains("MIN(") && s.acquire.contains("?5"));
+    }
+}

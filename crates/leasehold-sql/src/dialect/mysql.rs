@@ -1,0 +1,95 @@
+//! MySQL's and MariaDB's SQL: positional `?` parameters, no `RETURNING` (the store reads its
+//! own row back), and an upsert whose every assignment is conditional.
+
+use super::{Columns, Sql};
+
+/// The longest table name MySQL and MariaDB accept, per part (`TABLE` or `SCHEMA`): 64
+/// characters (bytes, as names are ASCII).
+pub const MYSQL_MAX_NAME_LEN: usize = 64;
+
+/// MySQL 8 or MariaDB 10.5 or later.
+pub(super) struct MySql;
+
+impl Sql for MySql {
+    // The session time zone is set to UTC on connect, so this is exact.
+    fn now_ms(&self) -> &'static str {
+        "CAST(FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
+    }
+
+    fn param(&self, _n: usize) -> String {
+        "?".to_owned()
+    }
+
+    fn cast_int(&self) -> &'static str {
+        "SIGNED"
+    }
+
+    fn int_div(&self) -> &'static str {
+        "DIV"
+    }
+
+    fn returning(&self, _columns: &str) -> String {
+        String::new()
+    }
+
+    /// MySQL has no conditional ON DUPLICATE KEY UPDATE, so every column is assigned
+    /// conditionally on the row being free. Each condition reads only the old `expires_at` (and
+    /// the old `ledger_period`), which are assigned last, so the statement means the same
+    /// whether assignments see earlier ones (MySQL's default) or not (MariaDB's
+    /// SIMULTANEOUS_ASSIGNMENT). Releases set `expires_at` to 0 along with clearing the token,
+    /// so the expiry alone tells a free row. Whether this token now holds the row is read back.
+    fn upsert(&self, table: &str, period: bool) -> String {
+        let take = if period {
+            "expires_at <= VALUES(acquired_at) AND (ledger_period IS NULL OR ledger_period < VALUES(ledger_period))"
+        } else {
+            "expires_at <= VALUES(acquired_at)"
+        };
+        let (ledger_cols, ledger_vals, ledger_set) = if period {
+            (
+                ", ledger_period, ledger_at, ledger_by",
+                ", n.p, n.ms, ?",
+                // `ledger_period` is assigned last: by then (assignments seeing earlier ones) a
+                // grant shows as this request's token and times in the row.
+                format!(
+                    ", ledger_period = IF(({take}) OR (token = VALUES(token) AND acquired_at = VALUES(acquired_at) \
+                     AND expires_at = VALUES(expires_at)), VALUES(ledger_period), ledger_period)"
+                ),
+            )
+        } else {
+            ("", "", String::new())
+        };
+        let ledger_early = if period {
+            format!(
+                "ledger_at = IF({take}, VALUES(ledger_at), ledger_at), \
+                 ledger_by = IF({take}, VALUES(ledger_by), ledger_by), "
+            )
+        } else {
+            String::new()
+        };
+        let source = super::upsert_source(self, &self.clock(0), period);
+        format!(
+            "INSERT INTO {table} (lock_name, slot, owner, token, fence, acquired_at, expires_at{ledger_cols}) \
+             SELECT ?, ?, ?, ?, n.ms * 1000, n.ms, n.ms + ?{ledger_vals} FROM {source} \
+             ON DUPLICATE KEY UPDATE \
+             fence = IF({take}, fence + 1, fence), \
+             owner = IF({take}, VALUES(owner), owner), \
+             token = IF({take}, VALUES(token), token), \
+             acquired_at = IF({take}, VALUES(acquired_at), acquired_at), \
+             {ledger_early}\
+             expires_at = IF({take}, VALUES(expires_at), expires_at){ledger_set}"
+        )
+    }
+
+    fn columns(&self) -> Columns {
+        // Node ids are up to 255 bytes of any UTF-8 (leasehold::MAX_NODE_ID_LEN): the column
+        // says utf8mb4, whatever the database's default character set.
+        Columns {
+            name: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin",
+            token: "CHAR(32) CHARACTER SET ascii",
+            owner: "VARCHAR(255) CHARACTER SET utf8mb4",
+            int: "BIGINT",
+            more: "",
+            tail: " ENGINE=InnoDB",
+        }
+    }
+}

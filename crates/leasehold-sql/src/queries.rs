@@ -1,0 +1,372 @@
+//! The store's statements, bound and run on its pool: one method per statement, binding its
+//! parameters in the order [`Statements`] documents — on SQLite followed by the host's clocks —
+//! and, on MySQL, which has no `RETURNING`, reading the written row back.
+
+use std::time::Duration;
+
+use leasehold::{AcquireRequest, LockName, Period, StoreResult};
+use sqlx::Row;
+
+use crate::classify::classify;
+use crate::clock::HostClock;
+use crate::dialect::{POSTGRES_NOTIFY, Statements};
+use crate::pool::SqlPool;
+use crate::rows::{
+    HolderRow, LeaseRow, LedgerRow, SlotRow, holder_cols, lease_cols, ms, slots_i32,
+};
+
+/// Like `with_pool!`, with `$add` a function that adds the clock parameters SQLite statements
+/// take after their own (read from the host now); identity on the other dialects.
+macro_rules! with_clock {
+    ($pool:expr, $p:ident, $add:ident => $body:expr) => {
+        match $pool {
+            SqlPool::Sqlite($p) => {
+                let clock = HostClock::read();
+                let $add = |q| clock.bind(q);
+                $body
+            }
+            SqlPool::Postgres($p) => {
+                let $add = |q| q;
+                $body
+            }
+            SqlPool::MySql($p) => {
+                let $add = |q| q;
+                $body
+            }
+        }
+    };
+}
+
+/// A pool and the statements for one table.
+pub(crate) struct Queries {
+    pool: SqlPool,
+    sql: Statements,
+    /// The PostgreSQL `NOTIFY` channel releases are announced on.
+    channel: String,
+}
+
+impl Queries {
+    pub(crate) fn new(pool: SqlPool, sql: Statements, channel: String) -> Self {
+        Self { pool, sql, channel }
+    }
+
+    pub(crate) fn pool(&self) -> &SqlPool {
+        &self.pool
+    }
+
+    pub(crate) fn statements(&self) -> &Statements {
+        &self.sql
+    }
+
+    pub(crate) fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// Reads the table through the `state` statement, to check that it is there and readable.
+    pub(crate) async fn probe(&self) -> StoreResult<()> {
+        let probe = &self.sql.state;
+        with_clock!(&self.pool, p, add => add(sqlx::query(probe).bind("probe").bind(0i32)).fetch_all(p).await.map(|_| ()))
+            .map_err(classify)
+    }
+
+    /// One upsert attempt on one slot: the lease's row if granted (or already this token's).
+    pub(crate) async fn acquire(
+        &self,
+        req: &AcquireRequest,
+        slot: i32,
+        token: &str,
+    ) -> StoreResult<Option<LeaseRow>> {
+        let ttl = ms(req.ttl);
+        let q = &self.sql.acquire;
+        let row = if let SqlPool::MySql(p) = &self.pool {
+            sqlx::query(q)
+                .bind(req.lock.as_str())
+                .bind(slot)
+                .bind(req.owner.as_ref())
+                .bind(token)
+                .bind(ttl)
+                .execute(p)
+                .await
+                .map_err(classify)?;
+            self.read_own(p, req.lock.as_str(), slot, token).await?
+        } else {
+            with_clock!(&self.pool, p, add => add(sqlx::query(q)
+                .bind(req.lock.as_str())
+                .bind(slot)
+                .bind(req.owner.as_ref())
+                .bind(token)
+                .bind(ttl))
+                .fetch_optional(p)
+                .await
+                .map_err(classify)?
+                .map(|r| lease_cols(&r))
+                .transpose()?)
+        };
+        Ok(row)
+    }
+
+    /// One period-claiming upsert on slot 0: `Ok` with the lease's row if granted (or already
+    /// this token's); else the ledger row when the same round trip returned it (PostgreSQL), or
+    /// `None` (read it with [`read_period`](Self::read_period)).
+    pub(crate) async fn acquire_period(
+        &self,
+        req: &AcquireRequest,
+        period: Period,
+        token: &str,
+    ) -> StoreResult<Result<LeaseRow, Option<LedgerRow>>> {
+        let ttl = ms(req.ttl);
+        let length = i64::try_from(period.length_ms()).unwrap_or(i64::MAX);
+        let offset = i64::try_from(period.offset_ms()).unwrap_or(i64::MAX);
+        let q = &self.sql.acquire_period;
+        match &self.pool {
+            SqlPool::MySql(p) => {
+                sqlx::query(q)
+                    .bind(req.lock.as_str())
+                    .bind(0i32)
+                    .bind(req.owner.as_ref())
+                    .bind(token)
+                    .bind(ttl)
+                    .bind(req.owner.as_ref())
+                    .bind(offset)
+                    .bind(length)
+                    .execute(p)
+                    .await
+                    .map_err(classify)?;
+                Ok(self
+                    .read_own(p, req.lock.as_str(), 0, token)
+                    .await?
+                    .ok_or(None))
+            }
+            SqlPool::Postgres(p) => {
+                let row = sqlx::query(q)
+                    .bind(req.lock.as_str())
+                    .bind(0i32)
+                    .bind(req.owner.as_ref())
+                    .bind(token)
+                    .bind(ttl)
+                    .bind(length)
+                    .bind(offset)
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?;
+                let Some(r) = row else {
+                    return Ok(Err(None));
+                };
+                let cols = (|| -> Result<_, sqlx::Error> {
+                    let lease: (Option<i64>, Option<i64>, Option<i64>) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let ledger: (Option<i64>, Option<i64>, Option<String>, Option<i64>) =
+                        (r.try_get(3)?, r.try_get(4)?, r.try_get(5)?, r.try_get(6)?);
+                    Ok((lease, ledger))
+                })()
+                .map_err(classify)?;
+                Ok(match cols {
+                    ((Some(fence), Some(acquired), Some(expires)), _) => {
+                        Ok((fence, acquired, expires))
+                    }
+                    (_, (done, at, by, Some(now))) => Err(Some((done, at, by, now))),
+                    _ => Err(None),
+                })
+            }
+            SqlPool::Sqlite(p) => {
+                let clock = HostClock::read();
+                Ok(clock
+                    .bind(
+                        sqlx::query(q)
+                            .bind(req.lock.as_str())
+                            .bind(0i32)
+                            .bind(req.owner.as_ref())
+                            .bind(token)
+                            .bind(ttl)
+                            .bind(length)
+                            .bind(offset),
+                    )
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?
+                    .map(|r| lease_cols(&r))
+                    .transpose()?
+                    .ok_or(None))
+            }
+        }
+    }
+
+    /// The ledger of `lock` and the database's now.
+    pub(crate) async fn read_period(&self, lock: &LockName) -> StoreResult<Option<LedgerRow>> {
+        let q = &self.sql.read_period;
+        Ok(with_clock!(&self.pool, p, add => {
+            let row = add(sqlx::query(q).bind(lock.as_str())).fetch_optional(p).await.map_err(classify)?;
+            row.map(|r| -> Result<_, sqlx::Error> {
+                Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))
+            })
+            .transpose()
+            .map_err(classify)?
+        }))
+    }
+
+    /// MySQL: the row `token` holds, read back after an upsert or update (MySQL has no
+    /// `RETURNING`).
+    async fn read_own(
+        &self,
+        pool: &sqlx::MySqlPool,
+        lock: &str,
+        slot: i32,
+        token: &str,
+    ) -> StoreResult<Option<LeaseRow>> {
+        sqlx::query(&self.sql.read_own)
+            .bind(lock)
+            .bind(slot)
+            .bind(token)
+            .fetch_optional(pool)
+            .await
+            .map_err(classify)?
+            .map(|r| lease_cols(&r))
+            .transpose()
+    }
+
+    /// Every row of the first `slots` slots of `lock`.
+    pub(crate) async fn group_slots(
+        &self,
+        lock: &LockName,
+        slots: i32,
+    ) -> StoreResult<Vec<SlotRow>> {
+        let sql = &self.sql.group_slots;
+        Ok(with_clock!(&self.pool, p, add => {
+            let rows = add(sqlx::query(sql).bind(lock.as_str()).bind(slots)).fetch_all(p).await.map_err(classify)?;
+            rows.iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(classify)?
+        }))
+    }
+
+    /// Extends the lease `token` holds on `slot`: its new expiry, or `None` when not held.
+    pub(crate) async fn extend(
+        &self,
+        lock: &LockName,
+        slot: i32,
+        token: &str,
+        ttl: Duration,
+    ) -> StoreResult<Option<i64>> {
+        let q = &self.sql.extend;
+        Ok(if let SqlPool::MySql(p) = &self.pool {
+            let done = sqlx::query(q)
+                .bind(ms(ttl))
+                .bind(lock.as_str())
+                .bind(slot)
+                .bind(token)
+                .execute(p)
+                .await
+                .map_err(classify)?;
+            if done.rows_affected() == 0 {
+                None
+            } else {
+                self.read_own(p, lock.as_str(), slot, token)
+                    .await?
+                    .map(|(_, _, expires)| expires)
+            }
+        } else {
+            with_clock!(&self.pool, p, add => {
+                let row = add(sqlx::query(q)
+                    .bind(ms(ttl))
+                    .bind(lock.as_str())
+                    .bind(slot)
+                    .bind(token))
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?;
+                row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(classify)?
+            })
+        })
+    }
+
+    /// Frees the row `token` holds on `slot` (on PostgreSQL also sending `NOTIFY`): the number
+    /// of rows changed.
+    pub(crate) async fn release(
+        &self,
+        lock: &LockName,
+        slot: i32,
+        token: &str,
+    ) -> StoreResult<u64> {
+        let q = &self.sql.release;
+        let lock = lock.as_str();
+        Ok(match &self.pool {
+            SqlPool::Postgres(p) => sqlx::query(q)
+                .bind(lock)
+                .bind(slot)
+                .bind(token)
+                .bind(&self.channel)
+                .fetch_all(p)
+                .await
+                .map_err(classify)?
+                .len() as u64,
+            other => {
+                with_clock!(other, p, add => add(sqlx::query(q).bind(lock).bind(slot).bind(token)).execute(p).await.map_err(classify)?.rows_affected())
+            }
+        })
+    }
+
+    /// Shortens the lease `token` holds on `slot` to end `linger` from now: the number of rows
+    /// changed.
+    pub(crate) async fn release_linger(
+        &self,
+        lock: &LockName,
+        slot: i32,
+        token: &str,
+        linger: Duration,
+    ) -> StoreResult<u64> {
+        let q = &self.sql.release_linger;
+        let lock = lock.as_str();
+        Ok(
+            with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(ms(linger)).bind(lock).bind(slot).bind(token)).execute(p).await.map_err(classify)?.rows_affected()),
+        )
+    }
+
+    /// The live holders of the first `slots` slots of `lock`.
+    pub(crate) async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<HolderRow>> {
+        let q = &self.sql.state;
+        Ok(with_clock!(&self.pool, p, add => {
+            let rows = add(sqlx::query(q).bind(lock.as_str()).bind(slots_i32(slots))).fetch_all(p).await.map_err(classify)?;
+            rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?
+        }))
+    }
+
+    /// Frees every live slot of the first `slots` of `lock` and returns them as they were, in
+    /// one transaction; on PostgreSQL then announces the release.
+    pub(crate) async fn force_release(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<HolderRow>> {
+        let n = slots_i32(slots);
+        // Read the holders as they were, then free them, in one transaction.
+        let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
+            let mut tx = p.begin().await.map_err(classify)?;
+            let rows = add(sqlx::query(&self.sql.force_select)
+                .bind(lock.as_str())
+                .bind(n))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(classify)?;
+            let rows = rows.iter().map(holder_cols).collect::<StoreResult<Vec<_>>>()?;
+            add(sqlx::query(&self.sql.force_release)
+                .bind(lock.as_str())
+                .bind(n))
+                .execute(&mut *tx)
+                .await
+                .map_err(classify)?;
+            tx.commit().await.map_err(classify)?;
+            rows
+        });
+        if !rows.is_empty()
+            && let SqlPool::Postgres(p) = &self.pool
+        {
+            let _ = sqlx::query(POSTGRES_NOTIFY)
+                .bind(&self.channel)
+                .bind(lock.as_str())
+                .fetch_all(p)
+                .await;
+        }
+        Ok(rows)
+    }
+}

@@ -1,0 +1,111 @@
+//! Rows the statements return, decoded into the core's types, and the numbers bound into them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leasehold::{AcquireRequest, Acquisition, Holder, Lease, Period, PeriodRecord, StoreResult};
+use sqlx::Row;
+
+use crate::classify::classify;
+
+/// A granted or held lease: `fence`, `acquired_at`, `expires_at` (epoch ms, database clock).
+pub(crate) type LeaseRow = (i64, i64, i64);
+
+/// A live holder: `slot`, `owner`, `fence`, `acquired_at`, `expires_at`.
+pub(crate) type HolderRow = (i32, String, i64, i64, i64);
+
+/// `ledger_period`, `ledger_at`, `ledger_by` and the database's now.
+pub(crate) type LedgerRow = (Option<i64>, Option<i64>, Option<String>, i64);
+
+/// A group's slot row: `slot`, `token` and 1 when held, else 0.
+pub(crate) type SlotRow = (i32, Option<String>, i64);
+
+/// Decodes a [`HolderRow`].
+pub(crate) fn holder_cols<R: Row>(r: &R) -> StoreResult<HolderRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i32: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (|| {
+        Ok((
+            r.try_get(0)?,
+            r.try_get(1)?,
+            r.try_get(2)?,
+            r.try_get(3)?,
+            r.try_get(4)?,
+        ))
+    })()
+    .map_err(classify)
+}
+
+/// Decodes a [`LeaseRow`].
+pub(crate) fn lease_cols<R: Row>(r: &R) -> StoreResult<LeaseRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (|| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))().map_err(classify)
+}
+
+/// Whole milliseconds, as bound into statements.
+pub(crate) fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A slot number or count, as bound into statements.
+pub(crate) fn slots_i32(slots: u32) -> i32 {
+    i32::try_from(slots).unwrap_or(i32::MAX)
+}
+
+/// A time stored as epoch milliseconds.
+pub(crate) fn time(epoch_ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(epoch_ms).unwrap_or_default())
+}
+
+/// The lease `req` was granted on `slot`.
+pub(crate) fn lease(
+    req: &AcquireRequest,
+    slot: i32,
+    (fence, acquired, expires): LeaseRow,
+    period: Option<Period>,
+) -> Lease {
+    Lease {
+        lock: req.lock.clone(),
+        slot: u32::try_from(slot).unwrap_or_default(),
+        owner: req.owner.to_string(),
+        token: req.token,
+        fence: u64::try_from(fence).unwrap_or_default(),
+        acquired_at: time(acquired),
+        expires_at: time(expires),
+        period: period.map(|p| p.id_at_ms(acquired)),
+    }
+}
+
+/// The holders of `rows`.
+pub(crate) fn holders(rows: &[HolderRow]) -> Vec<Holder> {
+    rows.iter()
+        .map(|(slot, owner, fence, acquired, expires)| Holder {
+            slot: u32::try_from(*slot).unwrap_or_default(),
+            owner: owner.clone(),
+            fence: u64::try_from(*fence).unwrap_or_default(),
+            acquired_at: time(*acquired),
+            expires_at: time(*expires),
+        })
+        .collect()
+}
+
+/// Tells "already ran" from contention by the ledger row: `AlreadyRan` when it records the
+/// current period (by the database clock `now`) or a later one.
+pub(crate) fn judge(row: Option<LedgerRow>, period: Period) -> Acquisition {
+    match row {
+        Some((Some(done), Some(at), Some(by), now)) if done >= period.id_at_ms(now) => {
+            Acquisition::AlreadyRan(PeriodRecord {
+                period: done,
+                at: time(at),
+                by,
+            })
+        }
+        _ => Acquisition::Held,
+    }
+}

@@ -1,0 +1,141 @@
+//! The table: created on first use when it is missing and brought up to date — the boot-clock
+//! columns on SQLite, the period ledger's columns everywhere — or, with `create_schema(false)`,
+//! only checked.
+
+use leasehold::{StoreError, StoreResult};
+use tokio::sync::OnceCell;
+
+use crate::classify::classify;
+use crate::dialect::{
+    Dialect, ledger_columns_probe, sqlite_clock_columns, sqlite_clock_columns_probe,
+};
+use crate::pool::{SqlPool, with_pool};
+use crate::queries::Queries;
+
+/// The table of one store and whether it has been checked.
+pub(crate) struct Schema {
+    dialect: Dialect,
+    table: String,
+    ddl: String,
+    create: bool,
+    /// Set once the table is checked; true when it has the period ledger's columns.
+    checked: OnceCell<bool>,
+}
+
+impl Schema {
+    pub(crate) fn new(dialect: Dialect, table: &str, create: bool) -> Self {
+        Self {
+            dialect,
+            table: table.to_owned(),
+            ddl: dialect.create_table(table),
+            create,
+            checked: OnceCell::new(),
+        }
+    }
+
+    /// Creates the table if it is missing and adds missing columns (unless `create_schema` is
+    /// off), then checks that it can be read; once per store.
+    pub(crate) async fn ensure(&self, q: &Queries) -> StoreResult<()> {
+        self.checked
+            .get_or_try_init(|| async {
+                if self.create {
+                    // Two processes creating the table at once can collide in the catalog;
+                    // the loser sees a duplicate-object error and the table exists.
+                    if let Err(e) = with_pool!(q.pool(), p => sqlx::query(&self.ddl).execute(p).await.map(|_| ())) {
+                        let dup = matches!(&e, sqlx::Error::Database(db)
+                            if matches!(db.code().as_deref(), Some("23505" | "42P07" | "1050")));
+                        if !dup {
+                            return Err(classify(e));
+                        }
+                    }
+                }
+                if let SqlPool::Sqlite(p) = q.pool() {
+                    self.ensure_sqlite_clock_columns(p).await?;
+                }
+                q.probe().await?;
+                self.ensure_ledger_columns(q).await
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// A period claim needs the ledger's columns: a permanent error naming the statements that
+    /// add them when the table lacks them (only with `create_schema(false)`).
+    pub(crate) async fn check_ledger(&self, q: &Queries) -> StoreResult<()> {
+        self.ensure(q).await?;
+        if self.checked.get().copied().unwrap_or(false) {
+            return Ok(());
+        }
+        Err(StoreError::permanent(format!(
+            "table {} lacks the period ledger's columns (create_schema is off, or adding them \
+             failed: see the warning logged); add them with: {}",
+            self.table,
+            self.dialect.ledger_columns(&self.table).join("; ")
+        )))
+    }
+
+    /// Tables created before the period ledger existed get its columns. With
+    /// `create_schema(false)` they are left alone: plain acquisitions keep working, and a period
+    /// claim fails with an error naming the `ALTER TABLE` statements (see
+    /// [`check_ledger`](Self::check_ledger)). True when the columns are there.
+    async fn ensure_ledger_columns(&self, q: &Queries) -> StoreResult<bool> {
+        let table = &self.table;
+        let check = ledger_columns_probe(table);
+        if with_pool!(q.pool(), p => sqlx::query(&check).fetch_all(p).await.map(|_| ())).is_ok() {
+            return Ok(true);
+        }
+        if !self.create {
+            return Ok(false);
+        }
+        for statement in self.dialect.ledger_columns(table) {
+            // Another process may add the same column at the same moment.
+            if let Err(e) =
+                with_pool!(q.pool(), p => sqlx::query(&statement).execute(p).await.map(|_| ()))
+            {
+                let duplicate = matches!(&e, sqlx::Error::Database(db)
+                    if db.message().contains("duplicate column")
+                        || db.message().contains("Duplicate column")
+                        || matches!(db.code().as_deref(), Some("42701" | "1060" | "42S21")));
+                if !duplicate {
+                    let e = classify(e);
+                    if e.is_transient() {
+                        return Err(e);
+                    }
+                    // E.g. the application's user may not alter a table it does not own: plain
+                    // leases keep working; a period claim says how to add the columns.
+                    tracing::warn!(table = %table, error = %e,
+                        "leasehold: could not add the period ledger's columns");
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// SQLite tables created before the boot-clock columns existed get them (with
+    /// `create_schema(false)`, a permanent error says how to add them).
+    async fn ensure_sqlite_clock_columns(&self, pool: &sqlx::SqlitePool) -> StoreResult<()> {
+        let table = &self.table;
+        let check = sqlite_clock_columns_probe(table);
+        if sqlx::query(&check).fetch_all(pool).await.is_ok() {
+            return Ok(());
+        }
+        let alter = sqlite_clock_columns(table);
+        if !self.create {
+            return Err(StoreError::permanent(format!(
+                "SQLite table {table} lacks the boot-clock columns; add them with: {}",
+                alter.join("; ")
+            )));
+        }
+        for statement in &alter {
+            // Another process may add the same column at the same moment.
+            if let Err(e) = sqlx::query(statement).execute(pool).await {
+                let duplicate = matches!(&e, sqlx::Error::Database(db) if db.message().contains("duplicate column"));
+                if !duplicate {
+                    return Err(classify(e));
+                }
+            }
+        }
+        Ok(())
+    }
+}
