@@ -162,9 +162,9 @@ impl LeaderOnlyBuilder {
     /// ```
     pub fn start(self, shutdown: CancellationToken) -> Result<LeaderOnly, Error> {
         let lock = LockName::new(self.name.as_str())?;
-        leasehold::check_duration("retry_after", self.retry_after)
+        leasehold::store::check_duration("retry_after", self.retry_after)
             .map_err(leasehold::Error::from)?;
-        leasehold::check_duration("retry_interval", self.retry_interval)
+        leasehold::store::check_duration("retry_interval", self.retry_interval)
             .map_err(leasehold::Error::from)?;
         let current = self.elector.options();
         // Followers try at least every `retry_interval` (or the elector's own, shorter,

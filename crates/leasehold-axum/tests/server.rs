@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime};
 use axum::Router;
 use axum::http::{StatusCode, header};
 use common::{TOKEN, WRITER, eventually, get_path, management, serve, start};
+use leasehold::store::{AcquireRequest, StoreResult, async_trait};
 use leasehold::{
-    AcquireRequest, CancellationToken, Extension, Job, Lease, LeaseStore, LockName, LockState,
-    MemoryStore, Release, StoreResult, Token, async_trait,
+    CancellationToken, Extension, Job, Lease, LeaseStore, LockName, LockState, MemoryStore,
+    Release, Token,
 };
 use leasehold_axum::{BearerToken, Error, Management};
 
@@ -141,7 +142,10 @@ struct SlowAcquire {
 
 #[async_trait]
 impl LeaseStore for SlowAcquire {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
         tokio::time::sleep(self.delay).await;
         self.inner.try_acquire(req).await
     }

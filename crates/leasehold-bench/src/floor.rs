@@ -9,7 +9,8 @@ mod sql;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{AcquireRequest, Lease, LeaseStore, LockName, MemoryStore, Token};
+use leasehold::store::AcquireRequest;
+use leasehold::{Lease, LeaseStore, LockName, MemoryStore, Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_etcd::EtcdStore;
 use leasehold_redis::RedisStore;

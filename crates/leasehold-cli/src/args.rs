@@ -369,7 +369,7 @@ fn parse_slots(text: &str) -> Result<u32, String> {
     if slots == 0 {
         return Err(format!("0 slots would never run anything; use {allowed}"));
     }
-    leasehold::check_slots(slots).map_err(|_| {
+    leasehold::store::check_slots(slots).map_err(|_| {
         format!("at most {max} slots are allowed (leasehold::MAX_SLOTS); got {digits}")
     })
 }

@@ -11,15 +11,33 @@ use crate::store::Scrubber;
 /// The environment variable holding a `tracing` filter directive.
 pub(crate) const LOG_ENV: &str = "LEASEHOLD_LOG";
 
+/// leasehold's own crates: the core, every store, the integrations and this tool.
+const OWN_CRATES: [&str; 8] = [
+    "leasehold",
+    "leasehold_sql",
+    "leasehold_redis",
+    "leasehold_dynamodb",
+    "leasehold_etcd",
+    "leasehold_axum",
+    "leasehold_workbench",
+    "leasehold_cli",
+];
+
 /// The filter for `-v` × `verbosity` when `$LEASEHOLD_LOG` is not set. Default: warnings from
-/// leasehold's own crates (such as "lease lost"), errors from everything else.
-fn default_filter(verbosity: u8) -> &'static str {
-    match verbosity {
-        0 => "error,leasehold=warn,leasehold_sql=warn,leasehold_cli=warn",
-        1 => "warn,leasehold=info,leasehold_sql=info,leasehold_cli=info",
-        2 => "info,leasehold=debug,leasehold_sql=debug,leasehold_cli=debug",
-        _ => "debug,leasehold=trace,leasehold_sql=trace,leasehold_cli=trace",
+/// leasehold's own crates (such as "lease lost", or a store's "subscription lost"), errors from
+/// everything else; each `-v` raises both by one level.
+fn default_filter(verbosity: u8) -> String {
+    let (others, own) = match verbosity {
+        0 => ("error", "warn"),
+        1 => ("warn", "info"),
+        2 => ("info", "debug"),
+        _ => ("debug", "trace"),
+    };
+    let mut filter = others.to_owned();
+    for krate in OWN_CRATES {
+        filter.push_str(&format!(",{krate}={own}"));
     }
+    filter
 }
 
 /// Installs the subscriber. A bad `$LEASEHOLD_LOG` is reported and the default used.
@@ -77,5 +95,21 @@ mod tests {
         for v in 0..5 {
             assert!(EnvFilter::try_new(default_filter(v)).is_ok(), "{v}");
         }
+    }
+
+    /// Every store crate's warnings reach the default log, not only the SQL store's (a Redis
+    /// store's "subscription lost" was filtered out before).
+    #[test]
+    fn every_own_crate_warns_by_default() {
+        let quiet = default_filter(0);
+        for krate in [
+            "leasehold_redis",
+            "leasehold_dynamodb",
+            "leasehold_etcd",
+            "leasehold_axum",
+        ] {
+            assert!(quiet.contains(&format!("{krate}=warn")), "{quiet}");
+        }
+        assert!(quiet.starts_with("error,"), "{quiet}");
     }
 }

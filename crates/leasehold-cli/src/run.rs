@@ -321,7 +321,7 @@ async fn supervise(
                             "lease on lock {lock} lost ({reason}); stopping `{}` (SIGTERM, \
                              SIGKILL after {})", child.name(), human(args.kill_grace)));
                         child.deliver(Signal::SIGTERM);
-                        kill_at = Some(leasehold::deadline_after(Instant::now(), args.kill_grace));
+                        kill_at = Some(leasehold::store::deadline_after(Instant::now(), args.kill_grace));
                     }
                     OnLost::Continue => say::err(&format!(
                         "lease on lock {lock} lost ({reason}); `{}` keeps running \

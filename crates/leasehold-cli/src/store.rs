@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use leasehold::redact_urls_in;
-use leasehold::{LeaseStore, MIN_SCRUBBED_SECRET_LEN, StoreRegistry, redact_url, url_secrets};
+use leasehold::store::{MIN_SCRUBBED_SECRET_LEN, url_secrets};
+use leasehold::{LeaseStore, StoreRegistry, redact_url};
 
 use crate::exit::Failure;
 

@@ -3,7 +3,8 @@
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
-use leasehold::{AcquireRequest, Acquisition, Lease, Period, StoreError, StoreResult};
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
+use leasehold::{Lease, Period, StoreError};
 use tracing::debug;
 
 use crate::classify::classify;

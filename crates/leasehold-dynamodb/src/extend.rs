@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use leasehold::{Extension, Lease, StoreResult};
+use leasehold::store::StoreResult;
+use leasehold::{Extension, Lease};
 
 use crate::acquire::conditional_failure;
 use crate::clock::{ms, now_ms, time, ttl_seconds};

@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use leasehold::{Holder, Lease, LockName, PeriodRecord, StoreError, StoreResult, Token};
+use leasehold::store::StoreResult;
+use leasehold::{Holder, Lease, LockName, PeriodRecord, StoreError, Token};
 
 use crate::clock::time;
 use crate::expressions::{

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, ProvideCredentials, Region};
-use leasehold::{LeaseStore, OpenError, StoreOpener};
+use leasehold::store::StoreOpener;
+use leasehold::{LeaseStore, OpenError};
 use tracing::debug;
 
 use crate::store::DynamoDbStore;

@@ -317,7 +317,7 @@ impl DynamoDbOptions {
             ("ttl_padding", self.ttl_padding),
             ("attempt_timeout", self.attempt_timeout),
         ] {
-            leasehold::check_duration(name, d)
+            leasehold::store::check_duration(name, d)
                 .map_err(|e| DynamoDbOptionsError::new(name, e.to_string()))?;
         }
         Ok(())

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::KeysAndAttributes;
-use leasehold::{LockName, StoreError, StoreResult};
+use leasehold::store::StoreResult;
+use leasehold::{LockName, StoreError};
 
 use crate::classify::classify;
 use crate::expressions::LOCK_NAME;

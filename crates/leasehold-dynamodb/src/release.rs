@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
-use leasehold::{Holder, Lease, LockName, Release, StoreResult};
+use leasehold::store::StoreResult;
+use leasehold::{Holder, Lease, LockName, Release};
 use tracing::info;
 
 use crate::acquire::conditional_failure;

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use leasehold::store::{AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult};
 use leasehold::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState, Period,
-    Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, Period, Release, StoreError,
 };
 
 use crate::expressions;
@@ -214,7 +214,7 @@ impl DynamoDbStore {
     /// table and waits until it is active.
     ///
     /// ```no_run
-    /// # async fn demo(store: leasehold_dynamodb::DynamoDbStore) -> leasehold::StoreResult<()> {
+    /// # async fn demo(store: leasehold_dynamodb::DynamoDbStore) -> leasehold::store::StoreResult<()> {
     /// store.create_table().await?; // idempotent
     /// store.check().await?;
     /// # Ok(()) }
@@ -279,9 +279,9 @@ impl DynamoDbStore {
         Ok(())
     }
 
-    /// The core's shared check ([`leasehold::check_slots`]); 0 counts as 1.
+    /// The core's shared check ([`leasehold::store::check_slots`]); 0 counts as 1.
     fn check_slots(slots: u32) -> StoreResult<u32> {
-        Ok(leasehold::check_slots(slots)?.max(1))
+        Ok(leasehold::store::check_slots(slots)?.max(1))
     }
 }
 

@@ -8,7 +8,8 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
     TimeToLiveSpecification,
 };
-use leasehold::{StoreError, StoreResult};
+use leasehold::StoreError;
+use leasehold::store::StoreResult;
 use tokio::time::{Instant, sleep};
 use tracing::{debug, info};
 
@@ -41,7 +42,7 @@ const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
 /// and waits until it is active.
 ///
 /// ```no_run
-/// # async fn demo() -> leasehold::StoreResult<()> {
+/// # async fn demo() -> leasehold::store::StoreResult<()> {
 /// let config = aws_config::load_from_env().await;
 /// let client = aws_sdk_dynamodb::Client::new(&config);
 /// leasehold_dynamodb::create_table(&client, "leasehold_leases").await?;

@@ -1,6 +1,6 @@
 //! Parsing `dynamodb://TABLE?region=…&endpoint=…` store URLs.
 
-use leasehold::store_url::{UrlError, UrlOptions, percent_decode};
+use leasehold::store::{UrlError, UrlOptions, percent_decode};
 
 use crate::options::{DEFAULT_TABLE, DynamoDbOptions};
 

@@ -5,7 +5,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
-use leasehold::{ErrorKind, StoreResult};
+use leasehold::ErrorKind;
+use leasehold::store::StoreResult;
 use tokio::sync::OnceCell;
 use tokio::time::{Instant, sleep, timeout};
 

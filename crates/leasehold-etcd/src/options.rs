@@ -268,7 +268,7 @@ impl EtcdOptions {
             ("connect_timeout", self.connect_timeout),
         ] {
             // The core's bound and message first, as every store's options; then etcd's own.
-            leasehold::check_duration(name, d)
+            leasehold::store::check_duration(name, d)
                 .map_err(|e| EtcdOptionsError::new(name, e.to_string()))?;
             if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
                 return Err(EtcdOptionsError::new(

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{Client, ConnectOptions, GetOptions};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+};
 use leasehold::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    OpenError, OptionsError, Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult,
-    check_slots, redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
+    StoreError, redact_url,
 };
 
 use crate::link::{Link, install_tls_provider, tls_options};

@@ -18,9 +18,9 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, LeaseGrantOptions, PutOptions, Txn, TxnOp,
     TxnOpResponse, TxnResponse,
 };
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LockName, Period, PeriodRecord, Release,
-    StoreError, StoreResult, Token,
+    Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
 };
 
 use crate::link::Link;

@@ -3,7 +3,7 @@
 //! unknown/duplicate-parameter errors as every store). Only the comma-separated endpoint list is
 //! etcd's own: the URL is parsed with its first endpoint, and every endpoint is checked here.
 
-use leasehold::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
+use leasehold::store::{StoreUrl, UrlError, UrlOptions, percent_decode};
 
 use crate::options::EtcdOptions;
 

@@ -327,7 +327,7 @@ async fn the_store_keeps_working_through_the_one_endpoint_left() {
     let prefix = prefix();
     let store = store(&endpoints, &prefix);
     let lock = unique_name("one-endpoint");
-    let req = leasehold::AcquireRequest::new(
+    let req = leasehold::store::AcquireRequest::new(
         lock.clone(),
         1,
         "n",

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Client, Permission};
+use leasehold::store::AcquireRequest;
 use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy,
-    StoreRegistry, Token,
+    ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy, StoreRegistry, Token,
 };
 use leasehold_etcd::{EtcdOpener, EtcdStore};
 use leasehold_testkit::unique_name;

@@ -9,7 +9,8 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use leasehold::{StoreError, StoreResult};
+use leasehold::StoreError;
+use leasehold::store::StoreResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, FromRedisValue, RedisError, ScriptInvocation};
 use tracing::debug;

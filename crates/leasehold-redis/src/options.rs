@@ -250,7 +250,7 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
             ("idle_retention", self.idle_retention),
         ] {
-            leasehold::check_duration(name, d)
+            leasehold::store::check_duration(name, d)
                 .map_err(|e| RedisOptionsError::new(name, e.to_string()))?;
         }
         Ok(())

@@ -2,7 +2,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::{AcquireRequest, Acquisition, Holder, Lease, PeriodRecord};
+use leasehold::store::{AcquireRequest, Acquisition};
+use leasehold::{Holder, Lease, PeriodRecord};
 
 /// The acquire script's reply: `{slot, fence, acquired, expires, ''}` when granted,
 /// `{-1, period, at, 0, by}` when the ledger refused the claim; `nil` (no reply) when held.

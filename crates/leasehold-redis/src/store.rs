@@ -4,9 +4,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use leasehold::store::{
+    AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+};
 use leasehold::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    OpenError, Release, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots, redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, redact_url,
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
@@ -259,7 +261,7 @@ impl RedisStore {
     /// Cancel safe: `PING` changes nothing.
     ///
     /// ```no_run
-    /// # async fn demo(store: &leasehold_redis::RedisStore) -> leasehold::StoreResult<()> {
+    /// # async fn demo(store: &leasehold_redis::RedisStore) -> leasehold::store::StoreResult<()> {
     /// store.ping().await?;
     /// # Ok(()) }
     /// ```

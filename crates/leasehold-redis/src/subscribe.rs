@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use leasehold::{LockName, ReleaseNotifier};
+use leasehold::LockName;
+use leasehold::store::ReleaseNotifier;
 use redis::{Client, ProtocolVersion, RedisError};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout};

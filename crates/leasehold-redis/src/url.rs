@@ -1,7 +1,7 @@
 //! Store options carried in a Redis URL's query string, read with the core's
 //! [`store_url`](leasehold::store_url) parser.
 
-use leasehold::store_url::{StoreUrl, UrlError, UrlOptions};
+use leasehold::store::{StoreUrl, UrlError, UrlOptions};
 
 use crate::options::RedisOptions;
 

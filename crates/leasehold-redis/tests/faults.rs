@@ -8,9 +8,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::{
-    ElectionOptions, Elector, LeaseStore, LostReason, Release, RetryPolicy, StoreResult,
-};
+use leasehold::store::StoreResult;
+use leasehold::{ElectionOptions, Elector, LeaseStore, LostReason, Release, RetryPolicy};
 use leasehold_redis::{RedisOptions, RedisStore};
 use leasehold_testkit::proxy::FaultProxy;
 use leasehold_testkit::safety::FencedResource;

@@ -8,7 +8,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{AcquireRequest, LeaseStore, MAX_SLOTS, Token};
+use leasehold::store::AcquireRequest;
+use leasehold::{LeaseStore, MAX_SLOTS, Token};
 use leasehold_redis::{RedisStore, ScriptKind};
 use leasehold_testkit::unique_name;
 use tokio::time::Instant;

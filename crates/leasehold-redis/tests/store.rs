@@ -9,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use leasehold::store::AcquireRequest;
 use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy,
-    StoreRegistry, Token,
+    ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy, StoreRegistry, Token,
 };
 use leasehold_redis::{RedisOpener, RedisStore};
 use leasehold_testkit::unique_name;

@@ -7,7 +7,8 @@ mod common;
 use std::time::Duration;
 
 use leasehold::LeaseStore;
-use leasehold::{AcquireRequest, LockName, OpenError, StoreRegistry, Token};
+use leasehold::store::AcquireRequest;
+use leasehold::{LockName, OpenError, StoreRegistry, Token};
 use leasehold_redis::{RedisOpener, RedisStore};
 
 fn authority(url: &str) -> &str {

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{LockName, ReleaseNotifier};
+use leasehold::LockName;
+use leasehold::store::ReleaseNotifier;
 use sqlx::postgres::{PgListener, PgPool};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};

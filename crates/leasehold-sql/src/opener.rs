@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use leasehold::{LeaseStore, OpenError, StoreOpener};
+use leasehold::store::StoreOpener;
+use leasehold::{LeaseStore, OpenError};
 
 use crate::store::SqlStore;
 

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use leasehold::{AcquireRequest, LockName, Period, StoreResult};
+use leasehold::store::{AcquireRequest, StoreResult};
+use leasehold::{LockName, Period};
 use sqlx::Row;
 
 use crate::classify::classify;

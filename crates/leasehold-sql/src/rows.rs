@@ -2,7 +2,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::{AcquireRequest, Acquisition, Holder, Lease, Period, PeriodRecord, StoreResult};
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
+use leasehold::{Holder, Lease, Period, PeriodRecord};
 use sqlx::Row;
 
 use crate::classify::classify;

@@ -2,7 +2,8 @@
 //! columns on SQLite, the period ledger's columns everywhere — or, with `create_schema(false)`,
 //! only checked.
 
-use leasehold::{StoreError, StoreResult};
+use leasehold::StoreError;
+use leasehold::store::StoreResult;
 use tokio::sync::OnceCell;
 
 use crate::classify::classify;

@@ -4,9 +4,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use leasehold::store::{
+    AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+};
 use leasehold::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    OpenError, Release, ReleaseNotifier, ReleaseSignal, StoreError, StoreResult, check_slots,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, StoreError,
     redact_url,
 };
 
@@ -103,7 +105,7 @@ impl SqlStore {
         let unreachable = |source| OpenError::connect(url, source);
         // One deadline covers the whole open: the direct connection and the table check or
         // creation. Running out of it is an error, never a success.
-        let deadline = leasehold::deadline_after(tokio::time::Instant::now(), timeout);
+        let deadline = leasehold::store::deadline_after(tokio::time::Instant::now(), timeout);
         match tokio::time::timeout_at(deadline, store.open_checked(url, deadline)).await {
             Ok(Ok(())) => Ok(store),
             Ok(Err(e)) => Err(unreachable(e)),
@@ -151,7 +153,7 @@ impl SqlStore {
     /// [`OpenError::Invalid`] for a malformed URL, a connect timeout beyond
     /// [`leasehold::MAX_DURATION`] or a table name the dialect does not allow.
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
-        leasehold::check_duration("connect_timeout", options.connect_timeout)
+        leasehold::store::check_duration("connect_timeout", options.connect_timeout)
             .map_err(|e| invalid(url, e.to_string()))?;
         let settings = PoolSettings {
             max_connections: options.max_connections,

@@ -3,7 +3,7 @@
 //! PostgreSQL and MySQL parameters (a typo such as `sslmdoe=require` would silently connect
 //! without TLS) and connects to `localhost` when the host is missing.
 
-use leasehold::store_url::{StoreUrl, UrlError, UrlOptions};
+use leasehold::store::{StoreUrl, UrlError, UrlOptions};
 
 use crate::dialect::Dialect;
 

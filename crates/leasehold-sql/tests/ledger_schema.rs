@@ -8,7 +8,8 @@ mod common;
 
 use std::time::Duration;
 
-use leasehold::{AcquireRequest, Acquisition, LeaseStore, LockName, Period, Token};
+use leasehold::store::{AcquireRequest, Acquisition};
+use leasehold::{LeaseStore, LockName, Period, Token};
 use leasehold_sql::{Dialect, SqlStore};
 use sqlx::Executor;
 

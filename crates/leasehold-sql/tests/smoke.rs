@@ -42,7 +42,8 @@ async fn round_trip(url: &str) {
     assert!(f2 > f1, "{f2} > {f1}");
     // Group slots.
     let name = LockName::new(format!("{lock}-g")).unwrap();
-    let req = |t| leasehold::AcquireRequest::new(name.clone(), 2, "n", t, Duration::from_secs(5));
+    let req =
+        |t| leasehold::store::AcquireRequest::new(name.clone(), 2, "n", t, Duration::from_secs(5));
     let t1 = leasehold::Token::random();
     let a = store
         .try_acquire(&req(t1))

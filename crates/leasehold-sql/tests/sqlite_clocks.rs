@@ -13,7 +13,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::{AcquireRequest, Extension, LeaseStore, LockName, Release, Token};
+use leasehold::store::AcquireRequest;
+use leasehold::{Extension, LeaseStore, LockName, Release, Token};
 use leasehold_sql::{SqlOptions, SqlStore};
 
 const LOCK: &str = "clock-step";

@@ -615,8 +615,13 @@ async fn fault_wrapper_delegates_and_counts() {
     assert_eq!(faults.fault(Op::State), None, "a used-up fault is removed");
 
     faults.fail(Op::TryAcquire, Fault::transient().times(1).after_apply());
-    let req =
-        leasehold::AcquireRequest::new(lock.clone(), 1, "w", leasehold::Token::random(), LEASE);
+    let req = leasehold::store::AcquireRequest::new(
+        lock.clone(),
+        1,
+        "w",
+        leasehold::Token::random(),
+        LEASE,
+    );
     assert!(store.try_acquire(&req).await.is_err());
     assert_eq!(
         memory.state(&lock, 1).await.unwrap().active(),

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use leasehold::store::{AcquireRequest, StoreResult};
 use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, Extension, Lease, LeaseStore, MemoryStore,
-    ObservedStore, Release, StoreObserver, StoreResult,
+    ElectionOptions, Elector, Extension, Lease, LeaseStore, MemoryStore, ObservedStore, Release,
+    StoreObserver,
 };
 use leasehold_testkit::{SharedStore, conformance};
 
@@ -23,9 +24,9 @@ impl StoreObserver for Tally {
     fn acquiring(&self, _req: &AcquireRequest) {
         self.asked.fetch_add(1, Ordering::SeqCst);
     }
-    fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<leasehold::Acquisition>) {
+    fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<leasehold::store::Acquisition>) {
         let word = match answer {
-            Ok(leasehold::Acquisition::Granted(lease)) => format!("granted {}", lease.fence),
+            Ok(leasehold::store::Acquisition::Granted(lease)) => format!("granted {}", lease.fence),
             Ok(_) => "busy".to_owned(),
             Err(e) => format!("error {e}"),
         };

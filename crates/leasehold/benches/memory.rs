@@ -21,10 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, IntoLockName, LeaseStore, LockName, MemoryStore,
-    Token,
-};
+use leasehold::store::AcquireRequest;
+use leasehold::{ElectionOptions, Elector, IntoLockName, LeaseStore, LockName, MemoryStore, Token};
 use tokio::runtime::{Builder, Runtime};
 
 const CONTENDERS: usize = 8;
@@ -95,7 +93,7 @@ fn floor(c: &mut Criterion) {
     group.bench_function("acquire_release", |b| {
         b.to_async(&rt).iter(|| async {
             let lease = match store.try_acquire(black_box(&req)).await {
-                Ok(leasehold::Acquisition::Granted(lease)) => lease,
+                Ok(leasehold::store::Acquisition::Granted(lease)) => lease,
                 other => panic!("floor acquire failed: {other:?}"),
             };
             black_box(store.release(&lease, Duration::ZERO).await.is_ok())

@@ -12,9 +12,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, LeaseStore, LockName, MemoryStore, Token,
-};
+use leasehold::store::AcquireRequest;
+use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, MemoryStore, Token};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

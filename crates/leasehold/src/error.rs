@@ -72,7 +72,8 @@ impl StoreError {
     /// way: a permanent error carrying the [`LimitError`].
     ///
     /// ```
-    /// use leasehold::{LimitError, StoreError, check_slots};
+    /// use leasehold::{LimitError, StoreError};
+    /// use leasehold::store::check_slots;
     /// let e: StoreError = check_slots(5000).unwrap_err().into();
     /// assert!(!e.is_transient());
     /// assert!(matches!(e.limit(), Some(LimitError::TooManySlots { slots: 5000, .. })));

@@ -54,20 +54,17 @@ mod options;
 mod outcome;
 mod schedule;
 pub mod store;
-pub mod store_url;
+mod store_url;
 mod tenant;
 
 pub use cleanup::SETTLE_TIMEOUT;
 pub use duration::{DurationError, parse_duration};
 pub use elect::elector::Elector;
 pub use elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
-pub use error::{Error, ErrorKind, Result, StoreError, StoreResult};
+pub use error::{Error, ErrorKind, Result, StoreError};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
-pub use limits::{
-    LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL, check_duration,
-    check_slots, deadline_after,
-};
+pub use limits::{LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL};
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use options::retry::RetryPolicy;
 pub use options::{
@@ -79,22 +76,13 @@ pub use schedule::{
     DEFAULT_MAX_JITTER, Job, JobEvent, JobOutcome, MissedPeriods, Schedule, ScheduleHandle,
 };
 pub use store::LeaseStore;
-pub use store::lease::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token,
-};
+pub use store::lease::{Extension, Holder, Lease, LockState, Release, Token};
 pub use store::memory::MemoryStore;
 pub use store::observe::{ObservedStore, StoreObserver};
-pub use store::period::{
-    MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
-};
-pub use store::signal::{ReleaseNotifier, ReleaseSignal};
-pub use store::url::{
-    MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, redact_url,
-    redact_urls_in, url_secrets,
-};
+pub use store::period::{MIN_PERIOD, Period, PeriodError, PeriodRecord};
+pub use store::url::{MemoryOpener, OpenError, StoreRegistry, redact_url, redact_urls_in};
 pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
 
-pub use async_trait::async_trait;
 pub use tokio_util::sync::CancellationToken;
 
 /// The manual page `docs/leasehold.md`, compiled as doc tests so its code stays true.

@@ -63,7 +63,8 @@ pub const MAX_NODE_ID_LEN: usize = 255;
 /// [`OptionsError::Limit`](crate::OptionsError::Limit).
 ///
 /// ```
-/// use leasehold::{LimitError, MAX_SLOTS, check_slots};
+/// use leasehold::{LimitError, MAX_SLOTS};
+/// use leasehold::store::{check_slots};
 ///
 /// assert_eq!(check_slots(3), Ok(3));
 /// let e = check_slots(MAX_SLOTS + 1).unwrap_err();
@@ -135,8 +136,8 @@ pub enum LimitError {
 /// [`LimitError::TooManySlots`] above [`MAX_SLOTS`].
 ///
 /// ```
-/// assert!(leasehold::check_slots(leasehold::MAX_SLOTS).is_ok());
-/// assert!(leasehold::check_slots(u32::MAX).is_err());
+/// assert!(leasehold::store::check_slots(leasehold::MAX_SLOTS).is_ok());
+/// assert!(leasehold::store::check_slots(u32::MAX).is_err());
 /// ```
 pub fn check_slots(slots: u32) -> Result<u32, LimitError> {
     if slots > MAX_SLOTS {
@@ -156,7 +157,8 @@ pub fn check_slots(slots: u32) -> Result<u32, LimitError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{MAX_DURATION, check_duration};
+/// use leasehold::{MAX_DURATION};
+/// use leasehold::store::{check_duration};
 ///
 /// assert_eq!(check_duration("lease", MAX_DURATION), Ok(MAX_DURATION));
 /// let e = check_duration("lease", Duration::MAX).unwrap_err();
@@ -195,7 +197,8 @@ pub(crate) fn check_node_id_len(id: &str) -> Result<(), LimitError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{MAX_DURATION, deadline_after};
+/// use leasehold::{MAX_DURATION};
+/// use leasehold::store::{deadline_after};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let now = tokio::time::Instant::now();
 /// assert_eq!(deadline_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));

@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use leasehold::store_url::{StoreUrl, UrlError};
+//! use leasehold::store::{StoreUrl, UrlError};
 //!
 //! const KNOWN: &[&str] = &["prefix", "timeout", "tls"];
 //! let url = StoreUrl::parse("kv://cache.internal:7000?prefix=a%2Fb&timeout=250ms&tls=on")?;
@@ -242,7 +242,7 @@ fn shown(key: &str, value: &str) -> String {
 /// as a table name in the host position.
 ///
 /// ```
-/// use leasehold::store_url::percent_decode;
+/// use leasehold::store::percent_decode;
 /// assert_eq!(percent_decode("a%2Fb+c").as_deref(), Some("a/b+c"));
 /// assert_eq!(percent_decode("100%"), None);
 /// ```

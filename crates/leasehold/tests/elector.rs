@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use leasehold::store::{AcquireRequest, StoreResult};
 use leasehold::{
-    AcquireRequest, ElectionOptions, Elector, Event, Extension, Lease, LeaseStore, LockName,
-    LockState, LostReason, MemoryStore, Release, RetryPolicy, RunOutcome, StoreResult,
+    ElectionOptions, Elector, Event, Extension, Lease, LeaseStore, LockName, LockState, LostReason,
+    MemoryStore, Release, RetryPolicy, RunOutcome,
 };
 use tokio::time::{Instant, sleep};
 
@@ -46,7 +47,10 @@ impl Counting {
 
 #[async_trait]
 impl LeaseStore for Counting {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         sleep(self.delay).await;
         self.inner.try_acquire(req).await
@@ -60,7 +64,7 @@ impl LeaseStore for Counting {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await
     }
-    fn release_signal(&self, lock: &LockName) -> Option<leasehold::ReleaseSignal> {
+    fn release_signal(&self, lock: &LockName) -> Option<leasehold::store::ReleaseSignal> {
         if self.signal {
             self.inner.release_signal(lock)
         } else {

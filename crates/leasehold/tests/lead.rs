@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use leasehold::store::{AcquireRequest, StoreResult};
 use leasehold::{
-    AcquireRequest, CancellationToken, ElectionOptions, Elector, Error, Event, Extension,
-    Leadership, Lease, LeaseStore, LimitError, LockName, LockState, MemoryStore, Release,
-    StoreResult, TermEnd,
+    CancellationToken, ElectionOptions, Elector, Error, Event, Extension, Leadership, Lease,
+    LeaseStore, LimitError, LockName, LockState, MemoryStore, Release, TermEnd,
 };
 use tokio::time::{Instant, sleep, timeout};
 
@@ -365,7 +365,10 @@ struct Silent(MemoryStore);
 
 #[async_trait]
 impl LeaseStore for Silent {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
         self.0.try_acquire(req).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
@@ -469,7 +472,10 @@ struct Failing {
 
 #[async_trait]
 impl LeaseStore for Failing {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
         if self.permanent {
             return Err(leasehold::StoreError::permanent(
                 "relation \"leases\" does not exist",

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use leasehold::{AcquireRequest, LeaseStore, LockName, ObservedStore, StoreObserver};
+use leasehold::store::AcquireRequest;
+use leasehold::{LeaseStore, LockName, ObservedStore, StoreObserver};
 
 /// The lock names seen, shared by every wrapper of one run.
 pub(crate) type Seen = Arc<Mutex<BTreeSet<LockName>>>;

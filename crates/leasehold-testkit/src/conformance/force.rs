@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use leasehold::{AcquireRequest, Extension, LeaseStore, LostReason, Release, Token};
+use leasehold::store::AcquireRequest;
+use leasehold::{Extension, LeaseStore, LostReason, Release, Token};
 use tokio::time::timeout;
 
 use super::support::{elected, ms, node, node_with, ok, options};
@@ -25,7 +26,7 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
     let mut leases = Vec::new();
     for owner in ["spi-a", "spi-b"] {
         match ok(store.try_acquire(&request(owner)).await, "group acquire") {
-            leasehold::Acquisition::Granted(lease) => leases.push(lease),
+            leasehold::store::Acquisition::Granted(lease) => leases.push(lease),
             _ => panic!("a free 2-slot group must grant two leases"),
         }
     }
@@ -83,7 +84,7 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
         store.try_acquire(&request("spi-c")).await,
         "acquire after force",
     );
-    let leasehold::Acquisition::Granted(again) = again else {
+    let leasehold::store::Acquisition::Granted(again) = again else {
         panic!("a force-released lock must be free");
     };
     let previous = leases

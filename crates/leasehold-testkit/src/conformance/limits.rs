@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use leasehold::{
-    AcquireRequest, LimitError, LockName, MAX_NODE_ID_LEN, MAX_SLOTS, StoreError, Token,
-};
+use leasehold::store::AcquireRequest;
+use leasehold::{LimitError, LockName, MAX_NODE_ID_LEN, MAX_SLOTS, StoreError, Token};
 use tokio::time::Instant;
 
 use super::support::{ms, ok};
@@ -29,7 +28,7 @@ fn too_many_slots<T: std::fmt::Debug>(r: Result<T, StoreError>, slots: u32, what
                     slots,
                     max: MAX_SLOTS
                 }),
-                "{what}: the error must carry LimitError::TooManySlots (leasehold::check_slots), got: {e}"
+                "{what}: the error must carry LimitError::TooManySlots (leasehold::store::check_slots), got: {e}"
             );
             assert!(
                 !e.is_transient(),
@@ -85,7 +84,7 @@ pub async fn store_rejects_more_than_max_slots(factory: &dyn StoreFactory) {
             store.try_acquire(&request(&lock, MAX_SLOTS, owner)).await,
             "try_acquire with MAX_SLOTS",
         ) {
-            leasehold::Acquisition::Granted(lease) => slots.push(lease.slot),
+            leasehold::store::Acquisition::Granted(lease) => slots.push(lease.slot),
             _ => panic!("a free lock of MAX_SLOTS slots must grant"),
         }
     }
@@ -131,7 +130,7 @@ pub async fn store_records_the_longest_node_id(factory: &dyn StoreFactory) {
         store.try_acquire(&request(&lock, 1, &owner)).await,
         "try_acquire with the longest node id",
     ) {
-        leasehold::Acquisition::Granted(lease) => lease,
+        leasehold::store::Acquisition::Granted(lease) => lease,
         _ => panic!("a free lock must grant"),
     };
     assert_eq!(lease.owner, owner, "the lease must carry the whole node id");

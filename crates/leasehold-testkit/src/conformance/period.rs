@@ -4,9 +4,9 @@
 use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{
-    AcquireRequest, Acquisition, Event, Lease, LockName, Period, PeriodError, PeriodOutcome,
-    PeriodRecord, Release, StoreResult, Token,
+    Event, Lease, LockName, Period, PeriodError, PeriodOutcome, PeriodRecord, Release, Token,
 };
 use tokio::time::{Instant, sleep, timeout};
 
@@ -20,7 +20,7 @@ use crate::names::unique_name;
 /// default).
 fn forever() -> Period {
     const HOUR_MS: u64 = 3_600_000;
-    let now = u64::try_from(leasehold::epoch_ms(SystemTime::now())).unwrap_or_default();
+    let now = u64::try_from(leasehold::store::epoch_ms(SystemTime::now())).unwrap_or_default();
     let offset = (now + HOUR_MS - HOUR_MS / 2) % HOUR_MS;
     let hourly = valid(Period::every(ms(HOUR_MS)), "an hourly period");
     valid(hourly.offset(ms(offset)), "an offset within the hour")

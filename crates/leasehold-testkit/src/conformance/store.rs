@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use leasehold::{
-    AcquireRequest, Acquisition, Extension, Lease, LeaseStore, LockName, Release, Token,
-};
+use leasehold::store::{AcquireRequest, Acquisition};
+use leasehold::{Extension, Lease, LeaseStore, LockName, Release, Token};
 use tokio::time::{Instant, sleep};
 
 use super::support::{EARLY, SLACK, ms, ok};
@@ -26,7 +25,7 @@ fn close(a: SystemTime, b: SystemTime) -> bool {
 }
 
 #[track_caller]
-fn granted(r: leasehold::StoreResult<Acquisition>, what: &str) -> Lease {
+fn granted(r: leasehold::store::StoreResult<Acquisition>, what: &str) -> Lease {
     match r {
         Ok(Acquisition::Granted(lease)) => lease,
         Ok(other) => panic!("{what}: expected a grant, got {other:?}"),
@@ -35,7 +34,7 @@ fn granted(r: leasehold::StoreResult<Acquisition>, what: &str) -> Lease {
 }
 
 #[track_caller]
-fn contended(r: leasehold::StoreResult<Acquisition>, what: &str) {
+fn contended(r: leasehold::store::StoreResult<Acquisition>, what: &str) {
     match r {
         Ok(Acquisition::Held) => {}
         Ok(other) => panic!("{what}: expected contention (Ok(Held)), got {other:?}"),

@@ -4,10 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasehold::{
-    AcquireRequest, Extension, Holder, Lease, LeaseStore, LockName, LockState, Release,
-    ReleaseSignal, StoreResult,
-};
+use leasehold::store::{AcquireRequest, ReleaseSignal, StoreResult};
+use leasehold::{Extension, Holder, Lease, LeaseStore, LockName, LockState, Release};
 use tracing::debug;
 
 use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
@@ -98,7 +96,10 @@ async fn pause(delay: Duration) {
 
 #[async_trait]
 impl LeaseStore for FaultyStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<leasehold::Acquisition> {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
         self.call(Op::TryAcquire, || self.inner.try_acquire(req))
             .await
     }

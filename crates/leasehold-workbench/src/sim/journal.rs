@@ -13,9 +13,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use leasehold::{
-    AcquireRequest, Acquisition, Extension, Lease, LostReason, Release, StoreObserver, StoreResult,
-};
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
+use leasehold::{Extension, Lease, LostReason, Release, StoreObserver};
 use tokio::time::Instant;
 
 use crate::sim::resource::FencedResource;
@@ -394,7 +393,7 @@ impl StoreObserver for Journal {
                 let record = &mut log.leases[id];
                 record.expires = record
                     .expires
-                    .min(leasehold::deadline_after(Instant::now(), linger));
+                    .min(leasehold::store::deadline_after(Instant::now(), linger));
                 let expires = record.expires;
                 log.push(node, What::Lingered { lease: id, expires });
             }

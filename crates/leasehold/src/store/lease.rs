@@ -82,7 +82,8 @@ pub struct Lease {
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{AcquireRequest, LockName, Period, Token};
+/// use leasehold::{LockName, Period, Token};
+/// use leasehold::store::{AcquireRequest};
 ///
 /// let req = AcquireRequest::new(LockName::new("nightly")?, 1, "node-a", Token::random(), Duration::from_secs(30))
 ///     .with_period(Period::every(Duration::from_secs(3600))?);
@@ -155,7 +156,7 @@ impl AcquireRequest {
     ///
     /// A permanent [`StoreError`](crate::StoreError) carrying a
     /// [`LimitError`](crate::LimitError) or a [`PeriodError`](crate::PeriodError).
-    pub fn check(&self) -> crate::StoreResult<u32> {
+    pub fn check(&self) -> crate::error::StoreResult<u32> {
         let slots = crate::limits::check_slots(self.slots)?;
         if self.period.is_some() {
             crate::store::period::check_period_slots(slots)?;

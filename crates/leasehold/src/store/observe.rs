@@ -18,7 +18,8 @@ use crate::store::signal::ReleaseSignal;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
-/// use leasehold::{Acquisition, AcquireRequest, StoreObserver, StoreResult};
+/// use leasehold::{StoreObserver};
+/// use leasehold::store::{Acquisition, AcquireRequest, StoreResult};
 ///
 /// #[derive(Default)]
 /// struct Grants(AtomicU32);
@@ -50,7 +51,8 @@ pub trait StoreObserver: Send + Sync {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
 /// use std::sync::{Arc, Mutex};
-/// use leasehold::{Acquisition, AcquireRequest, Elector, MemoryStore, ObservedStore, StoreObserver, StoreResult};
+/// use leasehold::{Elector, MemoryStore, ObservedStore, StoreObserver};
+/// use leasehold::store::{Acquisition, AcquireRequest, StoreResult};
 ///
 /// #[derive(Default)]
 /// struct Fences(Mutex<Vec<u64>>);

@@ -6,10 +6,10 @@
 //! a later one was recorded for the lock before. The grant records the period id, the store time
 //! and the owner **atomically with the lease**, in the lock's slot-0 record, and the record is
 //! kept across release and expiry like the fence. A refused claim is
-//! [`Acquisition::AlreadyRan`](crate::Acquisition::AlreadyRan) with that record — its own outcome, never an error and never
+//! [`Acquisition::AlreadyRan`](crate::store::Acquisition::AlreadyRan) with that record — its own outcome, never an error and never
 //! contention.
 //!
-//! [`AcquireRequest::with_period`]: crate::AcquireRequest::with_period
+//! [`AcquireRequest::with_period`]: crate::store::AcquireRequest::with_period
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -224,7 +224,7 @@ pub enum PeriodError {
 }
 
 /// Checks that a request claiming a period asks for exactly one slot. Every store calls it in
-/// `try_acquire` (through [`AcquireRequest::check`](crate::AcquireRequest::check)).
+/// `try_acquire` (through [`AcquireRequest::check`](crate::store::AcquireRequest::check)).
 ///
 /// # Errors
 ///

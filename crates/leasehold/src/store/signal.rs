@@ -33,7 +33,8 @@ impl ReleaseSignal {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::NameError> {
-/// use leasehold::{LockName, ReleaseNotifier};
+/// use leasehold::{LockName};
+/// use leasehold::store::{ReleaseNotifier};
 /// let notifier = ReleaseNotifier::default();
 /// let lock = LockName::new("job")?;
 /// let mut signal = notifier.subscribe(&lock);

@@ -298,7 +298,7 @@ pub fn redact_url(url: &str) -> String {
 /// quote them.
 ///
 /// ```
-/// use leasehold::url_secrets;
+/// use leasehold::store::url_secrets;
 /// let secrets = url_secrets("postgres://u:p%40ss@h/db?sslpassword=k3y");
 /// assert!(secrets.contains(&"p%40ss".to_owned()) && secrets.contains(&"p@ss".to_owned()));
 /// assert!(secrets.contains(&"k3y".to_owned()));
