@@ -342,7 +342,10 @@ impl Queries {
         let n = slots_i32(slots);
         // Read the holders as they were, then free them, in one transaction.
         let rows: Vec<HolderRow> = with_clock!(&self.pool, p, add => {
-            let mut tx = p.begin().await.map_err(classify)?;
+            let mut tx = p
+                .begin_with(self.sql.begin_write.clone())
+                .await
+                .map_err(classify)?;
             let rows = add(sqlx::query(&self.sql.force_select)
                 .bind(lock.as_str())
                 .bind(n))

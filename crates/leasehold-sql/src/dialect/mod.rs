@@ -96,6 +96,11 @@ pub struct Statements {
     /// `ledger_at`, `ledger_by` and now (epoch ms), to tell a claim refused by the ledger from
     /// contention.
     pub read_period: String,
+    /// Opens a transaction that reads and then writes (the forced release): `BEGIN IMMEDIATE`
+    /// on SQLite, which takes the write lock at once (waiting out the busy timeout) instead of
+    /// failing with "database is locked" when another connection writes between the read and
+    /// the write; `BEGIN` elsewhere.
+    pub begin_write: String,
 }
 
 /// What differs between the databases: each method gives one piece of SQL text. Shared
@@ -121,6 +126,11 @@ trait Sql: Sync {
     /// True when the row (columns prefixed `r`) is free at `now`: released, or expired.
     fn free_at(&self, _c: &Clock, r: &str, now: &str) -> String {
         format!("({r}token IS NULL OR {r}expires_at <= {now})")
+    }
+
+    /// The statement that opens a read-then-write transaction.
+    fn begin_write(&self) -> &'static str {
+        "BEGIN"
     }
 
     /// The smaller of two numbers.
@@ -349,6 +359,7 @@ impl Dialect {
             d.lock_rows()
         );
         Statements {
+            begin_write: d.begin_write().to_owned(),
             acquire,
             read_own,
             extend,

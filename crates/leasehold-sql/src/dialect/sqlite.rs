@@ -49,6 +49,10 @@ impl Sql for Sqlite {
         "MIN"
     }
 
+    fn begin_write(&self) -> &'static str {
+        "BEGIN IMMEDIATE"
+    }
+
     fn freed(&self) -> &'static str {
         "token = NULL, expires_at = 0, boot_expires_at = 0"
     }
