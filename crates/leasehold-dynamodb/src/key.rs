@@ -48,7 +48,7 @@ pub fn item_key(prefix: &str, lock: &LockName, slot: u32) -> String {
 /// end with `/` (the separator is added).
 pub(crate) fn validate_prefix(prefix: &str) -> Result<(), DynamoDbOptionsError> {
     if prefix.len() > MAX_PREFIX_LEN {
-        return Err(DynamoDbOptionsError::new(
+        return Err(crate::options::invalid(
             "key_prefix",
             format!(
                 "is {} bytes; at most {MAX_PREFIX_LEN} are allowed",
@@ -57,13 +57,13 @@ pub(crate) fn validate_prefix(prefix: &str) -> Result<(), DynamoDbOptionsError> 
         ));
     }
     if let Some(bad) = prefix.chars().find(|c| !c.is_ascii_graphic() || *c == '#') {
-        return Err(DynamoDbOptionsError::new(
+        return Err(crate::options::invalid(
             "key_prefix",
             format!("{prefix:?} contains {bad:?}; use printable ASCII without '#' or spaces"),
         ));
     }
     if prefix.ends_with('/') {
-        return Err(DynamoDbOptionsError::new(
+        return Err(crate::options::invalid(
             "key_prefix",
             format!("{prefix:?} must not end with '/' (the separator is added)"),
         ));

@@ -28,28 +28,11 @@ pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 /// assert_eq!(err.option(), "table");
 /// assert!(err.to_string().contains("3-255"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid DynamoDB store option {option}: {reason}")]
-pub struct DynamoDbOptionsError {
-    option: &'static str,
-    reason: String,
-}
+pub type DynamoDbOptionsError = leasehold::store::InvalidOption;
 
-impl DynamoDbOptionsError {
-    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
-        Self {
-            option,
-            reason: reason.into(),
-        }
-    }
-    /// The option that is wrong (e.g. `"table"`).
-    pub fn option(&self) -> &'static str {
-        self.option
-    }
-    /// What is wrong and what is allowed.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
+/// An invalid DynamoDB option named `option`, for `reason`.
+pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> DynamoDbOptionsError {
+    leasehold::store::InvalidOption::new("DynamoDB", option, reason)
 }
 
 /// Options for [`DynamoDbStore`](crate::DynamoDbStore).
@@ -274,7 +257,7 @@ impl DynamoDbOptions {
         validate_table(&self.table)?;
         validate_prefix(&self.key_prefix)?;
         if self.clock_skew_tolerance > Duration::from_secs(3600) {
-            return Err(DynamoDbOptionsError::new(
+            return Err(invalid(
                 "clock_skew_tolerance",
                 format!(
                     "{:?} is more than an hour; clocks that far apart need fixing, not tolerating",
@@ -285,7 +268,7 @@ impl DynamoDbOptions {
         if self.ttl_padding < Duration::from_secs(1)
             || self.ttl_padding <= self.clock_skew_tolerance
         {
-            return Err(DynamoDbOptionsError::new(
+            return Err(invalid(
                 "ttl_padding",
                 format!(
                     "{:?} must be at least 1s and longer than the clock-skew tolerance {:?}",
@@ -294,31 +277,30 @@ impl DynamoDbOptions {
             ));
         }
         if self.retry_delay.is_zero() || self.retry_delay > Duration::from_secs(10) {
-            return Err(DynamoDbOptionsError::new(
+            return Err(invalid(
                 "retry_delay",
                 format!("{:?} must be more than 0 and at most 10s", self.retry_delay),
             ));
         }
         if !(1..=10).contains(&self.max_attempts) {
-            return Err(DynamoDbOptionsError::new(
+            return Err(invalid(
                 "max_attempts",
                 format!("{} must be between 1 and 10", self.max_attempts),
             ));
         }
         if self.attempt_timeout < Duration::from_millis(10) {
-            return Err(DynamoDbOptionsError::new(
+            return Err(invalid(
                 "attempt_timeout",
                 format!("{:?} must be at least 10ms", self.attempt_timeout),
             ));
         }
         leasehold::validate_node_id(&self.node_id)
-            .map_err(|e| DynamoDbOptionsError::new("node_id", e.to_string()))?;
+            .map_err(|e| invalid("node_id", e.to_string()))?;
         for (name, d) in [
             ("ttl_padding", self.ttl_padding),
             ("attempt_timeout", self.attempt_timeout),
         ] {
-            leasehold::store::check_duration(name, d)
-                .map_err(|e| DynamoDbOptionsError::new(name, e.to_string()))?;
+            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
         }
         Ok(())
     }
@@ -333,7 +315,7 @@ pub(crate) fn validate_table(table: &str) -> Result<(), DynamoDbOptionsError> {
     if ok {
         Ok(())
     } else {
-        Err(DynamoDbOptionsError::new(
+        Err(invalid(
             "table",
             format!("{table:?} must be 3-255 characters of [A-Za-z0-9_.-]"),
         ))

@@ -28,28 +28,11 @@ pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600)
 /// assert_eq!(err.option(), "prefix");
 /// assert!(err.to_string().contains("must not start or end with '/'"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid etcd store option {option}: {reason}")]
-pub struct EtcdOptionsError {
-    option: &'static str,
-    reason: String,
-}
+pub type EtcdOptionsError = leasehold::store::InvalidOption;
 
-impl EtcdOptionsError {
-    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
-        Self {
-            option,
-            reason: reason.into(),
-        }
-    }
-    /// The option that is wrong (e.g. `"prefix"`).
-    pub fn option(&self) -> &'static str {
-        self.option
-    }
-    /// What is wrong and what is allowed.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
+/// An invalid etcd option named `option`, for `reason`.
+pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> EtcdOptionsError {
+    leasehold::store::InvalidOption::new("etcd", option, reason)
 }
 
 /// Options for [`EtcdStore`](crate::EtcdStore).
@@ -246,7 +229,7 @@ impl EtcdOptions {
     /// ```
     pub fn validate(&self) -> Result<(), EtcdOptionsError> {
         let p = &self.prefix;
-        let bad_prefix = |reason: String| EtcdOptionsError::new("prefix", reason);
+        let bad_prefix = |reason: String| invalid("prefix", reason);
         if p.is_empty() || p.len() > MAX_PREFIX_LEN {
             return Err(bad_prefix(format!(
                 "must be 1 to {MAX_PREFIX_LEN} bytes, got {} bytes ({p:?})",
@@ -268,10 +251,9 @@ impl EtcdOptions {
             ("connect_timeout", self.connect_timeout),
         ] {
             // The core's bound and message first, as every store's options; then etcd's own.
-            leasehold::store::check_duration(name, d)
-                .map_err(|e| EtcdOptionsError::new(name, e.to_string()))?;
+            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
             if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
-                return Err(EtcdOptionsError::new(
+                return Err(invalid(
                     name,
                     format!(
                         "must be between 1ms and {}s, got {d:?}",
@@ -281,11 +263,11 @@ impl EtcdOptions {
             }
         }
         match (&self.cert_file, &self.key_file) {
-            (Some(_), None) => Err(EtcdOptionsError::new(
+            (Some(_), None) => Err(invalid(
                 "cert_file",
                 "is given without key_file; give both (client_identity) or neither",
             )),
-            (None, Some(_)) => Err(EtcdOptionsError::new(
+            (None, Some(_)) => Err(invalid(
                 "key_file",
                 "is given without cert_file; give both (client_identity) or neither",
             )),

@@ -21,28 +21,11 @@ pub const MAX_PREFIX_LEN: usize = 128;
 /// assert_eq!(err.option(), "prefix");
 /// assert!(err.to_string().contains("braces"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid Redis store option {option}: {reason}")]
-pub struct RedisOptionsError {
-    option: &'static str,
-    reason: String,
-}
+pub type RedisOptionsError = leasehold::store::InvalidOption;
 
-impl RedisOptionsError {
-    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
-        Self {
-            option,
-            reason: reason.into(),
-        }
-    }
-    /// The option that is wrong (e.g. `"prefix"`).
-    pub fn option(&self) -> &'static str {
-        self.option
-    }
-    /// What is wrong and what is allowed.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
+/// An invalid Redis option named `option`, for `reason`.
+pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> RedisOptionsError {
+    leasehold::store::InvalidOption::new("Redis", option, reason)
 }
 
 /// Options for [`RedisStore`](crate::RedisStore).
@@ -220,7 +203,7 @@ impl RedisOptions {
     pub fn validate(&self) -> Result<(), RedisOptionsError> {
         let p = &self.prefix;
         if p.is_empty() || p.len() > MAX_PREFIX_LEN {
-            return Err(RedisOptionsError::new(
+            return Err(invalid(
                 "prefix",
                 format!("must be 1 to {MAX_PREFIX_LEN} characters, got {p:?}"),
             ));
@@ -229,7 +212,7 @@ impl RedisOptions {
             .chars()
             .find(|c| !c.is_ascii_graphic() || *c == '{' || *c == '}')
         {
-            return Err(RedisOptionsError::new(
+            return Err(invalid(
                 "prefix",
                 format!("{p:?} contains {bad:?}; use printable ASCII without spaces or braces"),
             ));
@@ -239,10 +222,7 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
         ] {
             if d < Duration::from_millis(1) {
-                return Err(RedisOptionsError::new(
-                    name,
-                    format!("must be at least 1ms, got {d:?}"),
-                ));
+                return Err(invalid(name, format!("must be at least 1ms, got {d:?}")));
             }
         }
         for (name, d) in [
@@ -250,8 +230,7 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
             ("idle_retention", self.idle_retention),
         ] {
-            leasehold::store::check_duration(name, d)
-                .map_err(|e| RedisOptionsError::new(name, e.to_string()))?;
+            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
         }
         Ok(())
     }

@@ -79,7 +79,7 @@ pub use store::LeaseStore;
 pub use store::lease::{Extension, Holder, Lease, LockState, Release, Token};
 pub use store::memory::MemoryStore;
 pub use store::observe::{ObservedStore, StoreObserver};
-pub use store::period::{MIN_PERIOD, Period, PeriodError, PeriodRecord};
+pub use store::period::{MIN_PERIOD, Period, PeriodError, PeriodRecord, format_utc};
 pub use store::url::{MemoryOpener, OpenError, StoreRegistry, redact_url, redact_urls_in};
 pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
 

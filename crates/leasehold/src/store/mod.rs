@@ -17,6 +17,7 @@ pub(crate) mod contract;
 pub(crate) mod lease;
 pub(crate) mod memory;
 pub(crate) mod observe;
+pub(crate) mod option_error;
 pub(crate) mod period;
 pub(crate) mod signal;
 pub(crate) mod url;
@@ -29,6 +30,7 @@ pub use crate::name::LockName;
 pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
 pub use contract::LeaseStore;
 pub use lease::{AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token};
+pub use option_error::InvalidOption;
 pub use period::{
     MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
 };

@@ -255,14 +255,23 @@ impl fmt::Display for PeriodRecord {
             f,
             "period {} ran at {} by {}",
             self.period,
-            humantime_utc(self.at),
+            format_utc(self.at),
             self.by
         )
     }
 }
 
-/// An RFC 3339 UTC rendering with milliseconds (`2026-11-30T13:00:00.250Z`).
-pub(crate) fn humantime_utc(at: SystemTime) -> String {
+/// `at` as RFC 3339 in UTC with milliseconds (`2026-11-30T13:00:00.250Z`): how leasehold writes
+/// times in its messages, records and command-line output.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// assert_eq!(
+///     leasehold::format_utc(UNIX_EPOCH + Duration::from_millis(1_796_043_600_250)),
+///     "2026-11-30T13:00:00.250Z"
+/// );
+/// ```
+pub fn format_utc(at: SystemTime) -> String {
     let ms = epoch_ms(at);
     let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     // Civil from days (Howard Hinnant's algorithm).
@@ -327,7 +336,7 @@ mod tests {
     #[test]
     fn records_render_in_utc() {
         assert_eq!(
-            humantime_utc(UNIX_EPOCH + Duration::from_millis(1_796_043_600_250)),
+            format_utc(UNIX_EPOCH + Duration::from_millis(1_796_043_600_250)),
             "2026-11-30T13:00:00.250Z"
         );
     }
