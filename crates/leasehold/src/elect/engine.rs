@@ -130,14 +130,7 @@ impl Engine {
         metrics.attempt();
         let start = Instant::now();
         let deadline = crate::limits::deadline_after(start, opts.wait);
-        let mut req = AcquireRequest::new(
-            lock.clone(),
-            self.slots,
-            Arc::clone(&opts.node_id),
-            Token::random(),
-            opts.lease,
-        )
-        .with_timeout(opts.attempt_timeout);
+        let mut req = self.request(lock);
         req.period = period;
         let waits = !opts.wait.is_zero();
         let mut signal = if waits {
@@ -233,14 +226,7 @@ impl Engine {
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let mut req = AcquireRequest::new(
-            lock.clone(),
-            self.slots,
-            Arc::clone(&opts.node_id),
-            Token::random(),
-            opts.lease,
-        )
-        .with_timeout(opts.attempt_timeout);
+        let mut req = self.request(lock);
         let mut signal = self.store.release_signal(lock);
         let mut unknown_since: Option<Instant> = None;
         let mut failing = false;
@@ -303,6 +289,20 @@ impl Engine {
         debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
         self.events.emit(|| Event::Skipped { lock: lock.clone() });
         Ok(Claimed::Held)
+    }
+
+    /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a
+    /// new token.
+    fn request(&self, lock: &LockName) -> AcquireRequest {
+        let opts = &*self.options;
+        AcquireRequest::new(
+            lock.clone(),
+            self.slots,
+            Arc::clone(&opts.node_id),
+            Token::random(),
+            opts.lease,
+        )
+        .with_timeout(opts.attempt_timeout)
     }
 
     /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
