@@ -320,9 +320,9 @@ impl Engine {
             ))
         };
         if self.store.acquire_is_cancel_safe() {
-            return timeout(limit, self.store.try_acquire(req))
+            return within(limit, self.store.try_acquire(req))
                 .await
-                .unwrap_or_else(|_| Err(no_answer()));
+                .unwrap_or_else(|| Err(no_answer()));
         }
         let (tx, rx) = oneshot::channel();
         let store = Arc::clone(&self.store);
@@ -334,11 +334,11 @@ impl Engine {
                 let _ = store.release(&late, std::time::Duration::ZERO).await;
             }
         });
-        match timeout(limit, rx).await {
-            Ok(answer) => answer.map_err(|_| {
+        match within(limit, rx).await {
+            Some(answer) => answer.map_err(|_| {
                 StoreError::transient("the acquisition task ended without an answer")
             })?,
-            Err(_) => Err(no_answer()),
+            None => Err(no_answer()),
         }
     }
 
@@ -531,4 +531,14 @@ impl Running {
             reason,
         }
     }
+}
+
+/// `fut`'s output if it comes within `limit`, else `None`. An answer that is ready at the first
+/// poll (an in-process store) costs no timer.
+async fn within<F: Future>(limit: std::time::Duration, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    if let std::task::Poll::Ready(out) = futures::poll!(fut.as_mut()) {
+        return Some(out);
+    }
+    timeout(limit, fut).await.ok()
 }
