@@ -18,10 +18,12 @@ pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
 /// The leader-only periodic jobs of one application, all over one [`Elector`].
 ///
 /// Built from the elector by value, so a job set without an elector cannot be written, and every
-/// job shares that elector's store client (no hidden second client per job). Each job ticks with
-/// fixed delay (the next attempt starts `period` after the previous one ended), first run at once
-/// unless [`Job::initial_delay`] says otherwise; a tick makes one attempt at the job's lock and
-/// skips it on contention; an action error or panic is logged at WARN and the next tick runs.
+/// job shares that elector's store client (no hidden second client per job). Each job is the
+/// core's period-aligned [`Job`]: every instance attempts each period near its start (the current
+/// one at once, unless [`Job::missed`] or [`Job::initial_delay`] says otherwise), and the store's
+/// period ledger grants the period to one of them; an attempt never waits, a held lock or an
+/// already-run period skips it, and an action error or panic is logged at WARN and the next
+/// period runs. [`Job::fixed_delay`] opts a job out.
 ///
 /// [`start`](Self::start) takes the shutdown token: pass the same token's
 /// [`cancelled_owned`](CancellationToken::cancelled_owned) future to
@@ -97,8 +99,8 @@ impl LeaderJobs {
         self.job(Job::every(name, period, action))
     }
 
-    /// Adds a configured [`Job`] (initial delay, first run after one period, at most once per
-    /// period).
+    /// Adds a configured [`Job`] (initial delay, offset, missed-period policy, jitter, or fixed
+    /// delay).
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};

@@ -333,6 +333,24 @@ async fn read_slot(link: &Link, keys: &Keys, lease: &Lease) -> StoreResult<Optio
     Ok(Slots::read(keys, resp.kvs()).records.into_iter().next())
 }
 
+/// The fence of a grant: the revision of the transaction that put the slot's record.
+fn granted_fence(resp: &TxnResponse) -> StoreResult<u64> {
+    let revision = resp.header().map_or(0, |h| h.revision());
+    u64::try_from(revision)
+        .map_err(|_| StoreError::permanent("etcd answered a put without its revision"))
+}
+
+/// The lock's slots as a failed acquisition transaction read them back (its `or_else` get).
+fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
+    resp.op_responses()
+        .into_iter()
+        .find_map(|r| match r {
+            TxnOpResponse::Get(g) => Some(Slots::read(keys, g.kvs())),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
     link.call(what, |mut c| {
         let txn = txn.clone();
@@ -478,19 +496,10 @@ pub(crate) async fn acquire(
             )]);
         let resp = txn(link, "an acquisition", t).await?;
         if resp.succeeded() {
-            let revision = resp.header().map_or(0, |h| h.revision());
-            record.fence = u64::try_from(revision)
-                .map_err(|_| StoreError::permanent("etcd answered a put without its revision"))?;
+            record.fence = granted_fence(&resp)?;
             return Ok(Some(record.lease(&req.lock)));
         }
-        let now = resp
-            .op_responses()
-            .into_iter()
-            .find_map(|r| match r {
-                TxnOpResponse::Get(g) => Some(Slots::read(keys, g.kvs())),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let now = slots_read_back(keys, resp);
         if let Some(r) = mine(&now) {
             if r.lease_id != lease_id {
                 revoke_quietly(link, lease_id).await;
@@ -581,21 +590,12 @@ pub(crate) async fn acquire_period(
             )]);
         let resp = txn(link, "an acquisition", t).await?;
         if resp.succeeded() {
-            let revision = resp.header().map_or(0, |h| h.revision());
-            record.fence = u64::try_from(revision)
-                .map_err(|_| StoreError::permanent("etcd answered a put without its revision"))?;
+            record.fence = granted_fence(&resp)?;
             let mut lease = record.lease(&req.lock);
             lease.period = Some(claimed);
             return Ok(Acquisition::Granted(lease));
         }
-        held = resp
-            .op_responses()
-            .into_iter()
-            .find_map(|r| match r {
-                TxnOpResponse::Get(g) => Some(Slots::read(keys, g.kvs())),
-                _ => None,
-            })
-            .unwrap_or_default();
+        held = slots_read_back(keys, resp);
         if let Some(lease) = mine(&held) {
             revoke_quietly(link, lease_id).await;
             return Ok(Acquisition::Granted(lease));
