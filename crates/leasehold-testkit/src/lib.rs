@@ -9,6 +9,8 @@
 //! * [`safety`]: the torture checker — many contenders, many rounds, random action lengths, and a
 //!   [`FencedResource`](safety::FencedResource) that must never see a lower fence after a higher
 //!   one, nor two holders inside at once while both believe their leases are valid.
+//! * [`stale_holder`]: the paused stale holder — a holder frozen past its lease writes after its
+//!   successor, and a [`FencedSink`](stale_holder::FencedSink) must refuse it.
 //! * [`fault`]: [`FaultyStore`](fault::FaultyStore), a fault-injecting wrapper that delegates to a
 //!   real store and fails or delays chosen operations on demand.
 //!
@@ -36,6 +38,7 @@ pub mod fault;
 mod names;
 pub mod proxy;
 pub mod safety;
+pub mod stale_holder;
 
 pub use factory::{SharedStore, StoreFactory};
 pub use names::unique_name;

@@ -45,6 +45,7 @@ mod duration;
 mod elect;
 mod error;
 mod events;
+pub mod fence;
 mod hold;
 pub mod limits;
 mod line;

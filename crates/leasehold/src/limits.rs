@@ -13,6 +13,7 @@
 //! | any duration (lease, wait, min lease, retry pauses, job periods, …) | [`MAX_DURATION`] | 36500 days (100 years) |
 //! | node id (owner recorded with a lease) | [`MAX_NODE_ID_LEN`] | 255 bytes |
 //! | lock name | [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) | 255 bytes |
+//! | fenced resource name | [`MAX_RESOURCE_NAME_LEN`] | 255 bytes |
 //!
 //! Deadline arithmetic goes through [`deadline_after`], which saturates, so even a duration that
 //! slipped past a check cannot overflow an [`Instant`].
@@ -55,6 +56,10 @@ pub const MIN_LEADERSHIP_POLL: Duration = Duration::from_millis(10);
 /// The longest node id (the owner recorded with each lease), in bytes: the SQL stores keep it in a
 /// `VARCHAR(255)` column, which holds 255 characters and so every id of at most 255 bytes.
 pub const MAX_NODE_ID_LEN: usize = 255;
+
+/// The longest name of a fenced resource ([`ResourceName`](crate::fence::ResourceName)), in bytes:
+/// the SQL fence table keeps it in a `VARCHAR(255)` key column, like lock names.
+pub const MAX_RESOURCE_NAME_LEN: usize = 255;
 
 /// A value beyond one of the [limits](self).
 ///
