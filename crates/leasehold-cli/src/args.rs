@@ -75,7 +75,29 @@ pub(crate) enum Command {
     /// Print a workbench scenario's timeline, computed by the real elector on virtual time
     #[command(long_about = crate::simulate::LONG_ABOUT)]
     Simulate(crate::simulate::SimulateArgs),
+    /// Check a store deployment: contenders, stalls longer than the lease, a fenced register
+    #[command(long_about = VERIFY_LONG_ABOUT)]
+    Verify(VerifyArgs),
 }
+
+const VERIFY_LONG_ABOUT: &str = "\
+Check a store deployment the way Jepsen would: several contenders, each with its own client,
+take the same lock over and over for --duration; in --pause-percent of the runs the holder
+freezes for 1.5 to 3 leases (a simulated GC pause or stopped VM) and then writes to a fenced
+register without looking at its lease. With --proxy-cuts a local TCP proxy also cuts every
+connection to the store now and then.
+
+The history is then checked. A violation is: a stale write accepted after a higher fence
+(a lost update), a fence granted twice, two contenders holding valid leases at once, or a
+fence lower than one granted before it was asked for. A lock still held after the run (once
+stranded leases had time to expire) is a leaked lock.
+
+The lock is leasehold-verify-<random> unless --lock is given: real locks are never touched.
+--no-fence-check makes the register accept every write: the deliberately unsafe setup, to
+see what the fences prevent (the run then fails).
+
+Exit codes: 0 no violation and no leaked lock; 1 a violation or a leaked lock;
+75 or 125 as for the other commands (store unavailable, bad flags or URL).";
 
 const RUN_LONG_ABOUT: &str = "\
 Run COMMAND only if this node wins the lock; skip it otherwise.
@@ -323,6 +345,48 @@ pub(crate) struct ServeArgs {
     pub(crate) remote: BindArgs,
 }
 
+/// `leasehold verify`.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// The lock to contend for [default: leasehold-verify-<random>]
+    #[arg(long, value_name = "NAME", value_parser = parse_lock)]
+    pub(crate) lock: Option<LockName>,
+
+    /// Contenders, each with its own store client (2-64)
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = parse_contenders)]
+    pub(crate) contenders: usize,
+
+    /// How long the contenders run (at most 24h)
+    #[arg(long, value_name = "D", default_value = "20s", value_parser = parse_run_duration)]
+    pub(crate) duration: std::time::Duration,
+
+    /// The lease each holder takes (not renewed: a frozen holder loses it)
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
+    pub(crate) lease: std::time::Duration,
+
+    /// Percent of runs in which the holder freezes for 1.5-3 leases before writing (0-100)
+    #[arg(long, value_name = "P", default_value_t = 20,
+        value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub(crate) pause_percent: u8,
+
+    /// Accept every write, stale or not: the deliberately unsafe setup (the run fails)
+    #[arg(long)]
+    pub(crate) no_fence_check: bool,
+
+    /// Cut every connection to the store now and then through a local TCP proxy (needs a
+    /// server on 127.0.0.1 or localhost)
+    #[arg(long)]
+    pub(crate) proxy_cuts: bool,
+
+    /// Write the full history, one JSON operation per line, to PATH ("-": stdout, and the
+    /// summary goes to stderr)
+    #[arg(long, value_name = "PATH")]
+    pub(crate) json: Option<std::path::PathBuf>,
+}
+
 impl Cli {
     /// The store URL given by flag or environment, if any.
     pub(crate) fn store_url(&self) -> Option<&str> {
@@ -333,6 +397,7 @@ impl Cli {
             Command::Workbench(_) => None,
             Command::Serve(a) => a.store.url(),
             Command::Simulate(_) => None,
+            Command::Verify(a) => a.store.url(),
         }
     }
 }
@@ -354,6 +419,24 @@ impl StoreArgs {
 
 fn parse_lock(text: &str) -> Result<LockName, leasehold::NameError> {
     LockName::new(text)
+}
+
+/// A contender count for `verify`: 2 to [`MAX_CONTENDERS`](crate::verify::MAX_CONTENDERS).
+fn parse_contenders(text: &str) -> Result<usize, String> {
+    let max = crate::verify::MAX_CONTENDERS;
+    match text.trim().parse::<usize>() {
+        Ok(n) if (2..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{text:?} is not a whole number from 2 to {max}")),
+    }
+}
+
+/// A `verify --duration`: a duration of at most [`MAX_RUN`](crate::verify::MAX_RUN).
+fn parse_run_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
+    if d.is_zero() || d > crate::verify::MAX_RUN {
+        return Err(format!("{text:?} is not a duration from 1ms to 24h"));
+    }
+    Ok(d)
 }
 
 /// A slot count: 1 to [`leasehold::MAX_SLOTS`] (clap names the flag in the error).

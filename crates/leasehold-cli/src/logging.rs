@@ -25,9 +25,12 @@ const OWN_CRATES: [&str; 8] = [
 
 /// The filter for `-v` × `verbosity` when `$LEASEHOLD_LOG` is not set. Default: warnings from
 /// leasehold's own crates (such as "lease lost", or a store's "subscription lost"), errors from
-/// everything else; each `-v` raises both by one level.
-fn default_filter(verbosity: u8) -> String {
+/// everything else; each `-v` raises both by one level. `losses_expected` (for `verify`, which
+/// loses leases on purpose) lowers the default for leasehold's crates to errors, so the expected
+/// "lease lost" warnings do not drown the report.
+fn default_filter(verbosity: u8, losses_expected: bool) -> String {
     let (others, own) = match verbosity {
+        0 if losses_expected => ("error", "error"),
         0 => ("error", "warn"),
         1 => ("warn", "info"),
         2 => ("info", "debug"),
@@ -41,13 +44,19 @@ fn default_filter(verbosity: u8) -> String {
 }
 
 /// Installs the subscriber. A bad `$LEASEHOLD_LOG` is reported and the default used.
-pub(crate) fn init(verbosity: u8, scrubber: Scrubber) {
+pub(crate) fn init(verbosity: u8, losses_expected: bool, scrubber: Scrubber) {
     let (filter, bad) = match std::env::var(LOG_ENV) {
         Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
             Ok(f) => (f, None),
-            Err(e) => (EnvFilter::new(default_filter(verbosity)), Some(e)),
+            Err(e) => (
+                EnvFilter::new(default_filter(verbosity, losses_expected)),
+                Some(e),
+            ),
         },
-        _ => (EnvFilter::new(default_filter(verbosity)), None),
+        _ => (
+            EnvFilter::new(default_filter(verbosity, losses_expected)),
+            None,
+        ),
     };
     // try_init fails only if a subscriber is already installed; logging then goes there.
     let _ = tracing_subscriber::fmt()
@@ -93,7 +102,10 @@ mod tests {
     #[test]
     fn default_filters_parse() {
         for v in 0..5 {
-            assert!(EnvFilter::try_new(default_filter(v)).is_ok(), "{v}");
+            for losses_expected in [false, true] {
+                let f = default_filter(v, losses_expected);
+                assert!(EnvFilter::try_new(&f).is_ok(), "{v}: {f}");
+            }
         }
     }
 
@@ -101,7 +113,7 @@ mod tests {
     /// store's "subscription lost" was filtered out before).
     #[test]
     fn every_own_crate_warns_by_default() {
-        let quiet = default_filter(0);
+        let quiet = default_filter(0, false);
         for krate in [
             "leasehold_redis",
             "leasehold_dynamodb",
@@ -111,5 +123,8 @@ mod tests {
             assert!(quiet.contains(&format!("{krate}=warn")), "{quiet}");
         }
         assert!(quiet.starts_with("error,"), "{quiet}");
+        // `verify` loses leases on purpose: its default hides those warnings, `-v` shows them.
+        assert!(default_filter(0, true).contains("leasehold=error"));
+        assert!(default_filter(1, true).contains("leasehold=info"));
     }
 }

@@ -17,6 +17,7 @@ mod simulate;
 mod status;
 mod store;
 mod time_text;
+mod verify;
 mod workbench;
 
 use std::process::ExitCode;
@@ -35,7 +36,8 @@ fn main() -> ExitCode {
     };
     let scrubber = Scrubber::for_url(cli.store_url());
     say::set_scrubber(scrubber.clone());
-    logging::init(cli.verbose, scrubber);
+    let losses_expected = matches!(cli.command, Command::Verify(_));
+    logging::init(cli.verbose, losses_expected, scrubber);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -76,6 +78,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             serve::serve(args, url).await
         }
         Command::Simulate(args) => simulate::simulate(args).await,
+        Command::Verify(args) => {
+            let url = StoreUrl::resolve(args.store.url())?;
+            verify::verify(args, url).await
+        }
     }
 }
 

@@ -13,6 +13,12 @@ pub(crate) fn set_scrubber(scrubber: Scrubber) {
     let _ = SCRUBBER.set(scrubber);
 }
 
+/// `text` with the store's secrets removed, for text that is written elsewhere than through
+/// [`out`] and [`err`] (such as a history file).
+pub(crate) fn scrubbed(text: &str) -> String {
+    scrub(text)
+}
+
 fn scrub(text: &str) -> String {
     SCRUBBER
         .get()

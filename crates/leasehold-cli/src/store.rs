@@ -51,6 +51,16 @@ impl StoreUrl {
         }
     }
 
+    /// A URL given as is.
+    pub(crate) fn given(url: String) -> Self {
+        Self { url }
+    }
+
+    /// The URL itself (it may hold secrets: never print it; see [`redacted`](Self::redacted)).
+    pub(crate) fn as_str(&self) -> &str {
+        &self.url
+    }
+
     /// The URL with passwords and secret parameters replaced by `***`.
     pub(crate) fn redacted(&self) -> String {
         redact_url(&self.url)

@@ -2,30 +2,12 @@
 //! faults into random contenders' stores (through the testkit's `FaultyStore`) and, for network
 //! backends, cuts their TCP connections (through the testkit's `FaultProxy`).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leasehold_testkit::fault::{Fault, FaultControl, Op};
 use leasehold_testkit::proxy::FaultProxy;
 use rand::Rng;
 use tokio::time::sleep;
-
-/// The loopback `host:port` in a store URL (the server's address, or for DynamoDB its
-/// endpoint), as written and as an address.
-pub(crate) fn loopback_authority(url: &str) -> Option<(String, SocketAddr)> {
-    for host in ["127.0.0.1:", "localhost:"] {
-        if let Some(at) = url.find(host) {
-            let port: String = url[at + host.len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            let port: u16 = port.parse().ok()?;
-            let written = format!("{host}{port}");
-            return Some((written, SocketAddr::from(([127, 0, 0, 1], port))));
-        }
-    }
-    None
-}
 
 /// What the driver did.
 #[derive(Debug, Default, Clone, Copy)]
@@ -85,24 +67,5 @@ pub(crate) async fn drive(
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::loopback_authority;
-
-    #[test]
-    fn finds_the_loopback_server_in_each_url_form() {
-        let pg = loopback_authority("postgres://postgres@127.0.0.1:5432/test");
-        assert_eq!(
-            pg.map(|(w, a)| (w, a.port())),
-            Some(("127.0.0.1:5432".to_owned(), 5432))
-        );
-        let ddb =
-            loopback_authority("dynamodb://t?endpoint=http://localhost:8000&create_table=true");
-        assert_eq!(ddb.map(|(w, _)| w), Some("localhost:8000".to_owned()));
-        assert!(loopback_authority("redis://cache.example:6379").is_none());
-        assert!(loopback_authority("sqlite:///tmp/x.db").is_none());
     }
 }

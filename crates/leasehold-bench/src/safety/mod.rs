@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use leasehold::{ElectionOptions, Elector, LeaseStore, LockName};
 use leasehold_testkit::fault::{FaultControl, FaultyStore, Op};
-use leasehold_testkit::proxy::FaultProxy;
+use leasehold_testkit::proxy::{FaultProxy, loopback_authority, via_proxy};
 use leasehold_testkit::safety::{self, SafetyConfig};
 use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::BoxError;
 use crate::target::Target;
-use chaos::{Injected, loopback_authority};
+use chaos::Injected;
 use observed::{Seen, SeenLocks};
 
 /// Contenders of every safety run.
@@ -90,10 +90,10 @@ pub(crate) async fn run(t: &Target, rounds: usize, faults: bool) -> Result<Safet
         (true, Some((_, addr))) => Some(FaultProxy::start(addr).await?),
         _ => None,
     };
-    let url = match (&proxy, loopback_authority(&t.url)) {
-        (Some(p), Some((written, _))) => t.url.replacen(&written, &p.addr().to_string(), 1),
-        _ => t.url.clone(),
-    };
+    let url = proxy
+        .as_ref()
+        .and_then(|p| via_proxy(&t.url, p.addr()))
+        .unwrap_or_else(|| t.url.clone());
     let seen: Seen = Arc::new(Mutex::new(BTreeSet::new()));
     let mut stores = Vec::with_capacity(CONTENDERS);
     let mut controls: Vec<FaultControl> = Vec::new();

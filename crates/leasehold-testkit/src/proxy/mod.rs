@@ -35,10 +35,12 @@
 //! # Ok(()) }
 //! ```
 
+mod authority;
 mod connection;
 mod control;
 mod listener;
 
+pub use authority::{loopback_authority, via_proxy};
 pub use control::{FaultProxy, ProxyMode};
 
 #[cfg(test)]

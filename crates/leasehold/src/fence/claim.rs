@@ -250,7 +250,8 @@ mod tests {
 
     #[test]
     fn every_malformed_claim_is_a_typed_error() {
-        let cases: [(&str, fn(&ClaimError) -> bool); 9] = [
+        type Expect = fn(&ClaimError) -> bool;
+        let cases: [(&str, Expect); 9] = [
             ("fence=1", |e| {
                 matches!(e, ClaimError::Missing { field: "lock" })
             }),
