@@ -7,17 +7,18 @@ use crate::backend::Backend;
 use crate::scenario::{Config, Scenario};
 
 pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--scenario LIST|all] [--quick]
-                       [--seconds N] [--handoffs N] [--failovers N] [--rounds N] [--url URL]
+                       [--seconds N] [--handoffs N] [--failovers N] [--rounds N] [--fence-rounds N] [--url URL]
                        [--json FILE] [--markdown FILE] [--svg FILE] [--out DIR]
 
   --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, a comma-separated list, or all (default)
   --scenario   uncontended, contended, many-locks, group, handoff, failover, auto-extend, safety,
                a comma-separated list, or all (default)
-  --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 unless given
+  --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 --fence-rounds 300 unless given
   --seconds    measuring time of each throughput scenario, shared by its sides (default 4)
   --handoffs   hand-offs measured per side (default 40)
   --failovers  holders killed in the failover scenario (default 4)
   --rounds     safety rounds per contender (8 contenders; default 2000)
+  --fence-rounds  paused-stale-holder rounds per fenced sink and backend (default 10000)
   --url        store URL, with one backend only (default: a temp SQLite file,
                $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL, $LEASEHOLD_TEST_REDIS_URL or
                redis://127.0.0.1:6379, dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true,
@@ -35,6 +36,8 @@ pub(crate) struct Args {
     pub(crate) safety: bool,
     pub(crate) config: Config,
     pub(crate) rounds: usize,
+    /// Paused-stale-holder rounds per fenced sink.
+    pub(crate) fence_rounds: usize,
     pub(crate) json: Option<PathBuf>,
     pub(crate) markdown: Option<PathBuf>,
     pub(crate) svg: Option<PathBuf>,
@@ -73,6 +76,7 @@ impl Args {
         let (mut scenarios, mut safety) = (Scenario::ALL.to_vec(), true);
         let (mut url, mut quick, mut seconds) = (None, false, None::<f64>);
         let (mut handoffs, mut failovers, mut rounds) = (None, None, None);
+        let mut fence_rounds = None;
         let (mut json, mut markdown, mut svg, mut out) = (None, None, None, None::<PathBuf>);
         let (mut hold, mut lease_ms) = (None, 1000u64);
         while let Some(flag) = argv.next() {
@@ -110,6 +114,7 @@ impl Args {
                 "--handoffs" => handoffs = Some(number(&flag, &value()?)?),
                 "--failovers" => failovers = Some(number(&flag, &value()?)?),
                 "--rounds" => rounds = Some(number(&flag, &value()?)?),
+                "--fence-rounds" => fence_rounds = Some(number(&flag, &value()?)?),
                 "--url" => url = Some(value()?),
                 "--json" => json = Some(PathBuf::from(value()?)),
                 "--markdown" => markdown = Some(PathBuf::from(value()?)),
@@ -133,6 +138,10 @@ impl Args {
         if rounds == 0 {
             return Err("--rounds must be at least 1".into());
         }
+        let fence_rounds = fence_rounds.unwrap_or(if quick { 300 } else { 10_000 });
+        if fence_rounds == 0 {
+            return Err("--fence-rounds must be at least 1".into());
+        }
         Ok(Self {
             hold: hold.map(|lock| Hold {
                 lock,
@@ -148,6 +157,7 @@ impl Args {
                 failovers: failovers.unwrap_or(if quick { 2 } else { 4 }).max(1),
             },
             rounds,
+            fence_rounds,
             json,
             markdown,
             svg,
@@ -157,8 +167,12 @@ impl Args {
     /// The flags that size this run, for the commands printed with each table.
     pub(crate) fn size_flags(&self) -> String {
         format!(
-            "--seconds {} --handoffs {} --failovers {} --rounds {}",
-            self.config.seconds, self.config.handoffs, self.config.failovers, self.rounds
+            "--seconds {} --handoffs {} --failovers {} --rounds {} --fence-rounds {}",
+            self.config.seconds,
+            self.config.handoffs,
+            self.config.failovers,
+            self.rounds,
+            self.fence_rounds
         )
     }
 

@@ -63,6 +63,15 @@ impl Backend {
         !matches!(self, Self::Memory | Self::Sqlite)
     }
 
+    /// The shortest lease the runs that wait for a real expiry use: 300 ms, or etcd's shortest
+    /// (1 s, with the test server's 500 ms election timeout).
+    pub(crate) fn shortest_lease(self) -> std::time::Duration {
+        match self {
+            Self::Etcd => std::time::Duration::from_secs(1),
+            _ => std::time::Duration::from_millis(300),
+        }
+    }
+
     /// The URL used when none is given: a temp SQLite file, the test servers' variables (etcd:
     /// `$LEASEHOLD_TEST_ETCD_ENDPOINTS`), or the local Redis.
     pub(crate) fn default_url(self) -> Result<String, String> {

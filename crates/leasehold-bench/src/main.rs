@@ -85,6 +85,7 @@ async fn run(args: &Args) -> Report {
         backends: args.backends.iter().map(|b| b.name()).collect(),
         outcomes: Vec::new(),
         safety: Vec::new(),
+        fenced: Vec::new(),
         failures: Vec::new(),
     };
     let started = std::time::Instant::now();
@@ -122,6 +123,15 @@ async fn run(args: &Args) -> Report {
                     Ok(Err(e)) => report.failures.push(fail("safety", e.to_string())),
                     Err(_) => report.failures.push(fail("safety", "timed out".to_owned())),
                 }
+            }
+            eprintln!("{} {}: fenced sinks …", at(), backend.name());
+            let run = safety::fenced::run(&target, args.fence_rounds);
+            match tokio::time::timeout(budget(args) * 20, run).await {
+                Ok(Ok(rows)) => report.fenced.extend(rows),
+                Ok(Err(e)) => report.failures.push(fail("fenced sinks", e.to_string())),
+                Err(_) => report
+                    .failures
+                    .push(fail("fenced sinks", "timed out".to_owned())),
             }
         }
         drop(target);

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::outcome::Outcome;
 use crate::safety::SafetyRow;
+use crate::safety::fenced::FencedRow;
 use crate::scenario::Scenario;
 
 /// A backend or scenario that could not be measured.
@@ -22,6 +23,8 @@ pub(crate) struct Report {
     pub(crate) backends: Vec<&'static str>,
     pub(crate) outcomes: Vec<Outcome>,
     pub(crate) safety: Vec<SafetyRow>,
+    /// Fenced sinks under paused stale holders.
+    pub(crate) fenced: Vec<FencedRow>,
     pub(crate) failures: Vec<Failure>,
 }
 
@@ -48,6 +51,8 @@ impl Report {
 
     /// True when every safety run passed and nothing failed to run.
     pub(crate) fn passed(&self) -> bool {
-        self.failures.is_empty() && self.safety.iter().all(SafetyRow::passed)
+        self.failures.is_empty()
+            && self.safety.iter().all(SafetyRow::passed)
+            && self.fenced.iter().all(FencedRow::passed)
     }
 }

@@ -372,9 +372,9 @@ impl FencedSink for MemorySink {
 
     fn describe(&self) -> String {
         if self.unchecked {
-            "memory (unchecked)"
+            "in-process register (unchecked)"
         } else {
-            "memory"
+            "in-process register"
         }
         .to_owned()
     }

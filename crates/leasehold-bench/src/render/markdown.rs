@@ -25,6 +25,9 @@ pub(crate) fn render(report: &Report) -> Result<String, std::fmt::Error> {
     if !report.safety.is_empty() {
         safety(&mut out, report)?;
     }
+    if !report.fenced.is_empty() {
+        fenced(&mut out, report)?;
+    }
     if !report.failures.is_empty() {
         writeln!(out, "\n## Not measured\n")?;
         for f in &report.failures {
@@ -227,6 +230,51 @@ fn safety(out: &mut String, report: &Report) -> std::fmt::Result {
     {
         writeln!(out, "\nViolations on {} ({}):\n", r.backend, r.faults)?;
         for v in &r.first_violations {
+            writeln!(out, "* {v}")?;
+        }
+    }
+    Ok(())
+}
+
+fn fenced(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "\n## Safety: fenced sinks with paused stale holders\n")?;
+    writeln!(
+        out,
+        "The testkit's `stale_holder` scenario, {} rounds per sink and backend. Each round holder A \
+         takes the lock and freezes; its lease ends while it is frozen — by a forced release, or \
+         in one round of a hundred by real expiry of a short lease — and holder B takes the lock \
+         with a higher fence. Then either B writes and A wakes up and writes (**A must be \
+         refused**), or both write at once (A may land first and be overwritten, never after B). \
+         The sink is read back: it must hold B's value. A stale write accepted after the \
+         successor's is a violation. See docs/fencing.md for each sink.\n",
+        report.fenced[0].rounds
+    )?;
+    writeln!(out, "```sh\n{}\n```\n", report.command("safety"))?;
+    writeln!(
+        out,
+        "| backend | sink | rounds | by expiry | stale writes refused | stale first, overwritten | stale accepted | violations | errors | time | result |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")?;
+    for r in &report.fenced {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | **{}** | **{}** | {} | {:.1} s | {} |",
+            r.backend,
+            r.sink,
+            r.rounds,
+            r.expired,
+            r.stale_rejected,
+            r.stale_before_successor,
+            r.stale_accepted,
+            r.violations,
+            r.errors,
+            r.elapsed_s,
+            if r.passed() { "pass" } else { "**FAIL**" }
+        )?;
+    }
+    for r in report.fenced.iter().filter(|r| !r.passed()) {
+        writeln!(out, "\nProblems of {} on {}:\n", r.sink, r.backend)?;
+        for v in r.first_violations.iter().chain(&r.first_errors) {
             writeln!(out, "* {v}")?;
         }
     }

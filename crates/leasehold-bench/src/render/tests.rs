@@ -67,8 +67,49 @@ fn report(violations: usize) -> Report {
             },
         ],
         safety: vec![safety_row(violations)],
+        fenced: vec![fenced_row(violations)],
         failures: Vec::new(),
     }
+}
+
+fn fenced_row(violations: usize) -> crate::safety::fenced::FencedRow {
+    crate::safety::fenced::FencedRow {
+        backend: "redis",
+        sink: "redis fenced set".to_owned(),
+        rounds: 10_000,
+        expired: 100,
+        stale_rejected: 7_000,
+        stale_before_successor: 3_000 - violations as u64,
+        stale_accepted: violations as u64,
+        violations,
+        first_violations: vec![
+            "round 7: the stale write was accepted".to_owned();
+            violations.min(1)
+        ],
+        errors: 0,
+        first_errors: Vec::new(),
+        elapsed_s: 12.5,
+    }
+}
+
+#[test]
+fn the_fenced_sinks_table_shows_each_sink_and_its_verdict() -> Result<(), std::fmt::Error> {
+    let md = markdown::render(&report(0))?;
+    assert!(
+        md.contains("## Safety: fenced sinks with paused stale holders"),
+        "{md}"
+    );
+    assert!(md.contains("| redis | redis fenced set | 10000 | 100 | 7000 | 3000 | **0** | **0** | 0 | 12.5 s | pass |"), "{md}");
+    let failed = markdown::render(&report(1))?;
+    assert!(
+        failed.contains("Problems of redis fenced set on redis"),
+        "{failed}"
+    );
+    assert!(
+        failed.contains("* round 7: the stale write was accepted"),
+        "{failed}"
+    );
+    Ok(())
 }
 
 #[test]

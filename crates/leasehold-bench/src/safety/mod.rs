@@ -2,6 +2,7 @@
 //! injected connection faults; then the store's own state of the lock, which must be free.
 
 mod chaos;
+pub(crate) mod fenced;
 mod observed;
 
 use std::cell::Cell;
