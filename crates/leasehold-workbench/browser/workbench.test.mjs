@@ -322,6 +322,24 @@ describe("workbench page", () => {
     assert.ok((await page.textContent("#error")).includes(body.error), `${await page.textContent("#error")} vs ${body.error}`);
   });
 
+  test("the Fencing scenario links to the manual page, and only the Fencing scenario", async () => {
+    await page.goto(`${base}?scenario=fencing`);
+    await ready(page);
+    assert.equal(await page.isVisible("#fence-doc a"), true);
+    const href = await page.getAttribute("#fence-doc a", "href");
+    const res = await fetch(new URL(href, base));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /^text\/markdown; charset=utf-8/);
+    assert.match(await res.text(), /^# Fencing your writes/);
+    await page.click('button[data-scenario="contention"]');
+    await page.waitForFunction(() => document.body.dataset.state === "ready"
+      && (document.body.dataset.query || "").startsWith("scenario=contention"), null, { timeout: PATIENCE });
+    assert.equal(await page.isVisible("#fence-doc a"), false);
+    await page.goto(`${base}?scenario=fencing&lang=ko`);
+    await ready(page);
+    assert.match(await page.textContent("#fence-doc a"), /펜스/);
+  });
+
   test("the Korean page renders Korean labels and lang=ko", async () => {
     await page.goto(`${base}?scenario=fencing&lang=ko`);
     await ready(page);

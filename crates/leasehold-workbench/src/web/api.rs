@@ -37,8 +37,11 @@ const PARAMETERS: [&str; 8] = [
 /// let app = leasehold_workbench::web::workbench_router();
 /// let ok = app.clone().oneshot(Request::get("/api/simulate?scenario=fencing").body(Body::empty())?).await?;
 /// assert_eq!(ok.status(), 200);
-/// let bad = app.oneshot(Request::get("/api/simulate?scenario=fencing&lease=0").body(Body::empty())?).await?;
+/// let bad = app.clone().oneshot(Request::get("/api/simulate?scenario=fencing&lease=0").body(Body::empty())?).await?;
 /// assert_eq!(bad.status(), 400); // {"error": "`lease` must be between …"}
+/// // The Fencing scenario links to the manual page it illustrates.
+/// let doc = app.oneshot(Request::get("/docs/fencing").body(Body::empty())?).await?;
+/// assert_eq!(doc.status(), 200);
 /// # Ok(()) }
 /// ```
 pub fn workbench_router() -> Router {
@@ -46,6 +49,10 @@ pub fn workbench_router() -> Router {
         .route("/", get(|| async { page::respond(page::WORKBENCH_HTML) }))
         .route("/api/scenarios", get(scenarios))
         .route("/api/simulate", get(simulate))
+        .route(
+            "/docs/fencing",
+            get(|| async { page::manual(page::FENCING_MD) }),
+        )
 }
 
 async fn scenarios() -> Response {
