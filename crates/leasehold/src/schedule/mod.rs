@@ -216,7 +216,18 @@ impl Schedule {
 }
 
 /// The running jobs of a started [`Schedule`].
+///
+/// Dropping the handle aborts every job at once (their leases are released in the background), so
+/// the compiler warns when a handle is dropped unused:
+///
+/// ```compile_fail
+/// # #![deny(unused_must_use)]
+/// # async fn demo(schedule: leasehold::Schedule) -> leasehold::Result<()> {
+/// schedule.start(leasehold::CancellationToken::new())?; // error: unused `ScheduleHandle`
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
+#[must_use = "dropping the handle stops every job at once: keep it, and await `stopped()` after cancelling"]
 pub struct ScheduleHandle {
     tasks: JoinSet<()>,
     stop: CancellationToken,
