@@ -1,0 +1,11 @@
+//! # leasehold-docs
+//!
+//! Not a library: the home of the manual pages whose Rust examples use several leasehold crates
+//! at once. Each page is included below as documentation under `cfg(doctest)`, so
+//! `cargo test --doc` compiles (and, unless marked `no_run`, runs) every Rust block in it. Pages
+//! about one crate are compiled by that crate instead.
+
+/// `docs/fencing.md`: fencing your writes, across every sink.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/fencing.md")]
+pub struct FencingDoctests;
