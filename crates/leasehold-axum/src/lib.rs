@@ -11,6 +11,10 @@
 //!   loopback only).
 //! * [`LeaderOnly`]: a tower layer that runs a route only on the current holder of a lock and
 //!   answers followers with `503 Service Unavailable` and `Retry-After`.
+//! * [`fence`]: fenced writes over HTTP. The writer sends its lease's fence in the
+//!   `leasehold-fence` header ([`fence_header`], [`FencedRequest::fenced`], [`SetFenceLayer`]);
+//!   the receiving service's [`FenceLayer`] answers a stale fence with `409 Conflict` before the
+//!   handler runs, and runs one request per resource at a time.
 //! * [`shutdown_signal`] / [`ShutdownSignal`]: SIGINT and SIGTERM (Ctrl-C on non-Unix systems)
 //!   as the future that starts that shutdown — orchestrators stop processes with SIGTERM.
 //! * [`serve`]: `axum::serve` with graceful shutdown, plus a header read timeout
@@ -57,6 +61,7 @@
 
 mod auth;
 mod error;
+pub mod fence;
 pub mod job_metrics;
 mod jobs;
 mod leader_only;
@@ -67,6 +72,9 @@ mod status;
 
 pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
 pub use error::Error;
+pub use fence::{
+    FenceLayer, FenceService, Fenced, FencedRequest, SetFenceLayer, claim_header, fence_header,
+};
 pub use jobs::{DEFAULT_GRACE_PERIOD, LeaderJobs, RunningJobs};
 pub use leader_only::{
     LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
