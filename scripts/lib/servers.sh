@@ -162,6 +162,32 @@ find_dynamodb() {
     need_server "DynamoDB (dynalite)" LEASEHOLD_TEST_DYNAMODB_ENDPOINT
 }
 
+# find_dynamodb_transactions: moto's DynamoDB server on 127.0.0.1:8001, for the fenced
+# transaction tests (dynalite has no TransactWriteItems). Installs moto[server] 5 from PyPI when
+# missing; see scripts/lib/moto_dynamodb.py for why it runs single-threaded.
+MOTO_PORT=8001
+moto_importable() { python3 -c 'import moto.moto_server.werkzeug_app, werkzeug' 2>/dev/null; }
+find_dynamodb_transactions() {
+    if [[ -z "${LEASEHOLD_TEST_DYNAMODB_TX_ENDPOINT:-}" ]]; then
+        if ! port_open "$MOTO_PORT" && command -v python3 >/dev/null; then
+            if ! moto_importable; then
+                echo "server: installing moto[server] 5 from PyPI"
+                python3 -m pip install --quiet --disable-pip-version-check 'moto[server]>=5,<6' || true
+            fi
+            if moto_importable; then
+                echo "server: starting moto's DynamoDB on 127.0.0.1:$MOTO_PORT"
+                python3 scripts/lib/moto_dynamodb.py "$MOTO_PORT" >/dev/null 2>&1 &
+                STARTED_PIDS+=("$!")
+                wait_for moto 30 port_open "$MOTO_PORT" || true
+            fi
+        fi
+        if port_open "$MOTO_PORT"; then
+            export LEASEHOLD_TEST_DYNAMODB_TX_ENDPOINT="http://127.0.0.1:$MOTO_PORT"
+        fi
+    fi
+    need_server "DynamoDB with transactions (moto)" LEASEHOLD_TEST_DYNAMODB_TX_ENDPOINT
+}
+
 # apt_install PACKAGE...: installs Debian packages when running as root on a system with apt-get
 # (refreshing the package lists once if the first attempt fails); otherwise does nothing.
 APT_UPDATED=0
@@ -259,6 +285,7 @@ start_servers() {
     fi
     if [[ -d crates/leasehold-dynamodb ]]; then
         find_dynamodb
+        find_dynamodb_transactions
         needed=1
     fi
     if [[ -d crates/leasehold-etcd ]]; then

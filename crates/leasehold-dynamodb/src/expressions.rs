@@ -1,7 +1,7 @@
 //! The exact attribute names and expressions a [`DynamoDbStore`](crate::DynamoDbStore) sends, for
 //! review, IAM and monitoring set-up, and for benchmarks that issue the same requests raw.
 //!
-//! Every request is one `UpdateItem` on one item, keyed by [`LOCK_NAME`] (see
+//! Every request of the store is one `UpdateItem` on one item, keyed by [`LOCK_NAME`] (see
 //! [`item_key`](crate::item_key)); attribute names always go through placeholders (`#t` …), so
 //! DynamoDB's reserved words (`ttl`, `owner`, …) never matter. Values:
 //!
@@ -15,6 +15,7 @@
 //! | `:ttl` | the new `ttl`, epoch s (`:expiry` + TTL padding, rounded up) |
 //! | `:seed`, `:one` | the clock in ms × 1000 (the fence of a brand-new item, minus one); 1 |
 //! | `:period` | the period id of `:now` claimed in the ledger |
+//! | `:fence` | the holder's fence (the lease check of a fenced transaction) |
 //!
 //! ```
 //! use leasehold_dynamodb::expressions;
@@ -97,6 +98,15 @@ pub const FORCE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o";
 /// Placeholders used by the forced release request.
 pub const FORCE_NAMES: &[&str] = &["#t", "#e", "#x", "#o"];
 
+/// Fenced transactions ([`FencedTransaction`](crate::fence::FencedTransaction)): the
+/// `ConditionCheck` on the lease item added to the user's `TransactWriteItems` — the item still
+/// carries the holder's token and fence, and its lease has not ended by the writer's clock
+/// (`ReturnValuesOnConditionCheckFailure = ALL_OLD`). IAM: `dynamodb:ConditionCheckItem` on the
+/// lease table.
+pub const LEASE_CHECK_CONDITION: &str = "#t = :token AND #f = :fence AND #e > :now";
+/// Placeholders used by the lease check of a fenced transaction.
+pub const LEASE_CHECK_NAMES: &[&str] = &["#t", "#f", "#e"];
+
 /// The attribute each placeholder stands for.
 pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("#o", OWNER),
@@ -126,13 +136,14 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 6] = [
+        let requests: [(&[&str], &[&str]); 7] = [
             (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[PERIOD_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
             (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),
             (&[HELD_CONDITION, RELEASE_UPDATE], RELEASE_NAMES),
             (&[LINGER_CONDITION, LINGER_UPDATE], EXTEND_NAMES),
             (&[FORCE_CONDITION, FORCE_UPDATE], FORCE_NAMES),
+            (&[LEASE_CHECK_CONDITION], LEASE_CHECK_NAMES),
         ];
         for (texts, used) in requests {
             let text = texts.join(" ");

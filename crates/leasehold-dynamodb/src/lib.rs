@@ -20,6 +20,10 @@
 //! and validation failures permanent ones. DynamoDB conditions have no server clock, so expiry is
 //! decided by client clocks with a [clock-skew tolerance](DynamoDbOptions::clock_skew_tolerance).
 //!
+//! [`fence`] makes the application's own writes refuse a holder whose lease has ended: a condition
+//! builder for `PutItem` / `UpdateItem` on any table, and `TransactWriteItems` conditioned on the
+//! lease item.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
@@ -40,6 +44,7 @@ mod classify;
 mod clock;
 pub mod expressions;
 mod extend;
+pub mod fence;
 mod item;
 mod key;
 mod opener;

@@ -49,6 +49,13 @@ const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
 /// # Ok(()) }
 /// ```
 pub async fn create_table(client: &Client, table: &str) -> StoreResult<()> {
+    create_keyed_table(client, table, LOCK_NAME).await?;
+    enable_ttl(client, table).await
+}
+
+/// Creates `table` with the string partition key `key` if it is missing (on-demand capacity) and
+/// waits until it is active; an existing table with another key schema is a permanent error.
+pub(crate) async fn create_keyed_table(client: &Client, table: &str, key: &str) -> StoreResult<()> {
     validate_table(table).map_err(|e| StoreError::permanent(e.to_string()))?;
     let built = |e: aws_sdk_dynamodb::error::BuildError| {
         StoreError::permanent(format!("CreateTable request: {e}"))
@@ -58,14 +65,14 @@ pub async fn create_table(client: &Client, table: &str) -> StoreResult<()> {
         .table_name(table)
         .attribute_definitions(
             AttributeDefinition::builder()
-                .attribute_name(LOCK_NAME)
+                .attribute_name(key)
                 .attribute_type(ScalarAttributeType::S)
                 .build()
                 .map_err(built)?,
         )
         .key_schema(
             KeySchemaElement::builder()
-                .attribute_name(LOCK_NAME)
+                .attribute_name(key)
                 .key_type(KeyType::Hash)
                 .build()
                 .map_err(built)?,
@@ -74,18 +81,18 @@ pub async fn create_table(client: &Client, table: &str) -> StoreResult<()> {
         .send()
         .await;
     match created {
-        Ok(_) => info!(table, "leasehold-dynamodb: created the lease table"),
+        Ok(_) => info!(table, "leasehold-dynamodb: created the table"),
         Err(e) if e.code() == Some("ResourceInUseException") => {
-            debug!(table, "leasehold-dynamodb: the lease table exists");
+            debug!(table, "leasehold-dynamodb: the table exists");
         }
         Err(e) => return Err(classify("CreateTable", table, e)),
     }
-    wait_until_active(client, table).await?;
-    enable_ttl(client, table).await
+    wait_until_active(client, table, key).await
 }
 
-/// Polls `DescribeTable` until the table is active, and checks its key schema.
-async fn wait_until_active(client: &Client, table: &str) -> StoreResult<()> {
+/// Polls `DescribeTable` until the table is active, and checks that its key schema is the
+/// partition key `key_name` alone.
+async fn wait_until_active(client: &Client, table: &str, key_name: &str) -> StoreResult<()> {
     let deadline = Instant::now() + ACTIVE_WITHIN;
     let mut pause = Duration::from_millis(100);
     loop {
@@ -103,10 +110,10 @@ async fn wait_until_active(client: &Client, table: &str) -> StoreResult<()> {
             .iter()
             .map(|k| (k.attribute_name(), k.key_type()))
             .collect();
-        if key != [(LOCK_NAME, &KeyType::Hash)] {
+        if key != [(key_name, &KeyType::Hash)] {
             return Err(StoreError::permanent(format!(
-                "table {table} exists with key schema {key:?}; a lease table needs exactly the \
-                 string partition key {LOCK_NAME} (use another table name)"
+                "table {table} exists with key schema {key:?}; it needs exactly the string \
+                 partition key {key_name} (use another table name)"
             )));
         }
         if description.table_status() == Some(&TableStatus::Active) {

@@ -11,6 +11,9 @@ use leasehold::LeaseStore;
 use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
 use tokio::sync::OnceCell;
 
+#[cfg(feature = "testkit")]
+pub mod fence;
+
 /// The table every test binary shares (lock names are unique per test).
 pub const TABLE: &str = "leasehold_test_leases";
 
