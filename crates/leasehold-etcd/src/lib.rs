@@ -15,6 +15,10 @@
 //! * every request has a deadline, and a request an endpoint refused (down, or cut off from the
 //!   majority) is sent to another endpoint.
 //!
+//! Writes can be fenced in etcd itself: [`EtcdStore::fenced_txn`] applies the application's
+//! transaction only while the lease's key is still this holder's, and [`EtcdStore::fenced_put`]
+//! puts a key only if no higher fence put it before; see [`fence`].
+//!
 //! Register [`EtcdOpener`] to open `etcd://` and `etcds://` URLs from a
 //! [`StoreRegistry`](leasehold::StoreRegistry).
 //!
@@ -40,6 +44,7 @@
 //! `protobuf-compiler`, or set `PROTOC`. See `docs/leasehold-etcd.md`.
 
 mod classify;
+pub mod fence;
 mod link;
 mod opener;
 mod options;

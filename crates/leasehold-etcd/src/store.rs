@@ -52,8 +52,8 @@ use crate::watch::Watcher;
 /// # Ok(()) }
 /// ```
 pub struct EtcdStore {
-    link: Arc<Link>,
-    keys: Keys,
+    pub(crate) link: Arc<Link>,
+    pub(crate) keys: Keys,
     options: EtcdOptions,
     notifier: Arc<ReleaseNotifier>,
     watcher: Mutex<Option<Watcher>>,

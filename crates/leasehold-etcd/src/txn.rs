@@ -106,6 +106,12 @@ impl Keys {
     pub(crate) fn lock(&self, lock: &LockName) -> String {
         format!("{}/{}/", self.prefix, lock.as_str())
     }
+    /// `<prefix>/.fences/<key>`: the highest fence written to the application's key `key` by a
+    /// fenced put. Lock names start with a letter or digit, so no lock's keys are under
+    /// `<prefix>/.fences/`, and [`parse`](Self::parse) reads none of these keys as a slot.
+    pub(crate) fn fence(&self, key: &str) -> String {
+        format!("{}/.fences/{key}", self.prefix)
+    }
     /// `<prefix>/`: every lock of the store (what the release watch covers).
     pub(crate) fn root(&self) -> String {
         format!("{}/", self.prefix)
@@ -351,7 +357,8 @@ fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
         .unwrap_or_default()
 }
 
-async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
+/// Sends one transaction (again only when it was certainly not applied).
+pub(crate) async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
     link.call(what, |mut c| {
         let txn = txn.clone();
         async move { c.txn(txn).await }
@@ -805,6 +812,8 @@ mod tests {
             "app/y/job/1",
             "app/xjob/1",
             "app/x//1",
+            "app/x/.fences/job/1",
+            "app/x/.fences/1",
         ] {
             assert_eq!(keys.parse(foreign.as_bytes()), None, "{foreign}");
         }

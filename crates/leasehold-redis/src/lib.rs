@@ -15,6 +15,10 @@
 //!   (connection, timeout, `LOADING`, `READONLY`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `BUSY`, …)
 //!   or permanent (authentication, permissions, script errors, `WRONGTYPE`).
 //!
+//! Fences are checked where the data lives with [`FencedKeys`] ("write if the fence is current"
+//! for your own keys) and [`RedisFences`] (a store-backed
+//! [`FenceRegister`](leasehold::fence::FenceRegister)); see [`fence`].
+//!
 //! Register [`RedisOpener`] to open `redis://` and `rediss://` URLs from a
 //! [`StoreRegistry`](leasehold::StoreRegistry).
 //!
@@ -41,6 +45,7 @@
 //! fences still order them if the resource checks them. See `docs/leasehold-redis.md`.
 
 mod classify;
+pub mod fence;
 mod link;
 mod opener;
 mod options;
@@ -50,6 +55,7 @@ mod store;
 mod subscribe;
 mod url;
 
+pub use fence::{FencedKeys, RedisFences};
 pub use opener::RedisOpener;
 pub use options::{DEFAULT_PREFIX, MAX_PREFIX_LEN, RedisOptions, RedisOptionsError};
 pub use scripts::{ScriptKind, Scripts};

@@ -16,6 +16,7 @@ use redis::{Client, FromRedisValue, RedisError, ScriptInvocation};
 use tracing::debug;
 
 use crate::classify::classify;
+use crate::options::RedisOptions;
 
 /// How many times a manager retries connecting before a command fails (each attempt is bounded by
 /// the connect timeout), and the first pause between attempts.
@@ -24,7 +25,7 @@ const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// `rediss://` needs a rustls crypto provider; when the build enables several, none is chosen
 /// automatically, so pick ring unless the application installed one.
-pub(crate) fn install_tls_provider() {
+fn install_tls_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
@@ -56,6 +57,17 @@ impl Link {
             current: Mutex::new(None),
             generation: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// A link to `client` with `options`' timeouts (and a TLS crypto provider for `rediss://`).
+    pub(crate) fn for_client(client: Client, options: &RedisOptions) -> Self {
+        if matches!(
+            client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        ) {
+            install_tls_provider();
+        }
+        Self::new(client, options.response_timeout, options.connect_timeout)
     }
 
     pub(crate) fn client(&self) -> &Client {

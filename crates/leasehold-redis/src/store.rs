@@ -14,7 +14,8 @@ use redis::Client;
 use redis::aio::ConnectionManager;
 use tracing::{debug, warn};
 
-use crate::link::{Link, install_tls_provider};
+use crate::fence::{FencedKeys, RedisFences};
+use crate::link::Link;
 use crate::options::RedisOptions;
 use crate::reply::{AcquireReply, HolderRow, acquisition, holders, ms_at_least_1, ms_ceil, time};
 use crate::scripts::Scripts;
@@ -51,7 +52,7 @@ use crate::url::split_options;
 /// # Ok(()) }
 /// ```
 pub struct RedisStore {
-    link: Link,
+    link: Arc<Link>,
     scripts: Scripts,
     options: RedisOptions,
     channel: String,
@@ -164,14 +165,8 @@ impl RedisStore {
 
     fn build(client: Client, options: RedisOptions, description: String) -> Result<Self, String> {
         options.validate().map_err(|e| e.to_string())?;
-        if matches!(
-            client.get_connection_info().addr(),
-            redis::ConnectionAddr::TcpTls { .. }
-        ) {
-            install_tls_provider();
-        }
         Ok(Self {
-            link: Link::new(client, options.response_timeout, options.connect_timeout),
+            link: Arc::new(Link::for_client(client, &options)),
             scripts: Scripts::new(),
             channel: format!("{}:released", options.prefix),
             notifier: Arc::new(ReleaseNotifier::default()),
@@ -247,6 +242,35 @@ impl RedisStore {
     /// ```
     pub async fn connection(&self) -> StoreResult<ConnectionManager> {
         self.link.manager().map(|(_, manager)| manager)
+    }
+
+    /// Fenced writes to the application's own keys on this store's server, with fence keys under
+    /// this store's prefix (see [`FencedKeys`]).
+    ///
+    /// ```
+    /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
+    /// assert_eq!(store.fenced_keys().fence_key("orders:42")?, "leasehold:fence:{orders:42}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fenced_keys(&self) -> FencedKeys {
+        FencedKeys::new(Arc::clone(&self.link), &self.options.prefix)
+    }
+
+    /// The store-backed fence register on this store's server, under this store's prefix (see
+    /// [`RedisFences`]): what a receiving service checks fences against.
+    ///
+    /// ```
+    /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
+    /// let orders = leasehold::fence::ResourceName::new("orders/42")?;
+    /// assert_eq!(store.fences().key(&orders), "leasehold:fences:orders/42");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fences(&self) -> RedisFences {
+        RedisFences::new(
+            Arc::clone(&self.link),
+            &self.options.prefix,
+            &self.description,
+        )
     }
 
     /// Checks that the server answers (`PING`).
