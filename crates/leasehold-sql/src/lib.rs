@@ -31,15 +31,28 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Fences enforced by the database
+//!
+//! A fence protects nothing until the resource checks it. [`SqlStore::begin_fenced`] opens a
+//! transaction in the lock's own database that commits only while the lease is still held;
+//! [`SqlFences`] keeps the highest fence per resource in a table whose trigger refuses a lower
+//! one (also for writes from `psql`, `mysql` or `sqlite3`), hands out [`FencedWrite`]
+//! transactions, implements [`leasehold::fence::FenceRegister`], and protects fence columns of
+//! your own tables. See the [`fence`] module and the guide's "Fencing your writes".
+//!
 //! ## Cargo features
 //!
 //! * `bench-internals` (off): exports `HostClock`, the host clocks every SQLite statement of
 //!   [`Statements`] takes after its own, for `leasehold-bench`'s raw floor, which runs the
 //!   statements itself. Not part of the supported API: it may change in any release.
+//! * `testkit` (off): `fence::sinks`, adapters that let `leasehold-testkit`'s
+//!   paused-stale-holder scenario drive this crate's fenced sinks (for its tests and
+//!   `leasehold-bench`).
 
 mod classify;
 mod clock;
 mod dialect;
+pub mod fence;
 mod listen;
 mod opener;
 mod options;
@@ -54,13 +67,17 @@ mod url;
 #[cfg(feature = "bench-internals")]
 pub use clock::HostClock;
 pub use dialect::{
-    Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN, Statements,
+    DEFAULT_FENCE_TABLE, Dialect, FenceStatements, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN,
+    POSTGRES_STALE_FENCE_SQLSTATE, SQLITE_MAX_NAME_LEN, STALE_FENCE_MESSAGE, Statements,
+};
+pub use fence::{
+    FenceError, FencedWrite, LeaseTransaction, MAX_SQL_FENCE, SqlFences, is_stale_fence_error,
 };
 pub use opener::SqlOpener;
 pub use options::{DEFAULT_TABLE, SqlOptions};
 pub use pool::SqlPool;
 pub use store::SqlStore;
-pub use table_name::TableNameError;
+pub use table_name::{ColumnNameError, TableNameError};
 
 /// The manual page `docs/leasehold-sql.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]

@@ -79,16 +79,10 @@ impl Dialect {
                 name: table.to_owned(),
             });
         }
-        for part in &parts {
-            let mut chars = part.chars();
-            let ok_first = chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-            if !ok_first || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(TableNameError::BadCharacters {
-                    name: table.to_owned(),
-                });
-            }
+        if !parts.iter().all(|part| is_identifier(part)) {
+            return Err(TableNameError::BadCharacters {
+                name: table.to_owned(),
+            });
         }
         let len = parts.iter().map(|p| p.len()).max().unwrap_or_default();
         if len > self.max_name_len() {
@@ -103,6 +97,94 @@ impl Dialect {
     }
 }
 
+/// True for one plain SQL identifier part: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_identifier(part: &str) -> bool {
+    let mut chars = part.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A column name the crate cannot splice into SQL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ColumnNameError {
+    /// Empty, or a character outside `[A-Za-z0-9_]`, or a leading digit.
+    #[error("column name {name:?} is not allowed: it must match [A-Za-z_][A-Za-z0-9_]*")]
+    BadCharacters {
+        /// The name given.
+        name: String,
+    },
+    /// Longer than the dialect allows.
+    #[error(
+        "column name {name:?} is too long for {dialect}: it has {len} bytes, at most {max} are allowed"
+    )]
+    TooLong {
+        /// The name given.
+        name: String,
+        /// The dialect.
+        dialect: Dialect,
+        /// Its length in bytes.
+        len: usize,
+        /// The dialect's limit ([`Dialect::max_name_len`]).
+        max: usize,
+    },
+}
+
+impl Dialect {
+    /// Checks a column name: one SQL identifier `[A-Za-z_][A-Za-z0-9_]*` of at most
+    /// [`max_name_len`](Self::max_name_len) bytes (unquoted, as the crate writes it into SQL).
+    ///
+    /// # Errors
+    ///
+    /// [`ColumnNameError`] saying what is wrong and what is allowed.
+    ///
+    /// ```
+    /// use leasehold_sql::Dialect;
+    /// assert!(Dialect::Postgres.check_column_name("last_fence").is_ok());
+    /// assert!(Dialect::Postgres.check_column_name("fence; DROP TABLE x").is_err());
+    /// ```
+    pub fn check_column_name(self, column: &str) -> Result<(), ColumnNameError> {
+        if !is_identifier(column) {
+            return Err(ColumnNameError::BadCharacters {
+                name: column.to_owned(),
+            });
+        }
+        if column.len() > self.max_name_len() {
+            return Err(ColumnNameError::TooLong {
+                name: column.to_owned(),
+                dialect: self,
+                len: column.len(),
+                max: self.max_name_len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// FNV-1a (64 bit) of `text`: stable across processes, platforms and versions, for names
+/// derived from other names.
+fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// `name` when it has at most `max` bytes; else its first bytes, `_` and 16 hex digits of a
+/// hash of the whole of it, `max` bytes in all. `name` must be ASCII (identifiers are).
+pub(crate) fn bounded_name(name: &str, max: usize) -> String {
+    if name.len() <= max {
+        return name.to_owned();
+    }
+    let keep = max.saturating_sub(17);
+    format!(
+        "{}_{:016x}",
+        &name[..keep.min(name.len())],
+        stable_hash(name)
+    )
+}
+
 /// The PostgreSQL `NOTIFY` channel for `table`: `leasehold_release_<table>` with `.` as `_`, or,
 /// when that would exceed PostgreSQL's 63-byte limit, `leasehold_release_` plus the name's first
 /// 28 bytes, `_` and 16 hex digits of a hash of the whole name. Every process derives the same.
@@ -111,10 +193,7 @@ pub(crate) fn notify_channel(table: &str) -> String {
     if plain.len() <= CHANNEL_MAX_LEN {
         return plain;
     }
-    // FNV-1a (64 bit): stable across processes, platforms and versions.
-    let hash = table.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let hash = stable_hash(table);
     let keep = CHANNEL_MAX_LEN - CHANNEL_PREFIX.len() - 17;
     // Table names are ASCII, so any byte offset is a character boundary.
     let head: String = plain[CHANNEL_PREFIX.len()..].chars().take(keep).collect();

@@ -7,12 +7,18 @@
 //! lives behind the private [`Sql`] trait, one implementation per database in `sqlite.rs`,
 //! `postgres.rs` and `mysql.rs`. A new database is one more implementation.
 
+mod fence;
 mod mysql;
 mod postgres;
 mod sqlite;
 
 use std::fmt;
 
+#[cfg(feature = "testkit")]
+pub(crate) use fence::sink_values;
+pub use fence::{
+    DEFAULT_FENCE_TABLE, FenceStatements, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE,
+};
 pub use mysql::MYSQL_MAX_NAME_LEN;
 pub(crate) use postgres::NOTIFY as POSTGRES_NOTIFY;
 pub use postgres::POSTGRES_MAX_NAME_LEN;
@@ -96,6 +102,11 @@ pub struct Statements {
     /// `ledger_at`, `ledger_by` and now (epoch ms), to tell a claim refused by the ledger from
     /// contention.
     pub read_period: String,
+    /// The fence of the live lease `token` holds on `(lock, slot)`: (lock, slot, token). Locks
+    /// the row until the transaction ends (`FOR UPDATE`) on PostgreSQL and MySQL; SQLite has
+    /// no row locks, so run it in a `BEGIN IMMEDIATE` transaction, which no other writer can
+    /// interleave with. `SqlStore::begin_fenced` runs it just before committing.
+    pub check_lease: String,
     /// Opens a transaction that reads and then writes (the forced release): `BEGIN IMMEDIATE`
     /// on SQLite, which takes the write lock at once (waiting out the busy timeout) instead of
     /// failing with "database is locked" when another connection writes between the read and
@@ -190,6 +201,44 @@ trait Sql: Sync {
 
     /// The column types of the table.
     fn columns(&self) -> Columns;
+
+    /// The type of the fence table's `resource` key: up to 255 bytes of UTF-8, compared
+    /// exactly (`"a"` and `"a "` are two resources).
+    fn resource_type(&self) -> &'static str {
+        "VARCHAR(255)"
+    }
+
+    /// The upsert that advances a resource's fence: (resource, fence).
+    fn fence_upsert(&self, table: &str) -> String {
+        fence::upsert_on_conflict(self, table)
+    }
+
+    /// The statements that install guard `g`.
+    fn guard(&self, g: &fence::Guard<'_>) -> Vec<String>;
+
+    /// A query counting the triggers named like `g`'s (0 or 1).
+    fn guard_count(&self, g: &fence::Guard<'_>) -> String;
+
+    /// A statement that serializes the transactions installing guards, if one is needed.
+    fn ddl_lock(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether DDL can run inside a transaction.
+    fn transactional_ddl(&self) -> bool {
+        true
+    }
+
+    /// The testkit sinks' value upsert: (resource, value).
+    #[cfg(feature = "testkit")]
+    fn value_upsert(&self, table: &str) -> String {
+        format!(
+            "INSERT INTO {table} (resource, value) VALUES ({}, {}) \
+             ON CONFLICT (resource) DO UPDATE SET value = excluded.value",
+            self.param(1),
+            self.param(2)
+        )
+    }
 }
 
 /// The clock expressions of one statement: the database server's clock, or, on SQLite,
@@ -358,8 +407,14 @@ impl Dialect {
             "SELECT {columns} FROM {table} WHERE {live_rows} ORDER BY slot{}",
             d.lock_rows()
         );
+        let check_lease = format!(
+            "SELECT fence FROM {table} WHERE {}{}",
+            held(1, &d.clock(3)),
+            d.lock_rows()
+        );
         Statements {
             begin_write: d.begin_write().to_owned(),
+            check_lease,
             acquire,
             read_own,
             extend,

@@ -1,6 +1,7 @@
 //! MySQL's and MariaDB's SQL: positional `?` parameters, no `RETURNING` (the store reads its
 //! own row back), and an upsert whose every assignment is conditional.
 
+use super::fence::Guard;
 use super::{Columns, Sql};
 
 /// The longest table name MySQL and MariaDB accept, per part (`TABLE` or `SCHEMA`): 64
@@ -77,6 +78,66 @@ impl Sql for MySql {
              acquired_at = IF({take}, VALUES(acquired_at), acquired_at), \
              {ledger_early}\
              expires_at = IF({take}, VALUES(expires_at), expires_at){ledger_set}"
+        )
+    }
+
+    /// Bytes compared as bytes: a `VARCHAR` key would compare case-insensitively under the
+    /// default collation, and ignore trailing spaces under every `_bin` collation MariaDB has.
+    fn resource_type(&self) -> &'static str {
+        "VARBINARY(255)"
+    }
+
+    /// `previous_fence` is assigned first, so it reads the old fence whether assignments see
+    /// earlier ones (MySQL) or not (MariaDB's SIMULTANEOUS_ASSIGNMENT).
+    fn fence_upsert(&self, table: &str) -> String {
+        format!(
+            "INSERT INTO {table} (resource, fence, updated_at) VALUES (?, ?, {}) \
+             ON DUPLICATE KEY UPDATE previous_fence = fence, fence = VALUES(fence), \
+             updated_at = VALUES(updated_at)",
+            self.now_ms()
+        )
+    }
+
+    /// `SIGNAL SQLSTATE '45000'` with both fences in the message (at most 128 characters, the
+    /// limit of `MESSAGE_TEXT`).
+    fn guard(&self, g: &Guard<'_>) -> Vec<String> {
+        let c = g.column;
+        vec![format!(
+            "CREATE TRIGGER {name} BEFORE UPDATE ON {table} FOR EACH ROW\n\
+             BEGIN\n\
+             \x20 DECLARE msg VARCHAR(128);\n\
+             \x20 IF {lowers} THEN\n\
+             \x20   SET msg = LEFT(CONCAT('{message}: fence ', COALESCE(NEW.{c}, 'NULL'), ' is below ', OLD.{c}), 128);\n\
+             \x20   SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg;\n\
+             \x20 END IF;\n\
+             END",
+            name = g.qualified(),
+            table = g.table,
+            lowers = g.lowers(),
+            message = g.message,
+        )]
+    }
+
+    fn guard_count(&self, g: &Guard<'_>) -> String {
+        let schema = g
+            .schema
+            .map_or_else(|| "DATABASE()".to_owned(), |s| format!("'{s}'"));
+        format!(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {schema} \
+             AND TRIGGER_NAME = '{}'",
+            g.name
+        )
+    }
+
+    fn transactional_ddl(&self) -> bool {
+        false
+    }
+
+    #[cfg(feature = "testkit")]
+    fn value_upsert(&self, table: &str) -> String {
+        format!(
+            "INSERT INTO {table} (resource, value) VALUES (?, ?) \
+             ON DUPLICATE KEY UPDATE value = VALUES(value)"
         )
     }
 

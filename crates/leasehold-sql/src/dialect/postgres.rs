@@ -2,7 +2,13 @@
 //! statements that do more in their round trip — a release that also sends `NOTIFY`, and a
 //! period claim that answers a refusal with the ledger.
 
+use super::fence::{Guard, POSTGRES_STALE_FENCE_SQLSTATE};
 use super::{Columns, Sql};
+
+/// The advisory lock (transaction-scoped) that processes installing fence DDL take turns on:
+/// `CREATE OR REPLACE FUNCTION` fails with "tuple concurrently updated" when two sessions run it
+/// at once. The key is "leasehol" in ASCII.
+const DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(7810697145189526380)";
 
 /// The longest table name PostgreSQL accepts, per part (`TABLE` or `SCHEMA`), in bytes: its
 /// identifiers are at most `NAMEDATALEN - 1` = 63 bytes.
@@ -47,6 +53,47 @@ impl Sql for Postgres {
         format!(
             "WITH r AS ({update} RETURNING lock_name) SELECT pg_notify($4, lock_name)::text FROM r"
         )
+    }
+
+    /// A trigger function (one per guarded column, named like the trigger) that raises SQLSTATE
+    /// `LHF01` with both fences in the message, and the trigger, created only if missing.
+    fn guard(&self, g: &Guard<'_>) -> Vec<String> {
+        let (c, f, name, table) = (g.column, g.qualified(), &g.name, g.table);
+        vec![
+            format!(
+                "CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $leasehold$\n\
+                 BEGIN\n\
+                 \x20 IF {lowers} THEN\n\
+                 \x20   RAISE EXCEPTION '{message}: fence % is below %', NEW.{c}, OLD.{c}\n\
+                 \x20     USING ERRCODE = '{POSTGRES_STALE_FENCE_SQLSTATE}';\n\
+                 \x20 END IF;\n\
+                 \x20 RETURN NEW;\n\
+                 END\n\
+                 $leasehold$",
+                lowers = g.lowers(),
+                message = g.message,
+            ),
+            format!(
+                "DO $leasehold$\n\
+                 BEGIN\n\
+                 \x20 IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '{table}'::regclass AND tgname = '{name}') THEN\n\
+                 \x20   CREATE TRIGGER {name} BEFORE UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION {f}();\n\
+                 \x20 END IF;\n\
+                 END\n\
+                 $leasehold$"
+            ),
+        ]
+    }
+
+    fn guard_count(&self, g: &Guard<'_>) -> String {
+        format!(
+            "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = to_regclass('{}') AND tgname = '{}'",
+            g.table, g.name
+        )
+    }
+
+    fn ddl_lock(&self) -> Option<&'static str> {
+        Some(DDL_LOCK)
     }
 
     fn columns(&self) -> Columns {

@@ -1,6 +1,7 @@
 //! SQLite's SQL: numbered `?n` parameters, `MIN`, no row locks, and leases timed by the host's
 //! clocks, passed as four parameters after each statement's own (see `crate::clock`).
 
+use super::fence::Guard;
 use super::{Clock, Columns, Sql};
 
 /// The longest table name this crate accepts on SQLite, per part (`TABLE` or attached `SCHEMA`).
@@ -86,6 +87,39 @@ impl Sql for Sqlite {
                 ),
             )
         })
+    }
+
+    fn resource_type(&self) -> &'static str {
+        "TEXT"
+    }
+
+    /// `RAISE(ABORT, …)` (its message must be a literal). A value that is not an integer after
+    /// the column's affinity (text that is not a number) is refused too: SQLite compares any
+    /// text as greater than every number, so it would otherwise pass as "higher".
+    fn guard(&self, g: &Guard<'_>) -> Vec<String> {
+        let c = g.column;
+        vec![format!(
+            "CREATE TRIGGER IF NOT EXISTS {name} BEFORE UPDATE OF {c} ON {relation} FOR EACH ROW\n\
+             WHEN {lowers} OR (NEW.{c} IS NOT NULL AND typeof(NEW.{c}) <> 'integer')\n\
+             BEGIN\n\
+             \x20 SELECT RAISE(ABORT, '{message}: the update lowers the fence');\n\
+             END",
+            name = g.qualified(),
+            relation = g.relation,
+            lowers = g.lowers(),
+            message = g.message,
+        )]
+    }
+
+    fn guard_count(&self, g: &Guard<'_>) -> String {
+        let master = g.schema.map_or_else(
+            || "sqlite_master".to_owned(),
+            |s| format!("{s}.sqlite_master"),
+        );
+        format!(
+            "SELECT COUNT(*) FROM {master} WHERE type = 'trigger' AND name = '{}'",
+            g.name
+        )
     }
 
     fn columns(&self) -> Columns {

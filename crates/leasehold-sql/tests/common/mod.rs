@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub, clippy::expect_used, clippy::print_stderr)]
 
+pub mod fence;
+
 use std::sync::Arc;
 use std::time::Duration;
 
