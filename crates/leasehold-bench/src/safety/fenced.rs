@@ -5,11 +5,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use leasehold::LeaseStore;
-use leasehold_testkit::stale_holder::{self, FencedSink, MemorySink, StaleHolderConfig};
+use leasehold_axum::fence::sinks::HttpSink;
+use leasehold_testkit::stale_holder::{self, FencedSink, StaleHolderConfig};
 use serde::Serialize;
 use tokio::time::Instant;
 
+use leasehold_dynamodb::DynamoDbStore;
+use leasehold_dynamodb::fence::sinks::{
+    ConditionSink, SinkWrite, TransactionSink, create_sink_table,
+};
+use leasehold_etcd::EtcdStore;
+use leasehold_etcd::fence::sinks::FencedEtcdSink;
+use leasehold_redis::RedisStore;
+use leasehold_redis::fence::sinks::FencedSetSink;
+use leasehold_sql::fence::sinks::{FenceTableSink, LeaseTransactionSink};
+use leasehold_sql::{SqlFences, SqlStore};
+
 use crate::BoxError;
+use crate::backend::{Backend, etcd_options, redis_options};
 use crate::target::Target;
 
 /// One sink's run on one backend.
@@ -41,19 +54,94 @@ impl FencedRow {
     }
 }
 
-/// The sinks that apply to `t`'s backend: the in-process reference register everywhere, and the
-/// backend's own sinks.
-async fn sinks(_t: &Target) -> Result<Vec<Box<dyn FencedSink>>, BoxError> {
-    let sinks: Vec<Box<dyn FencedSink>> = vec![Box::new(MemorySink::new())];
-    Ok(sinks)
+/// One sink to run, and the lock clients its rounds use when they are not the target's own (a
+/// fenced transaction checks the lease in its own store, which must then hold the lock).
+struct Case {
+    sink: Box<dyn FencedSink>,
+    locks: Option<Vec<Arc<dyn LeaseStore>>>,
 }
+
+impl Case {
+    fn new(sink: impl FencedSink + 'static) -> Self {
+        Self {
+            sink: Box::new(sink),
+            locks: None,
+        }
+    }
+}
+
+/// The sinks that apply to `t`'s backend: the fenced HTTP service with its register in process
+/// everywhere, and the backend's own sinks (its store-backed register behind the HTTP service
+/// too, where it has one).
+async fn cases(t: &Target) -> Result<Vec<Case>, BoxError> {
+    let prefix = format!("bench-fenced-{}", t.resource("sink", 0));
+    let mut cases = vec![Case::new(HttpSink::in_memory())];
+    match t.backend {
+        Backend::Memory => {}
+        Backend::Sqlite | Backend::Postgres | Backend::Mysql => {
+            let store = SqlStore::connect(&t.url).await?;
+            cases.push(Case::new(
+                FenceTableSink::new(SqlFences::new(&store)).await?,
+            ));
+            cases.push(Case::new(HttpSink::new(Arc::new(SqlFences::new(&store)))));
+            // The lease transaction checks the lease row in the store's own table.
+            cases.push(Case::new(LeaseTransactionSink::new(store).await?));
+        }
+        Backend::Redis => {
+            let store = RedisStore::connect_with(&t.url, redis_options()).await?;
+            cases.push(Case::new(FencedSetSink::new(store.fenced_keys(), prefix)));
+            cases.push(Case::new(HttpSink::new(Arc::new(store.fences()))));
+        }
+        Backend::Etcd => {
+            let store = Arc::new(EtcdStore::connect_with(&t.url, etcd_options()).await?);
+            cases.push(Case::new(FencedEtcdSink::txn(
+                Arc::clone(&store),
+                prefix.clone(),
+            )));
+            cases.push(Case::new(FencedEtcdSink::put(store, prefix)));
+        }
+        Backend::DynamoDb => {
+            let store = DynamoDbStore::connect(&t.url).await?;
+            let client = store.client().clone();
+            create_sink_table(&client, SINK_TABLE).await?;
+            cases.push(Case::new(ConditionSink::new(
+                client.clone(),
+                SINK_TABLE,
+                SinkWrite::Put,
+            )));
+            cases.push(Case::new(ConditionSink::new(
+                client,
+                SINK_TABLE,
+                SinkWrite::Update,
+            )));
+            // dynalite has no TransactWriteItems: the fenced transaction runs on moto's DynamoDB,
+            // with its locks there too.
+            if let Ok(endpoint) = std::env::var("LEASEHOLD_TEST_DYNAMODB_TX_ENDPOINT") {
+                let url = format!(
+                    "dynamodb://leasehold_bench_leases?endpoint={endpoint}&create_table=true&skew=50ms"
+                );
+                let tx = DynamoDbStore::connect(&url).await?;
+                create_sink_table(tx.client(), SINK_TABLE).await?;
+                let mut locks: Vec<Arc<dyn LeaseStore>> = Vec::new();
+                for _ in 0..2 {
+                    locks.push(Arc::new(DynamoDbStore::connect(&url).await?));
+                }
+                cases.push(Case {
+                    sink: Box::new(TransactionSink::new(tx, SINK_TABLE)),
+                    locks: Some(locks),
+                });
+            }
+        }
+    }
+    Ok(cases)
+}
+
+/// The DynamoDB table the sinks write to.
+const SINK_TABLE: &str = "leasehold_bench_fenced_items";
 
 /// Runs every sink of `t` for `rounds` rounds.
 pub(crate) async fn run(t: &Target, rounds: usize) -> Result<Vec<FencedRow>, BoxError> {
-    let clients: Vec<Arc<dyn LeaseStore>> = vec![t.client().await?, t.client().await?];
-    let next = AtomicUsize::new(0);
-    let factory =
-        move || Arc::clone(&clients[next.fetch_add(1, Ordering::Relaxed) % clients.len()]);
+    let own: Vec<Arc<dyn LeaseStore>> = vec![t.client().await?, t.client().await?];
     let config = StaleHolderConfig {
         rounds,
         // A hundredth of the rounds really wait out a short lease (etcd's shortest is 1 s).
@@ -62,9 +150,13 @@ pub(crate) async fn run(t: &Target, rounds: usize) -> Result<Vec<FencedRow>, Box
         ..StaleHolderConfig::default()
     };
     let mut rows = Vec::new();
-    for sink in sinks(t).await? {
+    for case in cases(t).await? {
+        let clients = case.locks.unwrap_or_else(|| own.clone());
+        let next = AtomicUsize::new(0);
+        let factory =
+            move || Arc::clone(&clients[next.fetch_add(1, Ordering::Relaxed) % clients.len()]);
         let started = Instant::now();
-        let report = stale_holder::run(&factory, sink.as_ref(), &config).await;
+        let report = stale_holder::run(&factory, case.sink.as_ref(), &config).await;
         rows.push(FencedRow {
             backend: t.backend.name(),
             sink: report.sink.clone(),
