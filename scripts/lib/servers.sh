@@ -270,6 +270,19 @@ find_faketime() {
     fi
 }
 
+# find_sql_clients: the command-line clients whose fenced-write snippets (docs/leasehold-sql.md)
+# crates/leasehold-sql/tests/fence_shell.rs runs: psql, mariadb and sqlite3, from Debian when
+# missing. Under CI those tests fail without them.
+find_sql_clients() {
+    command -v psql >/dev/null || apt_install postgresql-client
+    command -v mariadb >/dev/null || apt_install mariadb-client
+    command -v sqlite3 >/dev/null || apt_install sqlite3
+    local c
+    for c in psql mariadb sqlite3; do
+        command -v "$c" >/dev/null || echo "sql clients: $c is missing; its snippet test will fail under CI"
+    done
+}
+
 start_servers() {
     step "servers"
     local needed=0
@@ -277,6 +290,7 @@ start_servers() {
         find_postgres
         find_mariadb
         find_faketime
+        find_sql_clients
         needed=1
     fi
     if [[ -d crates/leasehold-redis ]]; then

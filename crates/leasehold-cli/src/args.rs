@@ -78,6 +78,57 @@ pub(crate) enum Command {
     /// Check a store deployment: contenders, stalls longer than the lease, a fenced register
     #[command(long_about = VERIFY_LONG_ABOUT)]
     Verify(VerifyArgs),
+    /// Create (or print) the fence table that makes a script's SQL writes fenced
+    #[command(long_about = FENCE_LONG_ABOUT)]
+    Fence(FenceArgs),
+}
+
+const FENCE_LONG_ABOUT: &str = "\
+Create (init) or print (sql) the fence table of an SQL database: one row per resource with the
+highest fence accepted, and a trigger that refuses any update lowering it. With it, a script run
+by `leasehold run` makes its writes fenced in plain SQL: it first upserts its resource's row with
+$LEASEHOLD_FENCE in the same transaction as its writes, and a stale holder's transaction fails
+and keeps nothing. The statements per client (psql, mariadb, sqlite3) are in docs/fencing.md.
+
+`init` is idempotent and safe when several machines run it at once. `sql` prints the DDL for a
+migration without connecting (for MySQL/MariaDB inside DELIMITER //, as the trigger body holds
+semicolons; there the script runs once, and a second run fails with \"trigger already exists\",
+as MySQL before 8.0.29 has no CREATE TRIGGER IF NOT EXISTS).";
+
+/// `leasehold fence`.
+#[derive(Debug, Args)]
+pub(crate) struct FenceArgs {
+    #[command(subcommand)]
+    pub(crate) command: FenceCommand,
+}
+
+/// What `leasehold fence` does.
+#[derive(Debug, Subcommand)]
+pub(crate) enum FenceCommand {
+    /// Create the fence table and its trigger if missing
+    Init(FenceTableArgs),
+    /// Print the DDL of the fence table and its trigger (no connection)
+    Sql(FenceTableArgs),
+}
+
+/// The table `leasehold fence` works on.
+#[derive(Debug, Args)]
+pub(crate) struct FenceTableArgs {
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// The fence table [default: leasehold_fences] (TABLE or SCHEMA.TABLE, [A-Za-z_][A-Za-z0-9_]*)
+    #[arg(long, value_name = "NAME")]
+    pub(crate) table: Option<String>,
+}
+
+impl FenceArgs {
+    /// The store URL given by flag or environment, if any.
+    pub(crate) fn store(&self) -> &StoreArgs {
+        match &self.command {
+            FenceCommand::Init(a) | FenceCommand::Sql(a) => &a.store,
+        }
+    }
 }
 
 const VERIFY_LONG_ABOUT: &str = "\
@@ -398,6 +449,7 @@ impl Cli {
             Command::Serve(a) => a.store.url(),
             Command::Simulate(_) => None,
             Command::Verify(a) => a.store.url(),
+            Command::Fence(a) => a.store().url(),
         }
     }
 }

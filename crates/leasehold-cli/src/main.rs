@@ -7,6 +7,7 @@
 mod args;
 mod child;
 mod exit;
+mod fence;
 mod logging;
 mod release;
 mod run;
@@ -78,6 +79,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             serve::serve(args, url).await
         }
         Command::Simulate(args) => simulate::simulate(args).await,
+        Command::Fence(args) => {
+            let url = StoreUrl::resolve(args.store().url())?;
+            fence::fence(args, url).await
+        }
         Command::Verify(args) => {
             let url = StoreUrl::resolve(args.store.url())?;
             verify::verify(args, url).await
