@@ -60,6 +60,30 @@ async fn stale_holders_are_refused_with_locks_on_sqlite() {
     check(&report, &sink);
 }
 
+/// The store-backed variant: the layer's register is the SQL fence table (`SqlFences`), shared by
+/// every replica of a service, here on the SQLite file that also holds the locks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_holders_are_refused_through_a_store_backed_register() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("app.db").to_str().unwrap());
+    let store = SqlStore::connect(&url).await.unwrap();
+    let register = Arc::new(leasehold_sql::SqlFences::new(&store));
+    let factory = move || -> Arc<dyn LeaseStore> {
+        Arc::new(SqlStore::connect_lazy(&url, leasehold_sql::SqlOptions::default()).unwrap())
+    };
+    let sink = HttpSink::new(register.clone());
+    let report = stale_holder::run(&factory, &sink, &config()).await;
+    check(&report, &sink);
+    assert!(report.sink.contains("fence table"), "{}", report.sink);
+    // The fences live in the table: a second service instance over the same database, with
+    // a register of its own, refuses what the first one would.
+    let resource = ResourceName::new(format!("stale-holder/{}", "x")).unwrap();
+    let other = leasehold_sql::SqlFences::new(&store);
+    use leasehold::fence::FenceRegister;
+    assert!(other.admit(&resource, 10).await.unwrap().is_admitted());
+    assert!(!register.admit(&resource, 9).await.unwrap().is_admitted());
+}
+
 #[tokio::test]
 async fn the_sink_reads_back_what_it_accepted_and_refuses_a_stale_write() {
     let store = Arc::new(MemoryStore::new());
