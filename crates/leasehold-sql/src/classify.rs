@@ -19,9 +19,20 @@ fn transient_sqlstate(code: &str) -> bool {
 /// MySQL/MariaDB error numbers that retrying can help with (for errors whose SQLSTATE is the
 /// generic HY000): lock wait timeout, deadlock, too many connections, server gone or shutting
 /// down, read-only (failover in progress), query interrupted.
-const MYSQL_TRANSIENT: &[&str] = &[
-    "1205", "1213", "1040", "1053", "1290", "1317", "1836", "2006", "2013",
-];
+const MYSQL_TRANSIENT: &[u16] = &[1205, 1213, 1040, 1053, 1290, 1317, 1836, 2006, 2013];
+
+/// The MySQL/MariaDB error number of a database error (`None` for other databases).
+///
+/// `sqlx`'s `DatabaseError::code()` is the SQLSTATE on MySQL (often the generic `HY000`); the
+/// number that tells a lock wait timeout from a syntax error is only on the MySQL error type.
+pub(crate) fn mysql_error_number(err: &sqlx::Error) -> Option<u16> {
+    match err {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+            .map(sqlx::mysql::MySqlDatabaseError::number),
+        _ => None,
+    }
+}
 
 /// SQLite result codes (primary code, low byte) that retrying can help with: BUSY, LOCKED.
 const SQLITE_TRANSIENT: &[&str] = &["5", "6", "261", "262", "517", "773"];
@@ -39,7 +50,7 @@ pub(crate) fn classify(err: sqlx::Error) -> StoreError {
         E::Database(db) => {
             let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
             if transient_sqlstate(&code)
-                || MYSQL_TRANSIENT.contains(&code.as_str())
+                || mysql_error_number(&err).is_some_and(|n| MYSQL_TRANSIENT.contains(&n))
                 || SQLITE_TRANSIENT.contains(&code.as_str())
             {
                 ErrorKind::Transient

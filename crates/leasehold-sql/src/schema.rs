@@ -43,8 +43,11 @@ impl Schema {
                     // Two processes creating the table at once can collide in the catalog;
                     // the loser sees a duplicate-object error and the table exists.
                     if let Err(e) = with_pool!(q.pool(), p => sqlx::query(&self.ddl).execute(p).await.map(|_| ())) {
+                        // PostgreSQL: unique violation or duplicate table; MySQL: 1050, table
+                        // exists (its SQLSTATE, 42S01, is not what `code()` is compared to here).
                         let dup = matches!(&e, sqlx::Error::Database(db)
-                            if matches!(db.code().as_deref(), Some("23505" | "42P07" | "1050")));
+                            if matches!(db.code().as_deref(), Some("23505" | "42P07")))
+                            || crate::classify::mysql_error_number(&e) == Some(1050);
                         if !dup {
                             return Err(classify(e));
                         }

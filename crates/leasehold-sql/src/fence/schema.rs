@@ -94,7 +94,5 @@ async fn run_all(
 
 /// MySQL's "trigger already exists": another process created it first.
 fn trigger_exists(err: &sqlx::Error) -> bool {
-    matches!(err, sqlx::Error::Database(db)
-        if db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-            .is_some_and(|m| m.number() == MYSQL_TRIGGER_EXISTS))
+    crate::classify::mysql_error_number(err) == Some(MYSQL_TRIGGER_EXISTS)
 }
