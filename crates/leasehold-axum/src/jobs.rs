@@ -175,7 +175,17 @@ impl LeaderJobs {
 /// signal.await; // already resolved
 /// # Ok(()) }
 /// ```
+///
+/// Dropping it stops every job at once, so the compiler warns about an unused one:
+///
+/// ```compile_fail
+/// # #![deny(unused_must_use)]
+/// # fn demo(jobs: leasehold_axum::LeaderJobs) -> Result<(), leasehold_axum::Error> {
+/// jobs.start(leasehold::CancellationToken::new())?; // error: unused `RunningJobs`
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
+#[must_use = "dropping the running jobs stops them at once: keep them, and await `stopped()` or `shutdown()`"]
 pub struct RunningJobs {
     handle: ScheduleHandle,
     shutdown: CancellationToken,

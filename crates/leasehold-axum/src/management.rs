@@ -261,7 +261,9 @@ impl Management {
         let router = Router::new().route(&self.path, route);
         match self.auth {
             Auth::None => Err(Error::Unauthenticated),
-            Auth::Bearer(token) => Ok(router.layer(BearerAuthLayer::new(token))),
+            // `route_layer`: the check guards this route only, so merged into an application it leaves
+            // the application's routes and its 404s alone.
+            Auth::Bearer(token) => Ok(router.route_layer(BearerAuthLayer::new(token))),
             Auth::Caller => Ok(router),
             Auth::Loopback(addr) if addr.ip().is_loopback() => Ok(router),
             Auth::Loopback(addr) => Err(Error::NotLoopback(addr)),

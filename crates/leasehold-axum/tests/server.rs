@@ -391,3 +391,33 @@ async fn leader_only_routes_answer_503_with_retry_after_on_the_follower() {
     assert!(entry["leaderSince"].as_str().unwrap() > since_a.as_str());
     b.stop().await;
 }
+
+/// Merged into an application, the management router's bearer check guards its own route only:
+/// the application's routes stay open and its unknown paths stay 404 (not 401).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bearer_check_guards_only_the_management_route_once_merged() {
+    let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
+    let elector = common::elector(store, "node-a");
+    let management: Router = Management::new(elector)
+        .locks(["nightly"])
+        .bearer_token(BearerToken::new(TOKEN).unwrap())
+        .router()
+        .unwrap();
+    let app: Router = Router::new()
+        .route("/hello", axum::routing::get(|| async { "hi" }))
+        .merge(management);
+    let stop = CancellationToken::new();
+    let (addr, server) = serve(app, stop.clone().cancelled_owned()).await;
+    assert_eq!(get_path(addr, "/hello", None).await.status, StatusCode::OK);
+    assert_eq!(
+        get_path(addr, "/no-such-page", None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let guarded = get_path(addr, "/management/leader-election", None).await;
+    assert_eq!(guarded.status, StatusCode::UNAUTHORIZED);
+    let token = format!("Bearer {TOKEN}");
+    let ok = get_path(addr, "/management/leader-election", Some(&token)).await;
+    assert_eq!(ok.status, StatusCode::OK);
+    stop.cancel();
+    server.await.unwrap();
+}
