@@ -3,6 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use leasehold::StoreError;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
@@ -159,6 +160,29 @@ pub(crate) async fn probe(url: &str) -> Result<(), sqlx::Error> {
                 .await
         }
         None => Ok(()),
+    }
+}
+
+/// An SQLite file that cannot be opened because its directory is missing gets a message that
+/// names the directory (SQLite creates the file, never its directory, and says only "unable to
+/// open database file"); any other error is returned as it is.
+pub(crate) fn explain_sqlite_open(url: &str, err: StoreError) -> StoreError {
+    if dialect_of(url) != Some(Dialect::Sqlite) {
+        return err;
+    }
+    let Ok(opts) = SqliteConnectOptions::from_str(url) else {
+        return err;
+    };
+    let file = opts.get_filename();
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+            StoreError::permanent(format!(
+                "the directory {} of the SQLite file does not exist (SQLite creates the file, not \
+             its directory): create it, or choose another path",
+                dir.display()
+            ))
+        }
+        _ => err,
     }
 }
 

@@ -127,7 +127,7 @@ impl SqlStore {
         let mut pause = Duration::from_millis(10);
         loop {
             let opened = match probe(url).await {
-                Err(cause) => Err(classify(cause)),
+                Err(cause) => Err(crate::pool::explain_sqlite_open(url, classify(cause))),
                 Ok(()) => self.migrate().await,
             };
             match opened {

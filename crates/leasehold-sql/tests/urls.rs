@@ -93,3 +93,26 @@ async fn bad_urls_fail_at_once_as_invalid_and_hide_the_password() {
         );
     }
 }
+
+/// An SQLite file in a directory that does not exist: the error names the directory (SQLite
+/// itself only says "unable to open database file").
+#[tokio::test]
+async fn a_missing_sqlite_directory_is_named() {
+    let dir = std::env::temp_dir().join(format!(
+        "leasehold-missing-{}",
+        leasehold::Token::random().to_hex()
+    ));
+    let url = format!("sqlite://{}", dir.join("leases.db").display());
+    let err = leasehold_sql::SqlStore::connect(&url)
+        .await
+        .expect_err("no such directory")
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "the directory {} of the SQLite file does not exist",
+            dir.display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing was created");
+}
