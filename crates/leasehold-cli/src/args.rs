@@ -133,9 +133,10 @@ impl FenceArgs {
 
 const VERIFY_LONG_ABOUT: &str = "\
 Check a store deployment the way Jepsen would: several contenders, each with its own client,
-take the same lock over and over for --duration; in --pause-percent of the runs the holder
-freezes for 1.5 to 3 leases (a simulated GC pause or stopped VM) and then writes to a fenced
-register without looking at its lease. With --proxy-cuts a local TCP proxy also cuts every
+take the same lock over and over for --duration (pausing up to a tenth of the lease between
+attempts: about 100 requests/s in all with the defaults). In --pause-percent of the runs the
+holder freezes for 1.5 to 3 leases (a simulated GC pause or stopped VM) and then writes to a
+fenced register without looking at its lease. With --proxy-cuts a local TCP proxy also cuts every
 connection to the store now and then.
 
 The history is then checked. A violation is: a stale write accepted after a higher fence
