@@ -213,6 +213,19 @@ fn bad_verify_flags_are_usage_errors() {
         (vec!["verify", "--pause-percent", "101"], "101"),
         (vec!["verify", "--duration", "25h"], "from 1ms to 24h"),
         (vec!["verify", "--duration", "0s"], "from 1ms to 24h"),
+        // A bad --json path fails before the run, not after it.
+        (
+            vec![
+                "verify",
+                "--store",
+                "memory:",
+                "--duration",
+                "1h",
+                "--json",
+                "/no/such/dir/h.jsonl",
+            ],
+            "--json: cannot create /no/such/dir/h.jsonl",
+        ),
         (vec!["verify", "--lock", "bad name"], "lock name"),
         (
             vec![

@@ -47,6 +47,7 @@ pub(crate) async fn verify(args: VerifyArgs, url: StoreUrl) -> Result<ExitCode, 
         .lease(args.lease)
         .build()
         .map_err(|e| Failure::usage(format!("--lease: {e}")))?;
+    let out = report::HistoryOut::open(args.json.as_deref())?;
     let proxy = if args.proxy_cuts {
         Some(start_proxy(&url).await?)
     } else {
@@ -100,7 +101,7 @@ pub(crate) async fn verify(args: VerifyArgs, url: StoreUrl) -> Result<ExitCode, 
     let ops = run.history.snapshot();
     let findings = check::check(&ops);
     let summary = report::Summary::new(&args, &url, &lock, findings, leaked);
-    report::write(&summary, &ops, args.json.as_deref())?;
+    report::write(&summary, &ops, out)?;
     Ok(if summary.passed() {
         ExitCode::SUCCESS
     } else {

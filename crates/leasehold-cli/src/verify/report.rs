@@ -154,10 +154,36 @@ impl Summary {
     }
 }
 
+/// Where the history goes (`--json`), opened before the run so a bad path fails at once.
+#[derive(Debug)]
+pub(crate) enum HistoryOut {
+    /// No `--json`.
+    Nowhere,
+    /// `--json -`: the history on stdout, the summary text on stderr.
+    Stdout,
+    /// `--json PATH`.
+    File(std::fs::File, std::path::PathBuf),
+}
+
+impl HistoryOut {
+    /// Opens (creates or truncates) the `--json` file, if any.
+    pub(crate) fn open(json: Option<&Path>) -> Result<Self, Failure> {
+        Ok(match json {
+            None => Self::Nowhere,
+            Some(p) if p == Path::new("-") => Self::Stdout,
+            Some(p) => Self::File(
+                std::fs::File::create(p).map_err(|e| {
+                    Failure::usage(format!("--json: cannot create {}: {e}", p.display()))
+                })?,
+                p.to_owned(),
+            ),
+        })
+    }
+}
+
 /// Prints the summary (to stderr when the history goes to stdout) and writes the history.
-pub(crate) fn write(summary: &Summary, ops: &[Op], json: Option<&Path>) -> Result<(), Failure> {
-    let to_stdout = json.is_some_and(|p| p == Path::new("-"));
-    if let Some(path) = json {
+pub(crate) fn write(summary: &Summary, ops: &[Op], out: HistoryOut) -> Result<(), Failure> {
+    if !matches!(out, HistoryOut::Nowhere) {
         let mut lines = Vec::new();
         for line in ops
             .iter()
@@ -169,20 +195,23 @@ pub(crate) fn write(summary: &Summary, ops: &[Op], json: Option<&Path>) -> Resul
             lines.push(say::scrubbed(&line));
         }
         let text = lines.join("\n") + "\n";
-        if to_stdout {
-            say::out(text.trim_end());
-        } else {
-            std::fs::File::create(path)
-                .and_then(|mut f| f.write_all(text.as_bytes()))
-                .map_err(|e| {
+        match &out {
+            HistoryOut::Stdout => {
+                say::out(text.trim_end());
+            }
+            HistoryOut::File(file, path) => {
+                let mut file = file;
+                file.write_all(text.as_bytes()).map_err(|e| {
                     Failure::usage(format!(
                         "cannot write the history to {}: {e}",
                         path.display()
                     ))
                 })?;
+            }
+            HistoryOut::Nowhere => {}
         }
     }
-    if to_stdout {
+    if matches!(out, HistoryOut::Stdout) {
         for line in summary.text().lines() {
             say::err(line);
         }
