@@ -170,6 +170,11 @@ pub(crate) fn explain_sqlite_open(url: &str, err: StoreError) -> StoreError {
     if dialect_of(url) != Some(Dialect::Sqlite) {
         return err;
     }
+    // A URL that holds something secret-looking (`sqlite://:pw@…`) may put part of it in the
+    // path: then the directory is not named, the redacted URL says which file it is.
+    if !leasehold::store::url_secrets(url).is_empty() {
+        return err;
+    }
     let Ok(opts) = SqliteConnectOptions::from_str(url) else {
         return err;
     };

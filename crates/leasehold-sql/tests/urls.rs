@@ -116,3 +116,14 @@ async fn a_missing_sqlite_directory_is_named() {
     );
     assert!(!dir.exists(), "nothing was created");
 }
+
+/// The directory is not named when the URL holds a secret that could be part of the path.
+#[tokio::test]
+async fn a_missing_directory_is_not_named_from_a_url_with_a_password() {
+    let url = "sqlite://:Hunt/Er2@127.0.0.1:1";
+    let err = leasehold_sql::SqlStore::connect(url)
+        .await
+        .expect_err("no such file")
+        .to_string();
+    assert!(!err.contains("Hunt") && !err.contains("Er2"), "{err}");
+}
