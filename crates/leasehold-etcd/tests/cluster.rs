@@ -167,11 +167,13 @@ async fn a_holder_cut_off_from_the_majority_is_lost_before_its_successor_acquire
     let stale = guard.lease();
 
     let successor_store = store(&cluster.endpoints_but(cut), &prefix);
+    // The successor's lease outlasts the healing and the checks after it (seconds on a loaded
+    // machine): its final release must find it held. Only the cut-off holder's lease is short.
     let successor = elector(
         Arc::clone(&successor_store),
         "successor",
         Duration::from_secs(20),
-        Duration::from_secs(2),
+        Duration::from_secs(30),
     );
     let name = lock.clone();
     let contending = tokio::spawn(async move {
