@@ -74,7 +74,7 @@ impl FencedResource {
     pub fn write(&self, fence: u64, holder: &str) -> Result<(), Rejected> {
         let mut st = self.state();
         match st.highest {
-            Some(highest) if fence < highest => {
+            Some(highest) if !leasehold::fence::admits(fence, Some(highest)) => {
                 st.rejected += 1;
                 Err(Rejected {
                     holder: holder.to_owned(),

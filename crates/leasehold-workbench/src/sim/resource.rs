@@ -19,9 +19,8 @@ pub(crate) struct FencedResource {
 impl FencedResource {
     /// Offers a write by candidate `writer` holding `fence` in `slot`; true if accepted.
     pub(crate) fn write(&mut self, writer: usize, slot: u32, fence: u64) -> bool {
-        let highest = self.highest.entry(slot).or_insert(0);
-        if fence >= *highest {
-            *highest = fence;
+        if leasehold::fence::admits(fence, self.highest.get(&slot).copied()) {
+            self.highest.insert(slot, fence);
             self.last_writer = Some(writer);
             self.writes = self.writes.saturating_add(1);
             true

@@ -26,5 +26,5 @@ mod register;
 mod resource;
 
 pub use claim::{ClaimError, FENCE_HEADER, FenceClaim};
-pub use register::{Admission, FenceRegister, MemoryFences, StaleFence};
+pub use register::{Admission, FenceRegister, MemoryFences, StaleFence, admits};
 pub use resource::{ResourceName, ResourceNameError};

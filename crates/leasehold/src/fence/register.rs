@@ -25,6 +25,19 @@ pub struct StaleFence {
     pub highest: u64,
 }
 
+/// The one fencing rule: a write carrying `fence` is accepted unless a higher fence (`highest`,
+/// the highest accepted so far, `None` before the first write) was accepted before. Equal fences
+/// are the same holder writing again.
+///
+/// ```
+/// use leasehold::fence::admits;
+/// assert!(admits(5, None) && admits(5, Some(5)) && admits(6, Some(5)));
+/// assert!(!admits(4, Some(5)));
+/// ```
+pub fn admits(fence: u64, highest: Option<u64>) -> bool {
+    highest.is_none_or(|highest| fence >= highest)
+}
+
 /// What a [`FenceRegister`] answered to a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a stale admission means the write must not happen"]
@@ -39,10 +52,10 @@ pub enum Admission {
 }
 
 impl Admission {
-    /// The rule every register applies: `fence` is admitted unless `highest` is higher.
+    /// The rule every register applies ([`admits`]), with what a refusal reports.
     pub fn decide(resource: &ResourceName, fence: u64, highest: Option<u64>) -> Self {
         match highest {
-            Some(highest) if fence < highest => Self::Stale(StaleFence {
+            Some(highest) if !admits(fence, Some(highest)) => Self::Stale(StaleFence {
                 resource: resource.clone(),
                 fence,
                 highest,
