@@ -1,20 +1,20 @@
 //! Text forms of durations: `500ms`, `10s`, `5m`, `1h`, `2d`, `1m30s` and ISO-8601 `PT10S`.
+//!
+//! The grammar is written once, as the `const fn` [`parse_duration_const`]: [`parse_duration`]
+//! calls it at run time, and `#[leasehold::leader_only]` evaluates it at compile time (through
+//! `leasehold::__private`), so a duration literal the macro accepts is exactly one that
+//! `parse_duration` accepts.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::limits::{Human, MAX_DURATION};
+use crate::limits::MAX_DURATION;
 
 /// Why a duration text was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid duration {input:?}: {reason}{hint}",
-    hint = if *too_long { "" } else { "; use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S" }
-)]
+#[error("invalid duration {input:?}: {}", fault.detail())]
 pub struct DurationError {
     input: String,
-    reason: Cow<'static, str>,
-    too_long: bool,
+    fault: DurationFault,
 }
 
 impl DurationError {
@@ -25,12 +25,76 @@ impl DurationError {
     /// assert!(!leasehold::parse_duration("5x").unwrap_err().is_too_long());
     /// ```
     pub fn is_too_long(&self) -> bool {
-        self.too_long
+        self.fault == DurationFault::TooLong
+    }
+}
+
+/// What was wrong with a duration text, without the text: what a compile-time check can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationFault {
+    /// Nothing but whitespace.
+    Empty,
+    /// A leading `-`.
+    Negative,
+    /// A number without a unit.
+    MissingUnit,
+    /// A unit (or other text) where a number belongs.
+    ExpectedNumber,
+    /// A number with more than one `.`.
+    BadNumber,
+    /// A unit other than `ms`, `s`, `m`, `h` and `d`.
+    UnknownUnit,
+    /// A text starting with `P` that is not an ISO-8601 duration.
+    NotIso,
+    /// Longer than [`MAX_DURATION`].
+    TooLong,
+}
+
+/// The prefix of every [`DurationFault::message`].
+const MESSAGE_PREFIX: &str = "invalid duration: ";
+
+/// `"invalid duration: " + reason + the accepted forms`, as one literal (a compile-time message
+/// is a `&'static str`).
+macro_rules! with_forms {
+    ($reason:literal) => {
+        concat!(
+            "invalid duration: ",
+            $reason,
+            "; use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S"
+        )
+    };
+}
+
+impl DurationFault {
+    /// What was wrong and what is allowed, e.g. `invalid duration: unknown unit (use ms, s, m, h
+    /// or d); use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S`. [`DurationError`]'s
+    /// message is the same with the rejected text after `invalid duration`.
+    pub const fn message(self) -> &'static str {
+        match self {
+            Self::Empty => with_forms!("empty"),
+            Self::Negative => with_forms!("negative durations are not allowed"),
+            Self::MissingUnit => with_forms!("missing unit (ms, s, m, h or d)"),
+            Self::ExpectedNumber => with_forms!("expected a number"),
+            Self::BadNumber => with_forms!("bad number"),
+            Self::UnknownUnit => with_forms!("unknown unit (use ms, s, m, h or d)"),
+            Self::NotIso => with_forms!("not a valid ISO-8601 duration"),
+            // `36500d` is `limits::Human(MAX_DURATION)` (a test holds them together).
+            Self::TooLong => {
+                "invalid duration: longer than the maximum of 36500d (100 years; leasehold::MAX_DURATION)"
+            }
+        }
+    }
+
+    /// The message without its `invalid duration: ` prefix.
+    fn detail(self) -> &'static str {
+        let message = self.message();
+        message.strip_prefix(MESSAGE_PREFIX).unwrap_or(message)
     }
 }
 
 /// Parses a duration written as `500ms`, `10s`, `5m`, `1h`, `2d`, combinations such as `1m30s`,
-/// or ISO-8601 (`PT10S`, `PT1M30.5S`, `P1DT2H`). A bare `0` is zero.
+/// or ISO-8601 (`PT10S`, `PT1M30.5S`, `P1DT2H`). A bare `0` is zero; surrounding whitespace is
+/// ignored. Fractions are exact decimals, rounded to the nearest nanosecond.
 ///
 /// The result is at most [`MAX_DURATION`] (36500 days): a longer one, or one whose parts add up
 /// beyond it, is an error. No input makes it panic.
@@ -53,131 +117,280 @@ impl DurationError {
 /// # Ok::<(), leasehold::DurationError>(())
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
-    let input = text.trim();
-    let err = |reason: &'static str| DurationError {
+    parse_duration_const(text).map_err(|fault| DurationError {
         input: text.to_owned(),
-        reason: Cow::Borrowed(reason),
-        too_long: false,
-    };
-    if input.is_empty() {
-        return Err(err("empty"));
+        fault,
+    })
+}
+
+/// [`parse_duration`] as a `const fn`: the one implementation of the grammar, usable at compile
+/// time. It answers the [`DurationFault`] alone (a `const fn` cannot build the message with the
+/// input in it).
+pub const fn parse_duration_const(text: &str) -> Result<Duration, DurationFault> {
+    let b = text.as_bytes();
+    let (start, end) = trim(b);
+    if start == end {
+        return Err(DurationFault::Empty);
     }
-    if input == "0" {
+    if end - start == 1 && b[start] == b'0' {
         return Ok(Duration::ZERO);
     }
-    if input.starts_with('-') {
-        return Err(err("negative durations are not allowed"));
+    if b[start] == b'-' {
+        return Err(DurationFault::Negative);
     }
-    let upper = input.to_ascii_uppercase();
-    let parsed = match upper.strip_prefix('P') {
-        Some(rest) => parse_iso(rest),
-        None => parse_simple(input),
+    let nanos = if b[start] == b'P' || b[start] == b'p' {
+        parse_iso(b, start + 1, end)
+    } else {
+        parse_simple(b, start, end)
     };
-    match parsed {
-        Ok(d) if d <= MAX_DURATION => Ok(d),
-        Ok(_) | Err(None) => Err(DurationError {
-            input: text.to_owned(),
-            reason: Cow::Owned(format!(
-                "longer than the maximum of {} (100 years; leasehold::MAX_DURATION)",
-                Human(MAX_DURATION)
-            )),
-            too_long: true,
-        }),
-        Err(Some(reason)) => Err(err(reason)),
+    match nanos {
+        // At most MAX_NANOS, which fits in a u64 (checked below).
+        Ok(n) => Ok(Duration::from_nanos(n as u64)),
+        Err(fault) => Err(fault),
     }
 }
 
-/// `total + value × seconds_per_unit`; `Err(None)` when that goes beyond [`MAX_DURATION`] (every
-/// part and every sum is checked, so no input overflows).
-fn add_part(
-    total: Duration,
-    value: f64,
-    seconds_per_unit: f64,
-) -> Result<Duration, Option<&'static str>> {
-    let secs = value * seconds_per_unit;
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(Some("bad number"));
-    }
-    if secs > MAX_DURATION.as_secs_f64() {
-        return Err(None);
-    }
-    let part = Duration::try_from_secs_f64(secs).map_err(|_| Some("bad number"))?;
-    match total.checked_add(part) {
-        Some(sum) if sum <= MAX_DURATION => Ok(sum),
-        _ => Err(None),
-    }
+/// [`MAX_DURATION`] in nanoseconds.
+const MAX_NANOS: u128 = MAX_DURATION.as_nanos();
+const _: () = assert!(MAX_NANOS <= u64::MAX as u128);
+
+const NANOS_PER_MS: u128 = 1_000_000;
+const NANOS_PER_S: u128 = 1_000_000_000;
+const NANOS_PER_M: u128 = 60 * NANOS_PER_S;
+const NANOS_PER_H: u128 = 3600 * NANOS_PER_S;
+const NANOS_PER_D: u128 = 86_400 * NANOS_PER_S;
+const NANOS_PER_W: u128 = 7 * NANOS_PER_D;
+
+/// Fraction digits kept (more cannot change the nanoseconds of any unit up to a week).
+const MAX_FRACTION_DIGITS: u32 = 20;
+
+/// A decimal number as written: `whole.fraction`, the fraction being `numerator / 10^digits`.
+#[derive(Clone, Copy)]
+struct Decimal {
+    /// Saturates just above `MAX_NANOS`: any larger value is too long in every unit.
+    whole: u128,
+    numerator: u128,
+    denominator: u128,
 }
 
-/// `Err(None)`: beyond [`MAX_DURATION`].
-fn parse_simple(input: &str) -> Result<Duration, Option<&'static str>> {
-    let mut total = Duration::ZERO;
-    let mut rest = input;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or(Some("missing unit (ms, s, m, h or d)"))?;
-        if digits == 0 {
-            return Err(Some("expected a number"));
+/// `[start, end)` of `b` without surrounding whitespace (as `str::trim`: Unicode `White_Space`).
+/// `b` is UTF-8.
+const fn trim(b: &[u8]) -> (usize, usize) {
+    let mut start = 0;
+    while start < b.len() {
+        let (c, len) = decode(b, start);
+        if !c.is_whitespace() {
+            break;
         }
-        let value: f64 = rest[..digits].parse().map_err(|_| Some("bad number"))?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let seconds_per_unit = match &rest[..unit_len] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "d" => 86400.0,
-            _ => return Err(Some("unknown unit (use ms, s, m, h or d)")),
+        start += len;
+    }
+    let mut end = b.len();
+    while end > start {
+        let mut at = end - 1;
+        while at > start && b[at] & 0xC0 == 0x80 {
+            at -= 1;
+        }
+        if !decode(b, at).0.is_whitespace() {
+            break;
+        }
+        end = at;
+    }
+    (start, end)
+}
+
+/// The character starting at byte `i` of the UTF-8 text `b`, and its length in bytes.
+const fn decode(b: &[u8], i: usize) -> (char, usize) {
+    let first = b[i] as u32;
+    let (len, mut code) = if first < 0x80 {
+        (1, first)
+    } else if first < 0xE0 {
+        (2, first & 0x1F)
+    } else if first < 0xF0 {
+        (3, first & 0x0F)
+    } else {
+        (4, first & 0x07)
+    };
+    let mut k = 1;
+    while k < len && i + k < b.len() {
+        code = (code << 6) | (b[i + k] as u32 & 0x3F);
+        k += 1;
+    }
+    match char::from_u32(code) {
+        Some(c) => (c, len),
+        None => ('\u{FFFD}', len),
+    }
+}
+
+/// Reads `b[start..end]` as a decimal: digits with at most one separator (`.`, or `,` too when
+/// `comma`), and at least one digit. `None` otherwise.
+const fn decimal(b: &[u8], start: usize, end: usize, comma: bool) -> Option<Decimal> {
+    let mut d = Decimal {
+        whole: 0,
+        numerator: 0,
+        denominator: 1,
+    };
+    let (mut digits, mut fraction_digits, mut in_fraction) = (0u32, 0u32, false);
+    let mut i = start;
+    while i < end {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            let digit = (c - b'0') as u128;
+            digits += 1;
+            if !in_fraction {
+                d.whole = d.whole * 10 + digit;
+                if d.whole > MAX_NANOS {
+                    d.whole = MAX_NANOS + 1;
+                }
+            } else if fraction_digits < MAX_FRACTION_DIGITS {
+                d.numerator = d.numerator * 10 + digit;
+                d.denominator *= 10;
+                fraction_digits += 1;
+            }
+        } else if (c == b'.' || (comma && c == b',')) && !in_fraction {
+            in_fraction = true;
+        } else {
+            return None;
+        }
+        i += 1;
+    }
+    if digits == 0 { None } else { Some(d) }
+}
+
+/// `total + value × unit`, rounded to the nearest nanosecond; `TooLong` beyond [`MAX_DURATION`].
+const fn add_part(total: u128, value: Decimal, unit: u128) -> Result<u128, DurationFault> {
+    // whole ≤ MAX_NANOS + 1 < 2^62 and unit < 2^50; numerator < 10^20 < 2^67: no overflow.
+    let fraction = (value.numerator * unit * 2 + value.denominator) / (value.denominator * 2);
+    let sum = total + value.whole * unit + fraction;
+    if sum > MAX_NANOS {
+        Err(DurationFault::TooLong)
+    } else {
+        Ok(sum)
+    }
+}
+
+/// True when `b[start..end]` is `word`.
+const fn is(b: &[u8], start: usize, end: usize, word: &[u8]) -> bool {
+    if end - start != word.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < word.len() {
+        if b[start + i] != word[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `500ms`, `1m30s`, …: numbers (`[0-9.]+`), each followed by its unit.
+const fn parse_simple(b: &[u8], start: usize, end: usize) -> Result<u128, DurationFault> {
+    let mut total = 0;
+    let mut i = start;
+    while i < end {
+        let mut number_end = i;
+        while number_end < end && (b[number_end].is_ascii_digit() || b[number_end] == b'.') {
+            number_end += 1;
+        }
+        if number_end == end {
+            return Err(DurationFault::MissingUnit);
+        }
+        if number_end == i {
+            return Err(DurationFault::ExpectedNumber);
+        }
+        let Some(value) = decimal(b, i, number_end, false) else {
+            return Err(DurationFault::BadNumber);
         };
-        rest = &rest[unit_len..];
-        total = add_part(total, value, seconds_per_unit)?;
+        let mut unit_end = number_end;
+        while unit_end < end && !b[unit_end].is_ascii_digit() {
+            unit_end += 1;
+        }
+        let unit = if is(b, number_end, unit_end, b"ms") {
+            NANOS_PER_MS
+        } else if is(b, number_end, unit_end, b"s") {
+            NANOS_PER_S
+        } else if is(b, number_end, unit_end, b"m") {
+            NANOS_PER_M
+        } else if is(b, number_end, unit_end, b"h") {
+            NANOS_PER_H
+        } else if is(b, number_end, unit_end, b"d") {
+            NANOS_PER_D
+        } else {
+            return Err(DurationFault::UnknownUnit);
+        };
+        total = match add_part(total, value, unit) {
+            Ok(t) => t,
+            Err(fault) => return Err(fault),
+        };
+        i = unit_end;
     }
     Ok(total)
 }
 
-/// `Err(Some(_))`: malformed; `Err(None)`: beyond [`MAX_DURATION`].
-fn parse_iso(rest: &str) -> Result<Duration, Option<&'static str>> {
-    const MALFORMED: Option<&str> = Some("not a valid ISO-8601 duration");
-    let (date, time) = match rest.split_once('T') {
-        Some((d, t)) => (d, Some(t)),
-        None => (rest, None),
+/// ISO-8601 after the `P` (case-insensitive): `[nD][nW][T[nH][nM][nS]]`, numbers may have a `.`
+/// or `,` fraction.
+const fn parse_iso(b: &[u8], start: usize, end: usize) -> Result<u128, DurationFault> {
+    let mut t = start;
+    while t < end && !b[t].eq_ignore_ascii_case(&b'T') {
+        t += 1;
+    }
+    let has_time = t < end;
+    if t == start && (!has_time || t + 1 == end) {
+        return Err(DurationFault::NotIso);
+    }
+    let total = match iso_part(0, b, start, t, b"DW") {
+        Ok(total) => total,
+        Err(fault) => return Err(fault),
     };
-    if date.is_empty() && time.is_none_or(str::is_empty) {
-        return Err(MALFORMED);
+    if !has_time {
+        return Ok(total);
     }
-    let total = iso_part(Duration::ZERO, date, &[('D', 86400.0), ('W', 604800.0)])?;
-    match time {
-        Some("") => Err(MALFORMED),
-        Some(time) => iso_part(total, time, &[('H', 3600.0), ('M', 60.0), ('S', 1.0)]),
-        None => Ok(total),
+    if t + 1 == end {
+        return Err(DurationFault::NotIso);
     }
+    iso_part(total, b, t + 1, end, b"HMS")
 }
 
-fn iso_part(
-    mut total: Duration,
-    mut text: &str,
-    units: &[(char, f64)],
-) -> Result<Duration, Option<&'static str>> {
-    const MALFORMED: Option<&str> = Some("not a valid ISO-8601 duration");
-    while !text.is_empty() {
-        let end = text
-            .find(|c: char| c.is_ascii_alphabetic())
-            .ok_or(MALFORMED)?;
-        let number = &text[..end];
-        if !number
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b == b'.' || b == b',')
-        {
-            return Err(MALFORMED);
+/// Numbers each followed by one of `units` (`D`, `W`, `H`, `M`, `S`; either case).
+const fn iso_part(
+    mut total: u128,
+    b: &[u8],
+    start: usize,
+    end: usize,
+    units: &[u8],
+) -> Result<u128, DurationFault> {
+    let mut i = start;
+    while i < end {
+        let mut unit_at = i;
+        while unit_at < end && !b[unit_at].is_ascii_alphabetic() {
+            unit_at += 1;
         }
-        let value: f64 = number.replace(',', ".").parse().map_err(|_| MALFORMED)?;
-        let unit = text[end..].chars().next().ok_or(MALFORMED)?;
-        let (_, secs) = units.iter().find(|(u, _)| *u == unit).ok_or(MALFORMED)?;
-        total = add_part(total, value, *secs).map_err(|e| e.and(MALFORMED))?;
-        text = &text[end + 1..];
+        if unit_at == end {
+            return Err(DurationFault::NotIso);
+        }
+        let Some(value) = decimal(b, i, unit_at, true) else {
+            return Err(DurationFault::NotIso);
+        };
+        let letter = b[unit_at].to_ascii_uppercase();
+        let mut u = 0;
+        while u < units.len() && units[u] != letter {
+            u += 1;
+        }
+        if u == units.len() {
+            return Err(DurationFault::NotIso);
+        }
+        let unit = match letter {
+            b'D' => NANOS_PER_D,
+            b'W' => NANOS_PER_W,
+            b'H' => NANOS_PER_H,
+            b'M' => NANOS_PER_M,
+            _ => NANOS_PER_S,
+        };
+        total = match add_part(total, value, unit) {
+            Ok(t) => t,
+            Err(fault) => return Err(fault),
+        };
+        i = unit_at + 1;
     }
     Ok(total)
 }
@@ -208,6 +421,78 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// The `const fn` is usable where `#[leader_only]` puts it: in a `const` item.
+    #[test]
+    fn the_grammar_runs_at_compile_time() {
+        const LEASE: Duration = match parse_duration_const("1m30.5s") {
+            Ok(d) => d,
+            Err(fault) => panic!("{}", fault.message()),
+        };
+        const BAD: Result<Duration, DurationFault> = parse_duration_const("30x");
+        assert_eq!(LEASE, Duration::from_millis(90_500));
+        assert_eq!(BAD, Err(DurationFault::UnknownUnit));
+    }
+
+    /// Fractions are exact decimals rounded to the nanosecond (the parser once went through
+    /// `f64`, which gave 123456789.123456791s here).
+    #[test]
+    fn fractions_are_exact_to_the_nanosecond() {
+        let cases = [
+            (
+                "123456789.123456789s",
+                Duration::new(123_456_789, 123_456_789),
+            ),
+            ("0.3s", Duration::from_millis(300)),
+            ("0.1d", Duration::from_secs(8640)),
+            ("99999999999ms", Duration::new(99_999_999, 999_000_000)),
+            ("0.0000000005s", Duration::from_nanos(1)),
+            ("0.0000000004s", Duration::ZERO),
+            ("1.0000000004999999999999999s", Duration::from_secs(1)),
+            ("PT0,25S", Duration::from_millis(250)),
+            (".5s", Duration::from_millis(500)),
+            ("1.s", Duration::from_secs(1)),
+            ("P1.5W", Duration::from_secs(907_200)),
+            ("\u{3000}5s\u{a0}", Duration::from_secs(5)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_duration(text), Ok(want), "{text:?}");
+        }
+        for bad in [".s", "1.2.3s", "P1.2.3D", "PT,S"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The compile-time message is the run-time one without the input, and the maximum in it
+    /// is `MAX_DURATION` as the limits print it.
+    #[test]
+    fn the_fault_message_is_the_error_message_without_the_input() {
+        use crate::limits::Human;
+
+        let cases = [
+            ("", DurationFault::Empty),
+            ("-1s", DurationFault::Negative),
+            ("10", DurationFault::MissingUnit),
+            ("s", DurationFault::ExpectedNumber),
+            ("1.2.3s", DurationFault::BadNumber),
+            ("5x", DurationFault::UnknownUnit),
+            ("PT5X", DurationFault::NotIso),
+            ("36501d", DurationFault::TooLong),
+        ];
+        for (text, fault) in cases {
+            assert_eq!(parse_duration_const(text), Err(fault), "{text:?}");
+            let message = fault.message();
+            let detail = message.strip_prefix(MESSAGE_PREFIX).unwrap_or_default();
+            assert!(!detail.is_empty(), "{message}");
+            let error = parse_duration(text).map(|_| ()).unwrap_err().to_string();
+            assert_eq!(error, format!("invalid duration {text:?}: {detail}"));
+        }
+        let too_long = DurationFault::TooLong.message();
+        assert!(
+            too_long.contains(&format!("maximum of {} ", Human(MAX_DURATION))),
+            "{too_long}"
+        );
     }
 
     #[test]

@@ -82,12 +82,28 @@ impl StoreError {
         self.source.as_deref()?.downcast_ref::<LimitError>()
     }
 
+    /// The [`Unsupported`](crate::store::Unsupported) behind this error, if the store does not
+    /// offer the operation asked for (the default of an optional [`LeaseStore`](crate::LeaseStore)
+    /// method, such as [`list_locks`](crate::LeaseStore::list_locks)).
+    pub fn unsupported(&self) -> Option<&crate::store::unsupported::Unsupported> {
+        self.source
+            .as_deref()?
+            .downcast_ref::<crate::store::unsupported::Unsupported>()
+    }
+
     /// The [`PeriodError`](crate::PeriodError) behind this error, if a period claim was refused
     /// as unusable (e.g. on a lock with more than one slot).
     pub fn period(&self) -> Option<&crate::store::period::PeriodError> {
         self.source
             .as_deref()?
             .downcast_ref::<crate::store::period::PeriodError>()
+    }
+}
+
+impl From<crate::store::unsupported::Unsupported> for StoreError {
+    /// A permanent error whose message is the [`Unsupported`](crate::store::Unsupported)'s.
+    fn from(e: crate::store::unsupported::Unsupported) -> Self {
+        Self::permanent(e.to_string()).with_source(e)
     }
 }
 
@@ -111,13 +127,13 @@ impl fmt::Display for StoreError {
             ErrorKind::Permanent => "permanent",
         };
         write!(f, "{kind} store error: {}", self.message)?;
-        if let Some(source) = &self.source
-            && source.downcast_ref::<LimitError>().is_none()
-            && source
-                .downcast_ref::<crate::store::period::PeriodError>()
-                .is_none()
-        {
-            write!(f, ": {source}")?;
+        // A source whose text is already the message (a limit, a period, an unsupported
+        // operation, a bad cursor: see the `From` impls) is not repeated.
+        if let Some(source) = &self.source {
+            let text = source.to_string();
+            if text != self.message {
+                write!(f, ": {text}")?;
+            }
         }
         Ok(())
     }

@@ -15,6 +15,9 @@
 //!   Other crates add SQL, Redis and DynamoDB stores.
 //! * [`Elector::lead`] keeps a stable leader (contend, lead until the action ends or the lease is
 //!   lost, contend again); [`Elector::leadership`] streams leadership changes to any process.
+//! * With the `macros` feature, `#[leasehold::leader_only(elector = …, lock = "…", lease =
+//!   "30s")]` guards an `async fn` or method the way [`Elector::run_if_leader`] guards a closure,
+//!   with the lock name and durations checked at compile time.
 //! * [`Schedule`] runs periodic jobs once per period across replicas (period-aligned, checked by
 //!   the store's period ledger); [`blocking::Elector`] serves synchronous code.
 //! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
@@ -49,11 +52,13 @@ pub mod fence;
 mod hold;
 pub mod limits;
 mod line;
+mod macro_support;
 pub mod metrics;
 mod name;
 mod options;
 mod outcome;
 mod schedule;
+pub mod spans;
 pub mod store;
 mod store_url;
 mod tenant;
@@ -61,11 +66,15 @@ mod tenant;
 pub use cleanup::SETTLE_TIMEOUT;
 pub use duration::{DurationError, parse_duration};
 pub use elect::elector::Elector;
+pub use elect::guarded_stream::{GuardedStream, StreamEnd};
 pub use elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
 pub use error::{Error, ErrorKind, Result, StoreError};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
-pub use limits::{LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL};
+pub use hold::held::HeldLease;
+pub use limits::{
+    LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL,
+};
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use options::retry::RetryPolicy;
 pub use options::{
@@ -86,7 +95,23 @@ pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
 
 pub use tokio_util::sync::CancellationToken;
 
+/// Guards an `async fn` with a lock: `#[leasehold::leader_only(elector = …, lock = "…")]` (the
+/// `macros` feature). See the macro's documentation and the manual's section "Guarding a function
+/// with an attribute".
+#[cfg(feature = "macros")]
+pub use leasehold_macros::leader_only;
+
+/// Not public API: what the expansion of `#[leader_only]` refers to. It
+/// changes with `leasehold-macros`, whose version `leasehold` pins.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::duration::{DurationFault, parse_duration_const};
+    pub use crate::macro_support::{Overrides, configure};
+    pub use crate::name::{NameFault, check_lock_name};
+    pub use crate::options::{LeaseFault, check_lease};
+}
+
 /// The manual page `docs/leasehold.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/leasehold.md")]
+#[doc = include_str!("../docs/leasehold.md")]
 pub struct ManualDoctests;

@@ -14,6 +14,9 @@
 //! | node id (owner recorded with a lease) | [`MAX_NODE_ID_LEN`] | 255 bytes |
 //! | lock name | [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) | 255 bytes |
 //! | fenced resource name | [`MAX_RESOURCE_NAME_LEN`] | 255 bytes |
+//! | locks in one page of a listing (`list_locks`, `status --all`) | [`MAX_LIST_LOCKS`] | 100 |
+//! | records one listing call reads | [`MAX_LIST_SCAN`] | 1000 |
+//! | list cursor | [`MAX_LIST_CURSOR_LEN`] | 32 KiB |
 //!
 //! Deadline arithmetic goes through [`deadline_after`], which saturates, so even a duration that
 //! slipped past a check cannot overflow an [`Instant`].
@@ -60,6 +63,32 @@ pub const MAX_NODE_ID_LEN: usize = 255;
 /// The longest name of a fenced resource ([`ResourceName`](crate::fence::ResourceName)), in bytes:
 /// the SQL fence table keeps it in a `VARCHAR(255)` key column, like lock names.
 pub const MAX_RESOURCE_NAME_LEN: usize = 255;
+
+/// The most locks one page of a listing holds
+/// ([`LeaseStore::list_locks`](crate::LeaseStore::list_locks), and each store call behind
+/// `leasehold status --all`): 100.
+///
+/// Why 100: a page is an answer an operator reads or a monitor polls. With up to
+/// [`MAX_SLOTS`] holders per lock its size is still bounded, and a page is never a reason to hold
+/// a store's connection for long; more locks come in further pages.
+pub const MAX_LIST_LOCKS: usize = 100;
+
+/// The most records (SQL rows, Redis keys, DynamoDB items, etcd keys) one
+/// [`list_locks`](crate::LeaseStore::list_locks) call reads to find its locks: 1000, plus the
+/// slots of the one lock the page ends on where a store completes it (at most [`MAX_SLOTS`]).
+///
+/// Why: stores keep records that hold no lease (SQL rows and DynamoDB items stay after release so
+/// fences survive; Redis hashes and etcd ledger keys outlive their leases), so finding live locks
+/// means reading past dead ones. Bounding what one call reads keeps every call a bounded,
+/// index-ordered read (a `LIMIT`, a `SCAN … COUNT`, a `Scan` with `Limit`, a range with a limit),
+/// never a scan of the whole table or keyspace; a page that found few or no locks still says
+/// where the next one starts.
+pub const MAX_LIST_SCAN: usize = 1000;
+
+/// The longest [`ListCursor`](crate::store::ListCursor) a store writes or reads: 32 KiB, room
+/// for a position and [`MAX_LIST_LOCKS`] lock names of the longest length (a Redis cursor
+/// carries the names of one `SCAN` reply that did not fit in its page).
+pub const MAX_LIST_CURSOR_LEN: usize = 32 * 1024;
 
 /// A value beyond one of the [limits](self).
 ///

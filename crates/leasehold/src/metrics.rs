@@ -15,13 +15,35 @@
 //! | `leasehold_extended_total` | counter | `lock` | renewals |
 //! | `leasehold_lost_total` | counter | `lock`, `reason` = `not_held` \| `deadline` \| `store_failed` | leases lost while held |
 //! | `leasehold_released_total` | counter | `lock` | releases |
+//! | `leasehold_renewal_margin_seconds` | histogram | `lock` | time left to the local deadline when a renewal succeeded: how close renewals come to losing the lease |
+//! | `leasehold_renewal_at_risk_total` | counter | `lock` | runs of failed renewals (one per [`RenewalFailing`](crate::Event::RenewalFailing) event: the early warning before `Lost`) |
+//! | `leasehold_at_risk` | gauge | `lock` | 1 while a lease of the lock held in this process has a failing renewal (from `RenewalFailing` until a renewal succeeds, or the lease is lost or released), else 0 |
+//! | `leasehold_store_clock_offset_seconds` | gauge | `lock` | the store's clock minus this host's, estimated at each renewal; only for stores that read their own clock (see [`ClockSource`](crate::store::ClockSource)) |
+//! | `leader_election_master_status` | gauge | `name` | 1 while this process leads the lock (holds a lease of it that is neither lost nor released), else 0: client-go's gauge of the same name, `name` being the full lock name |
 //!
 //! Handles are registered once per lock name and elector (and its clones), with the recorder
 //! in effect at that moment: install the recorder before the first election.
+//!
+//! The two 0/1 gauges (`leader_election_master_status`, `leasehold_at_risk`) count the leases of
+//! a lock process-wide, across electors, like the recorder they are written to: the gauge is 1
+//! while at least one of them is in the state it shows.
+//!
+//! **The renewal margin.** The local deadline of a lease is the instant its last grant or
+//! renewal was sent, plus the lease, minus a safety margin (a tenth of the lease). The watchdog
+//! renews every third of the lease, so a healthy renewal succeeds with about 0.57 × the lease
+//! left; a margin near 0 means the lease nearly ran out before the store answered.
+//!
+//! **The store clock offset.** A store whose times come from its own clock
+//! ([`ClockSource::Server`](crate::store::ClockSource::Server): PostgreSQL, MySQL/MariaDB, Redis)
+//! answers a renewal with an expiry of its clock at that moment plus the lease asked for. The
+//! expiry minus the lease, against the midpoint of this host's clock between sending and the
+//! answer, estimates the offset, within half the round trip. Stores on this host's clock (memory,
+//! SQLite) or on the clients' clocks (DynamoDB, etcd, whose expiry is computed by the client)
+//! have no other clock to compare with: the gauge is not recorded for them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
@@ -48,6 +70,16 @@ pub const EXTENDED: &str = "leasehold_extended_total";
 pub const LOST: &str = "leasehold_lost_total";
 /// `leasehold_released_total`
 pub const RELEASED: &str = "leasehold_released_total";
+/// `leasehold_renewal_margin_seconds`
+pub const RENEWAL_MARGIN_SECONDS: &str = "leasehold_renewal_margin_seconds";
+/// `leasehold_renewal_at_risk_total`
+pub const RENEWAL_AT_RISK: &str = "leasehold_renewal_at_risk_total";
+/// `leasehold_at_risk`
+pub const AT_RISK: &str = "leasehold_at_risk";
+/// `leasehold_store_clock_offset_seconds`
+pub const STORE_CLOCK_OFFSET_SECONDS: &str = "leasehold_store_clock_offset_seconds";
+/// `leader_election_master_status` (client-go's name; its one label is `name`).
+pub const MASTER_STATUS: &str = "leader_election_master_status";
 
 /// The metric handles of one lock, registered once so that an election costs no registration.
 pub(crate) struct LockMetrics {
@@ -65,6 +97,15 @@ pub(crate) struct LockMetrics {
     lost_deadline: Counter,
     lost_store_failed: Counter,
     released: Counter,
+    renewal_margin: Histogram,
+    renewal_at_risk: Counter,
+    at_risk: Gauge,
+    /// Registered at the first estimate, so a store without its own clock shows no offset
+    /// (rather than a registered gauge at 0).
+    clock_offset: OnceLock<Gauge>,
+    master_status: Gauge,
+    /// The lock, keying the process-wide counts behind the 0/1 gauges.
+    lock: LockName,
 }
 
 impl LockMetrics {
@@ -85,6 +126,12 @@ impl LockMetrics {
             lost_deadline: counter!(LOST, "lock" => l(), "reason" => "deadline"),
             lost_store_failed: counter!(LOST, "lock" => l(), "reason" => "store_failed"),
             released: counter!(RELEASED, "lock" => l()),
+            renewal_margin: histogram!(RENEWAL_MARGIN_SECONDS, "lock" => l()),
+            renewal_at_risk: counter!(RENEWAL_AT_RISK, "lock" => l()),
+            at_risk: gauge!(AT_RISK, "lock" => l()),
+            clock_offset: OnceLock::new(),
+            master_status: gauge!(MASTER_STATUS, "name" => l()),
+            lock: lock.clone(),
         }
     }
 
@@ -113,8 +160,55 @@ impl LockMetrics {
         }
     }
 
-    pub(crate) fn extended(&self) {
+    /// A successful renewal that arrived with `margin` left to the local deadline.
+    pub(crate) fn extended(&self, margin: Duration) {
         self.extended.increment(1);
+        self.renewal_margin.record(margin.as_secs_f64());
+    }
+
+    /// A `RenewalFailing` event: the first failure of a run of failed renewals.
+    pub(crate) fn renewal_at_risk(&self) {
+        self.renewal_at_risk.increment(1);
+    }
+
+    /// Counts one lease of this lock into (`true`) or out of the leading state.
+    pub(crate) fn leading(&self, on: bool) {
+        self.flag(Flag::Leading, on);
+    }
+
+    /// Counts one lease of this lock into (`true`) or out of the at-risk state.
+    pub(crate) fn at_risk(&self, on: bool) {
+        self.flag(Flag::AtRisk, on);
+    }
+
+    /// The store clock offset estimated at a renewal (see the module docs).
+    pub(crate) fn clock_offset(&self, seconds: f64) {
+        self.clock_offset
+            .get_or_init(|| gauge!(STORE_CLOCK_OFFSET_SECONDS, "lock" => self.lock.shared()))
+            .set(seconds);
+    }
+
+    /// Moves one lease of this lock into or out of `flag`'s state and sets its gauge: 1 while
+    /// any lease of the lock in this process is in it. The count and the gauge change under one
+    /// lock, so concurrent changes leave the gauge matching the count.
+    fn flag(&self, flag: Flag, on: bool) {
+        let mut counts = FLAGGED.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (flag, self.lock.clone());
+        let count = counts.entry(key.clone()).or_insert(0);
+        *count = if on {
+            count.saturating_add(1)
+        } else {
+            count.saturating_sub(1)
+        };
+        let value = if *count > 0 { 1.0 } else { 0.0 };
+        if *count == 0 {
+            counts.remove(&key);
+        }
+        match flag {
+            Flag::Leading => &self.master_status,
+            Flag::AtRisk => &self.at_risk,
+        }
+        .set(value);
     }
 
     pub(crate) fn lost(&self, reason: LostReason) {
@@ -129,6 +223,37 @@ impl LockMetrics {
     pub(crate) fn released(&self) {
         self.released.increment(1);
         self.active.decrement(1.0);
+    }
+}
+
+/// A state that a 0/1 gauge per lock shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Flag {
+    /// Held, neither lost nor released (`leader_election_master_status`).
+    Leading,
+    /// Renewal failing (`leasehold_at_risk`).
+    AtRisk,
+}
+
+/// How many leases of each lock, process-wide, are in each flagged state; a count that drops to
+/// zero is removed, so this holds only the locks held now.
+static FLAGGED: LazyLock<Mutex<HashMap<(Flag, LockName), u32>>> = LazyLock::new(Mutex::default);
+
+/// The store's clock minus this host's, in seconds, from the store time `store_now` at which it
+/// applied a request and this host's clock `answered_at` when the answer arrived, `round_trip`
+/// after sending: the store applied it somewhere in that round trip, so its midpoint is the best
+/// estimate, within half the round trip.
+pub(crate) fn clock_offset(
+    store_now: SystemTime,
+    answered_at: SystemTime,
+    round_trip: Duration,
+) -> f64 {
+    let midpoint = answered_at
+        .checked_sub(round_trip / 2)
+        .unwrap_or(answered_at);
+    match store_now.duration_since(midpoint) {
+        Ok(ahead) => ahead.as_secs_f64(),
+        Err(behind) => -behind.duration().as_secs_f64(),
     }
 }
 
@@ -154,5 +279,23 @@ impl MetricsCache {
         let m = Arc::new(LockMetrics::register(lock));
         map.insert(lock.clone(), Arc::clone(&m));
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_offset_is_measured_from_the_midpoint_of_the_round_trip() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let rtt = Duration::from_millis(200);
+        // Answered at t, sent at t - 200 ms: the store applied it at about t - 100 ms.
+        let at = |ms: u64| t - Duration::from_millis(100) + Duration::from_millis(ms);
+        assert!((clock_offset(at(0), t, rtt) - 0.0).abs() < 1e-9);
+        assert!((clock_offset(at(2_500), t, rtt) - 2.5).abs() < 1e-9);
+        let behind = t - Duration::from_millis(1_100);
+        assert!((clock_offset(behind, t, rtt) + 1.0).abs() < 1e-9);
+        assert!((clock_offset(t, t, Duration::ZERO)).abs() < 1e-9);
     }
 }

@@ -303,6 +303,14 @@ impl Elector {
         self.engine.events.subscribe()
     }
 
+    /// The leases this elector holds now (shared with its clones, tenant and reconfigured
+    /// copies): every guard not yet released, with when it was last renewed, by lock, slot and
+    /// fence. A lease stays here after it is lost until its guard is released, so a health check
+    /// can tell a leader that stopped renewing (see [`HeldLease`](crate::HeldLease)).
+    pub fn held_leases(&self) -> Vec<crate::HeldLease> {
+        self.engine.held.snapshot()
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn LeaseStore> {
         &self.engine.store
@@ -443,6 +451,50 @@ impl Elector {
         Fut: Future<Output = TermEnd>,
     {
         crate::elect::lead::lead(&self.engine, name, stop, action).await
+    }
+
+    /// Reads a stream only while this node holds `name`: the original library's guarded
+    /// `Flux`/`Flow`. `make` builds the stream once the lock is acquired, at the first poll
+    /// (waiting up to the options' `wait`); its items pass through while the lease holds. The
+    /// lease is renewed while items flow when `auto_extend` is on; without it the stream is
+    /// bounded by one lease. The stream ends when the inner stream ends (the lease is released
+    /// first), when the lease is lost (no item is read after that), or at once when another
+    /// node holds the lock; [`GuardedStream::end`](crate::GuardedStream::end) says which.
+    /// Dropping it releases the lease.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
+    /// use std::sync::Arc;
+    /// use futures::StreamExt;
+    /// use leasehold::{Elector, MemoryStore, StreamEnd};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let mut orders = elector.guarded_stream("orders-consumer", |ctx| {
+    ///     let fence = ctx.fence();
+    ///     futures::stream::iter(1..=3).map(move |n| (n, fence))
+    /// })?;
+    /// let read: Vec<_> = orders.by_ref().collect().await;
+    /// assert_eq!(read, [(1, 1), (2, 1), (3, 1)]);
+    /// assert!(matches!(orders.end(), Some(StreamEnd::Completed)));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Name`](crate::Error::Name) for an invalid lock name. Store errors while electing
+    /// or releasing end the stream with [`StreamEnd::Failed`](crate::StreamEnd::Failed).
+    pub fn guarded_stream<S, F>(
+        &self,
+        name: impl IntoLockName,
+        make: F,
+    ) -> Result<crate::GuardedStream<S::Item>>
+    where
+        S: futures::Stream + Send + 'static,
+        S::Item: Send + 'static,
+        F: FnOnce(LeaderContext) -> S + Send + 'static,
+    {
+        let lock = self.engine.lock_name(name)?;
+        Ok(crate::GuardedStream::new(self.engine.clone(), lock, make))
     }
 
     /// A stream of the leadership of `name`, as any process sees it in the store: the current

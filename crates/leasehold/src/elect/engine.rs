@@ -16,10 +16,12 @@ use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
 use crate::hold::cell::{CellOwner, LeaseCell};
 use crate::hold::guard::{LeaderContext, LeaderGuard};
+use crate::hold::held::HeldLeases;
 use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
+use crate::spans::{self, Outcome};
 use crate::store::contract::LeaseStore;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Lease, LockState, Token};
@@ -30,6 +32,8 @@ use crate::tenant::Tenant;
 #[derive(Clone)]
 pub(crate) struct Engine {
     pub(crate) store: Arc<dyn LeaseStore>,
+    /// The store's description, read once: the `store` field of the spans.
+    store_label: Arc<str>,
     pub(crate) options: Arc<ElectionOptions>,
     pub(crate) slots: u32,
     pub(crate) events: Events,
@@ -39,11 +43,14 @@ pub(crate) struct Engine {
     pub(crate) lines: Arc<Lines>,
     /// The cleanup tasks this elector and its clones started (shared by its clones).
     pub(crate) cleanup: Cleanup,
+    /// The leases this elector and its clones hold now (shared by its clones).
+    pub(crate) held: HeldLeases,
 }
 
 impl Engine {
     pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
         Self {
+            store_label: store.describe().into(),
             store,
             slots: options.max_leaders,
             options: Arc::new(options),
@@ -52,6 +59,7 @@ impl Engine {
             metrics: Arc::default(),
             lines: Arc::default(),
             cleanup: Cleanup::default(),
+            held: HeldLeases::default(),
         }
     }
 
@@ -120,8 +128,26 @@ impl Engine {
         if period.is_some() {
             check_period_slots(self.slots)?;
         }
-        let span = tracing::debug_span!("leasehold.acquire", lock = %lock, slots = self.slots);
-        self.acquire_in_span(lock, period).instrument(span).await
+        let span = self.acquire_span(lock);
+        let claimed = self
+            .acquire_in_span(lock, period)
+            .instrument(span.clone())
+            .await;
+        let outcome = match &claimed {
+            Ok(Claimed::Elected(guard)) => {
+                spans::record_lease(&span, guard.slot(), guard.fence());
+                Outcome::Acquired
+            }
+            Ok(Claimed::Held) => Outcome::Contention,
+            Ok(Claimed::AlreadyRan(_)) => Outcome::AlreadyRan,
+            Err(_) => Outcome::Error,
+        };
+        spans::record_outcome(&span, outcome);
+        claimed
+    }
+
+    fn acquire_span(&self, lock: &LockName) -> tracing::Span {
+        spans::acquire(lock, self.slots, &self.options.node_id, &self.store_label)
     }
 
     async fn acquire_in_span(&self, lock: &LockName, period: Option<Period>) -> Result<Claimed> {
@@ -222,6 +248,19 @@ impl Engine {
     /// campaign switches to a new token, so that a long outage does not end in a term lost the
     /// moment it begins.
     pub(crate) async fn contend(&self, lock: &LockName) -> Result<LeaderGuard> {
+        let span = self.acquire_span(lock);
+        let elected = self.contend_in_span(lock).instrument(span.clone()).await;
+        match &elected {
+            Ok(guard) => {
+                spans::record_lease(&span, guard.slot(), guard.fence());
+                spans::record_outcome(&span, Outcome::Acquired);
+            }
+            Err(_) => spans::record_outcome(&span, Outcome::Error),
+        }
+        elected
+    }
+
+    async fn contend_in_span(&self, lock: &LockName) -> Result<LeaderGuard> {
         let opts = &*self.options;
         let metrics = self.metrics.get(lock);
         metrics.attempt();
@@ -362,9 +401,11 @@ impl Engine {
         });
         let owner = CellOwner {
             store: Arc::clone(&self.store),
+            store_label: Arc::clone(&self.store_label),
             events: self.events.clone(),
             lines: Arc::clone(&self.lines),
             cleanup: self.cleanup.clone(),
+            held: self.held.clone(),
             ttl: opts.lease,
             min_lease: opts.min_lease,
         };

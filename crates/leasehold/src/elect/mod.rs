@@ -3,4 +3,5 @@
 
 pub(crate) mod elector;
 pub(crate) mod engine;
+pub(crate) mod guarded_stream;
 pub(crate) mod lead;

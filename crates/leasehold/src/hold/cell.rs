@@ -7,15 +7,18 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{Instrument, debug, warn};
 
 use crate::cleanup::Cleanup;
 use crate::error::{Error, Result};
 use crate::events::{Event, Events, LostReason};
+use crate::hold::held::{HeldLeases, HeldPlace};
+use crate::hold::state::CellState;
 use crate::hold::suspend;
 use crate::line::Lines;
 use crate::metrics::LockMetrics;
-use crate::store::contract::LeaseStore;
+use crate::spans;
+use crate::store::contract::{ClockSource, LeaseStore};
 use crate::store::lease::{Extension, Lease, Release};
 
 /// The safety margin taken off a lease for the local deadline: a tenth of the lease, at least
@@ -26,12 +29,14 @@ pub(crate) fn safety_margin(ttl: Duration) -> Duration {
 }
 
 /// What a lease cell takes from the elector that won it: the store and settings its renewals and
-/// release use, and the elector's events, lines and cleanup tasks.
+/// release use, and the elector's events, lines, cleanup tasks and register of held leases.
 pub(crate) struct CellOwner {
     pub(crate) store: Arc<dyn LeaseStore>,
+    pub(crate) store_label: Arc<str>,
     pub(crate) events: Events,
     pub(crate) lines: Arc<Lines>,
     pub(crate) cleanup: Cleanup,
+    pub(crate) held: HeldLeases,
     pub(crate) ttl: Duration,
     pub(crate) min_lease: Duration,
 }
@@ -39,6 +44,8 @@ pub(crate) struct CellOwner {
 /// State shared by a guard, its contexts and its watchdog.
 pub(crate) struct LeaseCell {
     pub(crate) store: Arc<dyn LeaseStore>,
+    /// The store's description: the `store` field of the spans.
+    pub(crate) store_label: Arc<str>,
     pub(crate) events: Events,
     metrics: Arc<LockMetrics>,
     /// The electing engine's lines: a release wakes the first of its tasks waiting in line.
@@ -51,7 +58,10 @@ pub(crate) struct LeaseCell {
     pub(crate) acquired: Instant,
     /// The lease as granted; its `expires_at` is kept current in `state`.
     granted: Lease,
-    state: Mutex<CellState>,
+    /// Shared with the elector's register of held leases, which reads it for health checks.
+    state: Arc<Mutex<CellState>>,
+    /// This cell's place in that register, left on release (or drop).
+    held: HeldPlace,
     lost_flag: AtomicBool,
     lost_notify: Notify,
     pub(crate) stop: Notify,
@@ -59,15 +69,6 @@ pub(crate) struct LeaseCell {
     /// One extension in flight at a time (watchdog or manual), so answers arrive in the order
     /// the store applied them and the local deadline always follows the store's expiry.
     pub(crate) extending: tokio::sync::Mutex<()>,
-}
-
-pub(crate) struct CellState {
-    expires_at: SystemTime,
-    deadline: Instant,
-    /// [`suspend::offset`] when the request behind `deadline` was sent: a suspend since then
-    /// moves the real deadline closer (see [`suspend`]).
-    pub(crate) boot_offset: Option<suspend::Offset>,
-    lost: Option<LostReason>,
 }
 
 impl LeaseCell {
@@ -82,14 +83,27 @@ impl LeaseCell {
     ) -> Self {
         let CellOwner {
             store,
+            store_label,
             events,
             lines,
             cleanup,
+            held,
             ttl,
             min_lease,
         } = owner;
+        let state = Arc::new(Mutex::new(CellState {
+            expires_at: lease.expires_at,
+            deadline: crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl)),
+            boot_offset: suspend::offset(),
+            lost: None,
+            renewed: (sent_at, ttl),
+            at_risk: false,
+            leading: true,
+        }));
+        metrics.leading(true);
         Self {
             store,
+            store_label,
             events,
             metrics,
             lines,
@@ -97,12 +111,8 @@ impl LeaseCell {
             ttl,
             min_lease,
             acquired,
-            state: Mutex::new(CellState {
-                expires_at: lease.expires_at,
-                deadline: crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl)),
-                boot_offset: suspend::offset(),
-                lost: None,
-            }),
+            held: held.enter(&lease, Arc::clone(&state)),
+            state,
             granted: lease,
             lost_flag: AtomicBool::new(false),
             lost_notify: Notify::new(),
@@ -173,11 +183,19 @@ impl LeaseCell {
         past
     }
 
-    /// Reports the first failure of a run of failed renewals: a warning and a
-    /// [`RenewalFailing`](Event::RenewalFailing) event, ahead of any `Lost`.
+    /// Reports the first failure of a run of failed renewals: a warning, the at-risk metrics and
+    /// a [`RenewalFailing`](Event::RenewalFailing) event, ahead of any `Lost`.
     pub(crate) fn renewal_failing(&self, error: &str) {
         let g = &self.granted;
-        let expires_at = self.expires_at();
+        let expires_at = {
+            let mut st = self.state();
+            if st.lost.is_none() && !st.at_risk {
+                st.at_risk = true;
+                self.metrics.at_risk(true);
+            }
+            st.expires_at
+        };
+        self.metrics.renewal_at_risk();
         warn!(lock = %g.lock, slot = g.slot, fence = g.fence, error,
             "leasehold: lease renewal failing; retrying until the local deadline, then the lease is lost");
         self.events.emit(|| Event::RenewalFailing {
@@ -200,16 +218,33 @@ impl LeaseCell {
         ttl: Duration,
         expires_at: SystemTime,
     ) {
-        {
+        let answered = Instant::now();
+        let margin = {
             let mut st = self.state();
             if st.lost.is_some() {
                 return;
             }
+            let margin = st.deadline.saturating_duration_since(answered);
             st.boot_offset = sent_offset;
             st.deadline = crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl));
             st.expires_at = expires_at;
+            st.renewed = (sent_at, ttl);
+            if std::mem::take(&mut st.at_risk) {
+                self.metrics.at_risk(false);
+            }
+            margin
+        };
+        self.metrics.extended(margin);
+        if self.store.clock_source() == ClockSource::Server
+            && let Some(store_now) = expires_at.checked_sub(ttl)
+        {
+            let round_trip = answered.saturating_duration_since(sent_at);
+            self.metrics.clock_offset(crate::metrics::clock_offset(
+                store_now,
+                SystemTime::now(),
+                round_trip,
+            ));
         }
-        self.metrics.extended();
         let g = &self.granted;
         self.events.emit(|| Event::Extended {
             lock: g.lock.clone(),
@@ -227,6 +262,7 @@ impl LeaseCell {
                 return;
             }
             st.lost = Some(reason);
+            self.stop_leading(&mut st);
         }
         let (lock, slot, fence) = (
             self.granted.lock.clone(),
@@ -271,11 +307,10 @@ impl LeaseCell {
         let lease = &self.granted;
         let sent_at = Instant::now();
         let sent_offset = suspend::offset();
-        let outcome = self
-            .store
-            .extend(lease, ttl)
-            .await
-            .map_err(|e| Error::store(&lease.lock, e))?;
+        let span = spans::renew(lease, &self.store_label);
+        let outcome = self.store.extend(lease, ttl).instrument(span.clone()).await;
+        spans::record_outcome(&span, spans::extension_outcome(&outcome));
+        let outcome = outcome.map_err(|e| Error::store(&lease.lock, e))?;
         match outcome {
             Extension::Extended { expires_at } => {
                 self.extended(sent_at, sent_offset, ttl, expires_at);
@@ -293,9 +328,21 @@ impl LeaseCell {
         self.min_lease.saturating_sub(self.acquired.elapsed())
     }
 
+    /// Takes the lease out of the 0/1 gauges (leading, at risk): it is lost or released.
+    fn stop_leading(&self, st: &mut CellState) {
+        if std::mem::take(&mut st.leading) {
+            self.metrics.leading(false);
+        }
+        if std::mem::take(&mut st.at_risk) {
+            self.metrics.at_risk(false);
+        }
+    }
+
     /// Releases on the store (after the watchdog stopped) and reports it.
     pub(crate) async fn release(&self) -> Result<Release> {
         let lease = &self.granted;
+        self.held.leave();
+        self.stop_leading(&mut self.state());
         let linger = self.linger();
         let outcome = self.store.release(lease, linger).await;
         self.metrics.released();
@@ -321,5 +368,12 @@ impl LeaseCell {
             }
         }
         outcome.map_err(|e| Error::store(&lease.lock, e))
+    }
+}
+
+impl Drop for LeaseCell {
+    /// A cell dropped without a release (its guard was dropped outside a runtime) leads no more.
+    fn drop(&mut self) {
+        self.stop_leading(&mut self.state());
     }
 }

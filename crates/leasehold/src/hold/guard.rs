@@ -109,10 +109,12 @@ impl std::ops::Deref for LeaderGuard {
 
 /// Stops the watchdog, waiting for an extension in flight, then releases.
 async fn finish(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
-    let g = cell.granted();
-    let span =
-        tracing::debug_span!("leasehold.release", lock = %g.lock, slot = g.slot, fence = g.fence);
-    finish_in_span(cell, watchdog).instrument(span).await
+    let span = crate::spans::release(cell.granted(), &cell.store_label);
+    let released = finish_in_span(cell, watchdog)
+        .instrument(span.clone())
+        .await;
+    crate::spans::record_outcome(&span, crate::spans::release_outcome(&released));
+    released
 }
 
 async fn finish_in_span(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {

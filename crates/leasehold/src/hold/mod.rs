@@ -1,7 +1,10 @@
 //! Holding a lease: the guard and context the caller sees, the shared cell behind them, the
-//! watchdog that renews it, and suspend detection for its local deadline.
+//! watchdog that renews it, suspend detection for its local deadline, and the register of the
+//! leases an elector holds.
 
 pub(crate) mod cell;
 pub(crate) mod guard;
+pub(crate) mod held;
+pub(crate) mod state;
 pub(crate) mod suspend;
 pub(crate) mod watchdog;

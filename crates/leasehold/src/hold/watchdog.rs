@@ -5,13 +5,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
-use tracing::{debug, info, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use crate::events::LostReason;
 use crate::hold::cell::{LeaseCell, safety_margin};
 use crate::hold::suspend;
 use crate::limits::deadline_after;
 use crate::options::MIN_RENEWAL_PERIOD;
+use crate::spans::{self, Outcome};
 use crate::store::lease::Extension;
 
 /// Renewal cadence: a third of the lease, at least 25 ms.
@@ -58,13 +59,15 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         let deadline = cell.deadline();
         let sent_offset = suspend::offset();
         let slow_at = deadline_after(now, period);
-        let extend = cell.store.extend(&lease, cell.ttl);
+        let span = spans::renew(&lease, &cell.store_label);
+        let extend = cell.store.extend(&lease, cell.ttl).instrument(span.clone());
         tokio::pin!(extend);
         let outcome = loop {
             tokio::select! {
                 biased;
                 r = &mut extend => break r,
                 () = sleep_until(deadline) => {
+                    spans::record_outcome(&span, Outcome::Deadline);
                     cell.mark_lost(LostReason::DeadlinePassed);
                     return;
                 }
@@ -76,6 +79,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
                 }
             }
         };
+        spans::record_outcome(&span, spans::extension_outcome(&outcome));
         match outcome {
             Ok(Extension::Extended { expires_at }) => {
                 if failing {

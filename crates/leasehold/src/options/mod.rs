@@ -156,25 +156,69 @@ impl ElectionOptions {
         check_duration("wait", self.wait)?;
         check_duration("lease", self.lease)?;
         check_duration("min_lease", self.min_lease)?;
-        if self.lease < MIN_LEASE {
-            return Err(OptionsError::LeaseTooShort(self.lease));
-        }
-        if self.min_lease > self.lease {
-            return Err(OptionsError::MinLeaseExceedsLease {
+        check_lease(self.lease, self.min_lease, self.auto_extend).map_err(|fault| match fault {
+            LeaseFault::TooShort => OptionsError::LeaseTooShort(self.lease),
+            LeaseFault::MinLeaseExceedsLease => OptionsError::MinLeaseExceedsLease {
                 min_lease: self.min_lease,
                 lease: self.lease,
-            });
-        }
-        let min_auto = MIN_RENEWAL_PERIOD * 3;
-        if self.auto_extend && self.lease < min_auto {
-            return Err(OptionsError::LeaseTooShortForAutoExtend {
+            },
+            LeaseFault::TooShortForAutoExtend => OptionsError::LeaseTooShortForAutoExtend {
                 lease: self.lease,
-                min: min_auto,
-            });
-        }
+                min: MIN_AUTO_EXTEND_LEASE,
+            },
+        })?;
         validate_node_id(&self.node_id)?;
         self.retry.validate()
     }
+}
+
+/// The shortest lease `auto_extend` accepts: three renewal periods.
+const MIN_AUTO_EXTEND_LEASE: Duration =
+    Duration::from_nanos(MIN_RENEWAL_PERIOD.as_nanos() as u64 * 3);
+
+/// Which rule between `lease`, `min_lease` and `auto_extend` was broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseFault {
+    /// See [`OptionsError::LeaseTooShort`].
+    TooShort,
+    /// See [`OptionsError::MinLeaseExceedsLease`].
+    MinLeaseExceedsLease,
+    /// See [`OptionsError::LeaseTooShortForAutoExtend`].
+    TooShortForAutoExtend,
+}
+
+impl LeaseFault {
+    /// What was wrong and what is allowed (the [`OptionsError`] message without the values).
+    pub const fn message(self) -> &'static str {
+        match self {
+            Self::TooShort => "lease must be at least 1ms (leasehold::MIN_LEASE)",
+            Self::MinLeaseExceedsLease => "min_lease must not exceed lease",
+            Self::TooShortForAutoExtend => {
+                "auto_extend needs a lease of at least 75ms (three renewals of 25ms)"
+            }
+        }
+    }
+}
+
+/// The rules between `lease`, `min_lease` and `auto_extend` as a `const fn`: the one
+/// implementation, which [`ElectionOptionsBuilder::build`] calls at run time and
+/// `#[leasehold::leader_only]` evaluates at compile time (through `leasehold::__private`) when
+/// its literals give the values.
+pub const fn check_lease(
+    lease: Duration,
+    min_lease: Duration,
+    auto_extend: bool,
+) -> Result<(), LeaseFault> {
+    if lease.as_nanos() < MIN_LEASE.as_nanos() {
+        return Err(LeaseFault::TooShort);
+    }
+    if min_lease.as_nanos() > lease.as_nanos() {
+        return Err(LeaseFault::MinLeaseExceedsLease);
+    }
+    if auto_extend && lease.as_nanos() < MIN_AUTO_EXTEND_LEASE.as_nanos() {
+        return Err(LeaseFault::TooShortForAutoExtend);
+    }
+    Ok(())
 }
 
 /// Builder for [`ElectionOptions`]; validated by [`build`](Self::build).

@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::{StoreError, StoreResult};
+use crate::error::StoreResult;
 use crate::name::LockName;
 use crate::store::lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release,
 };
+use crate::store::list::{ListCursor, LockPage};
 use crate::store::signal::ReleaseSignal;
+use crate::store::unsupported::Unsupported;
 
 /// A lease store: atomic, single-round-trip operations on leases.
 ///
@@ -67,10 +69,45 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// release and report it lost. The default answers that the store does not support it.
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         let _ = (lock, slots);
-        Err(StoreError::permanent(format!(
-            "{} does not support forced release",
-            self.describe()
-        )))
+        Err(Unsupported::new(self.describe(), "forced release").into())
+    }
+
+    /// Every live holder of `lock`, whatever its slot count (for a group lock whose size the
+    /// caller does not know), ordered by slot. Same liveness as [`state`](Self::state).
+    ///
+    /// The default asks `state` for all [`MAX_SLOTS`](crate::MAX_SLOTS) slots, which every
+    /// store answers (no lock has more); a store overrides it where that is not the cheapest
+    /// read.
+    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
+        Ok(self.state(lock, crate::limits::MAX_SLOTS).await?.holders)
+    }
+
+    /// One page of the locks that currently have live holders, each with its holders (slot,
+    /// owner, fence, expiry): the first page with `after = None`, then each following one with
+    /// the [`next`](LockPage::next) cursor of the page before, until a page has none.
+    ///
+    /// Implementations must guarantee:
+    ///
+    /// * **Bounded calls.** A page holds at most [`MAX_LIST_LOCKS`](crate::limits::MAX_LIST_LOCKS)
+    ///   locks, and one call reads at most [`MAX_LIST_SCAN`](crate::limits::MAX_LIST_SCAN) of the
+    ///   store's records (plus the slots of one lock the page ends on) — never a scan of the whole
+    ///   table or keyspace (the memory store, whose records are this process's own memory, reads
+    ///   them all). A page may therefore hold few locks, or none, and still have a `next`.
+    /// * **Live holders only**, judged as [`state`](Self::state) judges them: an expired lease is
+    ///   never listed, and a lock without live holders is not listed.
+    /// * **No lost locks.** Following `next` to the end lists every lock that had live holders
+    ///   for the whole listing. A lock may show up in more than one page (a Redis `SCAN` may
+    ///   return a key twice; a DynamoDB group's slots are separate items scattered over the
+    ///   table): merge pages by name.
+    /// * Cursors are the store's own; text that is not one of its cursors is a permanent error
+    ///   carrying a [`CursorError`](crate::store::CursorError).
+    ///
+    /// The default answers that the store does not support listing: a permanent
+    /// [`StoreError`](crate::StoreError) carrying [`Unsupported`] (see
+    /// [`StoreError::unsupported`](crate::StoreError::unsupported)).
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        let _ = after;
+        Err(Unsupported::new(self.describe(), "listing locks").into())
     }
 
     /// Subscribes to release notifications for `lock`, if the store has them. Waiters subscribe
@@ -87,6 +124,32 @@ pub trait LeaseStore: Send + Sync + 'static {
         false
     }
 
+    /// Whose clock the times in this store's leases are read from. [`ClockSource::Server`] lets
+    /// the core estimate this host's offset from the store's clock at each renewal (the
+    /// `leasehold_store_clock_offset_seconds` gauge, see [`metrics`](crate::metrics)); the
+    /// default, [`ClockSource::Client`], records nothing. Wrappers forward their inner store's.
+    fn clock_source(&self) -> ClockSource {
+        ClockSource::Client
+    }
+
     /// A short description for logs, with any secret redacted (e.g. `postgres://app:***@db/x`).
     fn describe(&self) -> String;
+}
+
+/// Whose clock a store reads for the times in its leases ([`LeaseStore::clock_source`]).
+///
+/// ```
+/// use leasehold::{LeaseStore, MemoryStore};
+/// use leasehold::store::ClockSource;
+/// assert_eq!(MemoryStore::new().clock_source(), ClockSource::Client);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClockSource {
+    /// The store server's own clock, read when it applies each request (a database's `now()`,
+    /// Redis `TIME`): an extension's new expiry is that clock plus the lease asked for.
+    Server,
+    /// This host's clock (an in-process or embedded store) or each client's own (a store whose
+    /// conditions have no server time): there is no other clock to compare with.
+    Client,
 }

@@ -8,11 +8,12 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::StoreResult;
-use crate::limits::{check_slots, deadline_after};
+use crate::limits::{MAX_LIST_LOCKS, check_slots, deadline_after};
 use crate::name::LockName;
 use crate::store::contract::LeaseStore;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+use crate::store::list::{ListCursor, ListedLock, LockPage};
 use crate::store::period::PeriodRecord;
 use crate::store::signal::{ReleaseNotifier, ReleaseSignal};
 
@@ -321,6 +322,40 @@ impl LeaseStore for MemoryStore {
             self.notifier.notify(lock);
         }
         Ok(freed)
+    }
+
+    /// Names in order, after the cursor's name (the last of the page before): one pass over the
+    /// locks of this process, which holds them all in memory anyway.
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        let now = Instant::now();
+        let after = after.map(ListCursor::as_str);
+        let mut live: Vec<ListedLock> = self.with_rows(|locks| {
+            locks
+                .iter()
+                .filter(|(name, _)| after.is_none_or(|a| name.as_str() > a))
+                .filter_map(|(name, rows)| {
+                    let holders: Vec<Holder> = rows
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(slot, row)| {
+                            let held = row.holder.as_ref().filter(|h| h.live(now))?;
+                            Some(self.holder(slot, row.fence, held))
+                        })
+                        .collect();
+                    (!holders.is_empty()).then(|| ListedLock {
+                        lock: name.clone(),
+                        holders,
+                    })
+                })
+                .collect()
+        });
+        live.sort_by(|a, b| a.lock.cmp(&b.lock));
+        let next = (live.len() > MAX_LIST_LOCKS)
+            .then(|| live.get(MAX_LIST_LOCKS - 1))
+            .flatten()
+            .map(|last| ListCursor::after_lock(&last.lock));
+        live.truncate(MAX_LIST_LOCKS);
+        Ok(LockPage::new(live, next))
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {

@@ -15,24 +15,31 @@
 
 pub(crate) mod contract;
 pub(crate) mod lease;
+pub(crate) mod list;
 pub(crate) mod memory;
 pub(crate) mod observe;
 pub(crate) mod option_error;
 pub(crate) mod period;
 pub(crate) mod signal;
+pub(crate) mod unsupported;
 pub(crate) mod url;
 
 pub use async_trait::async_trait;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
-pub use crate::limits::{LimitError, MAX_SLOTS, check_duration, check_slots, deadline_after};
+pub use crate::limits::{
+    LimitError, MAX_LIST_CURSOR_LEN, MAX_LIST_LOCKS, MAX_LIST_SCAN, MAX_SLOTS, check_duration,
+    check_slots, deadline_after,
+};
 pub use crate::name::LockName;
 pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
-pub use contract::LeaseStore;
+pub use contract::{ClockSource, LeaseStore};
 pub use lease::{AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token};
+pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use option_error::InvalidOption;
 pub use period::{
     MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
 };
 pub use signal::{ReleaseNotifier, ReleaseSignal};
+pub use unsupported::Unsupported;
 pub use url::{MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, url_secrets};

@@ -7,9 +7,10 @@ use async_trait::async_trait;
 
 use crate::error::StoreResult;
 use crate::name::LockName;
-use crate::store::contract::LeaseStore;
+use crate::store::contract::{ClockSource, LeaseStore};
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
+use crate::store::list::{ListCursor, LockPage};
 use crate::store::signal::ReleaseSignal;
 
 /// Sees the calls an [`ObservedStore`] forwards and the answers it passes back. Every method has
@@ -131,12 +132,24 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         self.inner.force_release(lock, slots).await
     }
 
+    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
+        self.inner.holders(lock).await
+    }
+
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        self.inner.list_locks(after).await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {
         self.inner.acquire_is_cancel_safe()
+    }
+
+    fn clock_source(&self) -> ClockSource {
+        self.inner.clock_source()
     }
 
     fn describe(&self) -> String {

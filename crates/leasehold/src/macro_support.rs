@@ -1,0 +1,231 @@
+//! What the expansion of `#[leasehold::leader_only]` calls at run time: the attribute's options
+//! applied on top of the elector's. Reached through the hidden `leasehold::__private`; not
+//! public API.
+
+use std::time::Duration;
+
+use crate::elect::elector::Elector;
+use crate::error::Result;
+
+/// The options one `#[leader_only]` gives, each applied on top of the elector's options for
+/// that call (absent ones keep the elector's). Built in a `const` item of the expansion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overrides {
+    lease: Option<Duration>,
+    wait: Option<Duration>,
+    min_lease: Option<Duration>,
+    auto_extend: bool,
+    cancel_on_lost: bool,
+}
+
+impl Overrides {
+    /// No override: the elector's options as they are.
+    pub const NONE: Self = Self {
+        lease: None,
+        wait: None,
+        min_lease: None,
+        auto_extend: false,
+        cancel_on_lost: false,
+    };
+
+    /// Sets `lease`.
+    pub const fn lease(self, lease: Duration) -> Self {
+        Self {
+            lease: Some(lease),
+            ..self
+        }
+    }
+
+    /// Sets `wait`.
+    pub const fn wait(self, wait: Duration) -> Self {
+        Self {
+            wait: Some(wait),
+            ..self
+        }
+    }
+
+    /// Sets `min_lease`.
+    pub const fn min_lease(self, min_lease: Duration) -> Self {
+        Self {
+            min_lease: Some(min_lease),
+            ..self
+        }
+    }
+
+    /// Turns `auto_extend` on.
+    pub const fn auto_extend(self) -> Self {
+        Self {
+            auto_extend: true,
+            ..self
+        }
+    }
+
+    /// Turns `cancel_on_lost` on.
+    pub const fn cancel_on_lost(self) -> Self {
+        Self {
+            cancel_on_lost: true,
+            ..self
+        }
+    }
+}
+
+/// The elector to run one guarded call with: `elector` itself when there is nothing to
+/// override, otherwise [`Elector::reconfigured`] with its options plus `overrides` — sharing its
+/// store, events, waiting line, held leases and cleanup tasks.
+///
+/// # Errors
+///
+/// [`Error::Options`](crate::Error::Options) when the combination is invalid, for example a
+/// `min_lease` override longer than the elector's lease (what the compile-time checks cannot
+/// know).
+pub fn configure(elector: &Elector, overrides: &Overrides) -> Result<Elector> {
+    if *overrides == Overrides::NONE {
+        return Ok(elector.clone());
+    }
+    let mut builder = elector.options().to_builder();
+    if let Some(lease) = overrides.lease {
+        builder = builder.lease(lease);
+    }
+    if let Some(wait) = overrides.wait {
+        builder = builder.wait(wait);
+    }
+    if let Some(min_lease) = overrides.min_lease {
+        builder = builder.min_lease(min_lease);
+    }
+    if overrides.auto_extend {
+        builder = builder.auto_extend(true);
+    }
+    if overrides.cancel_on_lost {
+        builder = builder.cancel_on_lost(true);
+    }
+    Ok(elector.reconfigured(builder.build()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{ElectionOptions, MemoryStore, OptionsError};
+
+    #[test]
+    fn overrides_apply_on_top_of_the_elector_options() -> Result<()> {
+        let base = ElectionOptions::builder()
+            .node_id("node-a")
+            .max_leaders(2)
+            .wait(Duration::from_secs(3))
+            .build()?;
+        let elector = Elector::with_options(Arc::new(MemoryStore::new()), base.clone());
+        assert_eq!(configure(&elector, &Overrides::NONE)?.options(), &base);
+
+        let set = Overrides::NONE
+            .lease(Duration::from_secs(30))
+            .min_lease(Duration::from_secs(5))
+            .auto_extend()
+            .cancel_on_lost();
+        let o = configure(&elector, &set)?.options().clone();
+        assert_eq!(o.lease(), Duration::from_secs(30));
+        assert_eq!(o.min_lease(), Duration::from_secs(5));
+        assert!(o.auto_extend() && o.cancel_on_lost());
+        // Not overridden: the elector's.
+        assert_eq!(o.wait(), Duration::from_secs(3));
+        assert_eq!((o.node_id(), o.max_leaders()), ("node-a", 2));
+
+        let wait = configure(&elector, &Overrides::NONE.wait(Duration::ZERO))?;
+        assert_eq!(wait.options().wait(), Duration::ZERO);
+        Ok(())
+    }
+
+    /// The checks the expansion evaluates in `const` items, and their messages: what was wrong
+    /// and what is allowed.
+    #[test]
+    fn the_name_rule_runs_at_compile_time_with_the_rule_in_every_message() {
+        use crate::name::{LOCK_NAME_RULE, MAX_LOCK_NAME_LEN, NameFault, check_lock_name};
+
+        const OK: Result<(), NameFault> = check_lock_name("billing.nightly");
+        const BAD: Result<(), NameFault> = check_lock_name("a/../b");
+        assert_eq!(OK, Ok(()));
+        assert_eq!(BAD, Err(NameFault::BadSegment { index: 1 }));
+        let long = "a".repeat(MAX_LOCK_NAME_LEN + 1);
+        for (name, fault) in [
+            ("", NameFault::Empty),
+            (long.as_str(), NameFault::TooLong),
+            ("-a", NameFault::BadFirstChar),
+            ("a b", NameFault::BadChar { index: 1 }),
+            ("a//b", NameFault::BadSegment { index: 1 }),
+            ("a..b", NameFault::DoubleDot { index: 1 }),
+        ] {
+            assert_eq!(check_lock_name(name), Err(fault), "{name:?}");
+            assert!(fault.message().contains(LOCK_NAME_RULE), "{fault:?}");
+        }
+        assert!(
+            NameFault::TooLong
+                .message()
+                .contains(&format!("longer than {MAX_LOCK_NAME_LEN} bytes"))
+        );
+    }
+
+    /// `check_lease` is the builder's rule: the same verdict for every combination.
+    #[test]
+    fn the_lease_rule_is_the_builders() {
+        use crate::options::{LeaseFault, check_lease};
+
+        let ms = Duration::from_millis;
+        for lease in [ms(0), ms(1), ms(74), ms(75), ms(1000)] {
+            for min_lease in [ms(0), ms(1), ms(75), ms(1001)] {
+                for auto_extend in [false, true] {
+                    let built = ElectionOptions::builder()
+                        .lease(lease)
+                        .min_lease(min_lease)
+                        .auto_extend(auto_extend)
+                        .build();
+                    let checked = check_lease(lease, min_lease, auto_extend);
+                    let case = format!("{lease:?} {min_lease:?} {auto_extend}: {built:?}");
+                    match (built, checked) {
+                        (Ok(_), Ok(())) => {}
+                        (Err(OptionsError::LeaseTooShort(_)), Err(LeaseFault::TooShort))
+                        | (
+                            Err(OptionsError::MinLeaseExceedsLease { .. }),
+                            Err(LeaseFault::MinLeaseExceedsLease),
+                        )
+                        | (
+                            Err(OptionsError::LeaseTooShortForAutoExtend { .. }),
+                            Err(LeaseFault::TooShortForAutoExtend),
+                        ) => {}
+                        (_, checked) => panic!("{case} but check_lease says {checked:?}"),
+                    }
+                }
+            }
+        }
+        const SHORT: Result<(), LeaseFault> =
+            check_lease(Duration::from_millis(50), Duration::ZERO, true);
+        assert_eq!(SHORT, Err(LeaseFault::TooShortForAutoExtend));
+        // The literals in the messages are the constants.
+        let min_auto = format!("at least {:?} ", crate::MIN_RENEWAL_PERIOD * 3);
+        assert!(
+            LeaseFault::TooShortForAutoExtend
+                .message()
+                .contains(&min_auto)
+        );
+        let min_lease = format!("at least {:?} ", crate::MIN_LEASE);
+        assert!(LeaseFault::TooShort.message().contains(&min_lease));
+    }
+
+    #[test]
+    fn an_invalid_combination_is_a_typed_error() {
+        let elector = Elector::new(Arc::new(MemoryStore::new())); // lease 60 s
+        let got = configure(
+            &elector,
+            &Overrides::NONE.min_lease(Duration::from_secs(61)),
+        );
+        assert!(
+            matches!(
+                got,
+                Err(crate::Error::Options(
+                    OptionsError::MinLeaseExceedsLease { .. }
+                ))
+            ),
+            "{got:?}"
+        );
+    }
+}
