@@ -1,0 +1,191 @@
+//! The options of `#[leader_only(...)]`: parsed, each key checked once, with errors spanned at
+//! the offending token.
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, Lit, LitStr, Token};
+
+/// Every key, in the order the error for an unknown one lists them.
+const KEYS: &str = "elector, lock, lease, wait, min_lease, auto_extend, cancel_on_lost, context";
+
+/// The parsed options of one attribute.
+pub(crate) struct Args {
+    /// `elector = <expr>`: the elector, evaluated at the start of each call.
+    pub(crate) elector: Expr,
+    /// `lock = "name"`.
+    pub(crate) lock: LitStr,
+    pub(crate) lease: Option<LitStr>,
+    pub(crate) wait: Option<LitStr>,
+    pub(crate) min_lease: Option<LitStr>,
+    pub(crate) auto_extend: bool,
+    pub(crate) cancel_on_lost: bool,
+    /// `context = ident`: the name the body sees the `LeaderContext` under.
+    pub(crate) context: Option<Ident>,
+}
+
+/// One `key` or `key = value`.
+struct Entry {
+    key: Ident,
+    value: Option<(Token![=], Expr)>,
+}
+
+impl Parse for Entry {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let key: Ident = input.parse()?;
+        let value = if input.peek(Token![=]) {
+            Some((input.parse()?, input.parse()?))
+        } else {
+            None
+        };
+        Ok(Self { key, value })
+    }
+}
+
+/// Collects errors so that one compilation reports every mistake in the attribute.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, span: Span, message: impl std::fmt::Display) {
+        self.add(syn::Error::new(span, message));
+    }
+
+    /// An error spanning all of `tokens` (`Error::new` with one span covers only the first
+    /// token of an expression on stable Rust).
+    fn push_spanned(&mut self, tokens: impl ToTokens, message: impl std::fmt::Display) {
+        self.add(syn::Error::new_spanned(tokens, message));
+    }
+
+    fn add(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+}
+
+impl Args {
+    /// Parses the attribute's arguments; `attr_span` is where errors about a missing key point.
+    pub(crate) fn parse(tokens: proc_macro2::TokenStream, attr_span: Span) -> syn::Result<Self> {
+        let entries =
+            syn::parse::Parser::parse2(Punctuated::<Entry, Token![,]>::parse_terminated, tokens)?;
+        let mut errors = Errors::default();
+        let mut seen: Vec<String> = Vec::new();
+        let (mut elector, mut lock, mut lease, mut wait, mut min_lease, mut context) =
+            (None, None, None, None, None, None);
+        let (mut auto_extend, mut cancel_on_lost) = (false, false);
+        for Entry { key, value } in entries {
+            let name = key.to_string();
+            if !KEYS.split(", ").any(|k| k == name) {
+                errors.push(
+                    key.span(),
+                    format_args!("unknown option `{name}`; the options are: {KEYS}"),
+                );
+                continue;
+            }
+            if seen.contains(&name) {
+                errors.push(key.span(), format_args!("`{name}` is given twice"));
+                continue;
+            }
+            seen.push(name.clone());
+            match (name.as_str(), value) {
+                ("auto_extend" | "cancel_on_lost", Some((eq, value))) => errors.push_spanned(
+                    quote::quote!(#eq #value),
+                    format_args!("`{name}` is a flag: write `{name}` alone, without `= …`"),
+                ),
+                ("auto_extend", None) => auto_extend = true,
+                ("cancel_on_lost", None) => cancel_on_lost = true,
+                (_, None) => errors.push(key.span(), needs_value(&name)),
+                ("elector", Some((_, expr))) => elector = Some(expr),
+                ("context", Some((_, expr))) => match single_ident(&expr) {
+                    Some(ident) => context = Some(ident),
+                    None => errors.push_spanned(
+                        &expr,
+                        "`context` names the binding of the `leasehold::LeaderContext` in the \
+                         body: write an identifier, e.g. `context = ctx`",
+                    ),
+                },
+                (_, Some((_, expr))) => match string_literal(&expr) {
+                    Some(lit) => match name.as_str() {
+                        "lock" => lock = Some(lit),
+                        "lease" => lease = Some(lit),
+                        "wait" => wait = Some(lit),
+                        _ => min_lease = Some(lit),
+                    },
+                    None => errors.push_spanned(&expr, needs_literal(&name)),
+                },
+            }
+        }
+        if elector.is_none() && !seen.iter().any(|k| k == "elector") {
+            errors.push(
+                attr_span,
+                "missing `elector = <expression>`: the `leasehold::Elector` to run with, \
+                 evaluated at the start of each call (a field such as `self.elector`, a \
+                 parameter, a function call)",
+            );
+        }
+        if lock.is_none() && !seen.iter().any(|k| k == "lock") {
+            errors.push(
+                attr_span,
+                "missing `lock = \"<name>\"`: the lock that guards the function, e.g. \
+                 `lock = \"billing.nightly\"`",
+            );
+        }
+        match (errors.0, elector, lock) {
+            (Some(e), _, _) => Err(e),
+            (None, Some(elector), Some(lock)) => Ok(Self {
+                elector,
+                lock,
+                lease,
+                wait,
+                min_lease,
+                auto_extend,
+                cancel_on_lost,
+                context,
+            }),
+            // A missing key was reported above.
+            (None, _, _) => Err(syn::Error::new(attr_span, "missing `elector` or `lock`")),
+        }
+    }
+}
+
+fn needs_value(key: &str) -> String {
+    match key {
+        "elector" => "`elector` needs a value: `elector = <expression>`".to_owned(),
+        "context" => "`context` needs a value: `context = ctx`".to_owned(),
+        "lock" => "`lock` needs a value: `lock = \"<name>\"`".to_owned(),
+        _ => format!("`{key}` needs a value: `{key} = \"30s\"`"),
+    }
+}
+
+fn needs_literal(key: &str) -> String {
+    if key == "lock" {
+        "`lock` must be a string literal such as \"billing.nightly\" (it is checked at compile \
+         time; for a name computed at run time call `Elector::run_if_leader`)"
+            .to_owned()
+    } else {
+        format!(
+            "`{key}` must be a string literal such as \"30s\", \"500ms\" or \"PT1M\" (it is \
+             checked at compile time)"
+        )
+    }
+}
+
+fn string_literal(expr: &Expr) -> Option<LitStr> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(lit),
+            attrs,
+        }) if attrs.is_empty() => Some(lit.clone()),
+        _ => None,
+    }
+}
+
+fn single_ident(expr: &Expr) -> Option<Ident> {
+    match expr {
+        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => p.path.get_ident().cloned(),
+        _ => None,
+    }
+}

@@ -1,0 +1,4 @@
+#[leasehold::leader_only(elector = elector, lock = "report")]
+struct Report;
+
+fn main() {}
