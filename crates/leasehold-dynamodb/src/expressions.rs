@@ -16,6 +16,7 @@
 //! | `:seed`, `:one` | the clock in ms × 1000 (the fence of a brand-new item, minus one); 1 |
 //! | `:period` | the period id of `:now` claimed in the ledger |
 //! | `:fence` | the holder's fence (the lease check of a fenced transaction) |
+//! | `:epoch` | the client clock, epoch s (counting items past their `ttl`) |
 //!
 //! ```
 //! use leasehold_dynamodb::expressions;
@@ -107,8 +108,43 @@ pub const LEASE_CHECK_CONDITION: &str = "#t = :token AND #f = :fence AND #e > :n
 /// Placeholders used by the lease check of a fenced transaction.
 pub const LEASE_CHECK_NAMES: &[&str] = &["#t", "#f", "#e"];
 
+/// Listing (`Scan` with `Limit`, `ConsistentRead`): the items held and not yet free to take
+/// over (as `state` counts them: `#e >= :stale`) among those the `Limit` read, keyed under this
+/// store's prefix (`:prefix` is `PREFIX/`). IAM: `dynamodb:Scan` on the lease table.
+pub const LIST_FILTER_PREFIXED: &str =
+    "attribute_exists(#t) AND #e >= :stale AND begins_with(#k, :prefix)";
+/// Listing without a key prefix: as [`LIST_FILTER_PREFIXED`], for keys without a `/` (the items
+/// of stores with a prefix have one; this store's never do, see [`item_key`](crate::item_key)).
+pub const LIST_FILTER: &str = "attribute_exists(#t) AND #e >= :stale AND NOT contains(#k, :slash)";
+/// Placeholders used by the listing filters.
+pub const LIST_NAMES: &[&str] = &["#t", "#e", "#k"];
+
+/// Counting stale items ([`DynamoDbStore::stale_items`](crate::DynamoDbStore::stale_items): `Scan`
+/// with `Select = COUNT`, `Limit`, eventually consistent), keyed under this store's prefix
+/// (`:prefix` is `PREFIX/`): lease items (they have `leaseExpiry`) that are free or whose lease
+/// ended before `:stale` — the negation of `state`'s "held". IAM: `dynamodb:Scan` on the table.
+pub const STALE_FILTER_PREFIXED: &str = "attribute_exists(#e) AND (attribute_not_exists(#t) OR #e < :stale) \
+     AND begins_with(#k, :prefix)";
+/// Counting stale items without a key prefix: as [`STALE_FILTER_PREFIXED`], for keys without a
+/// `/`.
+pub const STALE_FILTER: &str = "attribute_exists(#e) AND (attribute_not_exists(#t) OR #e < :stale) \
+     AND NOT contains(#k, :slash)";
+/// Placeholders used by the stale filters.
+pub const STALE_NAMES: &[&str] = &["#e", "#t", "#k"];
+/// Counting the lease items DynamoDB TTL may delete but has not yet: their `ttl` is before
+/// `:epoch` (now, epoch seconds), keyed under this store's prefix.
+pub const PAST_TTL_FILTER_PREFIXED: &str =
+    "attribute_exists(#e) AND #x < :epoch AND begins_with(#k, :prefix)";
+/// Counting past-TTL items without a key prefix: as [`PAST_TTL_FILTER_PREFIXED`], for keys
+/// without a `/`.
+pub const PAST_TTL_FILTER: &str =
+    "attribute_exists(#e) AND #x < :epoch AND NOT contains(#k, :slash)";
+/// Placeholders used by the past-TTL filters.
+pub const PAST_TTL_NAMES: &[&str] = &["#e", "#x", "#k"];
+
 /// The attribute each placeholder stands for.
 pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("#k", LOCK_NAME),
     ("#o", OWNER),
     ("#t", TOKEN),
     ("#ao", AUDIT_OWNER),
@@ -136,7 +172,9 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 7] = [
+        let requests: [(&[&str], &[&str]); 9] = [
+            (&[LIST_FILTER_PREFIXED], LIST_NAMES),
+            (&[LIST_FILTER], LIST_NAMES),
             (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[PERIOD_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
             (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),

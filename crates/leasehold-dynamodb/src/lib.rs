@@ -47,10 +47,12 @@ mod extend;
 pub mod fence;
 mod item;
 mod key;
+mod list;
 mod opener;
 mod options;
 mod read;
 mod release;
+mod stale;
 mod store;
 mod table;
 mod url;
@@ -62,6 +64,7 @@ pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
     DEFAULT_RETRY_DELAY, DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptions, DynamoDbOptionsError,
 };
+pub use stale::{MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount};
 pub use store::{DynamoDbStore, MAX_SLOTS};
 pub use table::create_table;
 
@@ -70,5 +73,5 @@ pub use aws_sdk_dynamodb;
 
 /// The manual page `docs/leasehold-dynamodb.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/leasehold-dynamodb.md")]
+#[doc = include_str!("../docs/leasehold-dynamodb.md")]
 pub struct ManualDoctests;

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use leasehold::store::{AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
+};
 use leasehold::{
     Extension, Holder, Lease, LeaseStore, LockName, LockState, Period, Release, StoreError,
 };
@@ -364,6 +366,12 @@ impl LeaseStore for DynamoDbStore {
             self.notifier.notify(lock);
         }
         Ok(freed)
+    }
+
+    /// One `Scan` of at most [`MAX_LIST_SCAN`](leasehold::store::MAX_LIST_SCAN) items per page;
+    /// a group lock may come in several pages (see the `list` module).
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        self.list_page(after).await
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {

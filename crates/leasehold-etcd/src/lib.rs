@@ -46,6 +46,7 @@
 mod classify;
 pub mod fence;
 mod link;
+mod list;
 mod opener;
 mod options;
 mod store;
@@ -59,11 +60,11 @@ pub use store::EtcdStore;
 
 /// The manual page `docs/leasehold-etcd.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/leasehold-etcd.md")]
+#[doc = include_str!("../docs/leasehold-etcd.md")]
 pub struct ManualDoctests;
 
 /// The store authors' guide `docs/writing-a-store.md` (every store's rooms, with this crate as
 /// the template), compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/writing-a-store.md")]
+#[doc = include_str!("../docs/writing-a-store.md")]
 pub struct WritingAStoreDoctests;

@@ -6,7 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use leasehold::store::{
-    AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
+    check_slots,
 };
 use leasehold::{
     Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
@@ -21,7 +22,8 @@ use crate::watch::Watcher;
 
 /// A lease store on an etcd v3 cluster, through etcd-client.
 ///
-/// * Slot `n` of lock `L` is the key `<prefix>/L/n`, attached to an **etcd lease** granted for
+/// * Slot `n` of lock `L` is the key `<prefix>/L/n` (a `/` inside `L` written `%2F`, so one
+///   lock's keys never nest under another's), attached to an **etcd lease** granted for
 ///   that one acquisition with the requested TTL rounded **up** to whole seconds: etcd deletes
 ///   the key when the lease runs out, by its own (leader's) clock.
 /// * Acquisition is a linearizable read (a retried request finds its own grant), a lease grant,
@@ -201,12 +203,15 @@ impl EtcdStore {
         &self.options
     }
 
-    /// The key of one slot of a lock: `<prefix>/<lock>/<slot>`.
+    /// The key of one slot of a lock: `<prefix>/<lock>/<slot>`, with a `/` inside the lock name
+    /// written `%2F`.
     ///
     /// ```
     /// # let store = leasehold_etcd::EtcdStore::connect_lazy("etcd://h", Default::default())?;
     /// let lock = leasehold::LockName::new("tenant:a:report")?;
     /// assert_eq!(store.key(&lock, 0), "leasehold/tenant:a:report/0");
+    /// let lock = leasehold::LockName::new("reports/daily")?;
+    /// assert_eq!(store.key(&lock, 2), "leasehold/reports%2Fdaily/2");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn key(&self, lock: &LockName, slot: u32) -> String {
@@ -298,6 +303,11 @@ impl LeaseStore for EtcdStore {
                 .map(txn::Record::holder)
                 .collect(),
         })
+    }
+
+    /// A range read over the lock keys with a limit, in key order (see the `list` module).
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        crate::list::list(&self.link, &self.keys, &self.description, after).await
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {

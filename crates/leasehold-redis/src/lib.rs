@@ -47,6 +47,7 @@
 mod classify;
 pub mod fence;
 mod link;
+mod list;
 mod opener;
 mod options;
 mod reply;
@@ -63,5 +64,5 @@ pub use store::RedisStore;
 
 /// The manual page `docs/leasehold-redis.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/leasehold-redis.md")]
+#[doc = include_str!("../docs/leasehold-redis.md")]
 pub struct ManualDoctests;

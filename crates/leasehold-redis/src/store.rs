@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
+    check_slots,
 };
 use leasehold::{
     Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, redact_url,
@@ -312,6 +313,11 @@ impl RedisStore {
         }
     }
 
+    /// The connection the store's commands go through.
+    pub(crate) fn link(&self) -> &Link {
+        &self.link
+    }
+
     fn retention_ms(&self) -> u64 {
         u64::try_from(self.options.idle_retention.as_millis()).unwrap_or(u64::MAX)
     }
@@ -390,6 +396,11 @@ impl LeaseStore for RedisStore {
         Ok(holders(rows))
     }
 
+    /// `SCAN` over the lock hashes, a bounded step at a time (see the `list` module).
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        self.list_page(after).await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         if !self.options.notifications {
             return None;
@@ -406,6 +417,11 @@ impl LeaseStore for RedisStore {
             });
         }
         Some(signal)
+    }
+
+    /// The scripts read the server's `TIME`.
+    fn clock_source(&self) -> leasehold::store::ClockSource {
+        leasehold::store::ClockSource::Server
     }
 
     fn describe(&self) -> String {

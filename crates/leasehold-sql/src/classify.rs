@@ -27,6 +27,7 @@ const MYSQL_TRANSIENT: &[u16] = &[1205, 1213, 1040, 1053, 1290, 1317, 1836, 2006
 /// number that tells a lock wait timeout from a syntax error is only on the MySQL error type.
 pub(crate) fn mysql_error_number(err: &sqlx::Error) -> Option<u16> {
     match err {
+        #[cfg(feature = "mysql")]
         sqlx::Error::Database(db) => db
             .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
             .map(sqlx::mysql::MySqlDatabaseError::number),

@@ -42,17 +42,45 @@
 //!
 //! ## Cargo features
 //!
-//! * `bench-internals` (off): exports `HostClock`, the host clocks every SQLite statement of
-//!   [`Statements`] takes after its own, for `leasehold-bench`'s raw floor, which runs the
-//!   statements itself. Not part of the supported API: it may change in any release.
-//! * `testkit` (off): `fence::sinks`, adapters that let `leasehold-testkit`'s
+//! One feature per database driver, none on by default (like `sqlx`): enable the ones your URLs
+//! use, so a build for one database compiles one driver.
+//!
+//! * `postgres`: PostgreSQL (`postgres://`, `postgresql://`).
+//! * `mysql`: MySQL and MariaDB (`mysql://`, `mariadb://`).
+//! * `sqlite`: SQLite (`sqlite:`), from the bundled sources (no system library needed).
+//!
+//! ```toml
+//! leasehold-sql = { version = "0.1", features = ["postgres"] }
+//! ```
+//!
+//! A URL whose driver is not compiled in is refused with [`leasehold::OpenError::Invalid`]
+//! naming the feature to enable ("this build of leasehold-sql has no MySQL/MariaDB driver;
+//! enable the `mysql` feature …"). [`SqlPool`] has a variant per enabled driver, so it is
+//! `#[non_exhaustive]`.
+//!
+//! Two more, off by default:
+//!
+//! * `bench-internals` (implies `sqlite`): exports `HostClock`, the host clocks every SQLite
+//!   statement of [`Statements`] takes after its own, for `leasehold-bench`'s raw floor, which
+//!   runs the statements itself. Not part of the supported API: it may change in any release.
+//! * `testkit`: `fence::sinks`, adapters that let `leasehold-testkit`'s
 //!   paused-stale-holder scenario drive this crate's fenced sinks (for its tests and
 //!   `leasehold-bench`).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// Built without any driver there is no pool, so the code that runs statements is unreachable: it
+// still compiles (every URL is then refused with the feature to enable), unused.
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(unused)
+)]
+
 mod classify;
+#[cfg(feature = "sqlite")]
 mod clock;
 mod dialect;
 pub mod fence;
+#[cfg(feature = "postgres")]
 mod listen;
 mod opener;
 mod options;
@@ -64,7 +92,7 @@ mod store;
 mod table_name;
 mod url;
 
-#[cfg(feature = "bench-internals")]
+#[cfg(all(feature = "bench-internals", feature = "sqlite"))]
 pub use clock::HostClock;
 pub use dialect::{
     DEFAULT_FENCE_TABLE, Dialect, FenceStatements, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN,
@@ -81,5 +109,5 @@ pub use table_name::{ColumnNameError, TableNameError};
 
 /// The manual page `docs/leasehold-sql.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/leasehold-sql.md")]
+#[doc = include_str!("../docs/leasehold-sql.md")]
 pub struct ManualDoctests;

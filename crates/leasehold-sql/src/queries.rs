@@ -9,11 +9,15 @@ use leasehold::{LockName, Period};
 use sqlx::Row;
 
 use crate::classify::classify;
+#[cfg(feature = "sqlite")]
 use crate::clock::HostClock;
-use crate::dialect::{POSTGRES_NOTIFY, Statements};
+#[cfg(feature = "postgres")]
+use crate::dialect::POSTGRES_NOTIFY;
+use crate::dialect::Statements;
 use crate::pool::SqlPool;
 use crate::rows::{
-    HolderRow, LeaseRow, LedgerRow, SlotRow, holder_cols, lease_cols, ms, slots_i32,
+    HolderRow, LeaseRow, LedgerRow, ListRow, SlotRow, holder_cols, lease_cols, list_cols, ms,
+    slots_i32,
 };
 
 /// Like `with_pool!`, with `$add` a function that adds the clock parameters SQLite statements
@@ -21,19 +25,24 @@ use crate::rows::{
 macro_rules! with_clock {
     ($pool:expr, $p:ident, $add:ident => $body:expr) => {
         match $pool {
+            #[cfg(feature = "sqlite")]
             SqlPool::Sqlite($p) => {
                 let clock = HostClock::read();
                 let $add = |q| clock.bind(q);
                 $body
             }
+            #[cfg(feature = "postgres")]
             SqlPool::Postgres($p) => {
                 let $add = |q| q;
                 $body
             }
+            #[cfg(feature = "mysql")]
             SqlPool::MySql($p) => {
                 let $add = |q| q;
                 $body
             }
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         }
     };
 }
@@ -66,8 +75,8 @@ impl Queries {
     /// Reads the table through the `state` statement, to check that it is there and readable.
     pub(crate) async fn probe(&self) -> StoreResult<()> {
         let probe = &self.sql.state;
-        with_clock!(&self.pool, p, add => add(sqlx::query(probe).bind("probe").bind(0i32)).fetch_all(p).await.map(|_| ()))
-            .map_err(classify)
+        let read: Result<(), sqlx::Error> = with_clock!(&self.pool, p, add => add(sqlx::query(probe).bind("probe").bind(0i32)).fetch_all(p).await.map(|_| ()));
+        read.map_err(classify)
     }
 
     /// One upsert attempt on one slot: the lease's row if granted (or already this token's).
@@ -79,7 +88,9 @@ impl Queries {
     ) -> StoreResult<Option<LeaseRow>> {
         let ttl = ms(req.ttl);
         let q = &self.sql.acquire;
-        let row = if let SqlPool::MySql(p) = &self.pool {
+        #[cfg(feature = "mysql")]
+        #[allow(irrefutable_let_patterns)] // when MySQL is the only driver compiled in
+        if let SqlPool::MySql(p) = &self.pool {
             sqlx::query(q)
                 .bind(req.lock.as_str())
                 .bind(slot)
@@ -89,9 +100,9 @@ impl Queries {
                 .execute(p)
                 .await
                 .map_err(classify)?;
-            self.read_own(p, req.lock.as_str(), slot, token).await?
-        } else {
-            with_clock!(&self.pool, p, add => add(sqlx::query(q)
+            return self.read_own(p, req.lock.as_str(), slot, token).await;
+        }
+        Ok(with_clock!(&self.pool, p, add => add(sqlx::query(q)
                 .bind(req.lock.as_str())
                 .bind(slot)
                 .bind(req.owner.as_ref())
@@ -101,9 +112,7 @@ impl Queries {
                 .await
                 .map_err(classify)?
                 .map(|r| lease_cols(&r))
-                .transpose()?)
-        };
-        Ok(row)
+                .transpose()?))
     }
 
     /// One period-claiming upsert on slot 0: `Ok` with the lease's row if granted (or already
@@ -120,6 +129,7 @@ impl Queries {
         let offset = i64::try_from(period.offset_ms()).unwrap_or(i64::MAX);
         let q = &self.sql.acquire_period;
         match &self.pool {
+            #[cfg(feature = "mysql")]
             SqlPool::MySql(p) => {
                 sqlx::query(q)
                     .bind(req.lock.as_str())
@@ -138,6 +148,7 @@ impl Queries {
                     .await?
                     .ok_or(None))
             }
+            #[cfg(feature = "postgres")]
             SqlPool::Postgres(p) => {
                 let row = sqlx::query(q)
                     .bind(req.lock.as_str())
@@ -169,6 +180,7 @@ impl Queries {
                     _ => Err(None),
                 })
             }
+            #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => {
                 let clock = HostClock::read();
                 Ok(clock
@@ -189,6 +201,8 @@ impl Queries {
                     .transpose()?
                     .ok_or(None))
             }
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         }
     }
 
@@ -207,6 +221,7 @@ impl Queries {
 
     /// MySQL: the row `token` holds, read back after an upsert or update (MySQL has no
     /// `RETURNING`).
+    #[cfg(feature = "mysql")]
     async fn read_own(
         &self,
         pool: &sqlx::MySqlPool,
@@ -250,7 +265,9 @@ impl Queries {
         ttl: Duration,
     ) -> StoreResult<Option<i64>> {
         let q = &self.sql.extend;
-        Ok(if let SqlPool::MySql(p) = &self.pool {
+        #[cfg(feature = "mysql")]
+        #[allow(irrefutable_let_patterns)] // when MySQL is the only driver compiled in
+        if let SqlPool::MySql(p) = &self.pool {
             let done = sqlx::query(q)
                 .bind(ms(ttl))
                 .bind(lock.as_str())
@@ -259,26 +276,25 @@ impl Queries {
                 .execute(p)
                 .await
                 .map_err(classify)?;
-            if done.rows_affected() == 0 {
+            return Ok(if done.rows_affected() == 0 {
                 None
             } else {
                 self.read_own(p, lock.as_str(), slot, token)
                     .await?
                     .map(|(_, _, expires)| expires)
-            }
-        } else {
-            with_clock!(&self.pool, p, add => {
-                let row = add(sqlx::query(q)
-                    .bind(ms(ttl))
-                    .bind(lock.as_str())
-                    .bind(slot)
-                    .bind(token))
-                    .fetch_optional(p)
-                    .await
-                    .map_err(classify)?;
-                row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(classify)?
-            })
-        })
+            });
+        }
+        Ok(with_clock!(&self.pool, p, add => {
+            let row = add(sqlx::query(q)
+                .bind(ms(ttl))
+                .bind(lock.as_str())
+                .bind(slot)
+                .bind(token))
+                .fetch_optional(p)
+                .await
+                .map_err(classify)?;
+            row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(classify)?
+        }))
     }
 
     /// Frees the row `token` holds on `slot` (on PostgreSQL also sending `NOTIFY`): the number
@@ -291,8 +307,10 @@ impl Queries {
     ) -> StoreResult<u64> {
         let q = &self.sql.release;
         let lock = lock.as_str();
-        Ok(match &self.pool {
-            SqlPool::Postgres(p) => sqlx::query(q)
+        #[cfg(feature = "postgres")]
+        #[allow(irrefutable_let_patterns)] // when PostgreSQL is the only driver compiled in
+        if let SqlPool::Postgres(p) = &self.pool {
+            return Ok(sqlx::query(q)
                 .bind(lock)
                 .bind(slot)
                 .bind(token)
@@ -300,11 +318,11 @@ impl Queries {
                 .fetch_all(p)
                 .await
                 .map_err(classify)?
-                .len() as u64,
-            other => {
-                with_clock!(other, p, add => add(sqlx::query(q).bind(lock).bind(slot).bind(token)).execute(p).await.map_err(classify)?.rows_affected())
-            }
-        })
+                .len() as u64);
+        }
+        Ok(
+            with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(lock).bind(slot).bind(token)).execute(p).await.map_err(classify)?.rows_affected()),
+        )
     }
 
     /// Shortens the lease `token` holds on `slot` to end `linger` from now: the number of rows
@@ -321,6 +339,16 @@ impl Queries {
         Ok(
             with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(ms(linger)).bind(lock).bind(slot).bind(token)).execute(p).await.map_err(classify)?.rows_affected()),
         )
+    }
+
+    /// At most `limit` rows of the locks named after `after`, in key order, live or not.
+    pub(crate) async fn list(&self, after: &str, limit: usize) -> StoreResult<Vec<ListRow>> {
+        let q = &self.sql.list;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        Ok(with_clock!(&self.pool, p, add => {
+            let rows = add(sqlx::query(q).bind(after).bind(limit)).fetch_all(p).await.map_err(classify)?;
+            rows.iter().map(list_cols).collect::<StoreResult<Vec<_>>>()?
+        }))
     }
 
     /// The live holders of the first `slots` slots of `lock`.
@@ -362,6 +390,8 @@ impl Queries {
             tx.commit().await.map_err(classify)?;
             rows
         });
+        #[cfg(feature = "postgres")]
+        #[allow(irrefutable_let_patterns)] // when PostgreSQL is the only driver compiled in
         if !rows.is_empty()
             && let SqlPool::Postgres(p) = &self.pool
         {

@@ -17,6 +17,9 @@ pub(crate) type HolderRow = (i32, String, i64, i64, i64);
 /// `ledger_period`, `ledger_at`, `ledger_by` and the database's now.
 pub(crate) type LedgerRow = (Option<i64>, Option<i64>, Option<String>, i64);
 
+/// A listed row: `lock_name`, then as [`HolderRow`], then 1 when held, else 0.
+pub(crate) type ListRow = (String, HolderRow, i64);
+
 /// A group's slot row: `slot`, `token` and 1 when held, else 0.
 pub(crate) type SlotRow = (i32, Option<String>, i64);
 
@@ -35,6 +38,36 @@ where
             r.try_get(2)?,
             r.try_get(3)?,
             r.try_get(4)?,
+        ))
+    })()
+    .map_err(classify)
+}
+
+/// Decodes a [`ListRow`].
+pub(crate) fn list_cols<R: Row>(r: &R) -> StoreResult<ListRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i32: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    Vec<u8>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (|| {
+        // MySQL reports the `ascii_bin` name column as binary.
+        let name = match r.try_get::<String, _>(0) {
+            Ok(name) => name,
+            Err(e) => String::from_utf8(r.try_get::<Vec<u8>, _>(0)?).map_err(|_| e)?,
+        };
+        Ok((
+            name,
+            (
+                r.try_get(1)?,
+                r.try_get(2)?,
+                r.try_get(3)?,
+                r.try_get(4)?,
+                r.try_get(5)?,
+            ),
+            r.try_get(6)?,
         ))
     })()
     .map_err(classify)

@@ -7,10 +7,12 @@ use leasehold::store::StoreResult;
 use tokio::sync::OnceCell;
 
 use crate::classify::classify;
-use crate::dialect::{
-    Dialect, ledger_columns_probe, sqlite_clock_columns, sqlite_clock_columns_probe,
-};
-use crate::pool::{SqlPool, with_pool};
+use crate::dialect::{Dialect, ledger_columns_probe};
+#[cfg(feature = "sqlite")]
+use crate::dialect::{sqlite_clock_columns, sqlite_clock_columns_probe};
+#[cfg(feature = "sqlite")]
+use crate::pool::SqlPool;
+use crate::pool::with_pool;
 use crate::queries::Queries;
 
 /// The table of one store and whether it has been checked.
@@ -42,7 +44,8 @@ impl Schema {
                 if self.create {
                     // Two processes creating the table at once can collide in the catalog;
                     // the loser sees a duplicate-object error and the table exists.
-                    if let Err(e) = with_pool!(q.pool(), p => sqlx::query(&self.ddl).execute(p).await.map(|_| ())) {
+                    let created: Result<(), sqlx::Error> = with_pool!(q.pool(), p => sqlx::query(&self.ddl).execute(p).await.map(|_| ()));
+                    if let Err(e) = created {
                         // PostgreSQL: unique violation or duplicate table; MySQL: 1050, table
                         // exists (its SQLSTATE, 42S01, is not what `code()` is compared to here).
                         let dup = matches!(&e, sqlx::Error::Database(db)
@@ -53,6 +56,8 @@ impl Schema {
                         }
                     }
                 }
+                #[cfg(feature = "sqlite")]
+                #[allow(irrefutable_let_patterns)] // when SQLite is the only driver compiled in
                 if let SqlPool::Sqlite(p) = q.pool() {
                     self.ensure_sqlite_clock_columns(p).await?;
                 }
@@ -85,7 +90,9 @@ impl Schema {
     async fn ensure_ledger_columns(&self, q: &Queries) -> StoreResult<bool> {
         let table = &self.table;
         let check = ledger_columns_probe(table);
-        if with_pool!(q.pool(), p => sqlx::query(&check).fetch_all(p).await.map(|_| ())).is_ok() {
+        let readable: Result<(), sqlx::Error> =
+            with_pool!(q.pool(), p => sqlx::query(&check).fetch_all(p).await.map(|_| ()));
+        if readable.is_ok() {
             return Ok(true);
         }
         if !self.create {
@@ -93,9 +100,9 @@ impl Schema {
         }
         for statement in self.dialect.ledger_columns(table) {
             // Another process may add the same column at the same moment.
-            if let Err(e) =
-                with_pool!(q.pool(), p => sqlx::query(&statement).execute(p).await.map(|_| ()))
-            {
+            let added: Result<(), sqlx::Error> =
+                with_pool!(q.pool(), p => sqlx::query(&statement).execute(p).await.map(|_| ()));
+            if let Err(e) = added {
                 let duplicate = matches!(&e, sqlx::Error::Database(db)
                     if db.message().contains("duplicate column")
                         || db.message().contains("Duplicate column")
@@ -118,6 +125,7 @@ impl Schema {
 
     /// SQLite tables created before the boot-clock columns existed get them (with
     /// `create_schema(false)`, a permanent error says how to add them).
+    #[cfg(feature = "sqlite")]
     async fn ensure_sqlite_clock_columns(&self, pool: &sqlx::SqlitePool) -> StoreResult<()> {
         let table = &self.table;
         let check = sqlite_clock_columns_probe(table);

@@ -1,11 +1,14 @@
 //! `SqlStore`: leases in one table keyed by `(lock_name, slot)`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(feature = "postgres")]
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+    AcquireRequest, Acquisition, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN,
+    MAX_SLOTS, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
 };
 use leasehold::{
     Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, StoreError,
@@ -14,11 +17,12 @@ use leasehold::{
 
 use crate::classify::classify;
 use crate::dialect::{Dialect, Statements};
+#[cfg(feature = "postgres")]
 use crate::listen::Listener;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
 use crate::queries::Queries;
-use crate::rows::{holders, judge, lease, slots_i32, time};
+use crate::rows::{HolderRow, holders, judge, lease, slots_i32, time};
 use crate::schema::Schema;
 use crate::table_name::notify_channel;
 
@@ -55,6 +59,7 @@ pub struct SqlStore {
     schema: Schema,
     dialect: Dialect,
     options: SqlOptions,
+    #[cfg(feature = "postgres")]
     listener: Mutex<Option<Listener>>,
     notifier: Arc<ReleaseNotifier>,
     description: String,
@@ -92,9 +97,11 @@ impl SqlStore {
     ///
     /// # Errors
     ///
-    /// [`OpenError::Invalid`] for a malformed URL or a table name the dialect does not allow;
-    /// [`OpenError::Connect`] when the database refuses, fails the table check, or does not
-    /// answer within the connect timeout (the message then says "timed out").
+    /// [`OpenError::Invalid`] for a malformed URL, a URL of a database whose driver this build
+    /// lacks (the message names the feature to enable: `sqlite`, `postgres` or `mysql`), or a
+    /// table name the dialect does not allow; [`OpenError::Connect`] when the database refuses,
+    /// fails the table check, or does not answer within the connect timeout (the message then
+    /// says "timed out").
     ///
     /// # Cancel safety
     ///
@@ -150,7 +157,8 @@ impl SqlStore {
     ///
     /// # Errors
     ///
-    /// [`OpenError::Invalid`] for a malformed URL, a connect timeout beyond
+    /// [`OpenError::Invalid`] for a malformed URL, a URL of a database whose driver this build
+    /// lacks (the message names the feature to enable), a connect timeout beyond
     /// [`leasehold::MAX_DURATION`] or a table name the dialect does not allow.
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         leasehold::store::check_duration("connect_timeout", options.connect_timeout)
@@ -160,6 +168,7 @@ impl SqlStore {
             connect_timeout: options.connect_timeout,
         };
         if let Some(dialect) = crate::pool::dialect_of(url) {
+            crate::pool::check_driver(dialect).map_err(|r| invalid(url, r))?;
             crate::url::check(url, dialect).map_err(|e| e.into_open_error(url))?;
         }
         let pool = lazy_pool(url, settings).map_err(|r| invalid(url, r))?;
@@ -197,6 +206,7 @@ impl SqlStore {
         Ok(Self {
             queries: Queries::new(pool, dialect.statements(&options.table), channel),
             schema: Schema::new(dialect, &options.table, options.create_schema),
+            #[cfg(feature = "postgres")]
             listener: Mutex::new(None),
             notifier: Arc::new(ReleaseNotifier::default()),
             description,
@@ -370,8 +380,57 @@ impl LeaseStore for SqlStore {
         Ok(holders(&rows))
     }
 
+    /// Reads at most [`MAX_LIST_SCAN`] rows in key order after the cursor's lock name (live or
+    /// not, so a table full of released rows still costs one bounded index range per page),
+    /// then the whole of the lock the rows end on, whose slots may continue past them.
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        self.migrate().await?;
+        let from = after.map_or("", ListCursor::as_str);
+        let rows = self.queries.list(from, MAX_LIST_SCAN).await?;
+        let full = rows.len() >= MAX_LIST_SCAN;
+        // Rows come ordered by lock name, so each lock's rows are consecutive.
+        let mut read: Vec<(String, Vec<HolderRow>)> = Vec::new();
+        for (name, holder, held) in rows {
+            let live = (held != 0).then_some(holder);
+            match read.last_mut() {
+                Some((last, holders)) if *last == name => holders.extend(live),
+                _ => read.push((name, live.into_iter().collect())),
+            }
+        }
+        let count = read.len();
+        let last = read.last().map(|(name, _)| name.clone());
+        let mut locks: Vec<ListedLock> = Vec::new();
+        let mut next = None;
+        for (i, (name, mut rows)) in read.into_iter().enumerate() {
+            // A row leasehold did not write (a name outside the rule) is never listed.
+            let Ok(lock) = LockName::new(&name) else {
+                continue;
+            };
+            if full && i + 1 == count {
+                rows = self.queries.state(&lock, MAX_SLOTS).await?;
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            if locks.len() == MAX_LIST_LOCKS {
+                next = locks.last().map(|l| ListCursor::after_lock(&l.lock));
+                break;
+            }
+            locks.push(ListedLock {
+                lock,
+                holders: holders(&rows),
+            });
+        }
+        if next.is_none() && full {
+            next = last.map(ListCursor::new).transpose()?;
+        }
+        Ok(LockPage::new(locks, next))
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         let signal = self.notifier.subscribe(lock);
+        #[cfg(feature = "postgres")]
+        #[allow(irrefutable_let_patterns)] // when PostgreSQL is the only driver compiled in
         if let SqlPool::Postgres(pool) = self.pool() {
             let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
             if listener.is_none() {
@@ -383,6 +442,14 @@ impl LeaseStore for SqlStore {
             }
         }
         Some(signal)
+    }
+
+    /// PostgreSQL and MySQL/MariaDB read the database server's clock; SQLite reads this host's.
+    fn clock_source(&self) -> leasehold::store::ClockSource {
+        match self.dialect {
+            Dialect::Sqlite => leasehold::store::ClockSource::Client,
+            Dialect::Postgres | Dialect::MySql => leasehold::store::ClockSource::Server,
+        }
     }
 
     fn describe(&self) -> String {

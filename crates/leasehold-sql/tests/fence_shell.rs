@@ -18,7 +18,7 @@ use leasehold_sql::{SqlFences, SqlStore};
 fn snippet(name: &str) -> String {
     let page = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/leasehold-sql.md"
+        "/docs/leasehold-sql.md"
     ))
     .expect("the manual");
     let marker = format!("<!-- fence-snippet: {name} -->");

@@ -20,9 +20,11 @@ pub use fence::{
     DEFAULT_FENCE_TABLE, FenceStatements, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE,
 };
 pub use mysql::MYSQL_MAX_NAME_LEN;
+#[cfg(feature = "postgres")]
 pub(crate) use postgres::NOTIFY as POSTGRES_NOTIFY;
 pub use postgres::POSTGRES_MAX_NAME_LEN;
 pub use sqlite::SQLITE_MAX_NAME_LEN;
+#[cfg(feature = "sqlite")]
 pub(crate) use sqlite::{
     clock_columns as sqlite_clock_columns, clock_columns_probe as sqlite_clock_columns_probe,
 };
@@ -83,6 +85,10 @@ pub struct Statements {
     /// Groups: every row of the lock's slots as (slot, token, 1 if held else 0), to pick
     /// candidate slots: (lock, slots).
     pub group_slots: String,
+    /// Listing: the rows of the locks after a name, in key order, live or not (so that one page
+    /// reads a bounded number of rows, however many are free): (after, limit); returns
+    /// lock_name, slot, owner, fence, acquired_at, expires_at, and 1 if held else 0.
+    pub list: String,
     /// Break-glass release of every live slot: (lock, slots); run in one transaction after
     /// `force_select`.
     pub force_release: String,
@@ -402,6 +408,14 @@ impl Dialect {
             p(1),
             p(2)
         );
+        let list = format!(
+            "SELECT lock_name, {columns}, CAST(CASE WHEN {} THEN 0 ELSE 1 END AS {}) FROM {table} \
+             WHERE lock_name > {} ORDER BY lock_name, slot LIMIT {}",
+            free(d, &c, ""),
+            d.cast_int(),
+            p(1),
+            p(2)
+        );
         let force_release = format!("UPDATE {table} SET {freed} WHERE {live_rows}");
         let force_select = format!(
             "SELECT {columns} FROM {table} WHERE {live_rows} ORDER BY slot{}",
@@ -422,6 +436,7 @@ impl Dialect {
             release_linger,
             state,
             group_slots,
+            list,
             force_release,
             force_select,
             acquire_period,

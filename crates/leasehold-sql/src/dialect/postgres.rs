@@ -15,6 +15,7 @@ const DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(7810697145189526380)";
 pub const POSTGRES_MAX_NAME_LEN: usize = 63;
 
 /// Announces a release outside a release statement: (channel, lock).
+#[cfg(feature = "postgres")]
 pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)::text";
 
 /// PostgreSQL 11 or later.

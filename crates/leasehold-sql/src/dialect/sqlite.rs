@@ -136,11 +136,13 @@ impl Sql for Sqlite {
 }
 
 /// A query that reads nothing but fails when `table` lacks the boot-clock columns.
+#[cfg(feature = "sqlite")]
 pub(crate) fn clock_columns_probe(table: &str) -> String {
     format!("SELECT boot_id, boot_expires_at FROM {table} LIMIT 0")
 }
 
 /// The statements that add the boot-clock columns to an SQLite table created before they existed.
+#[cfg(feature = "sqlite")]
 pub(crate) fn clock_columns(table: &str) -> [String; 2] {
     [
         format!("ALTER TABLE {table} ADD COLUMN boot_id TEXT NULL"),

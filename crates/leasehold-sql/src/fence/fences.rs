@@ -313,6 +313,7 @@ impl SqlFences {
         let mut tx = AnyTx::begin(&self.pool).await?;
         let (sql, name) = (&self.sql, resource.as_str());
         let previous = match &mut tx {
+            #[cfg(feature = "mysql")]
             AnyTx::MySql(t) => {
                 let upsert = sqlx::query(&sql.advance).bind(name).bind(fence);
                 match upsert.execute(&mut **t).await {
@@ -325,14 +326,18 @@ impl SqlFences {
                     Err(e) => Err(e),
                 }
             }
+            #[cfg(feature = "postgres")]
             AnyTx::Postgres(t) => {
                 let upsert = sqlx::query_scalar(&sql.advance).bind(name).bind(fence);
                 upsert.fetch_one(&mut **t).await
             }
+            #[cfg(feature = "sqlite")]
             AnyTx::Sqlite(t) => {
                 let upsert = sqlx::query_scalar(&sql.advance).bind(name).bind(fence);
                 upsert.fetch_one(&mut **t).await
             }
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         };
         match previous {
             Ok(previous) => Ok((tx, previous)),
@@ -346,10 +351,9 @@ impl SqlFences {
     /// The highest fence accepted for `resource`.
     async fn highest_fence(&self, resource: &ResourceName) -> StoreResult<Option<u64>> {
         let q = &self.sql.highest;
-        let row: Option<i64> = with_pool!(&self.pool, p =>
-            sqlx::query_scalar(q).bind(resource.as_str()).fetch_optional(p).await)
-        .map_err(classify)?;
-        Ok(row.map(read_fence))
+        let row: Result<Option<i64>, sqlx::Error> = with_pool!(&self.pool, p =>
+            sqlx::query_scalar(q).bind(resource.as_str()).fetch_optional(p).await);
+        Ok(row.map_err(classify)?.map(read_fence))
     }
 }
 

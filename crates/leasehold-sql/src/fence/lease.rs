@@ -5,11 +5,14 @@
 use std::ops::{Deref, DerefMut};
 
 use leasehold::{LeaderContext, LockName};
-use sqlx::{Database, Row, Transaction};
+#[cfg(feature = "sqlite")]
+use sqlx::Row;
+use sqlx::{Database, Transaction};
 
 use super::error::{FenceError, read_fence};
 use super::tx::{AnyTx, check_database};
 use crate::classify::classify;
+#[cfg(feature = "sqlite")]
 use crate::clock::HostClock;
 use crate::dialect::Dialect;
 use crate::rows::slots_i32;
@@ -143,6 +146,7 @@ impl<DB: Database> LeaseTransaction<DB> {
         })?;
         let (name, slot_i32) = (lock.as_str(), slots_i32(slot));
         let held: Result<Option<i64>, sqlx::Error> = match &mut tx {
+            #[cfg(feature = "sqlite")]
             AnyTx::Sqlite(t) => {
                 let q = sqlx::query(&check).bind(name).bind(slot_i32).bind(&token);
                 match HostClock::read().bind(q).fetch_optional(&mut **t).await {
@@ -150,14 +154,18 @@ impl<DB: Database> LeaseTransaction<DB> {
                     Err(e) => Err(e),
                 }
             }
+            #[cfg(feature = "postgres")]
             AnyTx::Postgres(t) => {
                 let q = sqlx::query_scalar(&check).bind(name).bind(slot_i32);
                 q.bind(&token).fetch_optional(&mut **t).await
             }
+            #[cfg(feature = "mysql")]
             AnyTx::MySql(t) => {
                 let q = sqlx::query_scalar(&check).bind(name).bind(slot_i32);
                 q.bind(&token).fetch_optional(&mut **t).await
             }
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         };
         match held {
             Ok(Some(f)) if read_fence(f) == fence => {

@@ -21,9 +21,9 @@ pub(crate) struct Ddl<'a> {
 impl Ddl<'_> {
     /// Whether the guard trigger is there (and with it whatever the statements create first).
     pub(crate) async fn installed(&self, pool: &SqlPool) -> StoreResult<bool> {
-        let n: i64 = with_pool!(pool, p => sqlx::query_scalar(self.guard_count).fetch_one(p).await)
-            .map_err(classify)?;
-        Ok(n > 0)
+        let n: Result<i64, sqlx::Error> =
+            with_pool!(pool, p => sqlx::query_scalar(self.guard_count).fetch_one(p).await);
+        Ok(n.map_err(classify)? > 0)
     }
 
     /// Runs the statements unless the guard is already installed. Processes racing to install
@@ -88,8 +88,8 @@ async fn run_all(
         for statement in statements {
             (&mut **t).execute(sqlx::raw_sql(statement)).await?;
         }
-    });
-    Ok(())
+        Ok(())
+    })
 }
 
 /// MySQL's "trigger already exists": another process created it first.

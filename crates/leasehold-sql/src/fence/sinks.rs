@@ -32,12 +32,18 @@ use async_trait::async_trait;
 use leasehold::LeaderContext;
 use leasehold::fence::ResourceName;
 use leasehold_testkit::stale_holder::{FencedSink, SinkError};
-use sqlx::{Executor, MySql, Postgres, Sqlite};
+use sqlx::Executor;
+#[cfg(feature = "mysql")]
+use sqlx::MySql;
+#[cfg(feature = "postgres")]
+use sqlx::Postgres;
+#[cfg(feature = "sqlite")]
+use sqlx::Sqlite;
 
 use super::error::FenceError;
 use super::fences::SqlFences;
 use crate::classify::classify;
-use crate::dialect::{Dialect, sink_values};
+use crate::dialect::sink_values;
 use crate::pool::{SqlPool, with_pool};
 use crate::store::SqlStore;
 
@@ -128,14 +134,21 @@ impl FencedSink for FenceTableSink {
         value: u64,
     ) -> Result<bool, SinkError> {
         let (f, v) = (&self.fences, &self.values);
-        match f.dialect() {
-            Dialect::Sqlite => {
+        match f.pool() {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(_) => {
                 write_value!(f.begin_for::<Sqlite>(ctx, resource), v, resource, value)
             }
-            Dialect::Postgres => {
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(_) => {
                 write_value!(f.begin_for::<Postgres>(ctx, resource), v, resource, value)
             }
-            Dialect::MySql => write_value!(f.begin_for::<MySql>(ctx, resource), v, resource, value),
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(_) => {
+                write_value!(f.begin_for::<MySql>(ctx, resource), v, resource, value)
+            }
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         }
     }
 
@@ -183,10 +196,17 @@ impl FencedSink for LeaseTransactionSink {
         value: u64,
     ) -> Result<bool, SinkError> {
         let (s, v) = (&self.store, &self.values);
-        match s.dialect() {
-            Dialect::Sqlite => write_value!(s.begin_fenced::<Sqlite>(ctx), v, resource, value),
-            Dialect::Postgres => write_value!(s.begin_fenced::<Postgres>(ctx), v, resource, value),
-            Dialect::MySql => write_value!(s.begin_fenced::<MySql>(ctx), v, resource, value),
+        match s.pool() {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(_) => write_value!(s.begin_fenced::<Sqlite>(ctx), v, resource, value),
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(_) => {
+                write_value!(s.begin_fenced::<Postgres>(ctx), v, resource, value)
+            }
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(_) => write_value!(s.begin_fenced::<MySql>(ctx), v, resource, value),
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         }
     }
 

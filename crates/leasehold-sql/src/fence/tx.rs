@@ -4,16 +4,25 @@
 
 use std::any::{Any, TypeId};
 
-use sqlx::{Database, MySql, Postgres, Sqlite, Transaction};
+#[cfg(feature = "mysql")]
+use sqlx::MySql;
+#[cfg(feature = "postgres")]
+use sqlx::Postgres;
+#[cfg(feature = "sqlite")]
+use sqlx::Sqlite;
+use sqlx::{Database, Transaction};
 
 use super::error::FenceError;
 use crate::dialect::Dialect;
 use crate::pool::SqlPool;
 
-/// A transaction on one of the three databases.
+/// A transaction on one of the databases whose drivers are compiled in.
 pub(crate) enum AnyTx {
+    #[cfg(feature = "sqlite")]
     Sqlite(Transaction<'static, Sqlite>),
+    #[cfg(feature = "postgres")]
     Postgres(Transaction<'static, Postgres>),
+    #[cfg(feature = "mysql")]
     MySql(Transaction<'static, MySql>),
 }
 
@@ -21,26 +30,31 @@ pub(crate) enum AnyTx {
 macro_rules! with_tx {
     ($tx:expr, $t:ident => $body:expr) => {
         match $tx {
+            #[cfg(feature = "sqlite")]
             $crate::fence::tx::AnyTx::Sqlite($t) => $body,
+            #[cfg(feature = "postgres")]
             $crate::fence::tx::AnyTx::Postgres($t) => $body,
+            #[cfg(feature = "mysql")]
             $crate::fence::tx::AnyTx::MySql($t) => $body,
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            ref none => none.absurd(),
         }
     };
 }
 pub(crate) use with_tx;
 
-/// The dialect of `sqlx` database type `DB`, if it is one of the three.
+/// The dialect of `sqlx` database type `DB`, if it is one whose driver is compiled in.
 pub(crate) fn dialect_of<DB: Database>() -> Option<Dialect> {
+    let known: &[(TypeId, Dialect)] = &[
+        #[cfg(feature = "sqlite")]
+        (TypeId::of::<Sqlite>(), Dialect::Sqlite),
+        #[cfg(feature = "postgres")]
+        (TypeId::of::<Postgres>(), Dialect::Postgres),
+        #[cfg(feature = "mysql")]
+        (TypeId::of::<MySql>(), Dialect::MySql),
+    ];
     let id = TypeId::of::<DB>();
-    if id == TypeId::of::<Sqlite>() {
-        Some(Dialect::Sqlite)
-    } else if id == TypeId::of::<Postgres>() {
-        Some(Dialect::Postgres)
-    } else if id == TypeId::of::<MySql>() {
-        Some(Dialect::MySql)
-    } else {
-        None
-    }
+    known.iter().find(|(of, _)| *of == id).map(|(_, d)| *d)
 }
 
 /// `a` as a `B`, when they are the same type.
@@ -66,12 +80,25 @@ impl AnyTx {
     /// database's write lock at once (waiting out the busy timeout), so no other writer
     /// interleaves with it; `BEGIN` elsewhere.
     pub(crate) async fn begin(pool: &SqlPool) -> Result<Self, sqlx::Error> {
-        let begin = pool.dialect().begin_write();
         Ok(match pool {
-            SqlPool::Sqlite(p) => Self::Sqlite(p.begin_with(begin).await?),
-            SqlPool::Postgres(p) => Self::Postgres(p.begin_with(begin).await?),
-            SqlPool::MySql(p) => Self::MySql(p.begin_with(begin).await?),
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => Self::Sqlite(p.begin_with(Dialect::Sqlite.begin_write()).await?),
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => {
+                Self::Postgres(p.begin_with(Dialect::Postgres.begin_write()).await?)
+            }
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => Self::MySql(p.begin_with(Dialect::MySql.begin_write()).await?),
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         })
+    }
+
+    /// Built without any driver, there is no transaction: this is never called. It stands in
+    /// for the drivers' arms of `with_tx!`.
+    #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+    pub(crate) fn absurd<T>(&self) -> T {
+        match *self {}
     }
 
     /// The `sqlx` transaction inside, if it is a `DB` transaction; otherwise it is dropped,
@@ -80,13 +107,19 @@ impl AnyTx {
         with_tx!(self, t => cast(t))
     }
 
-    /// A typed transaction as an [`AnyTx`], if `DB` is one of the three databases; otherwise
-    /// it is dropped, which rolls it back.
+    /// A typed transaction as an [`AnyTx`], if `DB` is one of the databases whose drivers are
+    /// compiled in; otherwise it is dropped, which rolls it back.
     pub(crate) fn from_typed<DB: Database>(tx: Transaction<'static, DB>) -> Option<Self> {
         match dialect_of::<DB>()? {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => cast(tx).map(Self::Sqlite),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => cast(tx).map(Self::Postgres),
+            #[cfg(feature = "mysql")]
             Dialect::MySql => cast(tx).map(Self::MySql),
+            // `dialect_of` names only dialects whose drivers are compiled in.
+            #[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            _ => None,
         }
     }
 

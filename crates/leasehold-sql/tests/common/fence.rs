@@ -65,6 +65,7 @@ pub async fn scalar(pool: &SqlPool, sql: &str) -> Option<i64> {
         SqlPool::Sqlite(p) => sqlx::query_scalar(sql).fetch_optional(p).await,
         SqlPool::Postgres(p) => sqlx::query_scalar(sql).fetch_optional(p).await,
         SqlPool::MySql(p) => sqlx::query_scalar(sql).fetch_optional(p).await,
+        other => unreachable!("the tests build every driver, not {}", other.dialect()),
     };
     read.expect("read")
 }
@@ -75,6 +76,7 @@ pub async fn exec(pool: &SqlPool, sql: &str) -> Result<(), sqlx::Error> {
         SqlPool::Sqlite(p) => p.execute(sqlx::raw_sql(sql)).await.map(|_| ()),
         SqlPool::Postgres(p) => p.execute(sqlx::raw_sql(sql)).await.map(|_| ()),
         SqlPool::MySql(p) => p.execute(sqlx::raw_sql(sql)).await.map(|_| ()),
+        other => unreachable!("the tests build every driver, not {}", other.dialect()),
     }
 }
 

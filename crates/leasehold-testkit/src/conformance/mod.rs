@@ -29,6 +29,7 @@ mod fencing;
 mod force;
 mod group;
 mod limits;
+mod listing;
 mod min_lease;
 mod period;
 mod release;
@@ -49,6 +50,7 @@ pub use fencing::{fences_increase, group_fences_increase_per_slot};
 pub use force::{force_release_makes_the_holder_lost, store_force_release_frees_every_slot};
 pub use group::{group_expired_slots_reclaimed, group_slot_accounting};
 pub use limits::{store_records_the_longest_node_id, store_rejects_more_than_max_slots};
+pub use listing::{names_with_dots_and_slashes_are_independent, store_lists_locks_with_holders};
 pub use min_lease::min_lease_holds_lock;
 pub use period::{
     period_already_ran_stops_waiting, period_concurrent_claims_grant_once,

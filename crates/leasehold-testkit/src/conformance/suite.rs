@@ -84,6 +84,8 @@ static TESTS: &[ConformanceTest] = suite![
     store_force_release_frees_every_slot,
     store_rejects_more_than_max_slots,
     store_records_the_longest_node_id,
+    names_with_dots_and_slashes_are_independent,
+    store_lists_locks_with_holders,
     period_same_period_is_refused,
     period_record_survives_expiry,
     period_earlier_refused_next_granted,

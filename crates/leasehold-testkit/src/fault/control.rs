@@ -15,7 +15,9 @@ pub enum Op {
     Extend,
     /// [`LeaseStore::release`](leasehold::LeaseStore::release).
     Release,
-    /// [`LeaseStore::state`](leasehold::LeaseStore::state).
+    /// [`LeaseStore::state`](leasehold::LeaseStore::state), and the other reads of lock state:
+    /// [`holders`](leasehold::LeaseStore::holders) and
+    /// [`list_locks`](leasehold::LeaseStore::list_locks).
     State,
     /// [`LeaseStore::force_release`](leasehold::LeaseStore::force_release).
     ForceRelease,

@@ -123,12 +123,29 @@ impl LeaseStore for FaultyStore {
             .await
     }
 
+    /// Faulted as [`Op::State`]: it reads a lock's state too.
+    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
+        self.call(Op::State, || self.inner.holders(lock)).await
+    }
+
+    /// Faulted as [`Op::State`]: it reads locks' state too.
+    async fn list_locks(
+        &self,
+        after: Option<&leasehold::store::ListCursor>,
+    ) -> StoreResult<leasehold::store::LockPage> {
+        self.call(Op::State, || self.inner.list_locks(after)).await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {
         false
+    }
+
+    fn clock_source(&self) -> leasehold::store::ClockSource {
+        self.inner.clock_source()
     }
 
     fn describe(&self) -> String {
