@@ -1,12 +1,14 @@
 //! The axum equivalent of the Ktor plugin's `ktor-app`: leader-only jobs bound to the server's
-//! lifecycle, the management route behind a bearer token, Prometheus metrics, a leader-only route.
+//! lifecycle, the management route and Prometheus metrics behind a bearer token, a health check
+//! with client-go's semantics, a leader-only route.
 //!
 //! ```text
 //! LEASEHOLD_MANAGEMENT_TOKEN=$(openssl rand -hex 32) \
 //!   cargo run -p leasehold-axum --example axum_app -- [--listen 127.0.0.1:8080] [--node NAME]
 //!       [--store sqlite:///path/to.db | --memory] [--run-for SECONDS]
 //! curl -H "Authorization: Bearer $LEASEHOLD_MANAGEMENT_TOKEN" localhost:8080/management/leader-election
-//! curl localhost:8080/metrics
+//! curl -H "Authorization: Bearer $LEASEHOLD_MANAGEMENT_TOKEN" localhost:8080/metrics
+//! curl localhost:8080/healthz             # 503 only if this node leads without renewing
 //! curl -X POST localhost:8080/rebuild   # 503 + Retry-After on followers
 //! ```
 //!
@@ -24,12 +26,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Extension, Router};
 use leasehold::{CancellationToken, ElectionOptions, Elector, Job, LeaseStore, MemoryStore};
-use leasehold_axum::{BearerToken, LeaderFence, LeaderJobs, LeaderOnly};
+use leasehold_axum::{
+    BearerToken, LeaderFence, LeaderHealth, LeaderJobs, LeaderOnly, PrometheusMetrics,
+};
 use leasehold_sql::SqlStore;
-use metrics_exporter_prometheus::PrometheusBuilder;
 use tracing::{info, warn};
 
 struct Args {
@@ -101,7 +104,7 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // the process with its leases held.
     let signal = leasehold_axum::shutdown_signal();
     // Install the recorder before the first election so every metric is collected.
-    let prometheus = PrometheusBuilder::new().install_recorder()?;
+    let prometheus = PrometheusMetrics::install()?;
 
     let store: Arc<dyn LeaseStore> = if args.memory {
         Arc::new(MemoryStore::new())
@@ -120,6 +123,9 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
         options = options.node_id(node);
     }
     let elector = Elector::with_options(store, options.build()?);
+    // GET /healthz for a liveness probe: 503 only while this node leads a lock it has not renewed
+    // for the lease plus 20 s (client-go's HealthzAdaptor).
+    let health = LeaderHealth::new(&elector).router()?;
 
     let shutdown = CancellationToken::new();
     let jobs = LeaderJobs::new(elector.clone())
@@ -150,7 +156,8 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .start(shutdown.clone())?;
     let leader = LeaderOnly::builder(&elector, "api-writer").start(shutdown.clone())?;
 
-    let management = jobs.management().leader(&leader); // shows which node leads api-writer
+    // Shows which node leads api-writer; serves /metrics behind the same authentication.
+    let management = jobs.management().leader(&leader).metrics(prometheus);
     let management = match BearerToken::from_env("LEASEHOLD_MANAGEMENT_TOKEN")? {
         Some(token) => management.bearer_token(token),
         None => {
@@ -170,11 +177,7 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ),
         )
         .route_layer(leader.layer())
-        .route(
-            "/metrics",
-            get(move || std::future::ready(prometheus.render())),
-        )
-        .route("/health", get(|| async { "ok\n" }))
+        .merge(health)
         .merge(match management.router() {
             Ok(router) => router,
             Err(e) => {

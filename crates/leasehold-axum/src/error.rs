@@ -30,6 +30,21 @@ pub enum Error {
     /// installed (no tokio runtime on this thread, or the operating system refused).
     #[error("cannot install the SIGINT/SIGTERM handlers: {0}")]
     Signals(#[source] std::io::Error),
+    /// Two routes of one router were given the same path (the management report, the metrics
+    /// or the health check).
+    #[error("two routes share the path {0:?}: give each its own")]
+    PathConflict(String),
+    /// A global `metrics` recorder is already installed in this process (the facade takes one):
+    /// serve that one with [`PrometheusMetrics::from_handle`](crate::PrometheusMetrics::from_handle)
+    /// if it is a Prometheus recorder, or render it yourself.
+    #[error(
+        "a metrics recorder is already installed in this process; install one only, or serve \
+         yours with PrometheusMetrics::from_handle"
+    )]
+    RecorderInstalled,
+    /// Something that needs a tokio runtime (to spawn a task) was called outside one.
+    #[error("{0} needs a tokio runtime: call it from within one")]
+    NoRuntime(&'static str),
     /// An invalid lock name, invalid options, or another core error.
     #[error(transparent)]
     Leasehold(#[from] leasehold::Error),

@@ -9,6 +9,11 @@
 //! * [`Management`]: a router for `GET /management/leader-election` that refuses to build
 //!   without an authentication decision (built-in [`BearerToken`], the caller's own layer, or
 //!   loopback only).
+//! * [`PrometheusMetrics`] (feature `prometheus`, on by default): installs a Prometheus recorder
+//!   for the core's and the jobs' metrics; [`Management::metrics`] serves it at `GET /metrics`
+//!   behind the management route's authentication.
+//! * [`LeaderHealth`]: a `GET /healthz` route with client-go's semantics, unhealthy (503) only
+//!   while this node leads a lock it has not renewed for the lease plus a tolerance.
 //! * [`LeaderOnly`]: a tower layer that runs a route only on the current holder of a lock and
 //!   answers followers with `503 Service Unavailable` and `Retry-After`.
 //! * [`fence`]: fenced writes over HTTP. The writer sends its lease's fence in the
@@ -62,10 +67,13 @@
 mod auth;
 mod error;
 pub mod fence;
+mod health;
 pub mod job_metrics;
 mod jobs;
 mod leader_only;
 mod management;
+#[cfg(feature = "prometheus")]
+mod prometheus;
 mod serve;
 mod shutdown;
 mod status;
@@ -75,11 +83,14 @@ pub use error::Error;
 pub use fence::{
     FenceLayer, FenceService, Fenced, FencedRequest, SetFenceLayer, claim_header, fence_header,
 };
+pub use health::{DEFAULT_HEALTH_PATH, DEFAULT_HEALTH_TOLERANCE, LeaderHealth, Unhealthy};
 pub use jobs::{DEFAULT_GRACE_PERIOD, LeaderJobs, RunningJobs};
 pub use leader_only::{
     LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
 };
 pub use management::{DEFAULT_PATH, Management};
+#[cfg(feature = "prometheus")]
+pub use prometheus::{DEFAULT_METRICS_PATH, PrometheusMetrics, UPKEEP_INTERVAL};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
 pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
@@ -88,5 +99,5 @@ pub use leasehold::{CancellationToken, Job};
 
 /// The manual page `docs/leasehold-axum.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/leasehold-axum.md")]
+#[doc = include_str!("../docs/leasehold-axum.md")]
 pub struct ManualDoctests;

@@ -64,6 +64,8 @@ pub struct Management {
     names: BTreeSet<String>,
     path: String,
     auth: Auth,
+    #[cfg(feature = "prometheus")]
+    metrics: Option<(String, crate::PrometheusMetrics)>,
 }
 
 impl Management {
@@ -80,6 +82,8 @@ impl Management {
             names: BTreeSet::new(),
             path: DEFAULT_PATH.to_owned(),
             auth: Auth::None,
+            #[cfg(feature = "prometheus")]
+            metrics: None,
         }
     }
 
@@ -150,6 +154,52 @@ impl Management {
     /// ```
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
+        self
+    }
+
+    /// Also serves `metrics` at [`DEFAULT_METRICS_PATH`](crate::DEFAULT_METRICS_PATH)
+    /// (`GET /metrics`, the Prometheus text format), behind the same authentication as the
+    /// report: with [`bearer_token`](Self::bearer_token), give Prometheus the token
+    /// (`authorization: { credentials: … }` in its scrape config). Feature `prometheus`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
+    /// use std::sync::Arc;
+    /// use leasehold::{Elector, MemoryStore};
+    /// use leasehold_axum::{BearerToken, Management, PrometheusMetrics};
+    ///
+    /// let metrics = PrometheusMetrics::install()?; // before the first election
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let ops: axum::Router = Management::new(elector)
+    ///     .lock("report")
+    ///     .metrics(metrics)
+    ///     .bearer_token(BearerToken::new("t0ken")?)
+    ///     .router()?; // GET /management/leader-election and GET /metrics, both with the token
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "prometheus")]
+    pub fn metrics(self, metrics: crate::PrometheusMetrics) -> Self {
+        self.metrics_at(crate::DEFAULT_METRICS_PATH, metrics)
+    }
+
+    /// [`metrics`](Self::metrics) at `path` instead of `/metrics`. Feature `prometheus`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use leasehold::{Elector, MemoryStore};
+    /// use metrics_exporter_prometheus::PrometheusBuilder;
+    /// use leasehold_axum::{Management, PrometheusMetrics};
+    /// let mine = PrometheusMetrics::from_handle(PrometheusBuilder::new().build_recorder().handle());
+    /// let m = Management::new(Elector::new(Arc::new(MemoryStore::new())))
+    ///     .metrics_at("/ops/metrics", mine);
+    /// ```
+    #[cfg(feature = "prometheus")]
+    pub fn metrics_at(
+        mut self,
+        path: impl Into<String>,
+        metrics: crate::PrometheusMetrics,
+    ) -> Self {
+        self.metrics = Some((path.into(), metrics));
         self
     }
 
@@ -229,8 +279,9 @@ impl Management {
         .await
     }
 
-    /// Validates the lock names, the path and the authentication decision, and returns the
-    /// router (merge or nest it into your app).
+    /// Validates the lock names, the paths and the authentication decision, and returns the
+    /// router (merge or nest it into your app): the report, and the metrics if
+    /// [`metrics`](Self::metrics) was called, both behind the authentication.
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -259,6 +310,15 @@ impl Management {
             async move { respond(report(&elector, &names).await) }
         });
         let router = Router::new().route(&self.path, route);
+        #[cfg(feature = "prometheus")]
+        let router = match self.metrics {
+            None => router,
+            Some((path, _)) if !path.starts_with('/') => return Err(Error::InvalidPath(path)),
+            Some((path, _)) if path == self.path => return Err(Error::PathConflict(path)),
+            Some((path, metrics)) => {
+                router.route(&path, get(move || std::future::ready(metrics.respond())))
+            }
+        };
         match self.auth {
             Auth::None => Err(Error::Unauthenticated),
             // `route_layer`: the check guards this route only, so merged into an application it leaves

@@ -1,12 +1,14 @@
 //! Command-line arguments.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use leasehold::{LockName, parse_duration};
 
+use crate::color::ColorWhen;
 use crate::exit;
 
 const ABOUT: &str = "Run a command on exactly one node (or at most N), skip it everywhere else.";
@@ -46,6 +48,10 @@ pub(crate) struct Cli {
     #[arg(short, long, action = ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
 
+    /// When to colour help, usage errors and the log
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, global = true)]
+    pub(crate) color: ColorWhen,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -81,6 +87,41 @@ pub(crate) enum Command {
     /// Create (or print) the fence table that makes a script's SQL writes fenced
     #[command(long_about = FENCE_LONG_ABOUT)]
     Fence(FenceArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell)
+    #[command(long_about = COMPLETIONS_LONG_ABOUT)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand with --dir
+    #[command(long_about = MAN_LONG_ABOUT)]
+    Man(ManArgs),
+}
+
+const COMPLETIONS_LONG_ABOUT: &str = "\
+Print a completion script for SHELL on stdout. Install it where the shell looks for one, e.g.:
+  leasehold completions bash > ~/.local/share/bash-completion/completions/leasehold
+  leasehold completions zsh > ~/.zfunc/_leasehold   (with fpath+=~/.zfunc before compinit)
+  leasehold completions fish > ~/.config/fish/completions/leasehold.fish";
+
+const MAN_LONG_ABOUT: &str = "\
+Print the manual page of leasehold (roff) on stdout, or with --dir write one page per command to
+DIR (created if missing): leasehold.1, leasehold-run.1, leasehold-status.1, ... e.g.:
+  leasehold man | man -l -
+  sudo leasehold man --dir /usr/local/share/man/man1";
+
+/// `leasehold completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_name = "SHELL", value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// `leasehold man`.
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// Write leasehold.1 and one page per command (leasehold-run.1, ...) to DIR instead of
+    /// printing leasehold.1
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 const FENCE_LONG_ABOUT: &str = "\
@@ -179,7 +220,12 @@ Examples:
 const STATUS_LONG_ABOUT: &str = "\
 Show the holders of one or more locks: slot, owner, fence, acquisition and expiry time (UTC, by
 the store's clock) and the time left, computed against this machine's clock (exact for SQLite,
-which shares it; off by the clock skew for a remote store). --json prints one JSON document.";
+which shares it; off by the clock skew for a remote store). --json prints one JSON document.
+
+Every holder of a group lock is shown; --slots N looks at the first N slots only and also counts
+the free ones. --all lists every lock that has holders instead, read in pages of at most 100
+locks with bounded requests; when the store has more than one run shows, the last line (or
+`next` in the JSON) gives the cursor to continue with --after.";
 
 const RELEASE_LONG_ABOUT: &str = "\
 Break-glass: free every live slot of LOCK whoever holds it. Fences are kept, so the next holder
@@ -215,7 +261,7 @@ pub(crate) enum OnLost {
 /// `leasehold run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The lock to hold while COMMAND runs ([A-Za-z0-9_:-], starting with a letter or digit)
+    /// The lock to hold while COMMAND runs ([A-Za-z0-9_.:/-], starting with a letter or digit; every '/' followed by one; no '..')
     #[arg(long, value_name = "NAME", value_parser = parse_lock)]
     pub(crate) lock: LockName,
 
@@ -225,6 +271,11 @@ pub(crate) struct RunArgs {
     /// How long to keep trying for the lock before skipping (0 = one attempt)
     #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
     pub(crate) wait: Duration,
+
+    /// While waiting (--wait), say on stderr who holds the lock when the wait starts and then
+    /// every D (at least 100ms)
+    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_progress_every)]
+    pub(crate) progress_every: Duration,
 
     /// Lease length: how long the store keeps the lock if this node stops renewing it
     /// [default: 60s, or --min-lease if longer]
@@ -279,9 +330,14 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) foreground: bool,
 
-    /// Print nothing when skipping
+    /// Print nothing when waiting or skipping
     #[arg(short, long)]
     pub(crate) quiet: bool,
+
+    /// After the run (or the skip), write its metrics to PATH in node_exporter's textfile format
+    /// (*.prom; written atomically, keeping the last success time of earlier runs)
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub(crate) metrics_file: Option<PathBuf>,
 
     /// The command and its arguments (put them after `--`)
     #[arg(
@@ -305,14 +361,26 @@ pub(crate) struct StatusArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
-    /// Number of slots to look at (as given to `run --slots`)
-    #[arg(long, value_name = "N", default_value_t = 1,
-        value_parser = parse_slots)]
-    pub(crate) slots: u32,
+    /// Number of slots to look at (as given to `run --slots`) [default: every slot]
+    #[arg(long, value_name = "N", value_parser = parse_slots, conflicts_with = "all")]
+    pub(crate) slots: Option<u32>,
+
+    /// Show every lock that has holders instead of the LOCKs given
+    #[arg(long, conflicts_with = "locks")]
+    pub(crate) all: bool,
+
+    /// With --all: continue a listing where the last one stopped (the cursor it printed)
+    #[arg(long, value_name = "CURSOR", conflicts_with = "locks", value_parser = parse_cursor)]
+    pub(crate) after: Option<leasehold::store::ListCursor>,
 
     /// The locks to show
-    #[arg(value_name = "LOCK", required = true, num_args = 1.., value_parser = parse_lock)]
+    #[arg(value_name = "LOCK", required_unless_present_any = ["all", "after"], num_args = 1.., value_parser = parse_lock)]
     pub(crate) locks: Vec<LockName>,
+}
+
+/// A list cursor for `status --all --after`.
+fn parse_cursor(text: &str) -> Result<leasehold::store::ListCursor, leasehold::store::CursorError> {
+    leasehold::store::ListCursor::new(text)
 }
 
 /// `leasehold release`.
@@ -347,7 +415,8 @@ docs/workbench.md.";
 const SERVE_LONG_ABOUT: &str = "\
 Serve a live view of a real store: for each --lock, its current holders (slot, owner, fence,
 time left), refreshed every second, beside the read-only management report (JSON at
-/manage/leader-election). Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM
+/management/leader-election) and Prometheus metrics of the holders (/metrics, text format).
+Prints `listening on http://ADDR/` and serves until Ctrl-C or SIGTERM
 (requests in flight get 3 s; a second signal stops at once). Requests must name localhost,
 127.0.0.1, [::1] or the bound address in Host: unless --allow-remote.
 
@@ -451,6 +520,7 @@ impl Cli {
             Command::Simulate(_) => None,
             Command::Verify(a) => a.store.url(),
             Command::Fence(a) => a.store().url(),
+            Command::Completions(_) | Command::Man(_) => None,
         }
     }
 }
@@ -492,6 +562,21 @@ fn parse_run_duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// A `run --progress-every`: a duration of at least
+/// [`MIN_PROGRESS_EVERY`](crate::waiting::MIN_PROGRESS_EVERY) (and at most
+/// [`leasehold::MAX_DURATION`], as every duration).
+fn parse_progress_every(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
+    let min = crate::waiting::MIN_PROGRESS_EVERY;
+    if d < min {
+        return Err(format!(
+            "{text:?} is too often to ask the store who holds the lock: use at least {}ms",
+            min.as_millis()
+        ));
+    }
+    Ok(d)
+}
+
 /// A slot count: 1 to [`leasehold::MAX_SLOTS`] (clap names the flag in the error).
 fn parse_slots(text: &str) -> Result<u32, String> {
     let max = leasehold::MAX_SLOTS;
@@ -518,13 +603,25 @@ fn parse_node_id(text: &str) -> Result<String, leasehold::OptionsError> {
 /// Prints a clap error or help text and picks the exit code: 0 for `--help`/`--version`,
 /// 125 (not clap's 2) for usage errors, so that usage errors never collide with a command's code.
 /// Usage errors can quote what was typed (say, a store URL given where a lock name belongs), so
-/// they are printed without colour through the same redaction as every other message.
-pub(crate) fn parse_failed(e: &clap::Error) -> ExitCode {
+/// they go through the same redaction as every other message, and are coloured (as `color`
+/// says) only when there was nothing to redact: redaction works on plain text.
+pub(crate) fn parse_failed(e: &clap::Error, color: ColorWhen) -> ExitCode {
+    let rendered = e.render();
+    let plain = rendered.to_string();
     if e.use_stderr() {
-        crate::say::raw_err(&e.render().to_string());
+        if color.colors(&std::io::stderr()) && crate::say::scrubbed(&plain) == plain {
+            crate::say::raw_err(&rendered.ansi().to_string());
+        } else {
+            crate::say::raw_err(&plain);
+        }
         exit::code(exit::USAGE)
     } else {
-        let _ = e.print();
+        // Help and version text: the example URLs in it are not secrets.
+        if color.colors(&std::io::stdout()) {
+            crate::say::document(&rendered.ansi().to_string());
+        } else {
+            crate::say::document(&plain);
+        }
         ExitCode::SUCCESS
     }
 }

@@ -18,6 +18,9 @@ pub(crate) struct Child {
     /// True when the command leads its own process group, which is then signalled as a whole.
     group: bool,
     name: String,
+    /// SIGCHLD, which also comes when the command is stopped: the cue to look for a stop by the
+    /// terminal (see [`Child::stopped_by_terminal`]). `None` where that cannot be looked at.
+    sigchld: Option<tokio::signal::unix::Signal>,
 }
 
 impl Child {
@@ -43,6 +46,11 @@ impl Child {
         if !foreground {
             cmd.process_group(0);
         }
+        // Listening before the command starts, so that no stop goes unnoticed. Only a command in
+        // its own process group can be stopped for reading from the terminal.
+        let sigchld = (!foreground && stops::SUPPORTED)
+            .then(|| tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok())
+            .flatten();
         let inner = cmd.spawn().map_err(|e| {
             Failure::spawn(
                 e.kind() == io::ErrorKind::NotFound,
@@ -54,7 +62,21 @@ impl Child {
             inner,
             group: !foreground,
             name,
+            sigchld,
         })
+    }
+
+    /// The watch for the command being stopped by the terminal, to poll beside
+    /// [`wait`](Self::wait). Only the first call gets a working watch.
+    pub(crate) fn terminal_stops(&mut self) -> TerminalStops {
+        TerminalStops {
+            pid: self
+                .inner
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .map(Pid::from_raw),
+            sigchld: self.sigchld.take(),
+        }
     }
 
     /// The program name, for messages.
@@ -101,5 +123,80 @@ impl Child {
     /// Waits for the command to exit (cancel-safe).
     pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
         self.inner.wait().await
+    }
+}
+
+/// Watches for the command being stopped by SIGTTIN or SIGTTOU: it used the terminal from
+/// outside the terminal's foreground process group.
+#[derive(Debug)]
+pub(crate) struct TerminalStops {
+    pid: Option<Pid>,
+    sigchld: Option<tokio::signal::unix::Signal>,
+}
+
+impl TerminalStops {
+    /// Resolves with the stop signal when the command is found stopped by the terminal (looked
+    /// at on each SIGCHLD). Stays pending where that cannot be seen (a `--foreground` command, or
+    /// a platform without `waitid`). While the command stays stopped it resolves again at once.
+    /// Poll it only while the command has not been reaped (beside [`Child::wait`]), so that its
+    /// pid cannot have been reused.
+    ///
+    /// Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Signal {
+        loop {
+            if let Some(signal) = self.pid.and_then(stops::terminal_stop) {
+                return signal;
+            }
+            let Some(sigchld) = self.sigchld.as_mut() else {
+                return std::future::pending().await;
+            };
+            if sigchld.recv().await.is_none() {
+                return std::future::pending().await;
+            }
+        }
+    }
+}
+
+/// Seeing that the command is stopped. tokio's `Child` reaps with `waitpid` without `WUNTRACED`,
+/// so it never reports stops; `waitid(WSTOPPED | WNOWAIT)` looks without consuming anything that
+/// tokio waits for.
+#[cfg(any(
+    target_os = "android",
+    target_os = "freebsd",
+    all(target_os = "linux", not(target_env = "uclibc"))
+))]
+mod stops {
+    use nix::sys::signal::Signal;
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    use nix::unistd::Pid;
+
+    pub(super) const SUPPORTED: bool = true;
+
+    /// The signal that stopped child `pid`, if it is stopped by SIGTTIN or SIGTTOU now.
+    pub(super) fn terminal_stop(pid: Pid) -> Option<Signal> {
+        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        match waitid(Id::Pid(pid), flags) {
+            Ok(WaitStatus::Stopped(_, signal @ (Signal::SIGTTIN | Signal::SIGTTOU))) => {
+                Some(signal)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Without `waitid`, stops are not looked at.
+#[cfg(not(any(
+    target_os = "android",
+    target_os = "freebsd",
+    all(target_os = "linux", not(target_env = "uclibc"))
+)))]
+mod stops {
+    use nix::sys::signal::Signal;
+    use nix::unistd::Pid;
+
+    pub(super) const SUPPORTED: bool = false;
+
+    pub(super) fn terminal_stop(_pid: Pid) -> Option<Signal> {
+        None
     }
 }

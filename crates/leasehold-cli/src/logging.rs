@@ -1,11 +1,12 @@
 //! Logging to stderr: quiet by default, `-v` flags or `$LEASEHOLD_LOG` raise it. Every line goes
 //! through the [`Scrubber`] so a store password can never reach the log.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
+use crate::color::ColorWhen;
 use crate::store::Scrubber;
 
 /// The environment variable holding a `tracing` filter directive.
@@ -23,14 +24,30 @@ const OWN_CRATES: [&str; 8] = [
     "leasehold_cli",
 ];
 
+/// The library's module that logs the life of a held lease (renewal failing, lease lost, release
+/// failed): `leasehold run` reports those itself, once each, through [`crate::say`].
+const LEASE_LIFE_TARGET: &str = "leasehold::hold";
+
+/// What the command reports itself, so that the default log does not say it a second time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reports {
+    /// Nothing: the default log shows leasehold's warnings.
+    Nothing,
+    /// The life of its own lease (`run`): the library's warnings about it are left out.
+    OwnLease,
+    /// Leases lost on purpose (`verify`): only errors from leasehold's crates are shown.
+    ExpectedLosses,
+}
+
 /// The filter for `-v` × `verbosity` when `$LEASEHOLD_LOG` is not set. Default: warnings from
 /// leasehold's own crates (such as "lease lost", or a store's "subscription lost"), errors from
-/// everything else; each `-v` raises both by one level. `losses_expected` (for `verify`, which
-/// loses leases on purpose) lowers the default for leasehold's crates to errors, so the expected
-/// "lease lost" warnings do not drown the report.
-fn default_filter(verbosity: u8, losses_expected: bool) -> String {
+/// everything else; each `-v` raises both by one level. Without `-v`, what the command `reports`
+/// itself is left out: `verify` (which loses leases on purpose) lowers leasehold's crates to
+/// errors, so the expected "lease lost" warnings do not drown the report; `run` leaves out the
+/// library's warnings about its lease, which it reports in its own one line.
+fn default_filter(verbosity: u8, reports: Reports) -> String {
     let (others, own) = match verbosity {
-        0 if losses_expected => ("error", "error"),
+        0 if reports == Reports::ExpectedLosses => ("error", "error"),
         0 => ("error", "warn"),
         1 => ("warn", "info"),
         2 => ("info", "debug"),
@@ -40,29 +57,27 @@ fn default_filter(verbosity: u8, losses_expected: bool) -> String {
     for krate in OWN_CRATES {
         filter.push_str(&format!(",{krate}={own}"));
     }
+    if verbosity == 0 && reports == Reports::OwnLease {
+        filter.push_str(&format!(",{LEASE_LIFE_TARGET}=error"));
+    }
     filter
 }
 
-/// Installs the subscriber. A bad `$LEASEHOLD_LOG` is reported and the default used.
-pub(crate) fn init(verbosity: u8, losses_expected: bool, scrubber: Scrubber) {
+/// Installs the subscriber, coloured as `color` says for stderr. A bad `$LEASEHOLD_LOG` is
+/// reported and the default used.
+pub(crate) fn init(verbosity: u8, reports: Reports, color: ColorWhen, scrubber: Scrubber) {
     let (filter, bad) = match std::env::var(LOG_ENV) {
         Ok(text) if !text.trim().is_empty() => match EnvFilter::try_new(&text) {
             Ok(f) => (f, None),
-            Err(e) => (
-                EnvFilter::new(default_filter(verbosity, losses_expected)),
-                Some(e),
-            ),
+            Err(e) => (EnvFilter::new(default_filter(verbosity, reports)), Some(e)),
         },
-        _ => (
-            EnvFilter::new(default_filter(verbosity, losses_expected)),
-            None,
-        ),
+        _ => (EnvFilter::new(default_filter(verbosity, reports)), None),
     };
     // try_init fails only if a subscriber is already installed; logging then goes there.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(ScrubbingStderr(scrubber))
-        .with_ansi(io::stderr().is_terminal())
+        .with_ansi(color.colors(&io::stderr()))
         .try_init();
     if let Some(e) = bad {
         tracing::warn!("ignoring {LOG_ENV}: {e}");
@@ -102,8 +117,8 @@ mod tests {
     #[test]
     fn default_filters_parse() {
         for v in 0..5 {
-            for losses_expected in [false, true] {
-                let f = default_filter(v, losses_expected);
+            for reports in [Reports::Nothing, Reports::OwnLease, Reports::ExpectedLosses] {
+                let f = default_filter(v, reports);
                 assert!(EnvFilter::try_new(&f).is_ok(), "{v}: {f}");
             }
         }
@@ -113,7 +128,7 @@ mod tests {
     /// store's "subscription lost" was filtered out before).
     #[test]
     fn every_own_crate_warns_by_default() {
-        let quiet = default_filter(0, false);
+        let quiet = default_filter(0, Reports::Nothing);
         for krate in [
             "leasehold_redis",
             "leasehold_dynamodb",
@@ -124,7 +139,12 @@ mod tests {
         }
         assert!(quiet.starts_with("error,"), "{quiet}");
         // `verify` loses leases on purpose: its default hides those warnings, `-v` shows them.
-        assert!(default_filter(0, true).contains("leasehold=error"));
-        assert!(default_filter(1, true).contains("leasehold=info"));
+        assert!(default_filter(0, Reports::ExpectedLosses).contains("leasehold=error"));
+        assert!(default_filter(1, Reports::ExpectedLosses).contains("leasehold=info"));
+        // `run` reports its lease's life itself: the library's warnings about it are left out
+        // by default, and come back with `-v`.
+        assert!(default_filter(0, Reports::OwnLease).ends_with(",leasehold::hold=error"));
+        assert!(!default_filter(1, Reports::OwnLease).contains("leasehold::hold"));
+        assert!(!quiet.contains("leasehold::hold"));
     }
 }

@@ -6,9 +6,13 @@
 
 mod args;
 mod child;
+mod color;
+mod completions;
 mod exit;
 mod fence;
 mod logging;
+mod manpage;
+mod metrics_file;
 mod release;
 mod run;
 mod say;
@@ -19,6 +23,7 @@ mod status;
 mod store;
 mod time_text;
 mod verify;
+mod waiting;
 mod workbench;
 
 use std::process::ExitCode;
@@ -26,6 +31,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
+use crate::color::ColorWhen;
 use crate::exit::Failure;
 use crate::signals::Signals;
 use crate::store::{Scrubber, StoreUrl};
@@ -33,12 +39,17 @@ use crate::store::{Scrubber, StoreUrl};
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return args::parse_failed(&e),
+        // clap's help and errors follow --color too, read before clap has parsed it.
+        Err(e) => return args::parse_failed(&e, ColorWhen::scan(std::env::args_os())),
     };
     let scrubber = Scrubber::for_url(cli.store_url());
     say::set_scrubber(scrubber.clone());
-    let losses_expected = matches!(cli.command, Command::Verify(_));
-    logging::init(cli.verbose, losses_expected, scrubber);
+    let reports = match cli.command {
+        Command::Run(_) => logging::Reports::OwnLease,
+        Command::Verify(_) => logging::Reports::ExpectedLosses,
+        _ => logging::Reports::Nothing,
+    };
+    logging::init(cli.verbose, reports, cli.color, scrubber);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -87,6 +98,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let url = StoreUrl::resolve(args.store.url())?;
             verify::verify(args, url).await
         }
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => manpage::man(&args),
     }
 }
 

@@ -1,13 +1,14 @@
 //! `leasehold run`: acquire the lock, run the command under the lease, stop it if the lease is
-//! lost, forward signals, release.
+//! lost, forward signals, release, and write the `--metrics-file`.
 
+use std::convert::Infallible;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, LeaderGuard, LeaseStore, LockName, LockState, LostReason,
-    OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    ElectionOptions, Elector, Event, LeaderGuard, LeaseStore, LockName, LostReason, OptionsError,
+    Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -16,21 +17,23 @@ use tokio::time::{Instant, sleep_until, timeout};
 use crate::args::{OnLost, RunArgs};
 use crate::child::Child;
 use crate::exit::{self, Failure};
+use crate::metrics_file::{MetricsFile, RunRecord};
 use crate::say;
 use crate::signals::Signals;
 use crate::store::StoreUrl;
-use crate::time_text::{human, printable, rfc3339, until};
+use crate::time_text::{human, printable, rfc3339};
+use crate::waiting;
 
 /// The lease when neither `--lease` nor a longer `--min-lease` is given.
 const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// How long to wait for the store to answer the final release before giving up on it (the
 /// lease then ends at its expiry).
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the skip message may spend asking who holds the lock.
-const STATE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Runs `leasehold run`. `signals` must be installed before anything else happens, so that a
 /// SIGTERM can never kill leasehold between acquiring the lease and starting the command.
+/// Bad flags are usage errors before anything runs; every later outcome is also written to the
+/// `--metrics-file`.
 pub(crate) async fn run(
     args: RunArgs,
     url: StoreUrl,
@@ -38,6 +41,33 @@ pub(crate) async fn run(
 ) -> Result<ExitCode, Failure> {
     let options = options(&args)?;
     let period = period(&args)?;
+    let metrics = args
+        .metrics_file
+        .as_deref()
+        .map(MetricsFile::at)
+        .transpose()?;
+    let mut record = RunRecord::starting();
+    let outcome = attempt(&args, url, &mut signals, options, period, &mut record).await;
+    record.exit_code = match &outcome {
+        Ok(code) => *code,
+        Err(failure) => failure.code(),
+    };
+    if let Some(file) = &metrics {
+        file.write(&args.lock, &record);
+    }
+    outcome.map(exit::code)
+}
+
+/// Acquires the lock and runs the command under it; the exit code. `record` notes what happened
+/// on the way (skipped, the fence, whether the command started).
+async fn attempt(
+    args: &RunArgs,
+    url: StoreUrl,
+    signals: &mut Signals,
+    options: ElectionOptions,
+    period: Option<Period>,
+    record: &mut RunRecord,
+) -> Result<u8, Failure> {
     let lock = args.lock.clone();
     let interrupted = |signal: Signal| {
         Failure::interrupted(
@@ -51,6 +81,15 @@ pub(crate) async fn run(
     };
     let elector = Elector::with_options(Arc::clone(&store), options);
     let mut events = elector.subscribe();
+    let own = elector.options().node_id().to_owned();
+    let progress = async {
+        if args.quiet || args.wait.is_zero() {
+            std::future::pending::<Infallible>().await
+        } else {
+            let (wait, every) = (args.wait, args.progress_every);
+            waiting::report(&*store, &lock, args.slots, &own, wait, every, say::err).await
+        }
+    };
     let guard = tokio::select! {
         acquired = acquire(&elector, &lock, period) => acquired?,
         signal = signals.recv() => {
@@ -59,21 +98,24 @@ pub(crate) async fn run(
             settle(&elector, signal, &lock).await;
             return Err(interrupted(signal));
         }
+        never = progress => match never {},
     };
     let guard = match guard {
         Ok(guard) => guard,
         Err(refusal) => {
+            record.skipped = true;
             if !args.quiet {
                 let line = match (refusal, period) {
-                    (Some(record), Some(period)) => already_ran_message(&args, period, &record),
-                    _ => skip_message(&*store, &args).await,
+                    (Some(ran), Some(period)) => already_ran_message(args, period, &ran),
+                    _ => skip_message(&*store, args).await,
                 };
                 say::err(&line);
             }
-            return Ok(exit::code(args.skipped_exit_code));
+            return Ok(args.skipped_exit_code);
         }
     };
     let lease = guard.lease();
+    record.fence = Some(lease.fence);
     let mut env = vec![
         ("LEASEHOLD_LOCK", lease.lock.to_string()),
         ("LEASEHOLD_FENCE", lease.fence.to_string()),
@@ -87,23 +129,31 @@ pub(crate) async fn run(
     let mut child = match Child::spawn(&args.command, &env, args.foreground) {
         Ok(child) => child,
         Err(failure) => {
-            release(guard, &lock, false).await;
+            release(guard, &lock, Some("the command was not started")).await;
             return Err(failure);
         }
     };
-    let ended = supervise(&mut child, &guard, &args, &mut signals, &mut events).await;
-    let lost = ended
-        .as_ref()
-        .is_ok_and(|e| e.lost.is_some() || e.lost_unseen);
-    release(guard, &lock, lost).await;
+    record.ran = true;
+    let ended = supervise(&mut child, &guard, args, signals, &mut events).await;
+    // A loss found only by the release is reported there, once, like every other loss.
+    let unreported = match &ended {
+        Ok(e) if e.lost.is_some() || e.lost_unseen.is_some() => None,
+        Ok(e) => Some(format!(
+            "`{}` had finished ({}) and may have overlapped with another holder",
+            child.name(),
+            exit::describe_status(e.status)
+        )),
+        Err(_) => Some(format!("`{}` was no longer watched", child.name())),
+    };
+    release(guard, &lock, unreported.as_deref()).await;
     let ending = ended?;
-    Ok(exit::code(if ending.killed {
+    Ok(if ending.killed {
         exit::LEASE_LOST
-    } else if ending.lost_unseen && args.on_lost == OnLost::Kill {
+    } else if ending.lost_unseen.is_some() && args.on_lost == OnLost::Kill {
         exit::LOST_BEFORE_END
     } else {
         exit::of_status(ending.status)
-    }))
+    })
 }
 
 /// Waits up to `--wait` for the lock, claiming `period` of the ledger if given.
@@ -220,37 +270,13 @@ async fn skip_message(store: &dyn LeaseStore, args: &RunArgs) -> String {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     let lock = &args.lock;
-    let state = timeout(STATE_TIMEOUT, store.state(lock, args.slots)).await;
-    let held_by = match state {
-        Ok(Ok(state)) if !state.is_free() => describe_holders(&state),
-        _ => "held elsewhere".to_owned(),
-    };
+    let held_by = waiting::who_holds(store, lock, args.slots).await;
     let waited = if args.wait.is_zero() {
         String::new()
     } else {
         format!(" after waiting {}", human(args.wait))
     };
     format!("lock {lock} is {held_by}{waited}; skipped `{program}`")
-}
-
-fn describe_holders(state: &LockState) -> String {
-    let one = |h: &leasehold::Holder| {
-        format!(
-            "{} (fence {}, expires in {})",
-            printable(&h.owner),
-            h.fence,
-            human(until(h.expires_at))
-        )
-    };
-    match state.holders.as_slice() {
-        [h] if state.slots == 1 => format!("held by {}", one(h)),
-        holders => format!(
-            "full ({} of {} slots held: {})",
-            holders.len(),
-            state.slots,
-            holders.iter().map(one).collect::<Vec<_>>().join(", ")
-        ),
-    }
 }
 
 /// How the supervised command ended.
@@ -261,12 +287,13 @@ struct Ending {
     lost: Option<LostReason>,
     /// True if leasehold stopped the command because of the loss.
     killed: bool,
-    /// True if the command ended on its own, and only then was the lease found lost (leasehold
+    /// Set if the command ended on its own, and only then was the lease found lost (leasehold
     /// itself was stopped or starved meanwhile, so it could not act on the loss in time).
-    lost_unseen: bool,
+    lost_unseen: Option<LostReason>,
 }
 
-/// Waits for the command while watching the lease and forwarding signals.
+/// Waits for the command while watching the lease and forwarding signals. A loss is reported
+/// here, once, in the one line of [`say::lost`].
 async fn supervise(
     child: &mut Child,
     guard: &LeaderGuard,
@@ -278,6 +305,8 @@ async fn supervise(
     let mut events_open = true;
     let mut lost = None;
     let mut kill_at: Option<Instant> = None;
+    let mut stops = child.terminal_stops();
+    let mut hinted = false;
     loop {
         let escalate = async {
             match kill_at {
@@ -291,8 +320,13 @@ async fn supervise(
                 let status = status.map_err(|e| {
                     Failure::usage(format!("lost track of `{}`: {e}", child.name()))
                 })?;
-                let lost_unseen = lost.is_none() && guard.is_lost();
-                return Ok(ended_on_its_own(child, status, lost, lost_unseen, args));
+                let unseen = if lost.is_none() && guard.is_lost() {
+                    // Known at once: the lease is already marked lost.
+                    Some(guard.lost().await)
+                } else {
+                    None
+                };
+                return Ok(ended_on_its_own(child, status, lost, unseen, args));
             }
             signal = signals.recv() => {
                 tracing::info!(%signal, "leasehold: forwarding signal to the command");
@@ -312,22 +346,24 @@ async fn supervise(
                 // Noticed late (leasehold was stopped or starved): the command may have ended
                 // meanwhile, and then there is nothing left to stop.
                 if let Ok(Some(status)) = child.try_wait() {
-                    return Ok(ended_on_its_own(child, status, None, true, args));
+                    return Ok(ended_on_its_own(child, status, None, Some(reason), args));
                 }
                 lost = Some(reason);
-                match args.on_lost {
+                let consequence = match args.on_lost {
                     OnLost::Kill => {
-                        say::err(&format!(
-                            "lease on lock {lock} lost ({reason}); stopping `{}` (SIGTERM, \
-                             SIGKILL after {})", child.name(), human(args.kill_grace)));
                         child.deliver(Signal::SIGTERM);
                         kill_at = Some(leasehold::store::deadline_after(Instant::now(), args.kill_grace));
+                        format!("stopping `{}` (SIGTERM, SIGKILL after {}); exit code {}",
+                            child.name(), human(args.kill_grace), exit::LEASE_LOST)
                     }
-                    OnLost::Continue => say::err(&format!(
-                        "lease on lock {lock} lost ({reason}); `{}` keeps running \
-                         (--on-lost continue) and may overlap with another holder",
-                        child.name())),
-                }
+                    OnLost::Continue => format!("`{}` keeps running (--on-lost continue) and may \
+                        overlap with another holder", child.name()),
+                };
+                say::lost(lock, &reason.to_string(), &consequence);
+            }
+            signal = stops.next(), if !hinted => {
+                hinted = true;
+                say::err(&terminal_stop_hint(child.name(), signal));
             }
             () = escalate => {
                 say::err(&format!("`{}` still running {} after SIGTERM; sending SIGKILL",
@@ -339,28 +375,49 @@ async fn supervise(
     }
 }
 
+/// The one-time hint when the command, in its own process group, was stopped for using the
+/// terminal: without it the run would just hang.
+fn terminal_stop_hint(name: &str, signal: Signal) -> String {
+    let did = if signal == Signal::SIGTTOU {
+        "wrote to or configured the terminal"
+    } else {
+        "read from the terminal"
+    };
+    format!(
+        "`{name}` is stopped ({signal}): it {did}, which it cannot do from its own process \
+         group; run an interactive command with --foreground, or redirect its stdin \
+         (e.g. < /dev/null). Still waiting for it: SIGTERM to leasehold ends it and releases \
+         the lock"
+    )
+}
+
 /// The command ended by itself. `lost_unseen`: the lease was found lost only now, too late to
 /// stop the command, which may have overlapped with another holder (reported here).
 fn ended_on_its_own(
     child: &Child,
     status: std::process::ExitStatus,
     lost: Option<LostReason>,
-    lost_unseen: bool,
+    lost_unseen: Option<LostReason>,
     args: &RunArgs,
 ) -> Ending {
-    if lost_unseen {
+    if let Some(reason) = lost_unseen {
         let outcome = match args.on_lost {
-            OnLost::Kill => format!("exiting {}", exit::LOST_BEFORE_END),
+            OnLost::Kill => format!("exit code {}", exit::LOST_BEFORE_END),
             OnLost::Continue => "passing its status on (--on-lost continue)".to_owned(),
         };
-        say::err(&format!(
-            "`{}` finished ({}), but the lease on lock {} ran out before leasehold saw it \
-             finish (was leasehold stopped or starved?): exclusivity was not guaranteed, it \
-             may have overlapped with another holder; {outcome}",
-            child.name(),
-            exit::describe_status(status),
-            args.lock,
-        ));
+        let name = child.name();
+        say::lost(
+            &args.lock,
+            &format!(
+                "{reason}; noticed only after `{name}` finished: was leasehold stopped or \
+                 starved?"
+            ),
+            &format!(
+                "`{name}` finished ({}) but exclusivity was not guaranteed: it may have \
+                 overlapped with another holder; {outcome}",
+                exit::describe_status(status),
+            ),
+        );
     }
     Ending {
         status,
@@ -372,14 +429,20 @@ fn ended_on_its_own(
 
 /// Releases the lease (or shortens it to the remaining `--min-lease`), bounded in time. Problems
 /// are reported but do not change the exit code: the command's outcome is what matters, and an
-/// unreleased lease ends at its expiry.
-async fn release(guard: LeaderGuard, lock: &LockName, already_lost: bool) {
+/// unreleased lease ends at its expiry. `unreported`: what a loss found only now means, if no
+/// loss was reported yet (then reported once, as every loss).
+async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) {
     match timeout(RELEASE_TIMEOUT, guard.release()).await {
         Ok(Ok(Release::Released)) => tracing::info!(lock = %lock, "leasehold: released"),
-        Ok(Ok(Release::NotHeld)) if already_lost => {}
-        Ok(Ok(Release::NotHeld)) => say::err(&format!(
-            "lock {lock} was no longer held when released (expired or force-released)"
-        )),
+        Ok(Ok(Release::NotHeld)) => {
+            if let Some(consequence) = unreported {
+                say::lost(
+                    lock,
+                    "it was no longer held when released: it expired or was force-released",
+                    consequence,
+                );
+            }
+        }
         Ok(Err(e)) => say::err(&format!(
             "could not release lock {lock}: {e}; it ends at its expiry"
         )),

@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::sync::OnceLock;
 
+use leasehold::LockName;
+
 use crate::store::{Scrubber, redact_urls_in};
 
 static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
@@ -34,6 +36,24 @@ pub(crate) fn raw_err(text: &str) {
 pub(crate) fn err(text: &str) {
     // A closed stderr must not turn into a panic: ignore write errors.
     let _ = writeln!(std::io::stderr().lock(), "leasehold: {}", scrub(text));
+}
+
+/// The one line that reports a lost lease, whichever way it was lost:
+/// `leasehold: lease on lock NAME lost (CAUSE); CONSEQUENCE`. Callers print it once per loss.
+pub(crate) fn lost(lock: &LockName, cause: &str, consequence: &str) {
+    err(&format!(
+        "lease on lock {lock} lost ({cause}); {consequence}"
+    ));
+}
+
+/// A generated document to stdout as it is (help text, a completion script, a manual page): it
+/// holds no store data, and its example URLs must stay intact. Returns false if stdout is closed.
+pub(crate) fn document(text: &str) -> bool {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .is_ok()
 }
 
 /// A result to stdout. Returns false if stdout is closed (e.g. a pipe reader went away).

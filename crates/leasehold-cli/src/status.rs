@@ -1,9 +1,12 @@
-//! `leasehold status`: who holds which lock, as text or JSON.
+//! `leasehold status`: who holds which lock, as text or JSON; `status --all`: every lock that
+//! has holders.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use leasehold::{Holder, LockState};
+use leasehold::store::{ListCursor, MAX_LIST_LOCKS};
+use leasehold::{Holder, LeaseStore, LockName};
 use serde::Serialize;
 
 use crate::args::StatusArgs;
@@ -11,6 +14,11 @@ use crate::exit::Failure;
 use crate::say;
 use crate::store::StoreUrl;
 use crate::time_text::{human, printable, rfc3339, until};
+
+/// The most store calls (pages) one `status --all` makes before it stops and prints where to
+/// continue: each page reads at most [`MAX_LIST_SCAN`](leasehold::store::MAX_LIST_SCAN) records,
+/// so one run reads at most 20 times that.
+pub(crate) const MAX_STATUS_PAGES: usize = 20;
 
 /// The JSON document `status --json` prints.
 #[derive(Debug, Serialize)]
@@ -20,14 +28,28 @@ struct Report {
     /// When this machine took the snapshot (its clock), RFC 3339 UTC.
     checked_at: String,
     locks: Vec<LockReport>,
+    /// With `--all`: whether the listing reached the end, and where to continue if not.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    listing: Option<ListingReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct ListingReport {
+    /// True when every lock with holders is in `locks`.
+    complete: bool,
+    /// The cursor for `--after` when not complete.
+    next: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 struct LockReport {
     lock: String,
-    slots: u32,
+    /// The slots looked at (`--slots`); `null` when every slot was (the group size is not
+    /// known to the store).
+    slots: Option<u32>,
     used: u32,
-    available: u32,
+    /// Free slots among `slots`; `null` with `slots`.
+    available: Option<u32>,
     holders: Vec<HolderReport>,
 }
 
@@ -44,13 +66,27 @@ struct HolderReport {
     time_left_ms: u64,
 }
 
-impl From<&LockState> for LockReport {
-    fn from(s: &LockState) -> Self {
+/// One lock as shown: its holders, and the slots looked at when `--slots` was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Shown {
+    lock: LockName,
+    slots: Option<u32>,
+    holders: Vec<Holder>,
+}
+
+impl Shown {
+    fn used(&self) -> u32 {
+        u32::try_from(self.holders.len()).unwrap_or(u32::MAX)
+    }
+}
+
+impl From<&Shown> for LockReport {
+    fn from(s: &Shown) -> Self {
         Self {
             lock: s.lock.to_string(),
             slots: s.slots,
-            used: s.active(),
-            available: s.available(),
+            used: s.used(),
+            available: s.slots.map(|n| n.saturating_sub(s.used())),
             holders: s.holders.iter().map(HolderReport::from).collect(),
         }
     }
@@ -69,24 +105,59 @@ impl From<&Holder> for HolderReport {
     }
 }
 
+/// What `--all` found: the locks, and the cursor to continue from if it stopped early.
+#[derive(Debug, Default)]
+struct Listing {
+    locks: Vec<Shown>,
+    next: Option<ListCursor>,
+}
+
 /// Runs `leasehold status`.
 pub(crate) async fn status(args: StatusArgs, url: StoreUrl) -> Result<ExitCode, Failure> {
-    let store = url.open().await?;
-    let mut states = Vec::with_capacity(args.locks.len());
-    for lock in &args.locks {
-        states.push(store.state(lock, args.slots).await?);
+    if args.after.is_some() && !args.all {
+        // clap's `requires` cannot see an absent `--all` (a flag always has a value).
+        return Err(Failure::usage(
+            "--after continues a listing: give it with --all (`leasehold status --all --after CURSOR`)",
+        ));
     }
+    let store = url.open().await?;
+    let (shown, listing) = if args.all {
+        let listing = list(store.as_ref(), args.after).await?;
+        (listing.locks, Some(listing.next))
+    } else {
+        let mut shown = Vec::with_capacity(args.locks.len());
+        for lock in args.locks {
+            let holders = match args.slots {
+                Some(n) => store.state(&lock, n).await?.holders,
+                None => store.holders(&lock).await?,
+            };
+            shown.push(Shown {
+                lock,
+                slots: args.slots,
+                holders,
+            });
+        }
+        (shown, None)
+    };
     let written = if args.json {
         let report = Report {
             store: url.redacted(),
             checked_at: rfc3339(SystemTime::now()),
-            locks: states.iter().map(LockReport::from).collect(),
+            locks: shown.iter().map(LockReport::from).collect(),
+            listing: listing.as_ref().map(|next| ListingReport {
+                complete: next.is_none(),
+                next: next.as_ref().map(ToString::to_string),
+            }),
         };
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::usage(format!("cannot encode the status as JSON: {e}")))?;
         say::out(&text)
     } else {
-        say::out(&text_report(&states))
+        let mut text = text_report(&shown);
+        if let Some(next) = &listing {
+            text = listing_text(text, next.as_ref());
+        }
+        say::out(&text)
     };
     if !written {
         return Err(Failure::usage("cannot write to stdout"));
@@ -94,18 +165,62 @@ pub(crate) async fn status(args: StatusArgs, url: StoreUrl) -> Result<ExitCode, 
     Ok(ExitCode::SUCCESS)
 }
 
+/// Follows the store's listing from `after` until it ends, [`MAX_LIST_LOCKS`] locks were found
+/// or [`MAX_STATUS_PAGES`] pages were read; locks sorted by name, pages merged by name (a store
+/// may list a lock in more than one page).
+async fn list(store: &dyn LeaseStore, after: Option<ListCursor>) -> Result<Listing, Failure> {
+    let mut found: BTreeMap<LockName, Vec<Holder>> = BTreeMap::new();
+    let mut next = after;
+    for _ in 0..MAX_STATUS_PAGES {
+        let page = store.list_locks(next.as_ref()).await?;
+        for listed in page.locks {
+            let holders = found.entry(listed.lock).or_default();
+            for h in listed.holders {
+                if !holders.iter().any(|x| x.slot == h.slot) {
+                    holders.push(h);
+                }
+            }
+        }
+        next = page.next;
+        if next.is_none() || found.len() >= MAX_LIST_LOCKS {
+            break;
+        }
+    }
+    Ok(Listing {
+        locks: found
+            .into_iter()
+            .map(|(lock, mut holders)| {
+                holders.sort_by_key(|h| h.slot);
+                Shown {
+                    lock,
+                    slots: None,
+                    holders,
+                }
+            })
+            .collect(),
+        next,
+    })
+}
+
 /// The human-readable report: one line per lock, one indented line per holder.
-fn text_report(states: &[LockState]) -> String {
+fn text_report(shown: &[Shown]) -> String {
     let mut lines = Vec::new();
-    for s in states {
-        let summary = if s.is_free() { "free" } else { "held" };
-        lines.push(format!(
-            "{}: {summary} ({} of {} slots used, {} available)",
-            s.lock,
-            s.active(),
-            s.slots,
-            s.available()
-        ));
+    for s in shown {
+        let summary = if s.holders.is_empty() { "free" } else { "held" };
+        let used = s.used();
+        lines.push(match s.slots {
+            Some(slots) => format!(
+                "{}: {summary} ({used} of {slots} slots used, {} available)",
+                s.lock,
+                slots.saturating_sub(used)
+            ),
+            None if used == 0 => format!("{}: free", s.lock),
+            None => format!(
+                "{}: held ({used} holder{})",
+                s.lock,
+                if used == 1 { "" } else { "s" }
+            ),
+        });
         for h in &s.holders {
             lines.push(format!(
                 "  slot {}  owner {}  fence {}  acquired {}  expires {}  ({} left by this machine's clock)",
@@ -121,17 +236,44 @@ fn text_report(states: &[LockState]) -> String {
     lines.join("\n")
 }
 
+/// `status --all`'s text: the report (or a line saying nothing is held), then where to continue
+/// when the listing stopped early.
+fn listing_text(report: String, next: Option<&ListCursor>) -> String {
+    let mut text = match (report.is_empty(), next) {
+        (false, _) => report,
+        (true, None) => "no lock has a holder".to_owned(),
+        (true, Some(_)) => "no lock with holders in the part of the store read so far".to_owned(),
+    };
+    if let Some(next) = next {
+        text.push_str(&format!(
+            "\n(more locks may have holders: continue with `leasehold status --all --after {}`)",
+            shell_word(next.as_str())
+        ));
+    }
+    text
+}
+
+/// `text` as one shell word: as it is when it holds only characters no shell treats specially,
+/// else in single quotes (a cursor is printable ASCII, and may hold any of it).
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "%+,-./:=@_".contains(c);
+    if text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leasehold::LockName;
     use std::time::Duration;
 
-    fn state() -> Result<LockState, leasehold::NameError> {
+    fn shown(slots: Option<u32>) -> Result<Shown, leasehold::NameError> {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(86_400);
-        Ok(LockState {
+        Ok(Shown {
             lock: LockName::new("job")?,
-            slots: 2,
+            slots,
             holders: vec![Holder {
                 slot: 1,
                 owner: "h\"ost\n:1".to_owned(),
@@ -144,7 +286,7 @@ mod tests {
 
     #[test]
     fn json_is_escaped_and_complete() -> Result<(), Box<dyn std::error::Error>> {
-        let s = state()?;
+        let s = shown(Some(2))?;
         let report = LockReport::from(&s);
         let text = serde_json::to_string(&report)?;
         let back: serde_json::Value = serde_json::from_str(&text)?;
@@ -157,8 +299,28 @@ mod tests {
     }
 
     #[test]
+    fn without_slots_the_counts_of_free_slots_are_unknown() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let back = serde_json::to_value(LockReport::from(&shown(None)?))?;
+        assert_eq!(back["slots"], serde_json::Value::Null);
+        assert_eq!(back["available"], serde_json::Value::Null);
+        assert_eq!(back["used"], 1);
+        let text = text_report(&[shown(None)?]);
+        assert!(
+            text.starts_with("job: held (1 holder)\n  slot 1 "),
+            "{text}"
+        );
+        let free = Shown {
+            holders: Vec::new(),
+            ..shown(None)?
+        };
+        assert_eq!(text_report(&[free]), "job: free");
+        Ok(())
+    }
+
+    #[test]
     fn text_escapes_control_characters() -> Result<(), Box<dyn std::error::Error>> {
-        let text = text_report(&[state()?]);
+        let text = text_report(&[shown(Some(2))?]);
         assert!(
             text.starts_with("job: held (1 of 2 slots used, 1 available)"),
             "{text}"
@@ -168,6 +330,22 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.lines().count(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn listings_say_where_to_continue_as_one_shell_word() -> Result<(), Box<dyn std::error::Error>>
+    {
+        assert_eq!(listing_text(String::new(), None), "no lock has a holder");
+        let next = ListCursor::new("reports/daily")?;
+        let text = listing_text("a: held (1 holder)".to_owned(), Some(&next));
+        assert!(
+            text.ends_with("continue with `leasehold status --all --after reports/daily`)"),
+            "{text}"
+        );
+        assert_eq!(shell_word("12,a.b"), "12,a.b");
+        assert_eq!(shell_word("it's#1"), r"'it'\''s#1'");
+        assert_eq!(shell_word("~7a"), "'~7a'");
         Ok(())
     }
 }

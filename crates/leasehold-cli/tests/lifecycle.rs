@@ -6,68 +6,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStderr, ExitStatus};
-use std::sync::mpsc::{Receiver, channel};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Env, PATIENCE, code, signal, text, wait_for_file};
+use common::{Env, PATIENCE, Stderr, code, exit_status, signal, text, wait_for_file};
 use sqlx::{Connection, Executor, Row};
-
-/// Collects a child's stderr line by line while it runs.
-struct Stderr {
-    lines: Receiver<String>,
-    all: Arc<Mutex<String>>,
-}
-
-impl Stderr {
-    fn watch(child: &mut Child) -> Self {
-        let pipe: ChildStderr = child.stderr.take().expect("stderr piped");
-        let (tx, lines) = channel();
-        let all = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&all);
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&format!("{line}\n"));
-                let _ = tx.send(line);
-            }
-        });
-        Self { lines, all }
-    }
-
-    /// Waits for a line containing `needle`.
-    fn wait_for(&self, needle: &str) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return,
-                Ok(_) => {}
-                Err(_) => panic!("no line with {needle:?} in stderr:\n{}", self.text()),
-            }
-        }
-    }
-
-    fn text(&self) -> String {
-        self.all.lock().unwrap().clone()
-    }
-}
-
-/// Waits for `child` to exit (bounded by [`PATIENCE`]).
-fn exit_status(mut child: Child) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if start.elapsed() > PATIENCE {
-            let _ = child.kill();
-            panic!("leasehold did not exit within {PATIENCE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 fn postgres_url() -> Option<String> {
     const VAR: &str = "LEASEHOLD_TEST_POSTGRES_URL";
@@ -196,7 +138,13 @@ fn a_lease_that_ran_out_while_leasehold_was_stopped_is_not_reported_as_success()
     assert_eq!(code(&status), 123, "stderr:\n{err}");
     assert!(err.contains("finished (exit code 0)"), "{err}");
     assert!(
-        err.contains("ran out before leasehold saw it finish"),
+        err.contains("noticed only after `sh` finished: was leasehold stopped or starved?"),
+        "{err}"
+    );
+    // Reported once, in the one line every loss gets.
+    assert_eq!(err.matches("lost").count(), 1, "{err}");
+    assert!(
+        err.starts_with("leasehold: lease on lock stopped lost ("),
         "{err}"
     );
     assert!(env.holders("stopped").is_empty());
@@ -239,4 +187,7 @@ async fn a_failing_renewal_is_reported_once_before_the_loss() {
     let warned = err.find(failing).unwrap();
     let lost = err.find("lease on lock outage lost").expect("lost message");
     assert!(warned < lost, "{err}");
+    // The library's own warnings about the lease are not repeated at the default verbosity.
+    let lost_lines = err.lines().filter(|l| l.contains("lost")).count();
+    assert_eq!(lost_lines, 1, "{err}");
 }

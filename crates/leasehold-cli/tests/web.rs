@@ -151,7 +151,7 @@ fn serve_shows_the_holder_of_a_lock_held_by_leasehold_run() {
         live["store"].as_str().unwrap_or("").starts_with("sqlite:"),
         "{live}"
     );
-    let (status, body) = get(&addr, "/manage/leader-election");
+    let (status, body) = get(&addr, "/management/leader-election");
     assert!(status.contains("200"), "{status}");
     assert!(body.contains("\"leaderId\":\"worker-1\""), "{body}");
 
@@ -322,4 +322,120 @@ fn requests_naming_another_host_are_refused_unless_remote_access_is_allowed() {
         assert!(status.contains("200"), "{remote:?}: {status}");
         assert_eq!(stop(child), 0);
     }
+}
+
+/// One sample of a `/metrics` scrape: its value if `name` has a series with all of `labels`.
+fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    scrape
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(k).is_some_and(|x| x == *v))
+        })
+        .map(|s| match s.value {
+            prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            ref other => panic!("{name}: not a single value: {other:?}"),
+        })
+}
+
+fn scrape(addr: &str) -> prometheus_parse::Scrape {
+    let (status, body) = get(addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).expect("text format")
+}
+
+#[test]
+fn serve_exposes_the_holders_as_prometheus_metrics() {
+    let env = Env::new();
+    let marker = env.path("started");
+    let script = format!("echo started > {} && sleep 60", marker.display());
+    let holder = env.spawn(&[
+        "run",
+        "--lock",
+        "nightly",
+        "--node-id",
+        "worker-1",
+        "--lease",
+        "30s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    common::wait_for_file(&marker);
+    let held = env.holders("nightly");
+    let fence = held[0]["fence"].as_f64().expect("fence");
+
+    let mut server = env.spawn(&[
+        "serve",
+        "--lock",
+        "nightly",
+        "--lock",
+        "idle",
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    let addr = listening(&mut server);
+    let m = scrape(&addr);
+    let nightly = [("lock", "nightly")];
+    let slot0 = [("lock", "nightly"), ("slot", "0")];
+    assert_eq!(sample(&m, "leasehold_lock_state_ok", &nightly), Some(1.0));
+    assert_eq!(
+        sample(&m, "leasehold_lock_state_ok", &[("lock", "idle")]),
+        Some(1.0)
+    );
+    assert_eq!(sample(&m, "leasehold_lock_slots", &nightly), Some(1.0));
+    assert_eq!(sample(&m, "leasehold_lock_holders", &nightly), Some(1.0));
+    assert_eq!(
+        sample(&m, "leasehold_lock_holders", &[("lock", "idle")]),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "leasehold_lock_holder_info",
+            &[("lock", "nightly"), ("slot", "0"), ("owner", "worker-1")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(sample(&m, "leasehold_lock_fence", &slot0), Some(fence));
+    let left = sample(&m, "leasehold_lock_time_left_seconds", &slot0).expect("time left");
+    assert!(left > 0.0 && left <= 30.0, "{left}");
+    let expires = sample(&m, "leasehold_lock_expires_at_seconds", &slot0).expect("expiry");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    assert!(
+        (expires - now - left).abs() < 5.0,
+        "expires {expires}, now {now}, left {left}"
+    );
+    assert_eq!(
+        sample(&m, "leasehold_lock_fence", &[("lock", "idle")]),
+        None,
+        "no holder, no holder series"
+    );
+
+    signal(holder.id(), "TERM");
+    let _ = finish(holder);
+    let start = Instant::now();
+    loop {
+        let m = scrape(&addr);
+        if sample(&m, "leasehold_lock_holders", &nightly) == Some(0.0) {
+            assert_eq!(
+                sample(&m, "leasehold_lock_holder_info", &nightly),
+                None,
+                "a holder that is gone is gone from the scrape"
+            );
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "the release never showed");
+        sleep(Duration::from_millis(100));
+    }
+    assert_eq!(stop(server), 0);
 }

@@ -32,6 +32,66 @@ const CHROMIUM_ARGS = [
 const VIEWPORT = { width: 1100, height: 800 };
 const PATIENCE = 30_000; // generous: the machine is small and shared
 
+// The guided lessons as the page must show them: what each step loads, the tick it points at,
+// its title in both languages, and a fact of that frame that the step's text talks about.
+const LESSONS = [
+  { scenario: "contention", params: { action: 8, lease: 10, wait: 2, min_lease: 0, auto_extend: false }, tick: 3,
+    en: { title: "One holder at a time; the others skip", name: "Contention", text: /run_if_leader returns Ok\(None\)/ },
+    ko: { title: "한 번에 하나만 보유하고, 나머지는 건너뜁니다", name: "락 경쟁", text: /Ok\(None\)/ },
+    fact: async (page) => {
+      assert.deepEqual(await statuses(page), ["running", "skipped", "idle"]);
+      assert.equal(await page.getAttribute(".record", "data-owner"), "node-a");
+    } },
+  { scenario: "expiry", params: { action: 12, lease: 6, wait: 2, min_lease: 0, auto_extend: false }, tick: 6,
+    en: { title: "A lease ends by itself when nobody renews it", name: "Expiry + takeover", text: /crashed or froze/ },
+    ko: { title: "아무도 갱신하지 않으면 리스는 저절로 끝납니다", name: "만료와 인계", text: /죽거나 멈춘/ },
+    fact: async (page) => {
+      assert.equal(await page.getAttribute(".record", "data-owner"), "node-b");
+      assert.equal(await page.$$eval('#events tr[data-tick="6"][data-operation="expire"]', (trs) => trs.map((tr) => tr.dataset.token).join()), "a·1");
+      assert.equal(await page.getAttribute('#events tr[data-tick="6"][data-operation="acquire"]', "data-fence"), "2");
+    } },
+  { scenario: "extension", params: { action: 12, lease: 6, wait: 2, min_lease: 0, auto_extend: true }, tick: 6,
+    en: { title: "Renewal keeps a lease alive", name: "Auto extension", text: /watchdog renews the lease/ },
+    ko: { title: "갱신이 리스를 유지합니다", name: "자동 연장", text: /워치독/ },
+    fact: async (page) => {
+      assert.equal(await page.getAttribute(".record", "data-owner"), "node-a");
+      assert.match(await page.textContent(".record"), /12/);
+      assert.deepEqual(await page.$$eval('#events tr[data-operation="extend"]', (trs) => trs.map((tr) => Number(tr.dataset.tick)).reverse()), [2, 4, 6]);
+      assert.deepEqual(await statuses(page), ["running", "skipped", "idle"]);
+    } },
+  { scenario: "fencing", params: { action: 10, lease: 4, wait: 4, min_lease: 0, auto_extend: false }, tick: 10,
+    en: { title: "The fence stops a holder that lost its lease", name: "Fencing", text: /lower fence/ },
+    ko: { title: "펜스가 리스를 잃은 보유자를 막습니다", name: "펜싱", text: /낮은 펜스/ },
+    fact: async (page) => {
+      assert.equal(await page.getAttribute("#resource-box", "data-rejected-slots"), "0");
+      assert.equal(await page.getAttribute('#events tr[data-tick="10"][data-operation="write"]', "data-outcome"), "rejected_fence");
+      assert.equal(await page.getAttribute('#resource-box [data-slot="0"]', "data-highest"), "3");
+    } },
+  { scenario: "group", params: { action: 8, lease: 10, wait: 2, min_lease: 0, auto_extend: false, slots: 2 }, tick: 1,
+    en: { title: "A group: at most N holders at once", name: "1 → N slots", text: /max_leaders 2/ },
+    ko: { title: "그룹: 동시에 최대 N개의 보유자", name: "1 → N 슬롯", text: /max_leaders가 2/ },
+    fact: async (page) => {
+      assert.deepEqual(await page.$$eval(".record", (rs) => rs.map((r) => r.dataset.owner)), ["node-a", "node-b"]);
+      assert.deepEqual(await statuses(page), ["running", "running", "waiting", "idle"]);
+    } },
+];
+/** The query string the page sends for a lesson (same parameter order as the page). */
+function lessonQuery(l) {
+  const q = new URLSearchParams({ scenario: l.scenario });
+  for (const k of ["action", "lease", "wait", "min_lease"]) q.set(k, String(l.params[k]));
+  q.set("auto_extend", String(l.params.auto_extend));
+  if (l.params.slots !== undefined) q.set("slots", String(l.params.slots));
+  return q.toString();
+}
+async function statuses(page) {
+  return page.$$eval(".node", (ns) => ns.map((n) => n.dataset.status));
+}
+/** Waits until the page shows a timeline whose query satisfies `pred` (a string: contains it). */
+async function shows(page, want) {
+  await page.waitForFunction((w) => document.body.dataset.state === "ready"
+    && (document.body.dataset.query || "").includes(w), want, { timeout: PATIENCE });
+}
+
 if (!BIN) {
   console.error("usage: node workbench.test.mjs /path/to/leasehold (or set LEASEHOLD_BIN)");
   process.exit(2);
@@ -76,6 +136,7 @@ async function renderedEvents(page) {
   const rows = await page.$$eval("#events tr[data-tick]", (trs) => trs.map((tr) => ({
     tick: Number(tr.dataset.tick), candidate: tr.dataset.candidate, operation: tr.dataset.operation,
     token: tr.dataset.token || null, fence: tr.dataset.fence === "" ? null : Number(tr.dataset.fence),
+    slot: tr.dataset.slot === "" ? null : Number(tr.dataset.slot),
     ttl: tr.dataset.ttl === "" ? null : Number(tr.dataset.ttl), outcome: tr.dataset.outcome,
     cells: tr.cells.length,
   })));
@@ -86,7 +147,7 @@ async function renderedEvents(page) {
 function apiEvents(timeline, upTo) {
   return timeline.events.filter((e) => e.tick <= upTo).map((e) => ({
     tick: e.tick, candidate: e.candidate, operation: e.operation, token: e.token ?? null,
-    fence: e.fence ?? null, ttl: e.ttl ?? null, outcome: e.outcome,
+    fence: e.fence ?? null, slot: e.slot ?? null, ttl: e.ttl ?? null, outcome: e.outcome,
   }));
 }
 
@@ -255,6 +316,193 @@ describe("workbench page", () => {
     assert.deepEqual(six.events.filter((e) => e.outcome === "elected").map((e) => [e.tick, e.candidate, e.ledger.period]),
       [[0, "node-a", 0], [6, "node-a", 1], [12, "node-a", 2], [18, "node-a", 3]]);
     assert.deepEqual(await renderedEvents(page), apiEvents(six, await tickOf(page)));
+  });
+
+  for (const lang of ["en", "ko"]) {
+    test(`guided lessons (${lang}): every step loads its scenario and tick and shows its own text`, async () => {
+      await page.goto(`${base}?lang=${lang}`);
+      await ready(page);
+      assert.equal(await page.isVisible("#lesson"), false, "no step is open until one is chosen");
+      const steps = await page.$$eval("#steps button", (bs) => bs.map((b) => [b.dataset.lesson, b.textContent]));
+      assert.deepEqual(steps.map(([n]) => n), ["1", "2", "3", "4", "5"]);
+      await page.click('#steps button[data-lesson="1"]');
+      for (let i = 0; i < LESSONS.length; i++) {
+        const l = LESSONS[i], words = l[lang];
+        await page.waitForFunction(([n, q]) => document.body.dataset.state === "ready"
+          && document.body.dataset.lesson === n && document.body.dataset.query === q,
+          [String(i + 1), lessonQuery(l)], { timeout: PATIENCE });
+        // The scenario and options loaded, at the step's tick.
+        assert.equal(await page.getAttribute(`button[data-scenario="${l.scenario}"]`, "aria-pressed"), "true");
+        assert.equal(await page.getAttribute(`#steps button[data-lesson="${i + 1}"]`, "aria-pressed"), "true");
+        assert.equal(await tickOf(page), l.tick);
+        const tl = await shownTimeline(page, base);
+        for (const [k, v] of Object.entries(l.params)) assert.equal(tl.params[k], v, `${l.scenario}: ${k}`);
+        assert.deepEqual(await renderedEvents(page), apiEvents(tl, l.tick));
+        await l.fact(page);
+        // Its text, in the page's language.
+        assert.equal(await page.textContent("#lesson-title"), words.title);
+        assert.match(await page.textContent("#lesson-text"), words.text);
+        const loads = await page.textContent("#lesson-loads");
+        assert.ok(loads.startsWith(words.name), `${loads} names ${words.name}`);
+        assert.match(loads, lang === "en" ? /Lease 10 ticks|Lease 6 ticks|Lease 4 ticks/ : /리스 \d+틱/);
+        assert.match(await page.textContent("#lesson-look-label"), lang === "en" ? new RegExp(`^Look at tick ${l.tick}$`) : new RegExp(`^틱 ${l.tick}에서 볼 것$`));
+        assert.ok((await page.textContent("#lesson-look")).length > 20);
+        assert.match(await page.textContent("#lesson-eyebrow"), lang === "en" ? new RegExp(`Step ${i + 1} of 5`) : new RegExp(`5단계 중 ${i + 1}단계`));
+        assert.equal(await page.isVisible("#lesson-changed"), false);
+        const status = await page.textContent("#status");
+        assert.ok(status.includes(words.title), `the status line names the step: ${status}`);
+        if (lang === "ko") for (const id of ["#lesson-title", "#lesson-text", "#lesson-look"]) assert.match(await page.textContent(id), /[\uac00-\ud7a3]/);
+        assert.equal(await page.isDisabled("#lesson-prev"), i === 0);
+        assert.equal(await page.isDisabled("#lesson-next"), i === LESSONS.length - 1);
+        if (lang === "en" && i === 3) await page.screenshot({ path: path.join(SHOTS, "lesson-fencing.png"), fullPage: true });
+        if (lang === "ko" && i === 0) await page.screenshot({ path: path.join(SHOTS, "lesson-ko.png"), fullPage: true });
+        if (i < LESSONS.length - 1) await page.click("#lesson-next");
+      }
+      // Back one step.
+      await page.click("#lesson-prev");
+      await page.waitForFunction(() => document.body.dataset.lesson === "4" && document.body.dataset.state === "ready", null, { timeout: PATIENCE });
+      assert.equal(await tickOf(page), LESSONS[3].tick);
+    });
+  }
+
+  test("guided lessons: a deep link opens a step, a changed option is noticed, and Show loads the step again", async () => {
+    await page.goto(`${base}?lesson=3`);
+    await shows(page, lessonQuery(LESSONS[2]));
+    assert.equal(await page.getAttribute("#lesson", "data-lesson"), "3");
+    assert.equal(await tickOf(page), 6);
+    assert.match(page.url(), /lesson=3/);
+    // Stepping does not leave the step; "Show tick 6" comes back to its tick.
+    await page.click("#step");
+    assert.equal(await tickOf(page), 7);
+    assert.equal(await page.isVisible("#lesson-changed"), false);
+    await page.click("#lesson-show");
+    assert.equal(await tickOf(page), 6);
+    // Another lease: the shown timeline is no longer the step's, and the card says so.
+    await page.fill("#in-lease", "9");
+    await shows(page, "lease=9");
+    assert.equal(await page.isVisible("#lesson-changed"), true);
+    assert.equal(await page.getAttribute("#lesson", "data-matches"), "false");
+    await page.click("#lesson-show");
+    await page.waitForFunction((q) => document.body.dataset.query === q && document.body.dataset.state === "ready", lessonQuery(LESSONS[2]), { timeout: PATIENCE });
+    assert.equal(await tickOf(page), 6);
+    assert.equal(await page.isVisible("#lesson-changed"), false);
+    assert.equal(await page.inputValue("#in-lease"), "6");
+  });
+
+  test("fencing: a stale holder stops being stale when its action ends (ticks 10, 14 and 22)", async () => {
+    await page.goto(`${base}?scenario=fencing`);
+    await ready(page);
+    const tl = await shownTimeline(page, base);
+    const box = async () => ({
+      stale: await page.getAttribute("#action-box", "data-stale"),
+      ended: await page.getAttribute("#action-box", "data-ended"),
+      text: await page.textContent("#action-box"),
+    });
+    await stepTo(page, 10);
+    assert.deepEqual(await statuses(page), tl.frames[10].nodes.map((n) => n.status));
+    assert.deepEqual(await statuses(page), ["finished_stale", "stale", "running"]);
+    assert.equal((await box()).stale, "node-b");
+
+    await stepTo(page, 14);
+    assert.deepEqual(await statuses(page), ["finished_stale", "finished_stale", "stale"]);
+    let b = await box();
+    assert.equal(b.stale, "node-c", "only node-c's action still runs at tick 14");
+    assert.equal(b.ended, "node-a,node-b");
+    assert.match(b.text, /^node-c is stale/);
+    assert.match(b.text, /Ended without a lease, no longer running: node-a, node-b/);
+
+    await stepTo(page, 22);
+    b = await box();
+    assert.equal(b.stale, "");
+    assert.equal(b.ended, "node-a,node-b,node-c");
+    assert.doesNotMatch(b.text, /still running/);
+    assert.match(b.text, /^No leader/);
+    assert.equal(await page.textContent('.node[data-node="node-a"] .word'), "ended without lease");
+    assert.match(await page.textContent("#legend"), /x = ended without lease/);
+    await page.click("#lang-ko");
+    assert.equal(await page.textContent('.node[data-node="node-a"] .word'), "리스 없이 종료");
+    assert.doesNotMatch(await page.textContent("#action-box"), /실행 중입니다/);
+    await page.click("#lang-en");
+  });
+
+  test("after a refused change the status line agrees with the error box", async () => {
+    await page.goto(`${base}?scenario=contention`);
+    await ready(page);
+    await page.fill("#in-lease", "4");
+    await shows(page, "lease=4");
+    assert.match(await page.textContent("#status"), /^Recomputed/);
+    const tick = await tickOf(page);
+    await page.fill("#in-min_lease", "6");
+    await page.waitForSelector("#error:not([hidden])", { timeout: PATIENCE });
+    assert.match(await page.textContent("#error"), /min_lease/);
+    const status = await page.textContent("#status");
+    assert.doesNotMatch(status, /Recomputed/);
+    assert.match(status, new RegExp(`^Not recomputed: the server refused these options.*tick ${tick}`));
+    assert.match(await page.evaluate(() => document.body.dataset.query), /lease=4&/, "the last good timeline stays");
+    await page.click("#lang-ko");
+    assert.match(await page.textContent("#status"), /^다시 계산하지 않았습니다. 서버가 이 옵션을 거부했습니다/);
+    assert.match(await page.textContent("#error"), /^서버가 옵션을 거부했습니다/);
+    await page.click("#lang-en");
+    // A good value again: the error goes and the status says what happened.
+    await page.fill("#in-min_lease", "2");
+    await shows(page, "min_lease=2");
+    assert.equal(await page.isHidden("#error"), true);
+    assert.match(await page.textContent("#status"), /^Recomputed/);
+  });
+
+  test("group: fences are compared within a slot only, on the page too", async () => {
+    await page.goto(`${base}?scenario=group`);
+    await ready(page);
+    await page.fill("#in-lease", "4");
+    await shows(page, "lease=4");
+    await page.fill("#in-wait", "6");
+    await shows(page, "lease=4&wait=6");
+    const tl = await shownTimeline(page, base);
+    await stepTo(page, 8);
+    assert.deepEqual(await renderedEvents(page), apiEvents(tl, 8));
+    // node-b's fence-1 write in slot 1 is accepted although slot 0 has reached fence 2; node-a's
+    // fence-1 write in slot 0 is rejected.
+    const write = (node) => page.$eval(`#events tr[data-tick="8"][data-candidate="${node}"][data-operation="write"]`,
+      (tr) => [tr.dataset.slot, tr.dataset.fence, tr.dataset.outcome, tr.cells[4].textContent]);
+    assert.deepEqual(await write("node-b"), ["1", "1", "accepted", "1 · slot 1"]);
+    assert.deepEqual(await write("node-a"), ["0", "1", "rejected_fence", "1 · slot 0"]);
+    const domains = await page.$$eval("#resource-box dd[data-slot]", (dds) => dds.map((d) => [d.dataset.slot, d.dataset.highest, d.dataset.writer]));
+    assert.deepEqual(domains, tl.frames[8].resource.slots.map((d) => [String(d.slot), String(d.highest_fence), d.last_writer]));
+    assert.deepEqual(domains, [["0", "2", "node-c"], ["1", "1", "node-b"]]);
+    assert.equal(await page.getAttribute("#resource-box", "data-rejected-slots"), "0");
+    const flags = await page.$$eval("#resource-box .flag", (ps) => ps.map((p) => p.textContent));
+    assert.deepEqual(flags, ["✗ Slot 0: a write with a lower fence than this slot's highest was rejected at this tick."]);
+    assert.match(await page.textContent("#resource-box"), /Each slot has its own fences/);
+    await page.screenshot({ path: path.join(SHOTS, "group-slots.png"), fullPage: true });
+  });
+
+  test("Korean text breaks between words, not inside them", async () => {
+    await page.goto(`${base}?lang=ko&lesson=4`);
+    await shows(page, lessonQuery(LESSONS[3]));
+    const styles = () => page.$$eval(".intro p, #lesson-text, #lesson-look, #status, #action-box p, .node .word, #events td.outcome, h1",
+      (els) => els.map((e) => [e.id || e.className || e.tagName, getComputedStyle(e).wordBreak, getComputedStyle(e).overflowWrap]));
+    const ko = await styles();
+    assert.ok(ko.length >= 8);
+    for (const [what, wordBreak, overflowWrap] of ko) {
+      assert.equal(wordBreak, "keep-all", `${what}: word-break`);
+      assert.equal(overflowWrap, "anywhere", `${what}: overflow-wrap`);
+    }
+    // A Korean line never ends inside a word: every line break of the lesson text falls at a space.
+    const broken = await page.$eval("#lesson-text", (p) => {
+      const text = p.firstChild; const range = document.createRange(); const bad = [];
+      let lastTop = null;
+      for (let i = 0; i < text.length; i++) {
+        range.setStart(text, i); range.setEnd(text, i + 1);
+        const r = range.getClientRects()[0];
+        if (!r) continue;
+        if (lastTop !== null && r.top > lastTop + 2 && i > 0 && !/\s/.test(text.data[i - 1]) && /[\uac00-\ud7a3]/.test(text.data[i - 1]) && /[\uac00-\ud7a3]/.test(text.data[i])) bad.push(text.data.slice(Math.max(0, i - 4), i + 4));
+        lastTop = r.top;
+      }
+      return bad;
+    });
+    assert.deepEqual(broken, [], "line breaks inside Korean words");
+    await page.click("#lang-en");
+    for (const [what, wordBreak] of await styles()) assert.equal(wordBreak, "normal", `${what}: English keeps the normal rule`);
   });
 
   test("step advances one tick and reset returns to tick 0", async () => {
@@ -475,16 +723,56 @@ describe("live view (leasehold serve)", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test("shows the holder of a held lock and the management JSON, and notices the release", async () => {
+  test("shows a table of holders in English and Korean, the raw JSON behind a toggle, and notices the release", async () => {
     await page.goto(base);
     await page.waitForSelector('tr[data-lock="live-demo"][data-owner="browser-test"]', { timeout: PATIENCE });
     const { body } = await json(`${base}api/live`);
     const live = body.locks.find((l) => l.lock === "live-demo");
     assert.equal(live.holders[0].owner, "browser-test");
     assert.equal(await page.getAttribute('tr[data-lock="live-demo"]', "data-fence"), String(live.holders[0].fence));
-    await page.waitForFunction(() => document.getElementById("manage").textContent.includes("browser-test"), null, { timeout: PATIENCE });
+    // A readable table: lock, slot, owner, fence, expires in.
+    assert.deepEqual(await page.$$eval("#holders thead th", (ths) => ths.map((th) => th.textContent)),
+      ["Lock", "Slot", "Owner", "Fence", "Expires in"]);
+    const row = await page.$eval('tr[data-lock="live-demo"][data-kind="held"]', (tr) => [...tr.cells].map((td) => td.textContent));
+    assert.match(row[0], /^live-demo/);
+    assert.deepEqual(row.slice(1, 4), ["0", "browser-test", String(live.holders[0].fence)]);
+    assert.match(row[4], /^\d+(\.\d)? s$/, "time left in seconds");
     assert.ok(await page.isVisible('[data-lock="other-job"][data-kind="free"]'));
+    assert.match(await page.textContent('[data-lock="other-job"][data-kind="free"]'), /free/);
+
+    // The raw JSON is there, behind a toggle, with the management report at the axum crate's path.
+    assert.equal(await page.isVisible("#manage"), false);
+    assert.equal(await page.getAttribute("#manage-link", "href"), "management/leader-election");
+    await page.click("#raw summary");
+    await page.waitForFunction(() => document.getElementById("manage").textContent.includes("browser-test"), null, { timeout: PATIENCE });
+    assert.ok(await page.isVisible("#manage"));
+    assert.match(await page.textContent("#live-json"), /"owner": "browser-test"/);
     await page.screenshot({ path: path.join(SHOTS, "live.png"), fullPage: true });
+    const moved = await fetch(`${base}manage/leader-election`, { redirect: "manual" });
+    assert.equal(moved.status, 308);
+    assert.equal(new URL(moved.headers.get("location"), `${base}manage/leader-election`).pathname, "/management/leader-election");
+    const followed = await fetch(`${base}manage/leader-election`);
+    assert.equal(followed.status, 200);
+    assert.match(await followed.text(), /"leaderId":"browser-test"/);
+    await page.click("#raw summary");
+
+    // The same page in Korean, with Korean line breaking.
+    await page.click("#lang-ko");
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    assert.deepEqual(await page.$$eval("#holders thead th", (ths) => ths.map((th) => th.textContent)),
+      ["락", "슬롯", "소유자", "펜스", "만료까지"]);
+    await page.waitForFunction(() => /초$/.test(document.querySelector('tr[data-lock="live-demo"][data-kind="held"] td:last-child')?.textContent || ""), null, { timeout: PATIENCE });
+    assert.match(await page.textContent('[data-lock="other-job"][data-kind="free"]'), /비어 있음/);
+    assert.match(await page.textContent("h1"), /[\uac00-\ud7a3]/);
+    assert.match(await page.textContent("#raw summary"), /원본 JSON/);
+    const style = await page.$eval(".sub", (e) => [getComputedStyle(e).wordBreak, getComputedStyle(e).overflowWrap]);
+    assert.deepEqual(style, ["keep-all", "anywhere"]);
+    await page.screenshot({ path: path.join(SHOTS, "live-ko.png"), fullPage: true });
+    await page.reload();
+    await page.waitForSelector('tr[data-lock="live-demo"][data-owner="browser-test"]', { timeout: PATIENCE });
+    assert.equal(await page.getAttribute("html", "lang"), "ko", "the language is remembered");
+    await page.click("#lang-en");
+    assert.equal(await page.textContent("#holders thead th"), "Lock");
 
     await stop(holder);
     await page.waitForSelector('[data-lock="live-demo"][data-kind="free"]', { timeout: PATIENCE });

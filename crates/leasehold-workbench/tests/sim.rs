@@ -108,7 +108,13 @@ fn expiry_preset() {
     // node-a works on, stale, while node-b holds the lock.
     assert_eq!(statuses(&t, 7), ["stale", "running", "idle"]);
     assert_eq!(t.frames[7].holders[0].token, "b·2");
-    assert_eq!(statuses(&t, 24), ["stale", "stale", "stale"]);
+    // Each one's action has ended by the last tick: none is still running without a lease.
+    assert_eq!(statuses(&t, 11), ["stale", "stale", "waiting"]);
+    assert_eq!(statuses(&t, 12), ["finished_stale", "stale", "running"]);
+    assert_eq!(
+        statuses(&t, 24),
+        ["finished_stale", "finished_stale", "finished_stale"]
+    );
 }
 
 #[test]
@@ -245,20 +251,20 @@ fn fencing_preset() {
         19   node-c    release     c·3   3     -   rejected_stale
         ",
     );
+    let highest = |r: &sim::Resource| {
+        r.slots
+            .iter()
+            .map(|s| (s.slot, s.highest_fence))
+            .collect::<Vec<_>>()
+    };
     let before = &t.frames[9].resource;
-    assert_eq!(
-        (before.highest_fence, before.writes, before.rejected),
-        (Some(3), 3, 0)
-    );
+    assert_eq!(highest(before), [(0, 3)]);
+    assert_eq!((before.writes, before.rejected), (3, 0));
     let after = &t.frames[10].resource;
+    assert_eq!(highest(after), [(0, 3)]);
     assert_eq!(
-        (
-            after.highest_fence,
-            after.last_writer.as_deref(),
-            after.writes,
-            after.rejected
-        ),
-        (Some(3), Some("node-c"), 3, 1),
+        (after.last_writer.as_deref(), after.writes, after.rejected),
+        (Some("node-c"), 3, 1),
         "node-a's stale write changed nothing"
     );
 }
@@ -452,13 +458,169 @@ fn a_stale_write_is_rejected_while_the_successor_holds_the_lock() {
         (rejected.candidate.as_str(), rejected.fence),
         ("node-a", Some(1))
     );
-    let frame = &t.frames[rejected.tick as usize];
-    assert_eq!(frame.nodes[0].status, "stale");
-    assert!(
-        frame.holders.iter().all(|h| h.fence > 1),
-        "a successor holds the lock"
+    // node-a ran without a lease up to this final write; the frame closes after its action ended.
+    assert_eq!(
+        t.frames[rejected.tick as usize - 1].nodes[0].status,
+        "stale"
     );
-    assert!(frame.resource.highest_fence > rejected.fence);
+    let frame = &t.frames[rejected.tick as usize];
+    assert_eq!(frame.nodes[0].status, "finished_stale");
+    // Fences are compared within the writer's slot only.
+    let slot = rejected.slot.expect("a write names its slot");
+    assert!(
+        frame
+            .holders
+            .iter()
+            .any(|h| h.slot == slot && Some(h.fence) > rejected.fence),
+        "a successor holds the slot"
+    );
+    let domain = frame.resource.slots.iter().find(|s| s.slot == slot);
+    assert!(domain.is_some_and(|s| Some(s.highest_fence) > rejected.fence));
+}
+
+/// The token label of the lease a node shows in frame `tick`.
+fn token_of(t: &Timeline, tick: usize, node: usize) -> Option<&str> {
+    t.frames[tick].nodes[node].token.as_deref()
+}
+
+/// The tick of the action's final write with lease `token` (every action writes when it starts
+/// and when it ends), if it has happened within the run.
+fn final_write(t: &Timeline, token: &str) -> Option<u32> {
+    t.events
+        .iter()
+        .filter(|e| e.operation == "write" && e.token.as_deref() == Some(token))
+        .map(|e| e.tick)
+        .nth(1)
+}
+
+#[test]
+fn a_stale_holder_is_stale_only_until_its_action_ends() {
+    let t = preset("fencing");
+    assert_eq!(statuses(&t, 9), ["stale", "stale", "running"]);
+    // node-a's action ends at tick 10 (its final write is rejected): no longer "still running".
+    assert_eq!(statuses(&t, 10), ["finished_stale", "stale", "running"]);
+    assert_eq!(
+        statuses(&t, 14),
+        ["finished_stale", "finished_stale", "stale"]
+    );
+    assert_eq!(
+        statuses(&t, 22),
+        ["finished_stale", "finished_stale", "finished_stale"]
+    );
+    assert_eq!(token_of(&t, 22, 0), Some("a·1"), "the card keeps its lease");
+
+    // Everywhere: `stale` exactly while the action runs after the lease was lost, then
+    // `finished_stale` once its final write happened.
+    for (scenario, o) in grid() {
+        let t = run(scenario.id(), o);
+        for f in &t.frames {
+            for (i, n) in f.nodes.iter().enumerate() {
+                let ends = || token_of(&t, f.tick as usize, i).and_then(|tk| final_write(&t, tk));
+                match n.status.as_str() {
+                    "stale" => assert!(
+                        ends().is_none_or(|end| end > f.tick),
+                        "{scenario} {:?} tick {}: {} is stale after its action ended",
+                        t.params,
+                        f.tick,
+                        n.id
+                    ),
+                    "finished_stale" => assert!(
+                        ends().is_some_and(|end| end <= f.tick),
+                        "{scenario} {:?} tick {}: {} finished before its action ended",
+                        t.params,
+                        f.tick,
+                        n.id
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fences_are_compared_within_a_slot_only() {
+    // Two slots, leases shorter than the action: slot 0 passes a -> c -> d while slot 1 keeps
+    // node-b's fence 1. node-b's final write (fence 1, slot 1) comes after node-c wrote fence 2
+    // in slot 0, and it is accepted: fences of different slots are never compared.
+    let t = run(
+        "group",
+        Overrides {
+            lease: Some(4),
+            wait: Some(6),
+            ..Overrides::default()
+        },
+    );
+    let json = serde_json::to_value(&t).unwrap();
+    let write_at_8 = |node: &str| {
+        json["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["tick"] == 8 && e["candidate"] == node && e["operation"] == "write")
+            .map(|e| (e["slot"].clone(), e["fence"].clone(), e["outcome"].clone()))
+    };
+    let j = |slot: u32, fence: u64, outcome: &str| {
+        Some((
+            serde_json::json!(slot),
+            serde_json::json!(fence),
+            serde_json::json!(outcome),
+        ))
+    };
+    assert_eq!(write_at_8("node-a"), j(0, 1, "rejected_fence"));
+    assert_eq!(write_at_8("node-b"), j(1, 1, "accepted"));
+    assert_eq!(
+        json["frames"][8]["resource"]["slots"],
+        serde_json::json!([
+            {"slot": 0, "highest_fence": 2, "last_writer": "node-c", "writes": 2, "rejected": 1},
+            {"slot": 1, "highest_fence": 1, "last_writer": "node-b", "writes": 2, "rejected": 0},
+        ])
+    );
+
+    // Everywhere: a write is accepted exactly when its fence is at least the highest accepted
+    // in its own slot, and each frame's resource shows that per slot.
+    for (scenario, o) in grid() {
+        let t = run(scenario.id(), o);
+        let json = serde_json::to_value(&t).unwrap();
+        let mut highest = std::collections::BTreeMap::<u64, u64>::new();
+        let events = json["events"].as_array().unwrap();
+        for f in json["frames"].as_array().unwrap() {
+            for e in events.iter().filter(|e| e["tick"] == f["tick"]) {
+                if e["operation"] != "write" {
+                    continue;
+                }
+                let slot = e["slot"].as_u64().expect("a write names its slot");
+                let fence = e["fence"].as_u64().expect("a write has a fence");
+                let admitted = highest.get(&slot).is_none_or(|&h| fence >= h);
+                assert_eq!(
+                    e["outcome"] == "accepted",
+                    admitted,
+                    "{scenario} {:?}: {e}",
+                    t.params
+                );
+                if admitted {
+                    highest.insert(slot, fence);
+                }
+            }
+            let shown: Vec<(u64, u64)> = f["resource"]["slots"]
+                .as_array()
+                .expect("the resource lists its slots")
+                .iter()
+                .map(|s| {
+                    (
+                        s["slot"].as_u64().unwrap(),
+                        s["highest_fence"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            let expected: Vec<(u64, u64)> = highest.iter().map(|(s, h)| (*s, *h)).collect();
+            assert_eq!(
+                shown, expected,
+                "{scenario} {:?} tick {}",
+                t.params, f["tick"]
+            );
+        }
+    }
 }
 
 #[test]
@@ -639,7 +801,11 @@ fn the_json_round_trips_and_uses_the_contract_names() {
     assert_eq!(json["params"]["auto_extend"], false);
     assert_eq!(json["frames"][0]["nodes"][0]["status"], "running");
     assert_eq!(json["frames"][0]["holders"][0]["expires_tick"], 6);
-    assert_eq!(json["frames"][0]["resource"]["highest_fence"], 1);
+    assert_eq!(
+        json["frames"][0]["resource"]["slots"][0]["highest_fence"],
+        1
+    );
+    assert_eq!(json["events"][0]["slot"], 0);
     assert_eq!(json["events"][0]["operation"], "acquire");
     let back: Timeline = serde_json::from_value(json).unwrap();
     assert_eq!(back, t);

@@ -283,6 +283,60 @@ async fn the_live_view_lists_the_holder_of_a_held_lock() {
 }
 
 #[tokio::test]
+async fn the_live_view_mounts_the_management_report_at_the_axum_crates_path() {
+    let (_store, view) = held_view();
+    let app = view.router("127.0.0.1:7879".parse().unwrap()).unwrap();
+    assert_eq!(web::MANAGEMENT_PATH, leasehold_axum::DEFAULT_PATH);
+    let report = get(&app, "/management/leader-election").await;
+    assert_eq!(report.status, StatusCode::OK, "{}", report.text());
+    assert!(report.json()["locks"].is_array());
+
+    // The former path still works: a permanent redirect to the new one.
+    let res = app
+        .clone()
+        .oneshot(
+            Request::get("/manage/leader-election")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::PERMANENT_REDIRECT);
+    let location = res
+        .headers()
+        .get(header::LOCATION)
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let base = url_join("/manage/leader-election", location);
+    assert_eq!(base, "/management/leader-election", "{location}");
+
+    // The page uses the new path.
+    let page = get(&app, "/").await.text();
+    assert!(page.contains("\"management/leader-election\""));
+    assert!(!page.contains("manage/leader-election\""));
+}
+
+/// Resolves a relative `location` against `path` (enough for `../x/y` and `/x/y`).
+fn url_join(path: &str, location: &str) -> String {
+    if location.starts_with('/') {
+        return location.to_owned();
+    }
+    let mut parts: Vec<&str> = path.split('/').collect();
+    parts.pop();
+    for piece in location.split('/') {
+        match piece {
+            ".." => {
+                parts.pop();
+            }
+            "." => {}
+            other => parts.push(other),
+        }
+    }
+    parts.join("/")
+}
+
+#[tokio::test]
 async fn the_live_view_reads_group_slots() {
     let store = Arc::new(MemoryStore::new());
     let view = LiveView::new(store.clone(), vec![LockName::new("crawl").unwrap()])

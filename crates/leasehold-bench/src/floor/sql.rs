@@ -48,6 +48,8 @@ pub(super) async fn acquire(
                 .await?
                 .is_some()
         }
+        // `SqlPool` is non-exhaustive (a variant per driver feature); this crate builds all three.
+        other => return Err(format!("no SQL floor for a {} pool", other.dialect()).into()),
     })
 }
 
@@ -77,6 +79,7 @@ pub(super) async fn release(
         SqlPool::MySql(p) => {
             query!().execute(p).await?;
         }
+        other => return Err(format!("no SQL floor for a {} pool", other.dialect()).into()),
     }
     Ok(())
 }

@@ -8,8 +8,11 @@
     clippy::print_stderr
 )]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -54,6 +57,26 @@ impl Env {
         c
     }
 
+    /// `leasehold ARGS` under a pseudo-terminal, with `script(1)` from util-linux: the
+    /// terminal's output (leasehold's stdout and stderr, with `\r\n` line ends) is `script`'s
+    /// stdout, and `script` exits with leasehold's code.
+    pub fn cmd_in_terminal(&self, args: &[&str]) -> Command {
+        let line = std::iter::once(BIN)
+            .chain(args.iter().copied())
+            .map(shell_quote)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut c = Command::new("script");
+        c.args(["-qec", &line, "/dev/null"])
+            .env("LEASEHOLD_STORE", &self.store)
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env_remove("LEASEHOLD_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
     /// Runs `leasehold ARGS` to completion (bounded by [`PATIENCE`]).
     pub fn output(&self, args: &[&str]) -> Output {
         finish(self.spawn(args))
@@ -82,6 +105,74 @@ impl Env {
             .as_array()
             .cloned()
             .expect("holders array")
+    }
+}
+
+/// `text` quoted for `sh`.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Collects a child's stderr (or another of its pipes) line by line while it runs.
+pub struct Stderr {
+    lines: Receiver<String>,
+    all: Arc<Mutex<String>>,
+}
+
+impl Stderr {
+    pub fn watch(child: &mut Child) -> Self {
+        let pipe: ChildStderr = child.stderr.take().expect("stderr piped");
+        Self::pipe(pipe)
+    }
+
+    /// The child's stdout instead (say, `script`'s copy of a terminal).
+    pub fn watch_stdout(child: &mut Child) -> Self {
+        Self::pipe(child.stdout.take().expect("stdout piped"))
+    }
+
+    fn pipe(pipe: impl std::io::Read + Send + 'static) -> Self {
+        let (tx, lines) = channel();
+        let all = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&all);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+                let _ = tx.send(line);
+            }
+        });
+        Self { lines, all }
+    }
+
+    /// Waits for a line containing `needle`.
+    pub fn wait_for(&self, needle: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return,
+                Ok(_) => {}
+                Err(_) => panic!("no line with {needle:?} in stderr:\n{}", self.text()),
+            }
+        }
+    }
+
+    pub fn text(&self) -> String {
+        self.all.lock().unwrap().clone()
+    }
+}
+
+/// Waits for `child` to exit (bounded by [`PATIENCE`]), killing it on timeout.
+pub fn exit_status(mut child: Child) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            panic!("leasehold did not exit within {PATIENCE:?}");
+        }
+        sleep(Duration::from_millis(10));
     }
 }
 

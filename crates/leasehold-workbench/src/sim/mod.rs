@@ -67,8 +67,8 @@ pub use params::{
 };
 pub use scenario::{LOCK, Scenario, ScenarioInfo, scenarios};
 pub use timeline::{
-    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, Resource, Status, Timeline,
-    TimelineEvent,
+    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, Resource, SlotResource, Status,
+    Timeline, TimelineEvent,
 };
 
 /// Runs scenario `scenario` (an id such as `"contention"`) with its preset parameters, replaced

@@ -82,7 +82,7 @@ impl Recorder {
     fn node_state(&self, id: &str, track: Track) -> NodeState {
         let shows_lease = matches!(
             track.status,
-            Status::Running | Status::Stale | Status::Completed
+            Status::Running | Status::Stale | Status::Completed | Status::FinishedStale
         );
         let lease = track
             .lease
@@ -199,10 +199,14 @@ impl Recorder {
                 (Operation::Write, outcome, Some(lease), None)
             }
             What::Finished => {
+                // The action has ended: a node that lost its lease meanwhile no longer runs
+                // either, so it stops being `stale` (still running) and is `finished_stale`.
                 let track = &mut self.nodes[entry.node];
-                if track.status == Status::Running {
-                    track.status = Status::Completed;
-                }
+                track.status = match track.status {
+                    Status::Running => Status::Completed,
+                    Status::Stale => Status::FinishedStale,
+                    other => other,
+                };
                 return;
             }
         };
@@ -218,6 +222,7 @@ impl Recorder {
             operation: operation.to_string(),
             token: record.as_ref().map(|r| r.label.clone()),
             fence: record.as_ref().map(|r| r.fence),
+            slot: record.as_ref().map(|r| r.slot),
             ttl,
             outcome: outcome.to_string(),
             ledger,
@@ -228,7 +233,7 @@ impl Recorder {
         self.nodes[node] = Track { status, lease };
     }
 
-    /// A running node whose lease `lease` is gone or lost goes stale (and stays stale).
+    /// A running node whose lease `lease` is gone or lost goes stale (until its action ends).
     fn went_stale(&mut self, node: usize, lease: usize) {
         let track = &mut self.nodes[node];
         if track.lease == Some(lease) && track.status == Status::Running {

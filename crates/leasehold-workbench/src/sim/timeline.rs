@@ -104,10 +104,11 @@ pub struct LedgerEntry {
 pub struct NodeState {
     /// The node id.
     pub id: String,
-    /// A [`Status`] word: `idle`, `waiting`, `running`, `skipped`, `stale`, `completed` or
-    /// `already_ran`.
+    /// A [`Status`] word: `idle`, `waiting`, `running`, `skipped`, `stale`, `completed`,
+    /// `finished_stale` or `already_ran`.
     pub status: String,
-    /// The display label of the node's lease (running, stale or completed nodes).
+    /// The display label of the node's lease (running, stale, completed or finished-stale
+    /// nodes).
     pub token: Option<String>,
     /// The fence of the node's lease.
     pub fence: Option<u64>,
@@ -145,7 +146,9 @@ pub struct Holder {
 }
 
 /// The fenced resource: it accepts a write only if the writer's fence is at least the highest
-/// fence it has accepted (per slot in the group scenario, where every slot has its own fences).
+/// fence it has accepted *in the writer's slot*. Fences are minted per lock and slot, so in the
+/// group scenario every slot is its own fencing domain and fences of different slots are never
+/// compared; [`slots`](Self::slots) shows each domain.
 ///
 /// ```
 /// use leasehold_workbench::sim::{self, Overrides};
@@ -153,17 +156,44 @@ pub struct Holder {
 /// let timeline = sim::simulate("fencing", &Overrides::default())?;
 /// let last = timeline.frames.last().expect("frames");
 /// assert!(last.resource.rejected >= 1);
+/// assert_eq!(last.resource.slots[0].highest_fence, 3);
 /// # Ok::<(), leasehold_workbench::sim::SimError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resource {
-    /// The highest fence accepted so far (across slots in the group scenario).
-    pub highest_fence: Option<u64>,
-    /// The node whose write was accepted last.
+    /// One entry per slot that has accepted a write, in slot order (at most one, slot 0,
+    /// outside the group scenario).
+    pub slots: Vec<SlotResource>,
+    /// The node whose write was accepted last (in any slot).
     pub last_writer: Option<String>,
-    /// Writes accepted.
+    /// Writes accepted, in all slots.
     pub writes: u32,
-    /// Writes rejected because their fence was lower than one already accepted.
+    /// Writes rejected because their fence was lower than one already accepted in their slot,
+    /// in all slots.
+    pub rejected: u32,
+}
+
+/// The fenced resource as seen by one slot: its own highest fence and counts.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let t = sim::simulate("group", &Overrides::default())?;
+/// let slots: Vec<(u32, u64)> = t.frames[1].resource.slots.iter().map(|s| (s.slot, s.highest_fence)).collect();
+/// assert_eq!(slots, [(0, 1), (1, 1)]); // each slot starts its own fences at 1
+/// # Ok::<(), leasehold_workbench::sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotResource {
+    /// The slot.
+    pub slot: u32,
+    /// The highest fence accepted in this slot.
+    pub highest_fence: u64,
+    /// The node whose write was accepted last in this slot.
+    pub last_writer: String,
+    /// Writes accepted in this slot.
+    pub writes: u32,
+    /// Writes rejected in this slot (their fence was lower than `highest_fence` at the time).
     pub rejected: u32,
 }
 
@@ -192,6 +222,10 @@ pub struct TimelineEvent {
     pub token: Option<String>,
     /// The store's fence of the lease involved.
     pub fence: Option<u64>,
+    /// The slot of the lease involved, like `token` and `fence` (always 0 outside the group
+    /// scenario). Fences are minted per slot: compare a fence only with fences of the same slot.
+    #[serde(default)]
+    pub slot: Option<u32>,
     /// Ticks of lease left as of this event, where one applies: the new lease on `acquire` and
     /// `extend`, the blocking lease on `try_acquire` (but not on `already_ran`, which no lease
     /// causes) and `skip`, what the minimum lease keeps on
@@ -302,7 +336,8 @@ words! {
     /// ```
     /// use leasehold_workbench::sim::Status;
     /// assert_eq!(Status::Stale.as_str(), "stale");
-    /// assert_eq!(Status::ALL.len(), 7);
+    /// assert_eq!(Status::FinishedStale.as_str(), "finished_stale");
+    /// assert_eq!(Status::ALL.len(), 8);
     /// ```
     Status {
         /// Has not tried yet.
@@ -314,10 +349,15 @@ words! {
         /// Gave up when its wait ran out; its action never ran.
         Skipped => "skipped",
         /// Its lease was lost (the core reported it lost, or the store no longer holds it)
-        /// while its action ran; it stays stale after the action ends.
+        /// and its action is still running: only a fence can stop its writes. When the action
+        /// ends it becomes [`FinishedStale`](Self::FinishedStale).
         Stale => "stale",
         /// Its action ended while it still held the lease.
         Completed => "completed",
+        /// Its action ended after its lease was lost: it ran to the end without a lease (its
+        /// release was refused, and its final write was judged by the fence alone). Nothing of
+        /// it runs any more.
+        FinishedStale => "finished_stale",
         /// Its claim for a period was refused by the lock's period ledger: that period (or a
         /// later one) already ran, here or on another node. Its action did not run; it did not
         /// wait, whether or not the lock was held.

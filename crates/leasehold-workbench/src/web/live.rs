@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures::future::join_all;
@@ -18,16 +18,23 @@ use serde::Serialize;
 use crate::web::WebError;
 use crate::web::page;
 
-/// Where the management report of leasehold-axum is mounted in the live view.
+/// Where the management report of leasehold-axum is mounted in the live view: the axum
+/// crate's own [`DEFAULT_PATH`](leasehold_axum::DEFAULT_PATH), so the report is at the same
+/// place as in an application that mounts [`Management`].
 ///
 /// ```
-/// assert_eq!(leasehold_workbench::web::MANAGEMENT_PATH, "/manage/leader-election");
+/// assert_eq!(leasehold_workbench::web::MANAGEMENT_PATH, "/management/leader-election");
 /// ```
-pub const MANAGEMENT_PATH: &str = "/manage/leader-election";
+pub const MANAGEMENT_PATH: &str = leasehold_axum::DEFAULT_PATH;
+
+/// Where earlier versions of the live view mounted the report; it answers a permanent redirect
+/// (308) to [`MANAGEMENT_PATH`].
+const FORMER_MANAGEMENT_PATH: &str = "/manage/leader-election";
 
 /// The live view: `GET /` (the page, refreshing every second), `GET /api/live` (a
 /// [`LiveReport`]) and `GET` [`MANAGEMENT_PATH`] (leasehold-axum's management JSON for the same
-/// locks). Everything is read-only: nothing here can release or take a lock.
+/// locks; the former `/manage/leader-election` redirects there). Everything is read-only:
+/// nothing here can release or take a lock.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -244,9 +251,11 @@ impl LiveView {
         }
     }
 
-    /// The routes, for a server listening on `listen`. The management report is served
-    /// without authentication, like the page: on a loopback address, or on another address when
-    /// the caller has explicitly allowed remote access (see [`check_bind`](crate::web::check_bind)).
+    /// The routes, for a server listening on `listen` (see [`LiveView`] for the paths; a
+    /// request for the former `/manage/leader-election` is redirected to [`MANAGEMENT_PATH`]).
+    /// The management report is served without authentication, like the page: on a loopback
+    /// address, or on another address when the caller has explicitly allowed remote access (see
+    /// [`check_bind`](crate::web::check_bind)).
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -266,9 +275,19 @@ impl LiveView {
             management.behind_caller_auth()
         };
         let management = management.router()?;
+        // Relative to the former path (one directory below the root), so that the redirect also
+        // holds when the router is nested under a prefix.
+        let moved = format!("..{MANAGEMENT_PATH}");
         Ok(Router::new()
             .route("/", get(|| async { page::respond(page::LIVE_HTML) }))
             .route("/api/live", get(live))
+            .route(
+                FORMER_MANAGEMENT_PATH,
+                get(move || {
+                    let to = moved.clone();
+                    async move { Redirect::permanent(&to) }
+                }),
+            )
             .with_state(self)
             .merge(management))
     }

@@ -25,7 +25,7 @@ pub const LIVE_HTML: &str = include_str!("../../assets/live.html");
 /// ```
 /// assert!(leasehold_workbench::web::FENCING_MD.starts_with("# Fencing your writes"));
 /// ```
-pub const FENCING_MD: &str = include_str!("../../../../docs/fencing.md");
+pub const FENCING_MD: &str = include_str!("../../docs/fencing.md");
 
 /// A manual page (markdown) as plain UTF-8 text, not to be sniffed as anything else.
 pub(crate) fn manual(text: &'static str) -> Response {
