@@ -33,6 +33,10 @@ pub(crate) async fn report(
     loop {
         sleep_until(next).await;
         next = leasehold::store::deadline_after(next, every);
+        if start.elapsed() >= wait {
+            // The wait is over: the run's own skip (or start) line follows, not "0ms left".
+            return std::future::pending().await;
+        }
         let held_by = match timeout(STATE_TIMEOUT, store.state(lock, slots)).await {
             Ok(Ok(state)) if !held_by_another(&state, own) => continue,
             Ok(Ok(state)) => describe(&state),
@@ -161,5 +165,28 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// A line falling at the end of the wait is not printed ("0ms left"): the run's skip line
+    /// says it.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn nothing_is_said_once_the_wait_is_over() {
+        let store = Arc::new(MemoryStore::new());
+        let lock = LockName::new("busy").unwrap();
+        let other = Elector::new(store.clone());
+        let _held = other.try_acquire(&lock).await.unwrap().unwrap();
+        let mut lines = Vec::new();
+        let reporting = report(
+            &*store,
+            &lock,
+            1,
+            "me",
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+            |line| lines.push(line.to_owned()),
+        );
+        let _ = timeout(Duration::from_secs(10), reporting).await;
+        assert_eq!(lines.len(), 3, "at 0, 1 and 2 s of a 3 s wait: {lines:?}");
+        assert!(lines.iter().all(|l| !l.contains("0ms of")), "{lines:?}");
     }
 }
