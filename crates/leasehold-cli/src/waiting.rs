@@ -129,10 +129,8 @@ mod tests {
         );
     }
 
-    /// Paused time: the first line comes at once, the next after each `every`, each naming the
-    /// holder and the time left of the wait.
-    #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn says_so_at_the_start_and_then_every_interval() {
+    /// The lines `report` says in `run_for_ms` of a `wait` while `web-1:42` holds lock `busy`.
+    async fn reported(wait: Duration, every: Duration, run_for_ms: u64) -> Vec<String> {
         let store = Arc::new(MemoryStore::new());
         let lock = LockName::new("busy").unwrap();
         let other = Elector::with_options(
@@ -144,16 +142,18 @@ mod tests {
         );
         let _held = other.try_acquire(&lock).await.unwrap().unwrap();
         let mut lines = Vec::new();
-        let reporting = report(
-            &*store,
-            &lock,
-            1,
-            "me",
-            Duration::from_secs(60),
-            Duration::from_secs(5),
-            |line| lines.push(line.to_owned()),
-        );
-        let _ = timeout(Duration::from_millis(12_500), reporting).await;
+        let reporting = report(&*store, &lock, 1, "me", wait, every, |line| {
+            lines.push(line.to_owned())
+        });
+        let _ = timeout(Duration::from_millis(run_for_ms), reporting).await;
+        lines
+    }
+
+    /// Paused time: the first line comes at once, the next after each `every`, each naming the
+    /// holder and the time left of the wait.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn says_so_at_the_start_and_then_every_interval() {
+        let lines = reported(Duration::from_secs(60), Duration::from_secs(5), 12_500).await;
         assert_eq!(lines.len(), 3, "at 0 s, 5 s and 10 s: {lines:?}");
         for (line, left) in lines.iter().zip(["1m00s", "55.0s", "50.0s"]) {
             assert!(
@@ -171,21 +171,7 @@ mod tests {
     /// says it.
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn nothing_is_said_once_the_wait_is_over() {
-        let store = Arc::new(MemoryStore::new());
-        let lock = LockName::new("busy").unwrap();
-        let other = Elector::new(store.clone());
-        let _held = other.try_acquire(&lock).await.unwrap().unwrap();
-        let mut lines = Vec::new();
-        let reporting = report(
-            &*store,
-            &lock,
-            1,
-            "me",
-            Duration::from_secs(3),
-            Duration::from_secs(1),
-            |line| lines.push(line.to_owned()),
-        );
-        let _ = timeout(Duration::from_secs(10), reporting).await;
+        let lines = reported(Duration::from_secs(3), Duration::from_secs(1), 10_000).await;
         assert_eq!(lines.len(), 3, "at 0, 1 and 2 s of a 3 s wait: {lines:?}");
         assert!(lines.iter().all(|l| !l.contains("0ms of")), "{lines:?}");
     }

@@ -172,9 +172,13 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 9] = [
+        let requests: [(&[&str], &[&str]); 13] = [
             (&[LIST_FILTER_PREFIXED], LIST_NAMES),
             (&[LIST_FILTER], LIST_NAMES),
+            (&[STALE_FILTER], STALE_NAMES),
+            (&[STALE_FILTER_PREFIXED], STALE_NAMES),
+            (&[PAST_TTL_FILTER], PAST_TTL_NAMES),
+            (&[PAST_TTL_FILTER_PREFIXED], PAST_TTL_NAMES),
             (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[PERIOD_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
             (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),

@@ -265,28 +265,6 @@ fn check_pages(max_pages: u32) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expressions::names;
-
-    #[test]
-    fn the_filters_name_exactly_the_placeholders_they_use() {
-        for (filter, used) in [
-            (STALE_FILTER, STALE_NAMES),
-            (STALE_FILTER_PREFIXED, STALE_NAMES),
-            (PAST_TTL_FILTER, PAST_TTL_NAMES),
-            (PAST_TTL_FILTER_PREFIXED, PAST_TTL_NAMES),
-        ] {
-            let mut found: Vec<&str> = filter
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '#'))
-                .filter(|w| w.starts_with('#'))
-                .collect();
-            found.sort_unstable();
-            found.dedup();
-            let mut expected = used.to_vec();
-            expected.sort_unstable();
-            assert_eq!(found, expected, "{filter}");
-            assert_eq!(names(used).count(), used.len(), "{filter}");
-        }
-    }
 
     #[test]
     fn page_caps_outside_the_limit_are_refused_naming_it() {
