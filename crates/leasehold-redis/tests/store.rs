@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::store::AcquireRequest;
+use leasehold::store::{AcquireRequest, Acquisition};
 use leasehold::{
     ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy, StoreRegistry, Token,
 };
@@ -312,4 +312,106 @@ async fn release_publishes_only_after_a_failed_acquire() {
         vec![lock.to_string()],
         "one notification, for the contended release"
     );
+}
+
+/// A one-slot acquire on a hash that also holds a group's slot 1 must not cut the cleanup TTL
+/// below that slot's lease: the lean one-slot path recognises such a hash (`f1`) and leaves it to
+/// the full script, which sets the TTL from every live slot.
+#[tokio::test]
+async fn a_one_slot_acquire_keeps_a_longer_group_lease_in_the_cleanup_ttl() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("mixed-slots");
+    let group = |ttl| AcquireRequest::new(lock.clone(), 2, "group", Token::random(), ttl);
+    let first = store
+        .try_acquire(&group(Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
+    let second = store
+        .try_acquire(&group(Duration::from_secs(600)))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
+    assert_eq!((first.slot, second.slot), (0, 1));
+    store.release(&first, Duration::ZERO).await.unwrap();
+
+    let single = store
+        .try_acquire(&request(&lock, Duration::from_secs(1)))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
+    assert_eq!(single.slot, 0);
+    assert!(single.fence > first.fence);
+    let mut conn = store.connection().await.unwrap();
+    let ttl: i64 = conn.pttl(store.key(&lock)).await.unwrap();
+    // slot 1's lease (600 s) + idle retention (60 s in tests), not the one-slot lease's 1 s + 60 s
+    assert!(ttl > 600_000, "cleanup TTL {ttl} ms");
+}
+
+/// The lean one-slot path answers a retried request (same token) with the same lease, and a
+/// contender's failure marks the lock for the release's notification.
+#[tokio::test]
+async fn a_one_slot_retry_gets_the_same_lease_back() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("one-slot-retry");
+    let req = request(&lock, Duration::from_secs(30));
+    let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();
+    let again = store.try_acquire(&req).await.unwrap().granted().unwrap();
+    assert_eq!(
+        (again.slot, again.fence, again.acquired_at, again.expires_at),
+        (lease.slot, lease.fence, lease.acquired_at, lease.expires_at)
+    );
+    let mut conn = store.connection().await.unwrap();
+    let key = store.key(&lock);
+    let owner: String = conn.hget(&key, "o0").await.unwrap();
+    assert_eq!(owner, "test");
+    let ttl: i64 = conn.pttl(&key).await.unwrap();
+    assert!((85_000..=90_000).contains(&ttl), "cleanup TTL {ttl} ms");
+}
+
+/// A grant without a period on a lock whose ledger records a period must not shorten the hash's
+/// cleanup TTL below the period's end: the ledger would vanish and the period could run twice.
+#[tokio::test]
+async fn a_grant_without_a_period_keeps_the_ledger_until_its_period_ends() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("ledger-ttl");
+    // An hourly period whose offset puts the current period's end half an hour from now.
+    let now_ms = leasehold::store::epoch_ms(std::time::SystemTime::now());
+    let offset = Duration::from_millis(((now_ms + 1_800_000) % 3_600_000).unsigned_abs());
+    let period = leasehold::Period::every(Duration::from_secs(3600))
+        .unwrap()
+        .offset(offset)
+        .unwrap();
+    let claim = request(&lock, Duration::from_secs(1)).with_period(period);
+    let claimed = store.try_acquire(&claim).await.unwrap().granted().unwrap();
+    assert!(claimed.period.is_some());
+    store.release(&claimed, Duration::ZERO).await.unwrap();
+    let mut conn = store.connection().await.unwrap();
+    let before: i64 = conn.pttl(store.key(&lock)).await.unwrap();
+
+    let plain = store
+        .try_acquire(&request(&lock, Duration::from_secs(1)))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
+    store.release(&plain, Duration::ZERO).await.unwrap();
+    let after: i64 = conn.pttl(store.key(&lock)).await.unwrap();
+    // About half an hour (the period's end) + retention before and after, not 1 s + retention.
+    assert!(
+        before > 1_700_000,
+        "cleanup TTL after the claim: {before} ms"
+    );
+    assert!(
+        after > before - 60_000,
+        "cleanup TTL went from {before} ms to {after} ms"
+    );
+    let again = store.try_acquire(&claim).await.unwrap();
+    assert!(matches!(again, Acquisition::AlreadyRan(_)), "{again:?}");
 }
