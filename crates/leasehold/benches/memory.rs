@@ -13,7 +13,9 @@
 //!   same lock with a generous wait; one iteration is the whole batch of 8 (throughput = 8 calls).
 //!
 //! Run: `cargo bench -p leasehold --bench memory -- --warm-up-time 1 --measurement-time 3`.
-//! Results and the machine they came from are in `docs/benchmarks.md`.
+//! Results and the machine they came from are in `docs/benchmarks.md`. The same floor and
+//! uncontended calls counted in instructions (which do not depend on the machine's load) are the
+//! example `per_call` (`per_call instructions`, run by `scripts/bench-report`).
 
 use std::cell::RefCell;
 use std::hint::black_box;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::broadcast;
@@ -154,23 +155,68 @@ impl Event {
 
 /// The sending side shared by an elector and its clones.
 #[derive(Debug, Clone)]
-pub(crate) struct Events(broadcast::Sender<Event>);
+pub(crate) struct Events(Arc<Channel>);
+
+#[derive(Debug)]
+struct Channel {
+    sender: broadcast::Sender<Event>,
+    /// Set at the first subscription: until then no event is built and the channel (whose
+    /// receiver count sits behind a mutex) is not asked.
+    subscribed: AtomicBool,
+}
 
 impl Default for Events {
     fn default() -> Self {
-        Self(broadcast::channel(EVENT_BUFFER).0)
+        Self(Arc::new(Channel {
+            sender: broadcast::channel(EVENT_BUFFER).0,
+            subscribed: AtomicBool::new(false),
+        }))
     }
 }
 
 impl Events {
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.0.subscribe()
+        // Before subscribing: an event sent after `subscribe` returns must not be skipped.
+        self.0.subscribed.store(true, Ordering::Release);
+        self.0.sender.subscribe()
     }
 
     /// Sends an event, building it only if someone listens.
     pub(crate) fn emit(&self, make: impl FnOnce() -> Event) {
-        if self.0.receiver_count() > 0 {
-            let _ = self.0.send(make());
+        if self.0.subscribed.load(Ordering::Acquire) && self.0.sender.receiver_count() > 0 {
+            let _ = self.0.sender.send(make());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    fn skipped() -> Event {
+        Event::Skipped {
+            lock: LockName::new("job").unwrap_or_else(|e| panic!("{e}")),
+        }
+    }
+
+    #[test]
+    fn events_are_built_only_once_someone_listens() {
+        let events = Events::default();
+        let built = Cell::new(0);
+        let make = || {
+            built.set(built.get() + 1);
+            skipped()
+        };
+        events.emit(make);
+        assert_eq!(built.get(), 0, "nobody listens: not built");
+        let mut rx = events.clone().subscribe();
+        events.emit(make);
+        assert_eq!(built.get(), 1);
+        assert_eq!(rx.try_recv().ok(), Some(skipped()));
+        drop(rx);
+        events.emit(make);
+        assert_eq!(built.get(), 1, "the listener left: not built again");
     }
 }

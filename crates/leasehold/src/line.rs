@@ -10,17 +10,37 @@
 //! joins at the back instead of trying first. And a release by the same elector wakes the first
 //! in line at once, without waiting for the store's release signal or a retry timer.
 //!
-//! The line orders one elector's tasks (and its clones: tenants, reconfigured copies); it does
-//! not change who wins between processes, and the store still decides every grant. A task that
-//! never tries (`wait = 0`) never joins a line.
+//! The line orders one elector's tasks (and its clones: tenants, reconfigured copies); the store
+//! still decides every grant. A task that never tries (`wait = 0`) never joins a line.
+//!
+//! Between processes, the line takes turns in rounds. Left alone, a process that holds a lock
+//! other processes wait for would keep it: its next task is woken in-process, sooner than a
+//! store's release signal reaches the others. So when a task wins the lock after finding it held
+//! by another process, its elector's round is the tasks then in line (and the winner): each gets
+//! one turn, handed over at once as above. After the round's last release the elector *yields*:
+//! for a head start of about two store round trips its tasks make no attempt, so the other
+//! processes' waiters, woken by the store's signal, go first. Each process thus gets one turn per
+//! waiting task per round, and a task's share of the lock does not depend on how many tasks its
+//! process runs.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::name::LockName;
+
+/// The shortest head start an elector gives other processes' waiters after its round.
+pub(crate) const HEAD_START_MIN: Duration = Duration::from_millis(2);
+/// The longest head start an elector gives other processes' waiters after its round.
+pub(crate) const HEAD_START_MAX: Duration = Duration::from_millis(20);
+/// How long after its round an elector still takes part in rounds on that lock: while it does,
+/// a store release signal wakes its waiters half the head start late, so that another
+/// process's in-process hand-off within its round goes first.
+pub(crate) const ROUND_MEMORY: Duration = Duration::from_secs(1);
 
 /// Every line of one elector, by lock.
 #[derive(Default)]
@@ -28,6 +48,31 @@ pub(crate) struct Lines {
     /// Places in all lines; lets the uncontended path skip the map.
     places: AtomicUsize,
     lines: Mutex<HashMap<LockName, Line, foldhash::fast::RandomState>>,
+    /// Rounds in progress or yielding; lets the uncontended path skip the map.
+    live_rounds: AtomicUsize,
+    /// This elector's round per lock contended with other processes.
+    rounds: Mutex<HashMap<LockName, Round, foldhash::fast::RandomState>>,
+    /// Releases of this elector sent to the store and not yet answered.
+    releasing: Arc<AtomicUsize>,
+}
+
+/// A release of this elector in flight (see [`Lines::release_in_flight`]); ends on drop.
+pub(crate) struct ReleaseInFlight(Arc<AtomicUsize>);
+
+impl Drop for ReleaseInFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// This elector's round on a lock other processes wait for too.
+struct Round {
+    /// Turns (releases) left in the round.
+    left: usize,
+    /// The head start other processes get when the round ends.
+    head_start: Duration,
+    /// Set when the round is over: this elector's tasks wait until then before trying.
+    yield_until: Option<Instant>,
 }
 
 struct Line {
@@ -71,9 +116,91 @@ impl Lines {
         }
     }
 
-    /// This elector released `lock`: the first in line may try again at once.
+    /// Marks a release of this elector as sent until the returned value is dropped.
+    pub(crate) fn release_in_flight(&self) -> ReleaseInFlight {
+        self.releasing.fetch_add(1, Ordering::AcqRel);
+        ReleaseInFlight(Arc::clone(&self.releasing))
+    }
+
+    /// True if a release of this elector is in flight: a lock found held may still be its own.
+    pub(crate) fn is_releasing(&self) -> bool {
+        self.releasing.load(Ordering::Acquire) > 0
+    }
+
+    fn rounds(&self) -> MutexGuard<'_, HashMap<LockName, Round, foldhash::fast::RandomState>> {
+        self.rounds.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A task of this elector won `lock` after finding it held by another process, with an
+    /// attempt that took `round_trip`: a round starts, one turn for each task in line (the
+    /// winner's place included, if it had one).
+    pub(crate) fn won_from_others(&self, lock: &LockName, round_trip: Duration) {
+        let turns = self
+            .map()
+            .get(lock)
+            .map_or(1, |line| line.queue.len().max(1));
+        let round = Round {
+            left: turns,
+            head_start: (round_trip * 3).clamp(HEAD_START_MIN, HEAD_START_MAX),
+            yield_until: None,
+        };
+        if self.rounds().insert(lock.clone(), round).is_none() {
+            self.live_rounds.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// If this elector is yielding `lock` to other processes, until when.
+    pub(crate) fn yielding(&self, lock: &LockName) -> Option<Instant> {
+        if self.live_rounds.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut rounds = self.rounds();
+        let until = rounds.get(lock)?.yield_until?;
+        let now = Instant::now();
+        if until > now {
+            return Some(until);
+        }
+        if now - until > ROUND_MEMORY {
+            rounds.remove(lock);
+            self.live_rounds.fetch_sub(1, Ordering::AcqRel);
+        }
+        None
+    }
+
+    /// How long a waiter woken by the store's release signal waits before trying: half
+    /// the head start while this elector takes part in rounds on `lock` and its own round is
+    /// over (the release was another process's), else nothing.
+    pub(crate) fn signal_delay(&self, lock: &LockName) -> Option<Duration> {
+        if self.live_rounds.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let rounds = self.rounds();
+        let round = rounds.get(lock).filter(|r| r.yield_until.is_some())?;
+        Some(round.head_start / 2)
+    }
+
+    /// Counts a turn of `lock`'s round; true if the round is over (and yielding starts now).
+    fn round_over(&self, lock: &LockName) -> bool {
+        if self.live_rounds.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let mut rounds = self.rounds();
+        let Some(round) = rounds.get_mut(lock).filter(|r| r.yield_until.is_none()) else {
+            return false;
+        };
+        round.left = round.left.saturating_sub(1);
+        let waiting = self.places.load(Ordering::Acquire) > 0 && self.map().contains_key(lock);
+        if round.left > 0 && waiting {
+            return false;
+        }
+        round.yield_until = Some(Instant::now() + round.head_start);
+        true
+    }
+
+    /// This elector released `lock`: the first in line may try again at once, unless this
+    /// elector's round is over (then the line waits out the head start of other processes).
     pub(crate) fn released(&self, lock: &LockName) {
-        if self.places.load(Ordering::Acquire) == 0 {
+        if self.round_over(lock) || self.places.load(Ordering::Acquire) == 0 {
             return;
         }
         if let Some(line) = self.map().get(lock) {
@@ -183,5 +310,64 @@ mod tests {
         let other = LockName::new("other").unwrap();
         lines.released(&other); // no line: nothing happens
         assert!(!lines.is_busy(&other));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_gives_each_task_in_line_one_turn_then_yields() {
+        let lines = Arc::new(Lines::default());
+        let places: Vec<_> = (0..3).map(|_| lines.join(&lock(), 1)).collect();
+        lines.won_from_others(&lock(), Duration::from_millis(1));
+        assert_eq!(lines.yielding(&lock()), None);
+        assert_eq!(
+            lines.signal_delay(&lock()),
+            None,
+            "the round is this elector's"
+        );
+        // Two turns handed over in-process at once.
+        for _ in 0..2 {
+            lines.released(&lock());
+            tokio::time::timeout(Duration::from_secs(1), places[0].freed())
+                .await
+                .unwrap();
+            assert_eq!(lines.yielding(&lock()), None);
+        }
+        // The third ends the round: no in-process wake-up, a head start of 3 round trips.
+        let ended = Instant::now();
+        lines.released(&lock());
+        assert_eq!(
+            lines.yielding(&lock()),
+            Some(ended + Duration::from_millis(3))
+        );
+        assert_eq!(
+            lines.signal_delay(&lock()),
+            Some(Duration::from_micros(1500))
+        );
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), places[0].freed())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_ends_early_when_nobody_is_left_in_line_and_is_forgotten_later() {
+        let lines = Arc::new(Lines::default());
+        let place = lines.join(&lock(), 1);
+        lines.won_from_others(&lock(), Duration::from_micros(10));
+        drop(place);
+        lines.released(&lock());
+        // The head start is never shorter than the minimum.
+        let until = lines.yielding(&lock()).unwrap();
+        assert_eq!(until, Instant::now() + HEAD_START_MIN);
+        tokio::time::sleep_until(until).await;
+        assert_eq!(lines.yielding(&lock()), None);
+        assert!(
+            lines.signal_delay(&lock()).is_some(),
+            "still taking part in rounds"
+        );
+        tokio::time::sleep(ROUND_MEMORY * 2).await;
+        assert_eq!(lines.yielding(&lock()), None);
+        assert_eq!(lines.live_rounds.load(Ordering::Acquire), 0);
+        assert_eq!(lines.signal_delay(&lock()), None);
     }
 }

@@ -42,7 +42,7 @@
 //! have no other clock to compare with: the gauge is not recorded for them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
 
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
@@ -104,8 +104,9 @@ pub(crate) struct LockMetrics {
     /// (rather than a registered gauge at 0).
     clock_offset: OnceLock<Gauge>,
     master_status: Gauge,
-    /// The lock, keying the process-wide counts behind the 0/1 gauges.
-    lock: LockName,
+    /// The process-wide counts behind the 0/1 gauges, shared with every other elector's
+    /// handles of this lock.
+    flags: Arc<FlagCounts>,
 }
 
 impl LockMetrics {
@@ -131,7 +132,7 @@ impl LockMetrics {
             at_risk: gauge!(AT_RISK, "lock" => l()),
             clock_offset: OnceLock::new(),
             master_status: gauge!(MASTER_STATUS, "name" => l()),
-            lock: lock.clone(),
+            flags: FlagCounts::of(lock),
         }
     }
 
@@ -184,26 +185,23 @@ impl LockMetrics {
     /// The store clock offset estimated at a renewal (see the module docs).
     pub(crate) fn clock_offset(&self, seconds: f64) {
         self.clock_offset
-            .get_or_init(|| gauge!(STORE_CLOCK_OFFSET_SECONDS, "lock" => self.lock.shared()))
+            .get_or_init(|| gauge!(STORE_CLOCK_OFFSET_SECONDS, "lock" => self.flags.lock.shared()))
             .set(seconds);
     }
 
     /// Moves one lease of this lock into or out of `flag`'s state and sets its gauge: 1 while
     /// any lease of the lock in this process is in it. The count and the gauge change under one
-    /// lock, so concurrent changes leave the gauge matching the count.
+    /// lock (the lock's own, so no lookup per change), so concurrent changes leave the gauge
+    /// matching the count.
     fn flag(&self, flag: Flag, on: bool) {
-        let mut counts = FLAGGED.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (flag, self.lock.clone());
-        let count = counts.entry(key.clone()).or_insert(0);
+        let mut counts = self.flags.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let count = &mut counts[flag as usize];
         *count = if on {
             count.saturating_add(1)
         } else {
             count.saturating_sub(1)
         };
         let value = if *count > 0 { 1.0 } else { 0.0 };
-        if *count == 0 {
-            counts.remove(&key);
-        }
         match flag {
             Flag::Leading => &self.master_status,
             Flag::AtRisk => &self.at_risk,
@@ -226,18 +224,56 @@ impl LockMetrics {
     }
 }
 
-/// A state that a 0/1 gauge per lock shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A state that a 0/1 gauge per lock shows (the index of its count in [`FlagCounts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flag {
     /// Held, neither lost nor released (`leader_election_master_status`).
-    Leading,
+    Leading = 0,
     /// Renewal failing (`leasehold_at_risk`).
-    AtRisk,
+    AtRisk = 1,
 }
 
-/// How many leases of each lock, process-wide, are in each flagged state; a count that drops to
-/// zero is removed, so this holds only the locks held now.
-static FLAGGED: LazyLock<Mutex<HashMap<(Flag, LockName), u32>>> = LazyLock::new(Mutex::default);
+/// How many leases of one lock, process-wide, are in each flagged state. One per lock while any
+/// elector has handles of it (a held lease keeps its handles), found through [`FLAGGED`] when
+/// the handles are registered, so that changing a count needs no lookup.
+struct FlagCounts {
+    lock: LockName,
+    counts: Mutex<[u32; 2]>,
+}
+
+/// The live [`FlagCounts`] by lock; an entry leaves when its counts are dropped, so this holds
+/// only the locks some elector has handles of.
+static FLAGGED: LazyLock<Mutex<HashMap<LockName, Weak<FlagCounts>>>> =
+    LazyLock::new(Mutex::default);
+
+impl FlagCounts {
+    /// The counts of `lock`: the live ones if another elector has them, else new ones (at 0).
+    fn of(lock: &LockName) -> Arc<Self> {
+        let mut live = FLAGGED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(counts) = live.get(lock).and_then(Weak::upgrade) {
+            return counts;
+        }
+        let counts = Arc::new(Self {
+            lock: lock.clone(),
+            counts: Mutex::new([0; 2]),
+        });
+        live.insert(lock.clone(), Arc::downgrade(&counts));
+        counts
+    }
+}
+
+impl Drop for FlagCounts {
+    /// Leaves [`FLAGGED`], unless newer counts of the lock replaced this entry meanwhile.
+    fn drop(&mut self) {
+        let mut live = FLAGGED.lock().unwrap_or_else(|p| p.into_inner());
+        if live
+            .get(&self.lock)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), self))
+        {
+            live.remove(&self.lock);
+        }
+    }
+}
 
 /// The store's clock minus this host's, in seconds, from the store time `store_now` at which it
 /// applied a request and this host's clock `answered_at` when the answer arrived, `round_trip`

@@ -665,3 +665,26 @@ async fn elector_force_release_applies_the_tenant_and_slot_count() {
     assert!(a.is_lost());
     drop(b);
 }
+
+/// A tenant's `run_if_leader`, `run` and `run_once_per` scope the name once (`tenant:a:job`), as
+/// `try_acquire` does.
+#[tokio::test(start_paused = true)]
+async fn a_tenant_runs_under_its_scoped_name() {
+    let store = Arc::new(MemoryStore::new());
+    let a = elector(&store, opts().wait(Duration::ZERO))
+        .for_tenant("a")
+        .unwrap();
+    let ran = a.run_if_leader("job", |ctx| async move { ctx.lock().clone() });
+    assert_eq!(ran.await.unwrap().unwrap().as_str(), "tenant:a:job");
+    let ran = a.run("job", |ctx| async move { Ok::<_, ()>(ctx.lock().clone()) });
+    assert!(
+        matches!(ran.await.unwrap(), leasehold::RunOutcome::Elected(l) if l.as_str() == "tenant:a:job")
+    );
+    let hourly = leasehold::Period::every(Duration::from_secs(3600)).unwrap();
+    let ran = a.run_once_per("job", hourly, |ctx| async move {
+        Ok::<_, ()>(ctx.lock().clone())
+    });
+    assert!(
+        matches!(ran.await.unwrap(), leasehold::PeriodOutcome::Ran(l) if l.as_str() == "tenant:a:job")
+    );
+}

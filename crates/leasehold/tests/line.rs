@@ -200,3 +200,50 @@ async fn a_group_lets_as_many_tasks_try_as_it_has_slots() {
         "two slots were used at once, never more"
     );
 }
+
+/// An elector that waits up to 5 s, on `store`.
+fn patient(store: &Arc<MemoryStore>) -> Elector {
+    let options = ElectionOptions::builder()
+        .wait(Duration::from_secs(5))
+        .lease(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    Elector::with_options(store.clone(), options)
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
+    // Two electors on one store stand for two processes.
+    let store = Arc::new(MemoryStore::new());
+    let (a, b) = (patient(&store), patient(&store));
+    let held_by_b = b.try_acquire("shared").await.unwrap().unwrap();
+    // A's task finds the lock held by the other process, waits, and wins it on B's release:
+    // A's round (one turn: nobody else of A is in line) starts.
+    let a1 = tokio::spawn({
+        let a = a.clone();
+        async move { a.try_acquire("shared").await.unwrap().unwrap() }
+    });
+    sleep(Duration::from_millis(5)).await;
+    held_by_b.release().await.unwrap();
+    let held_by_a = a1.await.unwrap();
+    // B's task now waits for A; it holds the lock for 5 ms when it gets it.
+    let b1 = tokio::spawn({
+        let b = b.clone();
+        async move {
+            let guard = b.try_acquire("shared").await.unwrap().unwrap();
+            let at = Instant::now();
+            sleep(Duration::from_millis(5)).await;
+            guard.release().await.unwrap();
+            at
+        }
+    });
+    sleep(Duration::from_millis(5)).await;
+    held_by_a.release().await.unwrap();
+    // A asks again at once, without yielding to the runtime first: without rounds its attempt
+    // would land before B's woken waiter runs. With them, A's round is over and B goes first.
+    let a2 = a.try_acquire("shared").await.unwrap().unwrap();
+    let a_at = Instant::now();
+    a2.release().await.unwrap();
+    let b_at = b1.await.unwrap();
+    assert!(b_at < a_at, "B's waiter took the lock before A's new task");
+}

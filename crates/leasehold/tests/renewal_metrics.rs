@@ -232,6 +232,43 @@ fn two_holders_of_a_group_keep_the_gauge_at_one_until_both_are_gone() {
     });
 }
 
+/// The gauge counts the lock's leases process-wide: across electors (each with its own metric
+/// handles), also after the elector that first registered the lock is gone.
+#[test]
+fn holders_in_two_electors_keep_the_gauge_at_one_until_both_are_gone() {
+    let seen = Readings::new();
+    let lock = unique_name("shared");
+    paused(&seen, async {
+        let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
+        let opts = ElectionOptions::builder()
+            .wait(Duration::ZERO)
+            .max_leaders(2)
+            .build()
+            .unwrap();
+        let a = Elector::with_options(store.clone(), opts.clone());
+        let b = Elector::with_options(store.clone(), opts.clone());
+        let first = a.try_acquire(&lock).await.unwrap().expect("slot 0");
+        let second = b.try_acquire(&lock).await.unwrap().expect("slot 1");
+        assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(1.0));
+        first.release().await.unwrap();
+        drop(a);
+        assert_eq!(
+            seen.gauge(m::MASTER_STATUS, &lock),
+            Some(1.0),
+            "slot 1 still held by the other elector"
+        );
+        second.release().await.unwrap();
+        assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(0.0));
+        drop(b);
+        // Every handle of the lock is gone; a new elector starts from a count of 0 again.
+        let c = Elector::with_options(store, opts);
+        let third = c.try_acquire(&lock).await.unwrap().expect("free");
+        assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(1.0));
+        third.release().await.unwrap();
+        assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(0.0));
+    });
+}
+
 #[test]
 fn held_leases_show_the_last_renewal_until_the_guard_is_released() {
     let seen = Readings::new();

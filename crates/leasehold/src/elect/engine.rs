@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::OptionFuture;
 use tokio::sync::oneshot;
-use tokio::time::{Instant, sleep, timeout, timeout_at};
+use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 use tracing::{Instrument, debug};
 
 use crate::cleanup::Cleanup;
@@ -167,6 +167,10 @@ impl Engine {
         // Tasks of this elector already waiting for the lock go first (see `line`).
         let mut place =
             (waits && self.lines.is_busy(lock)).then(|| self.lines.join(lock, self.slots));
+        // Rounds between processes (see `line`): only where waiters elsewhere are woken by a
+        // release signal, and for single-holder locks.
+        let rounds = self.slots == 1 && signal.is_some();
+        let mut held_by_others = false;
         // An attempt that failed with a transient error may still have been applied; a later
         // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
         // The local deadline is counted from the earliest such attempt.
@@ -181,8 +185,16 @@ impl Engine {
                 }
                 sent_at = Instant::now();
             }
+            if let Some(until) = self.lines.yielding(lock) {
+                // This elector's round is over: other processes' waiters go first.
+                sleep_until(until.min(deadline)).await;
+                sent_at = Instant::now();
+            }
             last_error = match self.attempt(&req).await {
                 Ok(Acquisition::Granted(lease)) => {
+                    if rounds && held_by_others {
+                        self.lines.won_from_others(lock, sent_at.elapsed());
+                    }
                     drop(place);
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
                     return Ok(Claimed::Elected(self.elected(
@@ -204,6 +216,7 @@ impl Engine {
                 }
                 Ok(_) => {
                     unknown_since = None;
+                    held_by_others = rounds && !self.lines.is_releasing() && !self.held.holds(lock);
                     None
                 }
                 Err(e) if e.is_transient() => {
@@ -227,10 +240,16 @@ impl Engine {
             let pause = opts.retry.pause(attempt).min(deadline - now);
             attempt = attempt.saturating_add(1);
             let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
-            tokio::select! {
-                () = sleep(pause) => {}
-                Some(()) = store_signal => {}
-                () = place.freed() => {}
+            let by_signal = tokio::select! {
+                biased;
+                () = place.freed() => false,
+                Some(()) = store_signal => true,
+                () = sleep(pause) => false,
+            };
+            if let Some(delay) = by_signal.then(|| self.lines.signal_delay(lock)).flatten() {
+                // Another process's release, while processes take turns in rounds: its next
+                // task, woken in-process, goes first (see `line`).
+                sleep_until((Instant::now() + delay).min(deadline)).await;
             }
             sent_at = Instant::now();
         }
@@ -426,6 +445,15 @@ impl Engine {
         period: Option<Period>,
     ) -> Result<Claimed<Running>> {
         let lock = self.lock_name(name)?;
+        self.begin_scoped(lock, period).await
+    }
+
+    /// [`begin_claim`](Self::begin_claim) for a name already validated and scoped to the tenant.
+    async fn begin_scoped(
+        &self,
+        lock: LockName,
+        period: Option<Period>,
+    ) -> Result<Claimed<Running>> {
         Ok(self.claim(&lock, period).await?.map(|guard| Running {
             started: guard.acquired_at(),
             guard,
@@ -467,7 +495,7 @@ impl Engine {
         // Acquisition and release run in their own spans (`leasehold.acquire`,
         // `leasehold.release`); wrapping this whole, larger future would copy it once more per run.
         {
-            let running = match self.begin_claim(lock, period).await? {
+            let running = match self.begin_scoped(lock, period).await? {
                 Claimed::Elected(running) => running,
                 Claimed::Held => return Ok(Claimed::Held),
                 Claimed::AlreadyRan(record) => return Ok(Claimed::AlreadyRan(record)),

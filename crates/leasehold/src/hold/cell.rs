@@ -344,7 +344,11 @@ impl LeaseCell {
         self.held.leave();
         self.stop_leading(&mut self.state());
         let linger = self.linger();
+        // Until the store answers, a waiter of this elector that finds the lock held must not
+        // take this lease for another process's (see `line`).
+        let in_flight = self.lines.release_in_flight();
         let outcome = self.store.release(lease, linger).await;
+        drop(in_flight);
         self.metrics.released();
         match &outcome {
             Ok(Release::Released) => {

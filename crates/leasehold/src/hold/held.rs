@@ -2,7 +2,8 @@
 //! and leaves it when released (or dropped), so health checks can ask which leases this process
 //! leads and when each was last renewed ([`Elector::held_leases`](crate::Elector::held_leases)).
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -74,7 +75,8 @@ struct Entry {
 #[derive(Default)]
 struct Register {
     next: u64,
-    entries: BTreeMap<u64, Entry>,
+    /// By id; the snapshot sorts them (a hash map keeps entering and leaving cheap).
+    entries: HashMap<u64, Entry, foldhash::fast::RandomState>,
 }
 
 /// The register of an elector, shared by its clones.
@@ -103,7 +105,13 @@ impl HeldLeases {
         HeldPlace {
             id,
             register: Arc::downgrade(&self.0),
+            left: AtomicBool::new(false),
         }
+    }
+
+    /// True if a task of this elector holds a lease on `lock` (any slot).
+    pub(crate) fn holds(&self, lock: &LockName) -> bool {
+        self.register().entries.values().any(|e| e.lock == *lock)
     }
 
     /// The leases held now, by lock, slot and fence.
@@ -140,11 +148,16 @@ impl HeldLeases {
 pub(crate) struct HeldPlace {
     id: u64,
     register: Weak<Mutex<Register>>,
+    /// Set by the first `leave`, so that the drop after a release costs no lookup.
+    left: AtomicBool,
 }
 
 impl HeldPlace {
     /// Takes the cell out of the register (again: nothing).
     pub(crate) fn leave(&self) {
+        if self.left.swap(true, Ordering::AcqRel) {
+            return;
+        }
         if let Some(register) = self.register.upgrade() {
             register
                 .lock()
