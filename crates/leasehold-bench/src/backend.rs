@@ -5,8 +5,10 @@ use std::sync::Arc;
 use leasehold::{LeaseStore, MemoryStore};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_etcd::{EtcdOptions, EtcdStore};
+use leasehold_nats::{NatsOptions, NatsStore};
 use leasehold_redis::{RedisOptions, RedisStore};
 use leasehold_sql::SqlStore;
+use leasehold_zookeeper::{ZooKeeperOptions, ZooKeeperStore};
 
 use crate::BoxError;
 
@@ -20,11 +22,13 @@ pub(crate) enum Backend {
     Redis,
     DynamoDb,
     Etcd,
+    Nats,
+    ZooKeeper,
 }
 
 impl Backend {
     /// Every backend, in report order.
-    pub(crate) const ALL: [Backend; 7] = [
+    pub(crate) const ALL: [Backend; 9] = [
         Backend::Memory,
         Backend::Sqlite,
         Backend::Postgres,
@@ -32,6 +36,8 @@ impl Backend {
         Backend::Redis,
         Backend::DynamoDb,
         Backend::Etcd,
+        Backend::Nats,
+        Backend::ZooKeeper,
     ];
 
     /// The name used on the command line and in reports.
@@ -44,6 +50,8 @@ impl Backend {
             Self::Redis => "redis",
             Self::DynamoDb => "dynamodb",
             Self::Etcd => "etcd",
+            Self::Nats => "nats",
+            Self::ZooKeeper => "zookeeper",
         }
     }
 
@@ -53,7 +61,7 @@ impl Backend {
             .find(|b| b.name() == text)
             .ok_or_else(|| {
                 format!(
-                    "unknown backend {text:?}: expected memory, sqlite, postgres, mysql, redis, dynamodb, etcd or all"
+                    "unknown backend {text:?}: expected memory, sqlite, postgres, mysql, redis, dynamodb, etcd, nats, zookeeper or all"
                 )
             })
     }
@@ -67,7 +75,8 @@ impl Backend {
     /// (1 s, with the test server's 500 ms election timeout).
     pub(crate) fn shortest_lease(self) -> std::time::Duration {
         match self {
-            Self::Etcd => std::time::Duration::from_secs(1),
+            // NATS per-message TTLs are whole seconds, 1 s at least.
+            Self::Etcd | Self::Nats => std::time::Duration::from_secs(1),
             _ => std::time::Duration::from_millis(300),
         }
     }
@@ -98,6 +107,10 @@ impl Backend {
                 env("LEASEHOLD_TEST_DYNAMODB_ENDPOINT")?
             ),
             Self::Etcd => format!("etcd://{}", env("LEASEHOLD_TEST_ETCD_ENDPOINTS")?),
+            Self::Nats => env("LEASEHOLD_TEST_NATS_URL")?,
+            // One server on this machine, so one clock: a 100 ms skew tolerance lets the
+            // scenarios use the same short leases as elsewhere.
+            Self::ZooKeeper => format!("{}?skew=100ms", env("LEASEHOLD_TEST_ZOOKEEPER_URL")?),
         })
     }
 }
@@ -112,6 +125,16 @@ pub(crate) fn redis_options() -> RedisOptions {
 /// Options for benchmark etcd stores: their own key prefix (a URL's path or `prefix` overrides it).
 pub(crate) fn etcd_options() -> EtcdOptions {
     EtcdOptions::default().prefix("leasehold-bench")
+}
+
+/// Options for benchmark NATS stores: their own bucket (a URL's path or `bucket` overrides it).
+pub(crate) fn nats_options() -> NatsOptions {
+    NatsOptions::default().bucket("leasehold-bench")
+}
+
+/// Options for benchmark ZooKeeper stores: their own prefix (a URL's `prefix` overrides it).
+pub(crate) fn zookeeper_options() -> ZooKeeperOptions {
+    ZooKeeperOptions::default().prefix("/leasehold-bench")
 }
 
 /// Opens a new client of `backend` at `url`, with its own connections. The memory store has no
@@ -129,5 +152,9 @@ pub(crate) async fn open_client(
         Backend::Redis => Arc::new(RedisStore::connect_with(url, redis_options()).await?),
         Backend::DynamoDb => Arc::new(DynamoDbStore::connect(url).await?),
         Backend::Etcd => Arc::new(EtcdStore::connect_with(url, etcd_options()).await?),
+        Backend::Nats => Arc::new(NatsStore::connect_with(url, nats_options()).await?),
+        Backend::ZooKeeper => {
+            Arc::new(ZooKeeperStore::connect_with(url, zookeeper_options()).await?)
+        }
     })
 }

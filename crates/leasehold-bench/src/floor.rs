@@ -3,8 +3,10 @@
 
 mod dynamodb;
 mod etcd;
+mod nats;
 mod redis;
 mod sql;
+mod zookeeper;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,11 +15,13 @@ use leasehold::store::AcquireRequest;
 use leasehold::{Lease, LeaseStore, LockName, MemoryStore, Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_etcd::EtcdStore;
+use leasehold_nats::NatsStore;
 use leasehold_redis::RedisStore;
 use leasehold_sql::SqlStore;
+use leasehold_zookeeper::ZooKeeperStore;
 
 use crate::BoxError;
-use crate::backend::{Backend, etcd_options, redis_options};
+use crate::backend::{Backend, etcd_options, nats_options, redis_options, zookeeper_options};
 
 /// What the floor runs on: the concrete client the measured store also uses.
 pub(crate) enum Floor {
@@ -31,6 +35,10 @@ pub(crate) enum Floor {
     DynamoDb(Arc<DynamoDbStore>),
     /// The store's lease grant and transactions, sent raw with its etcd-client connection.
     Etcd(Arc<EtcdStore>),
+    /// The store's direct get and compare-and-set publishes, sent raw with its async-nats client.
+    Nats(Arc<NatsStore>),
+    /// The store's `get_data` and versioned `create`/`set_data`, sent raw with its session.
+    ZooKeeper(Arc<ZooKeeperStore>),
 }
 
 /// A lease the floor holds: what its release needs.
@@ -41,6 +49,10 @@ pub(crate) struct FloorLease {
     lease: Option<Lease>,
     /// The etcd floor revokes its etcd lease.
     etcd_lease: Option<i64>,
+    /// The NATS floor releases with the grant's stream sequence.
+    nats_seq: Option<u64>,
+    /// The ZooKeeper floor releases at the grant's data version.
+    zk_version: Option<i32>,
 }
 
 /// Opens the store to measure and its floor on the same client.
@@ -67,6 +79,14 @@ pub(crate) async fn open(
             let store = Arc::new(EtcdStore::connect_with(url, etcd_options()).await?);
             (store.clone(), Floor::Etcd(store))
         }
+        Backend::Nats => {
+            let store = Arc::new(NatsStore::connect_with(url, nats_options()).await?);
+            (store.clone(), Floor::Nats(store))
+        }
+        Backend::ZooKeeper => {
+            let store = Arc::new(ZooKeeperStore::connect_with(url, zookeeper_options()).await?);
+            (store.clone(), Floor::ZooKeeper(store))
+        }
     })
 }
 
@@ -90,6 +110,8 @@ impl Floor {
                         token,
                         lease: Some(lease),
                         etcd_lease: None,
+                        nats_seq: None,
+                        zk_version: None,
                     }));
             }
             Self::Etcd(store) => {
@@ -100,6 +122,32 @@ impl Floor {
                         token,
                         lease: None,
                         etcd_lease: Some(id),
+                        nats_seq: None,
+                        zk_version: None,
+                    }));
+            }
+            Self::Nats(store) => {
+                return Ok(nats::acquire(store, lock, token, ttl)
+                    .await?
+                    .map(|seq| FloorLease {
+                        lock: lock.clone(),
+                        token,
+                        lease: None,
+                        etcd_lease: None,
+                        nats_seq: Some(seq),
+                        zk_version: None,
+                    }));
+            }
+            Self::ZooKeeper(store) => {
+                return Ok(zookeeper::acquire(store, lock, token, ttl)
+                    .await?
+                    .map(|version| FloorLease {
+                        lock: lock.clone(),
+                        token,
+                        lease: None,
+                        etcd_lease: None,
+                        nats_seq: None,
+                        zk_version: Some(version),
                     }));
             }
             Self::Sql(store) => sql::acquire(store, lock, token, ttl).await?,
@@ -111,6 +159,8 @@ impl Floor {
             token,
             lease: None,
             etcd_lease: None,
+            nats_seq: None,
+            zk_version: None,
         }))
     }
 
@@ -129,6 +179,18 @@ impl Floor {
                     .etcd_lease
                     .ok_or("etcd floor lease without its etcd lease")?;
                 etcd::release(store, &held.lock, held.token, id).await?;
+            }
+            Self::Nats(store) => {
+                let seq = held
+                    .nats_seq
+                    .ok_or("NATS floor lease without its sequence")?;
+                nats::release(store, &held.lock, seq).await?;
+            }
+            Self::ZooKeeper(store) => {
+                let version = held
+                    .zk_version
+                    .ok_or("ZooKeeper floor lease without its version")?;
+                zookeeper::release(store, &held.lock, version).await?;
             }
         }
         Ok(())

@@ -60,6 +60,20 @@ async fn main() -> ExitCode {
             }
         };
     }
+    if let Some(c) = &args.contend {
+        let (Some(backend), Some(url)) = (args.backends.first(), &args.url) else {
+            eprintln!("--contend needs one --backend and its --url");
+            return ExitCode::from(2);
+        };
+        let d = Duration::from_secs_f64(args.config.seconds);
+        return match scenario::contend_in_child(*backend, url, &c.lock, c.tasks, d).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("leasehold-bench --contend: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let report = run(&args).await;
     match write(&args, &report) {
         Ok(()) if report.passed() => ExitCode::SUCCESS,
@@ -104,7 +118,7 @@ async fn run(args: &Args) -> Report {
                 continue;
             }
         };
-        for &scenario in &args.scenarios {
+        for &scenario in args.scenarios.iter().filter(|s| s.runs_on(backend)) {
             eprintln!("{} {}: {} …", at(), backend.name(), scenario.name());
             match tokio::time::timeout(budget(args), scenario.run(&target, &args.config)).await {
                 Ok(Ok(outcome)) => report.outcomes.push(outcome),

@@ -16,6 +16,8 @@ pub(crate) enum Unit {
     PerSecond,
     /// Milliseconds (latency, takeover time): lower is better.
     Millis,
+    /// Microseconds of server CPU per acquire + release: lower is better.
+    MicrosPerCycle,
 }
 
 /// One side's figures.
@@ -33,6 +35,20 @@ pub(crate) struct Figure {
     /// Fewest and most operations of one task, where tasks were tracked.
     pub(crate) per_task: Option<(u64, u64)>,
     pub(crate) first_error: Option<String>,
+    /// For server CPU figures: the server process's CPU per cycle, µs, and the side's throughput
+    /// (cycles per second) while it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) server: Option<ServerFigures>,
+}
+
+/// The figures a server CPU side carries beside its main one (µs of command time per cycle).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct ServerFigures {
+    /// The server's main-thread CPU (user + system) per cycle, µs: request parsing and replies
+    /// included.
+    pub(crate) process_us: f64,
+    /// Cycles per second while the side ran.
+    pub(crate) rate: f64,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -51,6 +67,7 @@ impl Figure {
             failures: t.failures,
             per_task: spread(&t.per_task),
             first_error: t.first_error,
+            server: None,
         }
     }
 
@@ -66,6 +83,7 @@ impl Figure {
             failures: t.failures,
             per_task: None,
             first_error: t.first_error,
+            server: None,
         }
     }
 
@@ -80,6 +98,26 @@ impl Figure {
             failures: 0,
             per_task: None,
             first_error: None,
+            server: None,
+        }
+    }
+
+    /// A server CPU figure: `command_us` of command time per cycle (the value), `process_us` of
+    /// the server's CPU per cycle, over the cycles of `t`.
+    pub(crate) fn server_cpu(side: &str, command_us: f64, process_us: f64, t: Tally) -> Self {
+        Self {
+            side: side.to_owned(),
+            value: command_us,
+            p50_ms: None,
+            p99_ms: None,
+            count: t.ops,
+            failures: t.failures,
+            per_task: None,
+            server: Some(ServerFigures {
+                process_us,
+                rate: t.rate(),
+            }),
+            first_error: t.first_error,
         }
     }
 }

@@ -20,6 +20,8 @@ pub(crate) fn registry() -> StoreRegistry {
         .with(leasehold_redis::RedisOpener)
         .with(leasehold_dynamodb::DynamoDbOpener)
         .with(leasehold_etcd::EtcdOpener)
+        .with(leasehold_zookeeper::ZooKeeperOpener)
+        .with(leasehold_nats::NatsOpener)
 }
 
 /// A store URL to open, with its redacted form for messages.

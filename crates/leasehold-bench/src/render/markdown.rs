@@ -114,6 +114,13 @@ fn cell(f: &Figure, unit: Unit) -> String {
             }
             t
         }
+        Unit::MicrosPerCycle => {
+            let mut t = format!("{} µs", number(f.value));
+            if let Some(s) = f.server {
+                write!(t, " ({} µs; {}/s)", number(s.process_us), number(s.rate)).ok();
+            }
+            t
+        }
         Unit::Millis if f.count == 0 => format!("{} ms", number(f.value)),
         Unit::Millis => format!(
             "{} / {} ms (n = {})",
@@ -153,10 +160,14 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
     let what = match scenario.unit() {
         Unit::PerSecond => "ops/s (p50 / p99 ms per op)",
         Unit::Millis => "p50 / p99",
+        Unit::MicrosPerCycle => {
+            "µs of Redis command time per acquire + release (server process CPU per cycle; cycles/s)"
+        }
     };
     let floor = match scenario {
         Scenario::Failover => "lease",
         Scenario::AutoExtend => "floor: auto_extend off",
+        Scenario::Fairness => "serial limit",
         _ => "floor",
     };
     write!(out, "| backend |")?;

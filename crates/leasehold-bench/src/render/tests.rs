@@ -15,6 +15,7 @@ fn figure(side: &str, value: f64) -> Figure {
         failures: 0,
         per_task: Some((26, 12_345)),
         first_error: None,
+        server: None,
     }
 }
 

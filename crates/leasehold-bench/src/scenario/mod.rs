@@ -4,9 +4,11 @@
 mod auto_extend;
 mod contended;
 mod failover;
+mod fairness;
 mod group;
 mod handoff;
 mod many_locks;
+mod server_cpu;
 mod uncontended;
 
 use std::time::Duration;
@@ -14,11 +16,13 @@ use std::time::Duration;
 use leasehold::{ElectionOptions, Elector, LockName};
 
 use crate::BoxError;
+use crate::backend::Backend;
 use crate::measure::Tally;
 use crate::outcome::{Figure, Outcome, Unit};
 use crate::target::Target;
 
 pub(crate) use failover::hold_until_killed;
+pub(crate) use fairness::contend_in_child;
 
 /// How long and how often the scenarios measure.
 #[derive(Debug, Clone)]
@@ -42,7 +46,9 @@ impl Config {
 pub(crate) enum Scenario {
     Uncontended,
     Contended,
+    Fairness,
     ManyLocks,
+    ServerCpu,
     Group,
     Handoff,
     Failover,
@@ -51,10 +57,12 @@ pub(crate) enum Scenario {
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub(crate) const ALL: [Scenario; 7] = [
+    pub(crate) const ALL: [Scenario; 9] = [
         Scenario::Uncontended,
         Scenario::Contended,
+        Scenario::Fairness,
         Scenario::ManyLocks,
+        Scenario::ServerCpu,
         Scenario::Group,
         Scenario::Handoff,
         Scenario::Failover,
@@ -66,7 +74,9 @@ impl Scenario {
         match self {
             Self::Uncontended => "uncontended",
             Self::Contended => "contended",
+            Self::Fairness => "fairness",
             Self::ManyLocks => "many-locks",
+            Self::ServerCpu => "server-cpu",
             Self::Group => "group",
             Self::Handoff => "handoff",
             Self::Failover => "failover",
@@ -83,7 +93,11 @@ impl Scenario {
         match self {
             Self::Uncontended => "Uncontended: one task, one lock",
             Self::Contended => "Contended: 16 tasks on one lock, 1 ms critical section",
+            Self::Fairness => {
+                "Fairness across processes: 3 processes with 4, 4 and 1 tasks on one lock, 1 ms section"
+            }
             Self::ManyLocks => "Many locks: 64 tasks on distinct locks, one client",
+            Self::ServerCpu => "Server CPU per cycle: Redis CPU per acquire + release, 64 tasks",
             Self::Group => "Group: an Elector with max_leaders 3, 8 tasks, 1 ms critical section",
             Self::Handoff => "Hand-off latency: release → the next holder holds the lock",
             Self::Failover => "Failover: a holder is killed; time until a new holder",
@@ -112,6 +126,25 @@ impl Scenario {
                  are `Lock` calls that ran out. Serial limit: one task alone taking and releasing the lock raw around the same section, \
                  with no hand-off at all. \"per task\" is the fewest–most sections one task completed \
                  (fairness)."
+            }
+            Self::Fairness => {
+                "Three processes (this binary run with `--contend`, each with its own client and \
+                 elector) with 4, 4 and 1 tasks loop on one lock; each turn takes the lock with \
+                 `run_if_leader` (wait 2 s), sleeps 1 ms and releases. \"per task\" is the fewest–most \
+                 sections one task completed across all three processes (fair: max ÷ min near 1); \
+                 failures are calls whose wait ran out. Serial limit: one task alone taking and \
+                 releasing the lock raw around the same section. Memory: three electors in one \
+                 process."
+            }
+            Self::ServerCpu => {
+                "Redis only, on a private `redis-server` started for the run (no other client counted). \
+                 leasehold, the floor and rslock each run 64 tasks on distinct locks as in many-locks, \
+                 in alternating turns; around each turn `INFO commandstats` and `INFO cpu` are read. \
+                 The figure is the `usec` of the commands the side sent (`EVALSHA`/`EVAL`/`FCALL` and \
+                 `SET`; a script's time includes the commands it runs) ÷ the cycles completed; in \
+                 brackets the server's main-thread CPU per cycle (reading requests and writing replies \
+                 included) and the cycles per second on that server. Lower is better: leasehold ÷ \
+                 rslock is how many times rslock's server CPU a cycle costs."
             }
             Self::ManyLocks => {
                 "64 tasks on one client, each looping on its own lock as in the uncontended scenario. Floor: \
@@ -153,10 +186,17 @@ impl Scenario {
         }
     }
 
+    /// Whether the scenario measures anything on `backend` (server CPU is read from Redis's
+    /// counters, so that scenario runs on Redis only).
+    pub(crate) fn runs_on(self, backend: Backend) -> bool {
+        self != Self::ServerCpu || backend == Backend::Redis
+    }
+
     /// Whether the main figure is a rate or a time.
     pub(crate) fn unit(self) -> Unit {
         match self {
             Self::Handoff | Self::Failover => Unit::Millis,
+            Self::ServerCpu => Unit::MicrosPerCycle,
             _ => Unit::PerSecond,
         }
     }
@@ -166,7 +206,9 @@ impl Scenario {
         let figures = match self {
             Self::Uncontended => uncontended::run(t, cfg).await?,
             Self::Contended => contended::run(t, cfg).await?,
+            Self::Fairness => fairness::run(t, cfg).await?,
             Self::ManyLocks => many_locks::run(t, cfg).await?,
+            Self::ServerCpu => server_cpu::run(t, cfg).await?,
             Self::Group => group::run(t, cfg).await?,
             Self::Handoff => handoff::run(t, cfg).await?,
             Self::Failover => failover::run(t, cfg).await?,

@@ -1,0 +1,60 @@
+//! # leasehold-nats
+//!
+//! [`NatsStore`]: a [`leasehold::LeaseStore`] on a NATS JetStream KV bucket through async-nats
+//! (nats-server 2.12 or later).
+//!
+//! * each slot is a KV key written by **compare-and-set** (`Nats-Expected-Last-Subject-Sequence`)
+//!   with a **per-key TTL** (`Nats-TTL`, the lease rounded up to whole seconds): the server
+//!   removes a lease that runs out, and marks the removal so watchers see it;
+//! * the **fence** is the stream sequence of the granting message, strictly increasing per
+//!   bucket;
+//! * extension writes a new value with a fresh TTL, release a delete marker, both conditioned on
+//!   the sequence read after checking the holder's token;
+//! * the once-per-period ledger is written with slot 0 in one **atomic batch**;
+//! * release notifications come from one KV watch per store.
+//!
+//! Register [`NatsOpener`] to open `nats://` URLs from a
+//! [`StoreRegistry`](leasehold::StoreRegistry).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use leasehold::{ElectionOptions, Elector};
+//! use leasehold_nats::NatsStore;
+//!
+//! let store = Arc::new(NatsStore::connect("nats://127.0.0.1:4222/leasehold").await?);
+//! let options = ElectionOptions::builder().auto_extend(true).build()?;
+//! let elector = Elector::with_options(store, options);
+//! elector
+//!     .run_if_leader("nightly-report", |ctx| async move {
+//!         // Hand ctx.fence() to the resource so it can reject a stale leader's writes.
+//!         tracing::info!(fence = ctx.fence(), "leader");
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! See `docs/leasehold-nats.md`.
+
+mod classify;
+mod keys;
+mod kv;
+mod link;
+mod list;
+mod opener;
+mod options;
+mod record;
+mod store;
+mod url;
+mod watch;
+mod written;
+
+pub use link::BucketError;
+pub use opener::NatsOpener;
+pub use options::{DEFAULT_BUCKET, MAX_BUCKET_LEN, MAX_TIMEOUT, NatsOptions, NatsOptionsError};
+pub use store::NatsStore;
+
+/// The manual page `docs/leasehold-nats.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/leasehold-nats.md")]
+pub struct ManualDoctests;

@@ -1,0 +1,253 @@
+//! `NatsOptions`: the bucket, timeouts and release notifications.
+
+use std::time::Duration;
+
+/// The default KV bucket: its JetStream stream is `KV_leasehold`.
+///
+/// ```
+/// assert_eq!(leasehold_nats::NatsOptions::default().bucket_str(), leasehold_nats::DEFAULT_BUCKET);
+/// ```
+pub const DEFAULT_BUCKET: &str = "leasehold";
+
+/// The longest bucket name accepted, in bytes.
+pub const MAX_BUCKET_LEN: usize = 64;
+
+/// The longest request or connect timeout accepted: a request that has not answered in ten
+/// minutes is not coming back, and a lease renewal must fail long before that. (A duration
+/// beyond the core's [`MAX_DURATION`](leasehold::MAX_DURATION) gets the core's
+/// [`LimitError`](leasehold::LimitError) message, as in every store.)
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Invalid [`NatsOptions`]: names the option and says what is allowed.
+///
+/// ```
+/// use leasehold_nats::NatsOptions;
+///
+/// let err = NatsOptions::default().bucket("a.b").validate().unwrap_err();
+/// assert_eq!(err.option(), "bucket");
+/// assert!(err.to_string().contains("letters, digits, '-' and '_'"));
+/// ```
+pub type NatsOptionsError = leasehold::store::InvalidOption;
+
+/// An invalid NATS option named `option`, for `reason`.
+pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> NatsOptionsError {
+    leasehold::store::InvalidOption::new("NATS", option, reason)
+}
+
+/// Options for [`NatsStore`](crate::NatsStore).
+///
+/// | option | default | meaning |
+/// |---|---|---|
+/// | `bucket` | `leasehold` | the JetStream KV bucket (stream `KV_<bucket>`), created when absent |
+/// | `request_timeout` | 2 s | one request without an answer by then fails with a transient error |
+/// | `connect_timeout` | 2 s | each connection attempt fails after this |
+/// | `notifications` | on | wake waiters through a KV watch on release (one watch per store) |
+///
+/// In URLs the same options are query parameters, and the path is the bucket:
+/// `nats://10.0.0.1:4222/jobs?request_timeout=500ms&notifications=off`.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold_nats::NatsOptions;
+///
+/// let options = NatsOptions::default()
+///     .bucket("billing")
+///     .request_timeout(Duration::from_millis(500))
+///     .notifications(false);
+/// assert_eq!(options.bucket_str(), "billing");
+/// assert!(!options.notifications_enabled());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatsOptions {
+    pub(crate) bucket: String,
+    pub(crate) request_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) notifications: bool,
+}
+
+impl Default for NatsOptions {
+    fn default() -> Self {
+        Self {
+            bucket: DEFAULT_BUCKET.to_owned(),
+            request_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+            notifications: true,
+        }
+    }
+}
+
+impl NatsOptions {
+    /// The KV bucket (default `leasehold`): 1 to [`MAX_BUCKET_LEN`] letters, digits, `-` and
+    /// `_` (JetStream's rule for bucket names).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_nats::NatsOptions::default().bucket("jobs").bucket_str(), "jobs");
+    /// ```
+    #[must_use]
+    pub fn bucket(mut self, bucket: impl Into<String>) -> Self {
+        self.bucket = bucket.into();
+        self
+    }
+
+    /// How long one request may take before it fails with a transient error (default 2 s).
+    /// Keep it well below a third of your lease so the watchdog can retry a renewal in time.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_nats::NatsOptions::default().request_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.request_timeout_value(), Duration::from_millis(300));
+    /// ```
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long each connection attempt may take (default 2 s).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let o = leasehold_nats::NatsOptions::default().connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(o.connect_timeout_value(), Duration::from_secs(3));
+    /// ```
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Whether waiters are woken through a KV watch on release (default on). Off, they poll
+    /// with the elector's jittered retry policy.
+    ///
+    /// ```
+    /// assert!(!leasehold_nats::NatsOptions::default().notifications(false).notifications_enabled());
+    /// ```
+    #[must_use]
+    pub fn notifications(mut self, on: bool) -> Self {
+        self.notifications = on;
+        self
+    }
+
+    /// The bucket.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_nats::NatsOptions::default().bucket_str(), "leasehold");
+    /// ```
+    pub fn bucket_str(&self) -> &str {
+        &self.bucket
+    }
+
+    /// The request timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_nats::NatsOptions::default().request_timeout_value(), Duration::from_secs(2));
+    /// ```
+    pub fn request_timeout_value(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The connect timeout.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(leasehold_nats::NatsOptions::default().connect_timeout_value(), Duration::from_secs(2));
+    /// ```
+    pub fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// Whether release notifications are on.
+    ///
+    /// ```
+    /// assert!(leasehold_nats::NatsOptions::default().notifications_enabled());
+    /// ```
+    pub fn notifications_enabled(&self) -> bool {
+        self.notifications
+    }
+
+    /// Checks every option; the store's constructors call it.
+    ///
+    /// # Errors
+    ///
+    /// A [`NatsOptionsError`] naming the first option that breaks its rule.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold_nats::NatsOptions;
+    ///
+    /// assert!(NatsOptions::default().validate().is_ok());
+    /// let err = NatsOptions::default().request_timeout(Duration::ZERO).validate().unwrap_err();
+    /// assert_eq!(err.option(), "request_timeout");
+    /// ```
+    pub fn validate(&self) -> Result<(), NatsOptionsError> {
+        let b = &self.bucket;
+        if b.is_empty() || b.len() > MAX_BUCKET_LEN {
+            return Err(invalid(
+                "bucket",
+                format!(
+                    "must be 1 to {MAX_BUCKET_LEN} bytes, got {} bytes ({b:?})",
+                    b.len()
+                ),
+            ));
+        }
+        if let Some(bad) = b
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        {
+            return Err(invalid(
+                "bucket",
+                format!("{b:?} contains {bad:?}; use letters, digits, '-' and '_'"),
+            ));
+        }
+        for (name, d) in [
+            ("request_timeout", self.request_timeout),
+            ("connect_timeout", self.connect_timeout),
+        ] {
+            // The core's bound and message first, as every store's options; then NATS's own.
+            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
+            if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
+                return Err(invalid(
+                    name,
+                    format!(
+                        "must be between 1ms and {}s, got {d:?}",
+                        MAX_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_and_timeouts_are_checked() {
+        assert!(NatsOptions::default().validate().is_ok());
+        assert!(NatsOptions::default().bucket("a-b_C9").validate().is_ok());
+        for bad in ["", "a.b", "a b", "a*", "a>", "ä", &"x".repeat(65)] {
+            let e = NatsOptions::default().bucket(bad).validate();
+            assert_eq!(e.map_err(|e| e.option()), Err("bucket"), "{bad:?}");
+        }
+        let e = NatsOptions::default()
+            .connect_timeout(Duration::from_secs(601))
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
+        let e = NatsOptions::default()
+            .request_timeout(Duration::MAX)
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("request_timeout") && e.contains("MAX_DURATION"),
+            "beyond the core's limit, the core's message: {e}"
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! What the keys hold: the latest message of a subject as read back, the lease record in a slot
+//! key's value, and the period ledger's value.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
+
+/// The version tag at the start of every slot value this store writes.
+const TAG: &str = "leasehold/1";
+/// The version tag of the ledger's value.
+const LEDGER_TAG: &str = "leasehold-ledger/1";
+/// Written in place of the fence by a grant: the fence is the granting message's own sequence.
+const OWN: &str = "-";
+
+/// This host's clock in milliseconds since the epoch.
+pub(crate) fn now_ms() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(crate) fn time(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+/// Milliseconds, rounded up.
+pub(crate) fn ms_ceil(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// What a message of the bucket says about its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// A value: the key exists.
+    Put,
+    /// A delete or purge (`KV-Operation`), or the server's marker that a message's TTL ran out
+    /// (`Nats-Marker-Reason`): the key does not exist.
+    Gone,
+}
+
+/// The latest message of one subject, as read back.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored {
+    pub(crate) subject: String,
+    /// The stream sequence (the key's revision).
+    pub(crate) seq: u64,
+    pub(crate) op: Op,
+    pub(crate) payload: bytes::Bytes,
+}
+
+/// A lease as kept in a slot key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub(crate) slot: u32,
+    pub(crate) token: Token,
+    pub(crate) owner: String,
+    /// The stream sequence of the message that granted the slot.
+    pub(crate) fence: u64,
+    pub(crate) acquired_ms: u64,
+    /// The end of the lease: this host's clock when the request was sent plus the TTL asked for
+    /// (the server removes the message a TTL rounded up to whole seconds after it stored it).
+    pub(crate) expires_ms: u64,
+    /// Released with a linger: still held until it ends, but no longer extendable.
+    pub(crate) released: bool,
+    /// The sequence of the message read (the expected sequence of the next change).
+    pub(crate) seq: u64,
+}
+
+impl Record {
+    /// The value: `leasehold/1 <token> <fence|-> <acquired ms> <expires ms> <released 0|1>
+    /// <owner>` (the owner last: it may contain spaces). A grant writes `-` for the fence: it is
+    /// the message's own sequence, unknown until the server stores it.
+    pub(crate) fn encode(&self, grant: bool) -> String {
+        let fence = if grant {
+            OWN.to_owned()
+        } else {
+            self.fence.to_string()
+        };
+        format!(
+            "{TAG} {} {fence} {} {} {} {}",
+            self.token.to_hex(),
+            self.acquired_ms,
+            self.expires_ms,
+            u8::from(self.released),
+            self.owner
+        )
+    }
+
+    /// The record in a live message of slot `slot`; `None` for anything this store did not
+    /// write.
+    pub(crate) fn decode(slot: u32, msg: &Stored) -> Option<Self> {
+        if msg.op != Op::Put {
+            return None;
+        }
+        let text = std::str::from_utf8(&msg.payload).ok()?;
+        let mut f = text.splitn(7, ' ');
+        if f.next()? != TAG {
+            return None;
+        }
+        let token = Token::from_hex(f.next()?)?;
+        let fence = match f.next()? {
+            OWN => msg.seq,
+            n => n.parse().ok()?,
+        };
+        Some(Self {
+            slot,
+            token,
+            fence,
+            acquired_ms: f.next()?.parse().ok()?,
+            expires_ms: f.next()?.parse().ok()?,
+            released: f.next()? == "1",
+            owner: f.next()?.to_owned(),
+            seq: msg.seq,
+        })
+    }
+
+    /// True if `lease` is this grant, still unreleased.
+    pub(crate) fn is(&self, lease: &Lease) -> bool {
+        self.token == lease.token && self.fence == lease.fence && !self.released
+    }
+
+    /// True until the end of the lease, by this host's clock. After it the holder may no longer
+    /// extend, even while the server has yet to remove the message.
+    pub(crate) fn live_at(&self, now_ms: u64) -> bool {
+        now_ms < self.expires_ms
+    }
+
+    pub(crate) fn lease(&self, lock: &LockName) -> Lease {
+        Lease {
+            lock: lock.clone(),
+            slot: self.slot,
+            owner: self.owner.clone(),
+            token: self.token,
+            fence: self.fence,
+            acquired_at: time(self.acquired_ms),
+            expires_at: time(self.expires_ms),
+            period: None,
+        }
+    }
+
+    pub(crate) fn holder(&self) -> Holder {
+        Holder {
+            slot: self.slot,
+            owner: self.owner.clone(),
+            fence: self.fence,
+            acquired_at: time(self.acquired_ms),
+            expires_at: time(self.expires_ms),
+        }
+    }
+}
+
+/// A lock's period ledger: the latest period granted, when (this store's clients' clocks, ms) and
+/// to whom, with the sequence of the message read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ledger {
+    pub(crate) period: i64,
+    pub(crate) at_ms: u64,
+    pub(crate) by: String,
+    pub(crate) seq: u64,
+}
+
+impl Ledger {
+    /// The value: `leasehold-ledger/1 <period> <at ms> <owner>` (the owner last).
+    pub(crate) fn encode(period: i64, at_ms: u64, by: &str) -> String {
+        format!("{LEDGER_TAG} {period} {at_ms} {by}")
+    }
+
+    pub(crate) fn decode(msg: &Stored) -> Option<Self> {
+        if msg.op != Op::Put {
+            return None;
+        }
+        let text = std::str::from_utf8(&msg.payload).ok()?;
+        let mut f = text.splitn(4, ' ');
+        if f.next()? != LEDGER_TAG {
+            return None;
+        }
+        Some(Self {
+            period: f.next()?.parse().ok()?,
+            at_ms: f.next()?.parse().ok()?,
+            by: f.next()?.to_owned(),
+            seq: msg.seq,
+        })
+    }
+
+    pub(crate) fn record(&self) -> PeriodRecord {
+        PeriodRecord {
+            period: self.period,
+            at: time(self.at_ms),
+            by: self.by.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(seq: u64, op: Op, text: &str) -> Stored {
+        Stored {
+            subject: "$KV.lh.a.s0".to_owned(),
+            seq,
+            op,
+            payload: bytes::Bytes::from(text.to_owned()),
+        }
+    }
+
+    #[test]
+    fn a_grant_takes_its_own_sequence_as_fence_and_keeps_it() {
+        let mut record = Record {
+            slot: 0,
+            token: Token::random(),
+            owner: "node a".to_owned(),
+            fence: 0,
+            acquired_ms: 1,
+            expires_ms: 2,
+            released: false,
+            seq: 0,
+        };
+        let granted = Record::decode(0, &stored(41, Op::Put, &record.encode(true)));
+        assert_eq!(granted.as_ref().map(|r| (r.fence, r.seq)), Some((41, 41)));
+        record.fence = 41;
+        let extended = Record::decode(0, &stored(57, Op::Put, &record.encode(false)));
+        assert_eq!(
+            extended.map(|r| (r.fence, r.seq, r.owner)),
+            Some((41, 57, "node a".to_owned()))
+        );
+        assert_eq!(
+            Record::decode(0, &stored(58, Op::Gone, &record.encode(false))),
+            None
+        );
+        assert_eq!(Record::decode(0, &stored(58, Op::Put, "other")), None);
+    }
+}

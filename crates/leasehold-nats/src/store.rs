@@ -1,0 +1,337 @@
+//! `NatsStore`: leases as keys of a JetStream KV bucket, written by compare-and-set with
+//! per-key TTLs, fenced by stream sequences.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use leasehold::store::{
+    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
+    check_slots,
+};
+use leasehold::{
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
+    StoreError, redact_url,
+};
+
+use crate::keys::Keys;
+use crate::kv;
+use crate::link::Link;
+use crate::options::NatsOptions;
+use crate::url::parse;
+use crate::watch::Watcher;
+use crate::written::Written;
+
+/// A lease store on a NATS JetStream KV bucket, through async-nats (nats-server 2.12 or later).
+///
+/// * Slot `n` of lock `L` is the key `<L>.s<n>` of the bucket (`.` and `:` inside `L` written
+///   `=2E` and `=3A`, so a lock is one key token and no lock's keys match another's filter).
+/// * Acquisition reads the lock (the latest message of each key) and writes the lowest free
+///   slot with one publish conditioned on the key's last sequence
+///   (`Nats-Expected-Last-Subject-Sequence`) and carrying a per-message TTL (`Nats-TTL`, the
+///   lease rounded **up** to whole seconds): the server removes the lease when it runs out.
+/// * The **fence** is the stream sequence of the granting message: it only grows in a bucket,
+///   so fences strictly increase per `(lock, slot)`; extensions keep it in the value.
+/// * Extension and release are publishes conditioned on the sequence read after checking the
+///   token and fence, so a stale holder changes nothing.
+/// * Expiries are this host's clock when the request was sent plus the TTL: never later than
+///   the server's removal, which counts a TTL at least as long from when it stored the message.
+/// * Releases wake local waiters through one KV watch per store.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::Elector;
+/// use leasehold_nats::NatsStore;
+///
+/// let store = NatsStore::connect("nats://127.0.0.1:4222/jobs").await?;
+/// let elector = Elector::new(Arc::new(store));
+/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+///     tracing::info!(fence, "ran as leader");
+/// }
+/// # Ok(()) }
+/// ```
+pub struct NatsStore {
+    pub(crate) link: Arc<Link>,
+    pub(crate) keys: Keys,
+    options: NatsOptions,
+    notifier: Arc<ReleaseNotifier>,
+    watcher: Mutex<Option<Watcher>>,
+    /// This client's last write per slot, for one-request extensions and releases.
+    written: Written,
+    description: String,
+}
+
+impl std::fmt::Debug for NatsStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsStore")
+            .field("store", &self.description)
+            .field("bucket", &self.options.bucket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NatsStore {
+    /// Opens a store for a `nats://host:port/bucket` URL, creates the bucket when absent and
+    /// checks an existing one. `user:password@` or `token@` authenticates; store options can be
+    /// given as query parameters (see [`NatsOptions`]).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
+    /// [`OpenError::Connect`] when the server does not answer within the timeouts, rejects the
+    /// credentials, has no JetStream, or holds a bucket of that name that cannot keep leases.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future abandons the connection attempt (a bucket created
+    /// meanwhile stays, and is used by the next connection).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// let store = leasehold_nats::NatsStore::connect("nats://app:secret@127.0.0.1:4222/billing").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, OpenError> {
+        Self::connect_with(url, NatsOptions::default()).await
+    }
+
+    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`connect`](Self::connect).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// use leasehold_nats::{NatsOptions, NatsStore};
+    /// let store = NatsStore::connect_with("nats://127.0.0.1:4222", NatsOptions::default().bucket("jobs")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
+        let store = Self::connect_lazy(url, options)?;
+        store
+            .ping()
+            .await
+            .map_err(|source| OpenError::connect(url, source))?;
+        Ok(store)
+    }
+
+    /// Builds a store without contacting the server; the first operation connects (and creates
+    /// or checks the bucket).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option.
+    ///
+    /// ```
+    /// use leasehold_nats::{NatsOptions, NatsStore};
+    /// let store = NatsStore::connect_lazy("nats://app:hunter2@127.0.0.1:4222/jobs", NatsOptions::default())?;
+    /// assert_eq!(leasehold::LeaseStore::describe(&store), "nats://app:***@127.0.0.1:4222/jobs");
+    /// assert_eq!(store.options().bucket_str(), "jobs");
+    /// // A token goes in the query string, where it is redacted; before the host it is refused.
+    /// let e = NatsStore::connect_lazy("nats://s3cr3t@127.0.0.1", NatsOptions::default()).unwrap_err();
+    /// assert!(!e.to_string().contains("s3cr3t"), "{e}");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn connect_lazy(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
+        let shown = crate::url::shown(url);
+        let target = parse(url, options).map_err(|e| e.into_open_error(&shown))?;
+        target
+            .options
+            .validate()
+            .map_err(|r| OpenError::invalid(&shown, r))?;
+        let keys = Keys::new(&target.options.bucket);
+        let link = Link::new(
+            target.server,
+            target.credentials,
+            keys.clone(),
+            target.options.request_timeout,
+            target.options.connect_timeout,
+        );
+        Ok(Self::build(link, keys, target.options, redact_url(url)))
+    }
+
+    /// Uses an async-nats [`Client`](async_nats::Client) the application connected (its own TLS,
+    /// credentials, …). The bucket is created or checked on first use. The connect timeout does
+    /// not apply.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for invalid options.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not async; nothing to cancel.
+    pub fn from_client(
+        client: async_nats::Client,
+        options: NatsOptions,
+    ) -> Result<Self, OpenError> {
+        let description = "NATS client".to_owned();
+        options
+            .validate()
+            .map_err(|reason| OpenError::invalid(&description, reason))?;
+        let keys = Keys::new(&options.bucket);
+        let link = Link::from_client(client, keys.clone(), options.request_timeout);
+        Ok(Self::build(link, keys, options, description))
+    }
+
+    fn build(link: Link, keys: Keys, options: NatsOptions, description: String) -> Self {
+        Self {
+            link: Arc::new(link),
+            keys,
+            notifier: Arc::new(ReleaseNotifier::default()),
+            watcher: Mutex::new(None),
+            written: Written::default(),
+            description,
+            options,
+        }
+    }
+
+    /// The options in effect.
+    ///
+    /// ```
+    /// # let store = leasehold_nats::NatsStore::connect_lazy("nats://h?bucket=x", Default::default())?;
+    /// assert_eq!(store.options().bucket_str(), "x");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn options(&self) -> &NatsOptions {
+        &self.options
+    }
+
+    /// The KV key of one slot of a lock: `<lock>.s<slot>`, with `.` and `:` inside the lock name
+    /// written `=2E` and `=3A`.
+    ///
+    /// ```
+    /// # let store = leasehold_nats::NatsStore::connect_lazy("nats://h", Default::default())?;
+    /// let lock = leasehold::LockName::new("tenant:a:report")?;
+    /// assert_eq!(store.key(&lock, 0), "tenant=3Aa=3Areport.s0");
+    /// let lock = leasehold::LockName::new("reports/daily.v2")?;
+    /// assert_eq!(store.key(&lock, 2), "reports/daily=2Ev2.s2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn key(&self, lock: &LockName, slot: u32) -> String {
+        self.keys.slot_key(lock, slot)
+    }
+
+    /// The async-nats client the store's requests use (a cheap clone), connecting on first use,
+    /// e.g. to write fenced data in the same server.
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the connection or of the bucket check.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe.
+    pub async fn client(&self) -> StoreResult<async_nats::Client> {
+        Ok(self.link.conn().await?.client.clone())
+    }
+
+    /// Connects (once), creates or checks the bucket, and reads one key.
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the connection, the bucket check or the read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a read changes nothing.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let lock =
+            LockName::new("leasehold-ping").map_err(|e| StoreError::permanent(e.to_string()))?;
+        kv::read_lock(&self.link, &self.keys, &lock).await.map(drop)
+    }
+}
+
+/// Checks the owner recorded with a lease with the core's node-id rule
+/// ([`validate_node_id`](leasehold::validate_node_id)): a permanent error, typed as a
+/// [`LimitError`](leasehold::LimitError) when it is too long.
+fn check_owner(owner: &str) -> StoreResult<()> {
+    match leasehold::validate_node_id(owner) {
+        Ok(()) => Ok(()),
+        Err(OptionsError::Limit(limit)) => Err(limit.into()),
+        Err(e) => Err(StoreError::permanent(e.to_string())),
+    }
+}
+
+#[async_trait]
+impl LeaseStore for NatsStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        req.check()?;
+        check_owner(&req.owner)?;
+        if let Some(period) = req.period {
+            return kv::acquire_period(&self.link, &self.keys, &self.written, req, period).await;
+        }
+        Ok(kv::acquire(&self.link, &self.keys, &self.written, req)
+            .await?
+            .into())
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        kv::extend(&self.link, &self.keys, &self.written, lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let released = kv::release(&self.link, &self.keys, &self.written, lease, linger).await?;
+        if released == Release::Released && linger.is_zero() {
+            // The watch reports it too; waking this client's waiters now saves its round trip.
+            self.notifier.notify(&lease.lock);
+        }
+        Ok(released)
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
+        let held = kv::read_lock(&self.link, &self.keys, lock).await?;
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders: held
+                .records
+                .iter()
+                .filter(|r| r.slot < slots)
+                .map(crate::record::Record::holder)
+                .collect(),
+        })
+    }
+
+    /// A batch read of the bucket's messages in stream order, with a limit (see the `list`
+    /// module).
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        crate::list::list(&self.link, &self.keys, &self.description, after).await
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
+        let freed = kv::force_release(&self.link, &self.keys, lock, slots).await?;
+        if !freed.is_empty() {
+            self.notifier.notify(lock);
+        }
+        Ok(freed)
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        if !self.options.notifications {
+            return None;
+        }
+        let signal = self.notifier.subscribe(lock);
+        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        if watcher.is_none() {
+            *watcher = Watcher::start(
+                Arc::clone(&self.link),
+                self.keys.clone(),
+                Arc::clone(&self.notifier),
+            );
+        }
+        Some(signal)
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}

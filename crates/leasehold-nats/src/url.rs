@@ -1,0 +1,221 @@
+//! `nats://` URLs: server, credentials, bucket and store options, read with the core's
+//! [`StoreUrl`] parser (the same decoding, user-info checks and unknown/duplicate-parameter
+//! errors as every store).
+
+use leasehold::store::{StoreUrl, UrlError, percent_decode};
+
+use crate::options::NatsOptions;
+
+/// The port used when the URL gives none (NATS's client port).
+pub(crate) const DEFAULT_PORT: u16 = 4222;
+
+/// The query parameters a URL may carry.
+pub(crate) const KNOWN_PARAMS: &[&str] = &[
+    "bucket",
+    "token",
+    "request_timeout",
+    "connect_timeout",
+    "notifications",
+];
+
+/// The form of a NATS URL, for error messages.
+const EXPECTED: &str = "nats://[USER:PASSWORD@]HOST[:PORT][/BUCKET][?token=TOKEN&…]";
+
+/// How the client authenticates.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Credentials {
+    None,
+    /// `user:password@`.
+    UserPassword(String, String),
+    /// `?token=` (never in the user-info, where URL redaction would not hide it).
+    Token(String),
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never a secret, whatever it holds.
+        match self {
+            Self::None => f.write_str("None"),
+            Self::UserPassword(user, _) => write!(f, "UserPassword({user:?}, ***)"),
+            Self::Token(_) => f.write_str("Token(***)"),
+        }
+    }
+}
+
+/// What a NATS URL says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// `nats://host:port`, without credentials.
+    pub(crate) server: String,
+    pub(crate) credentials: Credentials,
+    /// The options, starting from the caller's and overridden by the URL (not yet validated:
+    /// see [`NatsOptions::validate`]).
+    pub(crate) options: NatsOptions,
+}
+
+fn syntax(reason: impl Into<String>) -> UrlError {
+    UrlError::Syntax {
+        reason: reason.into(),
+    }
+}
+
+/// Parses `nats://[user:password@]host[:port][/bucket][?param=value&…]`. The error says what is
+/// wrong and what is allowed; it never contains the password or token.
+pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
+    let parsed = StoreUrl::parse(url.trim())?;
+    if !parsed.scheme().eq_ignore_ascii_case("nats") {
+        return Err(syntax(format!("unsupported scheme; expected {EXPECTED}")));
+    }
+    let host = parsed.require_host(EXPECTED)?.to_owned();
+    let port = parsed.url().port().unwrap_or(DEFAULT_PORT);
+    if port == 0 {
+        return Err(syntax("the port must be 1-65535"));
+    }
+    let mut credentials = credentials(&parsed)?;
+    let mut options = base;
+    let path = parsed.url().path().trim_start_matches('/');
+    if !path.is_empty() {
+        let bucket = percent_decode(path)
+            .ok_or_else(|| syntax("the bucket is not valid percent-encoded UTF-8"))?;
+        options = options.bucket(bucket);
+    }
+    let mut query = parsed.options(KNOWN_PARAMS)?;
+    if let Some(token) = query.take("token") {
+        if credentials != Credentials::None {
+            return Err(syntax("give either USER:PASSWORD@ or ?token=, not both"));
+        }
+        credentials = Credentials::Token(token);
+    }
+    if let Some(bucket) = query.text("bucket")? {
+        options = options.bucket(bucket);
+    }
+    if let Some(d) = query.duration("request_timeout")? {
+        options = options.request_timeout(d);
+    }
+    if let Some(d) = query.duration("connect_timeout")? {
+        options = options.connect_timeout(d);
+    }
+    if let Some(on) = query.flag("notifications")? {
+        options = options.notifications(on);
+    }
+    Ok(Target {
+        server: format!("nats://{host}:{port}"),
+        credentials,
+        options,
+    })
+}
+
+/// `url` as error messages may show it: a user-info without a password (a token written
+/// `nats://TOKEN@HOST`, which this store refuses) replaced by `***`, since URL redaction hides
+/// only passwords.
+pub(crate) fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    match authority.rsplit_once('@') {
+        Some((info, host)) if !info.contains(':') => {
+            format!("{scheme}://***@{host}{}", &rest[authority.len()..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// The user name and password, percent-decoded.
+fn credentials(parsed: &StoreUrl) -> Result<Credentials, UrlError> {
+    let url = parsed.url();
+    let password = url.password().unwrap_or_default();
+    if url.username().is_empty() {
+        if password.is_empty() {
+            return Ok(Credentials::None);
+        }
+        return Err(syntax(
+            "a password needs a user name (nats://USER:PASSWORD@HOST)",
+        ));
+    }
+    if url.password().is_none() {
+        // `nats://TOKEN@HOST` is NATS's own form, but a user name is shown in messages.
+        return Err(syntax(
+            "a user name needs a password (nats://USER:PASSWORD@HOST); give a token as ?token=TOKEN, never before the host",
+        ));
+    }
+    let name = percent_decode(url.username())
+        .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
+    let password = percent_decode(password)
+        .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
+    Ok(Credentials::UserPassword(name, password))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn parsed(url: &str) -> Target {
+        parse(url, NatsOptions::default()).unwrap_or_else(|e| panic!("{url}: {e}"))
+    }
+
+    fn error(url: &str) -> String {
+        match parse(url, NatsOptions::default()) {
+            Ok(t) => t
+                .options
+                .validate()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn server_credentials_bucket_and_options() {
+        let t = parsed(
+            "nats://app:p%40ss@nats.example:4333/jobs?request_timeout=250ms&notifications=off",
+        );
+        assert_eq!(t.server, "nats://nats.example:4333");
+        assert_eq!(
+            t.credentials,
+            Credentials::UserPassword("app".to_owned(), "p@ss".to_owned())
+        );
+        assert_eq!(t.options.bucket_str(), "jobs");
+        assert_eq!(
+            t.options.request_timeout_value(),
+            Duration::from_millis(250)
+        );
+        assert!(!t.options.notifications_enabled());
+        let t = parsed("nats://127.0.0.1?token=s3cr3t");
+        assert_eq!(t.server, "nats://127.0.0.1:4222");
+        assert_eq!(t.credentials, Credentials::Token("s3cr3t".to_owned()));
+        assert!(!format!("{t:?}").contains("s3cr3t"), "no secret in Debug");
+        assert_eq!(
+            leasehold::redact_url("nats://127.0.0.1?token=s3cr3t"),
+            "nats://127.0.0.1?token=***"
+        );
+        assert_eq!(t.options.bucket_str(), "leasehold");
+        assert_eq!(parsed("nats://h?bucket=b2").options.bucket_str(), "b2");
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_allowed() {
+        let e = error("nats://h/p?color=blue");
+        assert!(
+            e.contains("\"color\"") && e.contains("request_timeout"),
+            "{e}"
+        );
+        assert!(error("nats://h?connect_timeout=soon").contains("connect_timeout"));
+        assert!(error("nats://h?notifications=maybe").contains("true or false"));
+        assert!(error("nats://h/a.b").contains("bucket"));
+        assert!(error("http://h").contains("nats://"));
+        assert!(error("nats:").contains("a host is required"));
+        assert!(error("nats://:pw@h").contains("needs a user name"));
+        let e = error("nats://s3cr3t@h");
+        assert!(e.contains("?token=") && !e.contains("s3cr3t"), "{e}");
+        assert!(error("nats://u:p@h?token=t").contains("not both"));
+        assert_eq!(shown("nats://s3cr3t@h:1/b?x=1"), "nats://***@h:1/b?x=1");
+        assert_eq!(shown("nats://u:p@h"), "nats://u:p@h");
+        assert_eq!(shown("nats://h/b"), "nats://h/b");
+        let e = error("nats://u:sec%ZZret@h");
+        assert!(!e.contains("sec"), "the password must not leak: {e}");
+    }
+}

@@ -1,0 +1,102 @@
+//! Release notifications: one KV watch per store on every key of its bucket, feeding a
+//! `ReleaseNotifier`.
+//!
+//! Every release and forced release writes a delete marker, and the server writes a marker
+//! (`Nats-Marker-Reason: MaxAge`) when a lease's TTL runs out: the watch (new messages only)
+//! wakes the local waiters of that key's lock on each. When the watch fails it is started again
+//! after a pause; in the gap, waiters fall back to polling.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::kv::Operation;
+use futures::StreamExt;
+use leasehold::StoreError;
+use leasehold::store::ReleaseNotifier;
+use tokio::task::JoinHandle;
+use tokio::time::sleep;
+use tracing::{debug, warn};
+
+use crate::classify;
+use crate::keys::Keys;
+use crate::link::Link;
+
+/// Pauses between reconnection attempts: the first, and the longest.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// The watch task; stopped when dropped (with the store).
+#[derive(Debug)]
+pub(crate) struct Watcher(JoinHandle<()>);
+
+impl Watcher {
+    /// Starts the watch task, if a tokio runtime is available.
+    pub(crate) fn start(
+        link: Arc<Link>,
+        keys: Keys,
+        notifier: Arc<ReleaseNotifier>,
+    ) -> Option<Self> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        Some(Self(handle.spawn(run(link, keys, notifier))))
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let mut watching = false;
+        let outcome = session(&link, &keys, &notifier, &mut watching).await;
+        if watching {
+            pause = FIRST_PAUSE;
+        }
+        if let Err(e) = outcome {
+            warn!(error = %e, bucket = %keys.bucket(), ?pause,
+                "leasehold: NATS release notifications interrupted; waiters poll until reconnected");
+        }
+        sleep(pause).await;
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+}
+
+/// One watch, until it fails.
+async fn session(
+    link: &Link,
+    keys: &Keys,
+    notifier: &ReleaseNotifier,
+    watching: &mut bool,
+) -> Result<(), StoreError> {
+    let budget = link.request_timeout();
+    let conn = link.conn().await?;
+    let start = async {
+        let bucket = conn
+            .js
+            .get_key_value(keys.bucket())
+            .await
+            .map_err(|e| classify::disconnected("a watch request", e))?;
+        bucket
+            .watch_all()
+            .await
+            .map_err(|e| classify::disconnected("a watch request", e))
+    };
+    let mut watch = tokio::time::timeout(budget, start)
+        .await
+        .map_err(|_| classify::timed_out("a watch request", budget))??;
+    *watching = true;
+    debug!(bucket = %keys.bucket(), "leasehold: watching NATS for releases");
+    while let Some(entry) = watch.next().await {
+        let entry = entry.map_err(|e| classify::disconnected("the release watch", e))?;
+        if entry.operation == Operation::Put {
+            continue;
+        }
+        if let Some(key) = keys.parse_key(&entry.key) {
+            notifier.notify(key.lock());
+        }
+    }
+    Err(StoreError::transient("the NATS release watch ended"))
+}

@@ -1,0 +1,55 @@
+//! The testkit's conformance suite and safety checker against a real nats-server. Each
+//! simulated node gets its own store and connection.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+
+mod common;
+
+use std::time::Duration;
+
+use leasehold_testkit::conformance;
+use leasehold_testkit::safety::{self, SafetyConfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_conformance() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let factory = common::factory(url);
+    let report = conformance::run_tests(&factory, conformance::tests()).await;
+    println!("{report}");
+    assert!(report.is_success(), "{report}");
+    assert_eq!(report.passed.len(), conformance::tests().len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_standard_safety_run() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let factory = common::factory(url);
+    safety::assert_store_is_safe(&factory, 60).await;
+}
+
+/// Leases lost mid-action (actions longer than the lease, no renewal) must show up as rejected
+/// stale writes, never as a violation. NATS TTLs are whole seconds, so the leases here are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_safety_with_expiring_leases() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let factory = common::factory(url);
+    let config = SafetyConfig {
+        contenders: 4,
+        rounds: 8,
+        lease: Duration::from_millis(1000),
+        max_action: Duration::from_millis(1600),
+        wait: Duration::from_millis(2500),
+        ..SafetyConfig::default()
+    };
+    let report = safety::check(&factory, &config).await.unwrap();
+    println!("{report}");
+    report.assert_safe();
+    assert_eq!(report.errors, 0, "{report}");
+    assert!(report.lost > 0, "some leases must have run out: {report}");
+}

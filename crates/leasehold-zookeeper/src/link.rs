@@ -1,0 +1,182 @@
+//! The connection to the ensemble: one lazily opened ZooKeeper session per store, opened again
+//! when it expires or closes, and requests with a deadline.
+
+use std::future::Future;
+use std::time::Duration;
+
+use leasehold::store::StoreResult;
+use leasehold::{ErrorKind, StoreError};
+use tokio::sync::Mutex;
+use tokio::time::{Instant, sleep, timeout};
+use zookeeper_client::{Client, CreateMode, Error};
+
+use crate::classify::{classify, kind_of, needs_new_session, timed_out};
+use crate::clock::ServerClock;
+use crate::layout::Paths;
+
+/// The pause before a read that failed transiently is sent again.
+const RESEND_PAUSE: Duration = Duration::from_millis(20);
+
+/// Where and how to open sessions.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// `host:port,host:port`.
+    pub(crate) servers: String,
+    /// Digest credentials, if any.
+    pub(crate) auth: Option<(String, String)>,
+    pub(crate) session_timeout: Duration,
+}
+
+/// The ZooKeeper client of a store and its estimate of the ensemble's clock.
+pub(crate) struct Link {
+    session: Session,
+    paths: Paths,
+    request_timeout: Duration,
+    client: Mutex<Option<Client>>,
+    pub(crate) clock: ServerClock,
+}
+
+impl Link {
+    /// A link to `session.servers`; nothing is contacted until the first request.
+    pub(crate) fn new(session: Session, paths: Paths, request_timeout: Duration) -> Self {
+        Self {
+            session,
+            paths,
+            request_timeout,
+            client: Mutex::new(None),
+            clock: ServerClock::default(),
+        }
+    }
+
+    /// The client, opening a session first when there is none or it ended (expired, closed,
+    /// authentication failed). A new session creates the store's parent nodes if missing and
+    /// seeds the clock with one write.
+    pub(crate) async fn client(&self) -> StoreResult<Client> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref() {
+            if !client.state().is_terminated() {
+                return Ok(client.clone());
+            }
+            tracing::info!("leasehold: the ZooKeeper session ended; opening a new one");
+        }
+        *slot = None;
+        let client = match timeout(self.request_timeout, self.open()).await {
+            Ok(result) => result?,
+            Err(_) => return Err(timed_out("the connection", self.request_timeout)),
+        };
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn open(&self) -> StoreResult<Client> {
+        let mut connector = Client::connector()
+            .with_session_timeout(self.session.session_timeout)
+            .with_connection_timeout(self.request_timeout);
+        if let Some((user, password)) = &self.session.auth {
+            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+        }
+        let client = connector
+            .connect(&self.session.servers)
+            .await
+            .map_err(|e| classify("the connection", &e))?;
+        self.prepare(&client).await?;
+        Ok(client)
+    }
+
+    /// Creates `<prefix>/locks` (and its parents) if missing, and writes `<prefix>/clock` to
+    /// learn the ensemble's time.
+    async fn prepare(&self, client: &Client) -> StoreResult<()> {
+        let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        match client.mkdir(&self.paths.locks(), &options).await {
+            Ok(()) | Err(Error::NodeExists) => {}
+            Err(e) => return Err(classify("creating the store's nodes", &e)),
+        }
+        let clock = self.paths.clock();
+        let stat = match client.set_data(&clock, b"", None).await {
+            Ok(stat) => stat,
+            Err(Error::NoNode) => match client.create(&clock, b"", &options).await {
+                Ok((stat, _)) => stat,
+                Err(Error::NodeExists) => client
+                    .set_data(&clock, b"", None)
+                    .await
+                    .map_err(|e| classify("a clock write", &e))?,
+                Err(e) => return Err(classify("a clock write", &e)),
+            },
+            Err(e) => return Err(classify("a clock write", &e)),
+        };
+        self.clock.observe(stat.mtime);
+        Ok(())
+    }
+
+    /// Forgets `client` if it is still the current one, so the next request opens a session.
+    async fn forget(&self, client: &Client) {
+        let mut slot = self.client.lock().await;
+        if slot
+            .as_ref()
+            .is_some_and(|c| c.session_id() == client.session_id())
+        {
+            *slot = None;
+        }
+    }
+
+    /// The ensemble's time (a lower bound, see [`ServerClock`]), in ms since the epoch.
+    pub(crate) fn now_ms(&self) -> StoreResult<i64> {
+        self.clock.now_ms().ok_or_else(|| {
+            StoreError::transient("no ZooKeeper reply has told the ensemble's time yet")
+        })
+    }
+
+    /// Runs one write with the request timeout. It is never sent twice: a write whose answer
+    /// was lost may have been applied (the core asks again, and the store's reads recognise it).
+    pub(crate) async fn write<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        self.run(what, false, request).await
+    }
+
+    /// Runs one read with the request timeout, sending it again within the same budget after a
+    /// transient failure (in a new session when the old one ended).
+    pub(crate) async fn read<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        self.run(what, true, request).await
+    }
+
+    async fn run<T, F, Fut>(&self, what: &str, resend: bool, mut request: F) -> StoreResult<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let start = Instant::now();
+        let budget = self.request_timeout;
+        loop {
+            let left = budget.saturating_sub(start.elapsed());
+            let client = match timeout(left, self.client()).await {
+                Ok(client) => client?,
+                Err(_) => return Err(timed_out(what, budget)),
+            };
+            let left = budget.saturating_sub(start.elapsed());
+            match timeout(left, request(client.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) => {
+                    if needs_new_session(&e) {
+                        self.forget(&client).await;
+                    }
+                    if resend
+                        && kind_of(&e) == ErrorKind::Transient
+                        && start.elapsed() + RESEND_PAUSE * 2 < budget
+                    {
+                        sleep(RESEND_PAUSE).await;
+                        continue;
+                    }
+                    return Err(classify(what, &e));
+                }
+                Err(_) => return Err(timed_out(what, budget)),
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! What a slot node and a ledger node hold, and how a slot node is judged from its data and
+//! `Stat`.
+//!
+//! A slot node's data is `leasehold/1 <status> <grant version> <ttl ms> <cap ms|-> <acquired ms>
+//! <token> <owner>` (the owner last: it may contain spaces), where status is `held`, `linger`
+//! (released with a linger: held until it ends, no longer extendable) or `free`.
+//!
+//! * **Expiry** = `min(mtime + ttl, cap)`: `mtime` is the clock of the leader that applied the
+//!   last write (grant or extension), so expiries are the ensemble's time; `cap` keeps a
+//!   release with linger from ever lengthening a lease.
+//! * **Fence** = the node's `czxid` + the data version the grant wrote (`grant version`). Slot
+//!   nodes are never deleted by the store, so their data version only grows, and every grant
+//!   writes a higher one; if someone deletes a slot node by hand, the node created next has a
+//!   higher `czxid` than every zxid the old node ever saw, which is more than its `czxid` plus its
+//!   version. So fences strictly increase per `(lock, slot)`, across leader changes and restarts.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
+use zookeeper_client::Stat;
+
+/// The version tag at the start of every slot node this store writes.
+const TAG: &str = "leasehold/1";
+/// The version tag of the ledger's data.
+const LEDGER_TAG: &str = "leasehold-ledger/1";
+
+/// A point in time from ms since the epoch.
+pub(crate) fn time(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// Milliseconds rounded up, as an i64.
+pub(crate) fn ms_ceil(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX)
+}
+
+/// A slot's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Held,
+    Linger,
+    Free,
+}
+
+/// The data of a slot node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub(crate) status: Status,
+    pub(crate) grant_version: i32,
+    pub(crate) ttl_ms: i64,
+    pub(crate) cap_ms: Option<i64>,
+    pub(crate) acquired_ms: i64,
+    pub(crate) token: Token,
+    pub(crate) owner: String,
+}
+
+impl Record {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let status = match self.status {
+            Status::Held => "held",
+            Status::Linger => "linger",
+            Status::Free => "free",
+        };
+        let cap = self
+            .cap_ms
+            .map_or_else(|| "-".to_owned(), |c| c.to_string());
+        format!(
+            "{TAG} {status} {} {} {cap} {} {} {}",
+            self.grant_version,
+            self.ttl_ms,
+            self.acquired_ms,
+            self.token.to_hex(),
+            self.owner
+        )
+        .into_bytes()
+    }
+
+    /// `None` for data this store did not write.
+    pub(crate) fn decode(data: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(data).ok()?;
+        let mut f = text.splitn(8, ' ');
+        if f.next()? != TAG {
+            return None;
+        }
+        let status = match f.next()? {
+            "held" => Status::Held,
+            "linger" => Status::Linger,
+            "free" => Status::Free,
+            _ => return None,
+        };
+        Some(Self {
+            status,
+            grant_version: f.next()?.parse().ok()?,
+            ttl_ms: f.next()?.parse().ok()?,
+            cap_ms: match f.next()? {
+                "-" => None,
+                c => Some(c.parse().ok()?),
+            },
+            acquired_ms: f.next()?.parse().ok()?,
+            token: Token::from_hex(f.next()?)?,
+            owner: f.next()?.to_owned(),
+        })
+    }
+}
+
+/// A slot node as read: its number, data and `Stat`.
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub(crate) slot: u32,
+    /// `None` when the data is not this store's (such a slot is never granted).
+    pub(crate) record: Option<Record>,
+    pub(crate) stat: Stat,
+}
+
+impl Node {
+    /// The end of the lease, ensemble time in ms.
+    pub(crate) fn end_ms(&self) -> Option<i64> {
+        let r = self.record.as_ref()?;
+        let end = self.stat.mtime.saturating_add(r.ttl_ms);
+        Some(r.cap_ms.map_or(end, |cap| end.min(cap)))
+    }
+    /// The fence of the grant the node holds.
+    pub(crate) fn fence(&self) -> Option<u64> {
+        let r = self.record.as_ref()?;
+        u64::try_from(self.stat.czxid.saturating_add(i64::from(r.grant_version))).ok()
+    }
+    /// True while the holder may still use (and extend) its lease: not free and not ended at
+    /// `now` (the ensemble's time, a lower bound).
+    pub(crate) fn live_for_holder(&self, now: i64) -> bool {
+        self.record
+            .as_ref()
+            .is_some_and(|r| r.status != Status::Free)
+            && self.end_ms().is_some_and(|end| now < end)
+    }
+    /// True while others must leave the slot alone: not free, and `now` (a lower bound of the
+    /// ensemble's time) less than `tolerance` ms past its end. A foreign node is always taken.
+    pub(crate) fn live_for_others(&self, now: i64, tolerance: i64) -> bool {
+        match &self.record {
+            None => true,
+            Some(r) => {
+                r.status != Status::Free
+                    && self
+                        .end_ms()
+                        .is_some_and(|end| now < end.saturating_add(tolerance))
+            }
+        }
+    }
+    /// True if `lease` is this node's grant, not yet released.
+    pub(crate) fn is(&self, lease: &Lease) -> bool {
+        self.record
+            .as_ref()
+            .is_some_and(|r| r.token == lease.token && r.status == Status::Held)
+            && self.fence() == Some(lease.fence)
+    }
+    /// This node's grant as a lease of `lock`.
+    pub(crate) fn lease(&self, lock: &LockName) -> Option<Lease> {
+        let r = self.record.as_ref()?;
+        Some(Lease {
+            lock: lock.clone(),
+            slot: self.slot,
+            owner: r.owner.clone(),
+            token: r.token,
+            fence: self.fence()?,
+            acquired_at: time(r.acquired_ms),
+            expires_at: time(self.end_ms()?),
+            period: None,
+        })
+    }
+    /// This node's grant as a holder.
+    pub(crate) fn holder(&self) -> Option<Holder> {
+        let r = self.record.as_ref()?;
+        Some(Holder {
+            slot: self.slot,
+            owner: r.owner.clone(),
+            fence: self.fence()?,
+            acquired_at: time(r.acquired_ms),
+            expires_at: time(self.end_ms()?),
+        })
+    }
+}
+
+/// A lock's period ledger: the latest period granted, when (ensemble time, ms) and to whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ledger {
+    pub(crate) period: i64,
+    pub(crate) at_ms: i64,
+    pub(crate) by: String,
+}
+
+impl Ledger {
+    /// `leasehold-ledger/1 <period> <at ms> <owner>`.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by).into_bytes()
+    }
+
+    pub(crate) fn decode(data: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(data).ok()?;
+        let mut f = text.splitn(4, ' ');
+        if f.next()? != LEDGER_TAG {
+            return None;
+        }
+        Some(Self {
+            period: f.next()?.parse().ok()?,
+            at_ms: f.next()?.parse().ok()?,
+            by: f.next()?.to_owned(),
+        })
+    }
+
+    pub(crate) fn record(&self) -> PeriodRecord {
+        PeriodRecord {
+            period: self.period,
+            at: time(self.at_ms),
+            by: self.by.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_with_spaces_in_the_owner() {
+        let r = Record {
+            status: Status::Linger,
+            grant_version: 7,
+            ttl_ms: 1500,
+            cap_ms: Some(99),
+            acquired_ms: 12,
+            token: Token::random(),
+            owner: "host a (pid 7)".into(),
+        };
+        assert_eq!(Record::decode(&r.encode()), Some(r.clone()));
+        let free = Record {
+            status: Status::Free,
+            cap_ms: None,
+            ..r
+        };
+        assert_eq!(Record::decode(&free.encode()), Some(free));
+        assert_eq!(Record::decode(b"something else"), None);
+        let l = Ledger {
+            period: 3,
+            at_ms: 4,
+            by: "a b".into(),
+        };
+        assert_eq!(Ledger::decode(&l.encode()), Some(l));
+    }
+
+    #[test]
+    fn expiry_is_mtime_plus_ttl_capped_and_fences_add_the_grant_version() {
+        let stat = |czxid, mtime| Stat {
+            czxid,
+            mzxid: czxid,
+            pzxid: czxid,
+            ctime: mtime,
+            mtime,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: 0,
+            num_children: 0,
+        };
+        let r = Record {
+            status: Status::Held,
+            grant_version: 3,
+            ttl_ms: 1000,
+            cap_ms: None,
+            acquired_ms: 0,
+            token: Token::random(),
+            owner: "o".into(),
+        };
+        let mut node = Node {
+            slot: 0,
+            record: Some(r),
+            stat: stat(100, 5000),
+        };
+        assert_eq!(node.end_ms(), Some(6000));
+        assert_eq!(node.fence(), Some(103));
+        assert!(node.live_for_holder(5999) && !node.live_for_holder(6000));
+        assert!(node.live_for_others(6099, 100) && !node.live_for_others(6100, 100));
+        if let Some(r) = node.record.as_mut() {
+            r.cap_ms = Some(5500);
+        }
+        assert_eq!(node.end_ms(), Some(5500));
+        node.record = None;
+        assert!(
+            node.live_for_others(i64::MAX, 0),
+            "foreign data is never taken"
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! `ZooKeeperStore`: leases as persistent ZooKeeper nodes with a store-enforced expiry.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use leasehold::store::{
+    AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal,
+    StoreResult, check_slots,
+};
+use leasehold::{
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
+    StoreError, redact_url,
+};
+
+use crate::layout::Paths;
+use crate::link::{Link, Session};
+use crate::ops::Protocol;
+use crate::options::ZooKeeperOptions;
+use crate::record::ms_ceil;
+use crate::url::parse;
+use crate::watch::Watcher;
+
+/// A lease store on a ZooKeeper ensemble, through zookeeper-client.
+///
+/// * Slot `n` of lock `L` is the **persistent** node `<chroot><prefix>/locks/L/slot-n` (a `/`
+///   inside `L` written `%2F`), holding the token, owner and TTL. Not an ephemeral node: a
+///   session's life is decided by the ensemble, not by the lease.
+/// * A lease ends at `mtime + ttl` — `mtime` is the clock of the leader that applied the grant or
+///   extension — and is taken over only once the store's lower bound of the ensemble's time is
+///   the [clock-skew tolerance](ZooKeeperOptions::clock_skew_tolerance) past that.
+/// * Every change is a compare-and-swap on the node's data version read just before; slot nodes
+///   are marked free, never deleted, so versions only grow.
+/// * The **fence** is the node's `czxid` plus the data version of its grant: strictly
+///   increasing per `(lock, slot)` across leader changes and restarts.
+/// * Releases wake local waiters through one persistent recursive watch per store.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use leasehold::Elector;
+/// use leasehold_zookeeper::ZooKeeperStore;
+///
+/// let store = ZooKeeperStore::connect("zk://10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/jobs").await?;
+/// let elector = Elector::new(Arc::new(store));
+/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+///     tracing::info!(fence, "ran as leader");
+/// }
+/// # Ok(()) }
+/// ```
+pub struct ZooKeeperStore {
+    protocol: Protocol,
+    options: ZooKeeperOptions,
+    notifier: Arc<ReleaseNotifier>,
+    watcher: Mutex<Option<Watcher>>,
+    description: String,
+}
+
+impl std::fmt::Debug for ZooKeeperStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZooKeeperStore")
+            .field("store", &self.description)
+            .field("prefix", &self.options.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ZooKeeperStore {
+    /// Opens a store for a `zk://host:port[,host:port…]/chroot` URL and checks that the ensemble
+    /// answers (opening a session, creating the store's parent nodes if missing and learning the
+    /// ensemble's time). `user:password@` authenticates with ZooKeeper's `digest` scheme; store
+    /// options can be given as query parameters (see [`ZooKeeperOptions`]).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
+    /// [`OpenError::Connect`] when no server answers within the request timeout or the
+    /// credentials are rejected.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future only abandons the connection attempt.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// let store = leasehold_zookeeper::ZooKeeperStore::connect("zk://127.0.0.1:2181/billing").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, OpenError> {
+        Self::connect_with(url, ZooKeeperOptions::default()).await
+    }
+
+    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`connect`](Self::connect).
+    pub async fn connect_with(url: &str, options: ZooKeeperOptions) -> Result<Self, OpenError> {
+        let store = Self::connect_lazy(url, options)?;
+        store
+            .ping()
+            .await
+            .map_err(|source| OpenError::connect(url, source))?;
+        Ok(store)
+    }
+
+    /// Builds a store without contacting the ensemble; the first operation connects.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a malformed URL or option.
+    ///
+    /// ```
+    /// use leasehold_zookeeper::{ZooKeeperOptions, ZooKeeperStore};
+    /// let store = ZooKeeperStore::connect_lazy("zk://app:hunter2@127.0.0.1:2181,127.0.0.2:2181/jobs", ZooKeeperOptions::default())?;
+    /// assert_eq!(leasehold::LeaseStore::describe(&store), "zk://app:***@127.0.0.1:2181,127.0.0.2:2181/jobs");
+    /// assert_eq!(store.options().prefix_str(), "/leasehold");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn connect_lazy(url: &str, options: ZooKeeperOptions) -> Result<Self, OpenError> {
+        let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
+        target
+            .options
+            .validate()
+            .map_err(|r| OpenError::invalid(url, r))?;
+        let paths = Paths::new(&target.chroot, &target.options.prefix);
+        let session = Session {
+            servers: target.servers,
+            auth: target.user,
+            session_timeout: target.options.session_timeout,
+        };
+        let link = Link::new(session, paths.clone(), target.options.request_timeout);
+        Ok(Self {
+            protocol: Protocol {
+                link: Arc::new(link),
+                paths,
+                tolerance_ms: ms_ceil(target.options.clock_skew_tolerance),
+            },
+            notifier: Arc::new(ReleaseNotifier::default()),
+            watcher: Mutex::new(None),
+            description: redact_url(url),
+            options: target.options,
+        })
+    }
+
+    /// The options in effect.
+    ///
+    /// ```
+    /// # let store = leasehold_zookeeper::ZooKeeperStore::connect_lazy("zk://h?prefix=/x", Default::default())?;
+    /// assert_eq!(store.options().prefix_str(), "/x");
+    /// # Ok::<(), leasehold::OpenError>(())
+    /// ```
+    pub fn options(&self) -> &ZooKeeperOptions {
+        &self.options
+    }
+
+    /// The node of one slot of a lock: `<chroot><prefix>/locks/<lock>/slot-<n>`, with a `/`
+    /// inside the lock name written `%2F`.
+    ///
+    /// ```
+    /// # let store = leasehold_zookeeper::ZooKeeperStore::connect_lazy("zk://h/apps", Default::default())?;
+    /// let lock = leasehold::LockName::new("reports/daily")?;
+    /// assert_eq!(store.slot_path(&lock, 2), "/apps/leasehold/locks/reports%2Fdaily/slot-2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slot_path(&self, lock: &LockName, slot: u32) -> String {
+        self.protocol.paths.slot(lock, slot)
+    }
+
+    /// The ZooKeeper client the store's requests use (a cheap clone), e.g. to make a write that
+    /// commits only while a lease is held: a `multi` that checks the slot node's version.
+    ///
+    /// # Errors
+    ///
+    /// A transient error when no session can be opened in time.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe.
+    pub async fn client(&self) -> StoreResult<zookeeper_client::Client> {
+        self.protocol.link.client().await
+    }
+
+    /// Checks that the ensemble answers a read (opening a session if there is none).
+    ///
+    /// # Errors
+    ///
+    /// The classified error of the connection or the read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it changes nothing but the store's clock node.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let root = self.protocol.paths.locks();
+        self.protocol
+            .link
+            .read("a read", |c| {
+                let root = root.clone();
+                async move { c.check_stat(&root).await }
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Rejects leases that the clock-skew tolerance cannot protect.
+    fn check_ttl(&self, ttl: Duration) -> StoreResult<()> {
+        let floor = self.options.lease_floor();
+        if ttl <= floor {
+            return Err(StoreError::permanent(format!(
+                "a {ttl:?} lease is too short for this ZooKeeper store: leases must be longer \
+                 than twice the clock-skew tolerance ({:?}), i.e. more than {floor:?}; use a \
+                 longer lease or a smaller tolerance (ZooKeeperOptions::clock_skew_tolerance, \
+                 or the `skew` URL parameter) if the ensemble's clocks are that close",
+                self.options.clock_skew_tolerance
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Checks the owner recorded with a lease with the core's node-id rule.
+fn check_owner(owner: &str) -> StoreResult<()> {
+    match leasehold::validate_node_id(owner) {
+        Ok(()) => Ok(()),
+        Err(OptionsError::Limit(limit)) => Err(limit.into()),
+        Err(e) => Err(StoreError::permanent(e.to_string())),
+    }
+}
+
+#[async_trait]
+impl LeaseStore for ZooKeeperStore {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        req.check()?;
+        check_owner(&req.owner)?;
+        self.check_ttl(req.ttl)?;
+        if let Some(period) = req.period {
+            return self.protocol.acquire_period(req, period).await;
+        }
+        Ok(self.protocol.acquire(req).await?.into())
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.check_ttl(ttl)?;
+        self.protocol.extend(lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let released = self.protocol.release(lease, linger).await?;
+        if released == Release::Released && linger.is_zero() {
+            self.notifier.notify(&lease.lock);
+        }
+        Ok(released)
+    }
+
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        check_slots(slots)?;
+        let all: Vec<u32> = (0..slots).collect();
+        Ok(LockState {
+            lock: lock.clone(),
+            slots,
+            holders: self.protocol.holders(lock, &all).await?,
+        })
+    }
+
+    /// The lock node's children (one `get_children`), then a multi-read of its slot nodes.
+    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
+        let slots = self.protocol.slots_of(lock).await?;
+        if slots.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.protocol.holders(lock, &slots).await
+    }
+
+    /// See the `list` module: one `get_children` of the locks, then bounded slot reads.
+    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        crate::list::list(&self.protocol, &self.description, after).await
+    }
+
+    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        check_slots(slots)?;
+        let freed = self.protocol.force_release(lock, slots).await?;
+        if !freed.is_empty() {
+            self.notifier.notify(lock);
+        }
+        Ok(freed)
+    }
+
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        if !self.options.notifications {
+            return None;
+        }
+        let signal = self.notifier.subscribe(lock);
+        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        if watcher.is_none() {
+            *watcher = Watcher::start(
+                Arc::clone(&self.protocol.link),
+                self.protocol.paths.clone(),
+                Arc::clone(&self.notifier),
+            );
+        }
+        Some(signal)
+    }
+
+    fn clock_source(&self) -> ClockSource {
+        ClockSource::Server
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}

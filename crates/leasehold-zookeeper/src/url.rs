@@ -1,0 +1,231 @@
+//! `zk://` URLs: servers, digest credentials, chroot and store options, read with the core's
+//! [`StoreUrl`] parser (the same decoding, user-info checks and unknown/duplicate-parameter
+//! errors as every store). Only the comma-separated server list is ZooKeeper's own: the URL is
+//! parsed with its first server, and every server is checked here.
+
+use leasehold::store::{StoreUrl, UrlError, UrlOptions, percent_decode};
+
+use crate::options::{ZooKeeperOptions, check_path};
+
+/// The port used when a server gives none (ZooKeeper's client port).
+pub(crate) const DEFAULT_PORT: u16 = 2181;
+
+/// The query parameters a URL may carry.
+pub(crate) const KNOWN_PARAMS: &[&str] = &[
+    "prefix",
+    "request_timeout",
+    "session_timeout",
+    "skew",
+    "clock_skew_tolerance",
+    "notifications",
+];
+
+/// The form of a ZooKeeper URL, for error messages.
+const EXPECTED: &str = "zk://[USER@]HOST[:PORT][,HOST[:PORT]…][/CHROOT]";
+
+/// What a ZooKeeper URL says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// `host:port,host:port`, as zookeeper-client takes it.
+    pub(crate) servers: String,
+    /// The chroot (the URL's path), prepended to the prefix; empty for none.
+    pub(crate) chroot: String,
+    /// User name and password for ZooKeeper's `digest` scheme, percent-decoded.
+    pub(crate) user: Option<(String, String)>,
+    /// The options, starting from the caller's and overridden by the URL (not yet validated).
+    pub(crate) options: ZooKeeperOptions,
+}
+
+fn syntax(reason: impl Into<String>) -> UrlError {
+    UrlError::Syntax {
+        reason: reason.into(),
+    }
+}
+
+/// Parses `zk://[user:password@]host[:port][,host[:port]…][/chroot][?param=value&…]`.
+/// The error says what is wrong and what is allowed; it never contains the password.
+pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlError> {
+    let url = url.trim();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(UrlError::MissingHost {
+            expected: EXPECTED.to_owned(),
+        });
+    };
+    if !scheme.eq_ignore_ascii_case("zk") {
+        return Err(syntax(format!("unsupported scheme; expected {EXPECTED}")));
+    }
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_len);
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((info, hosts)) => (Some(info), hosts),
+        None => (None, authority),
+    };
+    let first = hosts.split(',').next().unwrap_or_default();
+    let single = format!(
+        "{scheme}://{}{first}{after}",
+        userinfo.map(|u| format!("{u}@")).unwrap_or_default()
+    );
+    let parsed = StoreUrl::parse(&single)?;
+    if hosts.is_empty() {
+        return Err(UrlError::MissingHost {
+            expected: EXPECTED.to_owned(),
+        });
+    }
+    let user = credentials(&parsed)?;
+    let servers = hosts
+        .split(',')
+        .map(server)
+        .collect::<Result<Vec<_>, _>>()?
+        .join(",");
+    let path = parsed.url().path();
+    let chroot = if path.is_empty() || path == "/" {
+        String::new()
+    } else {
+        let decoded = percent_decode(path).ok_or_else(|| {
+            syntax("the chroot is not valid percent-encoded UTF-8 (write `%` as %25)")
+        })?;
+        check_path("chroot", &decoded).map_err(|e| syntax(e.to_string()))?;
+        decoded
+    };
+    let mut options = base;
+    let mut query = parsed.options(KNOWN_PARAMS)?;
+    store_options(&mut query, &mut options)?;
+    Ok(Target {
+        servers,
+        chroot,
+        user,
+        options,
+    })
+}
+
+/// The user name and password, percent-decoded (a password needs a user name).
+fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> {
+    let url = parsed.url();
+    let password = url.password().unwrap_or_default();
+    if url.username().is_empty() {
+        if password.is_empty() {
+            return Ok(None);
+        }
+        return Err(syntax(
+            "a password needs a user name (zk://USER:PASSWORD@HOST)",
+        ));
+    }
+    let name = percent_decode(url.username())
+        .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
+    let password = percent_decode(password)
+        .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
+    Ok(Some((name, password)))
+}
+
+fn store_options(query: &mut UrlOptions, options: &mut ZooKeeperOptions) -> Result<(), UrlError> {
+    if let Some(prefix) = query.take("prefix") {
+        *options = options.clone().prefix(prefix);
+    }
+    if let Some(d) = query.duration("request_timeout")? {
+        *options = options.clone().request_timeout(d);
+    }
+    if let Some(d) = query.duration("session_timeout")? {
+        *options = options.clone().session_timeout(d);
+    }
+    for key in ["skew", "clock_skew_tolerance"] {
+        if let Some(d) = query.duration(key)? {
+            *options = options.clone().clock_skew_tolerance(d);
+        }
+    }
+    if let Some(on) = query.flag("notifications")? {
+        *options = options.clone().notifications(on);
+    }
+    Ok(())
+}
+
+/// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.
+fn server(host: &str) -> Result<String, UrlError> {
+    if host.is_empty() {
+        return Err(syntax("empty server; list them as HOST:PORT,HOST:PORT"));
+    }
+    let (name, port) = if let Some(v6) = host.strip_prefix('[') {
+        let (addr, tail) = v6
+            .split_once(']')
+            .ok_or_else(|| syntax(format!("server {host:?}: unclosed '[' in an IPv6 address")))?;
+        (format!("[{addr}]"), tail.strip_prefix(':'))
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) => (name.to_owned(), Some(port)),
+            None => (host.to_owned(), None),
+        }
+    };
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || "-._[]:".contains(c)))
+    {
+        return Err(syntax(format!(
+            "server {host:?}: invalid host name (letters, digits, `-`, `.`, `_` or an [IPv6] address)"
+        )));
+    }
+    let port = match port {
+        None | Some("") => DEFAULT_PORT,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| syntax(format!("server {host:?}: port must be 1-65535")))?,
+    };
+    Ok(format!("{name}:{port}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn parsed(url: &str) -> Target {
+        parse(url, ZooKeeperOptions::default()).unwrap_or_else(|e| panic!("{url}: {e}"))
+    }
+
+    fn error(url: &str) -> String {
+        match parse(url, ZooKeeperOptions::default()) {
+            Ok(t) => t
+                .options
+                .validate()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn servers_chroot_and_options() {
+        let t = parsed(
+            "zk://a:2182,b,[::1]:2183/apps/x?request_timeout=300ms&skew=100ms&notifications=off&prefix=/p",
+        );
+        assert_eq!(t.servers, "a:2182,b:2181,[::1]:2183");
+        assert_eq!(t.chroot, "/apps/x");
+        assert_eq!(t.options.request_timeout, Duration::from_millis(300));
+        assert_eq!(t.options.clock_skew_tolerance, Duration::from_millis(100));
+        assert!(!t.options.notifications);
+        assert_eq!(t.options.prefix, "/p");
+        assert_eq!(parsed("zk://h").chroot, "");
+        assert_eq!(parsed("zk://h/").chroot, "");
+        let u = parsed("zk://app:p%40ss@h");
+        assert_eq!(u.user, Some(("app".to_owned(), "p@ss".to_owned())));
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_allowed_without_the_password() {
+        assert!(error("zk://h?prefx=a").contains("unknown parameter \"prefx\""));
+        assert!(error("zk://h:0").contains("port must be 1-65535"));
+        assert!(error("zk://h,/x").contains("empty server"));
+        assert!(error("etcd://h").contains("unsupported scheme"));
+        assert!(error("zk://h/a//b").contains("chroot"));
+        assert!(error("zk://h?prefix=rel").contains("must start with '/'"));
+        assert!(error("zk:/").contains("zk://"));
+        let e = error("zk://app:hunter2@h?request_timeout=soon");
+        assert!(
+            e.contains("request_timeout") && !e.contains("hunter2"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! Release notifications: one persistent recursive watch on `<prefix>/locks` per store
+//! (ZooKeeper ≥ 3.6), started by the first `release_signal` call. A slot node's data change
+//! (a release, an extension, a grant) wakes the lock's local waiters; a wake-up never grants
+//! anything, so a spurious one only costs a read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::store::ReleaseNotifier;
+use tokio::task::JoinHandle;
+use zookeeper_client::{AddWatchMode, EventType};
+
+use crate::layout::Paths;
+use crate::link::Link;
+
+/// The pause before a watch that ended (session expired, server gone) is set up again.
+const REWATCH_PAUSE: Duration = Duration::from_millis(500);
+
+/// The background task behind a store's release signals; stopped when dropped.
+#[derive(Debug)]
+pub(crate) struct Watcher(JoinHandle<()>);
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Watcher {
+    /// Starts the watch task on the current Tokio runtime; `None` outside one.
+    pub(crate) fn start(
+        link: Arc<Link>,
+        paths: Paths,
+        notifier: Arc<ReleaseNotifier>,
+    ) -> Option<Self> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        Some(Self(runtime.spawn(run(link, paths, notifier))))
+    }
+}
+
+async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNotifier>) {
+    let root = paths.locks();
+    loop {
+        if let Ok(client) = link.client().await {
+            match client.watch(&root, AddWatchMode::PersistentRecursive).await {
+                Ok(mut watcher) => loop {
+                    let event = watcher.changed().await;
+                    match event.event_type {
+                        EventType::Session if event.session_state.is_terminated() => break,
+                        EventType::NodeDataChanged | EventType::NodeDeleted => {
+                            if let Some(lock) = paths.lock_of(&event.path) {
+                                notifier.notify(&lock);
+                            }
+                        }
+                        _ => {}
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "leasehold: ZooKeeper watch failed; retrying")
+                }
+            }
+        }
+        tokio::time::sleep(REWATCH_PAUSE).await;
+    }
+}
