@@ -108,9 +108,9 @@ impl Backend {
             ),
             Self::Etcd => format!("etcd://{}", env("LEASEHOLD_TEST_ETCD_ENDPOINTS")?),
             Self::Nats => env("LEASEHOLD_TEST_NATS_URL")?,
-            // One server on this machine, so one clock: a 100 ms skew tolerance lets the
+            // One server on this machine, so one clock: a 50 ms skew tolerance lets the
             // scenarios use the same short leases as elsewhere.
-            Self::ZooKeeper => format!("{}?skew=100ms", env("LEASEHOLD_TEST_ZOOKEEPER_URL")?),
+            Self::ZooKeeper => format!("{}?skew=50ms", env("LEASEHOLD_TEST_ZOOKEEPER_URL")?),
         })
     }
 }
