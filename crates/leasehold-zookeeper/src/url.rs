@@ -140,38 +140,7 @@ fn store_options(query: &mut UrlOptions, options: &mut ZooKeeperOptions) -> Resu
 
 /// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.
 fn server(host: &str) -> Result<String, UrlError> {
-    if host.is_empty() {
-        return Err(syntax("empty server; list them as HOST:PORT,HOST:PORT"));
-    }
-    let (name, port) = if let Some(v6) = host.strip_prefix('[') {
-        let (addr, tail) = v6
-            .split_once(']')
-            .ok_or_else(|| syntax(format!("server {host:?}: unclosed '[' in an IPv6 address")))?;
-        (format!("[{addr}]"), tail.strip_prefix(':'))
-    } else {
-        match host.rsplit_once(':') {
-            Some((name, port)) => (name.to_owned(), Some(port)),
-            None => (host.to_owned(), None),
-        }
-    };
-    if name.is_empty()
-        || name
-            .chars()
-            .any(|c| !(c.is_ascii_alphanumeric() || "-._[]:".contains(c)))
-    {
-        return Err(syntax(format!(
-            "server {host:?}: invalid host name (letters, digits, `-`, `.`, `_` or an [IPv6] address)"
-        )));
-    }
-    let port = match port {
-        None | Some("") => DEFAULT_PORT,
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| syntax(format!("server {host:?}: port must be 1-65535")))?,
-    };
-    Ok(format!("{name}:{port}"))
+    leasehold::store::host_port(host, DEFAULT_PORT, "server")
 }
 
 #[cfg(test)]

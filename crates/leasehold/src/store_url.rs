@@ -237,6 +237,60 @@ fn shown(key: &str, value: &str) -> String {
     }
 }
 
+/// Checks one `host[:port]` (or `[v6]:port`) of a list of servers in a store URL and adds
+/// `default_port` when none is given. `what` names the item in messages (`"endpoint"`,
+/// `"server"`).
+///
+/// # Errors
+///
+/// [`UrlError::Syntax`] for an empty item, an unclosed `[`, a host name with other characters
+/// than letters, digits, `-`, `.`, `_` (or an `[IPv6]` address), or a port outside 1–65535.
+///
+/// ```
+/// use leasehold::store::host_port;
+/// assert_eq!(host_port("zk1", 2181, "server")?, "zk1:2181");
+/// assert_eq!(host_port("[::1]:7", 2181, "server")?, "[::1]:7");
+/// assert!(host_port("zk1:0", 2181, "server").is_err());
+/// # Ok::<(), leasehold::store::UrlError>(())
+/// ```
+pub fn host_port(host: &str, default_port: u16, what: &str) -> Result<String, UrlError> {
+    let syntax = |reason: String| UrlError::Syntax { reason };
+    if host.is_empty() {
+        return Err(syntax(format!(
+            "empty {what}; list them as HOST:PORT,HOST:PORT"
+        )));
+    }
+    let (name, port) = if let Some(v6) = host.strip_prefix('[') {
+        let (addr, tail) = v6
+            .split_once(']')
+            .ok_or_else(|| syntax(format!("{what} {host:?}: unclosed '[' in an IPv6 address")))?;
+        (format!("[{addr}]"), tail.strip_prefix(':'))
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) => (name.to_owned(), Some(port)),
+            None => (host.to_owned(), None),
+        }
+    };
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || "-._[]:".contains(c)))
+    {
+        return Err(syntax(format!(
+            "{what} {host:?}: invalid host name (letters, digits, `-`, `.`, `_` or an [IPv6] address)"
+        )));
+    }
+    let port = match port {
+        None | Some("") => default_port,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| syntax(format!("{what} {host:?}: port must be 1-65535")))?,
+    };
+    Ok(format!("{name}:{port}"))
+}
+
 /// Percent-decodes `text` into UTF-8 (`+` stays a plus): `None` for a `%` not followed by two
 /// hex digits or bytes that are not UTF-8. For parts of a store URL other than its query, such
 /// as a table name in the host position.

@@ -32,7 +32,7 @@ pub use crate::limits::{
     check_slots, deadline_after,
 };
 pub use crate::name::LockName;
-pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, percent_decode};
+pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, host_port, percent_decode};
 pub use contract::{ClockSource, LeaseStore};
 pub use lease::{AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token};
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
