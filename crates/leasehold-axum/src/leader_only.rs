@@ -169,15 +169,17 @@ impl LeaderOnlyBuilder {
         let current = self.elector.options();
         // Followers try at least every `retry_interval` (or the elector's own, shorter,
         // retry pause), woken at once by the store's release signal where it has one.
-        let max = current.retry().max().min(self.retry_interval);
-        let retry = RetryPolicy::new(
-            current.retry().initial().min(max),
-            max,
-            current.retry().jitter(),
-        );
+        // Without a policy of its own the elector follows the store's, whose pauses end at
+        // 250 ms: only a shorter interval needs a policy here.
+        let policy = current.retry().copied().unwrap_or_default();
         let mut options = current.to_builder().auto_extend(true);
-        if let Ok(retry) = retry {
-            options = options.retry(retry);
+        if policy.max() > self.retry_interval {
+            let max = self.retry_interval;
+            let capped = RetryPolicy::new(policy.initial().min(max), max, policy.jitter())
+                .and_then(|p| p.with_growth(policy.growth()));
+            if let Ok(capped) = capped {
+                options = options.retry(capped);
+            }
         }
         let options = options.build()?;
         let elector = self.elector.reconfigured(options);

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, Leadership, LeaseStore, StoreRegistry, TermEnd,
+    CancellationToken, ElectionOptions, Elector, Leadership, LeaseStore, RetryPolicy,
+    StoreRegistry, TermEnd,
 };
 use tokio::time::{Instant, timeout};
 
@@ -200,7 +201,11 @@ async fn sigkill_hands_leadership_on(url: &str) {
         "{url_kind}: proc-b led {took:?} after proc-a was killed",
         url_kind = url.split(':').next().unwrap_or("?")
     );
-    let retry = ElectionOptions::default().retry().max();
+    // The longest pause of either store default (the options set none).
+    assert!(ElectionOptions::default().retry().is_none());
+    let retry = RetryPolicy::default()
+        .max()
+        .max(RetryPolicy::polling().max());
     assert!(
         took <= LEASE + retry + POLL + SLACK,
         "proc-b led {took:?} after the kill; lease {LEASE:?} + retry {retry:?}"

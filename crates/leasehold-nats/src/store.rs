@@ -328,7 +328,12 @@ impl LeaseStore for NatsStore {
                 Arc::clone(&self.notifier),
             );
         }
-        Some(signal)
+        // Server-side notifications wake waiters in every process, once the watcher runs.
+        Some(if watcher.is_some() {
+            signal.reaching_every_client()
+        } else {
+            signal
+        })
     }
 
     fn describe(&self) -> String {

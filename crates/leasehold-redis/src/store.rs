@@ -416,7 +416,12 @@ impl LeaseStore for RedisStore {
                 response_timeout: self.options.response_timeout,
             });
         }
-        Some(signal)
+        // Server-side notifications wake waiters in every process, once the subscriber runs.
+        Some(if subscriber.is_some() {
+            signal.reaching_every_client()
+        } else {
+            signal
+        })
     }
 
     /// The scripts read the server's `TIME`.

@@ -78,7 +78,10 @@
 mod classify;
 #[cfg(feature = "sqlite")]
 mod clock;
+#[cfg(feature = "sqlite")]
+mod data_version;
 mod dialect;
+mod feed;
 pub mod fence;
 #[cfg(feature = "postgres")]
 mod listen;

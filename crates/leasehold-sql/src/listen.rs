@@ -1,4 +1,4 @@
-//! PostgreSQL `LISTEN` for release notifications: one connection per store.
+//! PostgreSQL's release feed: `LISTEN` on the store's channel, one connection per store.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,33 +6,11 @@ use std::time::Duration;
 use leasehold::LockName;
 use leasehold::store::ReleaseNotifier;
 use sqlx::postgres::{PgListener, PgPool};
-use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
-/// A background task that listens on the store's channel and wakes local waiters; stopped when
-/// the store is dropped.
-#[derive(Debug)]
-pub(crate) struct Listener(JoinHandle<()>);
-
-impl Listener {
-    /// Starts listening, if a tokio runtime is available.
-    pub(crate) fn start(
-        pool: PgPool,
-        channel: String,
-        notifier: Arc<ReleaseNotifier>,
-    ) -> Option<Self> {
-        let handle = tokio::runtime::Handle::try_current().ok()?;
-        Some(Self(handle.spawn(listen(pool, channel, notifier))))
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn listen(pool: PgPool, channel: String, notifier: Arc<ReleaseNotifier>) {
+/// Listens on `channel` and wakes the waiters of the locks named in its notifications;
+/// reconnects after an error (waiters poll meanwhile).
+pub(crate) async fn listen(pool: PgPool, channel: String, notifier: Arc<ReleaseNotifier>) {
     loop {
         match PgListener::connect_with(&pool).await {
             Ok(mut listener) => {

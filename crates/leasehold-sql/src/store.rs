@@ -17,8 +17,7 @@ use leasehold::{
 
 use crate::classify::classify;
 use crate::dialect::{Dialect, Statements};
-#[cfg(feature = "postgres")]
-use crate::listen::Listener;
+use crate::feed::Feed;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
 use crate::queries::Queries;
@@ -59,8 +58,8 @@ pub struct SqlStore {
     schema: Schema,
     dialect: Dialect,
     options: SqlOptions,
-    #[cfg(feature = "postgres")]
-    listener: Mutex<Option<Listener>>,
+    /// Other clients' releases, where the database can report them (see `feed`).
+    feed: Mutex<Option<Feed>>,
     notifier: Arc<ReleaseNotifier>,
     description: String,
 }
@@ -206,8 +205,7 @@ impl SqlStore {
         Ok(Self {
             queries: Queries::new(pool, dialect.statements(&options.table), channel),
             schema: Schema::new(dialect, &options.table, options.create_schema),
-            #[cfg(feature = "postgres")]
-            listener: Mutex::new(None),
+            feed: Mutex::new(None),
             notifier: Arc::new(ReleaseNotifier::default()),
             description,
             dialect,
@@ -427,21 +425,19 @@ impl LeaseStore for SqlStore {
         Ok(LockPage::new(locks, next))
     }
 
+    /// Every client's releases on PostgreSQL (`LISTEN`) and on an SQLite file (its
+    /// `data_version`); this store's own on MySQL/MariaDB and an in-memory SQLite database.
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         let signal = self.notifier.subscribe(lock);
-        #[cfg(feature = "postgres")]
-        #[allow(irrefutable_let_patterns)] // when PostgreSQL is the only driver compiled in
-        if let SqlPool::Postgres(pool) = self.pool() {
-            let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
-            if listener.is_none() {
-                *listener = Listener::start(
-                    pool.clone(),
-                    self.queries.channel().to_owned(),
-                    Arc::clone(&self.notifier),
-                );
-            }
+        let mut feed = self.feed.lock().unwrap_or_else(|p| p.into_inner());
+        if feed.is_none() {
+            *feed = Feed::start(self.pool(), self.queries.channel(), &self.notifier);
         }
-        Some(signal)
+        Some(if feed.is_some() {
+            signal.reaching_every_client()
+        } else {
+            signal
+        })
     }
 
     /// PostgreSQL and MySQL/MariaDB read the database server's clock; SQLite reads this host's.

@@ -302,7 +302,12 @@ impl LeaseStore for ZooKeeperStore {
                 Arc::clone(&self.notifier),
             );
         }
-        Some(signal)
+        // Server-side notifications wake waiters in every process, once the watcher runs.
+        Some(if watcher.is_some() {
+            signal.reaching_every_client()
+        } else {
+            signal
+        })
     }
 
     fn clock_source(&self) -> ClockSource {

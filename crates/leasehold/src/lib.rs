@@ -73,7 +73,8 @@ pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use hold::held::HeldLease;
 pub use limits::{
-    LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_SLOTS, MIN_LEADERSHIP_POLL,
+    LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_RETRY_GROWTH, MAX_SLOTS,
+    MIN_LEADERSHIP_POLL,
 };
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use options::retry::RetryPolicy;

@@ -56,6 +56,11 @@ pub const MAX_DURATION: Duration = Duration::from_secs(36_500 * 86_400);
 /// store round trip; shorter intervals would turn watching into a busy loop against the store.
 pub const MIN_LEADERSHIP_POLL: Duration = Duration::from_millis(10);
 
+/// The largest growth factor of a [`RetryPolicy`](crate::RetryPolicy) (each pause at most ten
+/// times the previous one): beyond it the first pause after `initial` would already be the
+/// maximum, so the policy would no longer back off gradually.
+pub const MAX_RETRY_GROWTH: f64 = 10.0;
+
 /// The longest node id (the owner recorded with each lease), in bytes: the SQL stores keep it in a
 /// `VARCHAR(255)` column, which holds 255 characters and so every id of at most 255 bytes.
 pub const MAX_NODE_ID_LEN: usize = 255;

@@ -303,7 +303,7 @@ async fn a_follower_takes_over_within_lease_and_one_retry_interval() {
         sleep(Duration::from_millis(5)).await;
     }
     let took = crashed_at.elapsed();
-    let retry = b.options().retry().max();
+    let retry = b.options().retry().copied().unwrap_or_default().max();
     assert!(took >= LEASE, "not before the lease ended: {took:?}");
     assert!(
         took <= LEASE + retry + Duration::from_millis(20),

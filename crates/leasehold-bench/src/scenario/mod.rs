@@ -160,9 +160,12 @@ impl Scenario {
             Self::Handoff => {
                 "A holder on one client and a waiter on a second client (as two processes). The waiter has \
                  been waiting a random 10–60 ms when the holder releases; the time runs from the release call \
-                 until the waiter holds the lock. leasehold uses the store's release notifications where it \
-                 has them (PostgreSQL LISTEN/NOTIFY, Redis pub/sub, an etcd watch, in-process for memory) and polls with its \
-                 default retry policy (25 → 250 ms, jittered) elsewhere. Floor: a raw release followed at \
+                 until the waiter holds the lock. leasehold uses the store's release notifications where they \
+                 reach every client (PostgreSQL LISTEN/NOTIFY, Redis pub/sub, etcd, ZooKeeper and NATS \
+                 watches, SQLite's `data_version` read every 1 ms while someone waits, in-process for \
+                 memory) and elsewhere (MySQL/MariaDB, DynamoDB) polls with the default policy for such \
+                 stores, `RetryPolicy::polling` (4 ms growing by 1.25 to 250 ms, jittered): over a 30 s \
+                 wait that is about 8% more attempts than the 25 ms doubling policy. Floor: a raw release followed at \
                  once by a raw acquire — a waiter that learns of the release instantly. rslock: \
                  `acquire_no_guard` looping over `lock()`. etcd lock: the waiter's `Lock` on a second client, \
                  which etcd answers once the holder's `Unlock` deletes its key (a watch on the server)."

@@ -26,7 +26,7 @@ use crate::store::contract::LeaseStore;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Lease, LockState, Token};
 use crate::store::period::{Period, PeriodRecord, check_period_slots};
-use crate::store::signal::ReleaseSignal;
+use crate::store::signal::{ReleaseSignal, SignalReach};
 use crate::tenant::Tenant;
 
 #[derive(Clone)]
@@ -169,7 +169,9 @@ impl Engine {
             (waits && self.lines.is_busy(lock)).then(|| self.lines.join(lock, self.slots));
         // Rounds between processes (see `line`): only where waiters elsewhere are woken by a
         // release signal, and for single-holder locks.
-        let rounds = self.slots == 1 && signal.is_some();
+        let reach = signal.as_ref().map(ReleaseSignal::reach);
+        let rounds = self.slots == 1 && reach == Some(SignalReach::EveryClient);
+        let retry = opts.retry_for(reach);
         let mut held_by_others = false;
         // An attempt that failed with a transient error may still have been applied; a later
         // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
@@ -237,7 +239,7 @@ impl Engine {
             if !place.is_active() {
                 continue; // others of this elector came first: wait for the turn
             }
-            let pause = opts.retry.pause(attempt).min(deadline - now);
+            let pause = retry.pause(attempt).min(deadline - now);
             attempt = attempt.saturating_add(1);
             let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
             let by_signal = tokio::select! {
@@ -286,6 +288,7 @@ impl Engine {
         let start = Instant::now();
         let mut req = self.request(lock);
         let mut signal = self.store.release_signal(lock);
+        let retry = opts.retry_for(signal.as_ref().map(ReleaseSignal::reach));
         let mut unknown_since: Option<Instant> = None;
         let mut failing = false;
         let mut attempt = 0u32;
@@ -321,7 +324,7 @@ impl Engine {
                     return Err(Error::store(lock, e));
                 }
             }
-            let pause = opts.retry.pause(attempt);
+            let pause = retry.pause(attempt);
             attempt = attempt.saturating_add(1);
             let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
             tokio::select! {

@@ -133,7 +133,7 @@ where
             }
             Ended::Returned(TermEnd::Resign) => {
                 info!(lock = %lock, fence, "leasehold: resigned; lease released; contending again");
-                let pause = engine.options.retry.max();
+                let pause = engine.options.longest_pause();
                 tokio::select! {
                     biased;
                     () = stop.cancelled() => return Ok(()),

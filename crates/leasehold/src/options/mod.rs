@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::limits::{MAX_NODE_ID_LEN, check_duration, check_node_id_len, check_slots};
 use crate::options::retry::RetryPolicy;
+use crate::store::SignalReach;
 pub use error::OptionsError;
 
 /// The smallest lease the core accepts.
@@ -29,7 +30,7 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 /// | `auto_extend` | off | renew every `lease/3` (≥ 25 ms) while the action runs; needs `lease` ≥ 75 ms |
 /// | `cancel_on_lost` | off | drop the action's future when the lease is lost |
 /// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
-/// | `retry` | 25 ms → 250 ms, jittered | pause between attempts while waiting |
+/// | `retry` | the store's: 25 ms doubling to 250 ms where its release signal reaches every client, else 4 ms growing by 1.25 to 250 ms ([`RetryPolicy`]); jittered | pause between attempts while waiting |
 /// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
 ///
 /// Every duration is at most [`MAX_DURATION`](crate::MAX_DURATION) (100 years) and the node id at
@@ -66,7 +67,8 @@ pub struct ElectionOptions {
     pub(crate) auto_extend: bool,
     pub(crate) cancel_on_lost: bool,
     pub(crate) node_id: Arc<str>,
-    pub(crate) retry: RetryPolicy,
+    /// `None`: the store's (see [`RetryPolicy`]).
+    pub(crate) retry: Option<RetryPolicy>,
     pub(crate) max_leaders: u32,
     pub(crate) attempt_timeout: Duration,
 }
@@ -82,7 +84,7 @@ impl Default for ElectionOptions {
             auto_extend: false,
             cancel_on_lost: false,
             node_id: default_node_id(),
-            retry: RetryPolicy::default(),
+            retry: None,
         }
     }
 }
@@ -131,9 +133,32 @@ impl ElectionOptions {
     pub fn node_id(&self) -> &str {
         &self.node_id
     }
-    /// The pause policy between attempts.
-    pub fn retry(&self) -> &RetryPolicy {
-        &self.retry
+    /// The pause policy between attempts set with
+    /// [`ElectionOptionsBuilder::retry`]; `None` when the store chooses (see [`RetryPolicy`]).
+    pub fn retry(&self) -> Option<&RetryPolicy> {
+        self.retry.as_ref()
+    }
+
+    /// The pause policy in force on a store whose release signal has `reach` (`None`: no
+    /// signal): the one set, else the store's default (see [`RetryPolicy`]).
+    pub(crate) fn retry_for(&self, reach: Option<SignalReach>) -> RetryPolicy {
+        match (self.retry, reach) {
+            (Some(set), _) => set,
+            (None, Some(SignalReach::EveryClient)) => RetryPolicy::default(),
+            (None, _) => RetryPolicy::polling(),
+        }
+    }
+
+    /// The longest pause of the policy in force, whatever the store.
+    pub(crate) fn longest_pause(&self) -> Duration {
+        self.retry.map_or_else(
+            || {
+                RetryPolicy::default()
+                    .max()
+                    .max(RetryPolicy::polling().max())
+            },
+            |set| set.max(),
+        )
     }
     /// How many nodes may hold the lock at once (1: a single leader).
     pub fn max_leaders(&self) -> u32 {
@@ -168,7 +193,7 @@ impl ElectionOptions {
             },
         })?;
         validate_node_id(&self.node_id)?;
-        self.retry.validate()
+        self.retry.as_ref().map_or(Ok(()), RetryPolicy::validate)
     }
 }
 
@@ -264,9 +289,9 @@ impl ElectionOptionsBuilder {
         self.0.node_id = Arc::from(node_id.into());
         self
     }
-    /// The pause policy between attempts.
+    /// The pause policy between attempts (default: the store's, see [`RetryPolicy`]).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.0.retry = retry;
+        self.0.retry = Some(retry);
         self
     }
     /// How many nodes may hold the lock at once (default 1, at most
@@ -367,6 +392,25 @@ pub fn default_node_id() -> Arc<str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_retry_policy_follows_the_stores_signal_unless_one_is_set() -> Result<(), OptionsError> {
+        let opts = ElectionOptions::default();
+        assert_eq!(opts.retry(), None);
+        let every = opts.retry_for(Some(SignalReach::EveryClient));
+        assert_eq!(every, RetryPolicy::default());
+        assert_eq!(
+            opts.retry_for(Some(SignalReach::ThisClient)),
+            RetryPolicy::polling()
+        );
+        assert_eq!(opts.retry_for(None), RetryPolicy::polling());
+        let set = RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(2), 0.0)?;
+        let opts = ElectionOptions::builder().retry(set).build()?;
+        assert_eq!(opts.retry(), Some(&set));
+        assert_eq!(opts.retry_for(Some(SignalReach::ThisClient)), set);
+        assert_eq!(opts.longest_pause(), Duration::from_secs(2));
+        Ok(())
+    }
 
     #[test]
     fn defaults_match_the_design() -> Result<(), OptionsError> {

@@ -359,7 +359,8 @@ impl LeaseStore for MemoryStore {
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        Some(self.notifier.subscribe(lock))
+        // Every client of this store shares its state, and so its notifier.
+        Some(self.notifier.subscribe(lock).reaching_every_client())
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {

@@ -40,6 +40,6 @@ pub use option_error::InvalidOption;
 pub use period::{
     MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
 };
-pub use signal::{ReleaseNotifier, ReleaseSignal};
+pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use unsupported::Unsupported;
 pub use url::{MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, url_secrets};

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::name::LockName;
 
@@ -12,10 +12,44 @@ use crate::name::LockName;
 /// A signal only wakes a waiter so it tries again; it never grants anything. Releases that happen
 /// after [`LeaseStore::release_signal`](crate::LeaseStore::release_signal) returned are remembered,
 /// so a release between a failed attempt and the wait is never missed.
+///
+/// A signal also says how far it reaches ([`SignalReach`]): the engine polls more densely
+/// where releases by other clients go unseen, and takes turns between processes only where every
+/// waiter is woken.
 #[derive(Debug)]
-pub struct ReleaseSignal(watch::Receiver<u64>);
+pub struct ReleaseSignal {
+    changes: watch::Receiver<u64>,
+    reach: SignalReach,
+}
+
+/// Whose releases a [`ReleaseSignal`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SignalReach {
+    /// Only releases made through this store value (an in-process fan-out): a release by another
+    /// process, or by another client of the same database, is found by polling.
+    ThisClient,
+    /// Releases by every client of the store, in any process (a server-side notification such
+    /// as Redis pub/sub, PostgreSQL `LISTEN`, an etcd, ZooKeeper or NATS watch).
+    EveryClient,
+}
 
 impl ReleaseSignal {
+    /// The same signal, declared to report releases by every client of the store (see
+    /// [`SignalReach::EveryClient`]). A store calls this only when its notifications really cross
+    /// processes; a signal from [`ReleaseNotifier::subscribe`] starts as
+    /// [`SignalReach::ThisClient`].
+    #[must_use]
+    pub fn reaching_every_client(mut self) -> Self {
+        self.reach = SignalReach::EveryClient;
+        self
+    }
+
+    /// Whose releases this signal reports.
+    pub fn reach(&self) -> SignalReach {
+        self.reach
+    }
+
     /// Resolves at the next release seen since subscribing (or since the previous call). Never
     /// resolves if the store stops sending.
     ///
@@ -23,7 +57,7 @@ impl ReleaseSignal {
     ///
     /// Cancel-safe: a release seen while no call was waiting is reported by the next call.
     pub async fn released(&mut self) {
-        if self.0.changed().await.is_err() {
+        if self.changes.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
@@ -45,6 +79,8 @@ impl ReleaseSignal {
 #[derive(Debug, Default)]
 pub struct ReleaseNotifier {
     senders: Mutex<HashMap<LockName, watch::Sender<u64>, foldhash::fast::RandomState>>,
+    /// Woken at each subscription (see [`ReleaseNotifier::subscribers`]).
+    subscribed: Notify,
 }
 
 impl ReleaseNotifier {
@@ -54,7 +90,13 @@ impl ReleaseNotifier {
         let sender = senders
             .entry(lock.clone())
             .or_insert_with(|| watch::channel(0).0);
-        ReleaseSignal(sender.subscribe())
+        let signal = ReleaseSignal {
+            changes: sender.subscribe(),
+            reach: SignalReach::ThisClient,
+        };
+        drop(senders);
+        self.subscribed.notify_waiters();
+        signal
     }
 
     /// Wakes every subscriber of `lock`, and forgets the lock when nobody listens.
@@ -69,9 +111,95 @@ impl ReleaseNotifier {
         }
     }
 
+    /// Wakes every subscriber of every lock: for a change feed that does not say which lock
+    /// changed (SQLite's `data_version`). A waiter woken without a release only tries again.
+    pub fn notify_all(&self) {
+        let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        senders.retain(|_, sender| {
+            let listened = sender.receiver_count() > 0;
+            if listened {
+                sender.send_modify(|n| *n = n.wrapping_add(1));
+            }
+            listened
+        });
+    }
+
+    /// True if anyone currently listens on any lock (lets a store's watcher pause while nobody
+    /// waits).
+    pub fn has_any_subscribers(&self) -> bool {
+        let senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        senders.values().any(|s| s.receiver_count() > 0)
+    }
+
+    /// Resolves once someone subscribes, at once if someone already listens.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits.
+    pub async fn subscribers(&self) {
+        loop {
+            let mut subscribed = std::pin::pin!(self.subscribed.notified());
+            subscribed.as_mut().enable();
+            if self.has_any_subscribers() {
+                return;
+            }
+            subscribed.await;
+        }
+    }
+
     /// True if anyone currently listens on `lock` (lets a store skip work such as a publish).
     pub fn has_subscribers(&self, lock: &LockName) -> bool {
         let senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
         senders.get(lock).is_some_and(|s| s.receiver_count() > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn lock(name: &str) -> LockName {
+        LockName::new(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn notify_all_wakes_every_listened_lock_and_forgets_the_rest() {
+        let notifier = ReleaseNotifier::default();
+        let (mut a, mut b) = (
+            notifier.subscribe(&lock("a")),
+            notifier.subscribe(&lock("b")),
+        );
+        drop(notifier.subscribe(&lock("gone")));
+        assert_eq!(a.reach(), SignalReach::ThisClient);
+        assert_eq!(b.reach(), SignalReach::ThisClient);
+        notifier.notify_all();
+        a.released().await;
+        b.released().await;
+        assert!(!notifier.has_subscribers(&lock("gone")));
+        let senders = notifier.senders.lock().unwrap_or_else(|p| p.into_inner());
+        assert_eq!(senders.len(), 2, "the unlistened lock is forgotten");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn subscribers_waits_for_the_first_subscription() {
+        let notifier = std::sync::Arc::new(ReleaseNotifier::default());
+        assert!(!notifier.has_any_subscribers());
+        let waiting = tokio::spawn({
+            let notifier = std::sync::Arc::clone(&notifier);
+            async move { notifier.subscribers().await }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!waiting.is_finished(), "nobody subscribed yet");
+        let signal = notifier.subscribe(&lock("x")).reaching_every_client();
+        assert_eq!(signal.reach(), SignalReach::EveryClient);
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(notifier.has_any_subscribers());
+        drop(signal);
+        assert!(!notifier.has_any_subscribers());
     }
 }

@@ -1,0 +1,69 @@
+//! SQLite's release feed: `PRAGMA data_version` on a connection of its own.
+//!
+//! SQLite has no notifications, but every connection can ask cheaply (from the shared WAL index,
+//! without reading the database) whether another connection committed since it last asked. While
+//! someone waits, the feed asks every [`DATA_VERSION_POLL`] and wakes every waiter of the store
+//! when the answer changes: a release by another process on the same host, or by another store
+//! on the same file, reaches the waiters within a few milliseconds instead of at their next
+//! back-off poll. A wake-up without a release (any other commit) only makes a waiter try again.
+//! While nobody waits it asks nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::store::ReleaseNotifier;
+use sqlx::Connection;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};
+use tracing::{debug, warn};
+
+/// How often the feed reads `data_version` while someone waits.
+pub(crate) const DATA_VERSION_POLL: Duration = Duration::from_millis(1);
+
+/// The connection options for the feed, or `None` for an in-memory database (no other process
+/// can reach it, and the store's own releases wake its waiters directly).
+pub(crate) fn watched(pool: &SqlitePool) -> Option<SqliteConnectOptions> {
+    let options = pool.connect_options();
+    let file = options.get_filename().to_string_lossy();
+    let in_memory = file.is_empty()
+        || file == ":memory:"
+        || file.starts_with("file:sqlx-in-memory-")
+        || file.contains("mode=memory");
+    (!in_memory).then(|| (*options).clone())
+}
+
+/// Reads `data_version` while anyone waits, and wakes every waiter when it changes; reconnects
+/// after an error (waiters poll meanwhile).
+pub(crate) async fn watch(options: SqliteConnectOptions, notifier: Arc<ReleaseNotifier>) {
+    loop {
+        match SqliteConnection::connect_with(&options).await {
+            Ok(mut conn) => {
+                debug!("leasehold: watching the SQLite database for other clients' releases");
+                let mut seen = None;
+                loop {
+                    notifier.subscribers().await;
+                    match sqlx::query_scalar::<_, i64>("PRAGMA data_version")
+                        .fetch_one(&mut conn)
+                        .await
+                    {
+                        Ok(version) => {
+                            // The first reading may follow a release the waiters missed.
+                            if seen != Some(version) {
+                                notifier.notify_all();
+                            }
+                            seen = Some(version);
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "leasehold: reading SQLite's data_version failed; waiters poll meanwhile");
+                            break;
+                        }
+                    }
+                    tokio::time::sleep(DATA_VERSION_POLL).await;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "leasehold: cannot open SQLite's release-feed connection; waiters poll meanwhile");
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
