@@ -169,9 +169,9 @@ impl Engine {
             (waits && self.lines.is_busy(lock)).then(|| self.lines.join(lock, self.slots));
         // Rounds between processes (see `line`): only where waiters elsewhere are woken by a
         // release signal, and for single-holder locks.
-        let reach = signal.as_ref().map(ReleaseSignal::reach);
-        let rounds = self.slots == 1 && reach == Some(SignalReach::EveryClient);
-        let retry = opts.retry_for(reach);
+        let everyone = reaches_every_client(signal.as_ref());
+        let rounds = self.slots == 1 && everyone;
+        let retry = opts.retry_for(everyone);
         let mut held_by_others = false;
         // An attempt that failed with a transient error may still have been applied; a later
         // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
@@ -288,7 +288,7 @@ impl Engine {
         let start = Instant::now();
         let mut req = self.request(lock);
         let mut signal = self.store.release_signal(lock);
-        let retry = opts.retry_for(signal.as_ref().map(ReleaseSignal::reach));
+        let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
         let mut unknown_since: Option<Instant> = None;
         let mut failing = false;
         let mut attempt = 0u32;
@@ -603,6 +603,11 @@ impl Running {
             reason,
         }
     }
+}
+
+/// True if `signal` wakes waiters in every process (see [`SignalReach`]).
+fn reaches_every_client(signal: Option<&ReleaseSignal>) -> bool {
+    signal.is_some_and(|s| s.reach() == SignalReach::EveryClient)
 }
 
 /// `fut`'s output if it comes within `limit`, else `None`. An answer that is ready at the first

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use crate::limits::{MAX_NODE_ID_LEN, check_duration, check_node_id_len, check_slots};
 use crate::options::retry::RetryPolicy;
-use crate::store::SignalReach;
 pub use error::OptionsError;
 
 /// The smallest lease the core accepts.
@@ -139,13 +138,13 @@ impl ElectionOptions {
         self.retry.as_ref()
     }
 
-    /// The pause policy in force on a store whose release signal has `reach` (`None`: no
-    /// signal): the one set, else the store's default (see [`RetryPolicy`]).
-    pub(crate) fn retry_for(&self, reach: Option<SignalReach>) -> RetryPolicy {
-        match (self.retry, reach) {
+    /// The pause policy in force: the one set, else the store's default (see [`RetryPolicy`]),
+    /// which depends on whether the store's release signal reaches every client.
+    pub(crate) fn retry_for(&self, signal_reaches_every_client: bool) -> RetryPolicy {
+        match (self.retry, signal_reaches_every_client) {
             (Some(set), _) => set,
-            (None, Some(SignalReach::EveryClient)) => RetryPolicy::default(),
-            (None, _) => RetryPolicy::polling(),
+            (None, true) => RetryPolicy::default(),
+            (None, false) => RetryPolicy::polling(),
         }
     }
 
@@ -397,17 +396,13 @@ mod tests {
     fn the_retry_policy_follows_the_stores_signal_unless_one_is_set() -> Result<(), OptionsError> {
         let opts = ElectionOptions::default();
         assert_eq!(opts.retry(), None);
-        let every = opts.retry_for(Some(SignalReach::EveryClient));
-        assert_eq!(every, RetryPolicy::default());
-        assert_eq!(
-            opts.retry_for(Some(SignalReach::ThisClient)),
-            RetryPolicy::polling()
-        );
-        assert_eq!(opts.retry_for(None), RetryPolicy::polling());
+        assert_eq!(opts.retry_for(true), RetryPolicy::default());
+        assert_eq!(opts.retry_for(false), RetryPolicy::polling());
         let set = RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(2), 0.0)?;
         let opts = ElectionOptions::builder().retry(set).build()?;
         assert_eq!(opts.retry(), Some(&set));
-        assert_eq!(opts.retry_for(Some(SignalReach::ThisClient)), set);
+        assert_eq!(opts.retry_for(false), set);
+        assert_eq!(opts.retry_for(true), set);
         assert_eq!(opts.longest_pause(), Duration::from_secs(2));
         Ok(())
     }
