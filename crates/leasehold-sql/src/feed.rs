@@ -22,10 +22,7 @@ pub(crate) struct Feed(JoinHandle<()>);
 
 impl Feed {
     /// Starts the feed for `pool`'s database, if it has one and a tokio runtime is available.
-    #[cfg_attr(
-        not(any(feature = "postgres", feature = "sqlite")),
-        allow(unused_variables, clippy::needless_pass_by_value)
-    )]
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub(crate) fn start(
         pool: &SqlPool,
         channel: &str,
@@ -35,20 +32,18 @@ impl Feed {
         let notifier = Arc::clone(notifier);
         let task = match pool {
             #[cfg(feature = "postgres")]
-            SqlPool::Postgres(pool) => runtime.spawn(crate::listen::listen(
+            SqlPool::Postgres(pool) => Some(runtime.spawn(crate::listen::listen(
                 pool.clone(),
                 channel.to_owned(),
                 notifier,
-            )),
+            ))),
             #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(pool) => {
-                let options = crate::data_version::watched(pool)?;
-                runtime.spawn(crate::data_version::watch(options, notifier))
-            }
+            SqlPool::Sqlite(pool) => crate::data_version::watched(pool)
+                .map(|options| runtime.spawn(crate::data_version::watch(options, notifier))),
             #[allow(unreachable_patterns)] // MySQL, or no other driver compiled in
-            _ => return None,
+            _ => None,
         };
-        Some(Self(task))
+        task.map(Self)
     }
 }
 

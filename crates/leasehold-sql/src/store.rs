@@ -1,8 +1,6 @@
 //! `SqlStore`: leases in one table keyed by `(lock_name, slot)`.
 
-use std::sync::Arc;
-#[cfg(feature = "postgres")]
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +11,18 @@ use leasehold::store::{AcquireRequest, SignalReach};
 use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, RetryPolicy, Token};
 use leasehold_sql::SqlStore;
 use tokio::time::{Instant, sleep, timeout};
+
+/// A fresh SQLite file (this test builds with the `sqlite` driver alone, without `common`).
+fn sqlite_url(tag: &str) -> String {
+    let dir = std::env::temp_dir().join("leasehold-sql-tests");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join(format!(
+        "{tag}-{}-{}.db",
+        std::process::id(),
+        Token::random().to_hex()
+    ));
+    format!("sqlite://{}", file.display())
+}
 
 fn request(lock: &LockName, owner: &str) -> AcquireRequest {
     AcquireRequest::new(
@@ -26,7 +36,7 @@ fn request(lock: &LockName, owner: &str) -> AcquireRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_through_another_store_wakes_this_stores_waiters() {
-    let url = common::sqlite_url("feed");
+    let url = sqlite_url("feed");
     let (a, b) = (
         SqlStore::connect(&url).await.unwrap(),
         SqlStore::connect(&url).await.unwrap(),
@@ -63,7 +73,7 @@ async fn a_release_through_another_store_wakes_this_stores_waiters() {
 /// milliseconds of another store's release: the feed woke it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_elector_takes_over_at_another_stores_release() {
-    let url = common::sqlite_url("feed-elector");
+    let url = sqlite_url("feed-elector");
     let holder = Elector::new(Arc::new(SqlStore::connect(&url).await.unwrap()));
     let never_polls =
         RetryPolicy::new(Duration::from_secs(20), Duration::from_secs(20), 0.0).unwrap();
