@@ -329,11 +329,7 @@ impl LeaseStore for NatsStore {
             );
         }
         // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(if watcher.is_some() {
-            signal.reaching_every_client()
-        } else {
-            signal
-        })
+        Some(signal.reaching_every_client_if(watcher.is_some()))
     }
 
     fn describe(&self) -> String {

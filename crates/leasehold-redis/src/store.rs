@@ -417,11 +417,7 @@ impl LeaseStore for RedisStore {
             });
         }
         // Server-side notifications wake waiters in every process, once the subscriber runs.
-        Some(if subscriber.is_some() {
-            signal.reaching_every_client()
-        } else {
-            signal
-        })
+        Some(signal.reaching_every_client_if(subscriber.is_some()))
     }
 
     /// The scripts read the server's `TIME`.

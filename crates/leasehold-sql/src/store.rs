@@ -431,11 +431,7 @@ impl LeaseStore for SqlStore {
         if feed.is_none() {
             *feed = Feed::start(self.pool(), self.queries.channel(), &self.notifier);
         }
-        Some(if feed.is_some() {
-            signal.reaching_every_client()
-        } else {
-            signal
-        })
+        Some(signal.reaching_every_client_if(feed.is_some()))
     }
 
     /// PostgreSQL and MySQL/MariaDB read the database server's clock; SQLite reads this host's.

@@ -303,11 +303,7 @@ impl LeaseStore for ZooKeeperStore {
             );
         }
         // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(if watcher.is_some() {
-            signal.reaching_every_client()
-        } else {
-            signal
-        })
+        Some(signal.reaching_every_client_if(watcher.is_some()))
     }
 
     fn clock_source(&self) -> ClockSource {

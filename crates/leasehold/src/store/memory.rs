@@ -360,7 +360,7 @@ impl LeaseStore for MemoryStore {
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         // Every client of this store shares its state, and so its notifier.
-        Some(self.notifier.subscribe(lock).reaching_every_client())
+        Some(self.notifier.subscribe(lock).reaching_every_client_if(true))
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {

@@ -36,12 +36,15 @@ pub enum SignalReach {
 
 impl ReleaseSignal {
     /// The same signal, declared to report releases by every client of the store (see
-    /// [`SignalReach::EveryClient`]). A store calls this only when its notifications really cross
-    /// processes; a signal from [`ReleaseNotifier::subscribe`] starts as
-    /// [`SignalReach::ThisClient`].
+    /// [`SignalReach::EveryClient`]) when `listening` — typically "the store's listener is
+    /// running". A store passes `true` only when its notifications really cross processes; a
+    /// signal from [`ReleaseNotifier::subscribe`] starts as [`SignalReach::ThisClient`], and
+    /// `false` leaves it so.
     #[must_use]
-    pub fn reaching_every_client(mut self) -> Self {
-        self.reach = SignalReach::EveryClient;
+    pub fn reaching_every_client_if(mut self, listening: bool) -> Self {
+        if listening {
+            self.reach = SignalReach::EveryClient;
+        }
         self
     }
 
@@ -192,7 +195,9 @@ mod tests {
         });
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!waiting.is_finished(), "nobody subscribed yet");
-        let signal = notifier.subscribe(&lock("x")).reaching_every_client();
+        let signal = notifier
+            .subscribe(&lock("x"))
+            .reaching_every_client_if(true);
         assert_eq!(signal.reach(), SignalReach::EveryClient);
         tokio::time::timeout(Duration::from_secs(1), waiting)
             .await
