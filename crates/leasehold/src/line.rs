@@ -18,10 +18,19 @@
 //! store's release signal reaches the others. So when a task wins the lock after finding it held
 //! by another process, its elector's round is the tasks then in line (and the winner): each gets
 //! one turn, handed over at once as above. After the round's last release the elector *yields*:
-//! for a head start of about two store round trips its tasks make no attempt, so the other
+//! for a head start of about three store round trips its tasks make no attempt, so the other
 //! processes' waiters, woken by the store's signal, go first. Each process thus gets one turn per
 //! waiting task per round, and a task's share of the lock does not depend on how many tasks its
 //! process runs.
+//!
+//! A head start can be too short: the other processes may be slower to hear the signal or to
+//! reach the store (a loaded machine, a longer network path). If this elector then wins the lock
+//! again without another process having held it, the others missed their turn: a new round
+//! starts (rather than in-process hand-offs for as long as nobody slips in) and its head start
+//! is twice as long, up to [`HEAD_START_MAX`]. What was learned is kept while rounds go on: the
+//! next win from another process starts its round with at least that head start. Only within
+//! [`ROUND_MEMORY`] of the last win from another process: when the others have gone, the elector
+//! stops yielding to them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,10 +78,20 @@ impl Drop for ReleaseInFlight {
 struct Round {
     /// Turns (releases) left in the round.
     left: usize,
+    /// The store round trip measured when this elector last won the lock from another process.
+    round_trip: Duration,
     /// The head start other processes get when the round ends.
     head_start: Duration,
     /// Set when the round is over: this elector's tasks wait until then before trying.
     yield_until: Option<Instant>,
+    /// When this elector last won the lock from another process.
+    won_from_others: Instant,
+}
+
+/// Three round trips, within the head start's bounds: the head start a round starts from, and
+/// twice the delay of a waiter woken by another process's release (see [`Lines::signal_delay`]).
+fn three_round_trips(round_trip: Duration) -> Duration {
+    (round_trip * 3).clamp(HEAD_START_MIN, HEAD_START_MAX)
 }
 
 struct Line {
@@ -131,20 +150,44 @@ impl Lines {
         self.rounds.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A task of this elector won `lock` after finding it held by another process, with an
-    /// attempt that took `round_trip`: a round starts, one turn for each task in line (the
-    /// winner's place included, if it had one).
-    pub(crate) fn won_from_others(&self, lock: &LockName, round_trip: Duration) {
+    /// A task of this elector won `lock` with an attempt that took `round_trip`, after finding
+    /// it held by another process (`from_others`) or not. A win from others starts a round: one
+    /// turn for each task in line (the winner's place included, if it had one). A win without
+    /// one, after this elector's round is over and within [`ROUND_MEMORY`] of its last win from
+    /// others, means the others missed their head start: a new round starts, its head start
+    /// doubled. Otherwise (no rounds, or a round in progress) nothing changes.
+    pub(crate) fn won(&self, lock: &LockName, round_trip: Duration, from_others: bool) {
+        if !from_others && self.live_rounds.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let turns = self
             .map()
             .get(lock)
             .map_or(1, |line| line.queue.len().max(1));
-        let round = Round {
-            left: turns,
-            head_start: (round_trip * 3).clamp(HEAD_START_MIN, HEAD_START_MAX),
-            yield_until: None,
+        let now = Instant::now();
+        let mut rounds = self.rounds();
+        let earlier = rounds
+            .get(lock)
+            .filter(|r| now.saturating_duration_since(r.won_from_others) <= ROUND_MEMORY);
+        let round = match earlier {
+            _ if from_others => Round {
+                left: turns,
+                round_trip,
+                head_start: three_round_trips(round_trip)
+                    .max(earlier.map_or(Duration::ZERO, |r| r.head_start)),
+                yield_until: None,
+                won_from_others: now,
+            },
+            Some(r) if r.yield_until.is_some() => Round {
+                left: turns,
+                round_trip: r.round_trip,
+                head_start: (r.head_start * 2).min(HEAD_START_MAX),
+                yield_until: None,
+                won_from_others: r.won_from_others,
+            },
+            _ => return,
         };
-        if self.rounds().insert(lock.clone(), round).is_none() {
+        if rounds.insert(lock.clone(), round).is_none() {
             self.live_rounds.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -167,16 +210,18 @@ impl Lines {
         None
     }
 
-    /// How long a waiter woken by the store's release signal waits before trying: half
-    /// the head start while this elector takes part in rounds on `lock` and its own round is
-    /// over (the release was another process's), else nothing.
+    /// How long a waiter woken by the store's release signal waits before trying: half the
+    /// head start a round starts from (one and a half round trips) while this elector takes
+    /// part in rounds on `lock` and its own round is over (the release was another process's),
+    /// else nothing. It does not grow with a learned head start: the others' head starts would
+    /// then have to grow with it.
     pub(crate) fn signal_delay(&self, lock: &LockName) -> Option<Duration> {
         if self.live_rounds.load(Ordering::Acquire) == 0 {
             return None;
         }
         let rounds = self.rounds();
         let round = rounds.get(lock).filter(|r| r.yield_until.is_some())?;
-        Some(round.head_start / 2)
+        Some(three_round_trips(round.round_trip) / 2)
     }
 
     /// Counts a turn of `lock`'s round; true if the round is over (and yielding starts now).
@@ -316,7 +361,7 @@ mod tests {
     async fn a_round_gives_each_task_in_line_one_turn_then_yields() {
         let lines = Arc::new(Lines::default());
         let places: Vec<_> = (0..3).map(|_| lines.join(&lock(), 1)).collect();
-        lines.won_from_others(&lock(), Duration::from_millis(1));
+        lines.won(&lock(), Duration::from_millis(1), true);
         assert_eq!(lines.yielding(&lock()), None);
         assert_eq!(
             lines.signal_delay(&lock()),
@@ -353,7 +398,7 @@ mod tests {
     async fn a_round_ends_early_when_nobody_is_left_in_line_and_is_forgotten_later() {
         let lines = Arc::new(Lines::default());
         let place = lines.join(&lock(), 1);
-        lines.won_from_others(&lock(), Duration::from_micros(10));
+        lines.won(&lock(), Duration::from_micros(10), true);
         drop(place);
         lines.released(&lock());
         // The head start is never shorter than the minimum.
@@ -369,5 +414,65 @@ mod tests {
         assert_eq!(lines.yielding(&lock()), None);
         assert_eq!(lines.live_rounds.load(Ordering::Acquire), 0);
         assert_eq!(lines.signal_delay(&lock()), None);
+    }
+
+    /// Ends the round in progress on `lock` (one turn left, nobody in line) and returns when
+    /// the yield it starts ends.
+    fn end_round(lines: &Lines) -> Instant {
+        lines.released(&lock());
+        lines.yielding(&lock()).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_win_after_a_missed_head_start_starts_a_round_with_a_longer_one() {
+        let lines = Arc::new(Lines::default());
+        lines.won(&lock(), Duration::from_millis(1), true);
+        let until = end_round(&lines);
+        assert_eq!(until, Instant::now() + Duration::from_millis(3));
+        tokio::time::sleep_until(until).await;
+        // Nobody else took the lock during the head start: this elector wins again. A new
+        // round, and the next head start is twice as long, up to the maximum.
+        for expected in [6, 12, 20, 20] {
+            lines.won(&lock(), Duration::from_millis(1), false);
+            assert_eq!(lines.yielding(&lock()), None, "a round is in progress");
+            let until = end_round(&lines);
+            assert_eq!(until, Instant::now() + Duration::from_millis(expected));
+            tokio::time::sleep_until(until).await;
+        }
+        // The signal delay stays one and a half round trips.
+        assert_eq!(
+            lines.signal_delay(&lock()),
+            Some(Duration::from_micros(1500))
+        );
+        // The next win from another process keeps the learned head start.
+        lines.won(&lock(), Duration::from_millis(1), true);
+        assert_eq!(end_round(&lines), Instant::now() + HEAD_START_MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wins_without_others_start_no_round_in_a_round_nor_long_after_the_last_win_from_others()
+    {
+        let lines = Arc::new(Lines::default());
+        lines.won(&lock(), Duration::from_millis(1), false);
+        assert_eq!(
+            lines.live_rounds.load(Ordering::Acquire),
+            0,
+            "no rounds yet"
+        );
+        let places: Vec<_> = (0..2).map(|_| lines.join(&lock(), 1)).collect();
+        lines.won(&lock(), Duration::from_millis(1), true);
+        // A win within the round (an in-process hand-off) is a turn, not a new round.
+        lines.released(&lock());
+        lines.won(&lock(), Duration::from_millis(1), false);
+        drop(places);
+        let until = end_round(&lines);
+        assert_eq!(until, Instant::now() + Duration::from_millis(3));
+        // Past the memory of the last win from another process, the others are gone: a win
+        // starts no round, and the rounds are forgotten.
+        tokio::time::sleep(ROUND_MEMORY + Duration::from_millis(10)).await;
+        lines.won(&lock(), Duration::from_millis(1), false);
+        tokio::time::sleep(ROUND_MEMORY).await;
+        assert_eq!(lines.yielding(&lock()), None);
+        assert_eq!(lines.live_rounds.load(Ordering::Acquire), 0);
     }
 }

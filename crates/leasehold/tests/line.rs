@@ -6,7 +6,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, MemoryStore};
+use leasehold::store::{AcquireRequest, Acquisition, ReleaseSignal, StoreResult};
+use leasehold::{
+    ElectionOptions, Elector, Extension, Lease, LeaseStore, LockName, LockState, MemoryStore,
+    Release,
+};
 use tokio::time::{Instant, sleep};
 
 const SECTION: Duration = Duration::from_millis(10);
@@ -246,4 +250,106 @@ async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
     a2.release().await.unwrap();
     let b_at = b1.await.unwrap();
     assert!(b_at < a_at, "B's waiter took the lock before A's new task");
+}
+
+/// A store whose acquisitions reach the shared memory store `delay` late: a process farther from
+/// the store, or slower to be scheduled, than the other.
+struct Distant {
+    inner: Arc<MemoryStore>,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl LeaseStore for Distant {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        sleep(self.delay).await;
+        self.inner.try_acquire(req).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.inner.release(lease, linger).await
+    }
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.inner.state(lock, slots).await
+    }
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        self.inner.release_signal(lock)
+    }
+    fn acquire_is_cancel_safe(&self) -> bool {
+        false
+    }
+    fn describe(&self) -> String {
+        "distant".into()
+    }
+}
+
+/// Sections of 1 ms run by each of `tasks` tasks of `elector` on one lock until `end`.
+async fn sections_until(elector: Elector, tasks: usize, end: Instant) -> Vec<usize> {
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let elector = elector.clone();
+        handles.push(tokio::spawn(async move {
+            let mut ran = 0;
+            while Instant::now() < end {
+                let done = elector
+                    .run_if_leader("shared", |_| async move {
+                        sleep(Duration::from_millis(1)).await
+                    })
+                    .await
+                    .unwrap();
+                ran += usize::from(done.is_some());
+            }
+            ran
+        }));
+    }
+    let mut runs = Vec::new();
+    for h in handles {
+        runs.push(h.await.unwrap());
+    }
+    runs
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_process_too_slow_for_the_first_head_start_still_gets_its_turns() {
+    // A (two tasks) is next to the store; B (one task) reaches it 5 ms late, later than the
+    // 2 ms head start A's first round gives. Before, A then won again unopposed and kept the
+    // lock by in-process hand-offs for as long as B could not slip in, which on this store is
+    // never: B ran once in 3 s, A's tasks 1,490 times each. Now each unopposed win is a new
+    // round with twice the head start, until B gets in.
+    let store = Arc::new(MemoryStore::new());
+    let a = patient(&store);
+    let distant = Distant {
+        inner: Arc::clone(&store),
+        delay: Duration::from_millis(5),
+    };
+    let b = Elector::with_options(
+        Arc::new(distant),
+        ElectionOptions::builder()
+            .wait(Duration::from_secs(5))
+            .lease(Duration::from_secs(5))
+            .build()
+            .unwrap(),
+    );
+    // Rounds start when a process wins the lock from another: B holds it first.
+    let first = b.try_acquire("shared").await.unwrap().unwrap();
+    let end = Instant::now() + Duration::from_secs(3);
+    let (a_runs, b_runs, ()) = tokio::join!(
+        sections_until(a, 2, end),
+        sections_until(b, 1, end),
+        async move {
+            sleep(Duration::from_millis(20)).await;
+            first.release().await.unwrap();
+        }
+    );
+    let runs: Vec<usize> = a_runs.into_iter().chain(b_runs).collect();
+    let (min, max) = (*runs.iter().min().unwrap(), *runs.iter().max().unwrap());
+    assert!(min >= 50, "every task ran often: {runs:?}");
+    // Both processes' head starts grow long, and the farther one, 5 ms late to every attempt,
+    // loses some ties (139, 139 and 96 sections here).
+    assert!(
+        max <= min * 3 / 2,
+        "each task's share is within 1.5× of every other's: {runs:?}"
+    );
 }

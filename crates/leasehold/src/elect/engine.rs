@@ -194,8 +194,8 @@ impl Engine {
             }
             last_error = match self.attempt(&req).await {
                 Ok(Acquisition::Granted(lease)) => {
-                    if rounds && held_by_others {
-                        self.lines.won_from_others(lock, sent_at.elapsed());
+                    if rounds {
+                        self.lines.won(lock, sent_at.elapsed(), held_by_others);
                     }
                     drop(place);
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
