@@ -230,10 +230,7 @@ async fn a_bucket_without_ttls_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_is_a_transient_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
+    let port = leasehold_testkit::free_port().unwrap();
     let options = NatsOptions::default().connect_timeout(Duration::from_millis(500));
     let e = NatsStore::connect_with(&format!("nats://127.0.0.1:{port}"), options)
         .await

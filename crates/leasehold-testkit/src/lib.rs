@@ -13,6 +13,8 @@
 //!   successor, and a [`FencedSink`](stale_holder::FencedSink) must refuse it.
 //! * [`fault`]: [`FaultyStore`](fault::FaultyStore), a fault-injecting wrapper that delegates to a
 //!   real store and fails or delays chosen operations on demand.
+//! * [`free_port`]: a loopback port for a server a test starts itself, outside the range the
+//!   kernel hands to outgoing connections.
 //!
 //! A store under test is handed over as a [`StoreFactory`] that returns a new *client* of the same
 //! backend on every call, so "two nodes" tests really use two clients. Every test uses lock names
@@ -36,9 +38,11 @@ pub mod conformance;
 mod factory;
 pub mod fault;
 mod names;
+mod ports;
 pub mod proxy;
 pub mod safety;
 pub mod stale_holder;
 
 pub use factory::{SharedStore, StoreFactory};
 pub use names::unique_name;
+pub use ports::{FREE_PORTS, free_port};

@@ -336,11 +336,20 @@ impl Cluster {
             {
                 return;
             }
-            assert!(
-                Instant::now() < deadline,
-                "etcd member {i} did not become healthy within 30 s; see {}",
-                self.dir.path().display()
-            );
+            if Instant::now() >= deadline {
+                // The directory goes with the cluster: show the member's log here.
+                let log = self
+                    .dir
+                    .path()
+                    .join(format!("{}.log", self.members[i].name));
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                panic!(
+                    "etcd member {i} did not become healthy within 30 s; the end of its log:\n{}",
+                    tail.join("\n")
+                );
+            }
             sleep(Duration::from_millis(100)).await;
         }
     }

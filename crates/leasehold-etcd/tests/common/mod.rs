@@ -88,10 +88,7 @@ pub fn etcd_installed() -> bool {
     installed
 }
 
-/// A free loopback port.
+/// A free loopback port for a server this test starts (see [`leasehold_testkit::free_port`]).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    leasehold_testkit::free_port().expect("a free port")
 }

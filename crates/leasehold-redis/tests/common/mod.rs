@@ -109,10 +109,7 @@ impl RedisServer {
             eprintln!("skipping: redis-server is not installed");
             return None;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = leasehold_testkit::free_port().expect("a free port");
         let mut server = Self { port, child: None };
         server.restart().await;
         Some(server)
