@@ -6,11 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::store::{AcquireRequest, Acquisition, ReleaseSignal, StoreResult};
-use leasehold::{
-    ElectionOptions, Elector, Extension, Lease, LeaseStore, LockName, LockState, MemoryStore,
-    Release,
-};
+use leasehold::{ElectionOptions, Elector, LeaseStore, MemoryStore};
+use leasehold_testkit::fault::{FaultyStore, Op};
 use tokio::time::{Instant, sleep};
 
 const SECTION: Duration = Duration::from_millis(10);
@@ -206,20 +203,20 @@ async fn a_group_lets_as_many_tasks_try_as_it_has_slots() {
 }
 
 /// An elector that waits up to 5 s, on `store`.
-fn patient(store: &Arc<MemoryStore>) -> Elector {
+fn patient(store: Arc<dyn LeaseStore>) -> Elector {
     let options = ElectionOptions::builder()
         .wait(Duration::from_secs(5))
         .lease(Duration::from_secs(5))
         .build()
         .unwrap();
-    Elector::with_options(store.clone(), options)
+    Elector::with_options(store, options)
 }
 
 #[tokio::test(start_paused = true)]
 async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
     // Two electors on one store stand for two processes.
     let store = Arc::new(MemoryStore::new());
-    let (a, b) = (patient(&store), patient(&store));
+    let (a, b) = (patient(store.clone()), patient(store.clone()));
     let held_by_b = b.try_acquire("shared").await.unwrap().unwrap();
     // A's task finds the lock held by the other process, waits, and wins it on B's release:
     // A's round (one turn: nobody else of A is in line) starts.
@@ -250,39 +247,6 @@ async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
     a2.release().await.unwrap();
     let b_at = b1.await.unwrap();
     assert!(b_at < a_at, "B's waiter took the lock before A's new task");
-}
-
-/// A store whose acquisitions reach the shared memory store `delay` late: a process farther from
-/// the store, or slower to be scheduled, than the other.
-struct Distant {
-    inner: Arc<MemoryStore>,
-    delay: Duration,
-}
-
-#[async_trait::async_trait]
-impl LeaseStore for Distant {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
-        sleep(self.delay).await;
-        self.inner.try_acquire(req).await
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.inner.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.inner.release(lease, linger).await
-    }
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.inner.state(lock, slots).await
-    }
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.inner.release_signal(lock)
-    }
-    fn acquire_is_cancel_safe(&self) -> bool {
-        false
-    }
-    fn describe(&self) -> String {
-        "distant".into()
-    }
 }
 
 /// Sections of 1 ms run by each of `tasks` tasks of `elector` on one lock until `end`.
@@ -319,19 +283,10 @@ async fn a_process_too_slow_for_the_first_head_start_still_gets_its_turns() {
     // never: B ran once in 3 s, A's tasks 1,490 times each. Now each unopposed win is a new
     // round with twice the head start, until B gets in.
     let store = Arc::new(MemoryStore::new());
-    let a = patient(&store);
-    let distant = Distant {
-        inner: Arc::clone(&store),
-        delay: Duration::from_millis(5),
-    };
-    let b = Elector::with_options(
-        Arc::new(distant),
-        ElectionOptions::builder()
-            .wait(Duration::from_secs(5))
-            .lease(Duration::from_secs(5))
-            .build()
-            .unwrap(),
-    );
+    let a = patient(store.clone());
+    let (distant, faults) = FaultyStore::new(store.clone());
+    faults.delay_request(Op::TryAcquire, Duration::from_millis(5));
+    let b = patient(distant);
     // Rounds start when a process wins the lock from another: B holds it first.
     let first = b.try_acquire("shared").await.unwrap().unwrap();
     let end = Instant::now() + Duration::from_secs(3);
