@@ -343,11 +343,10 @@ impl Cluster {
                     .path()
                     .join(format!("{}.log", self.members[i].name));
                 let log = std::fs::read_to_string(&log).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(30).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                let lines: Vec<&str> = log.lines().collect();
                 panic!(
                     "etcd member {i} did not become healthy within 30 s; the end of its log:\n{}",
-                    tail.join("\n")
+                    lines[lines.len().saturating_sub(30)..].join("\n")
                 );
             }
             sleep(Duration::from_millis(100)).await;
