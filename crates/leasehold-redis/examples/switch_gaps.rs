@@ -35,10 +35,10 @@ async fn elector(url: &str) -> Result<Elector, Box<dyn Error>> {
     Ok(Elector::with_options(store, options))
 }
 
-/// `tasks` tasks of `elector` (number `who`) running sections until `end`; their counts.
-async fn tasks(elector: Elector, who: usize, tasks: usize, end: Instant, log: Log) -> Vec<usize> {
+/// `count` tasks of `elector` (number `who`) running sections until `end`; their counts.
+async fn tasks(elector: Elector, who: usize, count: usize, end: Instant, log: Log) -> Vec<usize> {
     let mut handles = Vec::new();
-    for _ in 0..tasks {
+    for _ in 0..count {
         let (elector, log) = (elector.clone(), Arc::clone(&log));
         handles.push(tokio::spawn(async move {
             let mut ran = 0;
@@ -102,8 +102,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         elector(&url).await?,
     );
     let log: Log = Arc::default();
-    let started = Instant::now();
-    let end = started + Duration::from_secs(seconds);
+    let end = Instant::now() + Duration::from_secs(seconds);
     let (ra, rb, rc) = tokio::join!(
         tasks(a, 0, 4, end, Arc::clone(&log)),
         tasks(b, 1, 4, end, Arc::clone(&log)),
