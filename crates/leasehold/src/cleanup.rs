@@ -25,12 +25,22 @@ pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Cleanup(Arc<watch::Sender<usize>>);
 
 /// One counted task; dropping it (when the task ends, or is dropped with its runtime) uncounts
-/// it.
-struct Pending(Arc<watch::Sender<usize>>);
+/// it. `done` is set when the task's work ended: a task dropped unfinished — its runtime shut
+/// down first — is reported, since the lease it was to release then ends only at its expiry.
+struct Pending {
+    count: Arc<watch::Sender<usize>>,
+    done: std::cell::Cell<bool>,
+}
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        self.0.send_modify(|n| *n = n.saturating_sub(1));
+        self.count.send_modify(|n| *n = n.saturating_sub(1));
+        if !self.done.get() {
+            tracing::warn!(
+                "leasehold: the runtime shut down before a lease could be released; it ends at \
+                 its expiry (await the guard's release, or Elector::settled, before shutting down)"
+            );
+        }
     }
 }
 
@@ -41,10 +51,13 @@ impl Cleanup {
         F: Future<Output = ()> + Send + 'static,
     {
         self.0.send_modify(|n| *n += 1);
-        let pending = Pending(Arc::clone(&self.0));
+        let pending = Pending {
+            count: Arc::clone(&self.0),
+            done: std::cell::Cell::new(false),
+        };
         handle.spawn(async move {
-            let _pending = pending;
             work.await;
+            pending.done.set(true);
         });
     }
 

@@ -616,6 +616,171 @@ async fn a_lease_granted_after_the_caller_gave_up_is_released() {
     );
 }
 
+/// A memory store whose first acquisition is applied at once but answered only after
+/// `late`; later ones answer at once, and `yields` first yield to the runtime that many times.
+/// Not cancel-safe, so the elector runs each attempt on its own task.
+struct LateFirstAnswer {
+    inner: MemoryStore,
+    calls: AtomicU32,
+    late: Duration,
+}
+
+#[async_trait]
+impl LeaseStore for LateFirstAnswer {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
+        let first = self.calls.fetch_add(1, Ordering::SeqCst) == 0;
+        tokio::task::yield_now().await;
+        let outcome = self.inner.try_acquire(req).await;
+        if first {
+            sleep(self.late).await;
+        }
+        outcome
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.inner.release(lease, linger).await
+    }
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.inner.state(lock, slots).await
+    }
+    fn describe(&self) -> String {
+        "late first answer".into()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_answer_does_not_release_the_lease_a_retry_got_back() {
+    let store = Arc::new(LateFirstAnswer {
+        inner: MemoryStore::new(),
+        calls: AtomicU32::new(0),
+        late: Duration::from_secs(3),
+    });
+    let e = Elector::with_options(
+        store.clone(),
+        opts()
+            .wait(Duration::from_secs(30))
+            .attempt_timeout(Duration::from_secs(1))
+            .build()
+            .unwrap(),
+    );
+    // The first attempt is granted but its answer is late: the caller times out and retries
+    // with the same token, and the store hands the same lease back.
+    let guard = e.try_acquire("job").await.unwrap().expect("elected");
+    assert!(store.calls.load(Ordering::SeqCst) >= 2);
+    // Then the first answer arrives, nobody waiting for it: the lease is the caller's.
+    sleep(Duration::from_secs(5)).await;
+    e.settled().await;
+    let state = e.state("job").await.unwrap();
+    assert_eq!(
+        state.holders.first().map(|h| h.fence),
+        Some(guard.fence()),
+        "the caller's lease is still held: {state:?}"
+    );
+    assert!(!guard.is_lost());
+    assert!(guard.release().await.is_ok());
+    assert!(e.state("job").await.unwrap().is_free());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_waiting_in_the_channel_when_the_caller_is_dropped_is_released() {
+    let store = Arc::new(LateFirstAnswer {
+        inner: MemoryStore::new(),
+        calls: AtomicU32::new(1), // no late answer: granted after one yield
+        late: Duration::ZERO,
+    });
+    let e = Elector::with_options(store.clone(), opts().build().unwrap());
+    let mut call = Box::pin(e.try_acquire("job"));
+    assert!(futures::poll!(call.as_mut()).is_pending());
+    // The attempt's task is granted the lease and sends it; the caller never reads it.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!e.state("job").await.unwrap().is_free(), "granted");
+    drop(call);
+    e.settled().await;
+    assert!(
+        e.state("job").await.unwrap().is_free(),
+        "the unread grant is released"
+    );
+}
+
+/// A memory store whose extensions reach it `delay` after they are sent.
+struct SlowExtend {
+    inner: MemoryStore,
+    delay: Duration,
+}
+
+#[async_trait]
+impl LeaseStore for SlowExtend {
+    async fn try_acquire(
+        &self,
+        req: &AcquireRequest,
+    ) -> StoreResult<leasehold::store::Acquisition> {
+        self.inner.try_acquire(req).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        sleep(self.delay).await;
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.inner.release(lease, linger).await
+    }
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.inner.state(lock, slots).await
+    }
+    fn acquire_is_cancel_safe(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        "slow extend".into()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_extension_in_flight_never_lengthens_a_lease_after_its_release() {
+    let store = Arc::new(SlowExtend {
+        inner: MemoryStore::new(),
+        delay: Duration::from_millis(100),
+    });
+    let e = Elector::with_options(
+        store.clone(),
+        opts()
+            .lease(Duration::from_secs(30))
+            .min_lease(Duration::from_secs(10))
+            .auto_extend(false)
+            .build()
+            .unwrap(),
+    );
+    let guard = e.try_acquire("job").await.unwrap().expect("elected");
+    let ctx = guard.context();
+    let extension = tokio::spawn(async move { ctx.extend(Duration::from_secs(30)).await });
+    tokio::task::yield_now().await; // the extension is on its way
+    // The release shortens the lease to what is left of min_lease (10 s) ...
+    guard.release().await.unwrap();
+    // ... and the extension, sent before it, does not lengthen it again afterwards.
+    let _ = extension.await.unwrap();
+    let state = e.state("job").await.unwrap();
+    let holder = state.holders.first().expect("still held for min_lease");
+    let left = holder
+        .expires_at
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    assert!(left <= Duration::from_secs(11), "{left:?} left: {state:?}");
+    // And an extension after the release is refused without asking the store.
+    let late = e.try_acquire("other").await.unwrap().expect("elected");
+    let ctx = late.context();
+    late.release().await.unwrap();
+    assert_eq!(
+        ctx.extend(Duration::from_secs(30)).await.unwrap(),
+        Extension::NotHeld
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn force_release_frees_live_slots_and_keeps_fences() {
     let store = Arc::new(MemoryStore::new());

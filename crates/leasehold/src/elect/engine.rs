@@ -12,6 +12,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 use tracing::{Instrument, debug};
 
 use crate::cleanup::Cleanup;
+use crate::elect::grants::{Answer, Grants};
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
 use crate::hold::cell::{CellOwner, LeaseCell};
@@ -158,6 +159,7 @@ impl Engine {
         let deadline = crate::limits::deadline_after(start, opts.wait);
         let mut req = self.request(lock);
         req.period = period;
+        let mut grants = None;
         let waits = !opts.wait.is_zero();
         let mut signal = if waits {
             self.store.release_signal(lock)
@@ -192,7 +194,7 @@ impl Engine {
                 sleep_until(until.min(deadline)).await;
                 sent_at = Instant::now();
             }
-            last_error = match self.attempt(&req).await {
+            last_error = match self.attempt(&mut req, &mut grants).await {
                 Ok(Acquisition::Granted(lease)) => {
                     if rounds {
                         self.lines.won(lock, sent_at.elapsed(), held_by_others);
@@ -287,6 +289,7 @@ impl Engine {
         metrics.attempt();
         let start = Instant::now();
         let mut req = self.request(lock);
+        let mut grants = None;
         let mut signal = self.store.release_signal(lock);
         let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
         let mut unknown_since: Option<Instant> = None;
@@ -301,7 +304,7 @@ impl Engine {
                 req.token = Token::random();
                 unknown_since = None;
             }
-            match self.attempt(&req).await {
+            match self.attempt(&mut req, &mut grants).await {
                 Ok(Acquisition::Granted(lease)) => {
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
                     return Ok(self.elected(lease, metrics, start, counted_from));
@@ -367,12 +370,20 @@ impl Engine {
     }
 
     /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
-    /// task, which releases a lease that arrives after the caller stopped waiting for it. That
-    /// task is counted in `cleanup`, so stop paths can wait for it (`Elector::settled`).
+    /// task, so that an answer arriving after the caller stopped waiting is still seen: a lease
+    /// it grants is released unless the caller took that token's lease through another attempt
+    /// ([`Grants`], made on the first such attempt of an acquisition). That task is counted in
+    /// `cleanup`, so stop paths can wait for it (`Elector::settled`).
     ///
     /// An attempt without an answer within `req.timeout` is a transient error: the caller moves
-    /// on (retrying within its wait), and a grant that comes later is released by that task.
-    async fn attempt(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+    /// on (retrying within its wait, with the same token). If the store granted a lease to a
+    /// token that an answer nobody read gave up meanwhile, the attempt reads as held and
+    /// `req` gets a new token.
+    async fn attempt(
+        &self,
+        req: &mut AcquireRequest,
+        grants: &mut Option<Arc<Grants>>,
+    ) -> StoreResult<Acquisition> {
         let limit = req.timeout;
         let no_answer = move || {
             StoreError::transient(format!(
@@ -385,20 +396,26 @@ impl Engine {
                 .await
                 .unwrap_or_else(|| Err(no_answer()));
         }
+        let grants = Arc::clone(
+            grants
+                .get_or_insert_with(|| Grants::new(Arc::clone(&self.store), self.cleanup.clone())),
+        );
         let (tx, rx) = oneshot::channel();
         let store = Arc::clone(&self.store);
-        let req = req.clone();
+        let sent = req.clone();
         self.cleanup.spawn(async move {
-            let outcome = store.try_acquire(&req).await;
-            if let Err(Ok(Acquisition::Granted(late))) = tx.send(outcome) {
-                debug!(lock = %late.lock, "leasehold: releasing a lease granted after the caller gave up");
-                let _ = store.release(&late, std::time::Duration::ZERO).await;
-            }
+            let answer = Answer::new(store.try_acquire(&sent).await, grants);
+            // Nobody waits any more: the answer is dropped here, and a grant in it given up.
+            let _ = tx.send(answer);
         });
         match within(limit, rx).await {
-            Some(answer) => answer.map_err(|_| {
-                StoreError::transient("the acquisition task ended without an answer")
-            })?,
+            Some(Ok(answer)) => answer.read().unwrap_or_else(|| {
+                req.token = Token::random();
+                Ok(Acquisition::Held)
+            }),
+            Some(Err(_)) => Err(StoreError::transient(
+                "the acquisition task ended without an answer",
+            )),
             None => Err(no_answer()),
         }
     }

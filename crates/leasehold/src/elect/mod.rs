@@ -3,5 +3,6 @@
 
 pub(crate) mod elector;
 pub(crate) mod engine;
+pub(crate) mod grants;
 pub(crate) mod guarded_stream;
 pub(crate) mod lead;

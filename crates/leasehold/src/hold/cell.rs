@@ -41,6 +41,9 @@ pub(crate) struct CellOwner {
     pub(crate) min_lease: Duration,
 }
 
+/// Whether the lease was released (see [`LeaseCell::extending`]).
+pub(crate) struct Released(pub(crate) bool);
+
 /// State shared by a guard, its contexts and its watchdog.
 pub(crate) struct LeaseCell {
     pub(crate) store: Arc<dyn LeaseStore>,
@@ -67,8 +70,10 @@ pub(crate) struct LeaseCell {
     pub(crate) stop: Notify,
     pub(crate) stopping: AtomicBool,
     /// One extension in flight at a time (watchdog or manual), so answers arrive in the order
-    /// the store applied them and the local deadline always follows the store's expiry.
-    pub(crate) extending: tokio::sync::Mutex<()>,
+    /// the store applied them and the local deadline always follows the store's expiry. The
+    /// release takes it too, and sets it: no extension is sent with or after the release (one
+    /// arriving after it would otherwise lengthen a lease shortened to `min_lease` again).
+    pub(crate) extending: tokio::sync::Mutex<Released>,
 }
 
 impl LeaseCell {
@@ -118,7 +123,7 @@ impl LeaseCell {
             lost_notify: Notify::new(),
             stop: Notify::new(),
             stopping: AtomicBool::new(false),
-            extending: tokio::sync::Mutex::new(()),
+            extending: tokio::sync::Mutex::new(Released(false)),
         }
     }
 
@@ -303,7 +308,10 @@ impl LeaseCell {
 
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Extension> {
         crate::limits::check_duration("extension", ttl)?;
-        let _one_at_a_time = self.extending.lock().await;
+        let one_at_a_time = self.extending.lock().await;
+        if one_at_a_time.0 {
+            return Ok(Extension::NotHeld);
+        }
         let lease = &self.granted;
         let sent_at = Instant::now();
         let sent_offset = suspend::offset();
@@ -340,6 +348,8 @@ impl LeaseCell {
 
     /// Releases on the store (after the watchdog stopped) and reports it.
     pub(crate) async fn release(&self) -> Result<Release> {
+        let mut no_more_extensions = self.extending.lock().await;
+        no_more_extensions.0 = true;
         let lease = &self.granted;
         self.held.leave();
         self.stop_leading(&mut self.state());

@@ -1,0 +1,124 @@
+//! Who owns a lease granted to an acquisition's attempts: the caller, or nobody.
+//!
+//! An acquisition sends its attempts with one token, so that the store hands back a lease an
+//! earlier attempt got but whose answer was lost. On a store whose acquisition is not
+//! cancel-safe each attempt runs on its own task, and its answer can come after the caller
+//! stopped waiting for it: the attempt timed out (and the next one went out with the same
+//! token), or the caller's future was dropped with the answer already in the channel. A grant
+//! nobody reads must be released — unless another attempt of the same acquisition got that lease
+//! back and the caller took it, since releasing by token would free the caller's lease. And once
+//! a token's lease is being released the caller must not take it.
+//!
+//! [`Grants`] decides both under one lock, per token: a token the caller took is never released
+//! by a late answer ([`Answer`]'s drop), and a token given up that way is never taken
+//! ([`Answer::read`]); the caller then goes on with a new token.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tracing::{debug, warn};
+
+use crate::cleanup::Cleanup;
+use crate::error::StoreResult;
+use crate::store::contract::LeaseStore;
+use crate::store::lease::{Acquisition, Lease, Token};
+
+/// The grants to one acquisition's attempts, on a store whose acquisition is not cancel-safe.
+pub(crate) struct Grants {
+    tokens: Mutex<Tokens>,
+    store: Arc<dyn LeaseStore>,
+    cleanup: Cleanup,
+}
+
+#[derive(Default)]
+struct Tokens {
+    /// The token whose lease the caller took.
+    taken: Option<Token>,
+    /// Tokens whose leases were granted to answers nobody read, and are released.
+    given_up: Vec<Token>,
+}
+
+impl Grants {
+    pub(crate) fn new(store: Arc<dyn LeaseStore>, cleanup: Cleanup) -> Arc<Self> {
+        Arc::new(Self {
+            tokens: Mutex::new(Tokens::default()),
+            store,
+            cleanup,
+        })
+    }
+
+    fn tokens(&self) -> std::sync::MutexGuard<'_, Tokens> {
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The caller takes a lease granted to `token`; false if that token was given up.
+    fn take(&self, token: Token) -> bool {
+        let mut tokens = self.tokens();
+        if tokens.given_up.contains(&token) {
+            return false;
+        }
+        tokens.taken = Some(token);
+        true
+    }
+
+    /// Releases `lease`, granted to an answer nobody read, unless the caller took its token
+    /// through another attempt. The release is counted in the elector's cleanup.
+    fn give_up(&self, lease: Lease) {
+        {
+            let mut tokens = self.tokens();
+            if tokens.taken == Some(lease.token) {
+                return;
+            }
+            if !tokens.given_up.contains(&lease.token) {
+                tokens.given_up.push(lease.token);
+            }
+        }
+        let Ok(handle) = Handle::try_current() else {
+            warn!(lock = %lease.lock, "leasehold: no runtime to release a lease granted after its caller stopped waiting; it ends at its expiry");
+            return;
+        };
+        debug!(lock = %lease.lock, "leasehold: releasing a lease granted after the caller stopped waiting");
+        let store = Arc::clone(&self.store);
+        self.cleanup.spawn_on(&handle, async move {
+            let _ = store.release(&lease, Duration::ZERO).await;
+        });
+    }
+}
+
+/// An attempt's answer on its way to the caller. A grant in it that the caller does not take is
+/// given up when the answer is dropped: by the attempt's task when the caller no longer waits,
+/// with the channel when the caller's future is dropped, or by [`read`](Self::read).
+pub(crate) struct Answer {
+    outcome: Option<StoreResult<Acquisition>>,
+    grants: Arc<Grants>,
+}
+
+impl Answer {
+    pub(crate) fn new(outcome: StoreResult<Acquisition>, grants: Arc<Grants>) -> Self {
+        Self {
+            outcome: Some(outcome),
+            grants,
+        }
+    }
+
+    /// The store's answer, or `None` for a grant to a token that was given up meanwhile (the
+    /// caller must go on with a new token; this lease is released too).
+    pub(crate) fn read(mut self) -> Option<StoreResult<Acquisition>> {
+        match self.outcome.take()? {
+            Ok(Acquisition::Granted(lease)) if !self.grants.take(lease.token) => {
+                self.outcome = Some(Ok(Acquisition::Granted(lease)));
+                None
+            }
+            outcome => Some(outcome),
+        }
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if let Some(Ok(Acquisition::Granted(lease))) = self.outcome.take() {
+            self.grants.give_up(lease);
+        }
+    }
+}
