@@ -11,7 +11,7 @@
 //! | `leasehold_job_runs_total` | counter | `job` | attempts where this node was elected and ran the action |
 //! | `leasehold_job_skips_total` | counter | `job`, `reason` = `already_ran` \| `contention` \| `store_error` | attempts that did not run: the period already ran (on another node), another node held the lock, or the store failed |
 //! | `leasehold_job_period` | gauge | `job` | the last period this node ran the job for (the period id on the store's clock; see [`leasehold::Period`]) |
-//! | `leasehold_job_failures_total` | counter | `job`, `reason` = `error` \| `panic` \| `cancelled` | actions that failed, panicked, or were cancelled at shutdown |
+//! | `leasehold_job_failures_total` | counter | `job`, `reason` = `error` \| `panic` \| `cancelled` \| `lost` | actions that failed, panicked, were cancelled at shutdown, or lost their lease while running |
 //! | `leasehold_job_duration_seconds` | histogram | `job` | how long each action ran |
 //! | `leasehold_job_shutdowns_total` | counter | `job`, `outcome` = `clean` \| `cancelled` | jobs stopped at shutdown (`cancelled`: the grace period ran out) |
 //! | `leasehold_job_shutdown_seconds` | histogram | `job` | time from the shutdown signal to the job having stopped and released |
@@ -66,6 +66,7 @@ pub(crate) fn record(job: &str, event: &JobEvent) {
                 JobOutcome::Failed => "error",
                 JobOutcome::Panicked => "panic",
                 JobOutcome::Cancelled => "cancelled",
+                JobOutcome::Lost => "lost",
                 _ => return,
             };
             counter!(FAILURES, "job" => job, "reason" => reason).increment(1);

@@ -363,3 +363,68 @@ async fn an_action_that_ends_within_the_grace_period_finishes_normally() {
         } if *took == Duration::from_millis(300)
     )));
 }
+
+/// A run whose lease is lost is not a success: `Lost`, whether the action was dropped
+/// (`cancel_on_lost`) or ran to its end without exclusivity.
+#[tokio::test(start_paused = true)]
+async fn a_run_that_loses_its_lease_reports_lost() {
+    for cancel in [true, false] {
+        let store = Arc::new(MemoryStore::new());
+        let opts = ElectionOptions::builder()
+            .node_id("a")
+            .wait(Duration::ZERO)
+            .lease(Duration::from_secs(1))
+            .auto_extend(false)
+            .cancel_on_lost(cancel)
+            .build()
+            .unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        let ended = Arc::new(Mutex::new(false));
+        let finished = ended.clone();
+        let stop = CancellationToken::new();
+        let handle = Schedule::new(Elector::with_options(store.clone(), opts))
+            .observe(move |_, event| seen.lock().unwrap().push(event.clone()))
+            .job(
+                Job::every("overrun", Duration::from_secs(3600), move |_| {
+                    let finished = finished.clone();
+                    async move {
+                        sleep(Duration::from_secs(3)).await;
+                        *finished.lock().unwrap() = true;
+                        Ok::<_, String>(())
+                    }
+                })
+                .fixed_delay(),
+            )
+            .start(stop.clone())
+            .unwrap();
+        sleep(Duration::from_secs(5)).await;
+        let outcomes: Vec<JobOutcome> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                JobEvent::Finished { outcome, took, .. } => {
+                    if cancel {
+                        assert!(
+                            *took < Duration::from_secs(1),
+                            "dropped at the loss: {took:?}"
+                        );
+                    }
+                    Some(*outcome)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(outcomes, [JobOutcome::Lost], "cancel_on_lost {cancel}");
+        assert_eq!(*ended.lock().unwrap(), !cancel, "cancel_on_lost {cancel}");
+        assert!(
+            elector(&store, "b")
+                .state("overrun")
+                .await
+                .unwrap()
+                .is_free()
+        );
+        handle.shutdown().await;
+    }
+}

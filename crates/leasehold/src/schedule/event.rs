@@ -63,4 +63,8 @@ pub enum JobOutcome {
     Panicked,
     /// Shutdown's grace period ran out and the action was dropped.
     Cancelled,
+    /// The lease was lost while the action ran (logged at WARN): with
+    /// [`cancel_on_lost`](crate::ElectionOptions::cancel_on_lost) the action was dropped, else
+    /// it ran to its end, but without exclusivity either way.
+    Lost,
 }

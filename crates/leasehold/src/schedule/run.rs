@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::OptionFuture;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -66,7 +67,9 @@ impl JobRun {
     }
 
     /// Runs the action under `guard` to its end — or, once the token is cancelled, for at most
-    /// the grace period — reports how it ended, and releases the lease.
+    /// the grace period; or, with `cancel_on_lost`, until the lease is lost — reports how it
+    /// ended, and releases the lease. A run whose lease was lost reports
+    /// [`JobOutcome::Lost`] whether or not its action was dropped: it was not exclusive.
     pub(crate) async fn run_elected(
         &self,
         guard: LeaderGuard,
@@ -74,21 +77,47 @@ impl JobRun {
     ) -> Result<(), Stopped> {
         self.emit(JobEvent::Elected { period });
         let started = Instant::now();
-        let action = AssertUnwindSafe((self.job.action)(guard.context())).catch_unwind();
+        let ctx = guard.context();
+        let action = OptionFuture::from(Some(
+            AssertUnwindSafe((self.job.action)(ctx.clone())).catch_unwind(),
+        ));
         tokio::pin!(action);
-        let (outcome, stopping) = tokio::select! {
-            biased;
-            r = &mut action => (Some(r), None),
-            () = self.stop.cancelled() => {
-                let since = Instant::now();
-                let r = match self.grace {
-                    None => Some(action.await),
-                    Some(grace) => tokio::time::timeout(grace, action).await.ok(),
-                };
-                (r, Some(since))
+        let lost = ctx.lost();
+        tokio::pin!(lost);
+        let cancel_on_lost = self.elector.options().cancel_on_lost();
+        let mut was_lost = false;
+        let mut stopping: Option<Instant> = None;
+        let outcome = loop {
+            let grace_over = async {
+                match (stopping, self.grace) {
+                    (Some(since), Some(grace)) => {
+                        sleep_until(crate::limits::deadline_after(since, grace)).await;
+                    }
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                r = &mut action => break r,
+                _ = &mut lost, if !was_lost => {
+                    was_lost = true;
+                    if cancel_on_lost {
+                        break None;
+                    }
+                }
+                () = self.stop.cancelled(), if stopping.is_none() => stopping = Some(Instant::now()),
+                () = grace_over => break None,
             }
         };
         let outcome = match outcome {
+            _ if was_lost => {
+                let action = match outcome {
+                    None => "the action was dropped (cancel_on_lost)",
+                    Some(_) => "the action ran to its end without exclusivity",
+                };
+                warn!("leasehold: the lease was lost while the scheduled job ran; {action}");
+                JobOutcome::Lost
+            }
             Some(Ok(Ok(()))) => JobOutcome::Succeeded,
             Some(Ok(Err(e))) => {
                 warn!(error = %e, "leasehold: scheduled job failed; the schedule continues");
@@ -108,6 +137,8 @@ impl JobRun {
             outcome,
             period,
         });
+        // The action (if it was dropped) is gone before the lease is released.
+        action.set(None.into());
         let _ = guard.release().await;
         match stopping {
             Some(since) => Err(self.stopped(since, outcome == JobOutcome::Cancelled)),
