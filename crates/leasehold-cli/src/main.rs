@@ -40,7 +40,16 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // clap's help and errors follow --color too, read before clap has parsed it.
-        Err(e) => return args::parse_failed(&e, ColorWhen::scan(std::env::args_os())),
+        Err(e) => {
+            // The command line was not understood, but its URLs' secrets are still known.
+            let words: Vec<String> = std::env::args_os()
+                .map(|w| w.to_string_lossy().into_owned())
+                .chain(std::env::var("LEASEHOLD_STORE").ok())
+                .filter(|w| w.contains("://"))
+                .collect();
+            say::set_scrubber(Scrubber::for_urls(words.iter().map(String::as_str)));
+            return args::parse_failed(&e, ColorWhen::scan(std::env::args_os()));
+        }
     };
     let scrubber = Scrubber::for_url(cli.store_url());
     say::set_scrubber(scrubber.clone());

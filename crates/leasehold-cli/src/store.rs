@@ -139,25 +139,40 @@ impl Scrubber {
     /// the values of secret parameters and of URLs nested in parameters, each also
     /// percent-decoded), except those too short to scrub from free text.
     pub(crate) fn for_url(url: Option<&str>) -> Self {
-        let Some(url) = url else {
-            return Self::default();
-        };
-        let mut secrets = url_secrets(url);
-        secrets.retain(|s| s.len() >= MIN_SCRUBBED_SECRET_LEN);
+        Self::for_urls(url)
+    }
+
+    /// [`for_url`](Self::for_url) for several URLs: those among the command-line words and
+    /// `LEASEHOLD_STORE`, for a usage error printed before the command line could be read.
+    /// A word `--flag=URL` counts as its URL.
+    pub(crate) fn for_urls<'a>(urls: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut secrets: Vec<String> = urls
+            .into_iter()
+            .map(|word| match word.split_once('=') {
+                Some((flag, url)) if flag.starts_with('-') => url,
+                _ => word,
+            })
+            .flat_map(url_secrets)
+            .filter(|s| s.len() >= MIN_SCRUBBED_SECRET_LEN)
+            .collect();
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
         Self {
             secrets: secrets.into(),
         }
     }
 
-    /// `text` with every URL redacted ([`redact_urls_in`]) and every secret replaced by `***`.
+    /// `text` with every known secret replaced by `***`, then every URL redacted
+    /// ([`redact_urls_in`]). Known secrets go first: a password holding a quote or a space
+    /// would end a URL early for [`redact_urls_in`], which would then hide only its start.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = redact_urls_in(text);
+        let mut out = text.to_owned();
         for s in self.secrets.iter() {
             if out.contains(s.as_str()) {
                 out = out.replace(s.as_str(), "***");
             }
         }
-        out
+        redact_urls_in(&out)
     }
 }
 

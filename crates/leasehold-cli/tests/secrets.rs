@@ -56,6 +56,14 @@ fn a_password_in_the_environment_is_not_shown_by_help_or_errors() {
         &["run", "--lock", "x"],
         &["status", "bad name"],
         &["status", URL],
+        // Not understood, with a password that a quote or a space would cut short.
+        &["status", "postgres://u:hun'ter2@127.0.0.1:1/x"],
+        &["status", "postgres://u:hun ter2@127.0.0.1:1/x"],
+        &[
+            "status",
+            "--store=postgres://u:hun\"ter2@127.0.0.1:1/x",
+            "--bogus",
+        ],
     ] {
         let out = env
             .cmd(args)
@@ -63,7 +71,10 @@ fn a_password_in_the_environment_is_not_shown_by_help_or_errors() {
             .output()
             .expect("run");
         let all = text(&out.stdout) + &text(&out.stderr);
-        assert!(!all.contains("hunter2"), "{args:?}: {all}");
+        assert!(
+            !all.contains("hunter2") && !all.contains("ter2"),
+            "{args:?}: {all}"
+        );
     }
     let out = env
         .cmd(&["status", "--json", "x"])
@@ -135,6 +146,7 @@ fn passwords_with_any_reserved_character_are_hidden_for_every_scheme() {
         "etcd",
         "etcds",
         "sqlite",
+        "nats",
         "nosuch",
     ] {
         let mut urls = Vec::new();
@@ -163,6 +175,19 @@ fn passwords_with_any_reserved_character_are_hidden_for_every_scheme() {
         }
         assert_secret_never_printed(&env, &urls);
     }
+}
+
+#[test]
+fn a_nats_token_before_the_host_is_hidden() {
+    let env = Env::new();
+    // (With a `:` it is a user name and a password, which the test above covers.)
+    let urls: Vec<String> = RESERVED
+        .iter()
+        .filter(|c| **c != ":")
+        .map(|c| format!("nats://Hunt{c}Er2@127.0.0.1:1/x"))
+        .chain(["nats://HuntEr2@127.0.0.1:1".to_owned()])
+        .collect();
+    assert_secret_never_printed(&env, &urls);
 }
 
 #[test]

@@ -139,7 +139,7 @@ impl NatsStore {
     /// # Ok::<(), leasehold::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
-        let shown = crate::url::shown(url);
+        let shown = redact_url(url);
         let target = parse(url, options).map_err(|e| e.into_open_error(&shown))?;
         target
             .options
@@ -153,7 +153,7 @@ impl NatsStore {
             target.options.request_timeout,
             target.options.connect_timeout,
         );
-        Ok(Self::build(link, keys, target.options, redact_url(url)))
+        Ok(Self::build(link, keys, target.options, shown))
     }
 
     /// Uses an async-nats [`Client`](async_nats::Client) the application connected (its own TLS,

@@ -444,14 +444,14 @@ fn mark_url(mask: &mut Mask<'_>, start: usize, end: usize) {
     let nested = rest.find("://").filter(|&i| rest[..i].contains('?'));
     let meant = rest[..nested.unwrap_or(rest.len())].rfind('@');
     if let Some(at) = meant {
-        mark_userinfo(mask, pos, pos + at, slashes);
+        mark_userinfo(mask, pos, pos + at, slashes, scheme);
         mark_query(mask, pos + at + 1, end);
     }
     // The user-info as parsed: inside the authority, which ends at the first `/`, `?` or `#`.
     let authority_end = rest.find(['/', '?', '#']).map_or(end, |i| pos + i);
     let authority = &mask.text[pos..authority_end];
     match authority.rfind('@') {
-        Some(at) => mark_userinfo(mask, pos, pos + at, slashes),
+        Some(at) => mark_userinfo(mask, pos, pos + at, slashes, scheme),
         None if meant.is_none() && slashes && !is_file_scheme(scheme) => {
             // A "port" that is not a number: most likely a password whose `@host` is
             // missing. Hide it and everything after it.
@@ -464,16 +464,24 @@ fn mark_url(mask: &mut Mask<'_>, start: usize, end: usize) {
     mark_query(mask, authority_end, end);
 }
 
+/// Schemes whose user-info without a `:` is a secret token, not a user name
+/// (`nats://TOKEN@host`, as the NATS clients read it).
+const TOKEN_USERINFO_SCHEMES: &[&str] = &["nats", "tls", "ws", "wss"];
+
 /// Marks the password of the user-info `mask.text[start..end]` (all of it when it is not
-/// plainly `user:password` after `//`).
-fn mark_userinfo(mask: &mut Mask<'_>, start: usize, end: usize, slashes: bool) {
+/// plainly `user:password` after `//`, or when `scheme` reads a lone user name as a token).
+fn mark_userinfo(mask: &mut Mask<'_>, start: usize, end: usize, slashes: bool, scheme: &str) {
     let userinfo = &mask.text[start..end];
     // A user name holding `/`, `?` or `#` may really be a path or query whose secret value
     // holds the `@`: hide it all.
     let plain = |user: &str| slashes && !user.contains(['/', '?', '#']);
+    let token = TOKEN_USERINFO_SCHEMES
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case(scheme));
     match userinfo.find(':') {
         Some(colon) if plain(&userinfo[..colon]) => mask.hide(start + colon + 1, end),
-        None if plain(userinfo) => {}
+        None if plain(userinfo) && !token => {}
+        None if token => mask.hide(start, end),
         split => {
             mask.hide(start, end);
             if let Some(colon) = split {
@@ -553,7 +561,8 @@ fn bad_port(hosts: &str) -> Option<&str> {
     None
 }
 
-/// The port of one `host:port` if it is not a number.
+/// The port of one `host:port` if it is not a port number (digits, at most 65535): a longer
+/// number is a password too (`postgres://app:20240101/db`).
 fn bad_port_of(host: &str) -> Option<&str> {
     let after_bracket = if host.starts_with('[') {
         host.find(']').map_or(0, |i| i + 1)
@@ -562,7 +571,8 @@ fn bad_port_of(host: &str) -> Option<&str> {
     };
     let colon = host[after_bracket..].find(':')? + after_bracket;
     let port = &host[colon + 1..];
-    (!port.chars().all(|c| c.is_ascii_digit())).then_some(port)
+    let number = port.chars().all(|c| c.is_ascii_digit());
+    (!number || (!port.is_empty() && port.parse::<u16>().is_err())).then_some(port)
 }
 
 /// Schemes whose `//` is followed by a path rather than a host (`sqlite://:memory:`).
@@ -702,6 +712,34 @@ mod tests {
             redact_url("d://t?aws_secret=z&region=eu"),
             "d://t?aws_secret=***&region=eu"
         );
+    }
+
+    #[test]
+    fn a_lone_user_name_is_a_token_where_the_scheme_reads_it_so() {
+        assert_eq!(redact_url("nats://s3cr3t@h:4222/b"), "nats://***@h:4222/b");
+        assert_eq!(redact_url("NATS://s3cr3t@h"), "NATS://***@h");
+        assert_eq!(redact_url("tls://s3cr3t@h"), "tls://***@h");
+        assert_eq!(redact_url("nats://u:pw@h"), "nats://u:***@h");
+        assert_eq!(redact_url("nats://h:4222/b"), "nats://h:4222/b");
+        assert!(url_secrets("nats://s3cr3t@h").contains(&"s3cr3t".to_owned()));
+        assert_eq!(
+            redact_urls_in("cannot reach nats://s3cr3t@h: refused"),
+            "cannot reach nats://***@h: refused"
+        );
+        // Elsewhere a lone user name is a user name.
+        assert_eq!(redact_url("redis://app@h"), "redis://app@h");
+    }
+
+    #[test]
+    fn a_port_above_65535_is_a_password() {
+        assert_eq!(
+            redact_url("postgres://app:20240101/db"),
+            "postgres://app:***"
+        );
+        assert_eq!(redact_url("redis://:123456"), "redis://:***");
+        assert_eq!(redact_url("redis://h:6379/0"), "redis://h:6379/0");
+        assert_eq!(redact_url("redis://h:/0"), "redis://h:/0");
+        assert!(url_secrets("postgres://app:20240101/db").contains(&"20240101/db".to_owned()));
     }
 
     #[test]
