@@ -17,6 +17,9 @@ pub(crate) struct Child {
     inner: tokio::process::Child,
     /// True when the command leads its own process group, which is then signalled as a whole.
     group: bool,
+    /// The command's process id, which is its group's id when `group` (kept after it is reaped,
+    /// to reach what it left behind in its group).
+    pgid: Option<Pid>,
     name: String,
     /// SIGCHLD, which also comes when the command is stopped: the cue to look for a stop by the
     /// terminal (see [`Child::stopped_by_terminal`]). `None` where that cannot be looked at.
@@ -58,9 +61,14 @@ impl Child {
             )
         })?;
         tracing::debug!(command = %name, pid = inner.id(), "leasehold: command started");
+        let pgid = inner
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
         Ok(Self {
             inner,
             group: !foreground,
+            pgid,
             name,
             sigchld,
         })
@@ -124,7 +132,31 @@ impl Child {
     pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
         self.inner.wait().await
     }
+
+    /// After the command was told to stop (SIGTERM to its process group) and has exited: waits
+    /// until `deadline` for the rest of its group (children it left behind) to exit too, then
+    /// kills what is left with SIGKILL. True if something had to be killed. Nothing to do for a
+    /// `--foreground` command, which has no group of its own.
+    ///
+    /// The group's id stays reserved while any member lives (Linux does not hand out a process
+    /// id that is still some group's id), so only the command's own leftovers are signalled.
+    pub(crate) async fn stop_group_remains(&self, deadline: tokio::time::Instant) -> bool {
+        let Some(group) = self.pgid.filter(|_| self.group) else {
+            return false;
+        };
+        while killpg(group, None).is_ok() {
+            if tokio::time::Instant::now() >= deadline {
+                let _ = killpg(group, Signal::SIGKILL);
+                return true;
+            }
+            tokio::time::sleep(GROUP_POLL.min(deadline - tokio::time::Instant::now())).await;
+        }
+        false
+    }
 }
+
+/// How often [`Child::stop_group_remains`] looks whether the command's group is empty.
+const GROUP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Watches for the command being stopped by SIGTTIN or SIGTTOU: it used the terminal from
 /// outside the terminal's foreground process group.

@@ -10,7 +10,8 @@ use leasehold::{Error, ErrorKind, OpenError, StoreError};
 /// The store could not be reached or failed transiently (`EX_TEMPFAIL`): try again later.
 pub(crate) const STORE_UNAVAILABLE: u8 = 75;
 /// The command finished on its own, but the lease had run out before leasehold saw it finish
-/// (leasehold was stopped or starved), so exclusivity was not guaranteed.
+/// (leasehold was stopped or starved, or only the final release found the lease gone), so
+/// exclusivity was not guaranteed.
 pub(crate) const LOST_BEFORE_END: u8 = 123;
 /// The lease was lost while the command ran, and leasehold stopped the command.
 pub(crate) const LEASE_LOST: u8 = 124;
@@ -30,7 +31,8 @@ Exit codes (`leasehold run`):
   S       lock held elsewhere, command not run: S = --skipped-exit-code (default 0)
   75      store unreachable or failing transiently (EX_TEMPFAIL); command not run
   123     the command finished, but the lease ran out before leasehold saw it
-          finish (leasehold was stopped or starved): exclusivity not guaranteed
+          finish (leasehold was stopped or starved, or the release found it gone):
+          exclusivity not guaranteed
   124     lease lost while the command ran; leasehold stopped the command
   125     leasehold's own error: bad flags, lock name, durations or store URL,
           or a permanent store error (authentication, permissions, unsupported)

@@ -90,12 +90,19 @@ async fn attempt(
             waiting::report(&*store, &lock, args.slots, &own, wait, every, say::err).await
         }
     };
+    // Whenever leasehold goes on without a lease, the store may still grant an attempt that
+    // timed out or was in flight: that lease is released first, or it would stay held for the
+    // whole --lease (the runtime is not waited for at exit).
     let guard = tokio::select! {
-        acquired = acquire(&elector, &lock, period) => acquired?,
+        acquired = acquire(&elector, &lock, period) => match acquired {
+            Ok(acquired) => acquired,
+            Err(failure) => {
+                settle(&elector, &format!("the store failed while waiting for lock {lock}")).await;
+                return Err(failure);
+            }
+        },
         signal = signals.recv() => {
-            // The store may still grant the request in flight: release that lease before
-            // exiting, or it would stay held for the whole --lease.
-            settle(&elector, signal, &lock).await;
+            settle(&elector, &format!("got {signal} while waiting for lock {lock}")).await;
             return Err(interrupted(signal));
         }
         never = progress => match never {},
@@ -103,6 +110,7 @@ async fn attempt(
     let guard = match guard {
         Ok(guard) => guard,
         Err(refusal) => {
+            settle(&elector, &format!("lock {lock} is held elsewhere")).await;
             record.skipped = true;
             if !args.quiet {
                 let line = match (refusal, period) {
@@ -139,17 +147,22 @@ async fn attempt(
     let unreported = match &ended {
         Ok(e) if e.lost.is_some() || e.lost_unseen.is_some() => None,
         Ok(e) => Some(format!(
-            "`{}` had finished ({}) and may have overlapped with another holder",
+            "`{}` had finished ({}) and may have overlapped with another holder; {}",
             child.name(),
-            exit::describe_status(e.status)
+            exit::describe_status(e.status),
+            match args.on_lost {
+                OnLost::Kill => format!("exit code {}", exit::LOST_BEFORE_END),
+                OnLost::Continue => "passing its status on (--on-lost continue)".to_owned(),
+            }
         )),
         Err(_) => Some(format!("`{}` was no longer watched", child.name())),
     };
-    release(guard, &lock, unreported.as_deref()).await;
+    let lost_at_release = release(guard, &lock, unreported.as_deref()).await;
     let ending = ended?;
+    let lost_unseen = ending.lost_unseen.is_some() || lost_at_release;
     Ok(if ending.killed {
         exit::LEASE_LOST
-    } else if ending.lost_unseen.is_some() && args.on_lost == OnLost::Kill {
+    } else if lost_unseen && args.on_lost == OnLost::Kill {
         exit::LOST_BEFORE_END
     } else {
         exit::of_status(ending.status)
@@ -169,15 +182,16 @@ async fn acquire(
     })
 }
 
-/// After `signal` cut the wait for `lock` short: waits (at most [`SETTLE_TIMEOUT`]) for the
-/// store to answer an acquisition still in flight, whose lease is then released at once.
-async fn settle(elector: &Elector, signal: Signal, lock: &LockName) {
+/// The wait for the lock ended without a lease (`why`, for the message): waits (at most
+/// [`SETTLE_TIMEOUT`]) for the store to answer an acquisition still in flight, whose lease is
+/// then released at once.
+async fn settle(elector: &Elector, why: &str) {
     if elector.settled_within(Duration::ZERO).await {
         return;
     }
     say::err(&format!(
-        "got {signal} while waiting for lock {lock}; waiting up to {} for the store to \
-         answer the request in flight, to release the lock if it grants it",
+        "{why}; waiting up to {} for the store to answer the request in flight, to release \
+         the lock if it grants it",
         human(SETTLE_TIMEOUT)
     ));
     elector.settled_within(SETTLE_TIMEOUT).await;
@@ -326,6 +340,13 @@ async fn supervise(
                 } else {
                     None
                 };
+                if let Some(deadline) = kill_at {
+                    // Stopped for a loss: what the command left in its group stops too.
+                    if child.stop_group_remains(deadline).await {
+                        say::err(&format!("processes `{}` left behind were still running {} \
+                            after SIGTERM; sent SIGKILL", child.name(), human(args.kill_grace)));
+                    }
+                }
                 return Ok(ended_on_its_own(child, status, lost, unseen, args));
             }
             signal = signals.recv() => {
@@ -427,11 +448,12 @@ fn ended_on_its_own(
     }
 }
 
-/// Releases the lease (or shortens it to the remaining `--min-lease`), bounded in time. Problems
-/// are reported but do not change the exit code: the command's outcome is what matters, and an
-/// unreleased lease ends at its expiry. `unreported`: what a loss found only now means, if no
-/// loss was reported yet (then reported once, as every loss).
-async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) {
+/// Releases the lease (or shortens it to the remaining `--min-lease`), bounded in time. A store
+/// that fails or does not answer is reported but does not change the exit code: the command's
+/// outcome is what matters, and an unreleased lease ends at its expiry. `unreported`: what a
+/// loss found only now means, if no loss was reported yet (then reported once, as every loss);
+/// true if such a loss was found.
+async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) -> bool {
     match timeout(RELEASE_TIMEOUT, guard.release()).await {
         Ok(Ok(Release::Released)) => tracing::info!(lock = %lock, "leasehold: released"),
         Ok(Ok(Release::NotHeld)) => {
@@ -441,6 +463,7 @@ async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) 
                     "it was no longer held when released: it expired or was force-released",
                     consequence,
                 );
+                return true;
             }
         }
         Ok(Err(e)) => say::err(&format!(
@@ -451,4 +474,5 @@ async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) 
             human(RELEASE_TIMEOUT)
         )),
     }
+    false
 }

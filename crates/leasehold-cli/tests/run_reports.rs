@@ -7,7 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Env, Stderr, code, exit_status, finish, signal, text, wait_for_file};
+use common::{
+    BIN, Env, Stderr, code, exit_status, finish, shell_quote, signal, text, wait_for_file,
+};
 
 /// Starts a holder of `lock` recorded as `owner` whose command writes its fence to a file and
 /// then sleeps for 30 s; returns it once it holds the lock, with the fence.
@@ -174,6 +176,89 @@ fn a_lost_lease_under_on_lost_continue_is_reported_once() {
                 "`sh` keeps running (--on-lost continue) and may overlap with another holder"
             ),
         "{err}"
+    );
+}
+
+/// A loss found only by the final release (the lease was force-released while the command ran,
+/// before any renewal could see it) is a run without exclusivity: exit 123, as for any loss
+/// leasehold saw too late, and the command's own code under `--on-lost continue`.
+#[test]
+fn a_loss_found_only_by_the_release_exits_123() {
+    for (on_lost, expected, says) in [
+        ("kill", 123, "exit code 123"),
+        ("continue", 6, "passing its status on (--on-lost continue)"),
+    ] {
+        let env = Env::new();
+        let script = format!(
+            "{} release --force late >/dev/null && exit 6",
+            shell_quote(BIN)
+        );
+        let out = env.output(&[
+            "run",
+            "--lock",
+            "late",
+            "--lease",
+            "1m",
+            "--on-lost",
+            on_lost,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(code(&out.status), expected, "{on_lost}: {err}");
+        let lost: Vec<&str> = err.lines().filter(|l| l.contains("lost")).collect();
+        assert_eq!(lost.len(), 1, "{on_lost}: {err}");
+        assert!(
+            lost[0].contains("it was no longer held when released")
+                && lost[0].contains("may have overlapped with another holder")
+                && lost[0].ends_with(says),
+            "{on_lost}: {err}"
+        );
+    }
+}
+
+/// A command stopped for a loss may leave children behind in its process group; those that
+/// ignore SIGTERM are killed once `--kill-grace` has passed, even though the command itself
+/// has already exited.
+#[test]
+fn a_loss_stops_what_the_command_left_in_its_group() {
+    let env = Env::new();
+    let pid_file = env.path("pid");
+    // A child that ignores SIGTERM; the shell itself ends on it.
+    let script = format!(
+        "(trap '' TERM; exec sleep 300) & echo $! > {}; wait",
+        shell_quote(&pid_file.display().to_string())
+    );
+    let holder = env.spawn(&[
+        "run",
+        "--lock",
+        "group",
+        "--lease",
+        "3s",
+        "--kill-grace",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let pid: u32 = wait_for_file(&pid_file).trim().parse().expect("a pid");
+    assert_eq!(
+        code(&env.output(&["release", "--force", "group"]).status),
+        0
+    );
+    let out = finish(holder);
+    let err = text(&out.stderr);
+    assert_eq!(code(&out.status), 124, "{err}");
+    assert!(err.contains("sent SIGKILL"), "{err}");
+    // Gone (or a zombie waiting for init to reap it).
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+    assert!(
+        stat.is_empty() || state == Some('Z'),
+        "the leftover child still runs: {stat}"
     );
 }
 

@@ -254,3 +254,33 @@ fn bad_verify_flags_are_usage_errors() {
         );
     }
 }
+
+/// A lease far longer than the run does not stretch it: contenders stop at `--duration`.
+#[test]
+fn a_long_lease_does_not_outlast_the_run() {
+    let env = Env::new();
+    let started = std::time::Instant::now();
+    let out = env.output(&[
+        "verify",
+        "--store",
+        "memory:",
+        "--duration",
+        "1s",
+        "--lease",
+        "1d",
+        "--pause-percent",
+        "0",
+    ]);
+    let took = started.elapsed();
+    assert_eq!(
+        code(&out.status),
+        0,
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "verify ran for {took:?}"
+    );
+}

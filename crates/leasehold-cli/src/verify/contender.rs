@@ -91,8 +91,12 @@ pub(crate) async fn contend(id: usize, elector: Elector, run: Run) {
         }
         // Up to a tenth of the lease between attempts: busy enough to take over at once, light
         // enough for a production store (5 contenders and a 1 s lease: about 100 requests/s).
+        // Never past the run's end nor its stop, whatever the lease.
         let pause = run.plan.lease.mul_f64(rand::rng().random_range(0.0..0.1));
-        sleep(pause).await;
+        tokio::select! {
+            () = sleep_until(leasehold::store::deadline_after(Instant::now(), pause).min(run.plan.deadline)) => {}
+            () = run.stop.cancelled() => {}
+        }
     }
     elector.settled().await;
 }
