@@ -87,7 +87,13 @@ impl Shared {
 #[derive(Clone)]
 pub struct LeaderOnly {
     shared: Arc<Shared>,
+    alive: Alive,
 }
+
+/// Held by every handle of a campaign ([`LeaderOnly`], its layers and services): when the
+/// last one is dropped the campaign ends as on shutdown, releasing the lease, instead of
+/// holding the lock for nobody.
+type Alive = Arc<tokio_util::sync::DropGuard>;
 
 impl std::fmt::Debug for LeaderOnly {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -132,7 +138,8 @@ impl LeaderOnlyBuilder {
 
     /// How often a follower tries for the lock at least (the elector's own retry pause, if
     /// shorter, wins; the store's release signal wakes it at once where it has one) and how long
-    /// the campaign pauses after a permanent store error (default 1 s).
+    /// the campaign pauses after a permanent store error (default 1 s; at least
+    /// [`leasehold::MIN_LEADERSHIP_POLL`], checked by [`start`](Self::start)).
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};
@@ -146,9 +153,11 @@ impl LeaderOnlyBuilder {
     }
 
     /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms;
-    /// `retry_after` and `retry_interval` are at most [`leasehold::MAX_DURATION`]) and starts the
+    /// `retry_after` and `retry_interval` are at most [`leasehold::MAX_DURATION`], and
+    /// `retry_interval` at least [`leasehold::MIN_LEADERSHIP_POLL`]) and starts the
     /// campaign on the current runtime; cancelling `shutdown` ends it and releases
-    /// the lease.
+    /// the lease, and so does dropping the last handle (the [`LeaderOnly`] and its clones,
+    /// layers and services).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -164,6 +173,18 @@ impl LeaderOnlyBuilder {
         let lock = LockName::new(self.name.as_str())?;
         leasehold::store::check_duration("retry_after", self.retry_after)
             .map_err(leasehold::Error::from)?;
+        if self.retry_interval < leasehold::MIN_LEADERSHIP_POLL {
+            // A shorter pause would turn a follower (or a failing store) into a busy loop.
+            return Err(
+                leasehold::Error::from(leasehold::LimitError::DurationTooShort {
+                    what: "retry_interval",
+                    value: self.retry_interval,
+                    min: leasehold::MIN_LEADERSHIP_POLL,
+                    constant: "MIN_LEADERSHIP_POLL",
+                })
+                .into(),
+            );
+        }
         leasehold::store::check_duration("retry_interval", self.retry_interval)
             .map_err(leasehold::Error::from)?;
         let current = self.elector.options();
@@ -192,18 +213,21 @@ impl LeaderOnlyBuilder {
             task: Mutex::new(None),
         });
         let span = info_span!("leasehold.leader_only", lock = %lock);
+        // Ends with `shutdown`, or when the last handle is dropped.
+        let stop = shutdown.child_token();
+        let alive = Arc::new(stop.clone().drop_guard());
         let task = tokio::spawn(
             campaign(
                 elector,
                 lock,
                 Arc::clone(&shared),
-                shutdown,
+                stop,
                 self.retry_interval,
             )
             .instrument(span),
         );
         *shared.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
-        Ok(LeaderOnly { shared })
+        Ok(LeaderOnly { shared, alive })
     }
 }
 
@@ -285,6 +309,7 @@ impl LeaderOnly {
     pub fn layer(&self) -> LeaderOnlyLayer {
         LeaderOnlyLayer {
             shared: Arc::clone(&self.shared),
+            alive: Arc::clone(&self.alive),
         }
     }
 
@@ -410,6 +435,7 @@ impl Drop for Serving {
 #[derive(Clone)]
 pub struct LeaderOnlyLayer {
     shared: Arc<Shared>,
+    alive: Alive,
 }
 
 impl std::fmt::Debug for LeaderOnlyLayer {
@@ -426,6 +452,7 @@ impl<S> Layer<S> for LeaderOnlyLayer {
         LeaderOnlyService {
             inner,
             shared: Arc::clone(&self.shared),
+            _alive: Arc::clone(&self.alive),
         }
     }
 }
@@ -448,6 +475,7 @@ impl<S> Layer<S> for LeaderOnlyLayer {
 pub struct LeaderOnlyService<S> {
     inner: S,
     shared: Arc<Shared>,
+    _alive: Alive,
 }
 
 impl<S> std::fmt::Debug for LeaderOnlyService<S> {

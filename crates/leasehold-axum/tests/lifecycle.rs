@@ -86,3 +86,37 @@ async fn leader_only_stopped_returns_after_a_late_grant_is_released() {
     );
     leader.stopped().await; // a second call returns too
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn dropping_every_handle_ends_the_campaign_and_releases_the_lock() {
+    let memory = Arc::new(MemoryStore::new());
+    let elector = Elector::new(memory.clone());
+    let lock = LockName::new(unique_name("dropped")).unwrap();
+    let shutdown = CancellationToken::new();
+    let leader = LeaderOnly::builder(&elector, lock.as_str())
+        .start(shutdown.clone())
+        .unwrap();
+    let layer = leader.layer();
+    let start = Instant::now();
+    while !leader.is_leader() {
+        assert!(start.elapsed() < Duration::from_secs(5), "never elected");
+        sleep(Duration::from_millis(10)).await;
+    }
+    drop(leader);
+    // A layer still serves the routes: the campaign goes on.
+    sleep(Duration::from_secs(60)).await;
+    assert!(
+        !is_free(&memory, &lock).await,
+        "still led while a layer lives"
+    );
+    drop(layer);
+    let start = Instant::now();
+    while !is_free(&memory, &lock).await {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the lock is still held for nobody"
+        );
+        sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!shutdown.is_cancelled(), "the caller's token is left alone");
+}

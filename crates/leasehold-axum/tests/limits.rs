@@ -65,3 +65,33 @@ async fn jobs_and_leader_only_reject_durations_beyond_the_maximum() {
     token.cancel();
     jobs.stopped().await;
 }
+
+#[tokio::test]
+async fn leader_only_rejects_a_retry_interval_below_the_poll_minimum() {
+    let elector = Elector::new(Arc::new(MemoryStore::new()));
+    for interval in [Duration::ZERO, Duration::from_millis(9)] {
+        let e = LeaderOnly::builder(&elector, "writer")
+            .retry_interval(interval)
+            .start(CancellationToken::new())
+            .expect_err("a busy loop is refused");
+        assert!(
+            matches!(
+                &e,
+                Error::Leasehold(leasehold::Error::Limit(LimitError::DurationTooShort { .. }))
+            ),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("retry_interval") && msg.contains("MIN_LEADERSHIP_POLL"),
+            "{msg}"
+        );
+    }
+    let token = CancellationToken::new();
+    let writer = LeaderOnly::builder(&elector, "writer")
+        .retry_interval(leasehold::MIN_LEADERSHIP_POLL)
+        .start(token.clone())
+        .expect("the minimum itself is allowed");
+    token.cancel();
+    drop(writer);
+}
