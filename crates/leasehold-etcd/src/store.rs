@@ -142,7 +142,7 @@ impl EtcdStore {
         let mut connect = ConnectOptions::new();
         if let Some((user, password)) = &target.user {
             connect = connect
-                .with_user(user.clone(), password.clone())
+                .with_user(user.clone(), password.expose())
                 .with_auto_token_refresh(true);
         }
         if target.tls {

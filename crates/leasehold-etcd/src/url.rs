@@ -3,7 +3,7 @@
 //! unknown/duplicate-parameter errors as every store). Only the comma-separated endpoint list is
 //! etcd's own: the URL is parsed with its first endpoint, and every endpoint is checked here.
 
-use leasehold::store::{StoreUrl, UrlError, UrlOptions, percent_decode};
+use leasehold::store::{Secret, StoreUrl, UrlError, UrlOptions, percent_decode};
 
 use crate::options::EtcdOptions;
 
@@ -34,7 +34,7 @@ pub(crate) struct Target {
     /// True for `etcds://`.
     pub(crate) tls: bool,
     /// User name and password, percent-decoded.
-    pub(crate) user: Option<(String, String)>,
+    pub(crate) user: Option<(String, Secret)>,
     /// The options, starting from the caller's and overridden by the URL (not yet validated:
     /// see [`EtcdOptions::validate`]).
     pub(crate) options: EtcdOptions,
@@ -105,7 +105,7 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
 }
 
 /// The user name and password, percent-decoded (a password needs a user name).
-fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> {
+fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> {
     let url = parsed.url();
     let password = url.password().unwrap_or_default();
     if url.username().is_empty() {
@@ -120,7 +120,7 @@ fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> 
         .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
     let password = percent_decode(password)
         .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
-    Ok(Some((name, password)))
+    Ok(Some((name, Secret::new(password))))
 }
 
 fn store_options(
@@ -202,7 +202,9 @@ mod tests {
                 "https://[::1]:23790"
             ]
         );
-        assert_eq!(t.user, Some(("app".to_owned(), "p@ss".to_owned())));
+        assert_eq!(t.user, Some(("app".to_owned(), Secret::new("p@ss"))));
+        let shown = format!("{t:?}");
+        assert!(shown.contains("app") && !shown.contains("p@ss"), "{shown}");
         assert_eq!(t.options.prefix_str(), "jobs/x");
         assert_eq!(
             t.options.request_timeout_value(),
@@ -265,7 +267,7 @@ mod tests {
             assert!(!e.contains("sswordX"), "the password must not leak: {e}");
         }
         let t = parsed("etcd://u%3Aser:p%2Fw%3F@a:1,b:2/team%2Fjobs?notifications=no");
-        assert_eq!(t.user, Some(("u:ser".to_owned(), "p/w?".to_owned())));
+        assert_eq!(t.user, Some(("u:ser".to_owned(), Secret::new("p/w?"))));
         assert_eq!(t.endpoints, ["http://a:1", "http://b:2"]);
         assert_eq!(t.options.prefix_str(), "team/jobs");
         assert!(!t.options.notifications_enabled());

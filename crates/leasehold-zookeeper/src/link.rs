@@ -23,7 +23,7 @@ pub(crate) struct Session {
     /// `host:port,host:port`.
     pub(crate) servers: String,
     /// Digest credentials, if any.
-    pub(crate) auth: Option<(String, String)>,
+    pub(crate) auth: Option<(String, leasehold::store::Secret)>,
     pub(crate) session_timeout: Duration,
 }
 
@@ -73,7 +73,8 @@ impl Link {
             .with_session_timeout(self.session.session_timeout)
             .with_connection_timeout(self.request_timeout);
         if let Some((user, password)) = &self.session.auth {
-            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+            let digest = format!("{user}:{}", password.expose());
+            connector = connector.with_auth("digest", digest.as_bytes());
         }
         let client = connector
             .connect(&self.session.servers)

@@ -3,7 +3,7 @@
 //! errors as every store). Only the comma-separated server list is ZooKeeper's own: the URL is
 //! parsed with its first server, and every server is checked here.
 
-use leasehold::store::{StoreUrl, UrlError, UrlOptions, percent_decode};
+use leasehold::store::{Secret, StoreUrl, UrlError, UrlOptions, percent_decode};
 
 use crate::options::{ZooKeeperOptions, check_path};
 
@@ -31,7 +31,7 @@ pub(crate) struct Target {
     /// The chroot (the URL's path), prepended to the prefix; empty for none.
     pub(crate) chroot: String,
     /// User name and password for ZooKeeper's `digest` scheme, percent-decoded.
-    pub(crate) user: Option<(String, String)>,
+    pub(crate) user: Option<(String, Secret)>,
     /// The options, starting from the caller's and overridden by the URL (not yet validated).
     pub(crate) options: ZooKeeperOptions,
 }
@@ -99,7 +99,7 @@ pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlErro
 }
 
 /// The user name and password, percent-decoded (a password needs a user name).
-fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> {
+fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> {
     let url = parsed.url();
     let password = url.password().unwrap_or_default();
     if url.username().is_empty() {
@@ -114,7 +114,7 @@ fn credentials(parsed: &StoreUrl) -> Result<Option<(String, String)>, UrlError> 
         .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
     let password = percent_decode(password)
         .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
-    Ok(Some((name, password)))
+    Ok(Some((name, Secret::new(password))))
 }
 
 fn store_options(query: &mut UrlOptions, options: &mut ZooKeeperOptions) -> Result<(), UrlError> {
@@ -179,7 +179,9 @@ mod tests {
         assert_eq!(parsed("zk://h").chroot, "");
         assert_eq!(parsed("zk://h/").chroot, "");
         let u = parsed("zk://app:p%40ss@h");
-        assert_eq!(u.user, Some(("app".to_owned(), "p@ss".to_owned())));
+        assert_eq!(u.user, Some(("app".to_owned(), Secret::new("p@ss"))));
+        let shown = format!("{u:?}");
+        assert!(shown.contains("app") && !shown.contains("p@ss"), "{shown}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) mod memory;
 pub(crate) mod observe;
 pub(crate) mod option_error;
 pub(crate) mod period;
+pub(crate) mod secret;
 pub(crate) mod signal;
 pub(crate) mod unsupported;
 pub(crate) mod url;
@@ -40,6 +41,7 @@ pub use option_error::InvalidOption;
 pub use period::{
     MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
 };
+pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use unsupported::Unsupported;
 pub use url::{MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, url_secrets};
