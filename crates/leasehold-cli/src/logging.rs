@@ -13,12 +13,15 @@ use crate::store::Scrubber;
 pub(crate) const LOG_ENV: &str = "LEASEHOLD_LOG";
 
 /// leasehold's own crates: the core, every store, the integrations and this tool.
-const OWN_CRATES: [&str; 8] = [
+const OWN_CRATES: [&str; 11] = [
     "leasehold",
     "leasehold_sql",
     "leasehold_redis",
     "leasehold_dynamodb",
     "leasehold_etcd",
+    "leasehold_zookeeper",
+    "leasehold_nats",
+    "leasehold_testkit",
     "leasehold_axum",
     "leasehold_workbench",
     "leasehold_cli",
@@ -112,6 +115,29 @@ impl Write for ScrubbedLine<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_leasehold_crate_the_tool_links_is_its_own() {
+        let manifest = include_str!("../Cargo.toml");
+        let deps = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap_or_default();
+        let linked: Vec<String> = deps
+            .lines()
+            .filter(|l| l.starts_with("leasehold"))
+            .filter_map(|l| l.split(['.', ' ', '=']).next())
+            .map(|name| name.replace('-', "_"))
+            .collect();
+        assert!(linked.len() >= 9, "{linked:?}");
+        for krate in linked {
+            assert!(
+                OWN_CRATES.contains(&krate.as_str()),
+                "{krate} logs would be filtered out by default"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]
