@@ -129,6 +129,12 @@ pub(crate) fn holders(rows: &[HolderRow]) -> Vec<Holder> {
         .collect()
 }
 
+/// True if the ledger `row` records the period just before the current one (by the database
+/// clock it was read with): a claim refused a moment earlier may have been refused by it.
+pub(crate) fn just_ended(row: Option<&LedgerRow>, period: Period) -> bool {
+    matches!(row, Some((Some(done), _, _, now)) if *done == period.id_at_ms(*now) - 1)
+}
+
 /// Tells "already ran" from contention by the ledger row: `AlreadyRan` when it records the
 /// current period (by the database clock `now`) or a later one.
 pub(crate) fn judge(row: Option<LedgerRow>, period: Period) -> Acquisition {
@@ -141,5 +147,29 @@ pub(crate) fn judge(row: Option<LedgerRow>, period: Period) -> Acquisition {
             })
         }
         _ => Acquisition::Held,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_one_period_behind_the_clock_just_ended() -> Result<(), String> {
+        let second = Period::every(std::time::Duration::from_secs(1)).map_err(|e| e.to_string())?;
+        let row = |done: i64, now: i64| (Some(done), Some(now), Some("a".to_owned()), now);
+        // Read at 10.2 s: the ledger's period 9 is the one that just ended.
+        assert!(just_ended(Some(&row(9, 10_200)), second));
+        assert!(
+            !just_ended(Some(&row(10, 10_200)), second),
+            "current: already ran"
+        );
+        assert!(
+            !just_ended(Some(&row(8, 10_200)), second),
+            "older: contention"
+        );
+        assert!(!just_ended(None, second));
+        assert!(!just_ended(Some(&(None, None, None, 10_200)), second));
+        Ok(())
     }
 }

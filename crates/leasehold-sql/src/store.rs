@@ -19,7 +19,7 @@ use crate::feed::Feed;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
 use crate::queries::Queries;
-use crate::rows::{HolderRow, holders, judge, lease, slots_i32, time};
+use crate::rows::{HolderRow, holders, judge, just_ended, lease, slots_i32, time};
 use crate::schema::Schema;
 use crate::table_name::notify_channel;
 
@@ -300,13 +300,25 @@ impl LeaseStore for SqlStore {
         let token = req.token.to_hex();
         if let Some(period) = req.period {
             self.schema.check_ledger(&self.queries).await?;
-            return Ok(
-                match self.queries.acquire_period(req, period, &token).await? {
+            // Where the refusal does not return the ledger (MySQL), it is read afterwards; a
+            // claim refused by the ledger just before a period ended then reads as contention
+            // (the ledger is behind the new period). Such a claim is tried once more, in the
+            // new period (the same token: idempotent).
+            let mut tries = 0;
+            return Ok(loop {
+                tries += 1;
+                break match self.queries.acquire_period(req, period, &token).await? {
                     Ok(row) => Acquisition::Granted(lease(req, 0, row, Some(period))),
                     Err(Some(ledger)) => judge(Some(ledger), period),
-                    Err(None) => judge(self.queries.read_period(&req.lock).await?, period),
-                },
-            );
+                    Err(None) => {
+                        let ledger = self.queries.read_period(&req.lock).await?;
+                        if tries < 2 && just_ended(ledger.as_ref(), period) {
+                            continue;
+                        }
+                        judge(ledger, period)
+                    }
+                };
+            });
         }
         self.migrate().await?;
         let candidates = if req.slots <= 1 {
