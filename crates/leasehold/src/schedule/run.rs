@@ -86,6 +86,7 @@ impl JobRun {
         tokio::pin!(lost);
         let cancel_on_lost = self.elector.options().cancel_on_lost();
         let mut was_lost = false;
+        let mut grace_ran_out = false;
         let mut stopping: Option<Instant> = None;
         let outcome = loop {
             let grace_over = async {
@@ -106,7 +107,10 @@ impl JobRun {
                     }
                 }
                 () = self.stop.cancelled(), if stopping.is_none() => stopping = Some(Instant::now()),
-                () = grace_over => break None,
+                () = grace_over => {
+                    grace_ran_out = true;
+                    break None;
+                }
             }
         };
         let outcome = match outcome {
@@ -141,7 +145,7 @@ impl JobRun {
         action.set(None.into());
         let _ = guard.release().await;
         match stopping {
-            Some(since) => Err(self.stopped(since, outcome == JobOutcome::Cancelled)),
+            Some(since) => Err(self.stopped(since, grace_ran_out)),
             None => Ok(()),
         }
     }
