@@ -1,7 +1,7 @@
 //! The state a held lease shares with its guard, contexts and watchdog: the lease as granted and
 //! renewed, its local deadline, its lost signal, and the store calls that renew and release it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -41,8 +41,21 @@ pub(crate) struct CellOwner {
     pub(crate) min_lease: Duration,
 }
 
-/// Whether the lease was released (see [`LeaseCell::extending`]).
-pub(crate) struct Released(pub(crate) bool);
+/// An extension's turn (see [`LeaseCell::extension_turn`]): `extending` is held, and the
+/// extension is counted in `extensions` until this is dropped.
+pub(crate) struct ExtensionTurn<'a> {
+    _one_at_a_time: tokio::sync::MutexGuard<'a, ()>,
+    _counted: Counted<'a>,
+}
+
+/// One count in an `AtomicUsize`, taken back on drop (also when a future is cancelled).
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// State shared by a guard, its contexts and its watchdog.
 pub(crate) struct LeaseCell {
@@ -70,10 +83,14 @@ pub(crate) struct LeaseCell {
     pub(crate) stop: Notify,
     pub(crate) stopping: AtomicBool,
     /// One extension in flight at a time (watchdog or manual), so answers arrive in the order
-    /// the store applied them and the local deadline always follows the store's expiry. The
-    /// release takes it too, and sets it: no extension is sent with or after the release (one
-    /// arriving after it would otherwise lengthen a lease shortened to `min_lease` again).
-    pub(crate) extending: tokio::sync::Mutex<Released>,
+    /// the store applied them and the local deadline always follows the store's expiry.
+    extending: tokio::sync::Mutex<()>,
+    /// Extensions waiting for or holding `extending`, and whether the release has begun: no
+    /// extension is sent with or after the release (one arriving after it would lengthen a
+    /// lease shortened to `min_lease` again). Two atomics instead of the lock keep the
+    /// uncontended release cheap: see [`extension_turn`](Self::extension_turn).
+    extensions: AtomicUsize,
+    released: AtomicBool,
 }
 
 impl LeaseCell {
@@ -123,7 +140,9 @@ impl LeaseCell {
             lost_notify: Notify::new(),
             stop: Notify::new(),
             stopping: AtomicBool::new(false),
-            extending: tokio::sync::Mutex::new(Released(false)),
+            extending: tokio::sync::Mutex::new(()),
+            extensions: AtomicUsize::new(0),
+            released: AtomicBool::new(false),
         }
     }
 
@@ -214,7 +233,7 @@ impl LeaseCell {
 
     /// Records a successful extension whose request was sent at `sent_at`: the store's expiry is
     /// now its clock + `ttl` (which may be sooner than before), so the local deadline follows it.
-    /// Callers hold `extending`, so extensions are applied and recorded in the same order.
+    /// Callers hold an [`ExtensionTurn`], so extensions are applied and recorded in the same order.
     /// `sent_offset` is [`suspend::offset`] read when the request was sent.
     pub(crate) fn extended(
         &self,
@@ -306,12 +325,32 @@ impl LeaseCell {
         }
     }
 
+    /// Resolves when the extensions that took their turn before the release began are done
+    /// (the lock is fair; later ones find `released` set). Boxed, so that the future of a
+    /// release that finds none (the usual case) stays small.
+    fn extensions_done(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move { drop(self.extending.lock().await) })
+    }
+
+    /// Waits for this extension's turn (one at a time); `None` once the release has begun.
+    pub(crate) async fn extension_turn(&self) -> Option<ExtensionTurn<'_>> {
+        self.extensions.fetch_add(1, Ordering::SeqCst);
+        let counted = Counted(&self.extensions);
+        let one_at_a_time = self.extending.lock().await;
+        if self.released.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(ExtensionTurn {
+            _one_at_a_time: one_at_a_time,
+            _counted: counted,
+        })
+    }
+
     pub(crate) async fn extend(&self, ttl: Duration) -> Result<Extension> {
         crate::limits::check_duration("extension", ttl)?;
-        let one_at_a_time = self.extending.lock().await;
-        if one_at_a_time.0 {
+        let Some(_turn) = self.extension_turn().await else {
             return Ok(Extension::NotHeld);
-        }
+        };
         let lease = &self.granted;
         let sent_at = Instant::now();
         let sent_offset = suspend::offset();
@@ -348,8 +387,12 @@ impl LeaseCell {
 
     /// Releases on the store (after the watchdog stopped) and reports it.
     pub(crate) async fn release(&self) -> Result<Release> {
-        let mut no_more_extensions = self.extending.lock().await;
-        no_more_extensions.0 = true;
+        // Set before looking at the count; an extension counts itself before looking at the
+        // flag (both SeqCst): either it sees the flag, or this sees it and waits for its end.
+        self.released.store(true, Ordering::SeqCst);
+        if self.extensions.load(Ordering::SeqCst) > 0 {
+            self.extensions_done().await;
+        }
         let lease = &self.granted;
         self.held.leave();
         self.stop_leading(&mut self.state());

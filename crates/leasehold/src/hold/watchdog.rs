@@ -47,10 +47,9 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         if cell.stopping.load(Ordering::Acquire) || cell.lost_reason().is_some() {
             return;
         }
-        let one_at_a_time = cell.extending.lock().await;
-        if one_at_a_time.0 {
+        let Some(_turn) = cell.extension_turn().await else {
             return;
-        }
+        };
         let now = Instant::now();
         let full = deadline_after(now, cell.ttl - safety_margin(cell.ttl));
         if cell.deadline() > full {
