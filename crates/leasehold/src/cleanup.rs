@@ -37,8 +37,9 @@ impl Drop for Pending {
         self.count.send_modify(|n| *n = n.saturating_sub(1));
         if !self.done.get() {
             tracing::warn!(
-                "leasehold: the runtime shut down before a lease could be released; it ends at \
-                 its expiry (await the guard's release, or Elector::settled, before shutting down)"
+                "leasehold: the runtime shut down before a lease was released (or before an \
+                 abandoned acquisition was answered); such a lease ends at its expiry (await the \
+                 guard's release, or Elector::settled, before shutting the runtime down)"
             );
         }
     }

@@ -62,3 +62,52 @@ fn acquire_and_release_have_spans_with_the_lock() {
         "{seen:?}"
     );
 }
+
+/// Records the message of every WARN event.
+#[derive(Clone, Default)]
+struct Warnings(Arc<Mutex<Vec<String>>>);
+
+struct Message(String);
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            self.0.lock().unwrap().push(message.0);
+        }
+    }
+}
+
+/// A guard dropped just before its runtime shuts down leaves its release queued; the runtime
+/// drops it unrun, and the lease then ends only at its expiry. That is said, not silent.
+#[test]
+fn a_release_the_runtime_drops_unrun_is_reported() {
+    let warnings = Warnings::default();
+    let subscriber = Registry::default().with(warnings.clone());
+    let store = Arc::new(MemoryStore::new());
+    tracing::subscriber::with_default(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let e = Elector::new(store.clone());
+        let guard = rt.block_on(e.try_acquire("unreleased")).unwrap().unwrap();
+        // Dropped inside the runtime: the release is spawned, and the runtime ends first.
+        rt.block_on(async move { drop(guard) });
+        drop(rt);
+    });
+    let seen = warnings.0.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|w| w.contains("the runtime shut down before a lease was released")),
+        "{seen:?}"
+    );
+}
