@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use leasehold::redact_urls_in;
-use leasehold::store::{MIN_SCRUBBED_SECRET_LEN, url_secrets};
+use leasehold::store::{MIN_SCRUBBED_SECRET_LEN, scrub_secrets, url_secrets};
 use leasehold::{LeaseStore, StoreRegistry, redact_url};
 
 use crate::exit::Failure;
@@ -162,17 +162,10 @@ impl Scrubber {
         }
     }
 
-    /// `text` with every known secret replaced by `***`, then every URL redacted
-    /// ([`redact_urls_in`]). Known secrets go first: a password holding a quote or a space
-    /// would end a URL early for [`redact_urls_in`], which would then hide only its start.
+    /// `text` with every known secret replaced by `***` and every URL redacted: the core's
+    /// [`scrub_secrets`].
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for s in self.secrets.iter() {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "***");
-            }
-        }
-        redact_urls_in(&out)
+        scrub_secrets(text, &self.secrets)
     }
 }
 

@@ -61,6 +61,9 @@ struct Inner {
     locks: Vec<LockName>,
     slots: u32,
     store_label: String,
+    /// The secrets of the URL given as the label: a store error quoting one is scrubbed before
+    /// it is served.
+    secrets: Arc<[String]>,
 }
 
 impl std::fmt::Debug for LiveView {
@@ -150,6 +153,7 @@ impl LiveView {
                 locks,
                 slots: 1,
                 store_label: String::new(),
+                secrets: Arc::from([]),
             }),
         })
     }
@@ -179,9 +183,9 @@ impl LiveView {
         })
     }
 
-    /// The store's name as the page shows it. It is served to every visitor, so any URL in it
-    /// is redacted with [`leasehold::redact_urls_in`] (passwords and secret parameters become
-    /// `***`).
+    /// The store's name as the page shows it. It is served to every visitor, so it is scrubbed
+    /// with [`leasehold::store::scrub_secrets`] (passwords and secret parameters become `***`,
+    /// whatever characters they hold), and so are the store errors the page shows.
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -195,7 +199,9 @@ impl LiveView {
     #[must_use]
     pub fn store_label(self, label: impl Into<String>) -> Self {
         let mut inner = self.into_inner();
-        inner.store_label = leasehold::redact_urls_in(&label.into());
+        let label = label.into();
+        inner.secrets = leasehold::store::url_secrets(&label).into();
+        inner.store_label = leasehold::store::scrub_secrets(&label, &inner.secrets);
         Self {
             inner: Arc::new(inner),
         }
@@ -207,6 +213,7 @@ impl LiveView {
             locks: shared.locks.clone(),
             slots: shared.slots,
             store_label: shared.store_label.clone(),
+            secrets: Arc::clone(&shared.secrets),
         })
     }
 
@@ -238,7 +245,10 @@ impl LiveView {
                         lock: lock.to_string(),
                         slots: inner.slots,
                         holders: Vec::new(),
-                        error: Some(e.to_string()),
+                        error: Some(leasehold::store::scrub_secrets(
+                            &e.to_string(),
+                            &inner.secrets,
+                        )),
                     }
                 }
             }
@@ -331,6 +341,59 @@ fn millis(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store that cannot be read, whose error quotes the URL and the password (as some
+    /// drivers do).
+    struct Unreadable;
+
+    const URL: &str = "postgres://app:hun'ter 2@db/leases";
+
+    #[leasehold::store::async_trait]
+    impl LeaseStore for Unreadable {
+        async fn try_acquire(
+            &self,
+            _: &leasehold::store::AcquireRequest,
+        ) -> leasehold::store::StoreResult<leasehold::store::Acquisition> {
+            Err(leasehold::StoreError::transient("unreadable"))
+        }
+        async fn extend(
+            &self,
+            _: &leasehold::Lease,
+            _: Duration,
+        ) -> leasehold::store::StoreResult<leasehold::Extension> {
+            Err(leasehold::StoreError::transient("unreadable"))
+        }
+        async fn release(
+            &self,
+            _: &leasehold::Lease,
+            _: Duration,
+        ) -> leasehold::store::StoreResult<leasehold::Release> {
+            Err(leasehold::StoreError::transient("unreadable"))
+        }
+        async fn state(&self, _: &LockName, _: u32) -> leasehold::store::StoreResult<LockState> {
+            Err(leasehold::StoreError::transient(format!(
+                "cannot reach {URL}: password hun'ter 2 refused"
+            )))
+        }
+        fn describe(&self) -> String {
+            "unreadable".into()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_error_is_served_without_the_urls_secrets()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let view =
+            LiveView::new(Arc::new(Unreadable), vec![LockName::new("job")?])?.store_label(URL);
+        let report = view.report().await;
+        let error = report.locks[0].error.clone().unwrap_or_default();
+        assert!(
+            error.contains("cannot reach") && !error.contains("ter"),
+            "{error}"
+        );
+        assert!(!report.store.contains("ter"), "{}", report.store);
+        Ok(())
+    }
 
     #[test]
     fn holders_report_time_left_against_the_given_clock() -> Result<(), leasehold::NameError> {

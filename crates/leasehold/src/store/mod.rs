@@ -44,4 +44,6 @@ pub use period::{
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use unsupported::Unsupported;
-pub use url::{MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, url_secrets};
+pub use url::{
+    MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, scrub, scrub_secrets, url_secrets,
+};

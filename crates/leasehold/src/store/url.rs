@@ -77,18 +77,40 @@ impl OpenError {
 /// the URL itself is always redacted whole.
 pub const MIN_SCRUBBED_SECRET_LEN: usize = 3;
 
-/// `text` with every URL in it redacted and every secret of `url` replaced by `***`.
+/// `text` with every secret of `url` replaced by `***` and every URL in it redacted: for an
+/// error message from a driver, which may quote the URL, its password, or pieces of either.
 ///
-/// A quoted word (`"…"`) that is part of a secret is replaced too: a parser that misread a
-/// password with unencoded delimiters may quote a piece of it, e.g. as a parameter name.
-fn scrub(text: &str, url: &str) -> String {
-    let secrets = url_secrets(url);
-    let mut out = redact_urls_in(text);
-    for secret in &secrets {
+/// The secrets go first: a password holding a quote or a space ends a URL early for
+/// [`redact_urls_in`], which would then hide only its start. A quoted word (`"…"`) that is part
+/// of a secret is replaced too: a parser that misread a password with unencoded delimiters may
+/// quote a piece of it, e.g. as a parameter name.
+///
+/// ```
+/// use leasehold::store::scrub;
+/// let url = "postgres://app:hun'ter 2@db/x";
+/// let shown = scrub(&format!("cannot reach {url}: password \"hun'ter 2\" refused"), url);
+/// assert!(!shown.contains("ter") && shown.contains("app"), "{shown}");
+/// ```
+pub fn scrub(text: &str, url: &str) -> String {
+    scrub_secrets(text, &url_secrets(url))
+}
+
+/// [`scrub`] with the secrets of a URL found once ([`url_secrets`]), for the many messages of a
+/// long-lived process.
+///
+/// ```
+/// use leasehold::store::{scrub_secrets, url_secrets};
+/// let secrets = url_secrets("redis://:s3cr3t@cache:6379");
+/// assert_eq!(scrub_secrets("AUTH s3cr3t failed", &secrets), "AUTH *** failed");
+/// ```
+pub fn scrub_secrets(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets {
         if secret.len() >= MIN_SCRUBBED_SECRET_LEN && out.contains(secret.as_str()) {
             out = out.replace(secret.as_str(), MASK);
         }
     }
+    let mut out = redact_urls_in(&out);
     let quoted: Vec<String> = out
         .split('"')
         .skip(1)
