@@ -111,11 +111,21 @@ pub fn scrub_secrets(text: &str, secrets: &[String]) -> String {
         }
     }
     let mut out = redact_urls_in(&out);
+    // Only a secret holding a URL delimiter (RFC 3986's gen-delims and sub-delims), `%`, a
+    // quote or white space can have been split into pieces by a parser; a quoted word inside
+    // any other secret (a password `slot99`, and `"slot"` in JSON) is left as it is.
+    let splittable: Vec<&String> = secrets
+        .iter()
+        .filter(|s| {
+            s.chars()
+                .any(|c| c.is_whitespace() || ":/?#[]@!$&'()*+,;=%\"".contains(c))
+        })
+        .collect();
     let quoted: Vec<String> = out
         .split('"')
         .skip(1)
         .step_by(2)
-        .filter(|q| q.len() >= MIN_SCRUBBED_SECRET_LEN && secrets.iter().any(|s| s.contains(*q)))
+        .filter(|q| q.len() >= MIN_SCRUBBED_SECRET_LEN && splittable.iter().any(|s| s.contains(*q)))
         .map(|q| format!("\"{q}\""))
         .collect();
     for q in quoted {
@@ -806,6 +816,12 @@ mod tests {
         let e = OpenError::invalid(url, "unknown parameter \"Er2\"; known are \"mode\"");
         let text = e.to_string();
         assert!(!text.contains("Er2") && text.contains("\"mode\""), "{text}");
+        // A secret no parser could split leaves quoted words alone (JSON keys, say).
+        let secrets = url_secrets("postgres://u:slot99@h/x");
+        assert_eq!(
+            scrub_secrets(r#"{"slot": 0, "pw": "slot99"}"#, &secrets),
+            r#"{"slot": 0, "pw": "***"}"#
+        );
     }
 
     #[tokio::test]
