@@ -12,6 +12,7 @@ use leasehold::{
     ElectionOptions, Elector, Event, Extension, Lease, LeaseStore, LockName, LockState, LostReason,
     MemoryStore, Release, RetryPolicy, RunOutcome,
 };
+use leasehold_testkit::fault::{FaultControl, FaultyStore, Op};
 use tokio::time::{Instant, sleep};
 
 const MS: Duration = Duration::from_millis(1);
@@ -616,52 +617,19 @@ async fn a_lease_granted_after_the_caller_gave_up_is_released() {
     );
 }
 
-/// A memory store whose first acquisition is applied at once but answered only after
-/// `late`; later ones answer at once, and `yields` first yield to the runtime that many times.
-/// Not cancel-safe, so the elector runs each attempt on its own task.
-struct LateFirstAnswer {
-    inner: MemoryStore,
-    calls: AtomicU32,
-    late: Duration,
-}
-
-#[async_trait]
-impl LeaseStore for LateFirstAnswer {
-    async fn try_acquire(
-        &self,
-        req: &AcquireRequest,
-    ) -> StoreResult<leasehold::store::Acquisition> {
-        let first = self.calls.fetch_add(1, Ordering::SeqCst) == 0;
-        tokio::task::yield_now().await;
-        let outcome = self.inner.try_acquire(req).await;
-        if first {
-            sleep(self.late).await;
-        }
-        outcome
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.inner.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.inner.release(lease, linger).await
-    }
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.inner.state(lock, slots).await
-    }
-    fn describe(&self) -> String {
-        "late first answer".into()
-    }
+/// A memory store behind the testkit's fault wrapper (whose acquisitions are not cancel-safe,
+/// so the elector runs each attempt on its own task).
+fn faulty() -> (Arc<MemoryStore>, Arc<FaultyStore>, FaultControl) {
+    let memory = Arc::new(MemoryStore::new());
+    let (store, faults) = FaultyStore::new(memory.clone());
+    (memory, store, faults)
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_late_answer_does_not_release_the_lease_a_retry_got_back() {
-    let store = Arc::new(LateFirstAnswer {
-        inner: MemoryStore::new(),
-        calls: AtomicU32::new(0),
-        late: Duration::from_secs(3),
-    });
+    let (_, store, faults) = faulty();
     let e = Elector::with_options(
-        store.clone(),
+        store,
         opts()
             .wait(Duration::from_secs(30))
             .attempt_timeout(Duration::from_secs(1))
@@ -670,8 +638,17 @@ async fn a_late_answer_does_not_release_the_lease_a_retry_got_back() {
     );
     // The first attempt is granted but its answer is late: the caller times out and retries
     // with the same token, and the store hands the same lease back.
-    let guard = e.try_acquire("job").await.unwrap().expect("elected");
-    assert!(store.calls.load(Ordering::SeqCst) >= 2);
+    faults.delay_answer(Op::TryAcquire, Duration::from_secs(3));
+    let acquiring = tokio::spawn({
+        let e = e.clone();
+        async move { e.try_acquire("job").await }
+    });
+    while faults.calls(Op::TryAcquire) == 0 {
+        sleep(MS).await;
+    }
+    faults.heal(Op::TryAcquire);
+    let guard = acquiring.await.unwrap().unwrap().expect("elected");
+    assert!(faults.calls(Op::TryAcquire) >= 2);
     // Then the first answer arrives, nobody waiting for it: the lease is the caller's.
     sleep(Duration::from_secs(5)).await;
     e.settled().await;
@@ -688,18 +665,13 @@ async fn a_late_answer_does_not_release_the_lease_a_retry_got_back() {
 
 #[tokio::test(start_paused = true)]
 async fn a_grant_waiting_in_the_channel_when_the_caller_is_dropped_is_released() {
-    let store = Arc::new(LateFirstAnswer {
-        inner: MemoryStore::new(),
-        calls: AtomicU32::new(1), // no late answer: granted after one yield
-        late: Duration::ZERO,
-    });
-    let e = Elector::with_options(store.clone(), opts().build().unwrap());
+    let (_, store, faults) = faulty();
+    faults.delay_request(Op::TryAcquire, MS);
+    let e = Elector::with_options(store, opts().build().unwrap());
     let mut call = Box::pin(e.try_acquire("job"));
     assert!(futures::poll!(call.as_mut()).is_pending());
     // The attempt's task is granted the lease and sends it; the caller never reads it.
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
+    sleep(5 * MS).await;
     assert!(!e.state("job").await.unwrap().is_free(), "granted");
     drop(call);
     e.settled().await;
@@ -709,46 +681,13 @@ async fn a_grant_waiting_in_the_channel_when_the_caller_is_dropped_is_released()
     );
 }
 
-/// A memory store whose extensions reach it `delay` after they are sent.
-struct SlowExtend {
-    inner: MemoryStore,
-    delay: Duration,
-}
-
-#[async_trait]
-impl LeaseStore for SlowExtend {
-    async fn try_acquire(
-        &self,
-        req: &AcquireRequest,
-    ) -> StoreResult<leasehold::store::Acquisition> {
-        self.inner.try_acquire(req).await
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        sleep(self.delay).await;
-        self.inner.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.inner.release(lease, linger).await
-    }
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.inner.state(lock, slots).await
-    }
-    fn acquire_is_cancel_safe(&self) -> bool {
-        true
-    }
-    fn describe(&self) -> String {
-        "slow extend".into()
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn an_extension_in_flight_never_lengthens_a_lease_after_its_release() {
-    let store = Arc::new(SlowExtend {
-        inner: MemoryStore::new(),
-        delay: Duration::from_millis(100),
-    });
+    let (_, store, faults) = faulty();
+    // Extensions reach the store 100 ms after they are sent.
+    faults.delay_request(Op::Extend, Duration::from_millis(100));
     let e = Elector::with_options(
-        store.clone(),
+        store,
         opts()
             .lease(Duration::from_secs(30))
             .min_lease(Duration::from_secs(10))
