@@ -19,7 +19,7 @@ pub(crate) struct Child {
     group: bool,
     /// The command's process id, which is its group's id when `group` (kept after it is reaped,
     /// to reach what it left behind in its group).
-    pgid: Option<Pid>,
+    pid: Option<Pid>,
     name: String,
     /// SIGCHLD, which also comes when the command is stopped: the cue to look for a stop by the
     /// terminal (see [`Child::stopped_by_terminal`]). `None` where that cannot be looked at.
@@ -61,14 +61,14 @@ impl Child {
             )
         })?;
         tracing::debug!(command = %name, pid = inner.id(), "leasehold: command started");
-        let pgid = inner
+        let pid = inner
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw);
         Ok(Self {
             inner,
             group: !foreground,
-            pgid,
+            pid,
             name,
             sigchld,
         })
@@ -78,11 +78,7 @@ impl Child {
     /// [`wait`](Self::wait). Only the first call gets a working watch.
     pub(crate) fn terminal_stops(&mut self) -> TerminalStops {
         TerminalStops {
-            pid: self
-                .inner
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .map(Pid::from_raw),
+            pid: self.pid,
             sigchld: self.sigchld.take(),
         }
     }
@@ -95,10 +91,10 @@ impl Child {
     /// Sends `signal` to the command (its process group unless started in the foreground).
     /// Does nothing once the command has been reaped, so a recycled pid is never signalled.
     fn signal(&self, signal: Signal) {
-        let Some(pid) = self.inner.id().and_then(|id| i32::try_from(id).ok()) else {
+        // `inner.id()` is gone once the command is reaped.
+        let Some(pid) = self.inner.id().and(self.pid) else {
             return;
         };
-        let pid = Pid::from_raw(pid);
         let sent = if self.group {
             killpg(pid, signal)
         } else {
@@ -141,7 +137,7 @@ impl Child {
     /// The group's id stays reserved while any member lives (Linux does not hand out a process
     /// id that is still some group's id), so only the command's own leftovers are signalled.
     pub(crate) async fn stop_group_remains(&self, deadline: tokio::time::Instant) -> bool {
-        let Some(group) = self.pgid.filter(|_| self.group) else {
+        let Some(group) = self.pid.filter(|_| self.group) else {
             return false;
         };
         while killpg(group, None).is_ok() {

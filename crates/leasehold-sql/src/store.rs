@@ -304,21 +304,21 @@ impl LeaseStore for SqlStore {
             // claim refused by the ledger just before a period ended then reads as contention
             // (the ledger is behind the new period). Such a claim is tried once more, in the
             // new period (the same token: idempotent).
-            let mut tries = 0;
-            return Ok(loop {
-                tries += 1;
-                break match self.queries.acquire_period(req, period, &token).await? {
-                    Ok(row) => Acquisition::Granted(lease(req, 0, row, Some(period))),
-                    Err(Some(ledger)) => judge(Some(ledger), period),
+            let mut retried = false;
+            loop {
+                match self.queries.acquire_period(req, period, &token).await? {
+                    Ok(row) => return Ok(Acquisition::Granted(lease(req, 0, row, Some(period)))),
+                    Err(Some(ledger)) => return Ok(judge(Some(ledger), period)),
                     Err(None) => {
                         let ledger = self.queries.read_period(&req.lock).await?;
-                        if tries < 2 && just_ended(ledger.as_ref(), period) {
+                        if !retried && just_ended(ledger.as_ref(), period) {
+                            retried = true;
                             continue;
                         }
-                        judge(ledger, period)
+                        return Ok(judge(ledger, period));
                     }
-                };
-            });
+                }
+            }
         }
         self.migrate().await?;
         let candidates = if req.slots <= 1 {
