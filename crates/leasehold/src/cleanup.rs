@@ -62,18 +62,6 @@ impl Cleanup {
         });
     }
 
-    /// Spawns `work` on the current runtime, counted until it ends.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime, like `tokio::spawn`.
-    pub(crate) fn spawn<F>(&self, work: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        self.spawn_on(&Handle::current(), work);
-    }
-
     /// True if no counted task is running.
     pub(crate) fn is_settled(&self) -> bool {
         *self.0.borrow() == 0
@@ -111,7 +99,7 @@ mod tests {
         assert!(cleanup.is_settled());
         cleanup.settled().await; // nothing counted: at once
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        cleanup.spawn(async move {
+        cleanup.spawn_on(&Handle::current(), async move {
             let _ = rx.await;
         });
         assert!(!cleanup.is_settled());

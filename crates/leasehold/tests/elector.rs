@@ -13,7 +13,7 @@ use leasehold::{
     MemoryStore, Release, RetryPolicy, RunOutcome,
 };
 use leasehold_testkit::fault::{FaultControl, FaultyStore, Op};
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, sleep, timeout};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -33,6 +33,8 @@ struct Counting {
     /// Delay before each acquisition reaches the store (a slow network); makes the store not
     /// cancel-safe.
     delay: Duration,
+    /// Set: each acquisition panics after its delay (a store with a bug).
+    panics: AtomicBool,
 }
 
 impl Counting {
@@ -42,6 +44,7 @@ impl Counting {
             attempts: AtomicU32::new(0),
             signal,
             delay,
+            panics: AtomicBool::new(false),
         }
     }
 }
@@ -54,6 +57,7 @@ impl LeaseStore for Counting {
     ) -> StoreResult<leasehold::store::Acquisition> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         sleep(self.delay).await;
+        assert!(!self.panics.load(Ordering::SeqCst), "the store's bug");
         self.inner.try_acquire(req).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
@@ -384,7 +388,7 @@ async fn panic_releases_the_lease_then_resumes() {
 async fn dropping_the_run_future_releases_the_lease() {
     let store = Arc::new(MemoryStore::new());
     let e = elector(&store, opts());
-    let r = tokio::time::timeout(
+    let r = timeout(
         Duration::from_millis(100),
         e.run_if_leader("job", |_| std::future::pending::<()>()),
     )
@@ -596,7 +600,7 @@ async fn a_lease_granted_after_the_caller_gave_up_is_released() {
         opts().wait(Duration::from_secs(5)).build().unwrap(),
     );
     // The caller gives up while its request is still on the wire; the store grants it later.
-    let r = tokio::time::timeout(Duration::from_millis(10), e.try_acquire("job")).await;
+    let r = timeout(Duration::from_millis(10), e.try_acquire("job")).await;
     assert!(r.is_err());
     sleep(Duration::from_millis(200)).await;
     assert_eq!(store.attempts.load(Ordering::SeqCst), 1);
@@ -618,7 +622,7 @@ async fn a_lease_granted_after_the_caller_gave_up_is_released() {
 }
 
 /// A memory store behind the testkit's fault wrapper (whose acquisitions are not cancel-safe,
-/// so the elector runs each attempt on its own task).
+/// so the elector hands an attempt its caller stopped waiting for over to a cleanup task).
 fn faulty() -> (Arc<MemoryStore>, Arc<FaultyStore>, FaultControl) {
     let memory = Arc::new(MemoryStore::new());
     let (store, faults) = FaultyStore::new(memory.clone());
@@ -664,21 +668,56 @@ async fn a_late_answer_does_not_release_the_lease_a_retry_got_back() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_grant_waiting_in_the_channel_when_the_caller_is_dropped_is_released() {
+async fn an_attempt_in_flight_when_the_caller_is_dropped_is_finished_and_its_grant_released() {
     let (_, store, faults) = faulty();
     faults.delay_request(Op::TryAcquire, MS);
     let e = Elector::with_options(store, opts().build().unwrap());
     let mut call = Box::pin(e.try_acquire("job"));
     assert!(futures::poll!(call.as_mut()).is_pending());
-    // The attempt's task is granted the lease and sends it; the caller never reads it.
-    sleep(5 * MS).await;
-    assert!(!e.state("job").await.unwrap().is_free(), "granted");
+    // The attempt is on its way to the store; the caller stops waiting for it.
     drop(call);
     e.settled().await;
+    assert_eq!(faults.calls(Op::TryAcquire), 1);
     assert!(
         e.state("job").await.unwrap().is_free(),
-        "the unread grant is released"
+        "the grant nobody read is released"
     );
+    let fence = e.try_acquire("job").await.unwrap().map(|g| g.fence());
+    assert_eq!(
+        fence,
+        Some(2),
+        "the abandoned attempt was granted (fence 1) and then released"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_panicking_in_an_acquisition_is_a_transient_error_not_a_panic() {
+    let store = Arc::new(Counting::new(true, MS));
+    store.panics.store(true, Ordering::SeqCst);
+    let e = Elector::with_options(store.clone(), opts().build().unwrap());
+    let err = e.try_acquire("job").await.expect_err("the store panicked");
+    assert!(err.as_store().is_some_and(|s| s.is_transient()), "{err}");
+    assert!(err.to_string().contains("panicked"), "{err}");
+    // The elector is still usable once the store behaves.
+    store.panics.store(false, Ordering::SeqCst);
+    assert!(e.try_acquire("job").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_the_caller_stopped_waiting_for_still_counts_until_answered() {
+    let (_, store, faults) = faulty();
+    faults.delay_request(Op::TryAcquire, Duration::from_secs(2));
+    let e = Elector::with_options(store, opts().build().unwrap());
+    let mut call = Box::pin(e.try_acquire("job"));
+    assert!(futures::poll!(call.as_mut()).is_pending());
+    drop(call);
+    // The handed-over attempt is pending work: the elector has not settled until it answered.
+    assert!(
+        timeout(Duration::from_secs(1), e.settled()).await.is_err(),
+        "settled with an attempt still in flight"
+    );
+    e.settled().await;
+    assert!(e.state("job").await.unwrap().is_free());
 }
 
 #[tokio::test(start_paused = true)]

@@ -21,8 +21,9 @@ use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
 ///   means the wrapped store may grant a lease and the wrapper then yields before returning it, so
 ///   dropping the call there would leave the lease behind — exactly the situation of a networked
 ///   store. Because faults change at run time, possibly while a call is in flight, the only
-///   answer that is always true is `false`; it makes the core run each acquisition attempt on its
-///   own task and release late grants, the same path real network stores take.
+///   answer that is always true is `false`; it makes the core hand an acquisition attempt whose
+///   caller stopped waiting over to a cleanup task and release late grants, the same path real
+///   network stores take.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

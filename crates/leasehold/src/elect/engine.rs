@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::OptionFuture;
-use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 use tracing::{Instrument, debug};
 
 use crate::cleanup::Cleanup;
+use crate::elect::flight::Flight;
 use crate::elect::grants::{Answer, Grants};
 use crate::error::{Error, Result, StoreError, StoreResult};
 use crate::events::{Event, Events};
@@ -369,11 +369,12 @@ impl Engine {
         .with_timeout(opts.attempt_timeout)
     }
 
-    /// One attempt. For stores whose acquisition is not cancel-safe the attempt runs on its own
-    /// task, so that an answer arriving after the caller stopped waiting is still seen: a lease
-    /// it grants is released unless the caller took that token's lease through another attempt
-    /// ([`Grants`], made on the first such attempt of an acquisition). That task is counted in
-    /// `cleanup`, so stop paths can wait for it (`Elector::settled`).
+    /// One attempt. On a store whose acquisition is not cancel-safe the attempt runs in this
+    /// task but is handed over to a cleanup task if the caller stops waiting for it ([`Flight`]),
+    /// so that an answer arriving later is still seen: a lease it grants is released unless the
+    /// caller took that token's lease through another attempt ([`Grants`], made when the first
+    /// attempt of an acquisition is handed over). Those tasks are counted in `cleanup`, so stop
+    /// paths can wait for them (`Elector::settled`).
     ///
     /// An attempt without an answer within `req.timeout` is a transient error: the caller moves
     /// on (retrying within its wait, with the same token). If the store granted a lease to a
@@ -396,28 +397,23 @@ impl Engine {
                 .await
                 .unwrap_or_else(|| Err(no_answer()));
         }
-        let grants = Arc::clone(
-            grants
-                .get_or_insert_with(|| Grants::new(Arc::clone(&self.store), self.cleanup.clone())),
-        );
-        let (tx, rx) = oneshot::channel();
-        let store = Arc::clone(&self.store);
-        let sent = req.clone();
-        self.cleanup.spawn(async move {
-            let answer = Answer::new(store.try_acquire(&sent).await, grants);
-            // Nobody waits any more: the answer is dropped here, and a grant in it given up.
-            let _ = tx.send(answer);
-        });
-        match within(limit, rx).await {
-            Some(Ok(answer)) => answer.read().unwrap_or_else(|| {
+        let mut flight = Flight::new(&self.store, req, &self.cleanup, grants.clone());
+        let Some(Some(outcome)) = within(limit, flight.answer()).await else {
+            let shared = grants
+                .get_or_insert_with(|| Grants::new(Arc::clone(&self.store), self.cleanup.clone()));
+            flight.abandon(Arc::clone(shared));
+            return Err(no_answer());
+        };
+        // With no attempt handed over before, no late answer can hold this token's lease.
+        let Some(shared) = grants.as_ref() else {
+            return outcome;
+        };
+        Answer::new(outcome, Arc::clone(shared))
+            .read()
+            .unwrap_or_else(|| {
                 req.token = Token::random();
                 Ok(Acquisition::Held)
-            }),
-            Some(Err(_)) => Err(StoreError::transient(
-                "the acquisition task ended without an answer",
-            )),
-            None => Err(no_answer()),
-        }
+            })
     }
 
     fn elected(

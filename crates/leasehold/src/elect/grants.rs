@@ -2,12 +2,12 @@
 //!
 //! An acquisition sends its attempts with one token, so that the store hands back a lease an
 //! earlier attempt got but whose answer was lost. On a store whose acquisition is not
-//! cancel-safe each attempt runs on its own task, and its answer can come after the caller
-//! stopped waiting for it: the attempt timed out (and the next one went out with the same
-//! token), or the caller's future was dropped with the answer already in the channel. A grant
-//! nobody reads must be released — unless another attempt of the same acquisition got that lease
-//! back and the caller took it, since releasing by token would free the caller's lease. And once
-//! a token's lease is being released the caller must not take it.
+//! cancel-safe an attempt the caller stops waiting for is handed over to a cleanup task
+//! (`flight`), and its answer can come after that: the attempt timed out (and the next one went
+//! out with the same token), or the caller's future was dropped while the attempt was in
+//! flight. A grant nobody reads must be released — unless another attempt of the same
+//! acquisition got that lease back and the caller took it, since releasing by token would free
+//! the caller's lease. And once a token's lease is being released the caller must not take it.
 //!
 //! [`Grants`] decides both under one lock, per token: a token the caller took is never released
 //! by a late answer ([`Answer`]'s drop), and a token given up that way is never taken
@@ -87,8 +87,8 @@ impl Grants {
 }
 
 /// An attempt's answer on its way to the caller. A grant in it that the caller does not take is
-/// given up when the answer is dropped: by the attempt's task when the caller no longer waits,
-/// with the channel when the caller's future is dropped, or by [`read`](Self::read).
+/// given up when the answer is dropped: by the cleanup task of an attempt handed over, or by
+/// [`read`](Self::read).
 pub(crate) struct Answer {
     outcome: Option<StoreResult<Acquisition>>,
     grants: Arc<Grants>,

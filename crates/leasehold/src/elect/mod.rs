@@ -3,6 +3,7 @@
 
 pub(crate) mod elector;
 pub(crate) mod engine;
+pub(crate) mod flight;
 pub(crate) mod grants;
 pub(crate) mod guarded_stream;
 pub(crate) mod lead;

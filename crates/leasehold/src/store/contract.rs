@@ -118,8 +118,9 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// True if dropping a `try_acquire` future can never leave a lease granted behind (the store
     /// completes without yielding, like [`MemoryStore`](crate::MemoryStore)). When false (the
-    /// default), the core runs each acquisition attempt on its own task and releases a lease that
-    /// arrives after the caller gave up.
+    /// default), an acquisition attempt whose caller stops waiting for it is handed over to a
+    /// cleanup task of the core, which reads its answer and releases a lease that arrives after the
+    /// caller gave up.
     fn acquire_is_cancel_safe(&self) -> bool {
         false
     }
