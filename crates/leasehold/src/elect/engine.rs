@@ -399,9 +399,7 @@ impl Engine {
         }
         let mut flight = Flight::new(&self.store, req, &self.cleanup, grants.clone());
         let Some(Some(outcome)) = within(limit, flight.answer()).await else {
-            let shared = grants
-                .get_or_insert_with(|| Grants::new(Arc::clone(&self.store), self.cleanup.clone()));
-            flight.abandon(Arc::clone(shared));
+            flight.abandon(grants);
             return Err(no_answer());
         };
         // With no attempt handed over before, no late answer can hold this token's lease.

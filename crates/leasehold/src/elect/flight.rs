@@ -71,9 +71,15 @@ impl<'a> Flight<'a> {
         Some(outcome)
     }
 
-    /// Hands the attempt, unanswered, over to a cleanup task that reads its answer with `grants`.
-    pub(crate) fn abandon(mut self, grants: Arc<Grants>) {
-        self.grants = Some(grants);
+    /// Hands the attempt, unanswered, over to a cleanup task that reads its answer with the
+    /// acquisition's `grants`, made now if none of its attempts was handed over before.
+    pub(crate) fn abandon(mut self, grants: &mut Option<Arc<Grants>>) {
+        let shared = grants.get_or_insert_with(|| self.new_grants());
+        self.grants = Some(Arc::clone(shared));
+    }
+
+    fn new_grants(&self) -> Arc<Grants> {
+        Grants::new(Arc::clone(self.store), self.cleanup.clone())
     }
 }
 
@@ -82,10 +88,7 @@ impl Drop for Flight<'_> {
         let Some(attempt) = self.attempt.take() else {
             return;
         };
-        let grants = self
-            .grants
-            .take()
-            .unwrap_or_else(|| Grants::new(Arc::clone(self.store), self.cleanup.clone()));
+        let grants = self.grants.take().unwrap_or_else(|| self.new_grants());
         let Ok(handle) = Handle::try_current() else {
             warn!(
                 "leasehold: an acquisition attempt was abandoned outside a tokio runtime; a lease \
