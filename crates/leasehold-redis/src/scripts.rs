@@ -29,6 +29,24 @@
 //! at a time, so its failed attempt either came before the release, and set `w`, or after it,
 //! and set `w` for the next one).
 //!
+//! and, for **hand-off** (single-slot requests, see [`leasehold::store::HandOff`]):
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `q<w>` | elector `w` (16 hex digits) waits: `<since>:<seen>`, epoch ms of its first refusal and of a recent one (refreshed when older than a quarter of [`WAITING_FRESH`](leasehold::store::WAITING_FRESH)) |
+//! | `n` | the elector a free lock is kept for |
+//! | `nu` | until when, epoch ms (server clock): a single-slot acquire by anyone else before then is refused |
+//!
+//! A refused single-slot acquire of a waiting elector writes its `q<w>` (only while the hash has
+//! fewer than [`MAX_WAITERS`](leasehold::store::MAX_WAITERS) fields, its own fields included, so
+//! the line and the release's scan of it stay bounded); a grant deletes the grantee's `q<w>`,
+//! `n` and `nu`, and the `q<w>` of an elector whose keep lapsed. A release that keeps the lock
+//! for its own elector (`k`) writes `n`/`nu` and does not publish; a release to the longest
+//! waiter (`l`), when `w` says someone was refused, reads the hash once, drops stale `q<w>`s,
+//! and keeps the lock for the earliest `since` among the others. Versions without hand-off ignore
+//! these fields (their scripts read only the slot fields, `w` and the ledger), so a mixed fleet is
+//! as safe as before, only less fair.
+//!
 //! Fences are minted as `max(f<s> + 1, server time in µs)`: they rise by one against the stored
 //! counter, and never fall below the server clock in microseconds (ms × 1000 and then some). So a
 //! counter that vanished — the idle hash expired, the server restarted without persistence, or an
@@ -49,6 +67,7 @@
 //! `server-cpu` benchmark). The layout is the same either way, so hashes written by earlier
 //! versions keep working.
 
+use leasehold::store::{HAND_OFF_HOLD, MAX_WAITERS, WAITING_FRESH};
 use redis::Script;
 
 /// Shared prelude: the server clock in ms, and integer formatting (Lua numbers are doubles; `%d`
@@ -58,6 +77,42 @@ const PRELUDE: &str = r"
 local clock = redis.call('TIME')
 local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
 local function int(n) return string.format('%d', n) end
+";
+
+/// Shared by both acquire paths: the hand-off's line (see the module's table). `ARGV[8]` is the
+/// waiting elector's id (`''`: the caller does not wait, and is never recorded).
+const WAIT_LINE: &str = r"
+local function kept_from(n, nu, who)
+  return n and n ~= who and (tonumber(nu) or 0) > now
+end
+local function refuse(key, who, rec)
+  if who == '' then
+    redis.call('HSETNX', key, 'w', '1')
+    return false
+  end
+  local since, seen
+  if rec then
+    local a, b = string.match(rec, '^(%d+):(%d+)$')
+    since, seen = tonumber(a), tonumber(b)
+  end
+  if since and now - seen < FRESH / 4 then
+    redis.call('HSETNX', key, 'w', '1')
+    return false
+  end
+  if not since or now - seen >= FRESH then since = now end
+  if rec or redis.call('HLEN', key) < MAX_WAITERS then
+    redis.call('HSET', key, 'w', '1', 'q' .. who, int(since) .. ':' .. int(now))
+  else
+    redis.call('HSETNX', key, 'w', '1')
+  end
+  return false
+end
+local function granted_to(key, n, nu, who)
+  local gone = {'n', 'nu'}
+  if who ~= '' then gone[#gone + 1] = 'q' .. who end
+  if n and n ~= who and (tonumber(nu) or 0) <= now then gone[#gone + 1] = 'q' .. n end
+  redis.call('HDEL', key, unpack(gone))
+end
 ";
 
 /// Shared by every script that looks at several slots: `live_slots(key)` reads the hash once and
@@ -99,27 +154,29 @@ end
 /// falls through to the full script, which decides the same way from all its fields.
 const ACQUIRE_ONE: &str = r"
 if ARGV[4] == '1' and ARGV[6] == '' then
-  local key, token = KEYS[1], ARGV[1]
-  local h = redis.call('HMGET', key, 't0', 'e0', 'f0', 'a0', 'f1', 'lp')
+  local key, token, who = KEYS[1], ARGV[1], ARGV[8] or ''
+  local h = redis.call('HMGET', key, 't0', 'e0', 'f0', 'a0', 'f1', 'lp', 'n', 'nu', 'q' .. who)
   if not (h[5] or h[6]) then
     local e = tonumber(h[2]) or 0
     if h[1] and e > now then
       if h[1] == token then return {0, tonumber(h[3]) or 0, tonumber(h[4]) or 0, e, ''} end
-      redis.call('HSETNX', key, 'w', '1')
-      return false
+      return refuse(key, who, h[9])
     end
+    if kept_from(h[7], h[8], who) then return refuse(key, who, h[9]) end
     local ttl = tonumber(ARGV[3])
     local fence = math.max((tonumber(h[3]) or 0) + 1, clock[1] * 1000000 + clock[2])
     redis.call('HSET', key, 't0', token, 'o0', ARGV[2], 'f0', int(fence), 'a0', int(now),
       'e0', int(now + ttl))
     redis.call('PEXPIRE', key, int(ttl + tonumber(ARGV[5])))
+    if h[7] or (who ~= '' and h[9]) then granted_to(key, h[7], h[8], who) end
     return {0, fence, now, now + ttl, ''}
   end
 end
 ";
 
-/// ARGV: token, owner, ttl ms, slots, retention ms, and for a period claim period length ms and
-/// offset ms (empty strings otherwise). Returns `{slot, fence, acquired, expires, ''}`, nil when
+/// ARGV: token, owner, ttl ms, slots, retention ms, for a period claim period length ms and
+/// offset ms (empty strings otherwise), and the waiting elector's id (`''` if none; used for
+/// single-slot requests only). Returns `{slot, fence, acquired, expires, ''}`, nil when
 /// held, or `{-1, period, at, 0, by}` when the ledger records this period or a later one.
 ///
 /// One read of the hash finds a live slot this token already holds (a retried request: the
@@ -129,6 +186,7 @@ const ACQUIRE: &str = r"
 local key, token, owner = KEYS[1], ARGV[1], ARGV[2]
 local ttl, slots, retention = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local plen, poff = tonumber(ARGV[6]), tonumber(ARGV[7])
+local who = slots == 1 and (ARGV[8] or '') or ''
 local expires = now + ttl
 local live, fields = live_slots(key)
 local latest, busy = expires, {}
@@ -154,15 +212,17 @@ if plen then
 end
 local free = 0
 while busy[free] do free = free + 1 end
-if free >= slots then
-  redis.call('HSETNX', key, 'w', '1')
-  return false
+if free >= slots or (slots == 1 and kept_from(fields['n'], fields['nu'], who)) then
+  return refuse(key, who, fields['q' .. who])
 end
 local last = tonumber(fields['f' .. free]) or 0
 local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])
 redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int(fence),
   'a' .. free, int(now), 'e' .. free, int(expires))
 if p then redis.call('HSET', key, 'lp', int(p), 'la', int(now), 'lb', owner) end
+if slots == 1 and (fields['n'] or (who ~= '' and fields['q' .. who])) then
+  granted_to(key, fields['n'], fields['nu'], who)
+end
 -- The TTL must outlive the ledger's period: a claim sets it past the period's end; a grant
 -- without a period on a hash with a ledger (whose end it does not know) only lengthens it.
 local keep = latest - now + retention
@@ -184,7 +244,10 @@ if redis.call('PTTL', key) < ttl + retention then redis.call('PEXPIRE', key, int
 return expires
 ";
 
-/// ARGV: slot, token, linger ms, channel, lock name. Returns 1 if released (or shortened), else 0.
+/// ARGV: slot, token, linger ms, channel, lock name, hand-off (`''` anyone, `k` keep for the
+/// elector `ARGV[7]`, `l` keep for the longest waiter other than `ARGV[7]`; slot 0 only) and the
+/// releasing elector's id. Returns 2 if released and kept for another elector, 1 if released
+/// (or shortened), else 0.
 const RELEASE: &str = r"
 local key, s, token = KEYS[1], ARGV[1], ARGV[2]
 local linger = tonumber(ARGV[3])
@@ -195,9 +258,52 @@ if linger > 0 then
   if now + linger < e then redis.call('HSET', key, 'e' .. s, int(now + linger)) end
   return 1
 end
-redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s, 'w')
+local to, me = s == '0' and (ARGV[6] or '') or '', ARGV[7] or ''
+if to == 'k' then
+  redis.call('HDEL', key, 't0', 'o0', 'a0', 'e0')
+  redis.call('HSET', key, 'n', me, 'nu', int(now + HOLD))
+  return 1
+end
+local next, others = nil, 0
+if to == 'l' and h[3] then next, others = longest_waiter(key, me) end
+if others > 0 then
+  -- Waiters besides the one kept for still wait: the next release looks for them again.
+  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
+else
+  redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s, 'w')
+end
 if h[3] then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
+if next then
+  redis.call('HSET', key, 'n', next, 'nu', int(now + HOLD))
+  return 2
+end
 return 1
+";
+
+/// The release's choice of the longest waiter: one read of the hash; drops the `q<w>` fields
+/// gone stale; returns the id with the earliest `since` other than `me` (or nil), and how many
+/// other fresh waiters there are besides it.
+const LONGEST_WAITER: &str = r"
+local function longest_waiter(key, me)
+  local flat = redis.call('HGETALL', key)
+  local best, first, stale, fresh = nil, nil, {}, 0
+  for i = 1, #flat, 2 do
+    local name = flat[i]
+    if string.byte(name, 1) == 113 and #name > 1 then
+      local a, b = string.match(flat[i + 1], '^(%d+):(%d+)$')
+      local since, seen = tonumber(a), tonumber(b)
+      local who = string.sub(name, 2)
+      if not seen or now - seen >= FRESH then
+        stale[#stale + 1] = name
+      else
+        fresh = fresh + 1
+        if who ~= me and (not first or since < first) then best, first = who, since end
+      end
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+  return best, fresh - (best and 1 or 0)
+end
 ";
 
 /// ARGV: slots. Returns `{{slot, owner, fence, acquired, expires}, …}` for live slots.
@@ -214,7 +320,7 @@ for _, held in ipairs(out) do
   redis.call('HDEL', key, 't' .. s, 'o' .. s, 'a' .. s, 'e' .. s)
 end
 if #out > 0 then
-  redis.call('HDEL', key, 'w')
+  redis.call('HDEL', key, 'w', 'n', 'nu')
   redis.call('PUBLISH', ARGV[2], ARGV[3])
 end
 return out
@@ -248,11 +354,13 @@ pub struct Scripts {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScriptKind {
-    /// ARGV: token, owner, ttl ms, slots, retention ms → `{slot, fence, acquired ms, expires ms}` or nil.
+    /// ARGV: token, owner, ttl ms, slots, retention ms, period length ms, period offset ms,
+    /// waiting elector → `{slot, fence, acquired ms, expires ms, ''}` or nil.
     Acquire,
     /// ARGV: slot, token, ttl ms, retention ms → new expiry ms, or nil when not held.
     Extend,
-    /// ARGV: slot, token, linger ms, channel, lock name → 1 released (or shortened), 0 not held.
+    /// ARGV: slot, token, linger ms, channel, lock name, hand-off (`''`, `k`, `l`), releasing
+    /// elector → 2 released and kept for another elector, 1 released (or shortened), 0 not held.
     Release,
     /// ARGV: slots → `{{slot, owner, fence, acquired ms, expires ms}, …}` of live slots.
     State,
@@ -331,12 +439,25 @@ impl Scripts {
     }
 }
 
+/// The hand-off's constants, from the core's: the hold and the freshness in ms, the line's bound.
+fn hand_off_constants() -> String {
+    format!(
+        "local HOLD, FRESH, MAX_WAITERS = {}, {}, {}\n",
+        HAND_OFF_HOLD.as_millis(),
+        WAITING_FRESH.as_millis(),
+        MAX_WAITERS
+    )
+}
+
 /// The prelude, the helpers a script uses, and its body.
 fn full_source(kind: ScriptKind) -> String {
+    let hand_off = hand_off_constants();
     match kind {
-        ScriptKind::Acquire => format!("{PRELUDE}{ACQUIRE_ONE}{LIVE_SLOTS}{ACQUIRE}"),
+        ScriptKind::Acquire => {
+            format!("{PRELUDE}{hand_off}{WAIT_LINE}{ACQUIRE_ONE}{LIVE_SLOTS}{ACQUIRE}")
+        }
         ScriptKind::Extend => format!("{PRELUDE}{EXTEND}"),
-        ScriptKind::Release => format!("{PRELUDE}{RELEASE}"),
+        ScriptKind::Release => format!("{PRELUDE}{hand_off}{LONGEST_WAITER}{RELEASE}"),
         ScriptKind::State => format!("{PRELUDE}{LIVE_SLOTS}{STATE}"),
         ScriptKind::ForceRelease => format!("{PRELUDE}{LIVE_SLOTS}{FORCE_RELEASE}"),
     }

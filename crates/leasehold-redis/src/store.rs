@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
-    check_slots,
+    AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal,
+    ReleasedTo, StoreResult, WaiterId, check_slots,
 };
 use leasehold::{
     Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, redact_url,
@@ -338,6 +338,7 @@ impl LeaseStore for RedisStore {
             Some(p) => call.arg(p.length_ms()).arg(p.offset_ms()),
             None => call.arg("").arg(""),
         };
+        call.arg(req.waiter.map(WaiterId::to_hex).unwrap_or_default());
         let answer: Option<AcquireReply> = self.link.invoke(&call).await?;
         Ok(acquisition(req, answer))
     }
@@ -359,19 +360,41 @@ impl LeaseStore for RedisStore {
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        Ok(self
+            .release_to(lease, linger, HandOff::Anyone)
+            .await?
+            .release)
+    }
+
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: HandOff,
+    ) -> StoreResult<ReleasedTo> {
         let key = self.key(&lease.lock);
         let mut call = self.scripts.release().key(&key);
+        let mode = match to {
+            HandOff::Keep(_) => "k",
+            HandOff::Longest(_) => "l",
+            _ => "",
+        };
         call.arg(lease.slot)
             .arg(lease.token.to_hex())
             .arg(ms_ceil(linger))
             .arg(&self.channel)
-            .arg(lease.lock.as_str());
+            .arg(lease.lock.as_str())
+            .arg(mode)
+            .arg(to.waiter().map(WaiterId::to_hex).unwrap_or_default());
         let released: u8 = self.link.invoke(&call).await?;
-        Ok(if released == 1 {
-            Release::Released
-        } else {
-            Release::NotHeld
+        Ok(match released {
+            0 => ReleasedTo::new(Release::NotHeld, false),
+            kept => ReleasedTo::new(Release::Released, kept == 2),
         })
+    }
+
+    fn hands_off(&self) -> bool {
+        true
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

@@ -415,3 +415,83 @@ async fn a_grant_without_a_period_keeps_the_ledger_until_its_period_ends() {
     let again = store.try_acquire(&claim).await.unwrap();
     assert!(matches!(again, Acquisition::AlreadyRan(_)), "{again:?}");
 }
+
+/// The store's line of waiting electors is bounded: however many electors are refused, the
+/// lock's hash holds at most `MAX_WAITERS` fields (its own included), and the round's last
+/// release still finds the longest waiter among those recorded.
+#[tokio::test]
+async fn the_line_of_waiters_in_the_hash_is_bounded() {
+    use leasehold::store::{HandOff, MAX_WAITERS, WaiterId};
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("line-bound");
+    let me = WaiterId::random();
+    let held = store
+        .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(me))
+        .await
+        .unwrap()
+        .granted()
+        .unwrap();
+    let first = WaiterId::random();
+    let refused = store
+        .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(first))
+        .await
+        .unwrap();
+    assert_eq!(refused, Acquisition::Held);
+    for _ in 0..MAX_WAITERS * 2 {
+        let req = request(&lock, Duration::from_secs(30)).waiting_as(WaiterId::random());
+        assert_eq!(store.try_acquire(&req).await.unwrap(), Acquisition::Held);
+    }
+    let mut conn = store.connection().await.unwrap();
+    let fields: usize = conn.hlen(store.key(&lock)).await.unwrap();
+    assert!(fields <= MAX_WAITERS, "{fields} fields in the hash");
+    let recorded: Option<String> = conn
+        .hget(store.key(&lock), format!("q{}", first.to_hex()))
+        .await
+        .unwrap();
+    assert!(recorded.is_some(), "the first waiter is recorded");
+    let answer = store
+        .release_to(&held, Duration::ZERO, HandOff::Longest(me))
+        .await
+        .unwrap();
+    assert!(answer.kept_for_another);
+    let kept: Option<String> = conn.hget(store.key(&lock), "n").await.unwrap();
+    assert_eq!(kept, Some(first.to_hex()), "kept for the first one refused");
+}
+
+/// A lock whose hash has a period ledger takes the full acquire script, which hands off by
+/// the same rules: a lock kept for one elector is refused to another, period claim or not.
+#[tokio::test]
+async fn a_hash_with_a_ledger_hands_off_too() {
+    use leasehold::Period;
+    use leasehold::store::{HandOff, WaiterId};
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("line-ledger");
+    let (a, b, c) = (WaiterId::random(), WaiterId::random(), WaiterId::random());
+    let hourly = Period::every(Duration::from_secs(3600)).unwrap();
+    let claim = request(&lock, Duration::from_secs(30))
+        .with_period(hourly)
+        .waiting_as(a);
+    let held = store.try_acquire(&claim).await.unwrap().granted().unwrap();
+    let refused = store
+        .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(b))
+        .await
+        .unwrap();
+    assert_eq!(refused, Acquisition::Held);
+    let answer = store
+        .release_to(&held, Duration::ZERO, HandOff::Longest(a))
+        .await
+        .unwrap();
+    assert!(answer.kept_for_another, "b waits");
+    let by_c = store
+        .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(c))
+        .await
+        .unwrap();
+    assert_eq!(by_c, Acquisition::Held, "kept for b, not c");
+    let by_b = store
+        .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(b))
+        .await
+        .unwrap();
+    assert!(by_b.granted().is_some(), "b takes the lock kept for it");
+}

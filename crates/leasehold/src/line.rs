@@ -23,6 +23,13 @@
 //! waiting task per round, and a task's share of the lock does not depend on how many tasks its
 //! process runs.
 //!
+//! On a store that hands off ([`LeaseStore::hands_off`](crate::LeaseStore::hands_off)) the
+//! store does what the head start does, without leaving the lock idle: each release within the
+//! round keeps the freed lock for this elector's next task ([`HandOff::Keep`]), and the round's
+//! last release keeps it for the elector the store has seen waiting longest
+//! ([`HandOff::Longest`]). Only when the store knew of no other waiter (their next attempts
+//! still on the way) does the round end with a head start, as below.
+//!
 //! A head start can be too short: the other processes may be slower to hear the signal or to
 //! reach the store (a loaded machine, a longer network path). If this elector then wins the lock
 //! again without another process having held it, the others missed their turn: a new round
@@ -41,6 +48,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::name::LockName;
+use crate::store::hand_off::{HandOff, WaiterId};
 
 /// The shortest head start an elector gives other processes' waiters after its round.
 pub(crate) const HEAD_START_MIN: Duration = Duration::from_millis(2);
@@ -54,6 +62,11 @@ pub(crate) const ROUND_MEMORY: Duration = Duration::from_secs(1);
 /// Every line of one elector, by lock.
 #[derive(Default)]
 pub(crate) struct Lines {
+    /// This elector's identity among a lock's waiters on a store that hands off.
+    waiter: WaiterId,
+    /// True if the store hands off ([`LeaseStore::hands_off`](crate::LeaseStore::hands_off)):
+    /// rounds end with a hand-off instead of a head start.
+    hands_off: bool,
     /// Places in all lines; lets the uncontended path skip the map.
     places: AtomicUsize,
     lines: Mutex<HashMap<LockName, Line, foldhash::fast::RandomState>>,
@@ -103,6 +116,40 @@ struct Line {
 }
 
 impl Lines {
+    /// The lines of a new elector, on a store that hands off or not.
+    pub(crate) fn new(hands_off: bool) -> Self {
+        Self {
+            waiter: WaiterId::random(),
+            hands_off,
+            ..Self::default()
+        }
+    }
+
+    /// This elector's identity among a lock's waiters.
+    pub(crate) fn waiter(&self) -> WaiterId {
+        self.waiter
+    }
+
+    /// Whom this elector's release of single-slot `lock` leaves the lock to, on a store that
+    /// hands off: within its round, with a turn left and a task of its own in line, that task
+    /// (kept for this elector); otherwise the elector that has waited longest, if another
+    /// waits. Elsewhere: anyone.
+    pub(crate) fn hand_off(&self, lock: &LockName) -> HandOff {
+        if !self.hands_off {
+            return HandOff::Anyone;
+        }
+        let mid_round = self.live_rounds.load(Ordering::Acquire) > 0
+            && self
+                .rounds()
+                .get(lock)
+                .is_some_and(|r| r.yield_until.is_none() && r.left > 1);
+        if mid_round && self.is_busy(lock) {
+            HandOff::Keep(self.waiter)
+        } else {
+            HandOff::Longest(self.waiter)
+        }
+    }
+
     fn map(&self) -> MutexGuard<'_, HashMap<LockName, Line, foldhash::fast::RandomState>> {
         self.lines.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -216,7 +263,7 @@ impl Lines {
     /// else nothing. It does not grow with a learned head start: the others' head starts would
     /// then have to grow with it.
     pub(crate) fn signal_delay(&self, lock: &LockName) -> Option<Duration> {
-        if self.live_rounds.load(Ordering::Acquire) == 0 {
+        if self.hands_off || self.live_rounds.load(Ordering::Acquire) == 0 {
             return None;
         }
         let rounds = self.rounds();
@@ -224,8 +271,9 @@ impl Lines {
         Some(three_round_trips(round.round_trip) / 2)
     }
 
-    /// Counts a turn of `lock`'s round; true if the round is over (and yielding starts now).
-    fn round_over(&self, lock: &LockName) -> bool {
+    /// Counts a turn of `lock`'s round; true if the round is over (and yielding starts now,
+    /// for the head start, or for nothing if the release kept the lock for another process).
+    fn round_over(&self, lock: &LockName, kept_for_another: bool) -> bool {
         if self.live_rounds.load(Ordering::Acquire) == 0 {
             return false;
         }
@@ -238,14 +286,22 @@ impl Lines {
         if round.left > 0 && waiting {
             return false;
         }
-        round.yield_until = Some(Instant::now() + round.head_start);
+        // A release that kept the lock for another process gives the others their turn
+        // itself; without a waiter recorded in the store (one too slow to be refused yet), the
+        // head start does.
+        let head_start = if kept_for_another {
+            Duration::ZERO
+        } else {
+            round.head_start
+        };
+        round.yield_until = Some(Instant::now() + head_start);
         true
     }
 
     /// This elector released `lock`: the first in line may try again at once, unless this
     /// elector's round is over (then the line waits out the head start of other processes).
-    pub(crate) fn released(&self, lock: &LockName) {
-        if self.round_over(lock) || self.places.load(Ordering::Acquire) == 0 {
+    pub(crate) fn released(&self, lock: &LockName, kept_for_another: bool) {
+        if self.round_over(lock, kept_for_another) || self.places.load(Ordering::Acquire) == 0 {
             return;
         }
         if let Some(line) = self.map().get(lock) {
@@ -348,12 +404,12 @@ mod tests {
     async fn a_release_wakes_the_first_in_line_even_before_it_waits() {
         let lines = Arc::new(Lines::default());
         let first = lines.join(&lock(), 1);
-        lines.released(&lock()); // before `freed()` is awaited: the permit is kept
+        lines.released(&lock(), false); // before `freed()` is awaited: the permit is kept
         tokio::time::timeout(std::time::Duration::from_secs(1), first.freed())
             .await
             .unwrap();
         let other = LockName::new("other").unwrap();
-        lines.released(&other); // no line: nothing happens
+        lines.released(&other, false); // no line: nothing happens
         assert!(!lines.is_busy(&other));
     }
 
@@ -370,7 +426,7 @@ mod tests {
         );
         // Two turns handed over in-process at once.
         for _ in 0..2 {
-            lines.released(&lock());
+            lines.released(&lock(), false);
             tokio::time::timeout(Duration::from_secs(1), places[0].freed())
                 .await
                 .unwrap();
@@ -378,7 +434,7 @@ mod tests {
         }
         // The third ends the round: no in-process wake-up, a head start of 3 round trips.
         let ended = Instant::now();
-        lines.released(&lock());
+        lines.released(&lock(), false);
         assert_eq!(
             lines.yielding(&lock()),
             Some(ended + Duration::from_millis(3))
@@ -400,7 +456,7 @@ mod tests {
         let place = lines.join(&lock(), 1);
         lines.won(&lock(), Duration::from_micros(10), true);
         drop(place);
-        lines.released(&lock());
+        lines.released(&lock(), false);
         // The head start is never shorter than the minimum.
         let until = lines.yielding(&lock()).unwrap();
         assert_eq!(until, Instant::now() + HEAD_START_MIN);
@@ -419,7 +475,7 @@ mod tests {
     /// Ends the round in progress on `lock` (one turn left, nobody in line) and returns when
     /// the yield it starts ends.
     fn end_round(lines: &Lines) -> Instant {
-        lines.released(&lock());
+        lines.released(&lock(), false);
         lines.yielding(&lock()).unwrap()
     }
 
@@ -462,7 +518,7 @@ mod tests {
         let places: Vec<_> = (0..2).map(|_| lines.join(&lock(), 1)).collect();
         lines.won(&lock(), Duration::from_millis(1), true);
         // A win within the round (an in-process hand-off) is a turn, not a new round.
-        lines.released(&lock());
+        lines.released(&lock(), false);
         lines.won(&lock(), Duration::from_millis(1), false);
         drop(places);
         let until = end_round(&lines);

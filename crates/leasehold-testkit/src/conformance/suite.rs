@@ -82,6 +82,7 @@ static TESTS: &[ConformanceTest] = suite![
     store_extend_after_expiry_is_not_held,
     store_group_grants_lowest_free_slot,
     store_force_release_frees_every_slot,
+    store_hands_off_to_the_longest_waiter,
     store_rejects_more_than_max_slots,
     store_records_the_longest_node_id,
     names_with_dots_and_slashes_are_independent,

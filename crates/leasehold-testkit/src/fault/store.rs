@@ -115,6 +115,21 @@ impl LeaseStore for FaultyStore {
             .await
     }
 
+    /// Faulted as [`Op::Release`].
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: leasehold::store::HandOff,
+    ) -> StoreResult<leasehold::store::ReleasedTo> {
+        self.call(Op::Release, || self.inner.release_to(lease, linger, to))
+            .await
+    }
+
+    fn hands_off(&self) -> bool {
+        self.inner.hands_off()
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.call(Op::State, || self.inner.state(lock, slots)).await
     }

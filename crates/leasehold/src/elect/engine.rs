@@ -50,6 +50,7 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
+        let lines = Arc::new(Lines::new(store.hands_off()));
         Self {
             store_label: store.describe().into(),
             store,
@@ -58,7 +59,7 @@ impl Engine {
             events: Events::default(),
             tenant: None,
             metrics: Arc::default(),
-            lines: Arc::default(),
+            lines,
             cleanup: Cleanup::default(),
             held: HeldLeases::default(),
         }
@@ -161,6 +162,9 @@ impl Engine {
         req.period = period;
         let mut grants = None;
         let waits = !opts.wait.is_zero();
+        if waits {
+            req.waiter = Some(self.lines.waiter());
+        }
         let mut signal = if waits {
             self.store.release_signal(lock)
         } else {
@@ -288,7 +292,7 @@ impl Engine {
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let mut req = self.request(lock);
+        let mut req = self.request(lock).waiting_as(self.lines.waiter());
         let mut grants = None;
         let mut signal = self.store.release_signal(lock);
         let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
@@ -439,6 +443,7 @@ impl Engine {
             lines: Arc::clone(&self.lines),
             cleanup: self.cleanup.clone(),
             held: self.held.clone(),
+            single: self.slots == 1,
             ttl: opts.lease,
             min_lease: opts.min_lease,
         };

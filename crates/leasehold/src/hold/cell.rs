@@ -19,6 +19,7 @@ use crate::line::Lines;
 use crate::metrics::LockMetrics;
 use crate::spans;
 use crate::store::contract::{ClockSource, LeaseStore};
+use crate::store::hand_off::HandOff;
 use crate::store::lease::{Extension, Lease, Release};
 
 /// The safety margin taken off a lease for the local deadline: a tenth of the lease, at least
@@ -37,6 +38,8 @@ pub(crate) struct CellOwner {
     pub(crate) lines: Arc<Lines>,
     pub(crate) cleanup: Cleanup,
     pub(crate) held: HeldLeases,
+    /// True for a single-slot lock: its release may hand the lock off (see `line`).
+    pub(crate) single: bool,
     pub(crate) ttl: Duration,
     pub(crate) min_lease: Duration,
 }
@@ -66,6 +69,8 @@ pub(crate) struct LeaseCell {
     metrics: Arc<LockMetrics>,
     /// The electing engine's lines: a release wakes the first of its tasks waiting in line.
     lines: Arc<Lines>,
+    /// True for a single-slot lock: its release may hand the lock off (see `line`).
+    single: bool,
     /// The electing engine's cleanup tasks: a dropped guard's release is counted there.
     pub(crate) cleanup: Cleanup,
     pub(crate) ttl: Duration,
@@ -110,6 +115,7 @@ impl LeaseCell {
             lines,
             cleanup,
             held,
+            single,
             ttl,
             min_lease,
         } = owner;
@@ -129,6 +135,7 @@ impl LeaseCell {
             events,
             metrics,
             lines,
+            single,
             cleanup,
             ttl,
             min_lease,
@@ -400,13 +407,20 @@ impl LeaseCell {
         // Until the store answers, a waiter of this elector that finds the lock held must not
         // take this lease for another process's (see `line`).
         let in_flight = self.lines.release_in_flight();
-        let outcome = self.store.release(lease, linger).await;
+        let to = if self.single && linger.is_zero() {
+            self.lines.hand_off(&lease.lock)
+        } else {
+            HandOff::Anyone
+        };
+        let answer = self.store.release_to(lease, linger, to).await;
         drop(in_flight);
         self.metrics.released();
+        let kept_for_another = answer.as_ref().is_ok_and(|a| a.kept_for_another);
+        let outcome = answer.map(|a| a.release);
         match &outcome {
             Ok(Release::Released) => {
                 if linger.is_zero() {
-                    self.lines.released(&lease.lock);
+                    self.lines.released(&lease.lock, kept_for_another);
                 }
                 debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "leasehold: released");
                 self.events.emit(|| Event::Released {

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreResult;
 use crate::name::LockName;
+use crate::store::hand_off::{HandOff, ReleasedTo};
 use crate::store::lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release,
 };
@@ -59,6 +60,47 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// Releases a lease, or shortens it to `linger` from now when `linger > 0`.
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release>;
+
+    /// Releases a lease like [`release`](Self::release), and on a store that
+    /// [hands off](Self::hands_off) leaves the freed lock to `to` (single-slot locks: slot 0;
+    /// a linger or a slot above 0 ignores `to`). The default ignores `to`.
+    ///
+    /// Implementations that hand off must guarantee, for slot 0 and `linger` zero:
+    ///
+    /// * [`HandOff::Keep`]`(w)` frees the lease and keeps the lock for `w` for
+    ///   [`HAND_OFF_HOLD`](crate::store::HAND_OFF_HOLD), *without* sending the release signal;
+    /// * [`HandOff::Longest`]`(me)` frees the lease, keeps the lock for the waiting elector with
+    ///   the earliest start of waiting other than `me` (if any) for `HAND_OFF_HOLD`, first
+    ///   forgetting waiters not refused within [`WAITING_FRESH`](crate::store::WAITING_FRESH),
+    ///   and sends the signal as `release` does; the answer says whether it found one
+    ///   ([`ReleasedTo::kept_for_another`]);
+    /// * [`HandOff::Anyone`] is `release`.
+    ///
+    /// and, in `try_acquire` of a single-slot request (`slots == 1`): a free lock kept for another
+    /// elector than [`req.waiter`](AcquireRequest::waiter) is refused as
+    /// [`Acquisition::Held`]; a refusal records `req.waiter` (if any) as waiting — from its first
+    /// refusal, its record refreshed by later ones, at most
+    /// [`MAX_WAITERS`](crate::store::MAX_WAITERS) per lock; a grant forgets the grantee as a
+    /// waiter and ends the keep, and a grant after a keep lapsed also forgets the elector it was
+    /// kept for. A forced release ends any keep. None of this changes fences, expiries or who
+    /// holds a lease: it only decides who may take a free lock first.
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: HandOff,
+    ) -> StoreResult<ReleasedTo> {
+        let _ = to;
+        Ok(ReleasedTo::plain(self.release(lease, linger).await?))
+    }
+
+    /// True if this store keeps a line of waiting electors per single-slot lock and honours
+    /// [`HandOff`] in [`release_to`](Self::release_to) (the default: false). The core then
+    /// takes turns between processes by hand-off instead of by waiting out a head start.
+    /// Wrappers forward their inner store's.
+    fn hands_off(&self) -> bool {
+        false
+    }
 
     /// A snapshot of the live holders of `lock` among `slots` slots.
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use rand::Rng;
 
 use crate::name::LockName;
+use crate::store::hand_off::WaiterId;
 use crate::store::period::Period;
 
 /// A random ownership proof (128 bits) minted for each acquisition.
@@ -113,6 +114,12 @@ pub struct AcquireRequest {
     /// enforces it around every `try_acquire` (no answer in time is a transient error, and a
     /// grant that arrives later is released); a store may also use it to bound its own I/O.
     pub timeout: Duration,
+    /// The elector asking, when it goes on trying after a refusal (its wait is not zero): a
+    /// store that [hands off](crate::LeaseStore::hands_off) records it among the lock's waiting
+    /// electors when it refuses a single-slot request, and lets it take a free lock kept for it
+    /// (see [`HandOff`](crate::store::HandOff)). `None`: the caller does not wait, and is never
+    /// recorded (nor ever let in to a lock kept for someone else).
+    pub waiter: Option<WaiterId>,
 }
 
 impl AcquireRequest {
@@ -132,7 +139,16 @@ impl AcquireRequest {
             ttl,
             period: None,
             timeout: crate::options::DEFAULT_ATTEMPT_TIMEOUT,
+            waiter: None,
         }
+    }
+
+    /// The same request made by `waiter`, an elector that waits (see
+    /// [`waiter`](Self::waiter)).
+    #[must_use]
+    pub fn waiting_as(mut self, waiter: WaiterId) -> Self {
+        self.waiter = Some(waiter);
+        self
     }
 
     /// The same request with another per-attempt timeout.

@@ -11,6 +11,7 @@ use crate::error::StoreResult;
 use crate::limits::{MAX_LIST_LOCKS, check_slots, deadline_after};
 use crate::name::LockName;
 use crate::store::contract::LeaseStore;
+use crate::store::hand_off::{HandOff, ReleasedTo, WaitLine};
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
 use crate::store::list::{ListCursor, ListedLock, LockPage};
@@ -47,6 +48,8 @@ struct Row {
     holder: Option<Held>,
     /// The period ledger (slot 0 only): the latest period granted, when and to whom.
     ledger: Option<(i64, Instant, Arc<str>)>,
+    /// The waiting electors and the hand-off (slot 0 only, single-slot requests).
+    line: WaitLine,
 }
 
 #[derive(Debug, Clone)]
@@ -147,6 +150,83 @@ impl MemoryStore {
             expires_at: self.wall(held.expires_at),
         }
     }
+
+    /// One acquisition's decision on `locks`: the lease granted (slot, fence, holder), or why
+    /// not (`None`: held, or kept for another elector; `Some`: the ledger's record).
+    fn grant(
+        &self,
+        locks: &mut HashMap<LockName, Vec<Row>, foldhash::fast::RandomState>,
+        req: &AcquireRequest,
+        wanted: usize,
+        now: Instant,
+        period: Option<i64>,
+    ) -> Result<(usize, u64, Held), Option<PeriodRecord>> {
+        // Rows exist only for slots ever granted: a lock's vector grows one slot at a time,
+        // never to the requested slot count.
+        let rows = locks.entry(req.lock.clone()).or_default();
+        let used = rows.len().min(wanted);
+        if let Some((slot, row)) = rows[..used].iter().enumerate().find(|(_, r)| {
+            r.holder
+                .as_ref()
+                .is_some_and(|h| h.token == req.token && h.live(now))
+        }) {
+            let Some(held) = row.holder.as_ref() else {
+                return Err(None);
+            };
+            return Ok((slot, row.fence, held.clone()));
+        }
+        // The ledger is slot 0's (period claims have exactly one slot).
+        if let (Some(p), Some((done, at, by))) =
+            (period, rows.first().and_then(|r| r.ledger.as_ref()))
+            && *done >= p
+        {
+            return Err(Some(PeriodRecord {
+                period: *done,
+                at: self.wall(*at),
+                by: String::from(&**by),
+            }));
+        }
+        let free = rows[..used]
+            .iter()
+            .position(|r| r.holder.as_ref().is_none_or(|h| !h.live(now)));
+        let single = wanted == 1;
+        let kept = single
+            && rows
+                .first()
+                .is_some_and(|r| r.line.kept_from(req.waiter, now));
+        let slot = match free {
+            Some(_) if kept => return Err(None),
+            Some(slot) => slot,
+            None if used < wanted => {
+                rows.push(Row {
+                    fence: 0,
+                    holder: None,
+                    ledger: None,
+                    line: WaitLine::default(),
+                });
+                used
+            }
+            None => return Err(None),
+        };
+        let Some(row) = rows.get_mut(slot) else {
+            return Err(None);
+        };
+        row.fence += 1;
+        if single {
+            row.line.granted(req.waiter, now);
+        }
+        if let Some(p) = period {
+            row.ledger = Some((p, now, Arc::clone(&req.owner)));
+        }
+        let held = row.holder.insert(Held {
+            owner: Arc::clone(&req.owner),
+            token: req.token,
+            acquired_at: now,
+            expires_at: deadline_after(now, req.ttl),
+            period,
+        });
+        Ok((slot, row.fence, held.clone()))
+    }
 }
 
 fn slot_index(slot: u32) -> usize {
@@ -162,61 +242,16 @@ impl LeaseStore for MemoryStore {
             .period
             .map(|p| p.id_at_ms(crate::store::period::epoch_ms(self.wall(now))));
         let granted = self.with_rows(|locks| {
-            // Rows exist only for slots ever granted: a lock's vector grows one slot at a time,
-            // never to the requested slot count.
-            let rows = locks.entry(req.lock.clone()).or_default();
-            let used = rows.len().min(wanted);
-            if let Some((slot, row)) = rows[..used].iter().enumerate().find(|(_, r)| {
-                r.holder
-                    .as_ref()
-                    .is_some_and(|h| h.token == req.token && h.live(now))
-            }) {
-                let Some(held) = row.holder.as_ref() else {
-                    return Err(None);
-                };
-                return Ok((slot, row.fence, held.clone()));
-            }
-            // The ledger is slot 0's (period claims have exactly one slot).
-            if let (Some(p), Some((done, at, by))) =
-                (period, rows.first().and_then(|r| r.ledger.as_ref()))
-                && *done >= p
+            let answer = self.grant(locks, req, wanted, now, period);
+            // A refused single-slot request of a waiting elector joins the lock's line.
+            if matches!(answer, Err(None))
+                && wanted == 1
+                && let Some(who) = req.waiter
+                && let Some(row) = locks.get_mut(&req.lock).and_then(|rows| rows.first_mut())
             {
-                return Err(Some(PeriodRecord {
-                    period: *done,
-                    at: self.wall(*at),
-                    by: String::from(&**by),
-                }));
+                row.line.refused(who, now);
             }
-            let free = rows[..used]
-                .iter()
-                .position(|r| r.holder.as_ref().is_none_or(|h| !h.live(now)));
-            let slot = match free {
-                Some(slot) => slot,
-                None if used < wanted => {
-                    rows.push(Row {
-                        fence: 0,
-                        holder: None,
-                        ledger: None,
-                    });
-                    used
-                }
-                None => return Err(None),
-            };
-            let Some(row) = rows.get_mut(slot) else {
-                return Err(None);
-            };
-            row.fence += 1;
-            if let Some(p) = period {
-                row.ledger = Some((p, now, Arc::clone(&req.owner)));
-            }
-            let held = row.holder.insert(Held {
-                owner: Arc::clone(&req.owner),
-                token: req.token,
-                acquired_at: now,
-                expires_at: deadline_after(now, req.ttl),
-                period,
-            });
-            Ok((slot, row.fence, held.clone()))
+            answer
         });
         Ok(match granted {
             Ok((slot, fence, held)) => Acquisition::Granted(self.lease(
@@ -251,7 +286,20 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        Ok(self
+            .release_to(lease, linger, HandOff::Anyone)
+            .await?
+            .release)
+    }
+
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: HandOff,
+    ) -> StoreResult<ReleasedTo> {
         let now = Instant::now();
+        // (signal the release, kept for another elector), or None when not held.
         let freed = self.with_rows(|locks| {
             let row = locks
                 .get_mut(&lease.lock)?
@@ -262,21 +310,24 @@ impl LeaseStore for MemoryStore {
                 .filter(|h| h.token == lease.token && h.live(now))?;
             if linger.is_zero() {
                 row.holder = None;
-                Some(true)
+                let to = if lease.slot == 0 { to } else { HandOff::Anyone };
+                let kept_for_another = row.line.freed(to, now);
+                Some((!matches!(to, HandOff::Keep(_)), kept_for_another))
             } else {
                 held.expires_at = held.expires_at.min(deadline_after(now, linger));
-                Some(false)
+                Some((false, false))
             }
         });
-        match freed {
-            None => Ok(Release::NotHeld),
-            Some(freed) => {
-                if freed {
-                    self.notifier.notify(&lease.lock);
-                }
-                Ok(Release::Released)
-            }
+        let Some((signal, kept_for_another)) = freed else {
+            return Ok(ReleasedTo::plain(Release::NotHeld));
+        };
+        if signal {
+            self.notifier.notify(&lease.lock);
         }
+        Ok(ReleasedTo {
+            release: Release::Released,
+            kept_for_another,
+        })
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
@@ -313,6 +364,7 @@ impl LeaseStore for MemoryStore {
                 .take(slot_index(slots))
                 .enumerate()
                 .filter_map(|(slot, row)| {
+                    row.line.clear_keep();
                     let held = row.holder.take_if(|h| h.live(now))?;
                     Some(self.holder(slot, row.fence, &held))
                 })
@@ -364,6 +416,10 @@ impl LeaseStore for MemoryStore {
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {
+        true
+    }
+
+    fn hands_off(&self) -> bool {
         true
     }
 

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use crate::error::StoreResult;
 use crate::name::LockName;
 use crate::store::contract::{ClockSource, LeaseStore};
+use crate::store::hand_off::{HandOff, ReleasedTo};
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
 use crate::store::list::{ListCursor, LockPage};
@@ -122,6 +123,26 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         let answer = self.inner.release(lease, linger).await;
         self.observer.released(lease, linger, &answer);
         answer
+    }
+
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: HandOff,
+    ) -> StoreResult<ReleasedTo> {
+        let answer = self.inner.release_to(lease, linger, to).await;
+        let kept_for_another = answer.as_ref().is_ok_and(|a| a.kept_for_another);
+        let release = answer.map(|a| a.release);
+        self.observer.released(lease, linger, &release);
+        release.map(|release| ReleasedTo {
+            release,
+            kept_for_another,
+        })
+    }
+
+    fn hands_off(&self) -> bool {
+        self.inner.hands_off()
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
