@@ -437,10 +437,13 @@ fn a_claim_the_lock_keeps_out_is_contention_until_the_period_has_run() {
             (13, "node-c", "already_ran"),
             // Period 2 has not run and node-a holds the lock: real contention, so node-b waits.
             (19, "node-b", "contended"),
-            // node-a's release at tick 20 is followed at once by its own late period-2 claim;
-            // node-b's wake-up retry then meets the ledger, and so does node-c.
-            (20, "node-a", "elected"),
-            (20, "node-b", "already_ran"),
+            // node-a's release at tick 20 keeps the lock for node-b, which was waiting (the
+            // store hands off): node-a's own late period-2 claim right after it is contention,
+            // node-b's wake-up retry wins period 2, and node-a's retry and node-c then meet
+            // the ledger.
+            (20, "node-a", "contended"),
+            (20, "node-b", "elected"),
+            (20, "node-a", "already_ran"),
             (21, "node-c", "already_ran"),
         ]
     );
