@@ -6,9 +6,9 @@ use async_trait::async_trait;
 
 use crate::error::StoreResult;
 use crate::name::LockName;
-use crate::store::hand_off::{HandOff, ReleasedTo};
+use crate::store::hand_off::HandOff;
 use crate::store::lease::{
-    AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release,
+    AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo,
 };
 use crate::store::list::{ListCursor, LockPage};
 use crate::store::signal::ReleaseSignal;

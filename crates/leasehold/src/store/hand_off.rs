@@ -28,8 +28,6 @@ use std::time::Duration;
 use rand::Rng as _;
 use tokio::time::Instant;
 
-use crate::store::lease::Release;
-
 /// How long a release's hand-off keeps a free lock for the chosen elector: other single-slot
 /// requests are refused as if it were held until then, or until the kept-for elector takes it.
 ///
@@ -115,33 +113,6 @@ impl HandOff {
             Self::Anyone => None,
             Self::Keep(w) | Self::Longest(w) => Some(w),
         }
-    }
-}
-
-/// What [`release_to`](crate::LeaseStore::release_to) did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReleasedTo {
-    /// The release's answer, as [`release`](crate::LeaseStore::release) gives it.
-    pub release: Release,
-    /// True if the freed lock is now kept for another elector than the releasing one (a
-    /// [`HandOff::Longest`] that found a waiter): the releasing elector need not hold back to
-    /// let the others go first.
-    pub kept_for_another: bool,
-}
-
-impl ReleasedTo {
-    /// A release's answer, with whether it kept the lock for another elector.
-    pub fn new(release: Release, kept_for_another: bool) -> Self {
-        Self {
-            release,
-            kept_for_another,
-        }
-    }
-
-    /// A release that left the lock to anyone (or kept it for the releasing elector).
-    pub fn plain(release: Release) -> Self {
-        Self::new(release, false)
     }
 }
 

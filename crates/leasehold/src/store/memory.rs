@@ -11,9 +11,11 @@ use crate::error::StoreResult;
 use crate::limits::{MAX_LIST_LOCKS, check_slots, deadline_after};
 use crate::name::LockName;
 use crate::store::contract::LeaseStore;
-use crate::store::hand_off::{HandOff, ReleasedTo, WaitLine};
+use crate::store::hand_off::{HandOff, WaitLine};
 use crate::store::lease::Acquisition;
-use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release, Token};
+use crate::store::lease::{
+    AcquireRequest, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
+};
 use crate::store::list::{ListCursor, ListedLock, LockPage};
 use crate::store::period::PeriodRecord;
 use crate::store::signal::{ReleaseNotifier, ReleaseSignal};
@@ -227,6 +229,37 @@ impl MemoryStore {
         });
         Ok((slot, row.fence, held.clone()))
     }
+
+    /// A release (see [`LeaseStore::release_to`]): one step under the lock, nothing awaited.
+    fn free(&self, lease: &Lease, linger: Duration, to: HandOff) -> ReleasedTo {
+        let now = Instant::now();
+        // `freed`: (send the release signal, kept for another elector), or None if not held.
+        let freed = self.with_rows(|locks| {
+            let row = locks
+                .get_mut(&lease.lock)?
+                .get_mut(slot_index(lease.slot))?;
+            let held = row
+                .holder
+                .as_mut()
+                .filter(|h| h.token == lease.token && h.live(now))?;
+            if linger.is_zero() {
+                row.holder = None;
+                let to = if lease.slot == 0 { to } else { HandOff::Anyone };
+                let kept_for_another = row.line.freed(to, now);
+                Some((!matches!(to, HandOff::Keep(_)), kept_for_another))
+            } else {
+                held.expires_at = held.expires_at.min(deadline_after(now, linger));
+                Some((false, false))
+            }
+        });
+        let Some((signal, kept_for_another)) = freed else {
+            return ReleasedTo::plain(Release::NotHeld);
+        };
+        if signal {
+            self.notifier.notify(&lease.lock);
+        }
+        ReleasedTo::new(Release::Released, kept_for_another)
+    }
 }
 
 fn slot_index(slot: u32) -> usize {
@@ -286,10 +319,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        Ok(self
-            .release_to(lease, linger, HandOff::Anyone)
-            .await?
-            .release)
+        Ok(self.free(lease, linger, HandOff::Anyone).release)
     }
 
     async fn release_to(
@@ -298,36 +328,7 @@ impl LeaseStore for MemoryStore {
         linger: Duration,
         to: HandOff,
     ) -> StoreResult<ReleasedTo> {
-        let now = Instant::now();
-        // (signal the release, kept for another elector), or None when not held.
-        let freed = self.with_rows(|locks| {
-            let row = locks
-                .get_mut(&lease.lock)?
-                .get_mut(slot_index(lease.slot))?;
-            let held = row
-                .holder
-                .as_mut()
-                .filter(|h| h.token == lease.token && h.live(now))?;
-            if linger.is_zero() {
-                row.holder = None;
-                let to = if lease.slot == 0 { to } else { HandOff::Anyone };
-                let kept_for_another = row.line.freed(to, now);
-                Some((!matches!(to, HandOff::Keep(_)), kept_for_another))
-            } else {
-                held.expires_at = held.expires_at.min(deadline_after(now, linger));
-                Some((false, false))
-            }
-        });
-        let Some((signal, kept_for_another)) = freed else {
-            return Ok(ReleasedTo::plain(Release::NotHeld));
-        };
-        if signal {
-            self.notifier.notify(&lease.lock);
-        }
-        Ok(ReleasedTo {
-            release: Release::Released,
-            kept_for_another,
-        })
+        Ok(self.free(lease, linger, to))
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

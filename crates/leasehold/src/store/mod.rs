@@ -36,8 +36,10 @@ pub use crate::limits::{
 pub use crate::name::LockName;
 pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, host_port, percent_decode};
 pub use contract::{ClockSource, LeaseStore};
-pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, ReleasedTo, WAITING_FRESH, WaiterId};
-pub use lease::{AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, Token};
+pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
+pub use lease::{
+    AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
+};
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use option_error::InvalidOption;
 pub use period::{

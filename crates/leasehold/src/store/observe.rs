@@ -8,9 +8,11 @@ use async_trait::async_trait;
 use crate::error::StoreResult;
 use crate::name::LockName;
 use crate::store::contract::{ClockSource, LeaseStore};
-use crate::store::hand_off::{HandOff, ReleasedTo};
+use crate::store::hand_off::HandOff;
 use crate::store::lease::Acquisition;
-use crate::store::lease::{AcquireRequest, Extension, Holder, Lease, LockState, Release};
+use crate::store::lease::{
+    AcquireRequest, Extension, Holder, Lease, LockState, Release, ReleasedTo,
+};
 use crate::store::list::{ListCursor, LockPage};
 use crate::store::signal::ReleaseSignal;
 
