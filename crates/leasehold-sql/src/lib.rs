@@ -78,6 +78,8 @@
 mod classify;
 #[cfg(feature = "sqlite")]
 mod clock;
+#[cfg(feature = "postgres")]
+mod contended;
 #[cfg(feature = "sqlite")]
 mod data_version;
 mod dialect;
@@ -98,8 +100,9 @@ mod url;
 #[cfg(all(feature = "bench-internals", feature = "sqlite"))]
 pub use clock::HostClock;
 pub use dialect::{
-    DEFAULT_FENCE_TABLE, Dialect, FenceStatements, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN,
-    POSTGRES_STALE_FENCE_SQLSTATE, SQLITE_MAX_NAME_LEN, STALE_FENCE_MESSAGE, Statements,
+    DEFAULT_FENCE_TABLE, Dialect, FenceStatements, HandOffStatements, MAX_LINE_BYTES,
+    MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, POSTGRES_STALE_FENCE_SQLSTATE, SQLITE_MAX_NAME_LEN,
+    STALE_FENCE_MESSAGE, Statements,
 };
 pub use fence::{
     FenceError, FencedWrite, LeaseTransaction, MAX_SQL_FENCE, SqlFences, is_stale_fence_error,

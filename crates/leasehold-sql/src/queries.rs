@@ -12,6 +12,8 @@ use crate::classify::classify;
 #[cfg(feature = "sqlite")]
 use crate::clock::HostClock;
 #[cfg(feature = "postgres")]
+use crate::dialect::HandOffStatements;
+#[cfg(feature = "postgres")]
 use crate::dialect::POSTGRES_NOTIFY;
 use crate::dialect::Statements;
 use crate::pool::SqlPool;
@@ -47,6 +49,17 @@ macro_rules! with_clock {
     };
 }
 
+/// Whether an acquisition honours and keeps hand-off's line (on PostgreSQL, whose table has its
+/// columns: see `dialect/hand_off.rs`), with the waiting elector's id (16 hex digits; `None`
+/// for a caller that does not wait).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Line<'a> {
+    /// Without hand-off.
+    Off,
+    /// With hand-off, for this waiter.
+    On(#[cfg_attr(not(feature = "postgres"), allow(dead_code))] Option<&'a str>),
+}
+
 /// A pool and the statements for one table.
 pub(crate) struct Queries {
     pool: SqlPool,
@@ -80,11 +93,13 @@ impl Queries {
     }
 
     /// One upsert attempt on one slot: the lease's row if granted (or already this token's).
+    /// With `line` on (PostgreSQL, slot 0), the attempt honours and keeps hand-off's line.
     pub(crate) async fn acquire(
         &self,
         req: &AcquireRequest,
         slot: i32,
         token: &str,
+        line: Line<'_>,
     ) -> StoreResult<Option<LeaseRow>> {
         let ttl = ms(req.ttl);
         let q = &self.sql.acquire;
@@ -102,6 +117,33 @@ impl Queries {
                 .map_err(classify)?;
             return self.read_own(p, req.lock.as_str(), slot, token).await;
         }
+        #[cfg(feature = "postgres")]
+        if let (SqlPool::Postgres(p), Line::On(waiter), Some(h)) =
+            (&self.pool, line, &self.sql.hand_off)
+        {
+            return sqlx::query(&h.acquire)
+                .bind(req.lock.as_str())
+                .bind(slot)
+                .bind(req.owner.as_ref())
+                .bind(token)
+                .bind(ttl)
+                .bind(waiter)
+                .fetch_optional(p)
+                .await
+                .map_err(classify)?
+                .map(|r| {
+                    // A refusal that recorded its waiter returns the row too, with the
+                    // holder's token (or none).
+                    let holder: Option<String> = r.try_get(3).map_err(classify)?;
+                    (holder.as_deref().map(str::trim) == Some(token))
+                        .then(|| lease_cols(&r))
+                        .transpose()
+                })
+                .transpose()
+                .map(Option::flatten);
+        }
+        #[cfg(not(feature = "postgres"))]
+        let _ = line;
         Ok(with_clock!(&self.pool, p, add => add(sqlx::query(q)
                 .bind(req.lock.as_str())
                 .bind(slot)
@@ -123,11 +165,14 @@ impl Queries {
         req: &AcquireRequest,
         period: Period,
         token: &str,
+        line: Line<'_>,
     ) -> StoreResult<Result<LeaseRow, Option<LedgerRow>>> {
         let ttl = ms(req.ttl);
         let length = i64::try_from(period.length_ms()).unwrap_or(i64::MAX);
         let offset = i64::try_from(period.offset_ms()).unwrap_or(i64::MAX);
         let q = &self.sql.acquire_period;
+        #[cfg(not(feature = "postgres"))]
+        let _ = line;
         match &self.pool {
             #[cfg(feature = "mysql")]
             SqlPool::MySql(p) => {
@@ -150,17 +195,23 @@ impl Queries {
             }
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(p) => {
-                let row = sqlx::query(q)
+                let (q, waiter) = match (line, &self.sql.hand_off) {
+                    (Line::On(waiter), Some(h)) => (&h.acquire_period, Some(waiter)),
+                    _ => (q, None),
+                };
+                let query = sqlx::query(q)
                     .bind(req.lock.as_str())
                     .bind(0i32)
                     .bind(req.owner.as_ref())
                     .bind(token)
                     .bind(ttl)
                     .bind(length)
-                    .bind(offset)
-                    .fetch_optional(p)
-                    .await
-                    .map_err(classify)?;
+                    .bind(offset);
+                let query = match waiter {
+                    Some(w) => query.bind(w),
+                    None => query,
+                };
+                let row = query.fetch_optional(p).await.map_err(classify)?;
                 let Some(r) = row else {
                     return Ok(Err(None));
                 };
@@ -323,6 +374,75 @@ impl Queries {
         Ok(
             with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(lock).bind(slot).bind(token)).execute(p).await.map_err(classify)?.rows_affected()),
         )
+    }
+
+    /// Frees slot 0 of `lock`, which `token` holds, keeping it for the releasing elector
+    /// `waiter`'s next task (hand-off, PostgreSQL; no `NOTIFY`): the number of rows changed.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn release_keep(
+        &self,
+        pool: &sqlx::PgPool,
+        h: &HandOffStatements,
+        lock: &LockName,
+        token: &str,
+        waiter: &str,
+    ) -> StoreResult<u64> {
+        Ok(sqlx::query(&h.release_keep)
+            .bind(lock.as_str())
+            .bind(0i32)
+            .bind(token)
+            .bind(waiter)
+            .execute(pool)
+            .await
+            .map_err(classify)?
+            .rows_affected())
+    }
+
+    /// Frees slot 0 of `lock`, which `token` holds, keeping it for the longest waiter other
+    /// than `me` (hand-off, PostgreSQL; sends `NOTIFY`): `None` if not held, else whether it
+    /// is kept for another elector and whether anyone is left in the line. Unless `contended`
+    /// (releases recently found waiters), it first tries the release of a lock nobody
+    /// waits for, as cheap as a plain release, and looks through the line only if that changed
+    /// nothing (somebody waits, or the lease is not held).
+    #[cfg(feature = "postgres")]
+    #[allow(clippy::too_many_arguments)] // one statement's parameters
+    pub(crate) async fn release_longest(
+        &self,
+        pool: &sqlx::PgPool,
+        h: &HandOffStatements,
+        lock: &LockName,
+        token: &str,
+        me: &str,
+        contended: bool,
+    ) -> StoreResult<Option<(bool, bool)>> {
+        if !contended {
+            let alone = sqlx::query(&h.release_alone)
+                .bind(lock.as_str())
+                .bind(0i32)
+                .bind(token)
+                .bind(&self.channel)
+                .fetch_optional(pool)
+                .await
+                .map_err(classify)?;
+            if alone.is_some() {
+                return Ok(Some((false, false)));
+            }
+        }
+        let row = sqlx::query(&h.release_longest)
+            .bind(lock.as_str())
+            .bind(0i32)
+            .bind(token)
+            .bind(me)
+            .bind(&self.channel)
+            .fetch_optional(pool)
+            .await
+            .map_err(classify)?;
+        row.map(|r| -> Result<_, sqlx::Error> {
+            let kept: Option<String> = r.try_get(1)?;
+            Ok((kept.is_some(), r.try_get::<bool, _>(2)?))
+        })
+        .transpose()
+        .map_err(classify)
     }
 
     /// Shortens the lease `token` holds on `slot` to end `linger` from now: the number of rows

@@ -1,6 +1,6 @@
 //! The table: created on first use when it is missing and brought up to date — the boot-clock
-//! columns on SQLite, the period ledger's columns everywhere — or, with `create_schema(false)`,
-//! only checked.
+//! columns on SQLite, the period ledger's columns everywhere, hand-off's columns on PostgreSQL —
+//! or, with `create_schema(false)`, only checked.
 
 use leasehold::StoreError;
 use leasehold::store::StoreResult;
@@ -21,8 +21,17 @@ pub(crate) struct Schema {
     table: String,
     ddl: String,
     create: bool,
-    /// Set once the table is checked; true when it has the period ledger's columns.
-    checked: OnceCell<bool>,
+    /// Set once the table is checked: which optional columns it has.
+    checked: OnceCell<Found>,
+}
+
+/// The optional columns a checked table has.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    /// The period ledger's.
+    ledger: bool,
+    /// Hand-off's (PostgreSQL; false elsewhere).
+    hand_off: bool,
 }
 
 impl Schema {
@@ -62,17 +71,41 @@ impl Schema {
                     self.ensure_sqlite_clock_columns(p).await?;
                 }
                 q.probe().await?;
-                self.ensure_ledger_columns(q).await
+                let table = &self.table;
+                let ledger = self
+                    .ensure_columns(
+                        q,
+                        &ledger_columns_probe(table),
+                        &self.dialect.ledger_columns(table),
+                        "the period ledger's columns",
+                    )
+                    .await?;
+                let hand_off = match &q.statements().hand_off {
+                    Some(h) => {
+                        let add = std::slice::from_ref(&h.add_column);
+                        self.ensure_columns(q, &h.probe, add, "hand-off's column").await?
+                    }
+                    None => false,
+                };
+                Ok(Found { ledger, hand_off })
             })
             .await
             .map(|_| ())
+    }
+
+    /// True when the table has hand-off's columns (PostgreSQL): checks the table first. Without
+    /// them (`create_schema(false)` on a table created by an older version, or a user that may
+    /// not alter it) the store releases and acquires without hand-off: only less fair.
+    pub(crate) async fn hands_off(&self, q: &Queries) -> StoreResult<bool> {
+        self.ensure(q).await?;
+        Ok(self.checked.get().is_some_and(|f| f.hand_off))
     }
 
     /// A period claim needs the ledger's columns: a permanent error naming the statements that
     /// add them when the table lacks them (only with `create_schema(false)`).
     pub(crate) async fn check_ledger(&self, q: &Queries) -> StoreResult<()> {
         self.ensure(q).await?;
-        if self.checked.get().copied().unwrap_or(false) {
+        if self.checked.get().is_some_and(|f| f.ledger) {
             return Ok(());
         }
         Err(StoreError::permanent(format!(
@@ -83,25 +116,31 @@ impl Schema {
         )))
     }
 
-    /// Tables created before the period ledger existed get its columns. With
-    /// `create_schema(false)` they are left alone: plain acquisitions keep working, and a period
-    /// claim fails with an error naming the `ALTER TABLE` statements (see
-    /// [`check_ledger`](Self::check_ledger)). True when the columns are there.
-    async fn ensure_ledger_columns(&self, q: &Queries) -> StoreResult<bool> {
+    /// Tables created before some optional columns existed (the period ledger's, hand-off's)
+    /// get them: `probe` fails without them, `add` adds them. With `create_schema(false)` they
+    /// are left alone: plain acquisitions keep working, a period claim fails with an error naming
+    /// the `ALTER TABLE` statements (see [`check_ledger`](Self::check_ledger)), and releases do
+    /// not hand off. True when the columns are there.
+    async fn ensure_columns(
+        &self,
+        q: &Queries,
+        probe: &str,
+        add: &[String],
+        what: &str,
+    ) -> StoreResult<bool> {
         let table = &self.table;
-        let check = ledger_columns_probe(table);
         let readable: Result<(), sqlx::Error> =
-            with_pool!(q.pool(), p => sqlx::query(&check).fetch_all(p).await.map(|_| ()));
+            with_pool!(q.pool(), p => sqlx::query(probe).fetch_all(p).await.map(|_| ()));
         if readable.is_ok() {
             return Ok(true);
         }
         if !self.create {
             return Ok(false);
         }
-        for statement in self.dialect.ledger_columns(table) {
+        for statement in add {
             // Another process may add the same column at the same moment.
             let added: Result<(), sqlx::Error> =
-                with_pool!(q.pool(), p => sqlx::query(&statement).execute(p).await.map(|_| ()));
+                with_pool!(q.pool(), p => sqlx::query(statement).execute(p).await.map(|_| ()));
             if let Err(e) = added {
                 let duplicate = matches!(&e, sqlx::Error::Database(db)
                     if db.message().contains("duplicate column")
@@ -114,8 +153,7 @@ impl Schema {
                     }
                     // E.g. the application's user may not alter a table it does not own: plain
                     // leases keep working; a period claim says how to add the columns.
-                    tracing::warn!(table = %table, error = %e,
-                        "leasehold: could not add the period ledger's columns");
+                    tracing::warn!(table = %table, error = %e, "leasehold: could not add {what}");
                     return Ok(false);
                 }
             }

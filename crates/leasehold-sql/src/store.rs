@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN,
-    MAX_SLOTS, ReleaseNotifier, ReleaseSignal, StoreResult, check_slots,
+    AcquireRequest, Acquisition, HandOff, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS,
+    MAX_LIST_SCAN, MAX_SLOTS, ReleaseNotifier, ReleaseSignal, ReleasedTo, StoreResult, WaiterId,
+    check_slots,
 };
 use leasehold::{
     Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, StoreError,
@@ -18,7 +19,7 @@ use crate::dialect::{Dialect, Statements};
 use crate::feed::Feed;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
-use crate::queries::Queries;
+use crate::queries::{Line, Queries};
 use crate::rows::{HolderRow, holders, judge, just_ended, lease, slots_i32, time};
 use crate::schema::Schema;
 use crate::table_name::notify_channel;
@@ -60,6 +61,9 @@ pub struct SqlStore {
     feed: Mutex<Option<Feed>>,
     notifier: Arc<ReleaseNotifier>,
     description: String,
+    /// Whether releases recently found waiters (hand-off on PostgreSQL).
+    #[cfg(feature = "postgres")]
+    contended: crate::contended::Contended,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -206,6 +210,8 @@ impl SqlStore {
             feed: Mutex::new(None),
             notifier: Arc::new(ReleaseNotifier::default()),
             description,
+            #[cfg(feature = "postgres")]
+            contended: crate::contended::Contended::default(),
             dialect,
             options,
         })
@@ -285,6 +291,16 @@ impl SqlStore {
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
     }
 
+    /// How a single-slot acquisition treats hand-off's line: on, for `waiter`, where the
+    /// table has its columns (PostgreSQL).
+    async fn line<'a>(&self, waiter: Option<&'a str>) -> StoreResult<Line<'a>> {
+        Ok(if self.schema.hands_off(&self.queries).await? {
+            Line::On(waiter)
+        } else {
+            Line::Off
+        })
+    }
+
     fn notify_release(&self, lock: &LockName) {
         // PostgreSQL's NOTIFY reaches this process's waiters too; elsewhere wake them directly.
         if self.dialect != Dialect::Postgres {
@@ -298,15 +314,21 @@ impl LeaseStore for SqlStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         let token = req.token.to_hex();
+        let waiter = req.waiter.map(WaiterId::to_hex);
         if let Some(period) = req.period {
             self.schema.check_ledger(&self.queries).await?;
+            let line = self.line(waiter.as_deref()).await?;
             // Where the refusal does not return the ledger (MySQL), it is read afterwards; a
             // claim refused by the ledger just before a period ended then reads as contention
             // (the ledger is behind the new period). Such a claim is tried once more, in the
             // new period (the same token: idempotent).
             let mut retried = false;
             loop {
-                match self.queries.acquire_period(req, period, &token).await? {
+                match self
+                    .queries
+                    .acquire_period(req, period, &token, line)
+                    .await?
+                {
                     Ok(row) => return Ok(Acquisition::Granted(lease(req, 0, row, Some(period)))),
                     Err(Some(ledger)) => return Ok(judge(Some(ledger), period)),
                     Err(None) => {
@@ -321,13 +343,13 @@ impl LeaseStore for SqlStore {
             }
         }
         self.migrate().await?;
-        let candidates = if req.slots <= 1 {
-            vec![0]
+        let (candidates, line) = if req.slots <= 1 {
+            (vec![0], self.line(waiter.as_deref()).await?)
         } else {
-            self.candidate_slots(req, &token).await?
+            (self.candidate_slots(req, &token).await?, Line::Off)
         };
         for slot in candidates {
-            if let Some(row) = self.queries.acquire(req, slot, &token).await? {
+            if let Some(row) = self.queries.acquire(req, slot, &token, line).await? {
                 return Ok(Acquisition::Granted(lease(req, slot, row, None)));
             }
         }
@@ -365,6 +387,58 @@ impl LeaseStore for SqlStore {
             self.notify_release(&lease.lock);
         }
         Ok(Release::Released)
+    }
+
+    /// On PostgreSQL (whose table has hand-off's columns) a release of slot 0 without a linger
+    /// keeps the lock as `to` says, in the release's one statement; elsewhere `release`.
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: HandOff,
+    ) -> StoreResult<ReleasedTo> {
+        #[cfg(feature = "postgres")]
+        if let (SqlPool::Postgres(pool), Some(h), true, 0, Some(who)) = (
+            self.pool(),
+            &self.statements().hand_off,
+            linger.is_zero(),
+            lease.slot,
+            to.waiter(),
+        ) && self.schema.hands_off(&self.queries).await?
+        {
+            let token = lease.token.to_hex();
+            let (q, who) = (&self.queries, who.to_hex());
+            return Ok(match to {
+                HandOff::Keep(_) => {
+                    match q.release_keep(pool, h, &lease.lock, &token, &who).await? {
+                        0 => ReleasedTo::plain(Release::NotHeld),
+                        _ => ReleasedTo::plain(Release::Released),
+                    }
+                }
+                _ => {
+                    let likely = self.contended.likely();
+                    let released = q
+                        .release_longest(pool, h, &lease.lock, &token, &who, likely)
+                        .await?;
+                    match released {
+                        None => ReleasedTo::plain(Release::NotHeld),
+                        Some((kept, waiting)) => {
+                            self.contended.note(waiting);
+                            ReleasedTo::new(Release::Released, kept)
+                        }
+                    }
+                }
+            });
+        }
+        let _ = to;
+        Ok(ReleasedTo::plain(self.release(lease, linger).await?))
+    }
+
+    /// True on PostgreSQL: its table keeps hand-off's line (in three columns of slot 0's row,
+    /// added on first use). A table without them (`create_schema(false)` on a table from an
+    /// older version) only makes the store release and acquire without hand-off.
+    fn hands_off(&self) -> bool {
+        self.statements().hand_off.is_some()
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

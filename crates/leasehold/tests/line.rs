@@ -6,7 +6,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, LeaseStore, MemoryStore};
+use leasehold::store::{
+    AcquireRequest, Acquisition, HandOff, ReleaseSignal, ReleasedTo, StoreResult, WaiterId,
+    async_trait,
+};
+use leasehold::{
+    ElectionOptions, Elector, Extension, Lease, LeaseStore, LockName, LockState, MemoryStore,
+    Release,
+};
 use leasehold_testkit::fault::{FaultyStore, Op};
 use tokio::time::{Instant, sleep};
 
@@ -350,5 +357,94 @@ async fn processes_take_turns_by_hand_off_without_leaving_the_lock_idle() {
     assert!(
         total >= 2_840,
         "the lock is hardly ever idle: {total} sections in 3 s ({runs:?})"
+    );
+}
+
+/// A memory store that records, for every acquisition attempt, the waiter it named and
+/// whether it was granted.
+struct Recording {
+    inner: MemoryStore,
+    attempts: Mutex<Vec<(Option<WaiterId>, bool)>>,
+}
+
+#[async_trait]
+impl LeaseStore for Recording {
+    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        let answer = self.inner.try_acquire(req).await?;
+        let granted = answer.is_granted();
+        self.attempts.lock().unwrap().push((req.waiter, granted));
+        Ok(answer)
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.inner.release(lease, linger).await
+    }
+    async fn release_to(
+        &self,
+        lease: &Lease,
+        linger: Duration,
+        to: HandOff,
+    ) -> StoreResult<ReleasedTo> {
+        self.inner.release_to(lease, linger, to).await
+    }
+    fn hands_off(&self) -> bool {
+        self.inner.hands_off()
+    }
+    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.inner.state(lock, slots).await
+    }
+    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
+        self.inner.release_signal(lock)
+    }
+    fn describe(&self) -> String {
+        "recording(memory)".to_owned()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
+    let store = Arc::new(Recording {
+        inner: MemoryStore::new(),
+        attempts: Mutex::default(),
+    });
+    let elector = patient(store.clone());
+    let other = patient(store.clone());
+    let holding = {
+        let elector = elector.clone();
+        tokio::spawn(async move {
+            elector
+                .run_if_leader("own", |_| sleep(Duration::from_millis(400)))
+                .await
+        })
+    };
+    sleep(Duration::from_millis(10)).await;
+    // A second task of the same elector, and a task of another elector, wait meanwhile.
+    let second = {
+        let elector = elector.clone();
+        tokio::spawn(async move { elector.run_if_leader("own", |_| async {}).await })
+    };
+    let elsewhere = tokio::spawn(async move { other.run_if_leader("own", |_| async {}).await });
+    assert!(holding.await.unwrap().unwrap().is_some());
+    assert!(second.await.unwrap().unwrap().is_some());
+    assert!(elsewhere.await.unwrap().unwrap().is_some());
+    let attempts = store.attempts.lock().unwrap().clone();
+    let refused: Vec<_> = attempts.iter().filter(|(_, granted)| !granted).collect();
+    assert!(
+        refused.iter().any(|(w, _)| w.is_none()),
+        "the own elector's task was refused while its sibling held: {attempts:?}"
+    );
+    assert!(
+        refused.iter().any(|(w, _)| w.is_some()),
+        "the other elector waited as a named waiter: {attempts:?}"
+    );
+    // Every refusal that named no waiter came while the elector's own task held the lock, so
+    // all of them are the first elector's: the other elector always names itself.
+    let named: std::collections::HashSet<_> = refused.iter().filter_map(|(w, _)| *w).collect();
+    assert_eq!(
+        named.len(),
+        1,
+        "only the other elector is recorded: {attempts:?}"
     );
 }

@@ -8,6 +8,7 @@
 //! `postgres.rs` and `mysql.rs`. A new database is one more implementation.
 
 mod fence;
+mod hand_off;
 mod mysql;
 mod postgres;
 mod sqlite;
@@ -19,6 +20,7 @@ pub(crate) use fence::sink_values;
 pub use fence::{
     DEFAULT_FENCE_TABLE, FenceStatements, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE,
 };
+pub use hand_off::{HandOffStatements, MAX_LINE_BYTES};
 pub use mysql::MYSQL_MAX_NAME_LEN;
 #[cfg(feature = "postgres")]
 pub(crate) use postgres::NOTIFY as POSTGRES_NOTIFY;
@@ -118,6 +120,9 @@ pub struct Statements {
     /// failing with "database is locked" when another connection writes between the read and
     /// the write; `BEGIN` elsewhere.
     pub begin_write: String,
+    /// Hand-off's statements, on PostgreSQL (`None` elsewhere): the line of waiting electors
+    /// and the keep of a freed single-slot lock ([`leasehold::store::HandOff`]).
+    pub hand_off: Option<HandOffStatements>,
 }
 
 /// What differs between the databases: each method gives one piece of SQL text. Shared
@@ -197,6 +202,12 @@ trait Sql: Sync {
     /// round trip).
     fn period_claim(&self, _table: &str, upsert: String) -> String {
         upsert
+    }
+
+    /// The hand-off statements, on a database that keeps a line of waiters in the table
+    /// (see `hand_off.rs`).
+    fn hand_off(&self, _table: &str) -> Option<HandOffStatements> {
+        None
     }
 
     /// The release, from its `UPDATE` (a database may announce the release in the same
@@ -427,6 +438,7 @@ impl Dialect {
             d.lock_rows()
         );
         Statements {
+            hand_off: d.hand_off(table),
             begin_write: d.begin_write().to_owned(),
             check_lease,
             acquire,
@@ -483,27 +495,39 @@ fn upsert_source(d: &dyn Sql, clock: &Clock, period: bool) -> String {
 /// The acquisition upsert of the databases with a conditional `ON CONFLICT … DO UPDATE … WHERE`
 /// and `RETURNING` (PostgreSQL, SQLite). `more` gives the columns, values and assignments a
 /// database writes beyond the shared ones, from the statement's clock, its take-over condition
-/// and its TTL parameter.
+/// and its TTL parameter. With `waiter`, the number of the waiting elector's parameter (hand-off
+/// on PostgreSQL, see `hand_off.rs`), the upsert also honours the keep and keeps the line: a
+/// refused attempt may then write the row too, so the statement returns the row's `token` as a
+/// fourth column, and the row is the request's only when that token is the request's.
 fn upsert_on_conflict(
     d: &dyn Sql,
     table: &str,
     period: bool,
+    waiter: Option<usize>,
     more: impl Fn(&Clock, &str, &str) -> (&'static str, String, String),
 ) -> String {
     let p = |n| d.param(n);
     let c = d.clock(if period { 7 } else { 5 });
     // The now of this statement is the one written as `acquired_at`.
-    let free = d.free_at(&c, "l.", "excluded.acquired_at");
-    // An existing row is taken over only once free (released, or expired) — and, for a period
-    // claim, only if its ledger records no grant for this period or a later one; a live row
-    // that already carries the request's token (a retried request that was applied) is
-    // returned unchanged.
-    let take = if period {
-        format!(
-            "({free} AND (l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period))"
-        )
+    let now = "excluded.acquired_at";
+    let free = d.free_at(&c, "l.", now);
+    let ledger_allows = "(l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period)";
+    let waiter = waiter.map(|n| format!("CAST({} AS TEXT)", p(n)));
+    // An existing row is taken over only once free (released, or expired) — for a period claim,
+    // only if its ledger records no grant for this period or a later one; with hand-off, only
+    // if it is not kept for another elector — and a live row that already carries the
+    // request's token (a retried request that was applied) is returned unchanged.
+    let mut take = free.clone();
+    if period {
+        take = format!("{take} AND {ledger_allows}");
+    }
+    if let Some(w) = &waiter {
+        take = format!("{take} AND {}", hand_off::not_kept(w, now));
+    }
+    let take = if take == free {
+        take
     } else {
-        free.clone()
+        format!("({take})")
     };
     let ttl = p(5);
     let (more_cols, more_vals, more_set) = more(&c, &take, &ttl);
@@ -526,6 +550,22 @@ fn upsert_on_conflict(
             "l.token = excluded.token".to_owned(),
         )
     };
+    let (line_set, record, returning) = match &waiter {
+        Some(w) => {
+            let line =
+                hand_off::Line::new(w, now, &take, &retried, period.then_some(ledger_allows));
+            (
+                line.set,
+                format!(" OR {}", line.record),
+                d.returning("fence, acquired_at, expires_at, token"),
+            )
+        }
+        None => (
+            String::new(),
+            String::new(),
+            d.returning("fence, acquired_at, expires_at"),
+        ),
+    };
     let source = upsert_source(d, &c, period);
     format!(
         "INSERT INTO {table} AS l (lock_name, slot, owner, token, fence, acquired_at, expires_at{more_cols}{ledger_cols}) \
@@ -535,13 +575,12 @@ fn upsert_on_conflict(
          token = CASE WHEN {take} THEN excluded.token ELSE l.token END, \
          fence = CASE WHEN {take} THEN l.fence + 1 ELSE l.fence END, \
          acquired_at = CASE WHEN {take} THEN excluded.acquired_at ELSE l.acquired_at END, \
-         expires_at = CASE WHEN {take} THEN excluded.expires_at ELSE l.expires_at END{more_set}{ledger_set} \
-         WHERE {take} OR {retried}{returning}",
+         expires_at = CASE WHEN {take} THEN excluded.expires_at ELSE l.expires_at END{more_set}{ledger_set}{line_set} \
+         WHERE {take} OR {retried}{record}{returning}",
         lock = p(1),
         slot = p(2),
         owner = p(3),
         token = p(4),
-        returning = d.returning("fence, acquired_at, expires_at"),
     )
 }
 

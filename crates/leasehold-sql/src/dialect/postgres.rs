@@ -3,6 +3,7 @@
 //! period claim that answers a refusal with the ledger.
 
 use super::fence::{Guard, POSTGRES_STALE_FENCE_SQLSTATE};
+use super::hand_off::HandOffStatements;
 use super::{Columns, Sql};
 
 /// The advisory lock (transaction-scoped) that processes installing fence DDL take turns on:
@@ -21,6 +22,20 @@ pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)::text";
 /// PostgreSQL 11 or later.
 pub(super) struct Postgres;
 
+/// The period claim from common table expressions `with` that end with `g`, the rows the
+/// attempt wrote, of which those where `granted` (a condition on them, `g.…`) holds are this
+/// request's grant: a grant's lease, or else the ledger as it was and the database's now.
+pub(super) fn period_claim(table: &str, with: &str, granted: &str) -> String {
+    format!(
+        "WITH {with} \
+         SELECT fence, acquired_at, expires_at, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
+         CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT) FROM g WHERE {granted} \
+         UNION ALL SELECT NULL, NULL, NULL, r.ledger_period, r.ledger_at, r.ledger_by, {now} \
+         FROM {table} r WHERE r.lock_name = $1 AND r.slot = 0 AND NOT EXISTS (SELECT 1 FROM g WHERE {granted})",
+        now = Postgres.now_ms()
+    )
+}
+
 impl Sql for Postgres {
     fn now_ms(&self) -> &'static str {
         "CAST(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)"
@@ -31,7 +46,7 @@ impl Sql for Postgres {
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
-        super::upsert_on_conflict(self, table, period, |_, _, _| {
+        super::upsert_on_conflict(self, table, period, None, |_, _, _| {
             ("", String::new(), String::new())
         })
     }
@@ -39,14 +54,11 @@ impl Sql for Postgres {
     /// A refused claim is answered in the same round trip: the upsert runs in a CTE, and when it
     /// returns nothing the statement returns the ledger as it was instead.
     fn period_claim(&self, table: &str, upsert: String) -> String {
-        format!(
-            "WITH g AS ({upsert}) \
-             SELECT fence, acquired_at, expires_at, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
-             CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT) FROM g \
-             UNION ALL SELECT NULL, NULL, NULL, r.ledger_period, r.ledger_at, r.ledger_by, {now} \
-             FROM {table} r WHERE r.lock_name = $1 AND r.slot = 0 AND NOT EXISTS (SELECT 1 FROM g)",
-            now = self.now_ms()
-        )
+        period_claim(table, &format!("g AS ({upsert})"), "true")
+    }
+
+    fn hand_off(&self, table: &str) -> Option<HandOffStatements> {
+        Some(super::hand_off::statements(self, table))
     }
 
     /// The release also sends `NOTIFY` on the channel, parameter `$4`, with the lock's name.
@@ -103,7 +115,7 @@ impl Sql for Postgres {
             token: "CHAR(32)",
             owner: "VARCHAR(255)",
             int: "BIGINT",
-            more: "",
+            more: super::hand_off::COLUMN,
             tail: "",
         }
     }

@@ -77,7 +77,7 @@ impl Sql for Sqlite {
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
-        super::upsert_on_conflict(self, table, period, |c, take, ttl| {
+        super::upsert_on_conflict(self, table, period, None, |c, take, ttl| {
             (
                 ", boot_id, boot_expires_at",
                 format!(", {}, {} + {ttl}", c.boot_id, c.boot_high),

@@ -24,6 +24,7 @@ use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
 use crate::spans::{self, Outcome};
 use crate::store::contract::LeaseStore;
+use crate::store::hand_off::WaiterId;
 use crate::store::lease::Acquisition;
 use crate::store::lease::{AcquireRequest, Lease, LockState, Token};
 use crate::store::period::{Period, PeriodRecord, check_period_slots};
@@ -162,9 +163,6 @@ impl Engine {
         req.period = period;
         let mut grants = None;
         let waits = !opts.wait.is_zero();
-        if waits {
-            req.waiter = Some(self.lines.waiter());
-        }
         let mut signal = if waits {
             self.store.release_signal(lock)
         } else {
@@ -197,6 +195,9 @@ impl Engine {
                 // This elector's round is over: other processes' waiters go first.
                 sleep_until(until.min(deadline)).await;
                 sent_at = Instant::now();
+            }
+            if waits {
+                req.waiter = self.waiter_for(lock);
             }
             last_error = match self.attempt(&mut req, &mut grants).await {
                 Ok(Acquisition::Granted(lease)) => {
@@ -292,7 +293,7 @@ impl Engine {
         let metrics = self.metrics.get(lock);
         metrics.attempt();
         let start = Instant::now();
-        let mut req = self.request(lock).waiting_as(self.lines.waiter());
+        let mut req = self.request(lock);
         let mut grants = None;
         let mut signal = self.store.release_signal(lock);
         let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
@@ -308,6 +309,7 @@ impl Engine {
                 req.token = Token::random();
                 unknown_since = None;
             }
+            req.waiter = self.waiter_for(lock);
             match self.attempt(&mut req, &mut grants).await {
                 Ok(Acquisition::Granted(lease)) => {
                     let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
@@ -371,6 +373,14 @@ impl Engine {
             opts.lease,
         )
         .with_timeout(opts.attempt_timeout)
+    }
+
+    /// The waiter an attempt of this elector on `lock` names to a store that
+    /// [hands off](crate::LeaseStore::hands_off): none while a task of this elector holds the
+    /// lock — its next turn comes in-process (see `line`), so the store need not record it as
+    /// waiting (a write per refusal on a SQL store) nor look through it at the release.
+    fn waiter_for(&self, lock: &LockName) -> Option<WaiterId> {
+        (!self.held.holds(lock)).then(|| self.lines.waiter())
     }
 
     /// One attempt. On a store whose acquisition is not cancel-safe the attempt runs in this
