@@ -50,14 +50,20 @@ macro_rules! with_clock {
 }
 
 /// Whether an acquisition honours and keeps hand-off's line (on PostgreSQL, whose table has its
-/// columns: see `dialect/hand_off.rs`), with the waiting elector's id (16 hex digits; `None`
-/// for a caller that does not wait).
+/// column: see `dialect/hand_off.rs`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Line<'a> {
     /// Without hand-off.
     Off,
-    /// With hand-off, for this waiter.
-    On(#[cfg_attr(not(feature = "postgres"), allow(dead_code))] Option<&'a str>),
+    /// With hand-off.
+    On {
+        /// The waiting elector's id (16 hex digits; `None` for a caller that does not wait).
+        #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+        waiter: Option<&'a str>,
+        /// The store recently met contention: skip the try of a lock nobody waits for.
+        #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+        contended: bool,
+    },
 }
 
 /// A pool and the statements for one table.
@@ -93,7 +99,9 @@ impl Queries {
     }
 
     /// One upsert attempt on one slot: the lease's row if granted (or already this token's).
-    /// With `line` on (PostgreSQL, slot 0), the attempt honours and keeps hand-off's line.
+    /// With `line` on (PostgreSQL, slot 0), the attempt honours and keeps hand-off's line; unless
+    /// the store recently met contention it first tries the upsert of a lock nobody waits for,
+    /// and runs the one that keeps the line only if that was refused.
     pub(crate) async fn acquire(
         &self,
         req: &AcquireRequest,
@@ -118,9 +126,25 @@ impl Queries {
             return self.read_own(p, req.lock.as_str(), slot, token).await;
         }
         #[cfg(feature = "postgres")]
-        if let (SqlPool::Postgres(p), Line::On(waiter), Some(h)) =
+        if let (SqlPool::Postgres(p), Line::On { waiter, contended }, Some(h)) =
             (&self.pool, line, &self.sql.hand_off)
         {
+            // Nobody waiting, nothing kept (the uncontended path): as cheap as the plain upsert.
+            // Otherwise (or held) the upsert that honours the keep and keeps the line.
+            if !contended {
+                let alone = sqlx::query(&h.acquire_alone)
+                    .bind(req.lock.as_str())
+                    .bind(slot)
+                    .bind(req.owner.as_ref())
+                    .bind(token)
+                    .bind(ttl)
+                    .fetch_optional(p)
+                    .await
+                    .map_err(classify)?;
+                if let Some(row) = alone {
+                    return lease_cols(&row).map(Some);
+                }
+            }
             return sqlx::query(&h.acquire)
                 .bind(req.lock.as_str())
                 .bind(slot)
@@ -196,7 +220,7 @@ impl Queries {
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(p) => {
                 let (q, waiter) = match (line, &self.sql.hand_off) {
-                    (Line::On(waiter), Some(h)) => (&h.acquire_period, Some(waiter)),
+                    (Line::On { waiter, .. }, Some(h)) => (&h.acquire_period, Some(waiter)),
                     _ => (q, None),
                 };
                 let query = sqlx::query(q)

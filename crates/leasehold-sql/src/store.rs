@@ -295,10 +295,28 @@ impl SqlStore {
     /// table has its columns (PostgreSQL).
     async fn line<'a>(&self, waiter: Option<&'a str>) -> StoreResult<Line<'a>> {
         Ok(if self.schema.hands_off(&self.queries).await? {
-            Line::On(waiter)
+            Line::On {
+                waiter,
+                contended: self.contended_recently(),
+            }
         } else {
             Line::Off
         })
+    }
+
+    /// True if this store recently met contention on a lock it hands off (PostgreSQL): its
+    /// statements then go straight to the ones that keep hand-off's line.
+    fn contended_recently(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        return self.contended.likely();
+        #[cfg(not(feature = "postgres"))]
+        false
+    }
+
+    /// A hand-off acquisition was refused, or a release found waiters.
+    fn met_contention(&self) {
+        #[cfg(feature = "postgres")]
+        self.contended.note();
     }
 
     fn notify_release(&self, lock: &LockName) {
@@ -352,6 +370,9 @@ impl LeaseStore for SqlStore {
             if let Some(row) = self.queries.acquire(req, slot, &token, line).await? {
                 return Ok(Acquisition::Granted(lease(req, slot, row, None)));
             }
+        }
+        if matches!(line, Line::On { .. }) {
+            self.met_contention();
         }
         Ok(Acquisition::Held)
     }
@@ -416,14 +437,16 @@ impl LeaseStore for SqlStore {
                     }
                 }
                 _ => {
-                    let likely = self.contended.likely();
+                    let likely = self.contended_recently();
                     let released = q
                         .release_longest(pool, h, &lease.lock, &token, &who, likely)
                         .await?;
                     match released {
                         None => ReleasedTo::plain(Release::NotHeld),
                         Some((kept, waiting)) => {
-                            self.contended.note(waiting);
+                            if waiting {
+                                self.met_contention();
+                            }
                             ReleasedTo::new(Release::Released, kept)
                         }
                     }

@@ -71,6 +71,17 @@ async fn line_of(c: &mut PgConnection, table: &str) -> (Vec<String>, String) {
     (row.get(0), row.get(1))
 }
 
+/// The PostgreSQL URL, a fresh table named after `tag`, and a store on it (`None`: no server,
+/// outside CI).
+async fn fresh_table(tag: &str) -> Option<(String, String, SqlStore)> {
+    let url = common::url("LEASEHOLD_TEST_POSTGRES_URL")?;
+    let table = unique(tag);
+    let store = SqlStore::connect_with(&url, common::options().table(&table))
+        .await
+        .unwrap();
+    Some((url, table, store))
+}
+
 fn unique(tag: &str) -> String {
     format!("{tag}_{}", &Token::random().to_hex()[..12])
 }
@@ -134,13 +145,9 @@ async fn postgres_old_tables_get_the_column_and_work_without_it() {
 
 #[tokio::test]
 async fn postgres_the_line_is_bounded_and_quiet_refusals_do_not_write() {
-    let Some(url) = common::url("LEASEHOLD_TEST_POSTGRES_URL") else {
+    let Some((url, table, store)) = fresh_table("line").await else {
         return;
     };
-    let table = unique("line");
-    let store = SqlStore::connect_with(&url, common::options().table(&table))
-        .await
-        .unwrap();
     let lock = LockName::new("bounded-line").unwrap();
     let holder = acquire(&store, &lock, "holder", Some(WaiterId::random()))
         .await
@@ -207,13 +214,9 @@ async fn postgres_the_line_is_bounded_and_quiet_refusals_do_not_write() {
 
 #[tokio::test]
 async fn postgres_an_older_version_beside_hand_off_stays_safe() {
-    let Some(url) = common::url("LEASEHOLD_TEST_POSTGRES_URL") else {
+    let Some((url, table, store)) = fresh_table("mixed").await else {
         return;
     };
-    let table = unique("mixed");
-    let store = SqlStore::connect_with(&url, common::options().table(&table))
-        .await
-        .unwrap();
     let lock = LockName::new("mixed-fleet").unwrap();
     let (a, b) = (WaiterId::random(), WaiterId::random());
     let held = acquire(&store, &lock, "a", Some(a)).await.expect("granted");

@@ -38,6 +38,12 @@ pub struct HandOffStatements {
     /// and token when it wrote the row: a grant (or a lease already this token's) when the
     /// token is the request's, else a refusal that recorded its waiter.
     pub acquire: String,
+    /// The acquisition of a lock nobody waits for, which the store tries before `acquire`
+    /// unless it recently met contention (it is as cheap as
+    /// [`Statements::acquire`](super::Statements::acquire), which the uncontended path then
+    /// costs): (lock, slot, owner, token, ttl ms); returns like `Statements::acquire`, no row when
+    /// held, kept, or when somebody waits.
+    pub acquire_alone: String,
     /// The period claim likewise: (lock, slot, owner, token, ttl ms, period length ms, period
     /// offset ms, waiter or `NULL`); returns like
     /// [`Statements::acquire_period`](super::Statements::acquire_period).
@@ -112,19 +118,21 @@ pub(super) fn statements(d: &dyn Sql, table: &str) -> HandOffStatements {
     let release_alone = d.announce_release(format!(
         "UPDATE {table} SET {freed} WHERE {held} AND waiting IS NULL"
     ));
-    let upsert = |period, waiter| {
-        super::upsert_on_conflict(d, table, period, Some(waiter), |_, _, _| {
+    let upsert = |period, line| {
+        super::upsert_on_conflict(d, table, period, line, |_, _, _| {
             ("", String::new(), String::new())
         })
     };
-    let acquire = upsert(false, 6);
+    let acquire = upsert(false, Upsert::Keeps(6));
+    let acquire_alone = upsert(false, Upsert::Alone);
     let acquire_period = super::postgres::period_claim(
         table,
-        &format!("g AS ({})", upsert(true, 8)),
+        &format!("g AS ({})", upsert(true, Upsert::Keeps(8))),
         &format!("g.token = {}", p(4)),
     );
     HandOffStatements {
         acquire,
+        acquire_alone,
         acquire_period,
         release_keep,
         release_longest,
@@ -132,6 +140,17 @@ pub(super) fn statements(d: &dyn Sql, table: &str) -> HandOffStatements {
         add_column: format!("ALTER TABLE {table} ADD COLUMN IF NOT EXISTS waiting JSONB NULL"),
         probe: format!("SELECT waiting FROM {table} WHERE 1 = 0"),
     }
+}
+
+/// Hand-off's part of an acquisition upsert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Upsert {
+    /// None: the plain upsert.
+    Plain,
+    /// Takes only a row nobody waits for and nothing is kept in (`waiting` is `NULL`).
+    Alone,
+    /// Honours the keep and keeps the line, for the waiter in this parameter.
+    Keeps(usize),
 }
 
 /// True unless the row (prefixed `l.`) is kept, at `now`, for another elector than `w` (the

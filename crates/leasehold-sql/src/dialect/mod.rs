@@ -495,15 +495,12 @@ fn upsert_source(d: &dyn Sql, clock: &Clock, period: bool) -> String {
 /// The acquisition upsert of the databases with a conditional `ON CONFLICT … DO UPDATE … WHERE`
 /// and `RETURNING` (PostgreSQL, SQLite). `more` gives the columns, values and assignments a
 /// database writes beyond the shared ones, from the statement's clock, its take-over condition
-/// and its TTL parameter. With `waiter`, the number of the waiting elector's parameter (hand-off
-/// on PostgreSQL, see `hand_off.rs`), the upsert also honours the keep and keeps the line: a
-/// refused attempt may then write the row too, so the statement returns the row's `token` as a
-/// fourth column, and the row is the request's only when that token is the request's.
+/// and its TTL parameter. `line` is hand-off's part (on PostgreSQL, see `hand_off.rs`).
 fn upsert_on_conflict(
     d: &dyn Sql,
     table: &str,
     period: bool,
-    waiter: Option<usize>,
+    line: hand_off::Upsert,
     more: impl Fn(&Clock, &str, &str) -> (&'static str, String, String),
 ) -> String {
     let p = |n| d.param(n);
@@ -512,7 +509,10 @@ fn upsert_on_conflict(
     let now = "excluded.acquired_at";
     let free = d.free_at(&c, "l.", now);
     let ledger_allows = "(l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period)";
-    let waiter = waiter.map(|n| format!("CAST({} AS TEXT)", p(n)));
+    let waiter = match line {
+        hand_off::Upsert::Keeps(n) => Some(format!("CAST({} AS TEXT)", p(n))),
+        _ => None,
+    };
     // An existing row is taken over only once free (released, or expired) — for a period claim,
     // only if its ledger records no grant for this period or a later one; with hand-off, only
     // if it is not kept for another elector — and a live row that already carries the
@@ -521,8 +521,10 @@ fn upsert_on_conflict(
     if period {
         take = format!("{take} AND {ledger_allows}");
     }
-    if let Some(w) = &waiter {
-        take = format!("{take} AND {}", hand_off::not_kept(w, now));
+    match &waiter {
+        Some(w) => take = format!("{take} AND {}", hand_off::not_kept(w, now)),
+        None if line == hand_off::Upsert::Alone => take = format!("{take} AND l.waiting IS NULL"),
+        None => {}
     }
     let take = if take == free {
         take

@@ -46,9 +46,13 @@ impl Sql for Postgres {
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
-        super::upsert_on_conflict(self, table, period, None, |_, _, _| {
-            ("", String::new(), String::new())
-        })
+        super::upsert_on_conflict(
+            self,
+            table,
+            period,
+            super::hand_off::Upsert::Plain,
+            |_, _, _| ("", String::new(), String::new()),
+        )
     }
 
     /// A refused claim is answered in the same round trip: the upsert runs in a CTE, and when it

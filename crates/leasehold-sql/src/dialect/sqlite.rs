@@ -77,16 +77,22 @@ impl Sql for Sqlite {
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
-        super::upsert_on_conflict(self, table, period, None, |c, take, ttl| {
-            (
-                ", boot_id, boot_expires_at",
-                format!(", {}, {} + {ttl}", c.boot_id, c.boot_high),
-                format!(
-                    ", boot_id = CASE WHEN {take} THEN excluded.boot_id ELSE l.boot_id END, \
+        super::upsert_on_conflict(
+            self,
+            table,
+            period,
+            super::hand_off::Upsert::Plain,
+            |c, take, ttl| {
+                (
+                    ", boot_id, boot_expires_at",
+                    format!(", {}, {} + {ttl}", c.boot_id, c.boot_high),
+                    format!(
+                        ", boot_id = CASE WHEN {take} THEN excluded.boot_id ELSE l.boot_id END, \
                      boot_expires_at = CASE WHEN {take} THEN excluded.boot_expires_at ELSE l.boot_expires_at END"
-                ),
-            )
-        })
+                    ),
+                )
+            },
+        )
     }
 
     fn resource_type(&self) -> &'static str {
