@@ -61,7 +61,8 @@ pub struct SqlStore {
     feed: Mutex<Option<Feed>>,
     notifier: Arc<ReleaseNotifier>,
     description: String,
-    /// Whether releases recently found waiters (hand-off on PostgreSQL).
+    /// Whether acquisitions were recently refused and releases found waiters (hand-off on
+    /// PostgreSQL).
     #[cfg(feature = "postgres")]
     contended: crate::contended::Contended,
 }
@@ -297,26 +298,26 @@ impl SqlStore {
         Ok(if self.schema.hands_off(&self.queries).await? {
             Line::On {
                 waiter,
-                contended: self.contended_recently(),
+                contended: self.refusal_likely(),
             }
         } else {
             Line::Off
         })
     }
 
-    /// True if this store recently met contention on a lock it hands off (PostgreSQL): its
-    /// statements then go straight to the ones that keep hand-off's line.
-    fn contended_recently(&self) -> bool {
+    /// True if this store's acquisitions were recently refused on a lock it hands off
+    /// (PostgreSQL): they then go straight to the statement that keeps hand-off's line.
+    fn refusal_likely(&self) -> bool {
         #[cfg(feature = "postgres")]
-        return self.contended.likely();
+        return self.contended.refusal_likely();
         #[cfg(not(feature = "postgres"))]
         false
     }
 
-    /// A hand-off acquisition was refused, or a release found waiters.
-    fn met_contention(&self) {
+    /// A hand-off acquisition was refused.
+    fn refused(&self) {
         #[cfg(feature = "postgres")]
-        self.contended.note();
+        self.contended.refused();
     }
 
     fn notify_release(&self, lock: &LockName) {
@@ -372,7 +373,7 @@ impl LeaseStore for SqlStore {
             }
         }
         if matches!(line, Line::On { .. }) {
-            self.met_contention();
+            self.refused();
         }
         Ok(Acquisition::Held)
     }
@@ -437,7 +438,7 @@ impl LeaseStore for SqlStore {
                     }
                 }
                 _ => {
-                    let likely = self.contended_recently();
+                    let likely = self.contended.waiters_likely();
                     let released = q
                         .release_longest(pool, h, &lease.lock, &token, &who, likely)
                         .await?;
@@ -445,7 +446,7 @@ impl LeaseStore for SqlStore {
                         None => ReleasedTo::plain(Release::NotHeld),
                         Some((kept, waiting)) => {
                             if waiting {
-                                self.met_contention();
+                                self.contended.found_waiters();
                             }
                             ReleasedTo::new(Release::Released, kept)
                         }
