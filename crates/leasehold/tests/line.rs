@@ -360,19 +360,34 @@ async fn processes_take_turns_by_hand_off_without_leaving_the_lock_idle() {
     );
 }
 
-/// A memory store that records, for every acquisition attempt, the waiter it named and
-/// whether it was granted.
+/// One acquisition attempt seen by [`Recording`]: who asked, who held the lock just before,
+/// the waiter the attempt named, and whether it was granted.
+#[derive(Debug, Clone)]
+struct Seen {
+    owner: String,
+    holder: Option<String>,
+    waiter: Option<WaiterId>,
+    granted: bool,
+}
+
+/// A memory store that records every acquisition attempt.
 struct Recording {
     inner: MemoryStore,
-    attempts: Mutex<Vec<(Option<WaiterId>, bool)>>,
+    attempts: Mutex<Vec<Seen>>,
 }
 
 #[async_trait]
 impl LeaseStore for Recording {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        let before = self.inner.state(&req.lock, 1).await?;
+        let holder = before.holder().map(|h| h.owner.to_string());
         let answer = self.inner.try_acquire(req).await?;
-        let granted = answer.is_granted();
-        self.attempts.lock().unwrap().push((req.waiter, granted));
+        self.attempts.lock().unwrap().push(Seen {
+            owner: req.owner.to_string(),
+            holder,
+            waiter: req.waiter,
+            granted: answer.is_granted(),
+        });
         Ok(answer)
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
@@ -403,14 +418,25 @@ impl LeaseStore for Recording {
     }
 }
 
+/// An elector named `node` that waits up to 5 s, on `store`.
+fn patient_node(store: Arc<dyn LeaseStore>, node: &str) -> Elector {
+    let options = ElectionOptions::builder()
+        .node_id(node)
+        .wait(Duration::from_secs(5))
+        .lease(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    Elector::with_options(store, options)
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
     let store = Arc::new(Recording {
         inner: MemoryStore::new(),
         attempts: Mutex::default(),
     });
-    let elector = patient(store.clone());
-    let other = patient(store.clone());
+    let elector = patient_node(store.clone(), "a");
+    let other = patient_node(store.clone(), "b");
     let holding = {
         let elector = elector.clone();
         tokio::spawn(async move {
@@ -430,21 +456,23 @@ async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
     assert!(second.await.unwrap().unwrap().is_some());
     assert!(elsewhere.await.unwrap().unwrap().is_some());
     let attempts = store.attempts.lock().unwrap().clone();
-    let refused: Vec<_> = attempts.iter().filter(|(_, granted)| !granted).collect();
+    let behind_own: Vec<&Seen> = attempts
+        .iter()
+        .filter(|s| !s.granted && s.holder.as_deref() == Some(s.owner.as_str()))
+        .collect();
     assert!(
-        refused.iter().any(|(w, _)| w.is_none()),
-        "the own elector's task was refused while its sibling held: {attempts:?}"
+        !behind_own.is_empty(),
+        "the second task was refused while its sibling held: {attempts:?}"
     );
     assert!(
-        refused.iter().any(|(w, _)| w.is_some()),
-        "the other elector waited as a named waiter: {attempts:?}"
+        behind_own.iter().all(|s| s.waiter.is_none()),
+        "a refusal behind the elector's own task named it as a waiter: {attempts:?}"
     );
-    // Every refusal that named no waiter came while the elector's own task held the lock, so
-    // all of them are the first elector's: the other elector always names itself.
-    let named: std::collections::HashSet<_> = refused.iter().filter_map(|(w, _)| *w).collect();
-    assert_eq!(
-        named.len(),
-        1,
-        "only the other elector is recorded: {attempts:?}"
+    assert!(
+        attempts
+            .iter()
+            .filter(|s| s.owner == "b" && !s.granted)
+            .all(|s| s.waiter.is_some()),
+        "the other elector, waiting behind a, names itself: {attempts:?}"
     );
 }
