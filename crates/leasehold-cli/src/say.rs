@@ -58,8 +58,41 @@ pub(crate) fn document(text: &str) -> bool {
 
 /// A result to stdout. Returns false if stdout is closed (e.g. a pipe reader went away).
 pub(crate) fn out(text: &str) -> bool {
+    write_out(&scrub(text))
+}
+
+fn write_out(text: &str) -> bool {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", scrub(text))
+    writeln!(stdout, "{text}")
         .and_then(|()| stdout.flush())
         .is_ok()
+}
+
+/// `value` as JSON (pretty: indented) with the store's secrets removed from its strings. The
+/// strings are scrubbed before they are encoded, never the encoded text: a secret holding a
+/// character that JSON escapes (`"`, `\`) would not match its escaped form, and a secret that
+/// equals a key (a password `slot`) would mangle the document.
+pub(crate) fn json(value: &impl serde::Serialize, pretty: bool) -> serde_json::Result<String> {
+    let mut value = serde_json::to_value(value)?;
+    scrub_strings(&mut value);
+    if pretty {
+        serde_json::to_string_pretty(&value)
+    } else {
+        serde_json::to_string(&value)
+    }
+}
+
+/// Scrubs every string in `value` (the keys are the program's field names, not data).
+fn scrub_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => *text = scrub(text),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(scrub_strings),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(scrub_strings),
+        _ => {}
+    }
+}
+
+/// A JSON document from [`json`] to stdout, as it is. Returns false if stdout is closed.
+pub(crate) fn out_json(text: &str) -> bool {
+    write_out(text)
 }

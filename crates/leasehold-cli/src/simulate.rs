@@ -86,13 +86,18 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
         .await
         .map_err(|e| Failure::usage(format!("the simulation did not finish: {e}")))?
         .map_err(|e| Failure::usage(e.to_string()))?;
-    let text = if args.json {
-        serde_json::to_string_pretty(&timeline)
-            .map_err(|e| Failure::usage(format!("cannot encode the timeline: {e}")))?
+    let written = if args.json {
+        let text = say::json(&timeline, true)
+            .map_err(|e| Failure::usage(format!("cannot encode the timeline: {e}")))?;
+        say::out_json(&text)
     } else {
-        format!("{}\n{}", table(&timeline.events), summary(&timeline))
+        say::out(&format!(
+            "{}\n{}",
+            table(&timeline.events),
+            summary(&timeline)
+        ))
     };
-    Ok(if say::out(&text) {
+    Ok(if written {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -149,9 +149,9 @@ pub(crate) async fn status(args: StatusArgs, url: StoreUrl) -> Result<ExitCode, 
                 next: next.as_ref().map(ToString::to_string),
             }),
         };
-        let text = serde_json::to_string_pretty(&report)
+        let text = say::json(&report, true)
             .map_err(|e| Failure::usage(format!("cannot encode the status as JSON: {e}")))?;
-        say::out(&text)
+        say::out_json(&text)
     } else {
         let mut text = text_report(&shown);
         if let Some(next) = &listing {

@@ -311,3 +311,37 @@ fn a_network_store_url_without_a_host_is_refused() {
         );
     }
 }
+
+/// A password that is also a key of the JSON document (`holders`): `status --json` hides it
+/// where it stands as data (the store's URL) and leaves the document's keys alone, so the
+/// output still parses into the documented shape. PostgreSQL on trust authentication accepts
+/// any password.
+#[test]
+fn a_password_equal_to_a_json_key_leaves_the_document_intact() {
+    let Some(url) = common::server("LEASEHOLD_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let with_password = url.replacen("://postgres@", "://postgres:holders@", 1);
+    assert_ne!(
+        with_password, url,
+        "the test URL names the postgres user: {url}"
+    );
+    let env = Env::new();
+    let out = env
+        .cmd(&["status", "--json", "--store", &with_password, "x"])
+        .output()
+        .unwrap_or_else(|e| panic!("run: {e}"));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out.status), 0, "{stderr}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(
+        doc["locks"][0]["holders"].is_array(),
+        "the key survives: {stdout}"
+    );
+    let store = doc["store"].as_str().unwrap_or_default();
+    assert!(
+        store.contains("postgres:***@") && !store.contains("holders"),
+        "{stdout}"
+    );
+}

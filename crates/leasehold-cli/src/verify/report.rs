@@ -187,17 +187,16 @@ pub(crate) fn write(summary: &Summary, ops: &[Op], out: HistoryOut) -> Result<()
         let mut lines = Vec::new();
         for line in ops
             .iter()
-            .map(serde_json::to_string)
-            .chain([serde_json::to_string(summary)])
+            .map(|op| say::json(op, false))
+            .chain([say::json(summary, false)])
         {
-            let line =
-                line.map_err(|e| Failure::usage(format!("cannot encode the history: {e}")))?;
-            lines.push(say::scrubbed(&line));
+            lines
+                .push(line.map_err(|e| Failure::usage(format!("cannot encode the history: {e}")))?);
         }
         let text = lines.join("\n") + "\n";
         match &out {
             HistoryOut::Stdout => {
-                say::out(text.trim_end());
+                say::out_json(text.trim_end());
             }
             HistoryOut::File(file, path) => {
                 let mut file = file;
