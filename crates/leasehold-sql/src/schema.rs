@@ -1,5 +1,5 @@
 //! The table: created on first use when it is missing and brought up to date — the boot-clock
-//! columns on SQLite, the period ledger's columns everywhere, hand-off's columns on PostgreSQL —
+//! columns on SQLite, the period ledger's columns everywhere, hand-off's column on PostgreSQL —
 //! or, with `create_schema(false)`, only checked.
 
 use leasehold::StoreError;
@@ -93,8 +93,8 @@ impl Schema {
             .map(|_| ())
     }
 
-    /// True when the table has hand-off's columns (PostgreSQL): checks the table first. Without
-    /// them (`create_schema(false)` on a table created by an older version, or a user that may
+    /// True when the table has hand-off's column (PostgreSQL): checks the table first. Without
+    /// it (`create_schema(false)` on a table created by an older version, or a user that may
     /// not alter it) the store releases and acquires without hand-off: only less fair.
     pub(crate) async fn hands_off(&self, q: &Queries) -> StoreResult<bool> {
         self.ensure(q).await?;

@@ -293,7 +293,7 @@ impl SqlStore {
     }
 
     /// How a single-slot acquisition treats hand-off's line: on, for `waiter`, where the
-    /// table has its columns (PostgreSQL).
+    /// table has its column (PostgreSQL).
     async fn line<'a>(&self, waiter: Option<&'a str>) -> StoreResult<Line<'a>> {
         Ok(if self.schema.hands_off(&self.queries).await? {
             Line::On {
@@ -411,7 +411,7 @@ impl LeaseStore for SqlStore {
         Ok(Release::Released)
     }
 
-    /// On PostgreSQL (whose table has hand-off's columns) a release of slot 0 without a linger
+    /// On PostgreSQL (whose table has hand-off's column) a release of slot 0 without a linger
     /// keeps the lock as `to` says, in the release's one statement; elsewhere `release`.
     async fn release_to(
         &self,
@@ -458,8 +458,8 @@ impl LeaseStore for SqlStore {
         Ok(ReleasedTo::plain(self.release(lease, linger).await?))
     }
 
-    /// True on PostgreSQL: its table keeps hand-off's line (in three columns of slot 0's row,
-    /// added on first use). A table without them (`create_schema(false)` on a table from an
+    /// True on PostgreSQL: its table keeps hand-off's line (in the `waiting` column of slot 0's
+    /// row, added on first use). A table without it (`create_schema(false)` on a table from an
     /// older version) only makes the store release and acquire without hand-off.
     fn hands_off(&self) -> bool {
         self.statements().hand_off.is_some()
