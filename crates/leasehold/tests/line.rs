@@ -11,8 +11,8 @@ use leasehold::store::{
     async_trait,
 };
 use leasehold::{
-    ElectionOptions, Elector, Extension, Lease, LeaseStore, LockName, LockState, MemoryStore,
-    Release,
+    ElectionOptions, ElectionOptionsBuilder, Elector, Extension, Lease, LeaseStore, LockName,
+    LockState, MemoryStore, Release,
 };
 use leasehold_testkit::fault::{FaultyStore, Op};
 use tokio::time::{Instant, sleep};
@@ -211,7 +211,12 @@ async fn a_group_lets_as_many_tasks_try_as_it_has_slots() {
 
 /// An elector that waits up to 5 s, on `store`.
 fn patient(store: Arc<dyn LeaseStore>) -> Elector {
-    let options = ElectionOptions::builder()
+    patient_with(store, ElectionOptions::builder())
+}
+
+/// An elector with `options` that waits up to 5 s, on `store`.
+fn patient_with(store: Arc<dyn LeaseStore>, options: ElectionOptionsBuilder) -> Elector {
+    let options = options
         .wait(Duration::from_secs(5))
         .lease(Duration::from_secs(5))
         .build()
@@ -418,25 +423,14 @@ impl LeaseStore for Recording {
     }
 }
 
-/// An elector named `node` that waits up to 5 s, on `store`.
-fn patient_node(store: Arc<dyn LeaseStore>, node: &str) -> Elector {
-    let options = ElectionOptions::builder()
-        .node_id(node)
-        .wait(Duration::from_secs(5))
-        .lease(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    Elector::with_options(store, options)
-}
-
 #[tokio::test(start_paused = true)]
 async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
     let store = Arc::new(Recording {
         inner: MemoryStore::new(),
         attempts: Mutex::default(),
     });
-    let elector = patient_node(store.clone(), "a");
-    let other = patient_node(store.clone(), "b");
+    let elector = patient_with(store.clone(), ElectionOptions::builder().node_id("a"));
+    let other = patient_with(store.clone(), ElectionOptions::builder().node_id("b"));
     let holding = {
         let elector = elector.clone();
         tokio::spawn(async move {

@@ -84,13 +84,7 @@ pub(super) fn statements(d: &dyn Sql, table: &str) -> HandOffStatements {
     let hold = HAND_OFF_HOLD.as_millis();
     let fresh = WAITING_FRESH.as_millis();
     // The row of parameters 1 and 2 that parameter 3's token holds.
-    let held = format!(
-        "lock_name = {} AND slot = {} AND token = {} AND {}",
-        p(1),
-        p(2),
-        p(3),
-        super::live(d, &d.clock(3), "")
-    );
+    let held = super::held(d, 1, &d.clock(3));
     let me = format!("CAST({} AS TEXT)", p(4));
     let freed = d.freed();
     let release_keep = format!(

@@ -369,15 +369,7 @@ impl Dialect {
             live(d, &d.clock(3), "")
         );
         // The row `lock, slot` held by `token`, parameters from `first`.
-        let held = |first: usize, c: &Clock| {
-            format!(
-                "lock_name = {} AND slot = {} AND token = {} AND {}",
-                p(first),
-                p(first + 1),
-                p(first + 2),
-                live(d, c, "")
-            )
-        };
+        let held = |first: usize, c: &Clock| held(d, first, c);
         let c = d.clock(4);
         let extend = format!(
             "UPDATE {table} SET expires_at = {} + {}{} WHERE {}{}",
@@ -467,6 +459,17 @@ fn free(d: &dyn Sql, c: &Clock, r: &str) -> String {
     d.free_at(c, r, &c.wall)
 }
 
+/// The row `lock, slot` held by `token`, parameters from `first`, by the clock `c`.
+fn held(d: &dyn Sql, first: usize, c: &Clock) -> String {
+    format!(
+        "lock_name = {} AND slot = {} AND token = {} AND {}",
+        d.param(first),
+        d.param(first + 1),
+        d.param(first + 2),
+        live(d, c, "")
+    )
+}
+
 /// True when the row is held.
 fn live(d: &dyn Sql, c: &Clock, r: &str) -> String {
     format!("NOT {}", free(d, c, r))
@@ -511,7 +514,7 @@ fn upsert_on_conflict(
     let ledger_allows = "(l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period)";
     let waiter = match line {
         hand_off::Upsert::Keeps(n) => Some(format!("CAST({} AS TEXT)", p(n))),
-        _ => None,
+        hand_off::Upsert::Plain | hand_off::Upsert::Alone => None,
     };
     // An existing row is taken over only once free (released, or expired) — for a period claim,
     // only if its ledger records no grant for this period or a later one; with hand-off, only
@@ -521,10 +524,10 @@ fn upsert_on_conflict(
     if period {
         take = format!("{take} AND {ledger_allows}");
     }
-    match &waiter {
-        Some(w) => take = format!("{take} AND {}", hand_off::not_kept(w, now)),
-        None if line == hand_off::Upsert::Alone => take = format!("{take} AND l.waiting IS NULL"),
-        None => {}
+    match (&waiter, line) {
+        (Some(w), _) => take = format!("{take} AND {}", hand_off::not_kept(w, now)),
+        (None, hand_off::Upsert::Alone) => take = format!("{take} AND l.waiting IS NULL"),
+        (None, _) => {}
     }
     let take = if take == free {
         take
