@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, LeaderGuard, LeaseStore, LockName, LostReason, OptionsError,
-    Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    ElectionOptions, Elector, Event, LET_GO_PATIENCE, LeaderGuard, LeaseStore, LockName,
+    LostReason, OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -137,7 +137,7 @@ async fn attempt(
     let mut child = match Child::spawn(&args.command, &env, args.foreground) {
         Ok(child) => child,
         Err(failure) => {
-            release(guard, &lock, Some("the command was not started")).await;
+            release(&elector, guard, &lock, Some("the command was not started")).await;
             return Err(failure);
         }
     };
@@ -157,7 +157,7 @@ async fn attempt(
         )),
         Err(_) => Some(format!("`{}` was no longer watched", child.name())),
     };
-    let lost_at_release = release(guard, &lock, unreported.as_deref()).await;
+    let lost_at_release = release(&elector, guard, &lock, unreported.as_deref()).await;
     let ending = ended?;
     let lost_unseen = ending.lost_unseen.is_some() || lost_at_release;
     Ok(if ending.killed {
@@ -454,10 +454,16 @@ fn ended_on_its_own(
 
 /// Releases the lease (or shortens it to the remaining `--min-lease`), bounded in time. A store
 /// that fails or does not answer is reported but does not change the exit code: the command's
-/// outcome is what matters, and an unreleased lease ends at its expiry. `unreported`: what a
-/// loss found only now means, if no loss was reported yet (then reported once, as every loss);
-/// true if such a loss was found.
-async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) -> bool {
+/// outcome is what matters. After a transient failure the core retries the release in the
+/// background for up to [`LET_GO_PATIENCE`], which this waits for; a lease still unreleased
+/// then ends at its expiry. `unreported`: what a loss found only now means, if no loss was
+/// reported yet (then reported once, as every loss); true if such a loss was found.
+async fn release(
+    elector: &Elector,
+    guard: LeaderGuard,
+    lock: &LockName,
+    unreported: Option<&str>,
+) -> bool {
     match timeout(RELEASE_TIMEOUT, guard.release()).await {
         Ok(Ok(Release::Released)) => tracing::info!(lock = %lock, "leasehold: released"),
         Ok(Ok(Release::NotHeld)) => {
@@ -469,6 +475,14 @@ async fn release(guard: LeaderGuard, lock: &LockName, unreported: Option<&str>) 
                 );
                 return true;
             }
+        }
+        Ok(Err(e)) if e.as_store().is_some_and(|e| e.is_transient()) => {
+            say::err(&format!(
+                "could not release lock {lock}: {e}; retrying for up to {} (or it ends at its \
+                 expiry)",
+                human(LET_GO_PATIENCE)
+            ));
+            elector.settled_within(SETTLE_TIMEOUT).await;
         }
         Ok(Err(e)) => say::err(&format!(
             "could not release lock {lock}: {e}; it ends at its expiry"

@@ -50,6 +50,7 @@ mod error;
 mod events;
 pub mod fence;
 mod hold;
+mod let_go;
 pub mod limits;
 mod line;
 mod macro_support;
@@ -72,6 +73,7 @@ pub use error::{Error, ErrorKind, Result, StoreError};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use hold::held::HeldLease;
+pub use let_go::LET_GO_PATIENCE;
 pub use limits::{
     LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_RETRY_GROWTH, MAX_SLOTS,
     MIN_LEADERSHIP_POLL,

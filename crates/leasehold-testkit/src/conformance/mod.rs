@@ -61,7 +61,7 @@ pub use period::{
 };
 pub use release::{
     abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,
-    dropped_future_releases,
+    dropped_future_releases, lost_grant_answer_leaves_no_lock,
 };
 pub use state::state_snapshots;
 pub use store::{

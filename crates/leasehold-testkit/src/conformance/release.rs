@@ -4,11 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use leasehold::{Release, RunOutcome};
+use leasehold::{Elector, LET_GO_PATIENCE, Release, RunOutcome};
 use tokio::time::{Instant, timeout};
 
-use super::support::{deliberate_panic, elected, ms, node, ok};
+use super::support::{SLACK, deliberate_panic, elected, ms, node, ok, options, valid};
 use crate::factory::StoreFactory;
+use crate::fault::{Fault, FaultyStore, Op};
 use crate::names::unique_name;
 
 /// An action that returns `Err` gives `RunOutcome::ActionFailed(err)` (not a skip, not an elector
@@ -153,5 +154,46 @@ pub async fn abandoned_wait_leaves_no_lock(factory: &dyn StoreFactory) {
     assert!(
         !ran.load(Ordering::SeqCst),
         "the abandoned waiter's action must never run"
+    );
+}
+
+/// An attempt the store applied but answered with an error (here: the answer dropped by the
+/// fault wrapper), in an acquisition that then gives up (`wait` 0): the lease its token got is
+/// freed in the background — the lock is not left taken for the whole lease — while a sibling
+/// slot held under the same node id is kept. Relies on the store's `state` naming the owner
+/// and its `release` freeing only the token's own lease.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn lost_grant_answer_leaves_no_lock(factory: &dyn StoreFactory) {
+    let name = unique_name("lost-grant-answer");
+    let (store, faults) = FaultyStore::new(factory.make());
+    let builder = options("conformance-a", Duration::ZERO, ms(30_000)).max_leaders(2);
+    let a = Elector::with_options(store, valid(builder.build(), "options"));
+    let first = elected(a.try_acquire(&name).await, "slot 0 is free");
+    faults.fail(Op::TryAcquire, Fault::transient().times(1).after_apply());
+    let second = a.try_acquire(&name).await;
+    assert!(
+        second.is_err(),
+        "the second attempt's answer was dropped: {:?}",
+        second.map(|g| g.map(|g| g.slot()))
+    );
+    assert!(
+        timeout(LET_GO_PATIENCE + SLACK, a.settled()).await.is_ok(),
+        "the lease in doubt is freed within LET_GO_PATIENCE"
+    );
+    let state = ok(a.state(&name).await, "state");
+    let held: Vec<_> = state.holders.iter().map(|h| (h.slot, h.fence)).collect();
+    assert_eq!(
+        held,
+        vec![(first.slot(), first.fence())],
+        "only the first task's lease is left"
+    );
+    assert!(!first.is_lost());
+    assert_eq!(
+        ok(first.release().await, "the first task releases"),
+        Release::Released
     );
 }

@@ -64,6 +64,7 @@ static TESTS: &[ConformanceTest] = suite![
     action_panic_releases,
     dropped_future_releases,
     abandoned_wait_leaves_no_lock,
+    lost_grant_answer_leaves_no_lock,
     expiry_allows_takeover,
     stale_owner_is_rejected,
     fences_increase,

@@ -324,7 +324,11 @@ impl Elector {
     ///   stopped first);
     /// * an acquisition attempt whose caller stopped waiting (a dropped `run_if_leader`,
     ///   `try_acquire` or schedule tick) while the request was in flight: when the store
-    ///   grants it late, the lease is released at once.
+    ///   grants it late, the lease is released at once;
+    /// * freeing a lease the store may hold for this elector after a transient error: a release
+    ///   that failed, or an acquisition that ended (gave up, failed or was dropped) after an
+    ///   attempt answered with an error, which the store may have applied all the same. Those
+    ///   are retried for at most [`LET_GO_PATIENCE`](crate::LET_GO_PATIENCE).
     ///
     /// Await it after stopping your own work and before the process exits, so that no lease
     /// outlives the process for a whole lease period. Guards still held (and their renewal)

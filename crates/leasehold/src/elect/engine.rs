@@ -18,6 +18,7 @@ use crate::events::{Event, Events};
 use crate::hold::cell::{CellOwner, LeaseCell};
 use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::hold::held::HeldLeases;
+use crate::let_go::Doubt;
 use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
@@ -179,8 +180,9 @@ impl Engine {
         let mut held_by_others = false;
         // An attempt that failed with a transient error may still have been applied; a later
         // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
-        // The local deadline is counted from the earliest such attempt.
-        let mut unknown_since: Option<Instant> = None;
+        // The local deadline is counted from the earliest such attempt. An acquisition that
+        // ends in doubt lets go of that lease, if there is one.
+        let mut doubt = self.doubt(lock);
         let mut last_error = None;
         let mut attempt = 0u32;
         let mut sent_at = start;
@@ -205,7 +207,8 @@ impl Engine {
                         self.lines.won(lock, sent_at.elapsed(), held_by_others);
                     }
                     drop(place);
-                    let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
+                    let counted_from = doubt.since().map_or(sent_at, |t| t.min(sent_at));
+                    doubt.clear();
                     return Ok(Claimed::Elected(self.elected(
                         lease,
                         metrics,
@@ -215,6 +218,7 @@ impl Engine {
                 }
                 Ok(Acquisition::AlreadyRan(record)) => {
                     drop(place);
+                    doubt.clear();
                     metrics.already_ran();
                     debug!(lock = %lock, period = record.period, by = %record.by, "leasehold: skipped, this period already ran");
                     self.events.emit(|| Event::AlreadyRan {
@@ -224,13 +228,13 @@ impl Engine {
                     return Ok(Claimed::AlreadyRan(record));
                 }
                 Ok(_) => {
-                    unknown_since = None;
+                    doubt.clear();
                     held_by_others = rounds && !self.lines.is_releasing() && !self.held.holds(lock);
                     None
                 }
                 Err(e) if e.is_transient() => {
                     debug!(lock = %lock, error = %e, "leasehold: transient error while acquiring");
-                    unknown_since.get_or_insert(sent_at);
+                    doubt.raise(req.token, sent_at);
                     Some(e)
                 }
                 Err(e) => {
@@ -297,32 +301,33 @@ impl Engine {
         let mut grants = None;
         let mut signal = self.store.release_signal(lock);
         let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
-        let mut unknown_since: Option<Instant> = None;
+        let mut doubt = self.doubt(lock);
         let mut failing = false;
         let mut attempt = 0u32;
         loop {
             let sent_at = Instant::now();
-            if unknown_since.is_some_and(|t| sent_at - t >= opts.lease / 2) {
+            if doubt.since().is_some_and(|t| sent_at - t >= opts.lease / 2) {
                 // A lease this token got back now would count from that first unanswered
-                // attempt and be worth little or nothing: start afresh with a new token. A lease
-                // the store granted the old one (if it did) ends at its expiry.
+                // attempt and be worth little or nothing: start afresh with a new token, and let
+                // go of the lease the store granted the old one, if it did.
+                doubt.settle();
                 req.token = Token::random();
-                unknown_since = None;
             }
             req.waiter = self.waiter_for(lock);
             match self.attempt(&mut req, &mut grants).await {
                 Ok(Acquisition::Granted(lease)) => {
-                    let counted_from = unknown_since.map_or(sent_at, |t| t.min(sent_at));
+                    let counted_from = doubt.since().map_or(sent_at, |t| t.min(sent_at));
+                    doubt.clear();
                     return Ok(self.elected(lease, metrics, start, counted_from));
                 }
                 Ok(_) => {
-                    unknown_since = None;
+                    doubt.clear();
                     if std::mem::take(&mut failing) {
                         tracing::info!(lock = %lock, "leasehold: the store answers again; contending");
                     }
                 }
                 Err(e) if e.is_transient() => {
-                    unknown_since.get_or_insert(sent_at);
+                    doubt.raise(req.token, sent_at);
                     if !std::mem::replace(&mut failing, true) {
                         tracing::warn!(lock = %lock, error = %e,
                             "leasehold: contending for leadership: the store failed; retrying");
@@ -359,6 +364,19 @@ impl Engine {
         debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
         self.events.emit(|| Event::Skipped { lock: lock.clone() });
         Ok(Claimed::Held)
+    }
+
+    /// The doubt of an acquisition of `lock` by this elector (see [`Doubt`]).
+    fn doubt<'a>(&'a self, lock: &'a LockName) -> Doubt<'a> {
+        let opts = &*self.options;
+        Doubt::new(
+            &self.store,
+            &self.cleanup,
+            lock,
+            self.slots,
+            &opts.node_id,
+            opts.lease,
+        )
     }
 
     /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a

@@ -16,11 +16,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::runtime::Handle;
-use tracing::{debug, warn};
+use tokio::time::Instant;
+use tracing::debug;
 
 use crate::cleanup::Cleanup;
 use crate::error::StoreResult;
+use crate::let_go::{Unwanted, let_go};
 use crate::store::contract::LeaseStore;
 use crate::store::lease::{Acquisition, Lease, Token};
 
@@ -74,15 +75,18 @@ impl Grants {
                 tokens.given_up.push(lease.token);
             }
         }
-        let Ok(handle) = Handle::try_current() else {
-            warn!(lock = %lease.lock, "leasehold: no runtime to release a lease granted after its caller stopped waiting; it ends at its expiry");
-            return;
-        };
         debug!(lock = %lease.lock, "leasehold: releasing a lease granted after the caller stopped waiting");
-        let store = Arc::clone(&self.store);
-        self.cleanup.spawn_on(&handle, async move {
-            let _ = store.release(&lease, Duration::ZERO).await;
-        });
+        // It ends at most its granted length from now.
+        let length = lease
+            .expires_at
+            .duration_since(lease.acquired_at)
+            .unwrap_or_default();
+        let ends = crate::limits::deadline_after(Instant::now(), length);
+        let unwanted = Unwanted::Lease {
+            lease,
+            linger: Duration::ZERO,
+        };
+        let_go(&self.store, &self.cleanup, unwanted, ends);
     }
 }
 

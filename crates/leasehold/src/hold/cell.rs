@@ -15,6 +15,7 @@ use crate::events::{Event, Events, LostReason};
 use crate::hold::held::{HeldLeases, HeldPlace};
 use crate::hold::state::CellState;
 use crate::hold::suspend;
+use crate::let_go::{Unwanted, let_go};
 use crate::line::Lines;
 use crate::metrics::LockMetrics;
 use crate::spans;
@@ -433,6 +434,14 @@ impl LeaseCell {
             Ok(Release::NotHeld) => {
                 debug!(lock = %lease.lock, slot = lease.slot, "leasehold: release found the lease no longer held");
                 self.mark_lost(LostReason::NotHeld);
+            }
+            Err(e) if e.is_transient() => {
+                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: release failed; retrying in the background");
+                let unwanted = Unwanted::Lease {
+                    lease: lease.clone(),
+                    linger,
+                };
+                let_go(&self.store, &self.cleanup, unwanted, self.deadline());
             }
             Err(e) => {
                 warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: release failed; the lease ends at its expiry");

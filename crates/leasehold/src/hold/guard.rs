@@ -70,8 +70,11 @@ impl LeaderGuard {
     ///
     /// # Errors
     ///
-    /// [`Error::Store`](crate::Error::Store) when the store fails; the lease then ends at its
-    /// expiry.
+    /// [`Error::Store`](crate::Error::Store) when the store fails. After a transient error the
+    /// release is retried in the background, for at most
+    /// [`LET_GO_PATIENCE`](crate::LET_GO_PATIENCE) and not past the lease's end (the stop paths
+    /// wait for it, see [`Elector::settled`](crate::Elector::settled)); after a permanent one,
+    /// or if those tries fail too, the lease ends at its expiry.
     ///
     /// # Cancel safety
     ///
