@@ -1,44 +1,24 @@
 //! Core behaviour under injected store faults, on paused tokio time (deterministic: the memory
 //! store uses the tokio clock).
 
-use std::sync::Arc;
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use common::{elector, faulty, ms};
 use leasehold::{
-    ElectionOptions, ElectionOptionsBuilder, Elector, Error, ErrorKind, Event, Extension,
-    LeaseStore, LostReason, MemoryStore, Release, RetryPolicy,
+    ElectionOptionsBuilder, Error, ErrorKind, Event, Extension, LeaseStore, LostReason, Release,
 };
-use leasehold_testkit::fault::{Fault, FaultControl, FaultyStore, Op};
+use leasehold_testkit::fault::{Fault, Op};
 use leasehold_testkit::unique_name;
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep};
 
 const LEASE: Duration = Duration::from_secs(3);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// A memory store behind a fault-injecting wrapper.
-fn faulty() -> (Arc<MemoryStore>, Arc<FaultyStore>, FaultControl) {
-    let memory = Arc::new(MemoryStore::new());
-    let (store, faults) = FaultyStore::new(memory.clone());
-    (memory, store, faults)
-}
-
-#[allow(clippy::unwrap_used)] // test helper: constant, valid input
 fn options(node: &str, wait: Duration) -> ElectionOptionsBuilder {
-    ElectionOptions::builder()
-        .node_id(node)
-        .wait(wait)
-        .lease(LEASE)
-        .retry(RetryPolicy::new(ms(100), ms(100), 0.0).unwrap())
-}
-
-#[allow(clippy::unwrap_used)] // test helper: constant, valid input
-fn elector(store: Arc<dyn LeaseStore>, builder: ElectionOptionsBuilder) -> Elector {
-    Elector::with_options(store, builder.build().unwrap())
+    common::options(node, wait, LEASE)
 }
 
 /// The reasons of the `Lost` events received so far.

@@ -3,42 +3,21 @@
 //! answered with an error, and a release that failed. On paused tokio time, over the memory
 //! store behind the fault wrapper.
 
-use std::sync::Arc;
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use leasehold::{
-    ElectionOptions, ElectionOptionsBuilder, Elector, LET_GO_PATIENCE, LeaseStore, MemoryStore,
-    RetryPolicy,
-};
-use leasehold_testkit::fault::{Fault, FaultControl, FaultyStore, Op};
+use common::{elector, faulty, ms};
+use leasehold::{ElectionOptionsBuilder, LET_GO_PATIENCE, LeaseStore};
+use leasehold_testkit::fault::{Fault, Op};
 use leasehold_testkit::unique_name;
 use tokio::time::{Instant, timeout};
 
 const LEASE: Duration = Duration::from_secs(30);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn faulty() -> (Arc<MemoryStore>, Arc<FaultyStore>, FaultControl) {
-    let memory = Arc::new(MemoryStore::new());
-    let (store, faults) = FaultyStore::new(memory.clone());
-    (memory, store, faults)
-}
-
-#[allow(clippy::unwrap_used)] // test helper: constant, valid input
 fn options(node: &str, wait: Duration) -> ElectionOptionsBuilder {
-    ElectionOptions::builder()
-        .node_id(node)
-        .wait(wait)
-        .lease(LEASE)
-        .retry(RetryPolicy::new(ms(100), ms(100), 0.0).unwrap())
-}
-
-#[allow(clippy::unwrap_used)] // test helper: constant, valid input
-fn elector(store: Arc<dyn LeaseStore>, builder: ElectionOptionsBuilder) -> Elector {
-    Elector::with_options(store, builder.build().unwrap())
+    common::options(node, wait, LEASE)
 }
 
 /// With no wait, an attempt the store granted but whose answer was lost used to leave the lock

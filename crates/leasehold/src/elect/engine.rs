@@ -11,6 +11,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
 use tracing::{Instrument, debug};
 
 use crate::cleanup::Cleanup;
+use crate::elect::doubt::Doubt;
 use crate::elect::flight::Flight;
 use crate::elect::grants::{Answer, Grants};
 use crate::error::{Error, Result, StoreError, StoreResult};
@@ -18,7 +19,6 @@ use crate::events::{Event, Events};
 use crate::hold::cell::{CellOwner, LeaseCell};
 use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::hold::held::HeldLeases;
-use crate::let_go::Doubt;
 use crate::line::Lines;
 use crate::metrics::{LockMetrics, MetricsCache};
 use crate::name::{IntoLockName, LockName};
@@ -182,7 +182,7 @@ impl Engine {
         // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
         // The local deadline is counted from the earliest such attempt. An acquisition that
         // ends in doubt lets go of that lease, if there is one.
-        let mut doubt = self.doubt(lock);
+        let mut doubt = Doubt::new(&self.store, &self.cleanup, &self.options, lock);
         let mut last_error = None;
         let mut attempt = 0u32;
         let mut sent_at = start;
@@ -301,7 +301,7 @@ impl Engine {
         let mut grants = None;
         let mut signal = self.store.release_signal(lock);
         let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
-        let mut doubt = self.doubt(lock);
+        let mut doubt = Doubt::new(&self.store, &self.cleanup, &self.options, lock);
         let mut failing = false;
         let mut attempt = 0u32;
         loop {
@@ -364,19 +364,6 @@ impl Engine {
         debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
         self.events.emit(|| Event::Skipped { lock: lock.clone() });
         Ok(Claimed::Held)
-    }
-
-    /// The doubt of an acquisition of `lock` by this elector (see [`Doubt`]).
-    fn doubt<'a>(&'a self, lock: &'a LockName) -> Doubt<'a> {
-        let opts = &*self.options;
-        Doubt::new(
-            &self.store,
-            &self.cleanup,
-            lock,
-            self.slots,
-            &opts.node_id,
-            opts.lease,
-        )
     }
 
     /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a

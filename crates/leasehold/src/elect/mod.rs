@@ -1,6 +1,7 @@
 //! Electing: the engine that waits, retries and runs an action under a lease, the `Elector` over
 //! it, and the stable leader (`lead`, `leadership`).
 
+pub(crate) mod doubt;
 pub(crate) mod elector;
 pub(crate) mod engine;
 pub(crate) mod flight;
