@@ -51,8 +51,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }));
     }
 
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.cancel(); // SIGTERM in a real service
+    tokio::select! {
+        () = leasehold::shutdown_signal() => {} // SIGINT or SIGTERM
+        () = tokio::time::sleep(Duration::from_secs(3)) => {} // the demo stops itself
+    }
+    stop.cancel();
     for replica in replicas {
         replica.await??; // each released its lease before returning
     }

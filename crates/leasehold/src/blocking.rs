@@ -2,9 +2,31 @@
 //!
 //! The caller needs no runtime of its own. The action is a plain closure that runs on the
 //! calling thread, outside any runtime (so it may block or use other blocking clients), while a
-//! private one-thread tokio runtime renews the lease and watches its deadline. A closure cannot
-//! be cancelled from outside, so `cancel_on_lost` has no effect here: check
-//! [`LeaderContext::is_lost`] in long loops instead. Do not call these methods from inside an async context (they block the thread, and
+//! private one-thread tokio runtime renews the lease and watches its deadline. **A closure cannot
+//! be dropped from outside, so `cancel_on_lost` (on by default) cannot stop it here**: a closure
+//! that may outlive its lease must check [`LeaderContext::is_lost`] between steps and return
+//! when it is true (the lease is then no longer this node's; another may already run the job),
+//! and fence its writes.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use leasehold::{blocking, MemoryStore};
+//!
+//! let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
+//! let done = elector.run_if_leader("compaction", |ctx| {
+//!     let mut done = 0;
+//!     for _batch in 0..10 {
+//!         if ctx.is_lost() {
+//!             break; // the lease is gone: stop before another node's run overlaps this one
+//!         }
+//!         done += 1; // one batch of work, written with ctx.fence()
+//!     }
+//!     done
+//! })?;
+//! assert_eq!(done, Some(10));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//! Do not call these methods from inside an async context (they block the thread, and
 //! tokio refuses to block inside a runtime); use [`crate::Elector`] there.
 
 use std::panic::AssertUnwindSafe;

@@ -9,8 +9,10 @@
 //!   [`Elector::try_acquire`] hands out a [`LeaderGuard`].
 //! * Every lease carries a random [`Token`] and a [`fence`](Lease::fence) that strictly increases
 //!   per lock: hand it to the resource so it can reject writes from a stale holder.
-//! * [`LeaderContext::lost`] (also on a [`LeaderGuard`]) resolves when the lease is lost or can no longer be proven; with
-//!   `auto_extend` a watchdog renews it; with `cancel_on_lost` the action is dropped on loss.
+//! * [`LeaderContext::lost`] (also on a [`LeaderGuard`]) resolves when the lease is lost or can
+//!   no longer be proven. By default a watchdog renews the lease while the action runs
+//!   (`auto_extend`) and the action is dropped at the loss (`cancel_on_lost`), before the store can
+//!   grant the lock again: one holder at a time with no option set.
 //! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
 //!   Other crates add SQL, Redis and DynamoDB stores.
 //! * [`Elector::lead`] keeps a stable leader (contend, lead until the action ends or the lease is
@@ -20,6 +22,8 @@
 //!   with the lock name and durations checked at compile time.
 //! * [`Schedule`] runs periodic jobs once per period across replicas (period-aligned, checked by
 //!   the store's period ledger); [`blocking::Elector`] serves synchronous code.
+//! * [`shutdown_signal`] resolves on SIGINT or SIGTERM (what systemd, Kubernetes and docker
+//!   send): the stop request to cancel a program's [`CancellationToken`] with.
 //! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
 //!   [`MAX_NODE_ID_LEN`], [`MAX_LOCK_NAME_LEN`]), refused beyond it with a typed [`LimitError`].
 //!
@@ -29,9 +33,8 @@
 //! use leasehold::{ElectionOptions, Elector, MemoryStore};
 //!
 //! let options = ElectionOptions::builder()
-//!     .wait(Duration::ZERO)
-//!     .lease(Duration::from_secs(30))
-//!     .auto_extend(true)
+//!     .wait(Duration::ZERO) // the default: skip at once when another node holds it
+//!     .lease(Duration::from_secs(30)) // renewed every 10 s while the action runs
 //!     .build()?;
 //! let elector = Elector::with_options(Arc::new(MemoryStore::new()), options);
 //!
@@ -59,6 +62,7 @@ mod name;
 mod options;
 mod outcome;
 mod schedule;
+mod shutdown;
 pub mod spans;
 pub mod store;
 mod store_url;
@@ -81,13 +85,14 @@ pub use limits::{
 pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
 pub use options::retry::RetryPolicy;
 pub use options::{
-    DEFAULT_ATTEMPT_TIMEOUT, ElectionOptions, ElectionOptionsBuilder, MIN_LEASE,
+    DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_LEASE, ElectionOptions, ElectionOptionsBuilder, MIN_LEASE,
     MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
 };
 pub use outcome::{PeriodOutcome, RunOutcome};
 pub use schedule::{
     DEFAULT_MAX_JITTER, Job, JobEvent, JobOutcome, MissedPeriods, Schedule, ScheduleHandle,
 };
+pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use store::LeaseStore;
 pub use store::lease::{Extension, Holder, Lease, LockState, Release, Token};
 pub use store::memory::MemoryStore;

@@ -14,8 +14,8 @@ pub struct Overrides {
     lease: Option<Duration>,
     wait: Option<Duration>,
     min_lease: Option<Duration>,
-    auto_extend: bool,
-    cancel_on_lost: bool,
+    auto_extend: Option<bool>,
+    cancel_on_lost: Option<bool>,
 }
 
 impl Overrides {
@@ -24,8 +24,8 @@ impl Overrides {
         lease: None,
         wait: None,
         min_lease: None,
-        auto_extend: false,
-        cancel_on_lost: false,
+        auto_extend: None,
+        cancel_on_lost: None,
     };
 
     /// Sets `lease`.
@@ -52,18 +52,18 @@ impl Overrides {
         }
     }
 
-    /// Turns `auto_extend` on.
-    pub const fn auto_extend(self) -> Self {
+    /// Sets `auto_extend`.
+    pub const fn auto_extend(self, on: bool) -> Self {
         Self {
-            auto_extend: true,
+            auto_extend: Some(on),
             ..self
         }
     }
 
-    /// Turns `cancel_on_lost` on.
-    pub const fn cancel_on_lost(self) -> Self {
+    /// Sets `cancel_on_lost`.
+    pub const fn cancel_on_lost(self, on: bool) -> Self {
         Self {
-            cancel_on_lost: true,
+            cancel_on_lost: Some(on),
             ..self
         }
     }
@@ -92,11 +92,11 @@ pub fn configure(elector: &Elector, overrides: &Overrides) -> Result<Elector> {
     if let Some(min_lease) = overrides.min_lease {
         builder = builder.min_lease(min_lease);
     }
-    if overrides.auto_extend {
-        builder = builder.auto_extend(true);
+    if let Some(on) = overrides.auto_extend {
+        builder = builder.auto_extend(on);
     }
-    if overrides.cancel_on_lost {
-        builder = builder.cancel_on_lost(true);
+    if let Some(on) = overrides.cancel_on_lost {
+        builder = builder.cancel_on_lost(on);
     }
     Ok(elector.reconfigured(builder.build()?))
 }
@@ -121,11 +121,14 @@ mod tests {
         let set = Overrides::NONE
             .lease(Duration::from_secs(30))
             .min_lease(Duration::from_secs(5))
-            .auto_extend()
-            .cancel_on_lost();
+            .auto_extend(false)
+            .cancel_on_lost(false);
         let o = configure(&elector, &set)?.options().clone();
         assert_eq!(o.lease(), Duration::from_secs(30));
         assert_eq!(o.min_lease(), Duration::from_secs(5));
+        assert!(!o.auto_extend() && !o.cancel_on_lost(), "turned off");
+        let on = Overrides::NONE.auto_extend(true).cancel_on_lost(true);
+        let o = configure(&elector, &on)?.options().clone();
         assert!(o.auto_extend() && o.cancel_on_lost());
         // Not overridden: the elector's.
         assert_eq!(o.wait(), Duration::from_secs(3));

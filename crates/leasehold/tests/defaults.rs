@@ -1,140 +1,200 @@
-//! The defaults keep the promise "run it on exactly one node, skip it everywhere else": replicas
-//! that set no option and start together around a job run it once.
+//! The promise with no option set: one holder at a time. `Elector::new` renews a lease while its
+//! action runs, stops the action at the lease's local deadline if renewing fails (before the
+//! store can grant the lock again), and a crashed holder is replaced within about one 15 s lease.
+//! Paused tokio time on the memory store, behind the testkit's fault wrapper where renewals must
+//! fail.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, LeaseStore, MemoryStore, blocking};
+use leasehold::{
+    CancellationToken, DEFAULT_LEASE, ElectionOptions, Elector, Error, LeaseStore, MemoryStore,
+    TermEnd,
+};
+use leasehold_testkit::fault::{Fault, FaultyStore};
+use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep};
 
-/// The job every replica guards: it runs for 2 s.
-const JOB: Duration = Duration::from_secs(2);
-
-/// A replica: an elector with every default, only its own node id (as on its own host).
-fn replica(store: &Arc<dyn LeaseStore>, node: &str) -> Elector {
-    let options = ElectionOptions::builder().node_id(node).build().unwrap();
-    Elector::with_options(Arc::clone(store), options)
-}
-
-/// Runs the 2 s job under `elector`, counting the runs; answers whether this replica ran it and
-/// how long its call took.
-async fn guarded_job(elector: &Elector, runs: &AtomicU32) -> (bool, Duration) {
-    let start = Instant::now();
-    let ran = elector
-        .run_if_leader("nightly-report", |_| async {
-            runs.fetch_add(1, Ordering::SeqCst);
-            sleep(JOB).await;
-        })
-        .await
-        .unwrap()
-        .is_some();
-    (ran, start.elapsed())
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
 }
 
 #[test]
-fn the_default_wait_is_zero_everywhere() {
-    assert_eq!(ElectionOptions::default().wait(), Duration::ZERO);
-    assert_eq!(
-        ElectionOptions::builder().build().unwrap().wait(),
-        Duration::ZERO
-    );
-    assert_eq!(
-        ElectionOptions::default().max_leaders(),
-        1,
-        "one leader unless asked"
-    );
+fn the_defaults_renew_and_stop_on_loss_with_a_15s_lease() {
+    let o = ElectionOptions::default();
+    assert!(o.auto_extend(), "renewal is on by default");
+    assert!(o.cancel_on_lost(), "stopping on loss is on by default");
+    assert_eq!(o.lease(), secs(15));
+    assert_eq!(DEFAULT_LEASE, secs(15));
 }
 
-/// The Done-when line of issue #12: `Elector::new` + `run_if_leader` around a 2 s job on two
-/// replicas started together → exactly 1 run. (With the original library's 5 s wait the second
-/// replica waited for the first to finish and ran the job again.)
+/// A job far longer than the default lease (and than the 60 s lease of earlier versions), on one
+/// replica; the others' timers fire
+/// every 10 s meanwhile. With the defaults they all skip: the job never runs twice at once.
 #[tokio::test(start_paused = true)]
-async fn two_replicas_started_together_with_elector_new_run_a_2s_job_once() {
+async fn a_job_longer_than_the_lease_never_runs_twice_with_default_options() {
     let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
-    let a = Elector::new(Arc::clone(&store));
-    let b = Elector::new(Arc::clone(&store));
-    let runs = AtomicU32::new(0);
-    let ((ran_a, took_a), (ran_b, took_b)) =
-        tokio::join!(guarded_job(&a, &runs), guarded_job(&b, &runs));
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "exactly one run");
-    assert!(ran_a != ran_b, "one replica ran it, the other skipped");
-    let skipped_after = if ran_a { took_b } else { took_a };
-    assert!(
-        skipped_after < Duration::from_millis(100),
-        "the other replica skipped at once, after {skipped_after:?}"
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let job = {
+        let (running, most, runs) = (running.clone(), most.clone(), runs.clone());
+        move |elector: Elector| {
+            let (running, most, runs) = (running.clone(), most.clone(), runs.clone());
+            async move {
+                elector
+                    .run_if_leader("nightly", |_ctx| async move {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        sleep(secs(200)).await; // the long job: over 13 default leases
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    })
+                    .await
+            }
+        }
+    };
+    let first = tokio::spawn(job(Elector::new(Arc::clone(&store))));
+    let mut others = Vec::new();
+    for _ in 0..19 {
+        sleep(secs(10)).await; // a replica whose timer fires later
+        others.push(job(Elector::new(Arc::clone(&store))).await);
+    }
+    assert_eq!(
+        first.await.unwrap().unwrap(),
+        Some(()),
+        "the first run completes"
     );
-    // Nothing is left behind for the next scheduled run.
-    assert!(a.state("nightly-report").await.unwrap().is_free());
-}
-
-/// The same with each replica's own node id, and the second replica starting anywhere during the
-/// first one's run (replicas "started together" are never exactly simultaneous).
-#[tokio::test(start_paused = true)]
-async fn a_replica_starting_during_the_run_skips_it() {
-    for offset_ms in [0, 1, 100, 1_000, 1_990] {
-        let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
-        let a = replica(&store, "replica-a");
-        let b = replica(&store, "replica-b");
-        let runs = AtomicU32::new(0);
-        let late = async {
-            sleep(Duration::from_millis(offset_ms)).await;
-            guarded_job(&b, &runs).await
-        };
-        let ((ran_a, _), (ran_b, took_b)) = tokio::join!(guarded_job(&a, &runs), late);
-        assert_eq!(runs.load(Ordering::SeqCst), 1, "offset {offset_ms} ms");
-        assert!(ran_a && !ran_b, "offset {offset_ms} ms: a ran, b skipped");
-        assert!(
-            took_b < Duration::from_millis(100),
-            "offset {offset_ms} ms: b skipped at once, after {took_b:?}"
+    for (n, other) in others.into_iter().enumerate() {
+        assert_eq!(
+            other.unwrap(),
+            None,
+            "replica {n} fired while the long job held its renewed lease: it must skip"
         );
     }
+    assert_eq!(most.load(Ordering::SeqCst), 1, "never two runs at once");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
-/// Waiting stays available, chosen explicitly: with a wait every caller runs, one at a time.
+/// The holder is cut off from the store (renewals and its release fail): with the defaults its
+/// action is dropped at the lease's local deadline, and the node that takes the lock once the
+/// store expired it never runs beside it.
 #[tokio::test(start_paused = true)]
-async fn an_explicit_wait_runs_every_caller_one_after_the_other() {
-    let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
-    let waiting = |node: &str| {
-        let options = ElectionOptions::builder()
-            .node_id(node)
-            .wait(Duration::from_secs(5))
-            .build()
+async fn a_lease_that_cannot_be_renewed_stops_the_action_before_another_node_gets_it() {
+    let memory: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
+    let (faulty, faults) = FaultyStore::new(Arc::clone(&memory));
+    let a = Elector::new(faulty);
+    let last_alive = Arc::new(Mutex::new(None::<Instant>));
+    let alive = last_alive.clone();
+    let granted = Instant::now();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let on_start = started.clone();
+    let holder = tokio::spawn(async move {
+        a.run_if_leader("reconcile", |_ctx| async move {
+            on_start.notify_one();
+            loop {
+                *alive.lock().await = Some(Instant::now());
+                sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+    });
+    started.notified().await;
+    // Cut off from the store: renewals and the release fail.
+    faults.fail_all_ops(Fault::transient());
+    // Another node tries every 500 ms until it gets the lock.
+    let b = Elector::new(Arc::clone(&memory));
+    let ran = Arc::new(AtomicBool::new(false));
+    let b_started = loop {
+        let flag = ran.clone();
+        let got = b
+            .run_if_leader("reconcile", |_ctx| async move {
+                flag.store(true, Ordering::SeqCst);
+                Instant::now()
+            })
+            .await
             .unwrap();
-        Elector::with_options(Arc::clone(&store), options)
+        if let Some(at) = got {
+            break at;
+        }
+        sleep(Duration::from_millis(500)).await;
+        assert!(
+            granted.elapsed() < secs(60),
+            "the lock was never free again"
+        );
     };
-    let (a, b) = (waiting("replica-a"), waiting("replica-b"));
-    let runs = AtomicU32::new(0);
-    let ((ran_a, _), (ran_b, _)) = tokio::join!(guarded_job(&a, &runs), guarded_job(&b, &runs));
-    assert!(ran_a && ran_b);
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "mutual exclusion: both ran");
+    let outcome = holder.await.unwrap();
+    assert!(
+        matches!(outcome, Err(Error::Lost { .. })),
+        "the unrenewable run ends as lost: {outcome:?}"
+    );
+    let last = last_alive.lock().await.expect("the action ran");
+    assert!(
+        last < b_started,
+        "the first action was still running at {:?} when the next holder started at {:?}",
+        last - granted,
+        b_started - granted
+    );
+    assert!(
+        b_started - granted >= DEFAULT_LEASE,
+        "the store kept the lock for the whole lease"
+    );
 }
 
-/// The blocking facade has the same default: two threads started together run a 2 s job once.
-#[test]
-fn two_blocking_replicas_started_together_run_a_2s_job_once() {
-    let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
-    let runs = Arc::new(AtomicU32::new(0));
-    let barrier = Arc::new(std::sync::Barrier::new(2));
-    let threads: Vec<_> = (0..2)
-        .map(|_| {
-            let elector = blocking::Elector::new(Arc::clone(&store)).unwrap();
-            let (runs, barrier) = (Arc::clone(&runs), Arc::clone(&barrier));
-            std::thread::spawn(move || {
-                barrier.wait();
-                elector
-                    .run_if_leader("nightly-report", |_| {
-                        runs.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(JOB);
-                    })
-                    .unwrap()
-                    .is_some()
-            })
+/// A stable leader that crashes (its store calls all fail from one moment: it can neither renew
+/// nor release) is replaced by a follower within the default lease plus one poll.
+#[tokio::test(start_paused = true)]
+async fn a_crashed_leader_is_replaced_within_the_default_lease() {
+    let memory: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
+    let (faulty, faults) = FaultyStore::new(Arc::clone(&memory));
+    let stop = CancellationToken::new();
+    let leader = Elector::new(faulty);
+    let elected = Arc::new(tokio::sync::Notify::new());
+    let leading = {
+        let (stop, elected) = (stop.clone(), elected.clone());
+        tokio::spawn(async move {
+            leader
+                .lead("controller", stop, move |ctx| {
+                    let elected = elected.clone();
+                    async move {
+                        elected.notify_one();
+                        ctx.lost().await;
+                        TermEnd::Stop
+                    }
+                })
+                .await
         })
-        .collect();
-    let ran: Vec<bool> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "exactly one run: {ran:?}");
-    assert_eq!(ran.iter().filter(|r| **r).count(), 1);
+    };
+    elected.notified().await;
+    let crashed = Instant::now();
+    faults.fail_all_ops(Fault::transient());
+    let follower = Elector::new(Arc::clone(&memory));
+    let (stop_b, took_over) = (stop.clone(), Arc::new(Mutex::new(None)));
+    let seen = took_over.clone();
+    let following = tokio::spawn(async move {
+        follower
+            .lead("controller", stop_b, move |_ctx| {
+                let seen = seen.clone();
+                async move {
+                    *seen.lock().await = Some(Instant::now());
+                    TermEnd::Stop
+                }
+            })
+            .await
+    });
+    following.await.unwrap().unwrap();
+    let failover = took_over.lock().await.expect("the follower led") - crashed;
+    assert!(
+        failover <= DEFAULT_LEASE + secs(1),
+        "failover took {failover:?}, more than the 15 s lease and a poll"
+    );
+    assert!(
+        failover >= DEFAULT_LEASE - secs(5),
+        "failover {failover:?} before the lease ended"
+    );
+    stop.cancel();
+    let _ = leading.await;
 }

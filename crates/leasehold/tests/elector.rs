@@ -17,8 +17,13 @@ use tokio::time::{Instant, sleep, timeout};
 
 const MS: Duration = Duration::from_millis(1);
 
+/// Options with renewal and cancellation on loss off (both on by default, see tests/defaults.rs):
+/// these tests look at what a lease left alone does — expiry, takeover, the local deadline.
 fn opts() -> leasehold::ElectionOptionsBuilder {
-    ElectionOptions::builder().node_id("node-a")
+    ElectionOptions::builder()
+        .node_id("node-a")
+        .auto_extend(false)
+        .cancel_on_lost(false)
 }
 
 fn elector(store: &Arc<MemoryStore>, o: leasehold::ElectionOptionsBuilder) -> Elector {
@@ -65,6 +70,18 @@ impl LeaseStore for Counting {
     }
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.inner.release(lease, linger).await
+    }
+    async fn start_period(
+        &self,
+        lease: &Lease,
+    ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+        self.inner.start_period(lease).await
+    }
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.inner.period_record(lock).await
     }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await

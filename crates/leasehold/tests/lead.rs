@@ -19,9 +19,12 @@ use tokio::time::{Instant, sleep, timeout};
 const LEASE: Duration = Duration::from_secs(3);
 
 fn node(store: &Arc<dyn LeaseStore>, id: &str) -> Elector {
+    // `lead` renews its terms whatever the options say; a guard taken with `try_acquire` is left
+    // alone here, so that a leaked one stands for a crashed holder.
     let options = ElectionOptions::builder()
         .node_id(id)
         .lease(LEASE)
+        .auto_extend(false)
         .build()
         .expect("valid options");
     Elector::with_options(Arc::clone(store), options)
@@ -377,6 +380,18 @@ impl LeaseStore for Silent {
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.0.release(lease, linger).await
     }
+    async fn start_period(
+        &self,
+        lease: &Lease,
+    ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+        self.0.start_period(lease).await
+    }
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.0.period_record(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.0.state(lock, slots).await
     }
@@ -493,6 +508,18 @@ impl LeaseStore for Failing {
     }
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.inner.release(lease, linger).await
+    }
+    async fn start_period(
+        &self,
+        lease: &Lease,
+    ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+        self.inner.start_period(lease).await
+    }
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.inner.period_record(lock).await
     }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await

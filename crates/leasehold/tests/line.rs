@@ -412,6 +412,18 @@ impl LeaseStore for Recording {
     fn hands_off(&self) -> bool {
         self.inner.hands_off()
     }
+    async fn start_period(
+        &self,
+        lease: &Lease,
+    ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+        self.inner.start_period(lease).await
+    }
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.inner.period_record(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await
     }

@@ -22,7 +22,8 @@ fn elections_record_counters_histograms_and_the_active_gauge() {
             let store = Arc::new(MemoryStore::new());
             let opts = ElectionOptions::builder()
                 .wait(Duration::ZERO)
-                .lease(Duration::from_millis(300));
+                .lease(Duration::from_millis(300))
+                .auto_extend(false);
             let e = Elector::with_options(store, opts.clone().auto_extend(true).build().unwrap());
             e.run_if_leader("job", |_| tokio::time::sleep(Duration::from_millis(250)))
                 .await

@@ -330,6 +330,18 @@ impl LeaseStore for AheadClock {
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.0.release(lease, linger).await
     }
+    async fn start_period(
+        &self,
+        lease: &Lease,
+    ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+        self.0.start_period(lease).await
+    }
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.0.period_record(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.0.state(lock, slots).await
     }

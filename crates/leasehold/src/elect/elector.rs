@@ -57,8 +57,9 @@ impl std::fmt::Debug for Elector {
 }
 
 impl Elector {
-    /// An elector with default options (wait 0: one attempt, skip at once when the lock is held;
-    /// lease 60 s).
+    /// An elector with default options: wait 0 (one attempt, skip at once when the lock is held),
+    /// a 15 s lease renewed while the action runs, and the action stopped if the lease is lost
+    /// (see [`ElectionOptions`]).
     pub fn new(store: Arc<dyn LeaseStore>) -> Self {
         Self::with_options(store, ElectionOptions::default())
     }

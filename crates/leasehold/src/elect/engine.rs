@@ -133,10 +133,21 @@ impl Engine {
             check_period_slots(self.slots)?;
         }
         let span = self.acquire_span(lock);
-        let claimed = self
-            .acquire_in_span(lock, period)
-            .instrument(span.clone())
-            .await;
+        let claimed = async {
+            match self.acquire_in_span(lock, period).await? {
+                // A granted period claim is recorded as started before anything runs under it.
+                Claimed::Elected(guard) if period.is_some() => Ok(crate::elect::start::start(
+                    &self.store,
+                    guard,
+                    self.options.attempt_timeout,
+                )
+                .await?
+                .map_or(Claimed::Held, Claimed::Elected)),
+                other => Ok(other),
+            }
+        }
+        .instrument(span.clone())
+        .await;
         let outcome = match &claimed {
             Ok(Claimed::Elected(guard)) => {
                 spans::record_lease(&span, guard.slot(), guard.fence());
@@ -541,10 +552,13 @@ impl Engine {
             let mut finished = {
                 let lost = ctx.lost();
                 tokio::pin!(lost);
+                // The loss first: an action is never polled once its lease is past the local
+                // deadline, not even once when the grant's answer itself came too late (found
+                // by the protocol model, `leasehold-model`).
                 tokio::select! {
                     biased;
-                    r = &mut action => r,
                     _ = &mut lost => None,
+                    r = &mut action => r,
                 }
             };
             if finished.is_none() && !self.options.cancel_on_lost {

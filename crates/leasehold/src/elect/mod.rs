@@ -8,3 +8,4 @@ pub(crate) mod flight;
 pub(crate) mod grants;
 pub(crate) mod guarded_stream;
 pub(crate) mod lead;
+pub(crate) mod start;

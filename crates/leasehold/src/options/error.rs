@@ -21,7 +21,8 @@ pub enum OptionsError {
     },
     /// `auto_extend` was asked for with a lease too short to renew in time.
     #[error(
-        "auto_extend needs a lease of at least {min:?} (three renewals of 25ms), got {lease:?}"
+        "auto_extend (on by default) needs a lease of at least {min:?} (three renewals of 25ms), \
+         got {lease:?}; set auto_extend(false) for a shorter lease, which then bounds the action"
     )]
     LeaseTooShortForAutoExtend {
         /// The lease.

@@ -12,6 +12,10 @@ pub use error::OptionsError;
 
 /// The smallest lease the core accepts.
 pub const MIN_LEASE: Duration = Duration::from_millis(1);
+/// The lease when none is set: 15 s, renewed every 5 s while the action runs (as client-go's
+/// leader election), so that a crashed holder is replaced within about 15 s plus the next
+/// contender's attempt.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// How long an elector waits for one acquisition attempt's answer unless
 /// [`attempt_timeout`](ElectionOptionsBuilder::attempt_timeout) says otherwise.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -24,10 +28,10 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 /// |---|---|---|
 /// | `max_leaders` | 1 | 1 to [`MAX_SLOTS`](crate::MAX_SLOTS): how many nodes may hold the lock at once, each in its own slot with its own fence |
 /// | `wait` | 0 (one attempt, skip at once) | ≥ 0: how long to keep trying before skipping; set it only for mutual exclusion with waiting |
-/// | `lease` | 60 s | ≥ 1 ms: how long the store keeps the lock without renewal |
+/// | `lease` | 15 s ([`DEFAULT_LEASE`]) | ≥ 1 ms: how long the store keeps the lock without renewal |
 /// | `min_lease` | 0 | ≤ `lease`: hold the lock at least this long after acquisition |
-/// | `auto_extend` | off | renew every `lease/3` (≥ 25 ms) while the action runs; needs `lease` ≥ 75 ms |
-/// | `cancel_on_lost` | off | drop the action's future when the lease is lost |
+/// | `auto_extend` | **on** | renew every `lease/3` (≥ 25 ms) while the action runs (and while a guard is held); needs `lease` ≥ 75 ms |
+/// | `cancel_on_lost` | **on** | drop the action's future at the lease's local deadline or loss, before the store can grant the lock again |
 /// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
 /// | `retry` | the store's: 25 ms doubling to 250 ms where its release signal reaches every client, else 4 ms growing by 1.25 to 250 ms ([`RetryPolicy`]); jittered | pause between attempts while waiting |
 /// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
@@ -35,6 +39,13 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 /// Every duration is at most [`MAX_DURATION`](crate::MAX_DURATION) (100 years) and the node id at
 /// most [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes; beyond that `build` answers
 /// [`OptionsError::Limit`].
+///
+/// **The defaults keep the promise "one holder at a time"** for a user who sets no option: a lease
+/// is renewed while its action runs, however long that takes, and if renewing fails the action
+/// is stopped (its future dropped) at the lease's conservative local deadline, before the store
+/// can hand the lock to anyone else. Turning either off is an explicit choice with a risk, see
+/// [`auto_extend`](ElectionOptionsBuilder::auto_extend) and
+/// [`cancel_on_lost`](ElectionOptionsBuilder::cancel_on_lost).
 ///
 /// The zero `wait` keeps the promise "exactly one node runs it" for a user who sets no option:
 /// replicas started together around a job run it once, and the others skip. (The original
@@ -78,10 +89,10 @@ impl Default for ElectionOptions {
             max_leaders: 1,
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             wait: Duration::ZERO,
-            lease: Duration::from_secs(60),
+            lease: DEFAULT_LEASE,
             min_lease: Duration::ZERO,
-            auto_extend: false,
-            cancel_on_lost: false,
+            auto_extend: true,
+            cancel_on_lost: true,
             node_id: default_node_id(),
             retry: None,
         }
@@ -218,7 +229,8 @@ impl LeaseFault {
             Self::TooShort => "lease must be at least 1ms (leasehold::MIN_LEASE)",
             Self::MinLeaseExceedsLease => "min_lease must not exceed lease",
             Self::TooShortForAutoExtend => {
-                "auto_extend needs a lease of at least 75ms (three renewals of 25ms)"
+                "auto_extend (on by default) needs a lease of at least 75ms (three renewals of \
+                 25ms); set auto_extend(false) for a shorter lease, which then bounds the action"
             }
         }
     }
@@ -260,7 +272,8 @@ impl ElectionOptionsBuilder {
         self.0.wait = wait;
         self
     }
-    /// The lease (default 60 s).
+    /// The lease (default [`DEFAULT_LEASE`], 15 s): how long the store keeps the lock if this
+    /// node stops renewing it — the time a crashed holder keeps the job from running elsewhere.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.0.lease = lease;
         self
@@ -270,13 +283,26 @@ impl ElectionOptionsBuilder {
         self.0.min_lease = min_lease;
         self
     }
-    /// Renew the lease while the action runs (default off).
+    /// Renew the lease while the action runs, every `lease/3` (default **on**).
+    ///
+    /// Off, the lease is never renewed: it bounds the action's run time. With `cancel_on_lost`
+    /// (on by default) an action longer than the lease is then stopped at the local deadline;
+    /// with both off, it goes on running after the store frees the lock, and a node whose timer
+    /// fires later runs the same job beside it. Turn it off only for actions that must end
+    /// within one lease anyway.
     pub fn auto_extend(mut self, on: bool) -> Self {
         self.0.auto_extend = on;
         self
     }
-    /// Cancel the action when the lease is lost (default off: the action keeps running and can
-    /// watch [`LeaderContext::lost`](crate::LeaderContext::lost)).
+    /// Stop the action when the lease is lost (default **on**): its future is dropped at the
+    /// loss — at the latest at the lease's conservative local deadline, before the store can grant
+    /// the lock to another node — and the run answers [`Error::Lost`](crate::Error::Lost).
+    ///
+    /// Off, the action keeps running after the loss, **beside the next holder**: only for an
+    /// action that watches [`LeaderContext::lost`](crate::LeaderContext::lost) or
+    /// [`is_lost`](crate::LeaderContext::is_lost) and stops by itself, or whose every write is
+    /// fenced at the resource. The [blocking facade](crate::blocking) cannot drop a closure, so
+    /// there the closure must check `ctx.is_lost()` itself.
     pub fn cancel_on_lost(mut self, on: bool) -> Self {
         self.0.cancel_on_lost = on;
         self
@@ -412,9 +438,9 @@ mod tests {
         let o = ElectionOptions::builder().build()?;
         assert_eq!(
             (o.wait(), o.lease(), o.min_lease()),
-            (Duration::ZERO, Duration::from_secs(60), Duration::ZERO)
+            (Duration::ZERO, Duration::from_secs(15), Duration::ZERO)
         );
-        assert!(!o.auto_extend() && !o.cancel_on_lost());
+        assert!(o.auto_extend() && o.cancel_on_lost());
         assert_eq!(o.max_leaders(), 1);
         Ok(())
     }
@@ -444,6 +470,17 @@ mod tests {
                 .build(),
             Err(OptionsError::LeaseTooShortForAutoExtend { .. })
         ));
+        // On by default: a short lease without renewal is asked for explicitly.
+        assert!(matches!(
+            b().lease(Duration::from_millis(50)).build(),
+            Err(OptionsError::LeaseTooShortForAutoExtend { .. })
+        ));
+        assert!(
+            b().lease(Duration::from_millis(50))
+                .auto_extend(false)
+                .build()
+                .is_ok()
+        );
         assert!(matches!(
             b().node_id(" ").build(),
             Err(OptionsError::BadNodeId(_))

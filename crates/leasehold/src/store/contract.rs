@@ -11,6 +11,7 @@ use crate::store::lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo,
 };
 use crate::store::list::{ListCursor, LockPage};
+use crate::store::period::{PeriodRecord, PeriodStart};
 use crate::store::signal::ReleaseSignal;
 use crate::store::unsupported::Unsupported;
 
@@ -26,14 +27,21 @@ use crate::store::unsupported::Unsupported;
 ///   (so a retried request that was applied is recognised). Contention is
 ///   `Ok(Acquisition::Held)`, never `Err`. It first runs [`AcquireRequest::check`].
 /// * **The period ledger.** When `req.period` is set (single-slot locks only), `try_acquire`
-///   computes the period id `P = floor((store-now − offset) / length)` from the store's clock
-///   (milliseconds since the Unix epoch) and grants only if the lock's record holds no period, or
-///   one below `P` — in the same atomic operation as the grant, which records `P`, the store
-///   time and the owner with slot 0's lease. The record survives release and expiry (like the
-///   fence) and is only ever raised. A claim refused by the ledger is
-///   `Ok(Acquisition::AlreadyRan(record))`, also when the lock is held at the moment (waiting
-///   cannot help); a live lease of the request's own token is still returned as granted.
-///   Requests without a period neither read nor change the record.
+///   finds the window `[from, until)` of the period containing the store's now
+///   ([`Period::window_at_ms`](crate::Period::window_at_ms) of the store's clock, milliseconds
+///   since the Unix epoch) and judges the lock's record by time, in the same atomic operation
+///   as the grant ([`judge_claim`](crate::store::judge_claim)): if the latest claim was granted
+///   at or after `from` and has started, the claim is refused with
+///   `Ok(Acquisition::AlreadyRan(record))` — also while the lock is held (waiting cannot
+///   help); if it was granted at or after `from`, has not started and slot 0 is live, the
+///   answer is `Ok(Acquisition::Held)`; otherwise the claim is granted like any acquisition
+///   (the lock must be free), and the grant replaces the record with the store time, the owner,
+///   the request's token, the window (`from`, `until`, its id) and *not started*. A live lease
+///   of the request's own token is returned as granted (the record unchanged). The record
+///   survives release and expiry (like the fence). Requests without a period neither read nor
+///   change the record.
+/// * [`start_period`](Self::start_period) marks the record *started*, only for the token that
+///   holds slot 0's live lease and made the latest claim.
 /// * `extend` succeeds only if the token holds the slot **and** the lease has not expired; the new
 ///   expiry is store-now + `ttl`.
 /// * `release` succeeds only for the live holder's token. With `linger > 0` it shortens the lease to
@@ -102,6 +110,22 @@ pub trait LeaseStore: Send + Sync + 'static {
         false
     }
 
+    /// Records that the action of the period claim `lease` was granted for starts now: one
+    /// atomic step that succeeds only if `lease.token` holds slot 0's live lease **and** made the
+    /// lock's latest period claim; it then marks that claim started (a claim already started by
+    /// this token answers [`PeriodStart::Started`] again, so a retry after a lost answer is
+    /// harmless). Anything else is [`PeriodStart::NotHeld`] and changes nothing. Neither the
+    /// lease's expiry nor its fence changes.
+    ///
+    /// The core calls it once per granted claim, before the action runs; until then the claim can
+    /// be taken over once its lease ends (see the ledger above). Wrappers forward it.
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart>;
+
+    /// The lock's period ledger record (its latest claim, started or not), or `None` for a lock
+    /// never claimed: what `leasehold status` shows. One read; it changes nothing. Wrappers
+    /// forward it.
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>>;
+
     /// A snapshot of the live holders of `lock` among `slots` slots.
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;
 
@@ -164,6 +188,16 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// cleanup task of the core, which reads its answer and releases a lease that arrives after the
     /// caller gave up.
     fn acquire_is_cancel_safe(&self) -> bool {
+        false
+    }
+
+    /// True if this store's leases live only inside this process (the in-memory store, an
+    /// in-memory SQLite database): electors in other processes cannot see them, so the store
+    /// gives no exclusion between processes — two programs using "the same" such store each
+    /// get their own. The command-line tool refuses such a store wherever exclusion between
+    /// processes is the point (`run`, `status`, `release`, `serve`, `verify`). The default is
+    /// false; wrappers forward their inner store's.
+    fn is_process_local(&self) -> bool {
         false
     }
 

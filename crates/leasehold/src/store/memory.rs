@@ -17,7 +17,7 @@ use crate::store::lease::{
     AcquireRequest, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
 };
 use crate::store::list::{ListCursor, ListedLock, LockPage};
-use crate::store::period::PeriodRecord;
+use crate::store::period::{ClaimVerdict, PeriodRecord, PeriodStart, PeriodWindow, judge_claim};
 use crate::store::signal::{ReleaseNotifier, ReleaseSignal};
 
 /// An in-process store: a map behind a mutex, timed by the tokio clock.
@@ -48,10 +48,20 @@ pub struct MemoryStore {
 struct Row {
     fence: u64,
     holder: Option<Held>,
-    /// The period ledger (slot 0 only): the latest period granted, when and to whom.
-    ledger: Option<(i64, Instant, Arc<str>)>,
+    /// The period ledger (slot 0 only): the latest period claim.
+    ledger: Option<Ledger>,
     /// The waiting electors and the hand-off (slot 0 only, single-slot requests).
     line: WaitLine,
+}
+
+/// A lock's latest period claim.
+#[derive(Debug, Clone)]
+struct Ledger {
+    window: PeriodWindow,
+    at: Instant,
+    by: Arc<str>,
+    token: Token,
+    started: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -140,6 +150,21 @@ impl MemoryStore {
         }
     }
 
+    fn record(&self, ledger: &Ledger) -> PeriodRecord {
+        PeriodRecord {
+            period: ledger.window.id,
+            from: crate::store::period::from_epoch_ms(ledger.window.from_ms),
+            until: crate::store::period::from_epoch_ms(ledger.window.until_ms),
+            at: self.wall(ledger.at),
+            by: String::from(&*ledger.by),
+            started: ledger.started,
+        }
+    }
+
+    fn epoch_ms(&self, at: Instant) -> i64 {
+        crate::store::period::epoch_ms(self.wall(at))
+    }
+
     fn lease(&self, lock: &LockName, slot: u32, fence: u64, held: &Held) -> Lease {
         Lease {
             period: held.period,
@@ -161,7 +186,7 @@ impl MemoryStore {
         req: &AcquireRequest,
         wanted: usize,
         now: Instant,
-        period: Option<i64>,
+        period: Option<PeriodWindow>,
     ) -> Result<(usize, u64, Held), Option<PeriodRecord>> {
         // Rows exist only for slots ever granted: a lock's vector grows one slot at a time,
         // never to the requested slot count.
@@ -177,16 +202,21 @@ impl MemoryStore {
             };
             return Ok((slot, row.fence, held.clone()));
         }
-        // The ledger is slot 0's (period claims have exactly one slot).
-        if let (Some(p), Some((done, at, by))) =
-            (period, rows.first().and_then(|r| r.ledger.as_ref()))
-            && *done >= p
-        {
-            return Err(Some(PeriodRecord {
-                period: *done,
-                at: self.wall(*at),
-                by: String::from(&**by),
-            }));
+        // The ledger is slot 0's (period claims have exactly one slot), judged by time.
+        if let Some(window) = period {
+            let slot0 = rows.first();
+            let latest = slot0.and_then(|r| r.ledger.as_ref());
+            let live = slot0
+                .and_then(|r| r.holder.as_ref())
+                .is_some_and(|h| h.live(now));
+            let at = latest.map(|l| (self.epoch_ms(l.at), l.started));
+            match judge_claim(at, window.from_ms, live) {
+                ClaimVerdict::Free => {}
+                ClaimVerdict::Claimed => return Err(None),
+                ClaimVerdict::Ran => {
+                    return Err(latest.map(|l| self.record(l)));
+                }
+            }
         }
         let free = rows[..used]
             .iter()
@@ -217,15 +247,21 @@ impl MemoryStore {
         if single {
             row.line.granted(req.waiter, now);
         }
-        if let Some(p) = period {
-            row.ledger = Some((p, now, Arc::clone(&req.owner)));
+        if let Some(window) = period {
+            row.ledger = Some(Ledger {
+                window,
+                at: now,
+                by: Arc::clone(&req.owner),
+                token: req.token,
+                started: false,
+            });
         }
         let held = row.holder.insert(Held {
             owner: Arc::clone(&req.owner),
             token: req.token,
             acquired_at: now,
             expires_at: deadline_after(now, req.ttl),
-            period,
+            period: period.map(|w| w.id),
         });
         Ok((slot, row.fence, held.clone()))
     }
@@ -271,9 +307,7 @@ impl LeaseStore for MemoryStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         let wanted = slot_index(req.check()?);
         let now = Instant::now();
-        let period = req
-            .period
-            .map(|p| p.id_at_ms(crate::store::period::epoch_ms(self.wall(now))));
+        let period = req.period.map(|p| p.window_at_ms(self.epoch_ms(now)));
         let granted = self.with_rows(|locks| {
             let answer = self.grant(locks, req, wanted, now, period);
             // A refused single-slot request of a waiting elector joins the lock's line.
@@ -329,6 +363,27 @@ impl LeaseStore for MemoryStore {
         to: HandOff,
     ) -> StoreResult<ReleasedTo> {
         Ok(self.free(lease, linger, to))
+    }
+
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        let now = Instant::now();
+        let started = self.with_rows(|locks| {
+            let row = locks.get_mut(&lease.lock)?.first_mut()?;
+            row.holder
+                .as_ref()
+                .filter(|h| lease.slot == 0 && h.token == lease.token && h.live(now))?;
+            let ledger = row.ledger.as_mut().filter(|l| l.token == lease.token)?;
+            ledger.started = true;
+            Some(())
+        });
+        Ok(started.map_or(PeriodStart::NotHeld, |()| PeriodStart::Started))
+    }
+
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        Ok(self.with_rows(|locks| {
+            let ledger = locks.get(lock)?.first()?.ledger.as_ref()?;
+            Some(self.record(ledger))
+        }))
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
@@ -424,6 +479,10 @@ impl LeaseStore for MemoryStore {
         true
     }
 
+    fn is_process_local(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         "memory".to_owned()
     }
@@ -466,6 +525,8 @@ mod tests {
         let first = store.try_acquire(&request("a", Some(every_10s))).await;
         let lease = first.ok().and_then(Acquisition::granted).expect("granted");
         assert_eq!(lease.period, Some(100));
+        let start = store.start_period(&lease).await;
+        assert_eq!(start.ok(), Some(PeriodStart::Started));
         assert!(store.release(&lease, Duration::ZERO).await.is_ok());
         let again = store.try_acquire(&request("b", Some(every_10s))).await;
         let record = again.ok().and_then(|a| a.already_ran().cloned());
@@ -473,8 +534,11 @@ mod tests {
             record,
             Some(PeriodRecord {
                 period: 100,
+                from: UNIX_EPOCH + Duration::from_secs(1_000),
+                until: UNIX_EPOCH + Duration::from_secs(1_010),
                 at: origin + Duration::from_millis(7_250),
                 by: "a".to_owned(),
+                started: true,
             })
         );
         // 2.75 s later the store's clock enters period 101.

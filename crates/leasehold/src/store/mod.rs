@@ -43,7 +43,8 @@ pub use lease::{
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use option_error::InvalidOption;
 pub use period::{
-    MIN_PERIOD, Period, PeriodError, PeriodRecord, check_period_slots, epoch_ms, from_epoch_ms,
+    ClaimVerdict, MIN_PERIOD, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow,
+    check_period_slots, epoch_ms, from_epoch_ms, judge_claim,
 };
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};

@@ -163,8 +163,23 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         self.inner.list_locks(after).await
     }
 
+    async fn start_period(&self, lease: &Lease) -> StoreResult<crate::store::period::PeriodStart> {
+        self.inner.start_period(lease).await
+    }
+
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> StoreResult<Option<crate::store::period::PeriodRecord>> {
+        self.inner.period_record(lock).await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
+    }
+
+    fn is_process_local(&self) -> bool {
+        self.inner.is_process_local()
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {

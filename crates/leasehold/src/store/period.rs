@@ -1,13 +1,21 @@
 //! The period ledger: "run at most once per period of a lock", decided by the store.
 //!
 //! A claim for a [`Period`] rides on an acquisition ([`AcquireRequest::with_period`]). The store
-//! computes the current period id from **its own clock** (`floor((store-now − offset) / length)`,
-//! in milliseconds since the Unix epoch), and grants the lease only if no grant for that period or
-//! a later one was recorded for the lock before. The grant records the period id, the store time
-//! and the owner **atomically with the lease**, in the lock's slot-0 record, and the record is
-//! kept across release and expiry like the fence. A refused claim is
-//! [`Acquisition::AlreadyRan`](crate::store::Acquisition::AlreadyRan) with that record — its own outcome, never an error and never
-//! contention.
+//! finds the period that contains **its own clock's** now (`floor((store-now − offset) /
+//! length)`, in milliseconds since the Unix epoch) and judges the claim **by time**: the period
+//! counts as run if the lock's latest claim was granted at or after the period's start, whatever
+//! period length or offset that claim was made under (see [`judge_claim`]). A grant records, with
+//! the lease and in the same atomic operation, the store time, the owner, the token and the
+//! window claimed (its start and end), in the lock's slot-0 record; the record is kept across
+//! release and expiry like the fence.
+//!
+//! **A claim is not a run.** The record says *claimed* until the elector confirms that its action
+//! starts ([`LeaseStore::start_period`](crate::LeaseStore::start_period)), and *started* after.
+//! A claim whose holder never started (the answer to the claim was lost, the process died before
+//! starting) is taken over by the next claim of the same period once its lease is released or
+//! expired, so a lost answer never skips a period everywhere. A refused claim is
+//! [`Acquisition::AlreadyRan`](crate::store::Acquisition::AlreadyRan) with the record — its own
+//! outcome, never an error and never contention.
 //!
 //! [`AcquireRequest::with_period`]: crate::store::AcquireRequest::with_period
 
@@ -125,8 +133,33 @@ impl Period {
 
     /// When period `id` starts, by the store clock.
     pub fn start_of(&self, id: i64) -> SystemTime {
+        from_epoch_ms(self.start_ms(id))
+    }
+
+    /// When period `id` starts, in milliseconds since the Unix epoch (saturating).
+    pub fn start_ms(&self, id: i64) -> i64 {
         let ms = i128::from(id) * i128::from(self.length_ms) + i128::from(self.offset_ms);
-        from_epoch_ms(i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX }))
+        i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
+    }
+
+    /// The period containing store time `epoch_ms`: its id, start and end (milliseconds since
+    /// the Unix epoch). What a store computes for a claim, from its own clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold::Period;
+    /// let p = Period::every(Duration::from_secs(10))?.offset(Duration::from_secs(3))?;
+    /// let w = p.window_at_ms(25_000);
+    /// assert_eq!((w.id, w.from_ms, w.until_ms), (2, 23_000, 33_000));
+    /// # Ok::<(), leasehold::PeriodError>(())
+    /// ```
+    pub fn window_at_ms(&self, epoch_ms: i64) -> PeriodWindow {
+        let id = self.id_at_ms(epoch_ms);
+        PeriodWindow {
+            id,
+            from_ms: self.start_ms(id),
+            until_ms: self.start_ms(id.saturating_add(1)),
+        }
     }
 }
 
@@ -237,28 +270,135 @@ pub fn check_period_slots(slots: u32) -> Result<(), PeriodError> {
     }
 }
 
-/// The ledger entry of a lock: the latest period a run was granted for, when (store clock) and
-/// to whom.
+/// One period of a [`Period`]: its id and its window on the store's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeriodWindow {
+    /// The period id: `floor((t − offset) / length)` for any store time `t` inside it.
+    pub id: i64,
+    /// Its start (included), in milliseconds since the Unix epoch.
+    pub from_ms: i64,
+    /// Its end (excluded), in milliseconds since the Unix epoch.
+    pub until_ms: i64,
+}
+
+/// The ledger entry of a lock: its latest period claim — the window claimed, when (store clock)
+/// and to whom it was granted, and whether its action started.
+///
+/// A period of any length or offset **counts as run** when the latest claim was granted at or
+/// after its start and that claim's action started ([`started`](Self::started)); see
+/// [`judge_claim`]. A claim that never started is *claimed, not run*: the next claim of the same
+/// period takes it over once its lease is released or expired.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PeriodRecord {
-    /// The period id granted ([`Period::id_at`] of the grant's store time).
+    /// The id of the window claimed, under the claim's own period length and offset
+    /// ([`Period::id_at`] of the grant's store time).
     pub period: i64,
-    /// When it was granted, by the store's clock.
+    /// The start of the window claimed, by the store's clock.
+    pub from: SystemTime,
+    /// The end of the window claimed (excluded), by the store's clock.
+    pub until: SystemTime,
+    /// When the claim was granted, by the store's clock.
     pub at: SystemTime,
     /// The owner (node id) it was granted to.
     pub by: String,
+    /// True once the claim's action started ([`LeaseStore::start_period`]); false while the
+    /// period is only claimed.
+    ///
+    /// [`LeaseStore::start_period`]: crate::LeaseStore::start_period
+    pub started: bool,
+}
+
+impl PeriodRecord {
+    /// The window claimed as a [`Period`]-independent length: `until − from`.
+    pub fn length(&self) -> Duration {
+        self.until.duration_since(self.from).unwrap_or_default()
+    }
+
+    /// What to call the record in messages: `"ran"` or `"claimed, not run"`.
+    pub fn state_text(&self) -> &'static str {
+        if self.started {
+            "ran"
+        } else {
+            "claimed, not run"
+        }
+    }
 }
 
 impl fmt::Display for PeriodRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "period {} ran at {} by {}",
+            "period {} ({} to {}) {}: granted at {} to {}",
             self.period,
+            format_utc(self.from),
+            format_utc(self.until),
+            self.state_text(),
             format_utc(self.at),
             self.by
         )
     }
+}
+
+/// What the ledger makes of a period claim ([`judge_claim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimVerdict {
+    /// No run counts for the period: grant it if the lock is free (and record the claim).
+    Free,
+    /// The period is claimed by a holder that has not started yet and still holds the lock:
+    /// contention ([`Acquisition::Held`](crate::store::Acquisition::Held)); it may start, or let
+    /// go and leave the period to the next claim.
+    Claimed,
+    /// The period already ran: [`Acquisition::AlreadyRan`](crate::store::Acquisition::AlreadyRan)
+    /// with the record, also when the lock is held.
+    Ran,
+}
+
+/// The ledger's rule, in one place for every store that decides in Rust (stores that decide in
+/// a script or a statement implement the same rule and the conformance suite checks it):
+///
+/// * `latest`: the lock's record — when its latest claim was granted (ms since the epoch, store
+///   clock) and whether that claim's action started; `None` for a lock never claimed.
+/// * `window_from_ms`: the start of the period claimed now, from the store's clock.
+/// * `lock_live`: whether slot 0 holds a live lease (of anyone) now.
+///
+/// A claim granted **before** the period's start does not count for it (so a changed period
+/// length or offset never refuses for ever, and never skips a period whose window starts after
+/// the last run). A claim granted at or after the start counts as run once it started; before
+/// that it holds the period only while its lease is live.
+///
+/// ```
+/// use leasehold::store::{ClaimVerdict, judge_claim};
+/// assert_eq!(judge_claim(None, 1_000, false), ClaimVerdict::Free);
+/// assert_eq!(judge_claim(Some((999, true)), 1_000, false), ClaimVerdict::Free); // an earlier period
+/// assert_eq!(judge_claim(Some((1_500, true)), 1_000, true), ClaimVerdict::Ran);
+/// assert_eq!(judge_claim(Some((1_500, false)), 1_000, true), ClaimVerdict::Claimed);
+/// assert_eq!(judge_claim(Some((1_500, false)), 1_000, false), ClaimVerdict::Free); // taken over
+/// ```
+pub fn judge_claim(
+    latest: Option<(i64, bool)>,
+    window_from_ms: i64,
+    lock_live: bool,
+) -> ClaimVerdict {
+    match latest {
+        Some((at_ms, started)) if at_ms >= window_from_ms => match (started, lock_live) {
+            (true, _) => ClaimVerdict::Ran,
+            (false, true) => ClaimVerdict::Claimed,
+            (false, false) => ClaimVerdict::Free,
+        },
+        _ => ClaimVerdict::Free,
+    }
+}
+
+/// The answer of [`LeaseStore::start_period`](crate::LeaseStore::start_period).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use]
+pub enum PeriodStart {
+    /// The claim is recorded as started (also when it already was): the action may run.
+    Started,
+    /// The lease is no longer held by this token (released, expired, force-released, or not a
+    /// period claim's): the action must not run.
+    NotHeld,
 }
 
 /// `at` as RFC 3339 in UTC with milliseconds (`2026-11-30T13:00:00.250Z`): how leasehold writes
