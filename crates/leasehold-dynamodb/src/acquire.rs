@@ -31,8 +31,8 @@ impl DynamoDbStore {
     }
 
     /// Slot 0 claiming `period` of the ledger, in the same conditional `UpdateItem`: granted,
-    /// ours already, already ran (the old item's ledger records this period or a later one), or
-    /// held.
+    /// ours already, already ran (the old item's ledger says a started claim was granted within
+    /// this period), or held.
     pub(crate) async fn acquire_period(
         &self,
         req: &AcquireRequest,
@@ -52,7 +52,8 @@ impl DynamoDbStore {
         let now = now_ms();
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         let expiry = now.saturating_add(ms(req.ttl));
-        let claimed = period.map(|p| p.id_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
+        let window = period.map(|p| p.window_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
+        let claimed = window.map(|w| w.id);
         let (condition, update, names) = match claimed {
             Some(_) => (PERIOD_CONDITION, PERIOD_UPDATE, PERIOD_NAMES),
             None => (ACQUIRE_CONDITION, ACQUIRE_UPDATE, ACQUIRE_NAMES),
@@ -66,8 +67,17 @@ impl DynamoDbStore {
             .update_expression(update)
             .set_expression_attribute_names(Some(Self::names(names)))
             .set_expression_attribute_values(Some(
-                claimed
-                    .map(|p| [(":period".to_owned(), ni(p))].into_iter().collect())
+                window
+                    .map(|w| {
+                        [
+                            (":period".to_owned(), ni(w.id)),
+                            (":from".to_owned(), ni(w.from_ms)),
+                            (":until".to_owned(), ni(w.until_ms)),
+                            (":zero".to_owned(), n(0)),
+                        ]
+                        .into_iter()
+                        .collect()
+                    })
                     .unwrap_or_default(),
             ))
             .expression_attribute_values(":owner", s(&*req.owner))
@@ -113,7 +123,8 @@ impl DynamoDbStore {
                         .map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
                     return Ok(Acquisition::Granted(lease));
                 }
-                Ok(match claimed.and_then(|p| item.already_ran(p)) {
+                let from = window.map(|w| u64::try_from(w.from_ms).unwrap_or_default());
+                Ok(match from.and_then(|from| item.already_ran(from)) {
                     Some(record) => Acquisition::AlreadyRan(record),
                     None => Acquisition::Held,
                 })

@@ -14,7 +14,8 @@
 //! | `:expiry` | the new `leaseExpiry`, epoch ms |
 //! | `:ttl` | the new `ttl`, epoch s (`:expiry` + TTL padding, rounded up) |
 //! | `:seed`, `:one` | the clock in ms × 1000 (the fence of a brand-new item, minus one); 1 |
-//! | `:period` | the period id of `:now` claimed in the ledger |
+//! | `:period`, `:from`, `:until` | the period claimed in the ledger: the id of `:now`'s period, its start (included) and end (excluded), epoch ms |
+//! | `:zero` | 0 (a period claim not started yet) |
 //! | `:fence` | the holder's fence (the lease check of a fenced transaction) |
 //! | `:epoch` | the client clock, epoch s (counting items past their `ttl`) |
 //!
@@ -45,13 +46,24 @@ pub const TTL: &str = "ttl";
 /// seeded from the clock when the item is created.
 pub const FENCE: &str = "fence";
 
-/// The period ledger (slot 0's item only): the latest period id granted (client clock,
-/// `floor((now − offset) / length)`); kept across release and expiry.
+/// The period ledger (slot 0's item only): the latest period id claimed (client clock,
+/// `floor((now − offset) / length)` under the claim's own length and offset); kept across
+/// release and expiry.
 pub const LEDGER_PERIOD: &str = "ledgerPeriod";
-/// The period ledger: when that period was granted, epoch ms (client clock).
+/// The period ledger: the claimed period's start (included), epoch ms.
+pub const LEDGER_FROM: &str = "ledgerFrom";
+/// The period ledger: the claimed period's end (excluded), epoch ms.
+pub const LEDGER_UNTIL: &str = "ledgerUntil";
+/// The period ledger: when the claim was granted, epoch ms (client clock). A later claim is
+/// judged by it: the record counts for a period only if granted at or after the period's start.
 pub const LEDGER_AT: &str = "ledgerAt";
 /// The period ledger: the owner it was granted to.
 pub const LEDGER_BY: &str = "ledgerBy";
+/// The period ledger: the token of the lease granted with the claim.
+pub const LEDGER_TOKEN: &str = "ledgerToken";
+/// The period ledger: 1 once the claim's action started, 0 before (absent on items written
+/// before it existed, which count as started).
+pub const LEDGER_STARTED: &str = "ledgerStarted";
 
 /// Acquire: the item is missing, free (no token) or its lease ended before `:stale`.
 pub const ACQUIRE_CONDITION: &str = "attribute_not_exists(#t) OR #e < :stale";
@@ -62,18 +74,29 @@ pub const ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n
 /// Placeholders used by the acquire request.
 pub const ACQUIRE_NAMES: &[&str] = &["#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f"];
 
-/// Acquire claiming a period: free as for [`ACQUIRE_CONDITION`], **and** the ledger records no
-/// period, or one below `:period` (the period id of `:now`).
-pub const PERIOD_CONDITION: &str =
-    "(attribute_not_exists(#t) OR #e < :stale) AND (attribute_not_exists(#lp) OR #lp < :period)";
-/// Acquire claiming a period: as [`ACQUIRE_UPDATE`], recording the period, when and by whom.
+/// Acquire claiming a period: free as for [`ACQUIRE_CONDITION`], **and** no run counts for the
+/// period starting at `:from`: the ledger is empty, its claim was granted before `:from`, or that
+/// claim never started (the lock being free, it is taken over).
+pub const PERIOD_CONDITION: &str = "(attribute_not_exists(#t) OR #e < :stale) AND \
+     (attribute_not_exists(#la) OR #la < :from OR #ls = :zero)";
+/// Acquire claiming a period: as [`ACQUIRE_UPDATE`], recording the period's window, when, by
+/// whom and with which token, not started yet.
 pub const PERIOD_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n = :node, \
      #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one, \
-     #lp = :period, #la = :now, #lb = :owner";
+     #lp = :period, #lf = :from, #lu = :until, #la = :now, #lb = :owner, #lt = :token, #ls = :zero";
 /// Placeholders used by the period-claiming acquire request.
 pub const PERIOD_NAMES: &[&str] = &[
-    "#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f", "#lp", "#la", "#lb",
+    "#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f", "#lp", "#lf", "#lu", "#la", "#lb", "#lt",
+    "#ls",
 ];
+
+/// Starting a period claim's action: the token holds a lease that has not ended and made the
+/// latest claim (`ReturnValues = NONE`).
+pub const START_CONDITION: &str = "#t = :token AND #e > :now AND #lt = :token";
+/// Starting a period claim's action: mark the claim started.
+pub const START_UPDATE: &str = "SET #ls = :one";
+/// Placeholders used by the start request.
+pub const START_NAMES: &[&str] = &["#t", "#e", "#lt", "#ls"];
 
 /// Extend and release: the token holds a lease that has not ended.
 pub const HELD_CONDITION: &str = "#t = :token AND #e > :now";
@@ -154,8 +177,12 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("#x", TTL),
     ("#f", FENCE),
     ("#lp", LEDGER_PERIOD),
+    ("#lf", LEDGER_FROM),
+    ("#lu", LEDGER_UNTIL),
     ("#la", LEDGER_AT),
     ("#lb", LEDGER_BY),
+    ("#lt", LEDGER_TOKEN),
+    ("#ls", LEDGER_STARTED),
 ];
 
 /// `(placeholder, attribute)` pairs for the placeholders in `used` (DynamoDB rejects unused ones).
@@ -172,7 +199,7 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 13] = [
+        let requests: [(&[&str], &[&str]); 14] = [
             (&[LIST_FILTER_PREFIXED], LIST_NAMES),
             (&[LIST_FILTER], LIST_NAMES),
             (&[STALE_FILTER], STALE_NAMES),
@@ -181,6 +208,7 @@ mod tests {
             (&[PAST_TTL_FILTER_PREFIXED], PAST_TTL_NAMES),
             (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[PERIOD_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
+            (&[START_CONDITION, START_UPDATE], START_NAMES),
             (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),
             (&[HELD_CONDITION, RELEASE_UPDATE], RELEASE_NAMES),
             (&[LINGER_CONDITION, LINGER_UPDATE], EXTEND_NAMES),

@@ -8,8 +8,8 @@ use leasehold::{Holder, Lease, LockName, PeriodRecord, StoreError, Token};
 
 use crate::clock::time;
 use crate::expressions::{
-    ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_PERIOD, OWNER,
-    TOKEN,
+    ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_FROM,
+    LEDGER_PERIOD, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, TOKEN,
 };
 
 /// An item as stored.
@@ -25,8 +25,22 @@ pub(crate) struct Item {
     pub(crate) fence: u64,
     pub(crate) acquired_at: u64,
     pub(crate) lease_expiry: u64,
-    /// The period ledger: (period id, granted at epoch ms, owner), if recorded.
-    pub(crate) ledger: Option<(i64, u64, String)>,
+    /// The period ledger, if recorded.
+    pub(crate) ledger: Option<Ledger>,
+}
+
+/// The period ledger of slot 0's item: the latest period claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ledger {
+    pub(crate) period: i64,
+    /// The claimed window, epoch ms (an item from before windows were kept: the grant time).
+    pub(crate) from: u64,
+    pub(crate) until: u64,
+    /// When it was granted, epoch ms (client clock).
+    pub(crate) at: u64,
+    pub(crate) by: String,
+    /// Whether the claim's action started (an item from before this was kept: true).
+    pub(crate) started: bool,
 }
 
 impl Item {
@@ -37,13 +51,15 @@ impl Item {
             None => Ok(None),
             Some(_) => Err(malformed(key, name, "a string")),
         };
-        let number = |name: &str| match attrs.get(name) {
+        let maybe_number = |name: &str| match attrs.get(name) {
             Some(AttributeValue::N(n)) => n
                 .parse::<u64>()
+                .map(Some)
                 .map_err(|_| malformed(key, name, "a non-negative integer")),
-            None => Ok(0),
+            None => Ok(None),
             Some(_) => Err(malformed(key, name, "a number")),
         };
+        let number = |name: &str| maybe_number(name).map(Option::unwrap_or_default);
         Ok(Self {
             token: text(TOKEN)?,
             owner: match text(OWNER)? {
@@ -55,12 +71,20 @@ impl Item {
             lease_expiry: number(LEASE_EXPIRY)?,
             ledger: match attrs.get(LEDGER_PERIOD) {
                 None => None,
-                Some(AttributeValue::N(p)) => Some((
-                    p.parse::<i64>()
-                        .map_err(|_| malformed(key, LEDGER_PERIOD, "an integer"))?,
-                    number(LEDGER_AT)?,
-                    text(LEDGER_BY)?.unwrap_or_default(),
-                )),
+                Some(AttributeValue::N(p)) => {
+                    let at = number(LEDGER_AT)?;
+                    Some(Ledger {
+                        period: p
+                            .parse::<i64>()
+                            .map_err(|_| malformed(key, LEDGER_PERIOD, "an integer"))?,
+                        from: maybe_number(LEDGER_FROM)?.unwrap_or(at),
+                        until: maybe_number(LEDGER_UNTIL)?.unwrap_or(at),
+                        at,
+                        by: text(LEDGER_BY)?.unwrap_or_default(),
+                        started: maybe_number(LEDGER_STARTED)? != Some(0)
+                            || text(LEDGER_TOKEN)?.is_none(),
+                    })
+                }
                 Some(_) => return Err(malformed(key, LEDGER_PERIOD, "a number")),
             },
         })
@@ -97,16 +121,33 @@ impl Item {
         }
     }
 
-    /// The ledger's record, when it records period `period` or a later one.
-    pub(crate) fn already_ran(&self, period: i64) -> Option<PeriodRecord> {
-        let (done, at, by) = self.ledger.as_ref().filter(|(done, ..)| *done >= period)?;
-        Some(PeriodRecord {
-            period: *done,
-            at: time(*at),
-            by: by.clone(),
-        })
+    /// The ledger's record, when it says the period starting at `from_ms` already ran: its
+    /// claim was granted at or after that start and started ([`judge_claim`]).
+    ///
+    /// [`judge_claim`]: leasehold::store::judge_claim
+    pub(crate) fn already_ran(&self, from_ms: u64) -> Option<PeriodRecord> {
+        self.ledger
+            .as_ref()
+            .filter(|l| l.started && l.at >= from_ms)
+            .map(Ledger::record)
     }
+}
 
+impl Ledger {
+    /// The record as the core shows it.
+    pub(crate) fn record(&self) -> PeriodRecord {
+        PeriodRecord {
+            period: self.period,
+            from: time(self.from),
+            until: time(self.until),
+            at: time(self.at),
+            by: self.by.clone(),
+            started: self.started,
+        }
+    }
+}
+
+impl Item {
     /// The holder this item records in `slot`.
     pub(crate) fn holder(&self, slot: u32) -> Holder {
         Holder {

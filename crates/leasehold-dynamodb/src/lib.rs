@@ -47,6 +47,7 @@ mod extend;
 pub mod fence;
 mod item;
 mod key;
+mod ledger;
 mod list;
 mod opener;
 mod options;

@@ -8,10 +8,12 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
+    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
+    StoreResult,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, Period, Release, StoreError,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, Period, PeriodRecord, Release,
+    StoreError,
 };
 
 use crate::expressions;
@@ -339,6 +341,14 @@ impl LeaseStore for DynamoDbStore {
             self.notifier.notify(&lease.lock);
         }
         Ok(released)
+    }
+
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        self.start_claim(lease).await
+    }
+
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.ledger_record(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

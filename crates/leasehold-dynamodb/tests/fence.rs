@@ -381,7 +381,11 @@ async fn a_transaction_is_refused_once_the_lease_expired_even_without_a_successo
     let store = Arc::new(common::store(&endpoint));
     let lock = LockName::new(unique("tx-expired")).unwrap();
     let lease = Duration::from_millis(300); // more than twice the tests' clock-skew tolerance
-    let options = ElectionOptions::builder().lease(lease).build().unwrap();
+    let options = ElectionOptions::builder()
+        .lease(lease)
+        .auto_extend(false) // left to expire
+        .build()
+        .unwrap();
     let elector = Elector::with_options(Arc::clone(&store) as Arc<dyn LeaseStore>, options);
     let guard = elector.try_acquire(&lock).await.unwrap().expect("free");
     let id = unique("tx-expired-item");

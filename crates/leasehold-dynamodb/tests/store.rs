@@ -404,7 +404,7 @@ async fn create_table_is_idempotent() {
     store.check().await.unwrap();
 }
 
-/// The ledger lives on slot 0's item as three attributes, written in the acquiring `UpdateItem`;
+/// The ledger lives on slot 0's item as seven attributes, written in the acquiring `UpdateItem`;
 /// a period longer than the TTL padding (after which DynamoDB TTL may delete the item) is
 /// refused with a permanent error naming the option.
 #[tokio::test]
@@ -430,6 +430,24 @@ async fn the_ledger_is_on_the_item_and_periods_fit_the_ttl_padding() {
         Some(&AttributeValue::S("node-a".into()))
     );
     assert!(item.contains_key("ledgerAt"));
+    assert_eq!(
+        item.get("ledgerStarted"),
+        Some(&AttributeValue::N("0".into()))
+    );
+    assert_eq!(
+        store.start_period(&lease).await.unwrap(),
+        leasehold::store::PeriodStart::Started
+    );
+    let item = raw_item(&store, &key).await.expect("the item");
+    assert_eq!(
+        item.get("ledgerStarted"),
+        Some(&AttributeValue::N("1".into()))
+    );
+    let record = store.period_record(&name).await.unwrap().expect("a record");
+    assert!(
+        record.started && record.period == id && record.by == "node-a",
+        "{record:?}"
+    );
     store.release(&lease, Duration::ZERO).await.unwrap();
     let item = raw_item(&store, &key).await.expect("the item");
     assert!(

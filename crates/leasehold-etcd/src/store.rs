@@ -6,12 +6,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
-    check_slots,
+    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
+    StoreResult, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
-    StoreError, redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError,
+    PeriodRecord, Release, StoreError, redact_url,
 };
 
 use crate::link::{Link, install_tls_provider, tls_options};
@@ -288,6 +288,17 @@ impl LeaseStore for EtcdStore {
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         txn::release(&self.link, &self.keys, lease, linger).await
+    }
+
+    /// A read of the lock, then one transaction that marks the ledger's claim started if slot 0
+    /// and the ledger are as read (see the `txn` module).
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        txn::start_period(&self.link, &self.keys, lease).await
+    }
+
+    /// One read of the ledger key `<prefix>/<lock>/ledger`.
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        txn::period_record(&self.link, &self.keys, lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

@@ -21,7 +21,10 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, LeaseGrantOptions, PutOptions, Txn, TxnOp,
     TxnOpResponse, TxnResponse,
 };
-use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ClaimVerdict, PeriodStart, PeriodWindow, StoreResult,
+    from_epoch_ms, judge_claim,
+};
 use leasehold::{
     Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
 };
@@ -36,6 +39,9 @@ const TAG: &str = "leasehold/1";
 const FORCE_CHUNK: usize = 100;
 /// How often a forced release re-reads a lock that changed under it before giving up.
 const FORCE_ROUNDS: usize = 5;
+/// How often a period start re-reads a lock that changed under it before giving up (with a
+/// transient error: the core tries again).
+const START_ROUNDS: usize = 4;
 
 /// Whole seconds for an etcd lease: `ttl` rounded **up** (so a lease is never shorter than
 /// asked), at least 1, at most etcd's maximum. etcd may raise it further to its own minimum
@@ -294,43 +300,117 @@ pub(crate) struct Slots {
 
 /// The version tag of the ledger's value.
 const LEDGER_TAG: &str = "leasehold-ledger/1";
+/// The first word of the ledger's second line (the claim's window, token and state).
+const CLAIM_TAG: &str = "claim";
 
-/// A lock's period ledger: the latest period granted, when (this store's clients' clocks, ms)
-/// and to whom, with the key's `mod_revision` for compare-and-swap.
+/// A lock's period ledger: its latest claim — the period id and window claimed, when (this
+/// store's clients' clocks, ms) and to whom it was granted, the token it was granted to and
+/// whether its action started — with the key's `mod_revision` for compare-and-swap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ledger {
     pub(crate) period: i64,
     pub(crate) at_ms: u64,
     pub(crate) by: String,
+    /// The window claimed, `[from, until)` in ms; `None` in a record of an older version.
+    pub(crate) window: Option<(i64, i64)>,
+    /// The token the claim was granted to; `None` in a record of an older version.
+    pub(crate) token: Option<Token>,
+    /// True once the claim's action started (always, in a record of an older version: a claim
+    /// was a run then).
+    pub(crate) started: bool,
     pub(crate) mod_revision: i64,
 }
 
 impl Ledger {
-    /// The value: `leasehold-ledger/1 <period> <at ms> <owner>` (the owner last: it may contain
-    /// spaces).
-    fn encode(period: i64, at_ms: u64, by: &str) -> String {
-        format!("{LEDGER_TAG} {period} {at_ms} {by}")
+    /// The ledger of a claim granted now: at `at_ms` to `req`, for `window`, not started.
+    fn claim(req: &AcquireRequest, window: PeriodWindow, at_ms: u64) -> Self {
+        Self {
+            period: window.id,
+            at_ms,
+            by: req.owner.to_string(),
+            window: Some((window.from_ms, window.until_ms)),
+            token: Some(req.token),
+            started: false,
+            mod_revision: 0,
+        }
     }
 
+    /// The value, two lines:
+    ///
+    /// ```text
+    /// leasehold-ledger/1 <period> <at ms> <owner>
+    /// claim <from ms> <until ms> <token> <started 0|1>
+    /// ```
+    ///
+    /// The first line is the whole value an older version of this store wrote and reads (it
+    /// judges claims by that period id; it reads the rest of the value as the owner, which only
+    /// its messages show): it is kept so that a fleet in the middle of an upgrade still refuses
+    /// a period the new version ran. Owners hold no control characters
+    /// ([`validate_node_id`](leasehold::validate_node_id)), so the line break is unambiguous.
+    fn encode(&self) -> String {
+        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
+        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
+            text.push_str(&format!(
+                "\n{CLAIM_TAG} {from} {until} {} {}",
+                token.to_hex(),
+                u8::from(self.started)
+            ));
+        }
+        text
+    }
+
+    /// A ledger value; one without the second line (an older version's) reads as a claim that
+    /// started, whose window is unknown.
     fn decode(kv: &KeyValue) -> Option<Self> {
-        let text = std::str::from_utf8(kv.value()).ok()?;
-        let mut f = text.splitn(4, ' ');
+        Self::parse(kv.value(), kv.mod_revision())
+    }
+
+    fn parse(value: &[u8], mod_revision: i64) -> Option<Self> {
+        let text = std::str::from_utf8(value).ok()?;
+        let (first, claim) = match text.split_once('\n') {
+            Some((first, claim)) => (first, Some(claim)),
+            None => (text, None),
+        };
+        let mut f = first.splitn(4, ' ');
         if f.next()? != LEDGER_TAG {
             return None;
         }
-        Some(Self {
+        let mut ledger = Self {
             period: f.next()?.parse().ok()?,
             at_ms: f.next()?.parse().ok()?,
             by: f.next()?.to_owned(),
-            mod_revision: kv.mod_revision(),
-        })
+            window: None,
+            token: None,
+            started: true,
+            mod_revision,
+        };
+        if let Some(claim) = claim {
+            let mut f = claim.split(' ');
+            if f.next()? != CLAIM_TAG {
+                return None;
+            }
+            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
+            ledger.token = Some(Token::from_hex(f.next()?)?);
+            ledger.started = f.next()? == "1";
+        }
+        Some(ledger)
+    }
+
+    /// When the claim was granted, ms since the epoch.
+    fn at_epoch_ms(&self) -> i64 {
+        i64::try_from(self.at_ms).unwrap_or(i64::MAX)
     }
 
     fn record(&self) -> PeriodRecord {
+        let at = self.at_epoch_ms();
+        let (from, until) = self.window.unwrap_or((at, at));
         PeriodRecord {
             period: self.period,
+            from: from_epoch_ms(from),
+            until: from_epoch_ms(until),
             at: time(self.at_ms),
             by: self.by.clone(),
+            started: self.started,
         }
     }
 }
@@ -575,11 +655,12 @@ pub(crate) async fn acquire(
 }
 
 /// One acquisition claiming `period` of the ledger (slot 0 only): a linearizable read of the
-/// lock (slot and ledger; our own live grant is returned as is), then a lease grant and one
-/// transaction per attempt that puts slot 0 **and** the ledger only if the slot is still absent
-/// and the ledger unchanged since read (`mod_revision`, or still absent). The period id comes
-/// from this host's clock (etcd has none to offer). A ledger that records this period or a later
-/// one refuses the claim.
+/// lock (slot and ledger; our own live grant is returned as is), the ledger's judgement
+/// ([`judge_claim`]: the latest claim, granted at or after the window's start, refuses if it
+/// started and holds the period while slot 0 is taken), then a lease grant and one transaction
+/// per attempt that puts slot 0 **and** the ledger (the new claim, not started) only if the slot
+/// is still absent and the ledger unchanged since read (`mod_revision`, or still absent). The
+/// window comes from this host's clock (etcd has none to offer).
 pub(crate) async fn acquire_period(
     link: &Link,
     keys: &Keys,
@@ -587,7 +668,7 @@ pub(crate) async fn acquire_period(
     period: Period,
 ) -> StoreResult<Acquisition> {
     let sent_ms = now_ms();
-    let claimed = period.id_at_ms(i64::try_from(sent_ms).unwrap_or(i64::MAX));
+    let window = period.window_at_ms(i64::try_from(sent_ms).unwrap_or(i64::MAX));
     let mine = |held: &Slots| {
         held.records
             .iter()
@@ -599,28 +680,35 @@ pub(crate) async fn acquire_period(
                 lease
             })
     };
-    let refused = |held: &Slots| {
-        held.ledger
-            .as_ref()
-            .filter(|l| l.period >= claimed)
-            .map(|l| Acquisition::AlreadyRan(l.record()))
+    // The ledger's answer, or `None` to go on with the grant (slot 0 free, no run counts).
+    let judged = |held: &Slots| {
+        let taken = held.lowest_free(1) != Some(0);
+        let latest = held.ledger.as_ref().map(|l| (l.at_epoch_ms(), l.started));
+        match judge_claim(latest, window.from_ms, taken) {
+            ClaimVerdict::Ran => Some(
+                held.ledger
+                    .as_ref()
+                    .map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record())),
+            ),
+            ClaimVerdict::Claimed => Some(Acquisition::Held),
+            ClaimVerdict::Free => taken.then_some(Acquisition::Held),
+        }
     };
     let mut held = read_lock(link, keys, &req.lock).await?;
     if let Some(lease) = mine(&held) {
         return Ok(Acquisition::Granted(lease));
     }
-    if let Some(refusal) = refused(&held) {
-        return Ok(refusal);
-    }
-    if held.lowest_free(1) != Some(0) {
-        return Ok(Acquisition::Held);
+    if let Some(answer) = judged(&held) {
+        return Ok(answer);
     }
     let mut record = new_grant(link, req, sent_ms, 0).await?;
     let lease_id = record.lease_id;
     let key = keys.slot(&req.lock, 0);
     let ledger_key = keys.ledger(&req.lock);
-    // A ledger that keeps changing under us is only ever raised by other grants; a few rounds
-    // settle it (each round either grants, refuses, or sees a newer ledger).
+    let claim = Ledger::claim(req, window, sent_ms).encode();
+    // A ledger that keeps changing under us is only ever replaced by other grants (or marked
+    // started by their holders); a few rounds settle it (each round either grants, refuses, or
+    // sees a newer ledger).
     for _ in 0..4 {
         let ledger_unchanged = match &held.ledger {
             Some(l) => Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, l.mod_revision),
@@ -637,11 +725,7 @@ pub(crate) async fn acquire_period(
                     encode(&record),
                     Some(PutOptions::new().with_lease(lease_id)),
                 ),
-                TxnOp::put(
-                    ledger_key.as_str(),
-                    Ledger::encode(claimed, sent_ms, &req.owner),
-                    None,
-                ),
+                TxnOp::put(ledger_key.as_str(), claim.as_str(), None),
             ])
             .or_else([TxnOp::get(
                 keys.lock(&req.lock),
@@ -651,7 +735,7 @@ pub(crate) async fn acquire_period(
         if resp.succeeded() {
             record.fence = granted_fence(&resp)?;
             let mut lease = record.lease(&req.lock);
-            lease.period = Some(claimed);
+            lease.period = Some(window.id);
             return Ok(Acquisition::Granted(lease));
         }
         held = slots_read_back(keys, resp);
@@ -659,16 +743,97 @@ pub(crate) async fn acquire_period(
             revoke_quietly(link, lease_id).await;
             return Ok(Acquisition::Granted(lease));
         }
-        if let Some(refusal) = refused(&held) {
+        if let Some(answer) = judged(&held) {
             revoke_quietly(link, lease_id).await;
-            return Ok(refusal);
-        }
-        if held.lowest_free(1) != Some(0) {
-            break;
+            return Ok(answer);
         }
     }
     revoke_quietly(link, lease_id).await;
     Ok(Acquisition::Held)
+}
+
+/// Marks `lease`'s period claim started: a linearizable read of the lock, then one transaction
+/// that rewrites the ledger with *started* only if slot 0's key and the ledger are unchanged
+/// since the read (`mod_revision`), after checking that `lease` holds slot 0 (token, fence, not
+/// released, not run out by this host's clock) and that the ledger's claim is its token's. A
+/// claim already started by this token answers `Started` without a write. The slot key is not
+/// written: the lease's expiry and fence stay as they are.
+pub(crate) async fn start_period(
+    link: &Link,
+    keys: &Keys,
+    lease: &Lease,
+) -> StoreResult<PeriodStart> {
+    if lease.slot != 0 {
+        return Ok(PeriodStart::NotHeld);
+    }
+    let key = keys.slot(&lease.lock, 0);
+    let ledger_key = keys.ledger(&lease.lock);
+    let mut held = read_lock(link, keys, &lease.lock).await?;
+    // Only the holder's own extensions (or a takeover, which the next round sees) change what
+    // the transaction compares.
+    for _ in 0..START_ROUNDS {
+        let Some(slot) = held
+            .records
+            .iter()
+            .find(|r| r.slot == 0 && r.is(lease) && r.live_at(now_ms()))
+        else {
+            return Ok(PeriodStart::NotHeld);
+        };
+        let Some(ledger) = held
+            .ledger
+            .as_ref()
+            .filter(|l| l.token == Some(lease.token))
+        else {
+            return Ok(PeriodStart::NotHeld);
+        };
+        if ledger.started {
+            return Ok(PeriodStart::Started);
+        }
+        let started = Ledger {
+            started: true,
+            ..ledger.clone()
+        };
+        let t = Txn::new()
+            .when([
+                Compare::mod_revision(key.as_str(), CompareOp::Equal, slot.mod_revision),
+                Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, ledger.mod_revision),
+            ])
+            .and_then([TxnOp::put(ledger_key.as_str(), started.encode(), None)])
+            .or_else([TxnOp::get(
+                keys.lock(&lease.lock),
+                Some(GetOptions::new().with_prefix()),
+            )]);
+        let resp = txn(link, "a period start", t).await?;
+        if resp.succeeded() {
+            return Ok(PeriodStart::Started);
+        }
+        held = slots_read_back(keys, resp);
+    }
+    Err(StoreError::transient(format!(
+        "lock {} kept changing while its period claim was marked started; try again",
+        lease.lock
+    )))
+}
+
+/// The lock's ledger record (one linearizable read of the ledger key); `None` for a lock never
+/// claimed, or a ledger key this store did not write.
+pub(crate) async fn period_record(
+    link: &Link,
+    keys: &Keys,
+    lock: &LockName,
+) -> StoreResult<Option<PeriodRecord>> {
+    let key = keys.ledger(lock);
+    let resp = link
+        .idempotent("a read", |mut c| {
+            let key = key.clone();
+            async move { c.get(key, None).await }
+        })
+        .await?;
+    Ok(resp
+        .kvs()
+        .first()
+        .and_then(Ledger::decode)
+        .map(|l| l.record()))
 }
 
 /// Extends a lease to `ttl` from now, if it has not run out. With the TTL it was granted for,
@@ -909,6 +1074,54 @@ mod tests {
         }
         assert!(keys.fence("x") < start);
         assert_eq!(keys.lock_of(b"lh/a/b/0"), None);
+    }
+
+    #[test]
+    fn ledgers_round_trip_and_older_ones_read_as_started() {
+        let token = Token::random();
+        let claim = Ledger {
+            period: -3,
+            at_ms: 1_500,
+            by: "host a (pid 7)".into(),
+            window: Some((1_000, 2_000)),
+            token: Some(token),
+            started: false,
+            mod_revision: 9,
+        };
+        let text = claim.encode();
+        let first = text.lines().next().unwrap_or_default();
+        assert_eq!(
+            first, "leasehold-ledger/1 -3 1500 host a (pid 7)",
+            "the first line is an older version's whole value"
+        );
+        assert_eq!(Ledger::parse(text.as_bytes(), 9), Some(claim.clone()));
+        let started = Ledger {
+            started: true,
+            ..claim
+        };
+        assert_eq!(
+            Ledger::parse(started.encode().as_bytes(), 9),
+            Some(started.clone())
+        );
+        let record = started.record();
+        assert_eq!(
+            (record.from, record.until, record.started),
+            (time(1_000), time(2_000), true)
+        );
+        // Written by an older version: a run, its window unknown.
+        let old = Ledger::parse(b"leasehold-ledger/1 7 1500 host b", 4)
+            .unwrap_or_else(|| panic!("an older version's ledger must parse"));
+        assert_eq!(
+            (old.period, old.by.as_str(), old.token, old.started),
+            (7, "host b", None, true)
+        );
+        let record = old.record();
+        assert_eq!((record.from, record.until), (time(1_500), time(1_500)));
+        assert_eq!(
+            Ledger::parse(b"leasehold-ledger/1 7 1500 b\nother", 4),
+            None
+        );
+        assert_eq!(Ledger::parse(b"something else", 4), None);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! | read a lock | one batch direct get, `{"multi_last": ["$KV.<bucket>.<lock>.>"], "batch": N}` to `$JS.API.DIRECT.GET.KV_<bucket>`: the latest message of every slot key and of the ledger |
 //! | read one slot | one direct get, `$JS.API.DIRECT.GET.KV_<bucket>.<subject>` |
 //! | grant | one publish of the record to the slot's subject with `Nats-Expected-Last-Subject-Sequence` = the sequence read (0: none) and `Nats-TTL` |
-//! | grant with a period | one **atomic batch** (`Nats-Batch-Id`, `Nats-Batch-Sequence`, `Nats-Batch-Commit`): the grant as above and the ledger with its own expected sequence |
+//! | grant with a period | one **atomic batch** (`Nats-Batch-Id`, `Nats-Batch-Sequence`, `Nats-Batch-Commit`): the grant as above and the ledger (the new claim, not started) with its own expected sequence |
+//! | start a period | a read of the lock, then one publish of the ledger marked started, expecting the last sequence of the lock's whole filter (`Nats-Expected-Last-Subject-Sequence` with `Nats-Expected-Last-Subject-Sequence-Subject: $KV.<bucket>.<lock>.>`): slot 0 and the ledger unchanged since the read |
+//! | period record | one direct get of the ledger key |
 //! | extend | one publish of the record with a fresh `Nats-TTL`, expecting the sequence of this client's own last write of it ([`Written`]); after a conflict, or without one, a direct get of the slot first |
 //! | release | one delete marker (`KV-Operation: DEL`), expecting the sequence as for an extension |
 //! | force | one delete marker per live slot, expecting the sequence read |
@@ -26,8 +28,12 @@ use std::time::Duration;
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::StreamExt;
-use leasehold::store::{AcquireRequest, Acquisition, MAX_SLOTS, StoreResult};
-use leasehold::{Extension, Holder, Lease, LockName, Period, Release, StoreError, Token};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ClaimVerdict, MAX_SLOTS, PeriodStart, StoreResult, judge_claim,
+};
+use leasehold::{
+    Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
+};
 
 use crate::classify::{self, Published, timed_out};
 use crate::keys::{KeyOf, Keys};
@@ -40,6 +46,9 @@ use crate::written::Written;
 const ACQUIRE_ROUNDS: u32 = 8;
 /// How often a forced release re-reads a lock that changed under it before giving up.
 const FORCE_ROUNDS: usize = 5;
+/// How often a period start re-reads a lock that changed under it before giving up (with a
+/// transient error: the core tries again).
+const START_ROUNDS: usize = 4;
 /// The most messages one read of a lock returns: every slot (the server answers at most 1024
 /// messages per batch direct get, and refuses a `multi_last` matching more keys with status 413,
 /// a permanent error: only a lock used with all 1024 slots *and* a period ledger has more).
@@ -211,12 +220,16 @@ pub(crate) struct Slots {
     pub(crate) ledger: Option<Ledger>,
     /// The sequence of the ledger key's latest message (0: none).
     ledger_seq: u64,
+    /// The highest sequence among the latest messages of every key of the lock (0: none): the
+    /// last sequence of the lock's filter, which a period start expects.
+    lock_seq: u64,
 }
 
 impl Slots {
     pub(crate) fn read(keys: &Keys, messages: &[Stored]) -> Self {
         let mut slots = Self::default();
         for msg in messages {
+            slots.lock_seq = slots.lock_seq.max(msg.seq);
             match keys.parse_subject(&msg.subject) {
                 Some(KeyOf::Slot(_, slot)) => {
                     slots.last.insert(slot, (msg.seq, msg.op == Op::Put));
@@ -324,10 +337,12 @@ pub(crate) async fn acquire(
 }
 
 /// One acquisition claiming `period` of the ledger (slot 0 only): a read of the lock (our own
-/// live grant is returned as is), then one **atomic batch** per attempt that writes slot 0 and
-/// the ledger, each with the sequence read as its expected last sequence, so both commit or
-/// neither. The period id comes from this host's clock (the server's time is only known after a
-/// write). A ledger that records this period or a later one refuses the claim.
+/// live grant is returned as is), the ledger's judgement ([`judge_claim`]: the latest claim,
+/// granted at or after the window's start, refuses if it started and holds the period while
+/// slot 0 is taken), then one **atomic batch** per attempt that writes slot 0 and the ledger (the
+/// new claim, not started), each with the sequence read as its expected last sequence, so both
+/// commit or neither. The window comes from this host's clock (the server's time is only known
+/// after a write).
 pub(crate) async fn acquire_period(
     link: &Link,
     keys: &Keys,
@@ -347,12 +362,19 @@ pub(crate) async fn acquire_period(
             return Ok(Acquisition::Granted(with_period(r)));
         }
         let mut record = new_record(req, 0);
-        let claimed = period.id_at_ms(i64::try_from(record.acquired_ms).unwrap_or(i64::MAX));
-        if let Some(ledger) = held.ledger.as_ref().filter(|l| l.period >= claimed) {
-            return Ok(Acquisition::AlreadyRan(ledger.record()));
-        }
-        if held.lowest_free(1) != Some(0) {
-            return Ok(Acquisition::Held);
+        let window = period.window_at_ms(i64::try_from(record.acquired_ms).unwrap_or(i64::MAX));
+        let taken = held.lowest_free(1) != Some(0);
+        let latest = held.ledger.as_ref().map(|l| (l.at_epoch_ms(), l.started));
+        match judge_claim(latest, window.from_ms, taken) {
+            ClaimVerdict::Ran => {
+                return Ok(held
+                    .ledger
+                    .as_ref()
+                    .map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record())));
+            }
+            ClaimVerdict::Claimed => return Ok(Acquisition::Held),
+            ClaimVerdict::Free if taken => return Ok(Acquisition::Held),
+            ClaimVerdict::Free => {}
         }
         let id = Token::random().to_hex();
         let mut grant = cas_ttl(held.expected(0), req.ttl);
@@ -370,7 +392,7 @@ pub(crate) async fn acquire_period(
             )
             .await
             .map_err(|e| classify::disconnected("an acquisition", e))?;
-        let value = Ledger::encode(claimed, record.acquired_ms, &req.owner);
+        let value = Ledger::claim(window, record.acquired_ms, &req.owner, req.token).encode();
         let subject = keys.ledger(&req.lock);
         match publish(
             conn,
@@ -388,13 +410,98 @@ pub(crate) async fn acquire_period(
                 record.seq = record.fence;
                 written.remember(&req.lock, &record);
                 let mut lease = record.lease(&req.lock);
-                lease.period = Some(claimed);
+                lease.period = Some(window.id);
                 return Ok(Acquisition::Granted(lease));
             }
             Published::Conflict => held = read_lock(link, keys, &req.lock).await?,
         }
     }
     Ok(Acquisition::Held)
+}
+
+/// Marks `lease`'s period claim started: a read of the lock, then one publish of the ledger
+/// marked *started*, conditioned on the last sequence of **every** key of the lock
+/// (`Nats-Expected-Last-Subject-Sequence` with `Nats-Expected-Last-Subject-Sequence-Subject` =
+/// the lock's filter), so it commits only if neither slot 0 nor the ledger changed since the
+/// read — after checking that `lease` holds slot 0 (token, fence, not released, not run out by
+/// this host's clock) and that the ledger's claim is its token's. A claim already started by this
+/// token answers `Started` without a write. Slot 0 is not written: the lease's expiry and fence
+/// stay as they are.
+pub(crate) async fn start_period(
+    link: &Link,
+    keys: &Keys,
+    lease: &Lease,
+) -> StoreResult<PeriodStart> {
+    if lease.slot != 0 {
+        return Ok(PeriodStart::NotHeld);
+    }
+    let conn = link.conn().await?;
+    let mut held = read_lock(link, keys, &lease.lock).await?;
+    // Only the holder's own extensions (or a takeover, which the next round sees) change the
+    // lock's last sequence.
+    for _ in 0..START_ROUNDS {
+        let now = now_ms();
+        if !held
+            .records
+            .iter()
+            .any(|r| r.slot == 0 && r.is(lease) && r.live_at(now))
+        {
+            return Ok(PeriodStart::NotHeld);
+        }
+        let Some(ledger) = held
+            .ledger
+            .as_ref()
+            .filter(|l| l.token == Some(lease.token))
+        else {
+            return Ok(PeriodStart::NotHeld);
+        };
+        if ledger.started {
+            return Ok(PeriodStart::Started);
+        }
+        let value = Ledger {
+            started: true,
+            ..ledger.clone()
+        }
+        .encode();
+        let mut headers = cas(held.lock_seq);
+        headers.insert(
+            "Nats-Expected-Last-Subject-Sequence-Subject",
+            keys.lock(&lease.lock).as_str(),
+        );
+        let subject = keys.ledger(&lease.lock);
+        match publish(
+            conn,
+            link,
+            "a period start",
+            subject,
+            headers,
+            Bytes::from(value),
+        )
+        .await?
+        {
+            Published::Stored(_) => return Ok(PeriodStart::Started),
+            Published::Conflict => held = read_lock(link, keys, &lease.lock).await?,
+        }
+    }
+    Err(StoreError::transient(format!(
+        "the lock {} kept changing while its period claim was marked started; try again",
+        lease.lock
+    )))
+}
+
+/// The lock's ledger record (one direct get of the ledger key); `None` for a lock never
+/// claimed, or a value this store did not write.
+pub(crate) async fn period_record(
+    link: &Link,
+    keys: &Keys,
+    lock: &LockName,
+) -> StoreResult<Option<PeriodRecord>> {
+    let conn = link.conn().await?;
+    let subject = keys.ledger(lock);
+    Ok(read_one(conn, link, keys, &subject)
+        .await?
+        .and_then(|msg| Ledger::decode(&msg))
+        .map(|l| l.record()))
 }
 
 /// Extends a lease to `ttl` from now, if it has not run out: a new value with a fresh TTL,

@@ -3,12 +3,15 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use leasehold::store::{PeriodWindow, from_epoch_ms};
 use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
 
 /// The version tag at the start of every slot value this store writes.
 const TAG: &str = "leasehold/1";
 /// The version tag of the ledger's value.
 const LEDGER_TAG: &str = "leasehold-ledger/1";
+/// The first word of the ledger's second line (the claim's window, token and state).
+const CLAIM_TAG: &str = "claim";
 /// Written in place of the fence by a grant: the fence is the granting message's own sequence.
 const OWN: &str = "-";
 
@@ -150,44 +153,115 @@ impl Record {
     }
 }
 
-/// A lock's period ledger: the latest period granted, when (this store's clients' clocks, ms) and
-/// to whom, with the sequence of the message read.
+/// A lock's period ledger: its latest claim — the period id and window claimed, when (this
+/// store's clients' clocks, ms) and to whom it was granted, the token it was granted to, and
+/// whether its action started — with the sequence of the message read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ledger {
     pub(crate) period: i64,
     pub(crate) at_ms: u64,
     pub(crate) by: String,
+    /// The window claimed, `[from, until)` in ms; `None` in a ledger of an older version.
+    pub(crate) window: Option<(i64, i64)>,
+    /// The token the claim was granted to; `None` in a ledger of an older version.
+    pub(crate) token: Option<Token>,
+    /// True once the claim's action started (always, in a ledger of an older version: a claim
+    /// was a run then).
+    pub(crate) started: bool,
     pub(crate) seq: u64,
 }
 
 impl Ledger {
-    /// The value: `leasehold-ledger/1 <period> <at ms> <owner>` (the owner last).
-    pub(crate) fn encode(period: i64, at_ms: u64, by: &str) -> String {
-        format!("{LEDGER_TAG} {period} {at_ms} {by}")
+    /// The ledger of a claim granted at `at_ms` to `owner` with `token`, for `window`, not
+    /// started.
+    pub(crate) fn claim(window: PeriodWindow, at_ms: u64, owner: &str, token: Token) -> Self {
+        Self {
+            period: window.id,
+            at_ms,
+            by: owner.to_owned(),
+            window: Some((window.from_ms, window.until_ms)),
+            token: Some(token),
+            started: false,
+            seq: 0,
+        }
     }
 
+    /// The value, two lines:
+    ///
+    /// ```text
+    /// leasehold-ledger/1 <period> <at ms> <owner>
+    /// claim <from ms> <until ms> <token> <started 0|1>
+    /// ```
+    ///
+    /// The first line is the whole value an older version of this store wrote and reads (it
+    /// judges claims by that period id; it reads the rest of the value as the owner, which only
+    /// its messages show): it is kept so that a fleet in the middle of an upgrade still refuses
+    /// a period the new version ran. Owners hold no control characters
+    /// ([`validate_node_id`](leasehold::validate_node_id)), so the line break is unambiguous.
+    pub(crate) fn encode(&self) -> String {
+        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
+        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
+            text.push_str(&format!(
+                "\n{CLAIM_TAG} {from} {until} {} {}",
+                token.to_hex(),
+                u8::from(self.started)
+            ));
+        }
+        text
+    }
+
+    /// The ledger in a live message; `None` for anything this store did not write. A value
+    /// without the second line (an older version's) reads as a claim that started, its window
+    /// unknown.
     pub(crate) fn decode(msg: &Stored) -> Option<Self> {
         if msg.op != Op::Put {
             return None;
         }
         let text = std::str::from_utf8(&msg.payload).ok()?;
-        let mut f = text.splitn(4, ' ');
+        let (first, claim) = match text.split_once('\n') {
+            Some((first, claim)) => (first, Some(claim)),
+            None => (text, None),
+        };
+        let mut f = first.splitn(4, ' ');
         if f.next()? != LEDGER_TAG {
             return None;
         }
-        Some(Self {
+        let mut ledger = Self {
             period: f.next()?.parse().ok()?,
             at_ms: f.next()?.parse().ok()?,
             by: f.next()?.to_owned(),
+            window: None,
+            token: None,
+            started: true,
             seq: msg.seq,
-        })
+        };
+        if let Some(claim) = claim {
+            let mut f = claim.split(' ');
+            if f.next()? != CLAIM_TAG {
+                return None;
+            }
+            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
+            ledger.token = Some(Token::from_hex(f.next()?)?);
+            ledger.started = f.next()? == "1";
+        }
+        Some(ledger)
+    }
+
+    /// When the claim was granted, ms since the epoch.
+    pub(crate) fn at_epoch_ms(&self) -> i64 {
+        i64::try_from(self.at_ms).unwrap_or(i64::MAX)
     }
 
     pub(crate) fn record(&self) -> PeriodRecord {
+        let at = self.at_epoch_ms();
+        let (from, until) = self.window.unwrap_or((at, at));
         PeriodRecord {
             period: self.period,
+            from: from_epoch_ms(from),
+            until: from_epoch_ms(until),
             at: time(self.at_ms),
             by: self.by.clone(),
+            started: self.started,
         }
     }
 }
@@ -230,5 +304,56 @@ mod tests {
             None
         );
         assert_eq!(Record::decode(0, &stored(58, Op::Put, "other")), None);
+    }
+
+    #[test]
+    fn ledgers_round_trip_and_older_ones_read_as_started() {
+        let window = PeriodWindow {
+            id: 4,
+            from_ms: 1_000,
+            until_ms: 2_000,
+        };
+        let token = Token::random();
+        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token);
+        let text = claim.encode();
+        assert_eq!(
+            text.lines().next(),
+            Some("leasehold-ledger/1 4 1500 host a (pid 7)"),
+            "the first line is an older version's whole value"
+        );
+        let read = Ledger::decode(&stored(9, Op::Put, &text));
+        assert_eq!(
+            read,
+            Some(Ledger {
+                seq: 9,
+                ..claim.clone()
+            })
+        );
+        let started = Ledger {
+            started: true,
+            seq: 10,
+            ..claim
+        };
+        let read = Ledger::decode(&stored(10, Op::Put, &started.encode()));
+        assert_eq!(read.as_ref(), Some(&started));
+        let record = started.record();
+        assert_eq!(
+            (record.from, record.until, record.started),
+            (time(1_000), time(2_000), true)
+        );
+        // Written by an older version: a run, its window unknown.
+        let old = Ledger::decode(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 host b"))
+            .unwrap_or_else(|| panic!("an older version's ledger must parse"));
+        assert_eq!(
+            (old.period, old.by.as_str(), old.token, old.started),
+            (7, "host b", None, true)
+        );
+        let record = old.record();
+        assert_eq!((record.from, record.until), (time(1_500), time(1_500)));
+        assert_eq!(
+            Ledger::decode(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 b\nother")),
+            None
+        );
+        assert_eq!(Ledger::decode(&stored(3, Op::Gone, &text)), None);
     }
 }

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
-    check_slots,
+    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
+    StoreResult, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
-    StoreError, redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError,
+    PeriodRecord, Release, StoreError, redact_url,
 };
 
 use crate::keys::Keys;
@@ -283,6 +283,17 @@ impl LeaseStore for NatsStore {
             self.notifier.notify(&lease.lock);
         }
         Ok(released)
+    }
+
+    /// A read of the lock, then one publish of the ledger conditioned on the whole lock (see the
+    /// `kv` module).
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        kv::start_period(&self.link, &self.keys, lease).await
+    }
+
+    /// One direct get of the ledger key `<lock>.ledger`.
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        kv::period_record(&self.link, &self.keys, lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

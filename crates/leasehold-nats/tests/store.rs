@@ -112,7 +112,9 @@ async fn keys_are_one_token_per_lock_and_fences_are_stream_sequences() {
 }
 
 /// Slot 0 and the ledger are one atomic batch: stored side by side, the grant just before the
-/// ledger, and a second claim of the period is refused with the ledger's record.
+/// ledger. The start is one publish of the ledger conditioned on the last sequence of the whole
+/// lock (the server refuses it after any write to the lock since); once started, a second claim
+/// of the period is refused with the ledger's record, and the refusal writes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_period_grant_and_its_ledger_commit_together() {
     let Some(url) = common::url() else { return };
@@ -132,6 +134,47 @@ async fn a_period_grant_and_its_ledger_commit_together() {
         lease.fence + 1,
         "one batch, stored contiguously"
     );
+    let record = store.period_record(&lock).await.unwrap().unwrap();
+    assert!(!record.started, "a claim is not a run: {record:?}");
+
+    // After a write to slot 0 (an extension), the lock's last sequence is no longer the
+    // ledger's: a start expecting the ledger's sequence for the whole lock is refused.
+    let Extension::Extended { .. } = store.extend(&lease, Duration::from_secs(30)).await.unwrap()
+    else {
+        panic!("the holder extends")
+    };
+    let client = store.client().await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let bucket = store.options().bucket_str().to_owned();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(
+        "Nats-Expected-Last-Subject-Sequence",
+        ledger_seq.to_string(),
+    );
+    headers.insert(
+        "Nats-Expected-Last-Subject-Sequence-Subject",
+        format!("$KV.{bucket}.{}", ledger_key.replace(".ledger", ".>")),
+    );
+    let stale = js
+        .publish_with_headers(
+            format!("$KV.{bucket}.{ledger_key}"),
+            headers,
+            bytes::Bytes::from_static(b"stale"),
+        )
+        .await
+        .unwrap()
+        .await;
+    assert!(
+        stale.is_err(),
+        "the server checks the lock's whole filter: {stale:?}"
+    );
+    assert_eq!(raw(&store, &ledger_key).await.unwrap().0, ledger_seq);
+    assert_eq!(
+        store.start_period(&lease).await.unwrap(),
+        leasehold::store::PeriodStart::Started
+    );
+    let (started_seq, _) = raw(&store, &ledger_key).await.unwrap();
+    assert!(started_seq > ledger_seq, "the start rewrote the ledger");
     assert_eq!(
         store.release(&lease, Duration::ZERO).await.unwrap(),
         Release::Released
@@ -142,12 +185,13 @@ async fn a_period_grant_and_its_ledger_commit_together() {
         Acquisition::AlreadyRan(record) => {
             assert_eq!(Some(record.period), lease.period);
             assert_eq!(record.by, "node-a");
+            assert!(record.started);
         }
         other => panic!("the period already ran: {other:?}"),
     }
     // The refused claim wrote nothing.
     assert!(store.state(&lock, 1).await.unwrap().is_free());
-    assert_eq!(raw(&store, &ledger_key).await.unwrap().0, ledger_seq);
+    assert_eq!(raw(&store, &ledger_key).await.unwrap().0, started_seq);
 }
 
 /// The server removes a lease whose TTL ran out and marks it: the state shows no holder, a

@@ -5,9 +5,24 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use leasehold::store::{AcquireRequest, Acquisition};
 use leasehold::{Holder, Lease, PeriodRecord};
 
-/// The acquire script's reply: `{slot, fence, acquired, expires, ''}` when granted,
-/// `{-1, period, at, 0, by}` when the ledger refused the claim; `nil` (no reply) when held.
-pub(crate) type AcquireReply = (i64, i64, i64, i64, String);
+/// The acquire script's reply: `{slot, fence, acquired, expires, '', 0}` when granted,
+/// `{-1, period, at, from, by, until}` when the period claimed already ran; `nil` (no reply)
+/// when held.
+pub(crate) type AcquireReply = (i64, i64, i64, i64, String, i64);
+
+/// The ledger's fields as `HMGET lp lf lu la lb ls lt` returns them (see the scripts' module).
+pub(crate) type LedgerFields = (
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The fields [`LedgerFields`] reads, in its order.
+pub(crate) const LEDGER_FIELDS: [&str; 7] = ["lp", "lf", "lu", "la", "lb", "ls", "lt"];
 
 /// A live holder, as the state and forced-release scripts list them: `{slot, owner, fence,
 /// acquired, expires}`.
@@ -32,12 +47,15 @@ pub(crate) fn time(epoch_ms: u64) -> SystemTime {
 pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) -> Acquisition {
     match answer {
         None => Acquisition::Held,
-        Some((-1, period, at, _, by)) => Acquisition::AlreadyRan(PeriodRecord {
+        Some((-1, period, at, from, by, until)) => Acquisition::AlreadyRan(PeriodRecord {
             period,
-            at: time(u64::try_from(at).unwrap_or_default()),
+            from: epoch_time(from),
+            until: epoch_time(until),
+            at: epoch_time(at),
             by,
+            started: true,
         }),
-        Some((slot, fence, acquired, expires, _)) => Acquisition::Granted(Lease {
+        Some((slot, fence, acquired, expires, _, _)) => Acquisition::Granted(Lease {
             lock: req.lock.clone(),
             slot: u32::try_from(slot).unwrap_or_default(),
             owner: req.owner.to_string(),
@@ -48,6 +66,26 @@ pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) ->
             period: req.period.map(|p| p.id_at_ms(acquired)),
         }),
     }
+}
+
+/// The ledger's record from its fields, `None` for a lock never claimed. A record written before
+/// the window and the token were kept shows its grant time as its window and counts as started.
+pub(crate) fn period_record(fields: LedgerFields) -> Option<PeriodRecord> {
+    let (period, from, until, at, by, started, token) = fields;
+    let (period, at) = (period?, at?);
+    Some(PeriodRecord {
+        period,
+        from: epoch_time(from.unwrap_or(at)),
+        until: epoch_time(until.unwrap_or(at)),
+        at: epoch_time(at),
+        by: by.unwrap_or_default(),
+        started: started.as_deref() == Some("1") || token.is_none(),
+    })
+}
+
+/// A signed server time in epoch milliseconds (before 1970 reads as 1970).
+fn epoch_time(epoch_ms: i64) -> SystemTime {
+    time(u64::try_from(epoch_ms).unwrap_or_default())
 }
 
 /// The holders of `rows`.

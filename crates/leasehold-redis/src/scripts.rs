@@ -15,10 +15,17 @@
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `lp` | the latest period id granted, `floor((now − offset) / length)` of the server clock |
+//! | `lp` | the latest period id claimed, `floor((now − offset) / length)` of the server clock under the claim's own length and offset |
+//! | `lf`, `lu` | that period's window, epoch ms: its start (included) and end (excluded) |
 //! | `la` | when it was granted, epoch ms (server clock) |
 //! | `lb` | the owner it was granted to |
+//! | `lt` | the token of the lease granted with it |
+//! | `ls` | `1` once the claim's action started ([`ScriptKind::StartPeriod`]), `0` before |
 //!
+//! A claim is judged by time, as [`leasehold::store::judge_claim`] says: the record refuses a
+//! claim only if it was granted (`la`) at or after the start of the window claimed now, and
+//! started; a claim granted there but not started holds the period only while slot 0's lease is
+//! live. A record written before `lt`/`ls` existed counts as started (claims then meant runs).
 //! While the ledger records a period, the hash's cleanup TTL lasts at least until that period
 //! ends (plus the idle retention), so the record cannot vanish while it still refuses claims.
 //!
@@ -159,7 +166,7 @@ if ARGV[4] == '1' and ARGV[6] == '' then
   if not (h[5] or h[6]) then
     local e = tonumber(h[2]) or 0
     if h[1] and e > now then
-      if h[1] == token then return {0, tonumber(h[3]) or 0, tonumber(h[4]) or 0, e, ''} end
+      if h[1] == token then return {0, tonumber(h[3]) or 0, tonumber(h[4]) or 0, e, '', 0} end
       return refuse(key, who, h[9])
     end
     if kept_from(h[7], h[8], who) then return refuse(key, who, h[9]) end
@@ -169,15 +176,15 @@ if ARGV[4] == '1' and ARGV[6] == '' then
       'e0', int(now + ttl))
     redis.call('PEXPIRE', key, int(ttl + tonumber(ARGV[5])))
     if h[7] or (who ~= '' and h[9]) then granted_to(key, h[7], h[8], who) end
-    return {0, fence, now, now + ttl, ''}
+    return {0, fence, now, now + ttl, '', 0}
   end
 end
 ";
 
 /// ARGV: token, owner, ttl ms, slots, retention ms, for a period claim period length ms and
 /// offset ms (empty strings otherwise), and the waiting elector's id (`''` if none; used for
-/// single-slot requests only). Returns `{slot, fence, acquired, expires, ''}`, nil when
-/// held, or `{-1, period, at, 0, by}` when the ledger records this period or a later one.
+/// single-slot requests only). Returns `{slot, fence, acquired, expires, '', 0}`, nil when
+/// held, or `{-1, period, at, from, by, until}` when the period claimed already ran.
 ///
 /// One read of the hash finds a live slot this token already holds (a retried request: the
 /// same lease back, unchanged), the ledger, the lowest slot no live lease holds and its last
@@ -192,7 +199,7 @@ local live, fields = live_slots(key)
 local latest, busy = expires, {}
 for _, h in ipairs(live) do
   if h[1] < slots then
-    if h[6] == token then return {h[1], h[3], h[4], h[5], ''} end
+    if h[6] == token then return {h[1], h[3], h[4], h[5], '', 0} end
     busy[h[1]] = true
   end
   if h[5] > latest then latest = h[5] end
@@ -203,9 +210,10 @@ if plen then
   local x = now - poff
   p = math.floor(x / plen)
   if p * plen > x then p = p - 1 elseif (p + 1) * plen <= x then p = p + 1 end
-  local done = tonumber(fields['lp'])
-  if done and done >= p then
-    return {-1, done, tonumber(fields['la']) or 0, 0, fields['lb'] or ''}
+  local from, at = p * plen + poff, tonumber(fields['la'])
+  if at and at >= from and (fields['ls'] == '1' or not fields['lt']) then
+    return {-1, tonumber(fields['lp']) or 0, at, tonumber(fields['lf']) or at, fields['lb'] or '',
+      tonumber(fields['lu']) or at}
   end
   local ends = (p + 1) * plen + poff
   if ends > latest then latest = ends end
@@ -219,7 +227,10 @@ local last = tonumber(fields['f' .. free]) or 0
 local fence = math.max(last + 1, clock[1] * 1000000 + clock[2])
 redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int(fence),
   'a' .. free, int(now), 'e' .. free, int(expires))
-if p then redis.call('HSET', key, 'lp', int(p), 'la', int(now), 'lb', owner) end
+if p then
+  redis.call('HSET', key, 'lp', int(p), 'lf', int(p * plen + poff), 'lu', int((p + 1) * plen + poff),
+    'la', int(now), 'lb', owner, 'lt', token, 'ls', '0')
+end
 if slots == 1 and (fields['n'] or (who ~= '' and fields['q' .. who])) then
   granted_to(key, fields['n'], fields['nu'], who)
 end
@@ -229,7 +240,17 @@ local keep = latest - now + retention
 if p or not fields['lp'] or redis.call('PTTL', key) < keep then
   redis.call('PEXPIRE', key, int(keep))
 end
-return {free, fence, now, expires, ''}
+return {free, fence, now, expires, '', 0}
+";
+
+/// ARGV: token. Marks the period claim made with this token started, if the token still holds
+/// slot 0's live lease and made the lock's latest claim. Returns 1 (started, also again), else 0.
+const START_PERIOD: &str = r"
+local key, token = KEYS[1], ARGV[1]
+local h = redis.call('HMGET', key, 't0', 'e0', 'lt')
+if h[1] ~= token or (tonumber(h[2]) or 0) <= now or h[3] ~= token then return 0 end
+redis.call('HSET', key, 'ls', '1')
+return 1
 ";
 
 /// ARGV: slot, token, ttl ms, retention ms. Returns the new expiry, or nil when not held.
@@ -326,7 +347,7 @@ end
 return out
 ";
 
-/// The five scripts a [`RedisStore`](crate::RedisStore) runs, each with `KEYS[1]` = the lock's
+/// The six scripts a [`RedisStore`](crate::RedisStore) runs, each with `KEYS[1]` = the lock's
 /// hash ([`RedisStore::key`](crate::RedisStore::key)). They are sent with `EVALSHA` and loaded
 /// on `NOSCRIPT` (after a server restart or `SCRIPT FLUSH`) by [`redis::Script`].
 ///
@@ -344,6 +365,7 @@ pub struct Scripts {
     release: Script,
     state: Script,
     force_release: Script,
+    start_period: Script,
 }
 
 /// Names one of the [`Scripts`].
@@ -366,6 +388,9 @@ pub enum ScriptKind {
     State,
     /// ARGV: slots, channel, lock name → the live slots as they were, now freed.
     ForceRelease,
+    /// ARGV: token → 1 when the period claim made with this live lease is now marked started
+    /// (also again), 0 when the token no longer holds it.
+    StartPeriod,
 }
 
 impl Default for Scripts {
@@ -384,6 +409,7 @@ impl Scripts {
             release: make(ScriptKind::Release),
             state: make(ScriptKind::State),
             force_release: make(ScriptKind::ForceRelease),
+            start_period: make(ScriptKind::StartPeriod),
         }
     }
 
@@ -427,6 +453,14 @@ impl Scripts {
     pub fn force_release(&self) -> &Script {
         &self.force_release
     }
+    /// The script marking a period claim started ([`ScriptKind::StartPeriod`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().start_period().get_hash().len(), 40);
+    /// ```
+    pub fn start_period(&self) -> &Script {
+        &self.start_period
+    }
 
     /// The full Lua source of a script (prelude and helpers included), e.g. to load it by hand.
     ///
@@ -460,5 +494,6 @@ fn full_source(kind: ScriptKind) -> String {
         ScriptKind::Release => format!("{PRELUDE}{hand_off}{LONGEST_WAITER}{RELEASE}"),
         ScriptKind::State => format!("{PRELUDE}{LIVE_SLOTS}{STATE}"),
         ScriptKind::ForceRelease => format!("{PRELUDE}{LIVE_SLOTS}{FORCE_RELEASE}"),
+        ScriptKind::StartPeriod => format!("{PRELUDE}{START_PERIOD}"),
     }
 }

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal,
-    ReleasedTo, StoreResult, WaiterId, check_slots,
+    AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
+    ReleaseSignal, ReleasedTo, StoreResult, WaiterId, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, PeriodRecord, Release,
+    redact_url,
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
@@ -18,7 +19,10 @@ use tracing::{debug, warn};
 use crate::fence::{FencedKeys, RedisFences};
 use crate::link::Link;
 use crate::options::RedisOptions;
-use crate::reply::{AcquireReply, HolderRow, acquisition, holders, ms_at_least_1, ms_ceil, time};
+use crate::reply::{
+    AcquireReply, HolderRow, LEDGER_FIELDS, LedgerFields, acquisition, holders, ms_at_least_1,
+    ms_ceil, period_record, time,
+};
 use crate::scripts::Scripts;
 use crate::subscribe::{Subscriber, Subscription};
 use crate::url::split_options;
@@ -395,6 +399,28 @@ impl LeaseStore for RedisStore {
 
     fn hands_off(&self) -> bool {
         true
+    }
+
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        if lease.slot != 0 {
+            return Ok(PeriodStart::NotHeld);
+        }
+        let key = self.key(&lease.lock);
+        let mut call = self.scripts.start_period().key(&key);
+        call.arg(lease.token.to_hex());
+        let started: u8 = self.link.invoke(&call).await?;
+        Ok(if started == 1 {
+            PeriodStart::Started
+        } else {
+            PeriodStart::NotHeld
+        })
+    }
+
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(self.key(lock)).arg(&LEDGER_FIELDS[..]);
+        let fields: LedgerFields = self.link.query(&cmd).await?;
+        Ok(period_record(fields))
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

@@ -333,3 +333,51 @@ async fn handoff_is_notified(holder: &Elector, waiter_store: &Arc<RedisStore>, t
     println!("{tag}: hand-off in {handoff:?}");
     handoff < Duration::from_millis(200)
 }
+
+/// The library's `wait` covers a store that is briefly unreachable (issue 33, item 9): a lazily
+/// connected store whose server refuses connections at first is tried again within the wait, and
+/// the lock is acquired once the server is back; with no wait the first failure is the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wait_covers_a_store_that_is_briefly_unreachable() {
+    let Some(url) = common::url() else { return };
+    let proxy = FaultProxy::start(common::target(&url).await).await.unwrap();
+    proxy.cut().await;
+    let store: Arc<dyn LeaseStore> = Arc::new(
+        RedisStore::connect_lazy(&common::via(&url, proxy.addr()), common::options()).unwrap(),
+    );
+    let lock = unique_name("unreachable-wait");
+
+    let impatient = elector(
+        Arc::clone(&store),
+        "impatient",
+        Duration::ZERO,
+        Duration::from_secs(3),
+    );
+    let err = impatient.try_acquire(&lock).await.unwrap_err();
+    assert!(
+        err.as_store().is_some_and(|e| e.is_transient()),
+        "unreachable is transient: {err}"
+    );
+
+    let patient = elector(
+        store,
+        "patient",
+        Duration::from_secs(20),
+        Duration::from_secs(3),
+    );
+    let started = Instant::now();
+    let heal = async {
+        sleep(Duration::from_millis(800)).await;
+        proxy.heal().await;
+    };
+    let (acquired, ()) = tokio::join!(patient.try_acquire(&lock), heal);
+    let guard = acquired
+        .unwrap()
+        .expect("acquired once the store was reachable again");
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "acquired before the server was reachable: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+}

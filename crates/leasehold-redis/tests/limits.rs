@@ -65,8 +65,8 @@ async fn the_scripts_work_is_independent_of_the_slot_count() {
     // three live ones without visiting the rest.
     let acquire = redis::Script::new(&store.scripts().source(ScriptKind::Acquire));
     let started = Instant::now();
-    // Reply: {slot, fence, acquired, expires, ''}; no period claimed (empty period arguments).
-    let granted: Option<(i64, u64, u64, u64, String)> = acquire
+    // Reply: {slot, fence, acquired, expires, '', 0}; no period claimed (empty period arguments).
+    let granted: Option<(i64, u64, u64, u64, String, i64)> = acquire
         .key(store.key(&lock))
         .arg(Token::random().to_hex())
         .arg("limits")

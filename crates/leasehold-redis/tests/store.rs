@@ -391,6 +391,10 @@ async fn a_grant_without_a_period_keeps_the_ledger_until_its_period_ends() {
     let claim = request(&lock, Duration::from_secs(1)).with_period(period);
     let claimed = store.try_acquire(&claim).await.unwrap().granted().unwrap();
     assert!(claimed.period.is_some());
+    assert_eq!(
+        store.start_period(&claimed).await.unwrap(),
+        leasehold::store::PeriodStart::Started
+    );
     store.release(&claimed, Duration::ZERO).await.unwrap();
     let mut conn = store.connection().await.unwrap();
     let before: i64 = conn.pttl(store.key(&lock)).await.unwrap();

@@ -22,13 +22,22 @@ pub(crate) const DATA_VERSION_POLL: Duration = Duration::from_millis(1);
 /// The connection options for the feed, or `None` for an in-memory database (no other process
 /// can reach it, and the store's own releases wake its waiters directly).
 pub(crate) fn watched(pool: &SqlitePool) -> Option<SqliteConnectOptions> {
+    (!in_memory(pool)).then(|| (*pool.connect_options()).clone())
+}
+
+/// True if `pool`'s database lives in this process's memory (`sqlite::memory:`,
+/// `mode=memory`): no other process can open it.
+pub(crate) fn in_memory(pool: &SqlitePool) -> bool {
     let options = pool.connect_options();
     let file = options.get_filename().to_string_lossy();
-    let in_memory = file.is_empty()
+    // `mode=memory` becomes a flag that sqlx keeps private and shows only in its `Debug` form
+    // (its URL form panics on some in-memory file names).
+    let memory_mode = || format!("{options:?}").contains("in_memory: true");
+    file.is_empty()
         || file == ":memory:"
         || file.starts_with("file:sqlx-in-memory-")
-        || file.contains("mode=memory");
-    (!in_memory).then(|| (*options).clone())
+        || file.contains("mode=memory")
+        || memory_mode()
 }
 
 /// Reads `data_version` while anyone waits, and wakes every waiter when it changes; reconnects

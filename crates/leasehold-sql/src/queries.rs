@@ -207,6 +207,7 @@ impl Queries {
                     .bind(token)
                     .bind(ttl)
                     .bind(req.owner.as_ref())
+                    .bind(token)
                     .bind(offset)
                     .bind(length)
                     .execute(p)
@@ -242,17 +243,14 @@ impl Queries {
                 let cols = (|| -> Result<_, sqlx::Error> {
                     let lease: (Option<i64>, Option<i64>, Option<i64>) =
                         (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
-                    let ledger: (Option<i64>, Option<i64>, Option<String>, Option<i64>) =
-                        (r.try_get(3)?, r.try_get(4)?, r.try_get(5)?, r.try_get(6)?);
-                    Ok((lease, ledger))
+                    Ok((lease, LedgerRow::decode(&r, 3)?))
                 })()
                 .map_err(classify)?;
                 Ok(match cols {
                     ((Some(fence), Some(acquired), Some(expires)), _) => {
                         Ok((fence, acquired, expires))
                     }
-                    (_, (done, at, by, Some(now))) => Err(Some((done, at, by, now))),
-                    _ => Err(None),
+                    (_, ledger) => Err(ledger),
                 })
             }
             #[cfg(feature = "sqlite")]
@@ -281,17 +279,37 @@ impl Queries {
         }
     }
 
-    /// The ledger of `lock` and the database's now.
-    pub(crate) async fn read_period(&self, lock: &LockName) -> StoreResult<Option<LedgerRow>> {
-        let q = &self.sql.read_period;
+    /// The ledger of `lock`, whether its slot 0 is held, and the database's now. `claims`:
+    /// whether the table has the columns of the ledger's claims (else it reads an older
+    /// version's records from the first three).
+    pub(crate) async fn read_period(
+        &self,
+        lock: &LockName,
+        claims: bool,
+    ) -> StoreResult<Option<LedgerRow>> {
+        let q = if claims {
+            &self.sql.read_period
+        } else {
+            &self.sql.read_old_period
+        };
         Ok(with_clock!(&self.pool, p, add => {
             let row = add(sqlx::query(q).bind(lock.as_str())).fetch_optional(p).await.map_err(classify)?;
-            row.map(|r| -> Result<_, sqlx::Error> {
-                Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))
-            })
-            .transpose()
-            .map_err(classify)?
+            match row {
+                Some(r) => LedgerRow::decode(&r, 0).map_err(classify)?,
+                None => None,
+            }
         }))
+    }
+
+    /// Marks the period claim of the lease `token` holds on slot 0 of `lock` started: the
+    /// number of rows changed (0 when the token does not hold the live lease or did not make
+    /// the latest claim). MySQL counts the rows matched (sqlx connects with `FOUND_ROWS`), so
+    /// a repeated start counts too.
+    pub(crate) async fn start_period(&self, lock: &LockName, token: &str) -> StoreResult<u64> {
+        let q = &self.sql.start_period;
+        Ok(
+            with_clock!(&self.pool, p, add => add(sqlx::query(q).bind(lock.as_str()).bind(0i32).bind(token)).execute(p).await.map_err(classify)?.rows_affected()),
+        )
     }
 
     /// MySQL: the row `token` holds, read back after an upsert or update (MySQL has no

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
+use leasehold::store::{AcquireRequest, ClaimVerdict, StoreResult, from_epoch_ms, judge_claim};
 use leasehold::{Holder, Lease, Period, PeriodRecord};
 use sqlx::Row;
 
@@ -14,8 +14,100 @@ pub(crate) type LeaseRow = (i64, i64, i64);
 /// A live holder: `slot`, `owner`, `fence`, `acquired_at`, `expires_at`.
 pub(crate) type HolderRow = (i32, String, i64, i64, i64);
 
-/// `ledger_period`, `ledger_at`, `ledger_by` and the database's now.
-pub(crate) type LedgerRow = (Option<i64>, Option<i64>, Option<String>, i64);
+/// Slot 0's ledger as `read_period` returns it, with whether the slot is held and the
+/// database's now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LedgerRow {
+    /// `ledger_period`: the id of the window claimed.
+    pub(crate) period: Option<i64>,
+    /// `ledger_at`: when the latest claim was granted (epoch ms).
+    pub(crate) at: Option<i64>,
+    /// `ledger_by`.
+    pub(crate) by: Option<String>,
+    /// `ledger_from` and `ledger_until`: the window claimed (epoch ms).
+    pub(crate) from: Option<i64>,
+    pub(crate) until: Option<i64>,
+    /// `ledger_pending`: the claim's `ledger_at` while it has not started.
+    pub(crate) pending: Option<i64>,
+    /// Slot 0 holds a live lease.
+    pub(crate) live: bool,
+    /// The database's now (epoch ms) when it was read.
+    pub(crate) now: i64,
+}
+
+/// What a refused period claim was refused for, by the ledger as read after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The period ran.
+    AlreadyRan(PeriodRecord),
+    /// Contention: the lock is held (by a claim that has not started, or by anyone when the
+    /// ledger does not count for the period).
+    Held,
+    /// Neither any more: the lock is free and the ledger allows the claim (the period changed,
+    /// or the lock was released, between the claim and the read). Worth one more try.
+    Neither,
+}
+
+impl LedgerRow {
+    /// Decodes the columns of `read_period` from column `first` on; `None` when they are `NULL`
+    /// (the grant's row of PostgreSQL's period claim).
+    pub(crate) fn decode<R: Row>(r: &R, first: usize) -> Result<Option<Self>, sqlx::Error>
+    where
+        usize: sqlx::ColumnIndex<R>,
+        Option<i64>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+        Option<String>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    {
+        let live: Option<i64> = r.try_get(first + 6)?;
+        let now: Option<i64> = r.try_get(first + 7)?;
+        let (Some(live), Some(now)) = (live, now) else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            period: r.try_get(first)?,
+            at: r.try_get(first + 1)?,
+            by: r.try_get(first + 2)?,
+            from: r.try_get(first + 3)?,
+            until: r.try_get(first + 4)?,
+            pending: r.try_get(first + 5)?,
+            live: live != 0,
+            now,
+        }))
+    }
+
+    /// The record, if the lock was ever claimed. Written by an older version of this store (no
+    /// `ledger_pending`, or `ledger_at` overwritten after this version's claim): started, and
+    /// its window, when the columns do not hold the grant's, `[at, at]`.
+    pub(crate) fn record(&self) -> Option<PeriodRecord> {
+        let (Some(period), Some(at), Some(by)) = (self.period, self.at, self.by.as_ref()) else {
+            return None;
+        };
+        let (from, until) = match (self.from, self.until) {
+            (Some(from), Some(until)) if from <= at && at < until => (from, until),
+            _ => (at, at),
+        };
+        Some(PeriodRecord {
+            period,
+            from: from_epoch_ms(from),
+            until: from_epoch_ms(until),
+            at: from_epoch_ms(at),
+            by: by.clone(),
+            started: self.pending != Some(at),
+        })
+    }
+
+    /// Why a claim of `period` was refused, by this row (the ledger's rule, [`judge_claim`], at
+    /// the row's now).
+    pub(crate) fn refusal(&self, period: Period) -> Refusal {
+        let window = period.window_at_ms(self.now);
+        let record = self.record();
+        let latest = record.as_ref().zip(self.at).map(|(r, at)| (at, r.started));
+        match (judge_claim(latest, window.from_ms, self.live), record) {
+            (ClaimVerdict::Ran, Some(record)) => Refusal::AlreadyRan(record),
+            (ClaimVerdict::Free, _) if !self.live => Refusal::Neither,
+            _ => Refusal::Held,
+        }
+    }
+}
 
 /// A listed row: `lock_name`, then as [`HolderRow`], then 1 when held, else 0.
 pub(crate) type ListRow = (String, HolderRow, i64);
@@ -129,47 +221,84 @@ pub(crate) fn holders(rows: &[HolderRow]) -> Vec<Holder> {
         .collect()
 }
 
-/// True if the ledger `row` records the period just before the current one (by the database
-/// clock it was read with): a claim refused a moment earlier may have been refused by it.
-pub(crate) fn just_ended(row: Option<&LedgerRow>, period: Period) -> bool {
-    matches!(row, Some((Some(done), _, _, now)) if *done == period.id_at_ms(*now) - 1)
-}
-
-/// Tells "already ran" from contention by the ledger row: `AlreadyRan` when it records the
-/// current period (by the database clock `now`) or a later one.
-pub(crate) fn judge(row: Option<LedgerRow>, period: Period) -> Acquisition {
-    match row {
-        Some((Some(done), Some(at), Some(by), now)) if done >= period.id_at_ms(now) => {
-            Acquisition::AlreadyRan(PeriodRecord {
-                period: done,
-                at: time(at),
-                by,
-            })
-        }
-        _ => Acquisition::Held,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const HOUR: i64 = 3_600_000;
+
+    fn row(at: i64, pending: Option<i64>, live: bool, now: i64) -> LedgerRow {
+        LedgerRow {
+            period: Some(at / HOUR),
+            at: Some(at),
+            by: Some("a".to_owned()),
+            from: Some(at / HOUR * HOUR),
+            until: Some((at / HOUR + 1) * HOUR),
+            pending,
+            live,
+            now,
+        }
+    }
+
+    fn hourly() -> Result<Period, String> {
+        Period::every(Duration::from_secs(3600)).map_err(|e| e.to_string())
+    }
+
     #[test]
-    fn a_ledger_one_period_behind_the_clock_just_ended() -> Result<(), String> {
-        let second = Period::every(std::time::Duration::from_secs(1)).map_err(|e| e.to_string())?;
-        let row = |done: i64, now: i64| (Some(done), Some(now), Some("a".to_owned()), now);
-        // Read at 10.2 s: the ledger's period 9 is the one that just ended.
-        assert!(just_ended(Some(&row(9, 10_200)), second));
-        assert!(
-            !just_ended(Some(&row(10, 10_200)), second),
-            "current: already ran"
-        );
-        assert!(
-            !just_ended(Some(&row(8, 10_200)), second),
-            "older: contention"
-        );
-        assert!(!just_ended(None, second));
-        assert!(!just_ended(Some(&(None, None, None, 10_200)), second));
+    fn refusals_follow_the_ledger_rule() -> Result<(), String> {
+        let at = 10 * HOUR + 5;
+        let started = row(at, None, true, at + 10);
+        assert!(matches!(started.refusal(hourly()?), Refusal::AlreadyRan(r) if r.started));
+        let claimed = row(at, Some(at), true, at + 10);
+        assert_eq!(claimed.refusal(hourly()?), Refusal::Held);
+        let taken_over = row(at, Some(at), false, at + 10);
+        assert_eq!(taken_over.refusal(hourly()?), Refusal::Neither);
+        // Read in the next hour: the run was for the last one.
+        let next_hour = row(at, None, false, 11 * HOUR);
+        assert_eq!(next_hour.refusal(hourly()?), Refusal::Neither);
+        let next_hour_held = row(at, None, true, 11 * HOUR);
+        assert_eq!(next_hour_held.refusal(hourly()?), Refusal::Held);
+        let never = LedgerRow {
+            period: None,
+            at: None,
+            by: None,
+            from: None,
+            until: None,
+            pending: None,
+            live: false,
+            now: at,
+        };
+        assert_eq!(never.record(), None);
+        assert_eq!(never.refusal(hourly()?), Refusal::Neither);
         Ok(())
+    }
+
+    #[test]
+    fn records_of_older_versions_read_as_started() {
+        let at = 10 * HOUR + 5;
+        // No claim columns (an older version's table or grant): started, window unknown.
+        let old = LedgerRow {
+            from: None,
+            until: None,
+            ..row(at, None, false, at)
+        };
+        let record = old.record();
+        assert!(
+            record.as_ref().is_some_and(|r| r.started
+                && r.from == from_epoch_ms(at)
+                && r.until == from_epoch_ms(at)),
+            "{record:?}"
+        );
+        // An older version granted over this version's claim, not started: `ledger_at` moved
+        // on, so the grant counts as a run, and the stale window is not shown.
+        let overwritten = LedgerRow {
+            at: Some(12 * HOUR),
+            ..row(at, Some(at), false, 12 * HOUR)
+        };
+        let record = overwritten.record();
+        assert!(
+            record.as_ref().is_some_and(|r| r.started && r.from == r.at),
+            "{record:?}"
+        );
     }
 }

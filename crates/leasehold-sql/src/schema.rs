@@ -1,19 +1,31 @@
 //! The table: created on first use when it is missing and brought up to date — the boot-clock
-//! columns on SQLite, the period ledger's columns everywhere, hand-off's column on PostgreSQL —
-//! or, with `create_schema(false)`, only checked.
+//! columns on SQLite, the period ledger's columns (its first three, then its claims' four)
+//! everywhere, hand-off's column on PostgreSQL — or, with `create_schema(false)`, only checked.
 
 use leasehold::StoreError;
 use leasehold::store::StoreResult;
 use tokio::sync::OnceCell;
 
 use crate::classify::classify;
-use crate::dialect::{Dialect, ledger_columns_probe};
+use crate::dialect::{Dialect, ledger_claim_columns_probe, ledger_columns_probe};
 #[cfg(feature = "sqlite")]
 use crate::dialect::{sqlite_clock_columns, sqlite_clock_columns_probe};
 #[cfg(feature = "sqlite")]
 use crate::pool::SqlPool;
 use crate::pool::with_pool;
 use crate::queries::Queries;
+
+/// Which of the period ledger's columns a table has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LedgerColumns {
+    /// All seven: claims work.
+    All,
+    /// The first three only (a table of an older version, `create_schema(false)`): an older
+    /// version's records read; claims fail with the statements to run.
+    WithoutClaims,
+    /// None.
+    None,
+}
 
 /// The table of one store and whether it has been checked.
 pub(crate) struct Schema {
@@ -28,8 +40,10 @@ pub(crate) struct Schema {
 /// The optional columns a checked table has.
 #[derive(Debug, Clone, Copy)]
 struct Found {
-    /// The period ledger's.
+    /// The period ledger's first three (`ledger_period`, `ledger_at`, `ledger_by`).
     ledger: bool,
+    /// The ledger's claims' (`ledger_token`, `ledger_from`, `ledger_until`, `ledger_pending`).
+    claims: bool,
     /// Hand-off's (PostgreSQL; false elsewhere).
     hand_off: bool,
 }
@@ -80,6 +94,14 @@ impl Schema {
                         "the period ledger's columns",
                     )
                     .await?;
+                let claims = self
+                    .ensure_columns(
+                        q,
+                        &ledger_claim_columns_probe(table),
+                        &self.dialect.ledger_claim_columns(table),
+                        "the period ledger's claim columns",
+                    )
+                    .await?;
                 let hand_off = match &q.statements().hand_off {
                     Some(h) => {
                         let add = std::slice::from_ref(&h.add_column);
@@ -87,7 +109,11 @@ impl Schema {
                     }
                     None => false,
                 };
-                Ok(Found { ledger, hand_off })
+                Ok(Found {
+                    ledger,
+                    claims,
+                    hand_off,
+                })
             })
             .await
             .map(|_| ())
@@ -101,19 +127,45 @@ impl Schema {
         Ok(self.checked.get().is_some_and(|f| f.hand_off))
     }
 
-    /// A period claim needs the ledger's columns: a permanent error naming the statements that
-    /// add them when the table lacks them (only with `create_schema(false)`).
+    /// A period claim needs the ledger's columns, all seven: a permanent error naming the
+    /// statements that add those missing when the table lacks some (only with
+    /// `create_schema(false)`, or when adding them failed).
     pub(crate) async fn check_ledger(&self, q: &Queries) -> StoreResult<()> {
-        self.ensure(q).await?;
-        if self.checked.get().is_some_and(|f| f.ledger) {
+        let found = self.found(q).await?;
+        if found.ledger && found.claims {
             return Ok(());
         }
+        let table = &self.table;
+        let mut add = Vec::new();
+        if !found.ledger {
+            add.extend(self.dialect.ledger_columns(table));
+        }
+        if !found.claims {
+            add.extend(self.dialect.ledger_claim_columns(table));
+        }
         Err(StoreError::permanent(format!(
-            "table {} lacks the period ledger's columns (create_schema is off, or adding them \
+            "table {table} lacks the period ledger's columns (create_schema is off, or adding them \
              failed: see the warning logged); add them with: {}",
-            self.table,
-            self.dialect.ledger_columns(&self.table).join("; ")
+            add.join("; ")
         )))
+    }
+
+    /// Which of the ledger's columns the table has (checking it first).
+    pub(crate) async fn ledger(&self, q: &Queries) -> StoreResult<LedgerColumns> {
+        let found = self.found(q).await?;
+        Ok(match (found.ledger, found.claims) {
+            (true, true) => LedgerColumns::All,
+            (true, false) => LedgerColumns::WithoutClaims,
+            (false, _) => LedgerColumns::None,
+        })
+    }
+
+    async fn found(&self, q: &Queries) -> StoreResult<Found> {
+        self.ensure(q).await?;
+        self.checked
+            .get()
+            .copied()
+            .ok_or_else(|| StoreError::permanent("the table was not checked"))
     }
 
     /// Tables created before some optional columns existed (the period ledger's, hand-off's)

@@ -6,12 +6,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasehold::store::{
     AcquireRequest, Acquisition, HandOff, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS,
-    MAX_LIST_SCAN, MAX_SLOTS, ReleaseNotifier, ReleaseSignal, ReleasedTo, StoreResult, WaiterId,
-    check_slots,
+    MAX_LIST_SCAN, MAX_SLOTS, PeriodStart, ReleaseNotifier, ReleaseSignal, ReleasedTo, StoreResult,
+    WaiterId, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, Release, StoreError,
-    redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, PeriodRecord, Release,
+    StoreError, redact_url,
 };
 
 use crate::classify::classify;
@@ -20,8 +20,8 @@ use crate::feed::Feed;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
 use crate::queries::{Line, Queries};
-use crate::rows::{HolderRow, holders, judge, just_ended, lease, slots_i32, time};
-use crate::schema::Schema;
+use crate::rows::{HolderRow, Refusal, holders, lease, slots_i32, time};
+use crate::schema::{LedgerColumns, Schema};
 use crate::table_name::notify_channel;
 
 /// A lease store on SQLite, PostgreSQL or MySQL/MariaDB.
@@ -337,27 +337,27 @@ impl LeaseStore for SqlStore {
         if let Some(period) = req.period {
             self.schema.check_ledger(&self.queries).await?;
             let line = self.line(waiter.as_deref()).await?;
-            // Where the refusal does not return the ledger (MySQL), it is read afterwards; a
-            // claim refused by the ledger just before a period ended then reads as contention
-            // (the ledger is behind the new period). Such a claim is tried once more, in the
-            // new period (the same token: idempotent).
+            // A refused claim is judged by the ledger as read after it: in the same round trip
+            // on PostgreSQL, with one more read elsewhere. When the lock then reads as free and
+            // the ledger allows the claim (a claim refused just before a period ended, or
+            // before a release), the claim is tried once more (the same token: idempotent).
             let mut retried = false;
             loop {
-                match self
+                let ledger = match self
                     .queries
                     .acquire_period(req, period, &token, line)
                     .await?
                 {
                     Ok(row) => return Ok(Acquisition::Granted(lease(req, 0, row, Some(period)))),
-                    Err(Some(ledger)) => return Ok(judge(Some(ledger), period)),
-                    Err(None) => {
-                        let ledger = self.queries.read_period(&req.lock).await?;
-                        if !retried && just_ended(ledger.as_ref(), period) {
-                            retried = true;
-                            continue;
-                        }
-                        return Ok(judge(ledger, period));
+                    Err(Some(ledger)) => Some(ledger),
+                    Err(None) => self.queries.read_period(&req.lock, true).await?,
+                };
+                match ledger.map(|l| l.refusal(period)) {
+                    Some(Refusal::AlreadyRan(record)) => {
+                        return Ok(Acquisition::AlreadyRan(record));
                     }
+                    Some(Refusal::Neither) | None if !retried => retried = true,
+                    _ => return Ok(Acquisition::Held),
                 }
             }
         }
@@ -409,6 +409,34 @@ impl LeaseStore for SqlStore {
             self.notify_release(&lease.lock);
         }
         Ok(Release::Released)
+    }
+
+    /// One `UPDATE` of slot 0's row, by the token and the claim's: `ledger_pending` set to
+    /// `NULL`. On a table without the claim columns (`create_schema(false)`) no claim of this
+    /// version can have been granted: `NotHeld`.
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        if lease.slot != 0 || self.schema.ledger(&self.queries).await? != LedgerColumns::All {
+            return Ok(PeriodStart::NotHeld);
+        }
+        let token = lease.token.to_hex();
+        Ok(
+            match self.queries.start_period(&lease.lock, &token).await? {
+                0 => PeriodStart::NotHeld,
+                _ => PeriodStart::Started,
+            },
+        )
+    }
+
+    /// One read of slot 0's row. A table without the claim columns (`create_schema(false)` on
+    /// a table of an older version) still shows an older version's records, as started.
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let claims = match self.schema.ledger(&self.queries).await? {
+            LedgerColumns::All => true,
+            LedgerColumns::WithoutClaims => false,
+            LedgerColumns::None => return Ok(None),
+        };
+        let ledger = self.queries.read_period(lock, claims).await?;
+        Ok(ledger.and_then(|l| l.record()))
     }
 
     /// On PostgreSQL (whose table has hand-off's column) a release of slot 0 without a linger
@@ -542,6 +570,16 @@ impl LeaseStore for SqlStore {
             *feed = Feed::start(self.pool(), self.queries.channel(), &self.notifier);
         }
         Some(signal.reaching_every_client_if(feed.is_some()))
+    }
+
+    /// An in-memory SQLite database (`sqlite::memory:`, `mode=memory`) is this process's alone.
+    fn is_process_local(&self) -> bool {
+        match self.pool() {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(pool) => crate::data_version::in_memory(pool),
+            #[allow(unreachable_patterns)] // PostgreSQL, MySQL, or no driver compiled in
+            _ => false,
+        }
     }
 
     /// PostgreSQL and MySQL/MariaDB read the database server's clock; SQLite reads this host's.

@@ -100,8 +100,9 @@ async fn postgres_old_tables_get_the_column_and_work_without_it() {
     let lock = LockName::new("old-table").unwrap();
     let (a, b) = (WaiterId::random(), WaiterId::random());
 
-    // Schema managed elsewhere, the column missing: leases, claims and releases work; a keep is
-    // only a release (anyone may take the lock at once).
+    // Schema managed elsewhere, the column missing: leases and releases work; a keep is only a
+    // release (anyone may take the lock at once). A claim needs the ledger's claim columns,
+    // which this table (of the version before them too) lacks: it names their statements.
     let managed =
         SqlStore::connect_with(&url, common::options().table(&table).create_schema(false))
             .await
@@ -119,12 +120,28 @@ async fn postgres_old_tables_get_the_column_and_work_without_it() {
     assert!(taken.is_some(), "without the column nothing is kept");
     let hourly = Period::every(Duration::from_secs(3600)).unwrap();
     let claim = request(&LockName::new("old-claim").unwrap(), "a", Some(a)).with_period(hourly);
-    assert!(managed.try_acquire(&claim).await.unwrap().is_granted());
+    let refused = managed.try_acquire(&claim).await.unwrap_err();
+    assert!(!refused.is_transient(), "{refused}");
+    for needle in Dialect::Postgres.ledger_claim_columns(&table) {
+        assert!(
+            refused.to_string().contains(&needle),
+            "{refused} lacks {needle:?}"
+        );
+    }
 
     // The default adds the column on first use, and hands off.
     let store = SqlStore::connect_with(&url, common::options().table(&table))
         .await
         .unwrap();
+    let claimed = store.try_acquire(&claim).await.unwrap();
+    let claimed = claimed
+        .granted()
+        .expect("the claim columns added, a claim is granted");
+    assert_eq!(
+        store.start_period(&claimed).await.unwrap(),
+        leasehold::store::PeriodStart::Started
+    );
+    store.release(&claimed, Duration::ZERO).await.unwrap();
     let lock = LockName::new("old-table-2").unwrap();
     let held = acquire(&store, &lock, "a", Some(a)).await.expect("granted");
     assert!(acquire(&store, &lock, "b", Some(b)).await.is_none());

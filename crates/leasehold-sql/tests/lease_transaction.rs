@@ -27,8 +27,14 @@ async fn store(url: &str) -> Arc<SqlStore> {
     Arc::new(store)
 }
 
+/// Renewal off (the library turns it on by default): these tests check what a transaction does
+/// with the lease as granted, one of them after it expires.
 fn elector(store: &Arc<SqlStore>, lease: Duration) -> Elector {
-    let options = ElectionOptions::builder().lease(lease).build().unwrap();
+    let options = ElectionOptions::builder()
+        .lease(lease)
+        .auto_extend(false)
+        .build()
+        .unwrap();
     Elector::with_options(Arc::clone(store) as Arc<dyn LeaseStore>, options)
 }
 

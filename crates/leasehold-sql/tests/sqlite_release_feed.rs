@@ -108,3 +108,15 @@ async fn an_in_memory_database_signals_its_own_releases_only() {
     let signal = store.release_signal(&lock).unwrap();
     assert_eq!(signal.reach(), SignalReach::ThisClient);
 }
+
+/// An in-memory database is this process's alone (the CLI refuses it for `run`); a file is not.
+#[tokio::test]
+async fn an_in_memory_database_is_process_local_and_a_file_is_not() {
+    for url in ["sqlite::memory:", "sqlite:file:x?mode=memory&cache=shared"] {
+        let store = SqlStore::connect(url).await.unwrap();
+        assert!(store.is_process_local(), "{url}");
+    }
+    let file = sqlite_url("process-local");
+    let store = SqlStore::connect(&file).await.unwrap();
+    assert!(!store.is_process_local(), "{file}");
+}

@@ -147,9 +147,13 @@ pub async fn run(
         ResourceName::new(format!("stale-holder/{lock}")).unwrap_or_else(|e| panic!("{e}"));
     let store_a = factory.make();
     let store_b = factory.make();
+    // No renewal: holder A stands for a process that froze (a pause, a partition), whose lease
+    // nothing renews.
     let options = |lease| {
         ElectionOptions::builder()
             .lease(lease)
+            .auto_extend(false)
+            .cancel_on_lost(false)
             .build()
             .unwrap_or_else(|e| panic!("{e}"))
     };

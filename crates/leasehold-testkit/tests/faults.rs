@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -201,7 +202,7 @@ async fn extend_not_held_reports_lost() {
 async fn without_auto_extend_lost_fires_at_local_deadline() {
     let (memory, store, _faults) = faulty();
     let name = unique_name("fault-deadline");
-    let a = elector(store, options("a", Duration::ZERO));
+    let a = elector(store, options("a", Duration::ZERO).auto_extend(false));
     let start = Instant::now();
     let guard = a.try_acquire(&name).await.unwrap().expect("free");
     assert!(!guard.is_lost());
@@ -296,7 +297,12 @@ async fn cancel_on_lost_cancels_the_action() {
 async fn without_cancel_on_lost_the_action_completes() {
     let (_memory, store, faults) = faulty();
     let name = unique_name("fault-no-cancel");
-    let a = elector(store, options("a", Duration::ZERO).auto_extend(true));
+    let a = elector(
+        store,
+        options("a", Duration::ZERO)
+            .auto_extend(true)
+            .cancel_on_lost(false),
+    );
     faults.fail(Op::Extend, Fault::permanent());
     let start = Instant::now();
     let lost = a
@@ -627,4 +633,28 @@ async fn fault_wrapper_delegates_and_counts() {
     let start = Instant::now();
     store.state(&lock, 1).await.unwrap();
     assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
+/// A grant whose answer arrives after the lease's local deadline starts nothing: the action is
+/// not polled at all (not even up to its first await), and the call reports the loss.
+#[tokio::test(start_paused = true)]
+async fn a_grant_answered_past_the_local_deadline_runs_nothing() {
+    let (_memory, store, faults) = faulty();
+    let name = unique_name("fault-late-grant");
+    let a = elector(store, options("a", Duration::ZERO));
+    faults.delay_answer(Op::TryAcquire, LEASE);
+    let polled = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&polled);
+    let got = a
+        .run_if_leader(&name, |_ctx| async move {
+            // Synchronous work before the first await: it must not happen either.
+            seen.store(true, Ordering::SeqCst);
+            sleep(Duration::from_millis(1)).await;
+        })
+        .await;
+    assert!(matches!(got, Err(Error::Lost { .. })), "{got:?}");
+    assert!(
+        !polled.load(Ordering::SeqCst),
+        "the action was polled past its deadline"
+    );
 }

@@ -3,7 +3,8 @@
 //! ```text
 //! <base>/clock                      written when a session opens, to learn the ensemble's time
 //! <base>/locks/<lock>/slot-<n>      slot n of <lock>: the lease (persistent, never deleted)
-//! <base>/locks/<lock>/ledger        the lock's period ledger
+//! <base>/locks/<lock>/ledger        the lock's period ledger: its latest claim (window, time,
+//!                                   owner, token, started), persistent, written with slot 0
 //! ```
 //!
 //! A `/` inside a lock name is written `%2F` (`reports/daily` → `reports%2Fdaily`; lock names

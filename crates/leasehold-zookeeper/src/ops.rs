@@ -4,7 +4,9 @@
 //! | operation | requests |
 //! |---|---|
 //! | acquire | a multi-read of `slot-0..n`; then for the lowest slot that is absent, free or expired: `create` (absent) or `set_data` at the version read (a compare-and-swap); a lost race re-reads (bounded) |
-//! | acquire with a period | a multi-read of `slot-0` and `ledger`; then one `multi`: the slot's `create`/`set_data` **and** the ledger's `create`/`set_data`, each at the version read |
+//! | acquire with a period | a multi-read of `slot-0` and `ledger`; then one `multi`: the slot's `create`/`set_data` **and** the ledger's `create`/`set_data` (the new claim, not started), each at the version read |
+//! | start a period | a multi-read of `slot-0` and `ledger`; then one `multi`: a version check of the slot **and** the ledger's `set_data` (*started*) at the version read |
+//! | period record | a read of `ledger` |
 //! | extend | `get_data` of the slot; `set_data` at its version with the new TTL (keeps `czxid`, moves `mtime` to now) |
 //! | release | `get_data`; `set_data` at its version marking it `free` (or `linger` with a cap) |
 //! | state | a multi-read of `slot-0..n` |
@@ -17,8 +19,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
-use leasehold::{Extension, Holder, Lease, LockName, Period, Release, StoreError};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ClaimVerdict, PeriodStart, StoreResult, judge_claim,
+};
+use leasehold::{Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError};
 use zookeeper_client::{
     Acls, CreateMode, CreateOptions, Error, MultiReadResult, MultiWriteError, MultiWriteResult,
     Stat,
@@ -233,7 +237,10 @@ impl Protocol {
     }
 
     /// One acquisition of slot 0 claiming `period` of the ledger, in one `multi` with the
-    /// ledger's write. The period id comes from the store's estimate of the ensemble's time.
+    /// ledger's write. The window comes from the store's estimate of the ensemble's time; the
+    /// ledger's latest claim is judged by time ([`judge_claim`]): granted at or after the
+    /// window's start, it refuses the claim if it started, and holds the period while slot 0
+    /// is live. A grant replaces the ledger with the new claim, not started.
     pub(crate) async fn acquire_period(
         &self,
         req: &AcquireRequest,
@@ -248,18 +255,21 @@ impl Protocol {
                 lease.period = Some(period.id_at(lease.acquired_at));
                 return Ok(Acquisition::Granted(lease));
             }
-            let claimed = period.id_at_ms(now);
-            if let Some(l) = read.ledger.as_ref().and_then(|(l, _)| l.as_ref())
-                && l.period >= claimed
-            {
-                return Ok(Acquisition::AlreadyRan(l.record()));
-            }
+            let window = period.window_at_ms(now);
+            let latest = read.ledger.as_ref().and_then(|(l, _)| l.as_ref());
             let node = read.slots.first().and_then(|(_, n)| n.clone());
-            if node
+            let live = node
                 .as_ref()
-                .is_some_and(|n| n.live_for_others(now, self.tolerance_ms))
-            {
-                return Ok(Acquisition::Held);
+                .is_some_and(|n| n.live_for_others(now, self.tolerance_ms));
+            match judge_claim(latest.map(|l| (l.at_ms, l.started)), window.from_ms, live) {
+                ClaimVerdict::Ran => {
+                    return Ok(
+                        latest.map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record()))
+                    );
+                }
+                ClaimVerdict::Claimed => return Ok(Acquisition::Held),
+                ClaimVerdict::Free if live => return Ok(Acquisition::Held),
+                ClaimVerdict::Free => {}
             }
             if node.is_none() && round == 0 {
                 self.ensure_lock_node(&req.lock).await?;
@@ -267,9 +277,12 @@ impl Protocol {
             let version = node.as_ref().map(|n| n.stat.version);
             let record = grant_record(req, version, now);
             let ledger = Ledger {
-                period: claimed,
+                period: window.id,
                 at_ms: now,
                 by: req.owner.to_string(),
+                window: Some((window.from_ms, window.until_ms)),
+                token: Some(req.token),
+                started: false,
             };
             let ledger_version = read.ledger.as_ref().map(|(_, s)| s.version);
             let (slot_data, ledger_data) = (record.encode(), ledger.encode());
@@ -311,10 +324,87 @@ impl Protocol {
             let Some(mut lease) = node.lease(&req.lock) else {
                 return Ok(Acquisition::Held);
             };
-            lease.period = Some(claimed);
+            lease.period = Some(window.id);
             return Ok(Acquisition::Granted(lease));
         }
         Ok(Acquisition::Held)
+    }
+
+    /// Marks `lease`'s period claim started: a multi-read of slot 0 and the ledger, then one
+    /// `multi` of a version check of slot 0 and the ledger's `set_data` (*started*) at the
+    /// version read, after checking that `lease` holds slot 0 (token, fence, not released, not
+    /// ended by the ensemble's time) and that the ledger's claim is its token's. A claim already
+    /// started by this token answers `Started` without a write. The slot node is not written: the
+    /// lease's expiry and fence stay as they are.
+    pub(crate) async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        if lease.slot != 0 {
+            return Ok(PeriodStart::NotHeld);
+        }
+        let slot_path = self.paths.slot(&lease.lock, 0);
+        let ledger_path = self.paths.ledger(&lease.lock);
+        // Only the holder's own extensions (or a takeover, which the next round sees) change
+        // what the `multi` checks.
+        for _ in 0..ACQUIRE_ROUNDS {
+            let read = self.read(&lease.lock, &[0], true).await?;
+            let now = self.now()?;
+            let Some(node) = read
+                .slots
+                .first()
+                .and_then(|(_, n)| n.as_ref())
+                .filter(|n| n.is(lease) && n.live_for_holder(now))
+            else {
+                return Ok(PeriodStart::NotHeld);
+            };
+            let Some((ledger, stat)) = read
+                .ledger
+                .as_ref()
+                .and_then(|(l, s)| Some((l.as_ref()?, s)))
+                .filter(|(l, _)| l.token == Some(lease.token))
+            else {
+                return Ok(PeriodStart::NotHeld);
+            };
+            if ledger.started {
+                return Ok(PeriodStart::Started);
+            }
+            let data = Ledger {
+                started: true,
+                ..ledger.clone()
+            }
+            .encode();
+            let (slot_version, ledger_version) = (node.stat.version, stat.version);
+            let results = self
+                .link
+                .write("a period start", |c| {
+                    let (sp, lp, data) = (slot_path.clone(), ledger_path.clone(), data.clone());
+                    async move {
+                        let mut w = c.new_multi_writer();
+                        w.add_check_version(&sp, slot_version)?;
+                        w.add_set_data(&lp, &data, Some(ledger_version))?;
+                        w.commit().await.map(Some).or_else(lost_race)
+                    }
+                })
+                .await?;
+            if let Some(results) = results {
+                if let Some(stat) = written_stat(results.get(1)) {
+                    self.link.clock.observe(stat.mtime);
+                }
+                return Ok(PeriodStart::Started);
+            }
+        }
+        Err(StoreError::transient(format!(
+            "lock {} kept changing while its period claim was marked started; try again",
+            lease.lock
+        )))
+    }
+
+    /// The lock's ledger record (one read of the ledger node); `None` for a lock never claimed
+    /// or a ledger node this store did not write.
+    pub(crate) async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let read = self.read(lock, &[], true).await?;
+        Ok(read
+            .ledger
+            .and_then(|(ledger, _)| ledger)
+            .map(|l| l.record()))
     }
 
     /// Extends a lease to `ttl` from the ensemble's now, if it has not ended.

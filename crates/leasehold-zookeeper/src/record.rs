@@ -16,6 +16,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use leasehold::store::from_epoch_ms;
 use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
 use zookeeper_client::Stat;
 
@@ -23,6 +24,8 @@ use zookeeper_client::Stat;
 const TAG: &str = "leasehold/1";
 /// The version tag of the ledger's data.
 const LEDGER_TAG: &str = "leasehold-ledger/1";
+/// The first word of the ledger's second line (the claim's window, token and state).
+const CLAIM_TAG: &str = "claim";
 
 /// A point in time from ms since the epoch.
 pub(crate) fn time(ms: i64) -> SystemTime {
@@ -179,38 +182,89 @@ impl Node {
     }
 }
 
-/// A lock's period ledger: the latest period granted, when (ensemble time, ms) and to whom.
+/// A lock's period ledger: its latest claim — the period id and window claimed, when (ensemble
+/// time, ms) and to whom it was granted, the token it was granted to, and whether its action
+/// started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ledger {
     pub(crate) period: i64,
     pub(crate) at_ms: i64,
     pub(crate) by: String,
+    /// The window claimed, `[from, until)` in ms; `None` in a ledger of an older version.
+    pub(crate) window: Option<(i64, i64)>,
+    /// The token the claim was granted to; `None` in a ledger of an older version.
+    pub(crate) token: Option<Token>,
+    /// True once the claim's action started (always, in a ledger of an older version: a claim
+    /// was a run then).
+    pub(crate) started: bool,
 }
 
 impl Ledger {
-    /// `leasehold-ledger/1 <period> <at ms> <owner>`.
+    /// Two lines:
+    ///
+    /// ```text
+    /// leasehold-ledger/1 <period> <at ms> <owner>
+    /// claim <from ms> <until ms> <token> <started 0|1>
+    /// ```
+    ///
+    /// The first line is the whole data an older version of this store wrote and reads (it
+    /// judges claims by that period id; it reads the rest of the data as the owner, which only
+    /// its messages show): it is kept so that a fleet in the middle of an upgrade still refuses
+    /// a period the new version ran. Owners hold no control characters
+    /// ([`validate_node_id`](leasehold::validate_node_id)), so the line break is unambiguous.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by).into_bytes()
+        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
+        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
+            text.push_str(&format!(
+                "\n{CLAIM_TAG} {from} {until} {} {}",
+                token.to_hex(),
+                u8::from(self.started)
+            ));
+        }
+        text.into_bytes()
     }
 
+    /// `None` for data this store did not write; a ledger without the second line (an older
+    /// version's) reads as a claim that started, its window unknown.
     pub(crate) fn decode(data: &[u8]) -> Option<Self> {
         let text = std::str::from_utf8(data).ok()?;
-        let mut f = text.splitn(4, ' ');
+        let (first, claim) = match text.split_once('\n') {
+            Some((first, claim)) => (first, Some(claim)),
+            None => (text, None),
+        };
+        let mut f = first.splitn(4, ' ');
         if f.next()? != LEDGER_TAG {
             return None;
         }
-        Some(Self {
+        let mut ledger = Self {
             period: f.next()?.parse().ok()?,
             at_ms: f.next()?.parse().ok()?,
             by: f.next()?.to_owned(),
-        })
+            window: None,
+            token: None,
+            started: true,
+        };
+        if let Some(claim) = claim {
+            let mut f = claim.split(' ');
+            if f.next()? != CLAIM_TAG {
+                return None;
+            }
+            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
+            ledger.token = Some(Token::from_hex(f.next()?)?);
+            ledger.started = f.next()? == "1";
+        }
+        Some(ledger)
     }
 
     pub(crate) fn record(&self) -> PeriodRecord {
+        let (from, until) = self.window.unwrap_or((self.at_ms, self.at_ms));
         PeriodRecord {
             period: self.period,
+            from: from_epoch_ms(from),
+            until: from_epoch_ms(until),
             at: time(self.at_ms),
             by: self.by.clone(),
+            started: self.started,
         }
     }
 }
@@ -242,8 +296,35 @@ mod tests {
             period: 3,
             at_ms: 4,
             by: "a b".into(),
+            window: Some((-2, 10)),
+            token: Some(Token::random()),
+            started: false,
         };
-        assert_eq!(Ledger::decode(&l.encode()), Some(l));
+        assert_eq!(Ledger::decode(&l.encode()), Some(l.clone()));
+        let started = Ledger { started: true, ..l };
+        assert_eq!(Ledger::decode(&started.encode()), Some(started.clone()));
+        let text = String::from_utf8(started.encode()).unwrap_or_default();
+        assert_eq!(
+            text.lines().next(),
+            Some("leasehold-ledger/1 3 4 a b"),
+            "the first line is an older version's whole ledger"
+        );
+    }
+
+    #[test]
+    fn an_older_versions_ledger_reads_as_a_run_of_unknown_window() {
+        let old = Ledger::decode(b"leasehold-ledger/1 7 1500 host b")
+            .unwrap_or_else(|| panic!("an older version's ledger must parse"));
+        assert_eq!(
+            (old.period, old.by.as_str(), old.token, old.started),
+            (7, "host b", None, true)
+        );
+        let record = old.record();
+        assert_eq!(
+            (record.from, record.until, record.at),
+            (time(1500), time(1500), time(1500))
+        );
+        assert_eq!(Ledger::decode(b"leasehold-ledger/1 7 1500 b\nother"), None);
     }
 
     #[test]

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal,
-    StoreResult, check_slots,
+    AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
+    ReleaseSignal, StoreResult, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError, Release,
-    StoreError, redact_url,
+    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError,
+    PeriodRecord, Release, StoreError, redact_url,
 };
 
 use crate::layout::Paths;
@@ -254,6 +254,16 @@ impl LeaseStore for ZooKeeperStore {
             self.notifier.notify(&lease.lock);
         }
         Ok(released)
+    }
+
+    /// A multi-read of slot 0 and the ledger, then one `multi` (see the `ops` module).
+    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        self.protocol.start_period(lease).await
+    }
+
+    /// One read of the ledger node `<prefix>/locks/<lock>/ledger`.
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.protocol.period_record(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

@@ -99,17 +99,30 @@ pub struct Statements {
     pub force_select: String,
     /// Acquire slot 0 of `lock` claiming a period of the ledger: (lock, slot, owner, token, ttl
     /// ms, period length ms, period offset ms) on PostgreSQL and SQLite; (lock, slot, owner,
-    /// token, ttl ms, owner, offset ms, length ms) on MySQL. Granted only if the row is free
-    /// **and** its `ledger_period` is missing or below the period id of the statement's now,
-    /// `floor((now − offset) / length)`; the grant writes `ledger_period`, `ledger_at` (now)
-    /// and `ledger_by` (owner) with the lease. Returns like `acquire`; on PostgreSQL the row has
-    /// four more columns, and a refused claim returns instead a row of `NULL` lease columns with
-    /// `ledger_period`, `ledger_at`, `ledger_by` and the database's now (as `read_period`).
+    /// token, ttl ms, owner, token, offset ms, length ms) on MySQL. The statement's now `N`
+    /// gives the window claimed, `[from, until)` with `from = N − ((N − offset) mod length)`,
+    /// and its id `floor((N − offset) / length)`. Granted only if the row is free **and** its
+    /// ledger does not count for the window: no claim recorded (`ledger_at` missing), the latest
+    /// claim granted before `from`, or that claim not started (`ledger_pending = ledger_at`).
+    /// The grant replaces the ledger with the lease: `ledger_period` (the id), `ledger_at` (N),
+    /// `ledger_by` (owner), `ledger_token` (token), `ledger_from`, `ledger_until` and
+    /// `ledger_pending` (N: not started). Returns like `acquire`; on PostgreSQL the row has the
+    /// columns of `read_period` after the lease's, and a refused claim returns instead a row of
+    /// `NULL` lease columns with the ledger as it was (as `read_period`).
     pub acquire_period: String,
     /// The ledger of `lock` and the database's now: (lock); returns `ledger_period`,
-    /// `ledger_at`, `ledger_by` and now (epoch ms), to tell a claim refused by the ledger from
-    /// contention.
+    /// `ledger_at`, `ledger_by`, `ledger_from`, `ledger_until`, `ledger_pending`, 1 if slot 0
+    /// is held else 0, and now (epoch ms): the record `period_record` reads, and what tells a
+    /// claim refused by the ledger ("already ran") from contention.
     pub read_period: String,
+    /// `read_period` for a table that has the ledger's first three columns but not the claim's
+    /// (`create_schema(false)` on a table of an older version): the same columns, `NULL` where
+    /// the table has none, so that an older version's records still read.
+    pub read_old_period: String,
+    /// Marks the period claim of the lease `token` holds on slot 0 started: (lock, slot,
+    /// token); changes one row only if the token holds the live lease **and** made the latest
+    /// claim (`ledger_token`), setting `ledger_pending` to `NULL` (again, if it already was).
+    pub start_period: String,
     /// The fence of the live lease `token` holds on `(lock, slot)`: (lock, slot, token). Locks
     /// the row until the transaction ends (`FOR UPDATE`) on PostgreSQL and MySQL; SQLite has
     /// no row locks, so run it in a `BEGIN IMMEDIATE` transaction, which no other writer can
@@ -271,7 +284,7 @@ struct Clock {
 struct Columns {
     /// `lock_name`.
     name: &'static str,
-    /// `token`.
+    /// `token` and `ledger_token`.
     token: &'static str,
     /// `owner` and `ledger_by`.
     owner: &'static str,
@@ -322,15 +335,20 @@ impl Dialect {
              \x20 ledger_period {int} NULL,\n\
              \x20 ledger_at   {int} NULL,\n\
              \x20 ledger_by   {owner_type} NULL,\n\
+             \x20 ledger_token {token_type} NULL,\n\
+             \x20 ledger_from {int} NULL,\n\
+             \x20 ledger_until {int} NULL,\n\
+             \x20 ledger_pending {int} NULL,\n\
              \x20 PRIMARY KEY (lock_name, slot)\n\
              ){tail}"
         )
     }
 
-    /// The statements that add the period ledger's columns (`ledger_period`, `ledger_at`,
+    /// The statements that add the period ledger's first columns (`ledger_period`, `ledger_at`,
     /// `ledger_by`) to a table created before they existed. The store runs them on first use
     /// (tolerating a column another process added at the same moment); with
-    /// `create_schema(false)` a period claim fails with an error naming them.
+    /// `create_schema(false)` a period claim fails with an error naming them. Tables also need
+    /// the [claim's columns](Self::ledger_claim_columns).
     ///
     /// ```
     /// use leasehold_sql::Dialect;
@@ -346,6 +364,28 @@ impl Dialect {
         ]
     }
 
+    /// The statements that add the columns of the ledger's claims (a claim is not a run until
+    /// it starts): `ledger_token`, the claim's token; `ledger_from` and `ledger_until`, the
+    /// window claimed; `ledger_pending`, the claim's `ledger_at` while its action has not
+    /// started, `NULL` once it has. Added on first use like
+    /// [`ledger_columns`](Self::ledger_columns); with `create_schema(false)` a period claim on a
+    /// table without them fails with an error naming them.
+    ///
+    /// ```
+    /// use leasehold_sql::Dialect;
+    /// let alter = Dialect::Postgres.ledger_claim_columns("leasehold_leases");
+    /// assert_eq!(alter[0], "ALTER TABLE leasehold_leases ADD COLUMN ledger_token CHAR(32) NULL");
+    /// ```
+    pub fn ledger_claim_columns(self, table: &str) -> [String; 4] {
+        let Columns { int, token, .. } = self.sql().columns();
+        [
+            format!("ALTER TABLE {table} ADD COLUMN ledger_token {token} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_from {int} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_until {int} NULL"),
+            format!("ALTER TABLE {table} ADD COLUMN ledger_pending {int} NULL"),
+        ]
+    }
+
     /// The statements for `table` (the notification channel on PostgreSQL is a parameter).
     pub fn statements(self, table: &str) -> Statements {
         let d = self.sql();
@@ -356,10 +396,28 @@ impl Dialect {
         // request's token (a retried request that was applied) is returned unchanged.
         let acquire = d.upsert(table, false);
         let acquire_period = d.period_claim(table, d.upsert(table, true));
+        let c = d.clock(1);
+        let ledger_live = format!(
+            "CAST(CASE WHEN {} THEN 0 ELSE 1 END AS {})",
+            free(d, &c, ""),
+            d.cast_int()
+        );
         let read_period = format!(
-            "SELECT ledger_period, ledger_at, ledger_by, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
+            "SELECT {LEDGER_COLUMNS}, {ledger_live}, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
             p(1),
-            now = d.clock(1).wall,
+            now = c.wall,
+        );
+        let read_old_period = format!(
+            "SELECT ledger_period, ledger_at, ledger_by, CAST(NULL AS {int}), CAST(NULL AS {int}), \
+             CAST(NULL AS {int}), {ledger_live}, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
+            p(1),
+            int = d.cast_int(),
+            now = c.wall,
+        );
+        // The claim's token is the row's (the lease's) too: the token holds the live lease.
+        let start_period = format!(
+            "UPDATE {table} SET ledger_pending = NULL WHERE {} AND ledger_token = token",
+            held(d, 1, &d.clock(3))
         );
         let read_own = format!(
             "SELECT fence, acquired_at, expires_at FROM {table} WHERE lock_name = {} AND slot = {} AND token = {} AND {}",
@@ -445,13 +503,37 @@ impl Dialect {
             force_select,
             acquire_period,
             read_period,
+            read_old_period,
+            start_period,
         }
     }
 }
 
-/// A query that reads nothing but fails when `table` lacks the period ledger's columns.
+/// A query that reads nothing but fails when `table` lacks the period ledger's first columns.
 pub(crate) fn ledger_columns_probe(table: &str) -> String {
     format!("SELECT ledger_period, ledger_at, ledger_by FROM {table} WHERE 1 = 0")
+}
+
+/// A query that reads nothing but fails when `table` lacks the columns of the ledger's claims.
+pub(crate) fn ledger_claim_columns_probe(table: &str) -> String {
+    format!(
+        "SELECT ledger_token, ledger_from, ledger_until, ledger_pending FROM {table} WHERE 1 = 0"
+    )
+}
+
+/// The ledger's columns as `read_period` returns them (before the live flag and now).
+pub(super) const LEDGER_COLUMNS: &str =
+    "ledger_period, ledger_at, ledger_by, ledger_from, ledger_until, ledger_pending";
+
+/// True when the ledger of the row (columns prefixed `r`) does not count for a claim of the
+/// window starting at `from`: no claim recorded, the latest granted before `from`, or not
+/// started. A record of an older version of this store (which wrote no `ledger_pending`, or
+/// overwrote `ledger_at` after this version's claim) counts as started: its grants were runs.
+fn ledger_allows(r: &str, from: &str) -> String {
+    format!(
+        "({r}ledger_at IS NULL OR {r}ledger_at < {from} \
+         OR COALESCE({r}ledger_pending = {r}ledger_at, FALSE))"
+    )
 }
 
 /// True when the row (columns prefixed `r`) is free by the statement's clock.
@@ -476,15 +558,18 @@ fn live(d: &dyn Sql, c: &Clock, r: &str) -> String {
 }
 
 /// The row source of an acquisition upsert: its now `n.ms` (by `clock`) and, for a period claim,
-/// the period id `n.p` of that now, `floor((ms − offset) / length)` with the length and offset
-/// parameters 6 and 7 (on MySQL, positional in that order: offset, then length).
+/// the period id `n.p` of that now, `floor((ms − offset) / length)`, and its window
+/// `[n.f, n.u)`, with the length and offset parameters 6 and 7 (on MySQL, positional in that
+/// order: offset, then length).
 fn upsert_source(d: &dyn Sql, clock: &Clock, period: bool) -> String {
     if period {
-        // Truncating integer division (`x − ((x % len) + len) % len` is a multiple of `len`),
-        // the same on every dialect and for times before the offset.
+        // `r = (x mod len)`, floored (`((x % len) + len) % len`, as `%` truncates on every
+        // dialect), so `x − r` is a multiple of `len` also for times before the offset: the
+        // same on every dialect. The window starts `r` before now.
         format!(
-            "(SELECT c.ms, (c.x - (((c.x % c.len) + c.len) % c.len)) {div} c.len AS p FROM \
-             (SELECT m.ms, m.ms - {offset} AS x, {length} AS len FROM (SELECT {now} AS ms) m) c) n",
+            "(SELECT c.ms, (c.x - c.r) {div} c.len AS p, c.ms - c.r AS f, c.ms - c.r + c.len AS u FROM \
+             (SELECT b.ms, b.x, b.len, ((b.x % b.len) + b.len) % b.len AS r FROM \
+             (SELECT m.ms, m.ms - {offset} AS x, {length} AS len FROM (SELECT {now} AS ms) m) b) c) n",
             div = d.int_div(),
             offset = d.param(7),
             length = d.param(6),
@@ -494,6 +579,17 @@ fn upsert_source(d: &dyn Sql, clock: &Clock, period: bool) -> String {
         format!("(SELECT {} AS ms) n", clock.wall)
     }
 }
+
+/// The ledger's columns a period claim's grant writes.
+const LEDGER_WRITTEN: [&str; 7] = [
+    "ledger_period",
+    "ledger_at",
+    "ledger_by",
+    "ledger_token",
+    "ledger_from",
+    "ledger_until",
+    "ledger_pending",
+];
 
 /// The acquisition upsert of the databases with a conditional `ON CONFLICT … DO UPDATE … WHERE`
 /// and `RETURNING` (PostgreSQL, SQLite). `more` gives the columns, values and assignments a
@@ -511,13 +607,13 @@ fn upsert_on_conflict(
     // The now of this statement is the one written as `acquired_at`.
     let now = "excluded.acquired_at";
     let free = d.free_at(&c, "l.", now);
-    let ledger_allows = "(l.ledger_period IS NULL OR l.ledger_period < excluded.ledger_period)";
+    let ledger_allows = ledger_allows("l.", "excluded.ledger_from");
     let waiter = match line {
         hand_off::Upsert::Keeps(n) => Some(format!("CAST({} AS TEXT)", p(n))),
         hand_off::Upsert::Plain | hand_off::Upsert::Alone => None,
     };
     // An existing row is taken over only once free (released, or expired) — for a period claim,
-    // only if its ledger records no grant for this period or a later one; with hand-off, only
+    // only if its ledger does not count for the window (see `ledger_allows`); with hand-off, only
     // if it is not kept for another elector — and a live row that already carries the
     // request's token (a retried request that was applied) is returned unchanged.
     let mut take = free.clone();
@@ -537,14 +633,16 @@ fn upsert_on_conflict(
     let ttl = p(5);
     let (more_cols, more_vals, more_set) = more(&c, &take, &ttl);
     let (ledger_cols, ledger_vals, ledger_set, retried) = if period {
+        // The grant replaces the whole record. `ledger_period` is kept (the window's id) for
+        // older versions of this store, which judge a claim by it alone.
+        let set = LEDGER_WRITTEN
+            .iter()
+            .map(|c| format!(", {c} = CASE WHEN {take} THEN excluded.{c} ELSE l.{c} END"))
+            .collect::<String>();
         (
-            ", ledger_period, ledger_at, ledger_by",
-            format!(", n.p, n.ms, {}", p(3)),
-            format!(
-                ", ledger_period = CASE WHEN {take} THEN excluded.ledger_period ELSE l.ledger_period END, \
-                 ledger_at = CASE WHEN {take} THEN excluded.ledger_at ELSE l.ledger_at END, \
-                 ledger_by = CASE WHEN {take} THEN excluded.ledger_by ELSE l.ledger_by END"
-            ),
+            ", ledger_period, ledger_at, ledger_by, ledger_token, ledger_from, ledger_until, ledger_pending",
+            format!(", n.p, n.ms, {}, {}, n.f, n.u, n.ms", p(3), p(4)),
+            set,
             format!("(l.token = excluded.token AND NOT {free})"),
         )
     } else {
@@ -557,8 +655,13 @@ fn upsert_on_conflict(
     };
     let (line_set, record, returning) = match &waiter {
         Some(w) => {
-            let line =
-                hand_off::Line::new(w, now, &take, &retried, period.then_some(ledger_allows));
+            let line = hand_off::Line::new(
+                w,
+                now,
+                &take,
+                &retried,
+                period.then_some(ledger_allows.as_str()),
+            );
             (
                 line.set,
                 format!(" OR {}", line.record),

@@ -34,38 +34,51 @@ impl Sql for MySql {
     }
 
     /// MySQL has no conditional ON DUPLICATE KEY UPDATE, so every column is assigned
-    /// conditionally on the row being free. Each condition reads only the old `expires_at` (and
-    /// the old `ledger_period`), which are assigned last, so the statement means the same
-    /// whether assignments see earlier ones (MySQL's default) or not (MariaDB's
-    /// SIMULTANEOUS_ASSIGNMENT). Releases set `expires_at` to 0 along with clearing the token,
-    /// so the expiry alone tells a free row. Whether this token now holds the row is read back.
+    /// conditionally on the row being free. The condition reads only the old `expires_at` (and,
+    /// for a period claim, the old `ledger_at` and `ledger_pending`), which are assigned last, so
+    /// the statement means the same whether assignments see earlier ones (MySQL's default) or
+    /// not (MariaDB's SIMULTANEOUS_ASSIGNMENT). Releases set `expires_at` to 0 along with
+    /// clearing the token, so the expiry alone tells a free row. Whether this token now holds
+    /// the row is read back.
     fn upsert(&self, table: &str, period: bool) -> String {
         let take = if period {
-            "expires_at <= VALUES(acquired_at) AND (ledger_period IS NULL OR ledger_period < VALUES(ledger_period))"
-        } else {
-            "expires_at <= VALUES(acquired_at)"
-        };
-        let (ledger_cols, ledger_vals, ledger_set) = if period {
-            (
-                ", ledger_period, ledger_at, ledger_by",
-                ", n.p, n.ms, ?",
-                // `ledger_period` is assigned last: by then (assignments seeing earlier ones) a
-                // grant shows as this request's token and times in the row.
-                format!(
-                    ", ledger_period = IF(({take}) OR (token = VALUES(token) AND acquired_at = VALUES(acquired_at) \
-                     AND expires_at = VALUES(expires_at)), VALUES(ledger_period), ledger_period)"
-                ),
-            )
-        } else {
-            ("", "", String::new())
-        };
-        let ledger_early = if period {
             format!(
-                "ledger_at = IF({take}, VALUES(ledger_at), ledger_at), \
-                 ledger_by = IF({take}, VALUES(ledger_by), ledger_by), "
+                "expires_at <= VALUES(acquired_at) AND {}",
+                super::ledger_allows("", "VALUES(ledger_from)")
             )
         } else {
-            String::new()
+            "expires_at <= VALUES(acquired_at)".to_owned()
+        };
+        let (ledger_cols, ledger_vals, ledger_early, ledger_late) = if period {
+            // The grant replaces the whole record; `ledger_period` is kept (the window's id)
+            // for older versions of this store, which judge a claim by it alone.
+            let early = [
+                "ledger_period",
+                "ledger_by",
+                "ledger_token",
+                "ledger_from",
+                "ledger_until",
+            ]
+            .iter()
+            .map(|c| format!("{c} = IF({take}, VALUES({c}), {c}), "))
+            .collect::<String>();
+            // Assigned after `expires_at`: by then (assignments seeing earlier ones) a grant
+            // shows as this request's token and times in the row. `ledger_pending` before
+            // `ledger_at`, which it is compared with.
+            let granted = "(token = VALUES(token) AND acquired_at = VALUES(acquired_at) \
+                           AND expires_at = VALUES(expires_at))";
+            let late = ["ledger_pending", "ledger_at"]
+                .iter()
+                .map(|c| format!(", {c} = IF(({take}) OR {granted}, VALUES({c}), {c})"))
+                .collect::<String>();
+            (
+                ", ledger_period, ledger_at, ledger_by, ledger_token, ledger_from, ledger_until, ledger_pending",
+                ", n.p, n.ms, ?, ?, n.f, n.u, n.ms",
+                early,
+                late,
+            )
+        } else {
+            ("", "", String::new(), String::new())
         };
         let source = super::upsert_source(self, &self.clock(0), period);
         format!(
@@ -77,7 +90,7 @@ impl Sql for MySql {
              token = IF({take}, VALUES(token), token), \
              acquired_at = IF({take}, VALUES(acquired_at), acquired_at), \
              {ledger_early}\
-             expires_at = IF({take}, VALUES(expires_at), expires_at){ledger_set}"
+             expires_at = IF({take}, VALUES(expires_at), expires_at){ledger_late}"
         )
     }
 

@@ -24,15 +24,23 @@ pub(super) struct Postgres;
 
 /// The period claim from common table expressions `with` that end with `g`, the rows the
 /// attempt wrote, of which those where `granted` (a condition on them, `g.…`) holds are this
-/// request's grant: a grant's lease, or else the ledger as it was and the database's now.
+/// request's grant: a grant's lease, or else the ledger as it was, whether slot 0 is held and
+/// the database's now (the columns of `read_period`).
 pub(super) fn period_claim(table: &str, with: &str, granted: &str) -> String {
+    let now = Postgres.now_ms();
+    let ledger = super::LEDGER_COLUMNS
+        .split(", ")
+        .map(|c| format!("r.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let free = Postgres.free_at(&Postgres.clock(0), "r.", now);
     format!(
         "WITH {with} \
          SELECT fence, acquired_at, expires_at, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
-         CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT) FROM g WHERE {granted} \
-         UNION ALL SELECT NULL, NULL, NULL, r.ledger_period, r.ledger_at, r.ledger_by, {now} \
-         FROM {table} r WHERE r.lock_name = $1 AND r.slot = 0 AND NOT EXISTS (SELECT 1 FROM g WHERE {granted})",
-        now = Postgres.now_ms()
+         CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
+         CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM g WHERE {granted} \
+         UNION ALL SELECT NULL, NULL, NULL, {ledger}, CAST(CASE WHEN {free} THEN 0 ELSE 1 END AS BIGINT), {now} \
+         FROM {table} r WHERE r.lock_name = $1 AND r.slot = 0 AND NOT EXISTS (SELECT 1 FROM g WHERE {granted})"
     )
 }
 

@@ -204,6 +204,10 @@ pub async fn names_with_dots_and_slashes_are_independent(factory: &dyn StoreFact
     let period = valid(Period::every(Duration::from_secs(600)), "period");
     let claim = |owner: &str| request(&p, 1, owner, lease).with_period(period);
     let ran = granted(store.try_acquire(&claim("names-p")).await, "period claim");
+    assert_eq!(
+        ok(store.start_period(&ran).await, "start"),
+        leasehold::store::PeriodStart::Started
+    );
     ok(store.release(&ran, Duration::ZERO).await, "release");
     let other = granted(
         store

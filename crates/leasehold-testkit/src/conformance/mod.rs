@@ -56,8 +56,11 @@ pub use listing::{names_with_dots_and_slashes_are_independent, store_lists_locks
 pub use min_lease::min_lease_holds_lock;
 pub use period::{
     period_already_ran_stops_waiting, period_concurrent_claims_grant_once,
-    period_earlier_refused_next_granted, period_needs_a_single_slot, period_record_survives_expiry,
-    period_same_period_is_refused,
+    period_earlier_refused_next_granted, period_length_change_never_refuses_for_ever,
+    period_lost_claim_answer_still_runs, period_needs_a_single_slot,
+    period_offset_change_skips_no_period, period_record_survives_expiry,
+    period_same_period_is_refused, period_start_checks_the_token,
+    period_unstarted_claim_is_taken_over,
 };
 pub use release::{
     abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,

@@ -1,17 +1,20 @@
-//! The period ledger: a run for period P of a lock is granted only if no run for P or a later
-//! period was granted before, decided by the store on its own clock.
+//! The period ledger: a claim for the period containing the store's now is granted only if the
+//! lock's latest claim was granted before the period's start, or never started (and its lease has
+//! ended); decided by the store, by time, on its own clock.
 
 use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
-use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
+use leasehold::store::{AcquireRequest, Acquisition, PeriodStart, StoreResult};
 use leasehold::{
-    Event, Lease, LockName, Period, PeriodError, PeriodOutcome, PeriodRecord, Release, Token,
+    Elector, Event, LET_GO_PATIENCE, Lease, LeaseStore, LockName, Period, PeriodError,
+    PeriodOutcome, PeriodRecord, Release, Token,
 };
 use tokio::time::{Instant, sleep, timeout};
 
-use super::support::{SLACK, ms, node, ok, valid};
+use super::support::{SLACK, ms, node, ok, options, valid};
 use crate::factory::StoreFactory;
+use crate::fault::{Fault, FaultyStore, Op};
 use crate::names::unique_name;
 
 /// An hour-long period that started half an hour ago (by this host's clock), so the claims of
@@ -46,6 +49,34 @@ fn granted(r: StoreResult<Acquisition>, what: &str) -> Lease {
     }
 }
 
+/// Marks `lease`'s claim started, as the core does before the action runs.
+async fn start(store: &dyn LeaseStore, lease: &Lease, what: &str) {
+    let answer = ok(store.start_period(lease).await, what);
+    assert_eq!(
+        answer,
+        PeriodStart::Started,
+        "{what}: the holder's start must be recorded"
+    );
+}
+
+/// A claim granted and started: what a run of a period leaves in the ledger.
+async fn run_claim(store: &dyn LeaseStore, req: &AcquireRequest, what: &str) -> Lease {
+    let lease = granted(store.try_acquire(req).await, what);
+    start(store, &lease, what).await;
+    lease
+}
+
+#[track_caller]
+fn held(r: StoreResult<Acquisition>, what: &str) {
+    match r {
+        Ok(Acquisition::Held) => {}
+        Ok(other) => {
+            panic!("{what}: expected Held (a claim not yet started holds the lock), got {other:?}")
+        }
+        Err(e) => panic!("{what}: expected Held, got error: {e}"),
+    }
+}
+
 #[track_caller]
 fn already_ran(r: StoreResult<Acquisition>, what: &str) -> PeriodRecord {
     match r {
@@ -55,10 +86,11 @@ fn already_ran(r: StoreResult<Acquisition>, what: &str) -> PeriodRecord {
     }
 }
 
-/// A claim for the period a grant was recorded for is refused with `AlreadyRan` carrying the
-/// period, when (the grant's store time) and by whom — while the lease is held (the ledger wins
-/// over contention) and after its release; the holder's retry with its own token still gets its
-/// own lease back.
+/// A claim for a period whose claim started is refused with `AlreadyRan` carrying the period,
+/// its window, when (the grant's store time), by whom and *started* — while the lease is held
+/// (the ledger wins over contention) and after its release. Before the holder started, another
+/// claim finds the lock held (`Held`, not `AlreadyRan`). The holder's retry with its own token
+/// still gets its own lease back.
 ///
 /// # Cancel safety
 ///
@@ -81,13 +113,30 @@ pub async fn period_same_period_is_refused(factory: &dyn StoreFactory) {
         (lease.fence, lease.period),
         "a retried claim must return its own grant"
     );
+    held(
+        b.try_acquire(&claim(&lock, "period-b", period, ms(30_000)))
+            .await,
+        "a second claim while the first is held and not started",
+    );
+    let claimed = ok(b.period_record(&lock).await, "the record of a claim")
+        .unwrap_or_else(|| panic!("a granted claim leaves a record"));
+    assert!(
+        !claimed.started,
+        "a claim is not a run until it starts: {claimed:?}"
+    );
+    start(&*a, &lease, "the holder starts").await;
+    start(&*a, &lease, "a retried start").await;
 
     let record = already_ran(
         b.try_acquire(&claim(&lock, "period-b", period, ms(30_000)))
             .await,
-        "a second claim while the first is held",
+        "a second claim while the first is held and started",
     );
     assert_eq!(record.period, lease.period.unwrap_or(i64::MIN));
+    assert!(
+        record.started,
+        "the refusal says the period ran: {record:?}"
+    );
     assert_eq!(
         record.by, "period-a",
         "the record names the owner it ran for"
@@ -95,6 +144,12 @@ pub async fn period_same_period_is_refused(factory: &dyn StoreFactory) {
     assert!(
         close(record.at, lease.acquired_at),
         "the record's time is the grant's store time: {record:?} vs {lease:?}"
+    );
+    let id = record.period;
+    assert_eq!(
+        (record.from, record.until),
+        (period.start_of(id), period.start_of(id + 1)),
+        "the record carries the window claimed: {record:?}"
     );
 
     let released = ok(a.release(&lease, Duration::ZERO).await, "release");
@@ -105,14 +160,27 @@ pub async fn period_same_period_is_refused(factory: &dyn StoreFactory) {
         "a claim after the release",
     );
     assert_eq!(after, record, "the record survives release unchanged");
+    assert_eq!(
+        ok(b.period_record(&lock).await, "the record after the run"),
+        Some(record),
+        "period_record reads the same record"
+    );
     let state = ok(b.state(&lock, 1).await, "state");
     assert!(
         state.is_free(),
         "a refused claim must not take the lock: {state:?}"
     );
+    assert_eq!(
+        ok(
+            b.period_record(&unique_name("period-never")).await,
+            "the record of a lock never claimed"
+        ),
+        None
+    );
 }
 
-/// The record survives expiry; plain acquisitions (no period) ignore and keep it.
+/// The record of a started claim survives expiry; plain acquisitions (no period) ignore and keep
+/// it.
 ///
 /// # Cancel safety
 ///
@@ -122,11 +190,12 @@ pub async fn period_record_survives_expiry(factory: &dyn StoreFactory) {
     let (a, b) = (factory.make(), factory.make());
     let lock = unique_name("period-expiry");
     let period = forever();
-    let lease = granted(
-        a.try_acquire(&claim(&lock, "period-a", period, ms(300)))
-            .await,
+    let lease = run_claim(
+        &*a,
+        &claim(&lock, "period-a", period, ms(300)),
         "the first claim",
-    );
+    )
+    .await;
     sleep(ms(900)).await;
     let record = already_ran(
         b.try_acquire(&claim(&lock, "period-b", period, ms(300)))
@@ -163,8 +232,9 @@ pub async fn period_record_survives_expiry(factory: &dyn StoreFactory) {
     assert_eq!(still, record, "plain grants leave the record as it was");
 }
 
-/// A claim for an earlier period than the recorded one is refused (the ledger only rises);
-/// the next period is granted, with a higher period id.
+/// A run counts for every period whose window contains (or ends after) the time it was granted,
+/// whatever length it was claimed under: after a run claimed per second, a claim per hour is
+/// refused for the hour; the next second's period is granted, with a higher period id.
 ///
 /// # Cancel safety
 ///
@@ -174,21 +244,26 @@ pub async fn period_earlier_refused_next_granted(factory: &dyn StoreFactory) {
     let store = factory.make();
     let lock = unique_name("period-next");
     let second = valid(Period::every(ms(1000)), "1 s periods");
-    let first = granted(
-        store
-            .try_acquire(&claim(&lock, "period-a", second, ms(30_000)))
-            .await,
+    let first = run_claim(
+        &*store,
+        &claim(&lock, "period-a", second, ms(30_000)),
         "a claim of a 1 s period",
-    );
+    )
+    .await;
     ok(store.release(&first, Duration::ZERO).await, "release");
-    // The current hour's period id is far below the current 1 s period id.
+    // The current hour contains the 1 s run.
     let earlier = already_ran(
         store
             .try_acquire(&claim(&lock, "period-b", forever(), ms(30_000)))
             .await,
-        "a claim of an earlier period",
+        "an hourly claim after a run of this hour",
     );
     assert_eq!(earlier.period, first.period.unwrap_or(i64::MIN));
+    assert_eq!(
+        earlier.length(),
+        ms(1000),
+        "the record keeps the length it was claimed under"
+    );
 
     // Keep claiming until the store's clock reaches the next second: every refusal names the
     // first period, and the grant is for a later one.
@@ -248,6 +323,7 @@ pub async fn period_concurrent_claims_grant_once(factory: &dyn StoreFactory) {
         "exactly one concurrent claim is granted: {grants:?}"
     );
     let winner = &grants[0];
+    start(&*stores[0], winner, "the winner starts").await;
     ok(stores[0].release(winner, Duration::ZERO).await, "release");
     for (i, store) in stores.iter().enumerate() {
         let record = already_ran(
@@ -360,4 +436,303 @@ pub async fn period_needs_a_single_slot(factory: &dyn StoreFactory) {
     }
     let state = ok(store.state(&lock, 2).await, "state");
     assert!(state.is_free());
+}
+
+/// Claims under `period` until the store grants one, within `limit`; every refusal must be
+/// `AlreadyRan`. The grant.
+async fn claim_until_granted(
+    store: &dyn LeaseStore,
+    lock: &LockName,
+    period: Period,
+    limit: Duration,
+    what: &str,
+) -> Lease {
+    let deadline = Instant::now() + limit + SLACK;
+    loop {
+        match ok(
+            store
+                .try_acquire(&claim(lock, "period-c", period, ms(30_000)))
+                .await,
+            what,
+        ) {
+            Acquisition::Granted(lease) => return lease,
+            Acquisition::AlreadyRan(_) => {}
+            other => {
+                panic!("{what}: the lock is free, expected a grant or AlreadyRan, got {other:?}")
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: never granted within {limit:?}: a changed period must not refuse for ever"
+        );
+        sleep(ms(50)).await;
+    }
+}
+
+/// A change of period length is judged by time, never by period numbers counted in another
+/// unit: after a run claimed per 100 ms, a claim per second is refused only until the next
+/// second starts (a bare period number, ten times larger, would refuse it for ever). The grant's
+/// window starts after the recorded run.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_length_change_never_refuses_for_ever(factory: &dyn StoreFactory) {
+    let store = factory.make();
+    let lock = unique_name("period-length");
+    let short = valid(Period::every(ms(100)), "100 ms periods");
+    let first = run_claim(
+        &*store,
+        &claim(&lock, "period-a", short, ms(30_000)),
+        "a run per 100 ms",
+    )
+    .await;
+    ok(store.release(&first, Duration::ZERO).await, "release");
+    let second = valid(Period::every(ms(1000)), "1 s periods");
+    let next = claim_until_granted(&*store, &lock, second, ms(1000), "a claim per second").await;
+    assert!(
+        period_start(second, &next) > first.acquired_at
+            || close(period_start(second, &next), first.acquired_at),
+        "a 1 s period containing the 100 ms run must be refused: granted {next:?} after {first:?}"
+    );
+    assert_eq!(
+        next.period,
+        Some(second.id_at(next.acquired_at)),
+        "the grant carries its own length's period id"
+    );
+    ok(store.release(&next, Duration::ZERO).await, "release");
+}
+
+fn period_start(period: Period, lease: &Lease) -> SystemTime {
+    period.start_of(lease.period.unwrap_or(i64::MIN))
+}
+
+/// A changed offset never skips a period: a claim whose window starts after the recorded run is
+/// granted at once, although its period id is the one that ran under the old offset.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_offset_change_skips_no_period(factory: &dyn StoreFactory) {
+    const HOUR_MS: u64 = 3_600_000;
+    let store = factory.make();
+    let lock = unique_name("period-offset");
+    let first = run_claim(
+        &*store,
+        &claim(&lock, "period-a", forever(), ms(30_000)),
+        "an hourly run",
+    )
+    .await;
+    ok(store.release(&first, Duration::ZERO).await, "release");
+    // Hours that start 300 ms after the run, by the store's clock.
+    let ran_ms = u64::try_from(leasehold::store::epoch_ms(first.acquired_at)).unwrap_or_default();
+    let hourly = valid(Period::every(ms(HOUR_MS)), "an hourly period");
+    let shifted = valid(hourly.offset(ms((ran_ms + 300) % HOUR_MS)), "a new offset");
+    sleep(ms(600)).await;
+    let next = granted(
+        store
+            .try_acquire(&claim(&lock, "period-b", shifted, ms(30_000)))
+            .await,
+        "an hour that starts after the last run",
+    );
+    assert!(
+        period_start(shifted, &next) > first.acquired_at,
+        "the granted window starts after the run: {next:?} after {first:?}"
+    );
+    ok(store.release(&next, Duration::ZERO).await, "release");
+}
+
+/// A claim is not a run: one whose holder never started is taken over by the next claim of the
+/// same period once its lease ends — released or expired — with a higher fence; the record then
+/// names the new holder, not started. The old holder can no longer start.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_unstarted_claim_is_taken_over(factory: &dyn StoreFactory) {
+    let (a, b) = (factory.make(), factory.make());
+    let lock = unique_name("period-takeover");
+    let period = forever();
+    let first = granted(
+        a.try_acquire(&claim(&lock, "period-a", period, ms(30_000)))
+            .await,
+        "a claim that will never start",
+    );
+    held(
+        b.try_acquire(&claim(&lock, "period-b", period, ms(30_000)))
+            .await,
+        "a claim while the first is held and not started",
+    );
+    ok(
+        a.release(&first, Duration::ZERO).await,
+        "the first holder lets go",
+    );
+    let second = granted(
+        b.try_acquire(&claim(&lock, "period-b", period, ms(300)))
+            .await,
+        "a claim after an unstarted claim was released",
+    );
+    assert!(second.fence > first.fence, "{second:?} after {first:?}");
+    assert_eq!(second.period, first.period, "the same period");
+    assert_eq!(
+        ok(
+            a.start_period(&first).await,
+            "the first holder's late start"
+        ),
+        PeriodStart::NotHeld,
+        "a released claim can no longer start"
+    );
+    let record = ok(a.period_record(&lock).await, "the record")
+        .unwrap_or_else(|| panic!("a claim leaves a record"));
+    assert_eq!(
+        (record.by.as_str(), record.started),
+        ("period-b", false),
+        "the record names the new claim: {record:?}"
+    );
+    // The second one never starts either; its lease expires.
+    let deadline = Instant::now() + ms(3000) + SLACK;
+    let third = loop {
+        match ok(
+            a.try_acquire(&claim(&lock, "period-c", period, ms(30_000)))
+                .await,
+            "a claim after an unstarted claim expired",
+        ) {
+            Acquisition::Granted(lease) => break lease,
+            Acquisition::Held if Instant::now() < deadline => sleep(ms(100)).await,
+            other => panic!("an expired, unstarted claim must be taken over, got {other:?}"),
+        }
+    };
+    assert!(third.fence > second.fence);
+    start(&*a, &third, "the third holder starts").await;
+    ok(a.release(&third, Duration::ZERO).await, "release");
+    let record = already_ran(
+        b.try_acquire(&claim(&lock, "period-d", period, ms(30_000)))
+            .await,
+        "a claim after the period ran",
+    );
+    assert_eq!((record.by.as_str(), record.started), ("period-c", true));
+}
+
+/// `start_period` is token-checked: a stranger's token, a plain lease (no claim) and a released
+/// lease answer `NotHeld` and change nothing.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_start_checks_the_token(factory: &dyn StoreFactory) {
+    let store = factory.make();
+    let lock = unique_name("period-start");
+    let lease = granted(
+        store
+            .try_acquire(&claim(&lock, "period-a", forever(), ms(30_000)))
+            .await,
+        "a claim",
+    );
+    let mut stranger = lease.clone();
+    stranger.token = Token::random();
+    assert_eq!(
+        ok(store.start_period(&stranger).await, "a stranger's start"),
+        PeriodStart::NotHeld
+    );
+    let record = ok(store.period_record(&lock).await, "the record");
+    assert!(
+        record.is_some_and(|r| !r.started),
+        "a stranger cannot start the claim"
+    );
+    ok(store.release(&lease, Duration::ZERO).await, "release");
+    assert_eq!(
+        ok(store.start_period(&lease).await, "a start after release"),
+        PeriodStart::NotHeld
+    );
+    let plain_lock = unique_name("period-start-plain");
+    let plain = granted(
+        store
+            .try_acquire(&AcquireRequest::new(
+                plain_lock.clone(),
+                1,
+                "plain",
+                Token::random(),
+                ms(30_000),
+            ))
+            .await,
+        "a plain acquisition",
+    );
+    assert_eq!(
+        ok(store.start_period(&plain).await, "a plain lease's start"),
+        PeriodStart::NotHeld,
+        "a lease that claimed no period has nothing to start"
+    );
+    assert_eq!(ok(store.period_record(&plain_lock).await, "record"), None);
+    ok(store.release(&plain, Duration::ZERO).await, "release");
+}
+
+/// An answer lost never skips a period everywhere: when the store applies a claim but its answer
+/// is lost (the fault wrapper drops it), that elector fails without running and lets go of the
+/// lease, and another elector then runs the period; the start's lost answer is retried, so the
+/// run still happens.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_lost_claim_answer_still_runs(factory: &dyn StoreFactory) {
+    let lock = unique_name("period-lost-answer");
+    let period = forever();
+    let (faulty, faults) = FaultyStore::new(factory.make());
+    let a = Elector::with_options(
+        faulty,
+        valid(
+            options("period-a", Duration::ZERO, ms(30_000)).build(),
+            "options",
+        ),
+    );
+    faults.fail(Op::TryAcquire, Fault::transient().times(1).after_apply());
+    let lost = a
+        .run_once_per(lock.as_str(), period, |_| async {
+            Ok::<_, std::convert::Infallible>("a")
+        })
+        .await;
+    assert!(lost.is_err(), "the claim's answer was dropped: {lost:?}");
+    assert!(
+        timeout(LET_GO_PATIENCE + SLACK, a.settled()).await.is_ok(),
+        "the claim in doubt is let go within LET_GO_PATIENCE"
+    );
+    let record = ok(a.store().period_record(&lock).await, "the record");
+    assert!(
+        record.as_ref().is_some_and(|r| !r.started),
+        "a claim whose answer was lost is not a run: {record:?}"
+    );
+
+    let (faulty, faults) = FaultyStore::new(factory.make());
+    let b = Elector::with_options(
+        faulty,
+        valid(
+            options("period-b", Duration::ZERO, ms(30_000)).build(),
+            "options",
+        ),
+    );
+    faults.fail(Op::StartPeriod, Fault::transient().times(1).after_apply());
+    let ran = ok(
+        b.run_once_per(lock.as_str(), period, |_| async {
+            Ok::<_, std::convert::Infallible>("b")
+        })
+        .await,
+        "another node's run of the period",
+    );
+    assert_eq!(ran, PeriodOutcome::Ran("b"), "the period still runs");
+    let record = ok(b.store().period_record(&lock).await, "the record")
+        .unwrap_or_else(|| panic!("a run leaves a record"));
+    assert_eq!((record.by.as_str(), record.started), ("period-b", true));
+    let again = ok(
+        a.run_once_per(lock.as_str(), period, |_| async {
+            Ok::<_, std::convert::Infallible>("a")
+        })
+        .await,
+        "a claim after the run",
+    );
+    assert!(matches!(again, PeriodOutcome::AlreadyRan(_)), "{again:?}");
 }

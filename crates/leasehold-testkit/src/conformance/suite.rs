@@ -94,6 +94,11 @@ static TESTS: &[ConformanceTest] = suite![
     period_concurrent_claims_grant_once,
     period_already_ran_stops_waiting,
     period_needs_a_single_slot,
+    period_length_change_never_refuses_for_ever,
+    period_offset_change_skips_no_period,
+    period_unstarted_claim_is_taken_over,
+    period_start_checks_the_token,
+    period_lost_claim_answer_still_runs,
 ];
 
 /// Every conformance test, in the order [`run_all`] runs them.

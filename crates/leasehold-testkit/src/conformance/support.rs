@@ -26,12 +26,16 @@ pub(crate) fn valid<T, E: Display>(r: Result<T, E>, what: &str) -> T {
 }
 
 /// Election options with a fast retry policy (10–50 ms pauses), so hand-offs are quick even
-/// for stores without release signals.
+/// for stores without release signals. Renewal and cancellation on loss are off (the library
+/// turns both on by default): the suite checks what the *store* does with a lease left alone —
+/// expiry, takeover, stale holders — and the cases that test renewal turn it on themselves.
 pub(crate) fn options(node: &str, wait: Duration, lease: Duration) -> ElectionOptionsBuilder {
     ElectionOptions::builder()
         .node_id(node)
         .wait(wait)
         .lease(lease)
+        .auto_extend(false)
+        .cancel_on_lost(false)
         .retry(valid(RetryPolicy::new(ms(10), ms(50), 0.5), "retry policy"))
 }
 
@@ -58,13 +62,7 @@ pub(crate) fn group_node(
     wait: Duration,
     lease: Duration,
 ) -> Elector {
-    let options = ElectionOptions::builder()
-        .max_leaders(max_leaders)
-        .node_id(node.to_owned())
-        .wait(wait)
-        .lease(lease)
-        .retry(valid(RetryPolicy::new(ms(10), ms(50), 0.5), "retry policy"))
-        .build();
+    let options = options(node, wait, lease).max_leaders(max_leaders).build();
     Elector::with_options(factory.make(), valid(options, "group options"))
 }
 

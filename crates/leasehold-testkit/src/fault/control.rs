@@ -16,21 +16,25 @@ pub enum Op {
     /// [`LeaseStore::release`](leasehold::LeaseStore::release).
     Release,
     /// [`LeaseStore::state`](leasehold::LeaseStore::state), and the other reads of lock state:
-    /// [`holders`](leasehold::LeaseStore::holders) and
-    /// [`list_locks`](leasehold::LeaseStore::list_locks).
+    /// [`holders`](leasehold::LeaseStore::holders),
+    /// [`list_locks`](leasehold::LeaseStore::list_locks) and
+    /// [`period_record`](leasehold::LeaseStore::period_record).
     State,
     /// [`LeaseStore::force_release`](leasehold::LeaseStore::force_release).
     ForceRelease,
+    /// [`LeaseStore::start_period`](leasehold::LeaseStore::start_period).
+    StartPeriod,
 }
 
 impl Op {
     /// Every operation.
-    pub const ALL: [Op; 5] = [
+    pub const ALL: [Op; 6] = [
         Op::TryAcquire,
         Op::Extend,
         Op::Release,
         Op::State,
         Op::ForceRelease,
+        Op::StartPeriod,
     ];
 
     fn index(self) -> usize {
@@ -40,6 +44,7 @@ impl Op {
             Op::Release => 2,
             Op::State => 3,
             Op::ForceRelease => 4,
+            Op::StartPeriod => 5,
         }
     }
 
@@ -51,6 +56,7 @@ impl Op {
             Op::Release => "release",
             Op::State => "state",
             Op::ForceRelease => "force_release",
+            Op::StartPeriod => "start_period",
         }
     }
 }

@@ -152,12 +152,27 @@ impl LeaseStore for FaultyStore {
         self.call(Op::State, || self.inner.list_locks(after)).await
     }
 
+    async fn start_period(&self, lease: &Lease) -> StoreResult<leasehold::store::PeriodStart> {
+        self.call(Op::StartPeriod, || self.inner.start_period(lease))
+            .await
+    }
+
+    /// Faulted as [`Op::State`]: it reads the lock's record too.
+    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<leasehold::PeriodRecord>> {
+        self.call(Op::State, || self.inner.period_record(lock))
+            .await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }
 
     fn acquire_is_cancel_safe(&self) -> bool {
         false
+    }
+
+    fn is_process_local(&self) -> bool {
+        self.inner.is_process_local()
     }
 
     fn clock_source(&self) -> leasehold::store::ClockSource {
