@@ -26,10 +26,6 @@ pub enum Error {
     /// The management path does not start with `/` or is empty.
     #[error("invalid management path {0:?}: it must start with '/'")]
     InvalidPath(String),
-    /// The SIGINT/SIGTERM handlers of [`ShutdownSignal`](crate::ShutdownSignal) could not be
-    /// installed (no tokio runtime on this thread, or the operating system refused).
-    #[error("cannot install the SIGINT/SIGTERM handlers: {0}")]
-    Signals(#[source] std::io::Error),
     /// Two routes of one router were given the same path (the management report, the metrics
     /// or the health check).
     #[error("two routes share the path {0:?}: give each its own")]

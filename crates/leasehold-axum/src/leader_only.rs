@@ -163,7 +163,12 @@ impl LeaderOnlyBuilder {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// # use std::{sync::Arc, time::Duration};
     /// # use leasehold::{CancellationToken, ElectionOptions, Elector, MemoryStore};
-    /// let short = ElectionOptions::builder().lease(Duration::from_millis(10)).build().unwrap();
+    /// // A 10 ms lease is valid only without renewal, which a leader's campaign turns on:
+    /// let short = ElectionOptions::builder()
+    ///     .lease(Duration::from_millis(10))
+    ///     .auto_extend(false)
+    ///     .build()
+    ///     .unwrap();
     /// let elector = Elector::with_options(Arc::new(MemoryStore::new()), short);
     /// // auto_extend cannot renew a 10 ms lease in time: a startup error, not a silent failure.
     /// assert!(leasehold_axum::LeaderOnly::builder(&elector, "w").start(CancellationToken::new()).is_err());

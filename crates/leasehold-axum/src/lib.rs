@@ -20,8 +20,9 @@
 //!   `leasehold-fence` header ([`fence_header`], [`FencedRequest::fenced`], [`SetFenceLayer`]);
 //!   the receiving service's [`FenceLayer`] answers a stale fence with `409 Conflict` before the
 //!   handler runs, and runs one request per resource at a time.
-//! * [`shutdown_signal`] / [`ShutdownSignal`]: SIGINT and SIGTERM (Ctrl-C on non-Unix systems)
-//!   as the future that starts that shutdown — orchestrators stop processes with SIGTERM.
+//! * [`shutdown_signal`] / [`ShutdownSignal`] (the core's, re-exported): SIGINT and SIGTERM
+//!   (Ctrl-C on non-Unix systems) as the future that starts that shutdown — orchestrators stop
+//!   processes with SIGTERM.
 //! * [`serve`]: `axum::serve` with graceful shutdown, plus a header read timeout
 //!   ([`HEADER_READ_TIMEOUT`]) and a bound on the wait for requests in flight
 //!   ([`SHUTDOWN_GRACE`]), so no client can hold the process after the signal.
@@ -75,7 +76,6 @@ mod management;
 #[cfg(feature = "prometheus")]
 mod prometheus;
 mod serve;
-mod shutdown;
 mod status;
 
 pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
@@ -88,11 +88,12 @@ pub use jobs::{DEFAULT_GRACE_PERIOD, LeaderJobs, RunningJobs};
 pub use leader_only::{
     LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
 };
+/// The core's stop-request helpers, re-exported here for axum programs.
+pub use leasehold::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use management::{DEFAULT_PATH, Management};
 #[cfg(feature = "prometheus")]
 pub use prometheus::{DEFAULT_METRICS_PATH, PrometheusMetrics, UPKEEP_INTERVAL};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
-pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
 pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
 
 pub use leasehold::{CancellationToken, Job};

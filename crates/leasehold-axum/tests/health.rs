@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
-use leasehold::{ElectionOptions, Elector, LeaseStore, MemoryStore};
+use leasehold::{ElectionOptions, ElectionOptionsBuilder, Elector, LeaseStore, MemoryStore};
 use leasehold_axum::{Error, LeaderHealth};
 use leasehold_testkit::fault::{Fault, FaultyStore, Op};
 use leasehold_testkit::unique_name;
@@ -20,15 +20,16 @@ use tower::ServiceExt;
 
 const LEASE: Duration = Duration::from_secs(3);
 
-fn elector(store: Arc<dyn LeaseStore>, node: &str) -> Elector {
-    let opts = ElectionOptions::builder()
+fn options(node: &str) -> ElectionOptionsBuilder {
+    ElectionOptions::builder()
         .node_id(node)
         .wait(Duration::ZERO)
         .lease(LEASE)
         .auto_extend(true)
-        .build()
-        .unwrap();
-    Elector::with_options(store, opts)
+}
+
+fn elector(store: Arc<dyn LeaseStore>, node: &str) -> Elector {
+    Elector::with_options(store, options(node).build().unwrap())
 }
 
 /// `GET /healthz` on the health router: (status, body).
@@ -87,7 +88,8 @@ async fn a_short_outage_that_renewals_ride_out_stays_healthy() {
 #[tokio::test(start_paused = true)]
 async fn a_leader_holding_on_without_renewals_is_unhealthy_until_it_releases() {
     let (store, faults) = FaultyStore::new(Arc::new(MemoryStore::new()));
-    let e = elector(store, "a");
+    // The action keeps running after the loss (what the default would stop).
+    let e = Elector::with_options(store, options("a").cancel_on_lost(false).build().unwrap());
     let (default, short) = (
         LeaderHealth::new(&e),
         LeaderHealth::new(&e).tolerance(Duration::from_secs(5)),

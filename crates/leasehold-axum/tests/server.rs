@@ -155,6 +155,18 @@ impl LeaseStore for SlowAcquire {
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.inner.release(lease, linger).await
     }
+    async fn start_period(
+        &self,
+        lease: &Lease,
+    ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+        self.inner.start_period(lease).await
+    }
+    async fn period_record(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.inner.period_record(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await
     }

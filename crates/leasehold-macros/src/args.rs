@@ -19,8 +19,10 @@ pub(crate) struct Args {
     pub(crate) lease: Option<LitStr>,
     pub(crate) wait: Option<LitStr>,
     pub(crate) min_lease: Option<LitStr>,
-    pub(crate) auto_extend: bool,
-    pub(crate) cancel_on_lost: bool,
+    /// `Some(on)` when given (`auto_extend` alone is `Some(true)`); `None`: the elector's.
+    pub(crate) auto_extend: Option<bool>,
+    /// As `auto_extend`.
+    pub(crate) cancel_on_lost: Option<bool>,
     /// `context = ident`: the name the body sees the `LeaderContext` under.
     pub(crate) context: Option<Ident>,
 }
@@ -75,7 +77,7 @@ impl Args {
         let mut seen: Vec<String> = Vec::new();
         let (mut elector, mut lock, mut lease, mut wait, mut min_lease, mut context) =
             (None, None, None, None, None, None);
-        let (mut auto_extend, mut cancel_on_lost) = (false, false);
+        let (mut auto_extend, mut cancel_on_lost) = (None, None);
         for Entry { key, value } in entries {
             let name = key.to_string();
             if !KEYS.split(", ").any(|k| k == name) {
@@ -91,12 +93,26 @@ impl Args {
             }
             seen.push(name.clone());
             match (name.as_str(), value) {
-                ("auto_extend" | "cancel_on_lost", Some((eq, value))) => errors.push_spanned(
-                    quote::quote!(#eq #value),
-                    format_args!("`{name}` is a flag: write `{name}` alone, without `= …`"),
-                ),
-                ("auto_extend", None) => auto_extend = true,
-                ("cancel_on_lost", None) => cancel_on_lost = true,
+                ("auto_extend" | "cancel_on_lost", value) => {
+                    let on = match value {
+                        None => Some(true),
+                        Some((eq, value)) => bool_literal(&value).or_else(|| {
+                            errors.push_spanned(
+                                quote::quote!(#eq #value),
+                                format_args!(
+                                    "`{name}` is a flag: write `{name}` alone (on), or \
+                                     `{name} = false` (off) or `{name} = true`"
+                                ),
+                            );
+                            None
+                        }),
+                    };
+                    if name == "auto_extend" {
+                        auto_extend = on;
+                    } else {
+                        cancel_on_lost = on;
+                    }
+                }
                 (_, None) => errors.push(key.span(), needs_value(&name)),
                 ("elector", Some((_, expr))) => elector = Some(expr),
                 ("context", Some((_, expr))) => match single_ident(&expr) {
@@ -170,6 +186,17 @@ fn needs_literal(key: &str) -> String {
             "`{key}` must be a string literal such as \"30s\", \"500ms\" or \"PT1M\" (it is \
              checked at compile time)"
         )
+    }
+}
+
+/// The value of a `true` or `false` literal.
+fn bool_literal(expr: &Expr) -> Option<bool> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Bool(b),
+            ..
+        }) => Some(b.value),
+        _ => None,
     }
 }
 

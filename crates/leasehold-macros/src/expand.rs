@@ -76,16 +76,18 @@ fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
         let setter = format_ident!("{key}");
         overrides.extend(quote!(.#setter(#name)));
     }
-    if args.auto_extend {
-        overrides.extend(quote!(.auto_extend()));
+    if let Some(on) = args.auto_extend {
+        overrides.extend(quote!(.auto_extend(#on)));
     }
-    if args.cancel_on_lost {
-        overrides.extend(quote!(.cancel_on_lost()));
+    if let Some(on) = args.cancel_on_lost {
+        overrides.extend(quote!(.cancel_on_lost(#on)));
     }
     // The builder's rules between lease, min_lease and auto_extend, when the lease is known:
     // the lease's own ones at the lease, `min_lease` ≤ `lease` at the min_lease.
     if let Some(lease) = &args.lease {
-        let auto_extend = args.auto_extend;
+        // Checked here only when turned on explicitly; otherwise the elector's own setting is
+        // checked when the call builds its options.
+        let auto_extend = args.auto_extend == Some(true);
         let at = site(lease.span());
         lease_rules.push(quote_spanned! {at=>
             const _: () = match ::leasehold::__private::check_lease(

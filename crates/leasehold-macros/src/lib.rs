@@ -84,12 +84,14 @@ use proc_macro::TokenStream;
 /// | `lease` | duration literal | the lease for this call ([`ElectionOptionsBuilder::lease`]) |
 /// | `wait` | duration literal | how long to keep trying before skipping ([`ElectionOptionsBuilder::wait`]) |
 /// | `min_lease` | duration literal | hold the lock at least this long ([`ElectionOptionsBuilder::min_lease`]) |
-/// | `auto_extend` | flag | renew the lease while the body runs |
-/// | `cancel_on_lost` | flag | drop the body when the lease is lost; the call answers `Err(Error::Lost)` |
+/// | `auto_extend` | flag, or `= false` / `= true` | renew the lease while the body runs (the elector's default: on) |
+/// | `cancel_on_lost` | flag, or `= false` / `= true` | drop the body when the lease is lost; the call answers `Err(Error::Lost)` (the elector's default: on) |
 /// | `context` | identifier | the name under which the body sees the [`LeaderContext`] (fence, lost signal, extension) |
 ///
 /// Durations are written as [`parse_duration`] reads them: `"500ms"`, `"30s"`, `"1m30s"`,
-/// `"PT10S"`, at most [`MAX_DURATION`]. Flags take no value.
+/// `"PT10S"`, at most [`MAX_DURATION`]. A flag alone turns its option on; `= false` turns it off
+/// for this call (both are on in the default options, so `auto_extend = false, cancel_on_lost =
+/// false` is the way to let a body outlive its lease, which only a fenced resource makes safe).
 ///
 /// The options given are applied **on top of the elector's own options** for that call
 /// (`elector.options().to_builder()` with the given ones set, then [`Elector::reconfigured`]);

@@ -91,16 +91,16 @@ impl Billing {
         (ctx.is_lost(), ctx.expires_at())
     }
 
-    /// The same without `auto_extend`.
+    /// The same with `auto_extend` turned off (and the body left to run past the loss).
     #[leasehold::leader_only(elector = self.elector, lock = "billing/long", lease = "1s",
-                             context = ctx)]
+                             auto_extend = false, cancel_on_lost = false, context = ctx)]
     async fn long_plain(&self, body: Duration) -> (bool, SystemTime) {
         sleep(body).await;
         (ctx.is_lost(), ctx.expires_at())
     }
 
     #[leasehold::leader_only(elector = self.elector, lock = "billing/cancel", lease = "1s",
-                             cancel_on_lost)]
+                             auto_extend = false, cancel_on_lost)]
     async fn cancelled_on_loss(&self) {
         sleep(10 * SECOND).await;
         self.runs.fetch_add(1, Ordering::SeqCst);

@@ -455,8 +455,11 @@ mod tests {
 
         let record = PeriodRecord {
             period: 0,
+            from: UNIX_EPOCH,
+            until: UNIX_EPOCH + Duration::from_secs(10),
             at: UNIX_EPOCH,
             by: "node-a".to_owned(),
+            started: true,
         };
         journal.acquired(&request("node-b"), &Ok(Acquisition::AlreadyRan(record)));
         let entries = journal.drain(Instant::now());

@@ -81,6 +81,10 @@ impl NodeElector {
             .lease(TICK * params.lease)
             .min_lease(TICK * params.min_lease)
             .auto_extend(params.auto_extend)
+            // The lessons show what an action that outlives its lease does (the stale holder,
+            // the fence that stops it), so a lost action keeps running, as in the original
+            // library; the library's default would drop it.
+            .cancel_on_lost(false)
             .retry(retry)
             .node_id(node_id)
             .build()

@@ -370,6 +370,18 @@ mod tests {
         ) -> leasehold::store::StoreResult<leasehold::Release> {
             Err(leasehold::StoreError::transient("unreadable"))
         }
+        async fn start_period(
+            &self,
+            _: &leasehold::Lease,
+        ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
+            Err(leasehold::StoreError::transient("unreadable"))
+        }
+        async fn period_record(
+            &self,
+            _: &LockName,
+        ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+            Err(leasehold::StoreError::transient("unreadable"))
+        }
         async fn state(&self, _: &LockName, _: u32) -> leasehold::store::StoreResult<LockState> {
             Err(leasehold::StoreError::transient(format!(
                 "cannot reach {URL}: password hun'ter 2 refused"

@@ -1,6 +1,6 @@
 use leasehold::Elector;
 
-#[leasehold::leader_only(elector = elector, lock = "report", auto_extend = true)]
+#[leasehold::leader_only(elector = elector, lock = "report", auto_extend = "on")]
 async fn report(elector: &Elector) -> u32 {
     1
 }

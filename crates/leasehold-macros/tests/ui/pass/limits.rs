@@ -1,5 +1,5 @@
-//! Literals at the edges of what the core accepts compile: the shortest lease, the shortest one
-//! `auto_extend` renews, the longest duration, `min_lease` equal to `lease`, a 255-byte lock
+//! Literals at the edges of what the core accepts compile: the shortest lease (without the
+//! default renewal, which needs a longer one), the shortest one `auto_extend` renews, the longest duration, `min_lease` equal to `lease`, a 255-byte lock
 //! name, every separator of the lock-name rule, ISO-8601 and surrounding whitespace.
 
 #![deny(warnings)]
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use leasehold::{Elector, MemoryStore, MAX_DURATION};
 
-#[leasehold::leader_only(elector = e, lock = "a", lease = "1ms", wait = "0")]
+#[leasehold::leader_only(elector = e, lock = "a", lease = "1ms", wait = "0", auto_extend = false)]
 async fn shortest(e: &Elector) {}
 
 #[leasehold::leader_only(elector = e, lock = "b", lease = "75ms", auto_extend)]
