@@ -19,7 +19,7 @@ pub(crate) async fn release(args: ReleaseArgs, url: StoreUrl) -> Result<ExitCode
              `leasehold release --force {lock}`"
         )));
     }
-    let store = url.open().await?;
+    let store = url.open_shared(std::time::Duration::ZERO).await?;
     let freed = store.force_release(lock, args.slots).await?;
     let mut lines = Vec::new();
     if freed.is_empty() {

@@ -54,7 +54,7 @@ const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Runs `leasehold serve`.
 pub(crate) async fn serve(args: ServeArgs, url: StoreUrl) -> Result<ExitCode, Failure> {
     let metrics = PrometheusMetrics::install().map_err(|e| Failure::usage(e.to_string()))?;
-    let store = url.open().await?;
+    let store = url.open_shared(std::time::Duration::ZERO).await?;
     let view = LiveView::new(store, args.locks)
         .and_then(|v| v.slots(args.slots))
         .map_err(web_failure)?

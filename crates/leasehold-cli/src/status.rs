@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use leasehold::store::{ListCursor, MAX_LIST_LOCKS};
-use leasehold::{Holder, LeaseStore, LockName};
+use leasehold::{Holder, LeaseStore, LockName, PeriodRecord};
 use serde::Serialize;
 
 use crate::args::StatusArgs;
@@ -51,6 +51,39 @@ struct LockReport {
     /// Free slots among `slots`; `null` with `slots`.
     available: Option<u32>,
     holders: Vec<HolderReport>,
+    /// The lock's period ledger record (its latest `--once-per` claim); `null` for a lock never
+    /// claimed, and with `--all` (not read there).
+    ledger: Option<LedgerReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct LedgerReport {
+    /// The period id, under the length the claim was made with.
+    period: i64,
+    /// The window claimed, by the store's clock.
+    from: String,
+    until: String,
+    length_ms: u64,
+    /// `"ran"` once the claim's command started; `"claimed"` until then (a claim that never
+    /// started is taken over by the next claim of its period once its lease ends).
+    state: &'static str,
+    /// When the claim was granted, by the store's clock, and to whom.
+    at: String,
+    by: String,
+}
+
+impl From<&PeriodRecord> for LedgerReport {
+    fn from(r: &PeriodRecord) -> Self {
+        Self {
+            period: r.period,
+            from: rfc3339(r.from),
+            until: rfc3339(r.until),
+            length_ms: u64::try_from(r.length().as_millis()).unwrap_or(u64::MAX),
+            state: if r.started { "ran" } else { "claimed" },
+            at: rfc3339(r.at),
+            by: r.by.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -72,6 +105,8 @@ struct Shown {
     lock: LockName,
     slots: Option<u32>,
     holders: Vec<Holder>,
+    /// The period ledger record, for locks named on the command line.
+    ledger: Option<PeriodRecord>,
 }
 
 impl Shown {
@@ -88,6 +123,7 @@ impl From<&Shown> for LockReport {
             used: s.used(),
             available: s.slots.map(|n| n.saturating_sub(s.used())),
             holders: s.holders.iter().map(HolderReport::from).collect(),
+            ledger: s.ledger.as_ref().map(LedgerReport::from),
         }
     }
 }
@@ -120,7 +156,7 @@ pub(crate) async fn status(args: StatusArgs, url: StoreUrl) -> Result<ExitCode, 
             "--after continues a listing: give it with --all (`leasehold status --all --after CURSOR`)",
         ));
     }
-    let store = url.open().await?;
+    let store = url.open_shared(std::time::Duration::ZERO).await?;
     let (shown, listing) = if args.all {
         let listing = list(store.as_ref(), args.after).await?;
         (listing.locks, Some(listing.next))
@@ -131,10 +167,12 @@ pub(crate) async fn status(args: StatusArgs, url: StoreUrl) -> Result<ExitCode, 
                 Some(n) => store.state(&lock, n).await?.holders,
                 None => store.holders(&lock).await?,
             };
+            let ledger = store.period_record(&lock).await?;
             shown.push(Shown {
                 lock,
                 slots: args.slots,
                 holders,
+                ledger,
             });
         }
         (shown, None)
@@ -195,6 +233,7 @@ async fn list(store: &dyn LeaseStore, after: Option<ListCursor>) -> Result<Listi
                     lock,
                     slots: None,
                     holders,
+                    ledger: None,
                 }
             })
             .collect(),
@@ -232,8 +271,29 @@ fn text_report(shown: &[Shown]) -> String {
                 human(until(h.expires_at)),
             ));
         }
+        if let Some(r) = &s.ledger {
+            lines.push(ledger_line(r));
+        }
     }
     lines.join("\n")
+}
+
+/// The period ledger's line under a lock: the latest claim's window, and whether it ran.
+fn ledger_line(r: &PeriodRecord) -> String {
+    let state = if r.started {
+        "ran"
+    } else {
+        "claimed, not run (the next claim of this period takes it over once its lease ends)"
+    };
+    format!(
+        "  period ledger: period {} ({} to {}, periods of {}) {state}: granted at {} to {}",
+        r.period,
+        rfc3339(r.from),
+        rfc3339(r.until),
+        human(r.length()),
+        rfc3339(r.at),
+        printable(&r.by),
+    )
 }
 
 /// `status --all`'s text: the report (or a line saying nothing is held), then where to continue
@@ -281,6 +341,7 @@ mod tests {
                 acquired_at: t,
                 expires_at: t + Duration::from_secs(60),
             }],
+            ledger: None,
         })
     }
 
@@ -315,6 +376,45 @@ mod tests {
             ..shown(None)?
         };
         assert_eq!(text_report(&[free]), "job: free");
+        Ok(())
+    }
+
+    #[test]
+    fn the_ledger_tells_ran_from_claimed() -> Result<(), Box<dyn std::error::Error>> {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(3_600);
+        let record = PeriodRecord {
+            period: 1,
+            from: t,
+            until: t + Duration::from_secs(3_600),
+            at: t + Duration::from_secs(5),
+            by: "web-1".to_owned(),
+            started: false,
+        };
+        let claimed = Shown {
+            ledger: Some(record.clone()),
+            holders: Vec::new(),
+            ..shown(None)?
+        };
+        let text = text_report(std::slice::from_ref(&claimed));
+        assert!(text.contains("period 1 (1970-01-01T01:00:00.000Z to 1970-01-01T02:00:00.000Z, periods of 1h00m) claimed, not run"), "{text}");
+        let back = serde_json::to_value(LockReport::from(&claimed))?;
+        assert_eq!(back["ledger"]["state"], "claimed");
+        assert_eq!(back["ledger"]["length_ms"], 3_600_000);
+        let ran = Shown {
+            ledger: Some(PeriodRecord {
+                started: true,
+                ..record
+            }),
+            ..claimed
+        };
+        assert!(
+            text_report(std::slice::from_ref(&ran))
+                .contains(") ran: granted at 1970-01-01T01:00:05.000Z to web-1")
+        );
+        assert_eq!(
+            serde_json::to_value(LockReport::from(&ran))?["ledger"]["state"],
+            "ran"
+        );
         Ok(())
     }
 

@@ -3,12 +3,15 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) use leasehold::redact_urls_in;
 use leasehold::store::{MIN_SCRUBBED_SECRET_LEN, scrub_secrets, url_secrets};
-use leasehold::{LeaseStore, StoreRegistry, redact_url};
+use leasehold::{LeaseStore, OpenError, StoreRegistry, redact_url};
 
 use crate::exit::Failure;
+use crate::say;
+use crate::time_text::human;
 
 /// The default store's file name inside the state directory.
 const DEFAULT_FILE: &str = "leases.db";
@@ -68,11 +71,70 @@ impl StoreUrl {
         redact_url(&self.url)
     }
 
-    /// Opens the store.
-    pub(crate) async fn open(&self) -> Result<Arc<dyn LeaseStore>, Failure> {
-        tracing::debug!(store = %self.redacted(), "leasehold: opening store");
-        Ok(registry().open(&self.url).await?)
+    /// Opens the store for a command whose point is exclusion between processes (`run`,
+    /// `status`, `release`, `serve`, `verify`): a store whose leases live only inside this
+    /// process (`memory:`, an in-memory SQLite database) is refused, since every other process
+    /// would have its own (a usage error, exit 125, saying what to use instead).
+    ///
+    /// A store that cannot be reached (a transient error: connection refused, timed out, a
+    /// cluster electing a new leader) is tried again with growing pauses for up to `wait` —
+    /// `run --wait` covers a store that is briefly unreachable, not only a held lock; the first
+    /// failure is said once on stderr. A permanent error (a bad URL, refused credentials) ends
+    /// it at once, as does the last failure when `wait` runs out.
+    pub(crate) async fn open_shared(&self, wait: Duration) -> Result<Arc<dyn LeaseStore>, Failure> {
+        let store = self.open_within(wait).await?;
+        refuse_process_local(&*store, &self.redacted())?;
+        Ok(store)
     }
+
+    /// Opens the store (any store, `memory:` included), retrying transient failures for up to
+    /// `wait` as [`open_shared`](Self::open_shared) does.
+    pub(crate) async fn open_within(&self, wait: Duration) -> Result<Arc<dyn LeaseStore>, Failure> {
+        tracing::debug!(store = %self.redacted(), "leasehold: opening store");
+        let deadline = leasehold::store::deadline_after(tokio::time::Instant::now(), wait);
+        let mut pause = FIRST_OPEN_PAUSE;
+        let mut said = false;
+        loop {
+            let error = match registry().open(&self.url).await {
+                Ok(store) => return Ok(store),
+                Err(e) => e,
+            };
+            let transient =
+                matches!(&error, OpenError::Connect { source, .. } if source.is_transient());
+            let now = tokio::time::Instant::now();
+            if !transient || now >= deadline {
+                return Err(error.into());
+            }
+            if !std::mem::replace(&mut said, true) {
+                say::err(&format!(
+                    "{error}; retrying for up to {} (--wait)",
+                    human(deadline - now)
+                ));
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(MAX_OPEN_PAUSE);
+        }
+    }
+}
+
+/// The first pause between attempts to open an unreachable store; doubled up to
+/// [`MAX_OPEN_PAUSE`].
+const FIRST_OPEN_PAUSE: Duration = Duration::from_millis(100);
+/// The longest pause between attempts to open an unreachable store.
+const MAX_OPEN_PAUSE: Duration = Duration::from_secs(2);
+
+/// The usage error for a store whose leases live only in this process, if `store` is one.
+fn refuse_process_local(store: &dyn LeaseStore, label: &str) -> Result<(), Failure> {
+    if !store.is_process_local() {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "store {label} keeps its leases inside this one process: every other process (every \
+         other run of leasehold) would have a store of its own, so it cannot keep anything to one \
+         node. Use a store that processes share: a SQLite file (the default without --store, or \
+         sqlite:///path/to/leases.db), postgres://, mysql://, redis://, dynamodb://, etcd://, \
+         zk:// or nats://. memory: is for `leasehold simulate` and tests"
+    )))
 }
 
 /// `$XDG_STATE_HOME/leasehold` when that is an absolute path (as the XDG spec requires),

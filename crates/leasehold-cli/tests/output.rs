@@ -37,7 +37,14 @@ fn color_follows_the_flag_and_no_color() {
     let help = ["--help"];
     let error = ["run", "--lock", "a"]; // no COMMAND: a usage error
     let log = [
-        "-v", "run", "--store", "memory:", "--lock", "a", "--", "true",
+        "-v",
+        "run",
+        "--store",
+        env.store(),
+        "--lock",
+        "a",
+        "--",
+        "true",
     ];
     let force = [("CLICOLOR_FORCE", "1")];
     let no_color = [("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")];
@@ -92,7 +99,14 @@ fn color_follows_the_flag_and_no_color() {
 fn the_log_on_a_terminal_honours_no_color() {
     let env = Env::new();
     let args = [
-        "-v", "run", "--store", "memory:", "--lock", "a", "--", "true",
+        "-v",
+        "run",
+        "--store",
+        env.store(),
+        "--lock",
+        "a",
+        "--",
+        "true",
     ];
     let coloured = finish(
         env.cmd_in_terminal(&args)

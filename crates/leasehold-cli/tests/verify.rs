@@ -58,12 +58,12 @@ fn passes(store: &str, lease: &str, extra: &[&str]) {
 }
 
 #[test]
-fn verify_passes_on_memory_and_fails_without_the_fence_check() {
-    passes("memory:", "300ms", &[]);
+fn verify_passes_on_sqlite_and_fails_without_the_fence_check() {
     let env = Env::new();
+    passes(env.store(), "300ms", &[]);
     let out = verify(
         &env,
-        "memory:",
+        env.store(),
         &["--no-fence-check", "--pause-percent", "60"],
         "200ms",
     );
@@ -75,20 +75,6 @@ fn verify_passes_on_memory_and_fails_without_the_fence_check() {
         "{report}"
     );
     assert!(report.contains("--no-fence-check was given"), "{report}");
-}
-
-#[test]
-fn verify_passes_on_sqlite_and_fails_without_the_fence_check() {
-    let env = Env::new();
-    passes(env.store(), "300ms", &[]);
-    let out = verify(
-        &env,
-        env.store(),
-        &["--no-fence-check", "--pause-percent", "60"],
-        "200ms",
-    );
-    assert_eq!(code(&out.status), 1, "{}", text(&out.stdout));
-    assert!(text(&out.stdout).contains("stale write accepted"));
 }
 
 #[test]
@@ -173,7 +159,7 @@ fn the_history_is_one_json_operation_per_line() {
     let path = env.path("history.jsonl");
     let out = verify(
         &env,
-        "memory:",
+        env.store(),
         &["--json", path.to_str().unwrap()],
         "300ms",
     );
@@ -196,7 +182,7 @@ fn the_history_is_one_json_operation_per_line() {
 
     let out = verify(
         &env,
-        "memory:",
+        env.store(),
         &["--json", "-", "--no-fence-check", "--pause-percent", "60"],
         "200ms",
     );
@@ -208,6 +194,22 @@ fn the_history_is_one_json_operation_per_line() {
         text(&out.stderr).contains("FAIL:"),
         "the summary text goes to stderr"
     );
+}
+
+/// A store that lives in one process only cannot be verified for exclusion between processes:
+/// refused with a usage error that says what to use (item 5 of issue 33).
+#[test]
+fn process_local_stores_are_refused() {
+    let env = Env::new();
+    for store in ["memory:", "sqlite::memory:"] {
+        let out = verify(&env, store, &[], "300ms");
+        assert_eq!(code(&out.status), 125, "{store}: {}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("inside this one process") && err.contains("SQLite file"),
+            "{store}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -224,7 +226,7 @@ fn bad_verify_flags_are_usage_errors() {
             vec![
                 "verify",
                 "--store",
-                "memory:",
+                env.store(),
                 "--duration",
                 "1h",
                 "--json",
@@ -237,7 +239,7 @@ fn bad_verify_flags_are_usage_errors() {
             vec![
                 "verify",
                 "--store",
-                "memory:",
+                env.store(),
                 "--proxy-cuts",
                 "--duration",
                 "1s",
@@ -269,7 +271,7 @@ fn a_long_lease_does_not_outlast_the_run() {
     let out = env.output(&[
         "verify",
         "--store",
-        "memory:",
+        env.store(),
         "--duration",
         "1s",
         "--lease",

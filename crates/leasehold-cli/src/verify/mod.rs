@@ -43,8 +43,11 @@ pub(crate) async fn verify(args: VerifyArgs, url: StoreUrl) -> Result<ExitCode, 
         Some(lock) => lock,
         None => default_lock()?,
     };
+    // No renewal: a contender's freeze stands for a whole process frozen (a GC pause, SIGSTOP),
+    // whose renewals stop too, so its lease runs out while it believes it holds it.
     let options = ElectionOptions::builder()
         .lease(args.lease)
+        .auto_extend(false)
         .build()
         .map_err(|e| Failure::usage(format!("--lease: {e}")))?;
     let out = report::HistoryOut::open(args.json.as_deref())?;
@@ -139,13 +142,9 @@ async fn open_clients(
         Some(proxied) => StoreUrl::given(proxied),
         None => url.clone(),
     };
-    if url.as_str().starts_with("memory:") {
-        let store = target.open().await?;
-        return Ok(vec![store; n]);
-    }
     let mut clients = Vec::with_capacity(n);
     for _ in 0..n {
-        clients.push(target.open().await?);
+        clients.push(target.open_shared(Duration::ZERO).await?);
     }
     Ok(clients)
 }
@@ -179,7 +178,7 @@ async fn cut_now_and_then(proxy: &FaultProxy, run: &Run) {
 /// Holders of the lock once the contenders are done, after waiting up to two leases (plus a
 /// second) for leases whose release answer a proxy cut lost: those expire on their own.
 async fn leaked_holders(url: &StoreUrl, lock: &LockName, lease: Duration) -> Result<u32, Failure> {
-    let store = url.open().await?;
+    let store = url.open_shared(Duration::ZERO).await?;
     let until = Instant::now()
         + lease.saturating_mul(2).min(Duration::from_secs(60))
         + Duration::from_secs(1);
