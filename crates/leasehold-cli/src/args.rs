@@ -22,7 +22,8 @@ directory ($XDG_STATE_HOME/leasehold/leases.db or ~/.local/state/leasehold/lease
 Store URLs: sqlite:///abs/path.db, sqlite:relative.db, postgres://user:pass@host/db,
 mysql://user:pass@host/db, mariadb://..., redis://[:pass@]host[:port][/db], rediss://...,
 dynamodb://TABLE?region=...&endpoint=..., etcd://[user:pass@]host:port[,host:port...][/prefix],
-etcds://... (TLS), memory: (this process only, for trying things out).
+etcds://... (TLS). memory: and in-memory SQLite live in one process only, so run, status,
+release, serve and verify refuse them (simulate and workbench use their own).
 Passwords in store URLs are redacted in every message leasehold prints.
 
 Logging goes to stderr and is quiet by default; -v, -vv, -vvv raise it, and $LEASEHOLD_LOG
@@ -202,14 +203,32 @@ through, and with these variables set so it can pass the fence to the resources 
   LEASEHOLD_SLOT   the slot (0 unless --slots > 1)
   LEASEHOLD_OWNER  the owner recorded in the store (--node-id, default hostname:pid)
   LEASEHOLD_PERIOD the period id granted (with --once-per): floor((store time - offset) / period)
-While it runs, the lease is renewed every lease/3 (unless --no-auto-extend). If the lease is
-lost, the command is sent SIGTERM and, after --kill-grace, SIGKILL (unless --on-lost continue).
-SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leasehold are forwarded to the command; the lease
-is released once the command has exited.
+While it runs, the lease is renewed every lease/3 (unless --no-auto-extend).
+
+The command is stopped before the store can grant the lock to anyone else (unless --on-lost
+continue): if what is left of the lease drops below --kill-grace because renewals fail (or
+with --no-auto-extend, because the lease runs out), or the lease is lost, the command and
+everything it started get SIGTERM, and SIGKILL after --kill-grace but never later than the
+lease's local deadline (the lease less a tenth); leasehold then waits until they are gone and
+exits 124. --kill-grace defaults to 10s, at most a third of the lease, and a longer one is
+refused (renewals come every lease/3, so a grace within a third never fires while renewals
+succeed).
+
+Like flock(1), the lock is held while anything the command started still runs: when the
+command exits but processes of its process group (and, on Linux, any descendant, including
+ones that double-fork or setsid: leasehold is their child subreaper) are still alive, leasehold
+says so once, keeps renewing the lease until they have exited, then releases it and exits with
+the command's status. --leftovers kill stops them instead (SIGTERM, SIGKILL after
+--kill-grace). Processes started through another daemon (systemd-run, at, a service manager)
+cannot be seen.
+
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leasehold are forwarded to the command (once it has
+exited, to what it left running); the lease is released once they have exited.
 
 The command runs in its own process group so that signals reach the processes it starts too;
 --foreground keeps it in leasehold's group (for commands that read from the terminal), and then
-only the command itself is signalled.
+forwarded signals reach only the command itself while it runs (on Linux, stopping it for the
+lease still reaches every process below leasehold).
 
 Examples:
   leasehold run --lock nightly-report -- /usr/local/bin/report --all
@@ -251,11 +270,21 @@ pub(crate) struct StoreArgs {
 /// What to do when the lease is lost while the command runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OnLost {
-    /// Stop the command: SIGTERM, then SIGKILL after --kill-grace; exit 124 (123 if it had
-    /// already finished when the loss was noticed)
+    /// Stop the command before the store can grant the lock again: SIGTERM once what is left of
+    /// the lease is below --kill-grace, SIGKILL at the local deadline at the latest; exit 124
+    /// (123 if it had already finished when the loss was noticed)
     Kill,
     /// Let the command finish; print a warning; exit with the command's code
     Continue,
+}
+
+/// What to do with the processes the command leaves running when it exits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Leftovers {
+    /// Keep holding (and renewing) the lock until they have exited, then release it
+    Wait,
+    /// Stop them (SIGTERM, then SIGKILL after --kill-grace), then release the lock
+    Kill,
 }
 
 /// `leasehold run`.
@@ -278,7 +307,7 @@ pub(crate) struct RunArgs {
     pub(crate) progress_every: Duration,
 
     /// Lease length: how long the store keeps the lock if this node stops renewing it
-    /// [default: 60s, or --min-lease if longer]
+    /// [default: 15s (the library's default lease), or --min-lease if longer]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub(crate) lease: Option<Duration>,
 
@@ -307,9 +336,16 @@ pub(crate) struct RunArgs {
     #[arg(long, value_enum, value_name = "ACTION", default_value_t = OnLost::Kill)]
     pub(crate) on_lost: OnLost,
 
-    /// After SIGTERM on lease loss, how long to wait before SIGKILL
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
-    pub(crate) kill_grace: Duration,
+    /// How long before the lease's local deadline SIGTERM comes when renewals fail, and how long
+    /// after SIGTERM SIGKILL follows (never past that deadline); at most a third of the lease
+    /// [default: 10s, at most a third of the lease]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) kill_grace: Option<Duration>,
+
+    /// What to do when COMMAND exits while processes it started still run (in its process group
+    /// or, on Linux, below it): wait for them, holding and renewing the lock, or kill them
+    #[arg(long, value_enum, value_name = "ACTION", default_value_t = Leftovers::Wait)]
+    pub(crate) leftovers: Leftovers,
 
     /// Exit code when the lock is held elsewhere and COMMAND is skipped
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -656,7 +692,26 @@ mod tests {
         assert_eq!(run.wait, Duration::from_secs(2));
         assert_eq!(run.command, ["sh", "-c", "exit 7"].map(OsString::from));
         assert_eq!(run.on_lost, OnLost::Kill);
+        assert_eq!(run.leftovers, Leftovers::Wait);
+        assert_eq!(run.kill_grace, None);
         Ok(())
+    }
+
+    /// The help names the library's default lease, which `run` uses.
+    #[test]
+    fn the_lease_help_names_the_default_lease() {
+        let lease = format!(
+            "{}s",
+            leasehold::ElectionOptions::default().lease().as_secs()
+        );
+        let command = Cli::command();
+        let run = command
+            .find_subcommand("run")
+            .and_then(|run| run.get_arguments().find(|a| a.get_id() == "lease"))
+            .and_then(|a| a.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(run.contains(&format!("[default: {lease} ")), "{run}");
     }
 
     /// `run` keeps the library's default: one attempt, then skip (never an implicit wait, which

@@ -1,5 +1,7 @@
 //! The supervised command: spawning it with the lease in its environment, signalling it, and
-//! waiting for it.
+//! waiting for it; [`Family`] is everything it started.
+
+mod family;
 
 use std::ffi::OsString;
 use std::io;
@@ -10,6 +12,8 @@ use nix::unistd::Pid;
 use tokio::process::Command;
 
 use crate::exit::Failure;
+
+pub(crate) use family::{Family, Remaining};
 
 /// A running command.
 #[derive(Debug)]
@@ -129,30 +133,16 @@ impl Child {
         self.inner.wait().await
     }
 
-    /// After the command was told to stop (SIGTERM to its process group) and has exited: waits
-    /// until `deadline` for the rest of its group (children it left behind) to exit too, then
-    /// kills what is left with SIGKILL. True if something had to be killed. Nothing to do for a
-    /// `--foreground` command, which has no group of its own.
-    ///
-    /// The group's id stays reserved while any member lives (Linux does not hand out a process
-    /// id that is still some group's id), so only the command's own leftovers are signalled.
-    pub(crate) async fn stop_group_remains(&self, deadline: tokio::time::Instant) -> bool {
-        let Some(group) = self.pid.filter(|_| self.group) else {
-            return false;
-        };
-        while killpg(group, None).is_ok() {
-            if tokio::time::Instant::now() >= deadline {
-                let _ = killpg(group, Signal::SIGKILL);
-                return true;
-            }
-            tokio::time::sleep(GROUP_POLL.min(deadline - tokio::time::Instant::now())).await;
-        }
-        false
+    /// The command's process group (its pid), unless it runs in leasehold's (`--foreground`).
+    pub(crate) fn group(&self) -> Option<Pid> {
+        self.pid.filter(|_| self.group)
+    }
+
+    /// The command's pid.
+    pub(crate) fn pid(&self) -> Option<Pid> {
+        self.pid
     }
 }
-
-/// How often [`Child::stop_group_remains`] looks whether the command's group is empty.
-const GROUP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Watches for the command being stopped by SIGTTIN or SIGTTOU: it used the terminal from
 /// outside the terminal's foreground process group.

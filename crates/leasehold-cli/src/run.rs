@@ -1,21 +1,25 @@
 //! `leasehold run`: acquire the lock, run the command under the lease, stop it if the lease is
 //! lost, forward signals, release, and write the `--metrics-file`.
 
+mod stopping;
+mod supervise;
+
 use std::convert::Infallible;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, LET_GO_PATIENCE, LeaderGuard, LeaseStore, LockName,
-    LostReason, OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    DEFAULT_LEASE, ElectionOptions, Elector, LET_GO_PATIENCE, LeaderGuard, LeaseStore, LockName,
+    OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
-use tokio::sync::broadcast::{self, error::RecvError};
-use tokio::time::{Instant, sleep_until, timeout};
+use tokio::time::timeout;
 
+use self::stopping::{LeaseSource, kill_grace};
+use self::supervise::Supervision;
 use crate::args::{OnLost, RunArgs};
-use crate::child::Child;
+use crate::child::{Child, Family};
 use crate::exit::{self, Failure};
 use crate::metrics_file::{MetricsFile, RunRecord};
 use crate::say;
@@ -24,8 +28,6 @@ use crate::store::StoreUrl;
 use crate::time_text::{human, printable, rfc3339};
 use crate::waiting;
 
-/// The lease when neither `--lease` nor a longer `--min-lease` is given.
-const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// How long to wait for the store to answer the final release before giving up on it (the
 /// lease then ends at its expiry).
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -40,6 +42,7 @@ pub(crate) async fn run(
     mut signals: Signals,
 ) -> Result<ExitCode, Failure> {
     let options = options(&args)?;
+    let grace = grace(&args, options.lease())?;
     let period = period(&args)?;
     let metrics = args
         .metrics_file
@@ -47,7 +50,15 @@ pub(crate) async fn run(
         .map(MetricsFile::at)
         .transpose()?;
     let mut record = RunRecord::starting();
-    let outcome = attempt(&args, url, &mut signals, options, period, &mut record).await;
+    let outcome = attempt(
+        &args,
+        url,
+        &mut signals,
+        (options, grace),
+        period,
+        &mut record,
+    )
+    .await;
     record.exit_code = match &outcome {
         Ok(code) => *code,
         Err(failure) => failure.code(),
@@ -64,7 +75,7 @@ async fn attempt(
     args: &RunArgs,
     url: StoreUrl,
     signals: &mut Signals,
-    options: ElectionOptions,
+    (options, grace): (ElectionOptions, Duration),
     period: Option<Period>,
     record: &mut RunRecord,
 ) -> Result<u8, Failure> {
@@ -75,9 +86,19 @@ async fn attempt(
             format!("got {signal} while waiting for lock {lock}; command not run"),
         )
     };
+    let began = tokio::time::Instant::now();
     let store = tokio::select! {
-        opened = url.open() => opened?,
+        opened = url.open_shared(args.wait) => opened?,
         signal = signals.recv() => return Err(interrupted(signal)),
+    };
+    // --wait covers the whole wait: time spent reaching the store counts.
+    let options = match options
+        .to_builder()
+        .wait(args.wait.saturating_sub(began.elapsed()))
+        .build()
+    {
+        Ok(options) => options,
+        Err(e) => return Err(Failure::usage(format!("invalid options: {e}"))),
     };
     let elector = Elector::with_options(Arc::clone(&store), options);
     let mut events = elector.subscribe();
@@ -115,6 +136,10 @@ async fn attempt(
             if !args.quiet {
                 let line = match (refusal, period) {
                     (Some(ran), Some(period)) => already_ran_message(args, period, &ran),
+                    (None, Some(period)) => {
+                        let line = skip_message(&*store, args).await;
+                        claimed_note(&*store, &lock, period, line).await
+                    }
                     _ => skip_message(&*store, args).await,
                 };
                 say::err(&line);
@@ -134,6 +159,8 @@ async fn attempt(
         env.push(("LEASEHOLD_PERIOD", id.to_string()));
     }
     tracing::info!(lock = %lock, slot = lease.slot, fence = lease.fence, "leasehold: elected");
+    // Before the command starts, so that nothing it leaves behind is missed.
+    let mut family = Family::prepare();
     let mut child = match Child::spawn(&args.command, &env, args.foreground) {
         Ok(child) => child,
         Err(failure) => {
@@ -141,11 +168,20 @@ async fn attempt(
             return Err(failure);
         }
     };
+    family.adopt(&child);
     record.ran = true;
-    let ended = supervise(&mut child, &guard, args, signals, &mut events).await;
+    let ended = Supervision {
+        child: &mut child,
+        family: &mut family,
+        guard: &guard,
+        args,
+        grace,
+    }
+    .watch(signals, &mut events)
+    .await;
     // A loss found only by the release is reported there, once, like every other loss.
     let unreported = match &ended {
-        Ok(e) if e.lost.is_some() || e.lost_unseen.is_some() => None,
+        Ok(e) if e.reported => None,
         Ok(e) => Some(format!(
             "`{}` had finished ({}) and may have overlapped with another holder; {}",
             child.name(),
@@ -204,6 +240,7 @@ async fn settle(elector: &Elector, why: &str) {
 /// Options from the flags; a rejected combination is a usage error that names the flags.
 fn options(args: &RunArgs) -> Result<ElectionOptions, Failure> {
     let lease = args.lease.unwrap_or(DEFAULT_LEASE.max(args.min_lease));
+    // --kill-grace is checked against this lease in `grace`, once the options are valid.
     let mut builder = ElectionOptions::builder()
         .max_leaders(args.slots)
         .wait(args.wait)
@@ -237,6 +274,18 @@ fn options(args: &RunArgs) -> Result<ElectionOptions, Failure> {
     })
 }
 
+/// `--kill-grace` (or its default) for `lease`: it must fit a third of the lease.
+fn grace(args: &RunArgs, lease: Duration) -> Result<Duration, Failure> {
+    let source = if args.lease.is_some() {
+        LeaseSource::Flag
+    } else if args.min_lease > DEFAULT_LEASE {
+        LeaseSource::MinLease
+    } else {
+        LeaseSource::Default
+    };
+    kill_grace(args.kill_grace, lease, source)
+}
+
 /// The `--once-per` period, validated; `--slots` above 1 cannot be combined with it.
 fn period(args: &RunArgs) -> Result<Option<Period>, Failure> {
     let Some(length) = args.once_per else {
@@ -260,21 +309,29 @@ fn period(args: &RunArgs) -> Result<Option<Period>, Failure> {
     }
 }
 
-/// The one line printed when the period ledger refuses the run: which period, when and where
-/// it already ran.
+/// The one line printed when the period ledger refuses the run: which period ran, when and
+/// where, and the period this run asked for when its length or offset differs.
 fn already_ran_message(args: &RunArgs, period: Period, record: &PeriodRecord) -> String {
     let program = args
         .command
         .first()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let length = if record.length() == period.length() {
+        format!("--once-per {}", human(period.length()))
+    } else {
+        format!(
+            "periods of {}, which this run's --once-per {} overlaps",
+            human(record.length()),
+            human(period.length())
+        )
+    };
     format!(
-        "lock {}: period {} ({} to {}, --once-per {}) already ran at {} on {}; skipped `{program}`",
+        "lock {}: period {} ({} to {}, {length}) already ran at {} on {}; skipped `{program}`",
         args.lock,
         record.period,
-        rfc3339(period.start_of(record.period)),
-        rfc3339(period.start_of(record.period.saturating_add(1))),
-        human(period.length()),
+        rfc3339(record.from),
+        rfc3339(record.until),
         rfc3339(record.at),
         printable(&record.by),
     )
@@ -297,159 +354,29 @@ async fn skip_message(store: &dyn LeaseStore, args: &RunArgs) -> String {
     format!("lock {lock} is {held_by}{waited}; skipped `{program}`")
 }
 
-/// How the supervised command ended.
-#[derive(Debug)]
-struct Ending {
-    status: std::process::ExitStatus,
-    /// Set if the lease was lost while the command ran.
-    lost: Option<LostReason>,
-    /// True if leasehold stopped the command because of the loss.
-    killed: bool,
-    /// Set if the command ended on its own, and only then was the lease found lost (leasehold
-    /// itself was stopped or starved meanwhile, so it could not act on the loss in time).
-    lost_unseen: Option<LostReason>,
-}
-
-/// Waits for the command while watching the lease and forwarding signals. A loss is reported
-/// here, once, in the one line of [`say::lost`].
-async fn supervise(
-    child: &mut Child,
-    guard: &LeaderGuard,
-    args: &RunArgs,
-    signals: &mut Signals,
-    events: &mut broadcast::Receiver<Event>,
-) -> Result<Ending, Failure> {
-    let lock = &args.lock;
-    let mut events_open = true;
-    let mut lost = None;
-    let mut kill_at: Option<Instant> = None;
-    let mut stops = child.terminal_stops();
-    let mut hinted = false;
-    loop {
-        let escalate = async {
-            match kill_at {
-                Some(at) => sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            status = child.wait() => {
-                let status = status.map_err(|e| {
-                    Failure::usage(format!("lost track of `{}`: {e}", child.name()))
-                })?;
-                let unseen = if lost.is_none() && guard.is_lost() {
-                    // Known at once: the lease is already marked lost.
-                    Some(guard.lost().await)
-                } else {
-                    None
-                };
-                if let Some(deadline) = kill_at {
-                    // Stopped for a loss: what the command left in its group stops too.
-                    if child.stop_group_remains(deadline).await {
-                        say::err(&format!("processes `{}` left behind were still running {} \
-                            after SIGTERM; sent SIGKILL", child.name(), human(args.kill_grace)));
-                    }
-                }
-                return Ok(ended_on_its_own(child, status, lost, unseen, args));
-            }
-            signal = signals.recv() => {
-                tracing::info!(%signal, "leasehold: forwarding signal to the command");
-                child.deliver(signal);
-            }
-            event = events.recv(), if events_open => match event {
-                Ok(Event::RenewalFailing { error, .. }) if lost.is_none() => say::err(&format!(
-                    "renewing the lease on lock {lock} is failing ({error}); retrying until the \
-                     lease runs out, when `{}` {}", child.name(), match args.on_lost {
-                        OnLost::Kill => "is stopped",
-                        OnLost::Continue => "keeps running (--on-lost continue)",
-                    })),
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => events_open = false,
-            },
-            reason = guard.lost(), if lost.is_none() => {
-                // Noticed late (leasehold was stopped or starved): the command may have ended
-                // meanwhile, and then there is nothing left to stop.
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Ok(ended_on_its_own(child, status, None, Some(reason), args));
-                }
-                lost = Some(reason);
-                let consequence = match args.on_lost {
-                    OnLost::Kill => {
-                        child.deliver(Signal::SIGTERM);
-                        kill_at = Some(leasehold::store::deadline_after(Instant::now(), args.kill_grace));
-                        format!("stopping `{}` (SIGTERM, SIGKILL after {}); exit code {}",
-                            child.name(), human(args.kill_grace), exit::LEASE_LOST)
-                    }
-                    OnLost::Continue => format!("`{}` keeps running (--on-lost continue) and may \
-                        overlap with another holder", child.name()),
-                };
-                say::lost(lock, &reason.to_string(), &consequence);
-            }
-            signal = stops.next(), if !hinted => {
-                hinted = true;
-                say::err(&terminal_stop_hint(child.name(), signal));
-            }
-            () = escalate => {
-                say::err(&format!("`{}` still running {} after SIGTERM; sending SIGKILL",
-                    child.name(), human(args.kill_grace)));
-                child.deliver(Signal::SIGKILL);
-                kill_at = None;
-            }
-        }
-    }
-}
-
-/// The one-time hint when the command, in its own process group, was stopped for using the
-/// terminal: without it the run would just hang.
-fn terminal_stop_hint(name: &str, signal: Signal) -> String {
-    let did = if signal == Signal::SIGTTOU {
-        "wrote to or configured the terminal"
-    } else {
-        "read from the terminal"
+/// `line` (a skip under `--once-per`), with what the ledger says when this period is claimed but
+/// its run has not started: the holder may still run it, or let it go to the next run.
+async fn claimed_note(
+    store: &dyn LeaseStore,
+    lock: &LockName,
+    period: Period,
+    line: String,
+) -> String {
+    let Ok(Some(record)) = store.period_record(lock).await else {
+        return line;
     };
+    let now = std::time::SystemTime::now();
+    let window_start = period.start_of(period.id_at(now));
+    if record.started || record.at < window_start {
+        return line;
+    }
     format!(
-        "`{name}` is stopped ({signal}): it {did}, which it cannot do from its own process \
-         group; run an interactive command with --foreground, or redirect its stdin \
-         (e.g. < /dev/null). Still waiting for it: SIGTERM to leasehold ends it and releases \
-         the lock"
+        "{line} (period {} is claimed, not run: granted at {} to {}; if it never starts, the next \
+         run of this period takes it over)",
+        record.period,
+        rfc3339(record.at),
+        printable(&record.by)
     )
-}
-
-/// The command ended by itself. `lost_unseen`: the lease was found lost only now, too late to
-/// stop the command, which may have overlapped with another holder (reported here).
-fn ended_on_its_own(
-    child: &Child,
-    status: std::process::ExitStatus,
-    lost: Option<LostReason>,
-    lost_unseen: Option<LostReason>,
-    args: &RunArgs,
-) -> Ending {
-    if let Some(reason) = lost_unseen {
-        let outcome = match args.on_lost {
-            OnLost::Kill => format!("exit code {}", exit::LOST_BEFORE_END),
-            OnLost::Continue => "passing its status on (--on-lost continue)".to_owned(),
-        };
-        let name = child.name();
-        say::lost(
-            &args.lock,
-            &format!(
-                "{reason}; noticed only after `{name}` finished: was leasehold stopped or \
-                 starved?"
-            ),
-            &format!(
-                "`{name}` finished ({}) but exclusivity was not guaranteed: it may have \
-                 overlapped with another holder; {outcome}",
-                exit::describe_status(status),
-            ),
-        );
-    }
-    Ending {
-        status,
-        lost,
-        killed: lost.is_some() && args.on_lost == OnLost::Kill,
-        lost_unseen,
-    }
 }
 
 /// Releases the lease (or shortens it to the remaining `--min-lease`), bounded in time. A store

@@ -39,15 +39,35 @@ fn slots_above_the_limit_are_a_usage_error_on_every_command() {
         "99999999999999999999999",
     ] {
         for args in [
-            &["status", "--store", "memory:", "--slots", slots, "a"][..],
+            &["status", "--store", env.store(), "--slots", slots, "a"][..],
             &[
-                "release", "--store", "memory:", "--force", "--slots", slots, "a",
+                "release",
+                "--store",
+                env.store(),
+                "--force",
+                "--slots",
+                slots,
+                "a",
             ],
             &[
-                "run", "--store", "memory:", "--lock", "a", "--slots", slots, "--", "true",
+                "run",
+                "--store",
+                env.store(),
+                "--lock",
+                "a",
+                "--slots",
+                slots,
+                "--",
+                "true",
             ],
             &[
-                "serve", "--store", "memory:", "--lock", "a", "--slots", slots,
+                "serve",
+                "--store",
+                env.store(),
+                "--lock",
+                "a",
+                "--slots",
+                slots,
             ],
         ] {
             usage_error(&env, args, "--slots", &["1024", "MAX_SLOTS"]);
@@ -61,11 +81,19 @@ fn slots_above_the_limit_are_a_usage_error_on_every_command() {
         &["1024"],
     );
 
-    let out = env.output(&["status", "--store", "memory:", "--slots", "1024", "a"]);
+    let out = env.output(&["status", "--store", env.store(), "--slots", "1024", "a"]);
     assert_eq!(code(&out.status), 0, "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("1024"), "{}", text(&out.stdout));
     let out = env.output(&[
-        "run", "--store", "memory:", "--lock", "a", "--slots", "1024", "--", "true",
+        "run",
+        "--store",
+        env.store(),
+        "--lock",
+        "a",
+        "--slots",
+        "1024",
+        "--",
+        "true",
     ]);
     assert_eq!(code(&out.status), 0, "{}", text(&out.stderr));
 }
@@ -83,7 +111,15 @@ fn durations_beyond_the_maximum_are_a_usage_error_not_a_panic() {
             usage_error(
                 &env,
                 &[
-                    "run", "--store", "memory:", "--lock", "a", flag, value, "--", "true",
+                    "run",
+                    "--store",
+                    env.store(),
+                    "--lock",
+                    "a",
+                    flag,
+                    value,
+                    "--",
+                    "true",
                 ],
                 flag,
                 &["36500d", "MAX_DURATION"],
@@ -98,7 +134,7 @@ fn the_largest_durations_run() {
     let out = env.output(&[
         "run",
         "--store",
-        "memory:",
+        env.store(),
         "--lock",
         "a",
         "--wait",
@@ -108,16 +144,17 @@ fn the_largest_durations_run() {
         "--min-lease",
         "36500d",
         "--kill-grace",
-        "36500d",
+        "12166d",
         "--",
         "true",
     ]);
     assert_eq!(code(&out.status), 0, "{}", text(&out.stderr));
 }
 
-/// The lease is lost while the command runs, under the largest `--kill-grace`: SIGTERM is sent
-/// and the escalation deadline (100 years away) is computed without a panic; the command dies of
-/// SIGTERM and `run` exits 124.
+/// The lease is lost while the command runs, under the largest `--kill-grace` a 1 s lease takes
+/// (a third of it): SIGTERM is sent, SIGKILL is bounded by the lease's deadline; the command dies
+/// of SIGTERM and `run` exits 124. The largest duration as a grace does not fit a 1 s lease:
+/// refused before anything runs.
 #[test]
 fn losing_the_lease_under_the_largest_kill_grace_stops_the_command() {
     let env = Env::new();
@@ -134,6 +171,22 @@ fn losing_the_lease_under_the_largest_kill_grace_stops_the_command() {
         "1s",
         "--kill-grace",
         "36500d",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let refused = finish(holder);
+    assert_eq!(code(&refused.status), 125, "{}", text(&refused.stderr));
+    assert!(!started.exists());
+    let holder = env.spawn(&[
+        "run",
+        "--lock",
+        "grace",
+        "--lease",
+        "1s",
+        "--kill-grace",
+        "333ms",
         "--",
         "sh",
         "-c",
@@ -157,7 +210,7 @@ fn node_ids_are_checked_at_the_flag() {
         &[
             "run",
             "--store",
-            "memory:",
+            env.store(),
             "--lock",
             "a",
             "--node-id",
@@ -174,7 +227,7 @@ fn node_ids_are_checked_at_the_flag() {
             &[
                 "run",
                 "--store",
-                "memory:",
+                env.store(),
                 "--lock",
                 "a",
                 "--node-id",
