@@ -1,0 +1,109 @@
+//! What is modelled: the rules the electors and the store follow, and the sizes explored.
+
+/// How the period ledger judges a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ledger {
+    /// Today's rule (`leasehold::store::judge_claim`): a record counts for a period only if it
+    /// was granted at or after the period's start **and** its action started; a claim that
+    /// never started holds the period only while its lease is live, then it is taken over.
+    ByTime,
+    /// The rule before issue 33: the record is the bare period number under the claim's own
+    /// length, any number at or above the one claimed refuses, and a claim counts as a run.
+    ByNumber,
+}
+
+/// The rules of one model: the elector's options and the ledger's rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rules {
+    /// The elector renews its lease while the action runs (`auto_extend`).
+    pub auto_extend: bool,
+    /// The elector drops its action at the lease's local deadline (`cancel_on_lost`).
+    pub cancel_on_lost: bool,
+    /// The ledger's rule.
+    pub ledger: Ledger,
+}
+
+impl Rules {
+    /// The library's defaults today.
+    pub const TODAY: Self = Self {
+        auto_extend: true,
+        cancel_on_lost: true,
+        ledger: Ledger::ByTime,
+    };
+
+    /// The library's defaults and the ledger before issue 33: no renewal, the action runs on
+    /// after the loss, the ledger counts periods by number and a claim as a run.
+    pub const BEFORE_ISSUE_33: Self = Self {
+        auto_extend: false,
+        cancel_on_lost: false,
+        ledger: Ledger::ByNumber,
+    };
+}
+
+/// The sizes one check explores, in ticks of the real clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Setup {
+    /// How many electors contend (2 or 3).
+    pub electors: u8,
+    /// The lease: the store frees a lock `lease` ticks after its grant or last renewal.
+    pub lease: u8,
+    /// The elector's safety margin: its local deadline is `lease - margin` after it *sent* the
+    /// request that was granted or renewed (the library uses a tenth of the lease).
+    pub margin: u8,
+    /// The largest error of an elector's clock over one lease, in ticks: the local deadline
+    /// lands anywhere in `± drift` of where an exact clock would put it.
+    pub drift: u8,
+    /// Time ends here.
+    pub horizon: u8,
+    /// The longest action: an action may end at any tick up to this long after it started.
+    pub action: u8,
+    /// The period lengths a schedule claims with, changing between runs (the first is used
+    /// first). Empty: plain locks, no ledger.
+    pub periods: Vec<u8>,
+    /// How many requests or answers may be lost (each either before or after the store
+    /// applied it).
+    pub losses: u8,
+    /// Electors may pause for any time: an answer may wait, a timeout may come late, a renewal
+    /// may not be sent. Without pauses every elector acts before time passes (what the
+    /// at-least-once property assumes of "an elector that stays up").
+    pub pauses: bool,
+    /// The rules followed.
+    pub rules: Rules,
+}
+
+impl Setup {
+    /// Two electors on a plain lock: lease 3, margin 1, actions up to twice the lease, one
+    /// loss, pauses.
+    pub fn plain(rules: Rules) -> Self {
+        Self {
+            electors: 2,
+            lease: 3,
+            margin: 1,
+            drift: 0,
+            horizon: 8,
+            action: 5,
+            periods: Vec::new(),
+            losses: 1,
+            pauses: true,
+            rules,
+        }
+    }
+
+    /// Two electors running a schedule with periods of `periods` ticks (changing between
+    /// runs when more than one is given), lease 2, margin 1, one loss, no pauses, for two
+    /// periods of the longest length.
+    pub fn scheduled(rules: Rules, periods: &[u8]) -> Self {
+        Self {
+            electors: 2,
+            lease: 2,
+            margin: 1,
+            drift: 0,
+            horizon: periods.iter().copied().max().unwrap_or(1).saturating_mul(2),
+            action: 1,
+            periods: periods.to_vec(),
+            losses: 1,
+            pauses: false,
+            rules,
+        }
+    }
+}
