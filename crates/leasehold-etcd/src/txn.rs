@@ -22,8 +22,8 @@ use etcd_client::{
     TxnOpResponse, TxnResponse,
 };
 use leasehold::store::{
-    AcquireRequest, Acquisition, ClaimVerdict, PeriodStart, PeriodWindow, StoreResult,
-    from_epoch_ms, judge_claim,
+    AcquireRequest, Acquisition, ClaimVerdict, LedgerText, PeriodStart, PeriodWindow, StoreResult,
+    judge_claim,
 };
 use leasehold::{
     Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
@@ -298,11 +298,6 @@ pub(crate) struct Slots {
     pub(crate) ledger: Option<Ledger>,
 }
 
-/// The version tag of the ledger's value.
-const LEDGER_TAG: &str = "leasehold-ledger/1";
-/// The first word of the ledger's second line (the claim's window, token and state).
-const CLAIM_TAG: &str = "claim";
-
 /// A lock's period ledger: its latest claim — the period id and window claimed, when (this
 /// store's clients' clocks, ms) and to whom it was granted, the token it was granted to and
 /// whether its action started — with the key's `mod_revision` for compare-and-swap.
@@ -324,39 +319,13 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// The ledger of a claim granted now: at `at_ms` to `req`, for `window`, not started.
     fn claim(req: &AcquireRequest, window: PeriodWindow, at_ms: u64) -> Self {
-        Self {
-            period: window.id,
-            at_ms,
-            by: req.owner.to_string(),
-            window: Some((window.from_ms, window.until_ms)),
-            token: Some(req.token),
-            started: false,
-            mod_revision: 0,
-        }
+        let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
+        Self::from_text(LedgerText::claim(window, at, &req.owner, req.token), 0)
     }
 
-    /// The value, two lines:
-    ///
-    /// ```text
-    /// leasehold-ledger/1 <period> <at ms> <owner>
-    /// claim <from ms> <until ms> <token> <started 0|1>
-    /// ```
-    ///
-    /// The first line is the whole value an older version of this store wrote and reads (it
-    /// judges claims by that period id; it reads the rest of the value as the owner, which only
-    /// its messages show): it is kept so that a fleet in the middle of an upgrade still refuses
-    /// a period the new version ran. Owners hold no control characters
-    /// ([`validate_node_id`](leasehold::validate_node_id)), so the line break is unambiguous.
+    /// The value ([`LedgerText`]'s two lines).
     fn encode(&self) -> String {
-        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
-        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
-            text.push_str(&format!(
-                "\n{CLAIM_TAG} {from} {until} {} {}",
-                token.to_hex(),
-                u8::from(self.started)
-            ));
-        }
-        text
+        self.text().encode()
     }
 
     /// A ledger value; one without the second line (an older version's) reads as a claim that
@@ -366,34 +335,31 @@ impl Ledger {
     }
 
     fn parse(value: &[u8], mod_revision: i64) -> Option<Self> {
-        let text = std::str::from_utf8(value).ok()?;
-        let (first, claim) = match text.split_once('\n') {
-            Some((first, claim)) => (first, Some(claim)),
-            None => (text, None),
-        };
-        let mut f = first.splitn(4, ' ');
-        if f.next()? != LEDGER_TAG {
-            return None;
-        }
-        let mut ledger = Self {
-            period: f.next()?.parse().ok()?,
-            at_ms: f.next()?.parse().ok()?,
-            by: f.next()?.to_owned(),
-            window: None,
-            token: None,
-            started: true,
+        let text = LedgerText::decode(std::str::from_utf8(value).ok()?)?;
+        Some(Self::from_text(text, mod_revision))
+    }
+
+    fn from_text(text: LedgerText, mod_revision: i64) -> Self {
+        Self {
+            period: text.period,
+            at_ms: u64::try_from(text.at_ms).unwrap_or_default(),
+            by: text.by,
+            window: text.window,
+            token: text.token,
+            started: text.started,
             mod_revision,
-        };
-        if let Some(claim) = claim {
-            let mut f = claim.split(' ');
-            if f.next()? != CLAIM_TAG {
-                return None;
-            }
-            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
-            ledger.token = Some(Token::from_hex(f.next()?)?);
-            ledger.started = f.next()? == "1";
         }
-        Some(ledger)
+    }
+
+    fn text(&self) -> LedgerText {
+        LedgerText {
+            period: self.period,
+            at_ms: self.at_epoch_ms(),
+            by: self.by.clone(),
+            window: self.window,
+            token: self.token,
+            started: self.started,
+        }
     }
 
     /// When the claim was granted, ms since the epoch.
@@ -402,16 +368,7 @@ impl Ledger {
     }
 
     fn record(&self) -> PeriodRecord {
-        let at = self.at_epoch_ms();
-        let (from, until) = self.window.unwrap_or((at, at));
-        PeriodRecord {
-            period: self.period,
-            from: from_epoch_ms(from),
-            until: from_epoch_ms(until),
-            at: time(self.at_ms),
-            by: self.by.clone(),
-            started: self.started,
-        }
+        self.text().record()
     }
 }
 

@@ -3,15 +3,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::store::{PeriodWindow, from_epoch_ms};
+use leasehold::store::{LedgerText, PeriodWindow};
 use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
 
 /// The version tag at the start of every slot value this store writes.
 const TAG: &str = "leasehold/1";
-/// The version tag of the ledger's value.
-const LEDGER_TAG: &str = "leasehold-ledger/1";
-/// The first word of the ledger's second line (the claim's window, token and state).
-const CLAIM_TAG: &str = "claim";
 /// Written in place of the fence by a grant: the fence is the granting message's own sequence.
 const OWN: &str = "-";
 
@@ -175,39 +171,13 @@ impl Ledger {
     /// The ledger of a claim granted at `at_ms` to `owner` with `token`, for `window`, not
     /// started.
     pub(crate) fn claim(window: PeriodWindow, at_ms: u64, owner: &str, token: Token) -> Self {
-        Self {
-            period: window.id,
-            at_ms,
-            by: owner.to_owned(),
-            window: Some((window.from_ms, window.until_ms)),
-            token: Some(token),
-            started: false,
-            seq: 0,
-        }
+        let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
+        Self::from_text(LedgerText::claim(window, at, owner, token), 0)
     }
 
-    /// The value, two lines:
-    ///
-    /// ```text
-    /// leasehold-ledger/1 <period> <at ms> <owner>
-    /// claim <from ms> <until ms> <token> <started 0|1>
-    /// ```
-    ///
-    /// The first line is the whole value an older version of this store wrote and reads (it
-    /// judges claims by that period id; it reads the rest of the value as the owner, which only
-    /// its messages show): it is kept so that a fleet in the middle of an upgrade still refuses
-    /// a period the new version ran. Owners hold no control characters
-    /// ([`validate_node_id`](leasehold::validate_node_id)), so the line break is unambiguous.
+    /// The value ([`LedgerText`]'s two lines).
     pub(crate) fn encode(&self) -> String {
-        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
-        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
-            text.push_str(&format!(
-                "\n{CLAIM_TAG} {from} {until} {} {}",
-                token.to_hex(),
-                u8::from(self.started)
-            ));
-        }
-        text
+        self.text().encode()
     }
 
     /// The ledger in a live message; `None` for anything this store did not write. A value
@@ -217,34 +187,31 @@ impl Ledger {
         if msg.op != Op::Put {
             return None;
         }
-        let text = std::str::from_utf8(&msg.payload).ok()?;
-        let (first, claim) = match text.split_once('\n') {
-            Some((first, claim)) => (first, Some(claim)),
-            None => (text, None),
-        };
-        let mut f = first.splitn(4, ' ');
-        if f.next()? != LEDGER_TAG {
-            return None;
+        let text = LedgerText::decode(std::str::from_utf8(&msg.payload).ok()?)?;
+        Some(Self::from_text(text, msg.seq))
+    }
+
+    fn from_text(text: LedgerText, seq: u64) -> Self {
+        Self {
+            period: text.period,
+            at_ms: u64::try_from(text.at_ms).unwrap_or_default(),
+            by: text.by,
+            window: text.window,
+            token: text.token,
+            started: text.started,
+            seq,
         }
-        let mut ledger = Self {
-            period: f.next()?.parse().ok()?,
-            at_ms: f.next()?.parse().ok()?,
-            by: f.next()?.to_owned(),
-            window: None,
-            token: None,
-            started: true,
-            seq: msg.seq,
-        };
-        if let Some(claim) = claim {
-            let mut f = claim.split(' ');
-            if f.next()? != CLAIM_TAG {
-                return None;
-            }
-            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
-            ledger.token = Some(Token::from_hex(f.next()?)?);
-            ledger.started = f.next()? == "1";
+    }
+
+    fn text(&self) -> LedgerText {
+        LedgerText {
+            period: self.period,
+            at_ms: self.at_epoch_ms(),
+            by: self.by.clone(),
+            window: self.window,
+            token: self.token,
+            started: self.started,
         }
-        Some(ledger)
     }
 
     /// When the claim was granted, ms since the epoch.
@@ -253,16 +220,7 @@ impl Ledger {
     }
 
     pub(crate) fn record(&self) -> PeriodRecord {
-        let at = self.at_epoch_ms();
-        let (from, until) = self.window.unwrap_or((at, at));
-        PeriodRecord {
-            period: self.period,
-            from: from_epoch_ms(from),
-            until: from_epoch_ms(until),
-            at: time(self.at_ms),
-            by: self.by.clone(),
-            started: self.started,
-        }
+        self.text().record()
     }
 }
 

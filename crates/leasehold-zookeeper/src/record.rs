@@ -16,16 +16,12 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::store::from_epoch_ms;
+use leasehold::store::LedgerText;
 use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
 use zookeeper_client::Stat;
 
 /// The version tag at the start of every slot node this store writes.
 const TAG: &str = "leasehold/1";
-/// The version tag of the ledger's data.
-const LEDGER_TAG: &str = "leasehold-ledger/1";
-/// The first word of the ledger's second line (the claim's window, token and state).
-const CLAIM_TAG: &str = "claim";
 
 /// A point in time from ms since the epoch.
 pub(crate) fn time(ms: i64) -> SystemTime {
@@ -200,72 +196,38 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
-    /// Two lines:
-    ///
-    /// ```text
-    /// leasehold-ledger/1 <period> <at ms> <owner>
-    /// claim <from ms> <until ms> <token> <started 0|1>
-    /// ```
-    ///
-    /// The first line is the whole data an older version of this store wrote and reads (it
-    /// judges claims by that period id; it reads the rest of the data as the owner, which only
-    /// its messages show): it is kept so that a fleet in the middle of an upgrade still refuses
-    /// a period the new version ran. Owners hold no control characters
-    /// ([`validate_node_id`](leasehold::validate_node_id)), so the line break is unambiguous.
+    /// The data ([`LedgerText`]'s two lines).
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
-        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
-            text.push_str(&format!(
-                "\n{CLAIM_TAG} {from} {until} {} {}",
-                token.to_hex(),
-                u8::from(self.started)
-            ));
-        }
-        text.into_bytes()
+        self.text().encode().into_bytes()
     }
 
     /// `None` for data this store did not write; a ledger without the second line (an older
     /// version's) reads as a claim that started, its window unknown.
     pub(crate) fn decode(data: &[u8]) -> Option<Self> {
-        let text = std::str::from_utf8(data).ok()?;
-        let (first, claim) = match text.split_once('\n') {
-            Some((first, claim)) => (first, Some(claim)),
-            None => (text, None),
-        };
-        let mut f = first.splitn(4, ' ');
-        if f.next()? != LEDGER_TAG {
-            return None;
+        let text = LedgerText::decode(std::str::from_utf8(data).ok()?)?;
+        Some(Self {
+            period: text.period,
+            at_ms: text.at_ms,
+            by: text.by,
+            window: text.window,
+            token: text.token,
+            started: text.started,
+        })
+    }
+
+    fn text(&self) -> LedgerText {
+        LedgerText {
+            period: self.period,
+            at_ms: self.at_ms,
+            by: self.by.clone(),
+            window: self.window,
+            token: self.token,
+            started: self.started,
         }
-        let mut ledger = Self {
-            period: f.next()?.parse().ok()?,
-            at_ms: f.next()?.parse().ok()?,
-            by: f.next()?.to_owned(),
-            window: None,
-            token: None,
-            started: true,
-        };
-        if let Some(claim) = claim {
-            let mut f = claim.split(' ');
-            if f.next()? != CLAIM_TAG {
-                return None;
-            }
-            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
-            ledger.token = Some(Token::from_hex(f.next()?)?);
-            ledger.started = f.next()? == "1";
-        }
-        Some(ledger)
     }
 
     pub(crate) fn record(&self) -> PeriodRecord {
-        let (from, until) = self.window.unwrap_or((self.at_ms, self.at_ms));
-        PeriodRecord {
-            period: self.period,
-            from: from_epoch_ms(from),
-            until: from_epoch_ms(until),
-            at: time(self.at_ms),
-            by: self.by.clone(),
-            started: self.started,
-        }
+        self.text().record()
     }
 }
 

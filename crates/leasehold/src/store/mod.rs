@@ -16,6 +16,7 @@
 pub(crate) mod contract;
 pub(crate) mod hand_off;
 pub(crate) mod lease;
+pub(crate) mod ledger_text;
 pub(crate) mod list;
 pub(crate) mod memory;
 pub(crate) mod observe;
@@ -40,6 +41,7 @@ pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId}
 pub use lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
 };
+pub use ledger_text::LedgerText;
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use option_error::InvalidOption;
 pub use period::{

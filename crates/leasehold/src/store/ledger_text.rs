@@ -1,0 +1,120 @@
+//! The period ledger as text, for stores that keep it as one value (etcd, NATS, ZooKeeper): one
+//! format, written and read in one place.
+
+use crate::store::lease::Token;
+use crate::store::period::{PeriodRecord, PeriodWindow, from_epoch_ms};
+
+/// The version tag that begins a ledger value.
+const LEDGER_TAG: &str = "leasehold-ledger/1";
+/// The first word of the value's second line (the claim's window, token and state).
+const CLAIM_TAG: &str = "claim";
+
+/// A lock's latest period claim, as a text value of two lines:
+///
+/// ```text
+/// leasehold-ledger/1 <period> <at ms> <owner>
+/// claim <from ms> <until ms> <token> <started 0|1>
+/// ```
+///
+/// The first line is the whole value earlier versions wrote and read (they judge claims by that
+/// period id and read the rest of the value as the owner, which only their messages show): it
+/// is kept so that a fleet in the middle of an upgrade still refuses a period the new version
+/// ran. Owners hold no control characters ([`validate_node_id`](crate::validate_node_id)), so
+/// the line break is unambiguous. A value without the second line reads as a claim that started
+/// (a claim was a run then), its window unknown.
+///
+/// ```
+/// use leasehold::store::{LedgerText, Period, Token};
+/// let window = Period::every(std::time::Duration::from_secs(60))?.window_at_ms(90_000);
+/// let claim = LedgerText::claim(window, 90_000, "host-a", Token::random());
+/// let text = claim.encode();
+/// assert_eq!(LedgerText::decode(&text), Some(claim));
+/// let old = LedgerText::decode("leasehold-ledger/1 1 90000 host-a").expect("an older value");
+/// assert!(old.started && old.window.is_none());
+/// # Ok::<(), leasehold::PeriodError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerText {
+    /// The period id claimed, under the claim's own length and offset.
+    pub period: i64,
+    /// When the claim was granted, ms since the epoch (the store's clock).
+    pub at_ms: i64,
+    /// The owner it was granted to.
+    pub by: String,
+    /// The window claimed, `[from, until)` in ms; `None` in a value of an older version.
+    pub window: Option<(i64, i64)>,
+    /// The token the claim was granted to; `None` in a value of an older version.
+    pub token: Option<Token>,
+    /// True once the claim's action started.
+    pub started: bool,
+}
+
+impl LedgerText {
+    /// A claim of `window` granted at `at_ms` to `owner` with `token`, not started.
+    pub fn claim(window: PeriodWindow, at_ms: i64, owner: &str, token: Token) -> Self {
+        Self {
+            period: window.id,
+            at_ms,
+            by: owner.to_owned(),
+            window: Some((window.from_ms, window.until_ms)),
+            token: Some(token),
+            started: false,
+        }
+    }
+
+    /// The value (see the type).
+    pub fn encode(&self) -> String {
+        let mut text = format!("{LEDGER_TAG} {} {} {}", self.period, self.at_ms, self.by);
+        if let (Some((from, until)), Some(token)) = (self.window, self.token) {
+            text.push_str(&format!(
+                "\n{CLAIM_TAG} {from} {until} {} {}",
+                token.to_hex(),
+                u8::from(self.started)
+            ));
+        }
+        text
+    }
+
+    /// A value, or `None` for text this format did not write.
+    pub fn decode(text: &str) -> Option<Self> {
+        let (first, claim) = match text.split_once('\n') {
+            Some((first, claim)) => (first, Some(claim)),
+            None => (text, None),
+        };
+        let mut f = first.splitn(4, ' ');
+        if f.next()? != LEDGER_TAG {
+            return None;
+        }
+        let mut ledger = Self {
+            period: f.next()?.parse().ok()?,
+            at_ms: f.next()?.parse().ok()?,
+            by: f.next()?.to_owned(),
+            window: None,
+            token: None,
+            started: true,
+        };
+        if let Some(claim) = claim {
+            let mut f = claim.split(' ');
+            if f.next()? != CLAIM_TAG {
+                return None;
+            }
+            ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
+            ledger.token = Some(Token::from_hex(f.next()?)?);
+            ledger.started = f.next()? == "1";
+        }
+        Some(ledger)
+    }
+
+    /// The record as the core shows it (an older value's window is its grant time).
+    pub fn record(&self) -> PeriodRecord {
+        let (from, until) = self.window.unwrap_or((self.at_ms, self.at_ms));
+        PeriodRecord {
+            period: self.period,
+            from: from_epoch_ms(from),
+            until: from_epoch_ms(until),
+            at: from_epoch_ms(self.at_ms),
+            by: self.by.clone(),
+            started: self.started,
+        }
+    }
+}
