@@ -99,7 +99,12 @@ impl LeaseModel {
                     granted: now,
                 });
                 if let Some(number) = now.checked_div(period) {
+                    let ran = match self.setup.rules.ledger {
+                        Ledger::ByTime => state.store.ledger.and_then(|r| r.ran),
+                        Ledger::LatestClaim | Ledger::ByNumber => None,
+                    };
                     state.store.ledger = Some(Record {
+                        ran,
                         number,
                         at: now,
                         token,
@@ -122,6 +127,9 @@ impl LeaseModel {
             Request::Start(token) => match (live, state.store.ledger.as_mut()) {
                 (Some(h), Some(record)) if h.token == token && record.token == token => {
                     record.started = true;
+                    if self.setup.rules.ledger == Ledger::ByTime {
+                        record.ran = Some(record.at);
+                    }
                     Answer::Started
                 }
                 _ => Answer::NotHeld,
@@ -143,7 +151,10 @@ impl LeaseModel {
         };
         match self.setup.rules.ledger {
             Ledger::ByNumber => record.number >= state.now / len,
-            Ledger::ByTime => record.started && record.at >= state.now - state.now % len,
+            Ledger::ByTime => record
+                .ran
+                .is_some_and(|ran| ran >= state.now - state.now % len),
+            Ledger::LatestClaim => record.started && record.at >= state.now - state.now % len,
         }
     }
 
@@ -173,7 +184,7 @@ impl LeaseModel {
                     // Answered too late: the lease is already lost; nothing runs under it.
                     next.phase = Phase::Idle;
                     next.exchange = Some(send(Request::Release(token), now));
-                } else if period > 0 && self.setup.rules.ledger == Ledger::ByTime {
+                } else if period > 0 && self.setup.rules.ledger != Ledger::ByNumber {
                     next.phase = Phase::Starting(holding);
                     next.exchange = Some(send(Request::Start(token), now));
                 } else {

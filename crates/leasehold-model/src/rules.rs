@@ -3,10 +3,15 @@
 /// How the period ledger judges a claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ledger {
-    /// Today's rule (`leasehold::store::judge_claim`): a record counts for a period only if it
-    /// was granted at or after the period's start **and** its action started; a claim that
-    /// never started holds the period only while its lease is live, then it is taken over.
+    /// Today's rule (`leasehold::store::judge_claim`): a period ran when a claim granted at or
+    /// after its start started its action — the ledger keeps the latest claim **and** when the
+    /// latest claim that started was granted, so a claim that never started cannot hide an
+    /// earlier run. A claim that never started holds the period only while its lease is live,
+    /// then it is taken over.
     ByTime,
+    /// The rule of issue 33: judged by time as [`ByTime`](Self::ByTime), but the ledger keeps
+    /// only the latest claim, which counts only once it started.
+    LatestClaim,
     /// The rule before issue 33: the record is the bare period number under the claim's own
     /// length, any number at or above the one claimed refuses, and a claim counts as a run.
     ByNumber,
@@ -29,6 +34,12 @@ impl Rules {
         auto_extend: true,
         cancel_on_lost: true,
         ledger: Ledger::ByTime,
+    };
+
+    /// The library's defaults with the ledger of issue 33, which kept only the latest claim.
+    pub const ISSUE_33: Self = Self {
+        ledger: Ledger::LatestClaim,
+        ..Self::TODAY
     };
 
     /// The library's defaults and the ledger before issue 33: no renewal, the action runs on

@@ -41,6 +41,8 @@ pub struct Record {
     pub token: Token,
     /// Whether its action started.
     pub started: bool,
+    /// When the latest claim that started was granted (this one's `at` once it started).
+    pub ran: Option<Tick>,
 }
 
 /// A request an elector sent.
