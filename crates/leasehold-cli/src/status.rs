@@ -70,6 +70,9 @@ struct LedgerReport {
     /// When the claim was granted, by the store's clock, and to whom.
     at: String,
     by: String,
+    /// When the lock's latest run was granted (`at` once this claim ran; an earlier claim's
+    /// grant while this one has not); `null` when no run is known.
+    last_run: Option<String>,
 }
 
 impl From<&PeriodRecord> for LedgerReport {
@@ -82,6 +85,7 @@ impl From<&PeriodRecord> for LedgerReport {
             state: if r.started { "ran" } else { "claimed" },
             at: rfc3339(r.at),
             by: r.by.clone(),
+            last_run: r.last_run().map(rfc3339),
         }
     }
 }
@@ -285,7 +289,7 @@ fn ledger_line(r: &PeriodRecord) -> String {
     } else {
         "claimed, not run (the next claim of this period takes it over once its lease ends)"
     };
-    format!(
+    let mut line = format!(
         "  period ledger: period {} ({} to {}, periods of {}) {state}: granted at {} to {}",
         r.period,
         rfc3339(r.from),
@@ -293,7 +297,11 @@ fn ledger_line(r: &PeriodRecord) -> String {
         human(r.length()),
         rfc3339(r.at),
         printable(&r.by),
-    )
+    );
+    if let Some(ran) = r.last_run().filter(|_| !r.started) {
+        line.push_str(&format!("; the last run was granted at {}", rfc3339(ran)));
+    }
+    line
 }
 
 /// `status --all`'s text: the report (or a line saying nothing is held), then where to continue
@@ -389,6 +397,7 @@ mod tests {
             at: t + Duration::from_secs(5),
             by: "web-1".to_owned(),
             started: false,
+            ran_at: None,
         };
         let claimed = Shown {
             ledger: Some(record.clone()),
@@ -400,9 +409,27 @@ mod tests {
         let back = serde_json::to_value(LockReport::from(&claimed))?;
         assert_eq!(back["ledger"]["state"], "claimed");
         assert_eq!(back["ledger"]["length_ms"], 3_600_000);
+        assert!(back["ledger"]["last_run"].is_null());
+        // A claim that has not run, after a run granted at 01:00:01 (of another period length).
+        let after_a_run = Shown {
+            ledger: Some(PeriodRecord {
+                ran_at: Some(t + Duration::from_secs(1)),
+                ..record.clone()
+            }),
+            holders: Vec::new(),
+            ..shown(None)?
+        };
+        let text = text_report(std::slice::from_ref(&after_a_run));
+        assert!(
+            text.contains("; the last run was granted at 1970-01-01T01:00:01.000Z"),
+            "{text}"
+        );
+        let back = serde_json::to_value(LockReport::from(&after_a_run))?;
+        assert_eq!(back["ledger"]["last_run"], "1970-01-01T01:00:01.000Z");
         let ran = Shown {
             ledger: Some(PeriodRecord {
                 started: true,
+                ran_at: Some(t + Duration::from_secs(5)),
                 ..record
             }),
             ..claimed

@@ -64,6 +64,10 @@ pub const LEDGER_TOKEN: &str = "ledgerToken";
 /// The period ledger: 1 once the claim's action started, 0 before (absent on items written
 /// before it existed, which count as started).
 pub const LEDGER_STARTED: &str = "ledgerStarted";
+/// The period ledger: when the latest claim whose action started was granted, epoch ms (copied
+/// from [`LEDGER_AT`] when a claim starts, and left alone by later claims until one starts, so
+/// an unstarted claim never hides an earlier run; absent until a claim starts).
+pub const LEDGER_RAN: &str = "ledgerRan";
 
 /// Acquire: the item is missing, free (no token) or its lease ended before `:stale`.
 pub const ACQUIRE_CONDITION: &str = "attribute_not_exists(#t) OR #e < :stale";
@@ -75,10 +79,12 @@ pub const ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n
 pub const ACQUIRE_NAMES: &[&str] = &["#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f"];
 
 /// Acquire claiming a period: free as for [`ACQUIRE_CONDITION`], **and** no run counts for the
-/// period starting at `:from`: the ledger is empty, its claim was granted before `:from`, or that
-/// claim never started (the lock being free, it is taken over).
+/// period starting at `:from`: the latest claim does not (the ledger is empty, its claim was
+/// granted before `:from`, or that claim never started: the lock being free, it is taken over)
+/// and no earlier run does (no [`LEDGER_RAN`], or before `:from`).
 pub const PERIOD_CONDITION: &str = "(attribute_not_exists(#t) OR #e < :stale) AND \
-     (attribute_not_exists(#la) OR #la < :from OR #ls = :zero)";
+     (attribute_not_exists(#la) OR #la < :from OR #ls = :zero) AND \
+     (attribute_not_exists(#lr) OR #lr < :from)";
 /// Acquire claiming a period: as [`ACQUIRE_UPDATE`], recording the period's window, when, by
 /// whom and with which token, not started yet.
 pub const PERIOD_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n = :node, \
@@ -87,16 +93,16 @@ pub const PERIOD_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n 
 /// Placeholders used by the period-claiming acquire request.
 pub const PERIOD_NAMES: &[&str] = &[
     "#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f", "#lp", "#lf", "#lu", "#la", "#lb", "#lt",
-    "#ls",
+    "#ls", "#lr",
 ];
 
 /// Starting a period claim's action: the token holds a lease that has not ended and made the
 /// latest claim (`ReturnValues = NONE`).
 pub const START_CONDITION: &str = "#t = :token AND #e > :now AND #lt = :token";
-/// Starting a period claim's action: mark the claim started.
-pub const START_UPDATE: &str = "SET #ls = :one";
+/// Starting a period claim's action: mark the claim started, the lock's latest run.
+pub const START_UPDATE: &str = "SET #ls = :one, #lr = #la";
 /// Placeholders used by the start request.
-pub const START_NAMES: &[&str] = &["#t", "#e", "#lt", "#ls"];
+pub const START_NAMES: &[&str] = &["#t", "#e", "#lt", "#ls", "#lr", "#la"];
 
 /// Extend and release: the token holds a lease that has not ended.
 pub const HELD_CONDITION: &str = "#t = :token AND #e > :now";
@@ -183,6 +189,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("#lb", LEDGER_BY),
     ("#lt", LEDGER_TOKEN),
     ("#ls", LEDGER_STARTED),
+    ("#lr", LEDGER_RAN),
 ];
 
 /// `(placeholder, attribute)` pairs for the placeholders in `used` (DynamoDB rejects unused ones).

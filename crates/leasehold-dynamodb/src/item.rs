@@ -9,7 +9,7 @@ use leasehold::{Holder, Lease, LockName, PeriodRecord, StoreError, Token};
 use crate::clock::time;
 use crate::expressions::{
     ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_FROM,
-    LEDGER_PERIOD, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, TOKEN,
+    LEDGER_PERIOD, LEDGER_RAN, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, TOKEN,
 };
 
 /// An item as stored.
@@ -41,6 +41,8 @@ pub(crate) struct Ledger {
     pub(crate) by: String,
     /// Whether the claim's action started (an item from before this was kept: true).
     pub(crate) started: bool,
+    /// When the latest claim that started was granted, epoch ms ([`LEDGER_RAN`]).
+    pub(crate) ran: Option<u64>,
 }
 
 impl Item {
@@ -83,6 +85,7 @@ impl Item {
                         by: text(LEDGER_BY)?.unwrap_or_default(),
                         started: maybe_number(LEDGER_STARTED)? != Some(0)
                             || text(LEDGER_TOKEN)?.is_none(),
+                        ran: maybe_number(LEDGER_RAN)?,
                     })
                 }
                 Some(_) => return Err(malformed(key, LEDGER_PERIOD, "a number")),
@@ -121,19 +124,24 @@ impl Item {
         }
     }
 
-    /// The ledger's record, when it says the period starting at `from_ms` already ran: its
-    /// claim was granted at or after that start and started ([`judge_claim`]).
+    /// The ledger's record, when it says the period starting at `from_ms` already ran: a claim
+    /// granted at or after that start started ([`judge_claim`]).
     ///
     /// [`judge_claim`]: leasehold::store::judge_claim
     pub(crate) fn already_ran(&self, from_ms: u64) -> Option<PeriodRecord> {
         self.ledger
             .as_ref()
-            .filter(|l| l.started && l.at >= from_ms)
+            .filter(|l| l.last_run().is_some_and(|ran| ran >= from_ms))
             .map(Ledger::record)
     }
 }
 
 impl Ledger {
+    /// When the latest run was granted: this claim's grant if it started, else `ran`.
+    fn last_run(&self) -> Option<u64> {
+        self.started.then_some(self.at).max(self.ran)
+    }
+
     /// The record as the core shows it.
     pub(crate) fn record(&self) -> PeriodRecord {
         PeriodRecord {
@@ -143,6 +151,7 @@ impl Ledger {
             at: time(self.at),
             by: self.by.clone(),
             started: self.started,
+            ran_at: self.last_run().map(time),
         }
     }
 }

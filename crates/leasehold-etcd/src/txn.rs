@@ -23,7 +23,6 @@ use etcd_client::{
 };
 use leasehold::store::{
     AcquireRequest, Acquisition, ClaimVerdict, LedgerText, PeriodStart, PeriodWindow, StoreResult,
-    judge_claim,
 };
 use leasehold::{
     Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
@@ -313,14 +312,30 @@ pub(crate) struct Ledger {
     /// True once the claim's action started (always, in a record of an older version: a claim
     /// was a run then).
     pub(crate) started: bool,
+    /// When the latest claim that started was granted, ms ([`LedgerText::ran_at_ms`]).
+    pub(crate) ran_at_ms: Option<i64>,
     pub(crate) mod_revision: i64,
 }
 
 impl Ledger {
-    /// The ledger of a claim granted now: at `at_ms` to `req`, for `window`, not started.
-    fn claim(req: &AcquireRequest, window: PeriodWindow, at_ms: u64) -> Self {
+    /// The ledger of a claim granted now: at `at_ms` to `req`, for `window`, not started,
+    /// keeping the latest run of `previous` (the ledger it replaces).
+    fn claim(
+        req: &AcquireRequest,
+        window: PeriodWindow,
+        at_ms: u64,
+        previous: Option<&Self>,
+    ) -> Self {
         let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
-        Self::from_text(LedgerText::claim(window, at, &req.owner, req.token), 0)
+        let ran = previous.and_then(|l| l.text().last_run_ms());
+        Self::from_text(LedgerText::claim(window, at, &req.owner, req.token, ran), 0)
+    }
+
+    /// This claim, marked started.
+    fn started(&self) -> Self {
+        let mut text = self.text();
+        text.start();
+        Self::from_text(text, self.mod_revision)
     }
 
     /// The value ([`LedgerText`]'s two lines).
@@ -347,6 +362,7 @@ impl Ledger {
             window: text.window,
             token: text.token,
             started: text.started,
+            ran_at_ms: text.ran_at_ms,
             mod_revision,
         }
     }
@@ -359,6 +375,7 @@ impl Ledger {
             window: self.window,
             token: self.token,
             started: self.started,
+            ran_at_ms: self.ran_at_ms,
         }
     }
 
@@ -613,9 +630,10 @@ pub(crate) async fn acquire(
 
 /// One acquisition claiming `period` of the ledger (slot 0 only): a linearizable read of the
 /// lock (slot and ledger; our own live grant is returned as is), the ledger's judgement
-/// ([`judge_claim`]: the latest claim, granted at or after the window's start, refuses if it
-/// started and holds the period while slot 0 is taken), then a lease grant and one transaction
-/// per attempt that puts slot 0 **and** the ledger (the new claim, not started) only if the slot
+/// ([`judge_claim`](leasehold::store::judge_claim): a run granted at or after the window's start
+/// refuses, an unstarted claim since then holds the period while slot 0 is taken), then a lease grant and one transaction
+/// per attempt that puts slot 0 **and** the ledger (the new claim, not started, keeping the
+/// previous record's latest run) only if the slot
 /// is still absent and the ledger unchanged since read (`mod_revision`, or still absent). The
 /// window comes from this host's clock (etcd has none to offer).
 pub(crate) async fn acquire_period(
@@ -640,8 +658,8 @@ pub(crate) async fn acquire_period(
     // The ledger's answer, or `None` to go on with the grant (slot 0 free, no run counts).
     let judged = |held: &Slots| {
         let taken = held.lowest_free(1) != Some(0);
-        let latest = held.ledger.as_ref().map(|l| (l.at_epoch_ms(), l.started));
-        match judge_claim(latest, window.from_ms, taken) {
+        let latest = held.ledger.as_ref().map(Ledger::text);
+        match LedgerText::judge(latest.as_ref(), window.from_ms, taken) {
             ClaimVerdict::Ran => Some(
                 held.ledger
                     .as_ref()
@@ -662,11 +680,11 @@ pub(crate) async fn acquire_period(
     let lease_id = record.lease_id;
     let key = keys.slot(&req.lock, 0);
     let ledger_key = keys.ledger(&req.lock);
-    let claim = Ledger::claim(req, window, sent_ms).encode();
     // A ledger that keeps changing under us is only ever replaced by other grants (or marked
     // started by their holders); a few rounds settle it (each round either grants, refuses, or
     // sees a newer ledger).
     for _ in 0..4 {
+        let claim = Ledger::claim(req, window, sent_ms, held.ledger.as_ref()).encode();
         let ledger_unchanged = match &held.ledger {
             Some(l) => Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, l.mod_revision),
             None => Compare::create_revision(ledger_key.as_str(), CompareOp::Equal, 0),
@@ -746,10 +764,7 @@ pub(crate) async fn start_period(
         if ledger.started {
             return Ok(PeriodStart::Started);
         }
-        let started = Ledger {
-            started: true,
-            ..ledger.clone()
-        };
+        let started = ledger.started();
         let t = Txn::new()
             .when([
                 Compare::mod_revision(key.as_str(), CompareOp::Equal, slot.mod_revision),
@@ -1043,6 +1058,7 @@ mod tests {
             window: Some((1_000, 2_000)),
             token: Some(token),
             started: false,
+            ran_at_ms: None,
             mod_revision: 9,
         };
         let text = claim.encode();
@@ -1052,10 +1068,8 @@ mod tests {
             "the first line is an older version's whole value"
         );
         assert_eq!(Ledger::parse(text.as_bytes(), 9), Some(claim.clone()));
-        let started = Ledger {
-            started: true,
-            ..claim
-        };
+        let started = claim.started();
+        assert_eq!(started.ran_at_ms, Some(1_500));
         assert_eq!(
             Ledger::parse(started.encode().as_bytes(), 9),
             Some(started.clone())

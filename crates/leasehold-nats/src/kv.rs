@@ -29,7 +29,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::StreamExt;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ClaimVerdict, MAX_SLOTS, PeriodStart, StoreResult, judge_claim,
+    AcquireRequest, Acquisition, ClaimVerdict, MAX_SLOTS, PeriodStart, StoreResult,
 };
 use leasehold::{
     Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
@@ -337,10 +337,10 @@ pub(crate) async fn acquire(
 }
 
 /// One acquisition claiming `period` of the ledger (slot 0 only): a read of the lock (our own
-/// live grant is returned as is), the ledger's judgement ([`judge_claim`]: the latest claim,
-/// granted at or after the window's start, refuses if it started and holds the period while
-/// slot 0 is taken), then one **atomic batch** per attempt that writes slot 0 and the ledger (the
-/// new claim, not started), each with the sequence read as its expected last sequence, so both
+/// live grant is returned as is), the ledger's judgement ([`judge_claim`](leasehold::store::judge_claim): a run granted at or
+/// after the window's start refuses, an unstarted claim since then holds the period while slot 0
+/// is taken), then one **atomic batch** per attempt that writes slot 0 and the ledger (the new
+/// claim, not started, keeping the previous record's latest run), each with the sequence read as its expected last sequence, so both
 /// commit or neither. The window comes from this host's clock (the server's time is only known
 /// after a write).
 pub(crate) async fn acquire_period(
@@ -364,8 +364,7 @@ pub(crate) async fn acquire_period(
         let mut record = new_record(req, 0);
         let window = period.window_at_ms(i64::try_from(record.acquired_ms).unwrap_or(i64::MAX));
         let taken = held.lowest_free(1) != Some(0);
-        let latest = held.ledger.as_ref().map(|l| (l.at_epoch_ms(), l.started));
-        match judge_claim(latest, window.from_ms, taken) {
+        match Ledger::judge(held.ledger.as_ref(), window.from_ms, taken) {
             ClaimVerdict::Ran => {
                 return Ok(held
                     .ledger
@@ -392,7 +391,14 @@ pub(crate) async fn acquire_period(
             )
             .await
             .map_err(|e| classify::disconnected("an acquisition", e))?;
-        let value = Ledger::claim(window, record.acquired_ms, &req.owner, req.token).encode();
+        let value = Ledger::claim(
+            window,
+            record.acquired_ms,
+            &req.owner,
+            req.token,
+            held.ledger.as_ref(),
+        )
+        .encode();
         let subject = keys.ledger(&req.lock);
         match publish(
             conn,
@@ -458,11 +464,7 @@ pub(crate) async fn start_period(
         if ledger.started {
             return Ok(PeriodStart::Started);
         }
-        let value = Ledger {
-            started: true,
-            ..ledger.clone()
-        }
-        .encode();
+        let value = ledger.started().encode();
         let mut headers = cas(held.lock_seq);
         headers.insert(
             "Nats-Expected-Last-Subject-Sequence-Subject",

@@ -164,15 +164,41 @@ pub(crate) struct Ledger {
     /// True once the claim's action started (always, in a ledger of an older version: a claim
     /// was a run then).
     pub(crate) started: bool,
+    /// When the latest claim that started was granted, ms ([`LedgerText::ran_at_ms`]).
+    pub(crate) ran_at_ms: Option<i64>,
     pub(crate) seq: u64,
 }
 
 impl Ledger {
     /// The ledger of a claim granted at `at_ms` to `owner` with `token`, for `window`, not
-    /// started.
-    pub(crate) fn claim(window: PeriodWindow, at_ms: u64, owner: &str, token: Token) -> Self {
+    /// started, keeping the latest run of `previous` (the ledger it replaces).
+    pub(crate) fn claim(
+        window: PeriodWindow,
+        at_ms: u64,
+        owner: &str,
+        token: Token,
+        previous: Option<&Self>,
+    ) -> Self {
         let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
-        Self::from_text(LedgerText::claim(window, at, owner, token), 0)
+        let ran = previous.and_then(|l| l.text().last_run_ms());
+        Self::from_text(LedgerText::claim(window, at, owner, token, ran), 0)
+    }
+
+    /// This claim, marked started.
+    pub(crate) fn started(&self) -> Self {
+        let mut text = self.text();
+        text.start();
+        Self::from_text(text, self.seq)
+    }
+
+    /// The ledger's verdict on a claim of the window from `window_from_ms`
+    /// ([`LedgerText::judge`]).
+    pub(crate) fn judge(
+        ledger: Option<&Self>,
+        window_from_ms: i64,
+        lock_live: bool,
+    ) -> leasehold::store::ClaimVerdict {
+        LedgerText::judge(ledger.map(Self::text).as_ref(), window_from_ms, lock_live)
     }
 
     /// The value ([`LedgerText`]'s two lines).
@@ -199,6 +225,7 @@ impl Ledger {
             window: text.window,
             token: text.token,
             started: text.started,
+            ran_at_ms: text.ran_at_ms,
             seq,
         }
     }
@@ -211,6 +238,7 @@ impl Ledger {
             window: self.window,
             token: self.token,
             started: self.started,
+            ran_at_ms: self.ran_at_ms,
         }
     }
 
@@ -272,7 +300,7 @@ mod tests {
             until_ms: 2_000,
         };
         let token = Token::random();
-        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token);
+        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token, None);
         let text = claim.encode();
         assert_eq!(
             text.lines().next(),
@@ -288,10 +316,10 @@ mod tests {
             })
         );
         let started = Ledger {
-            started: true,
             seq: 10,
-            ..claim
+            ..claim.started()
         };
+        assert_eq!(started.ran_at_ms, Some(1_500));
         let read = Ledger::decode(&stored(10, Op::Put, &started.encode()));
         assert_eq!(read.as_ref(), Some(&started));
         let record = started.record();

@@ -5,12 +5,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use leasehold::store::{AcquireRequest, Acquisition};
 use leasehold::{Holder, Lease, PeriodRecord};
 
-/// The acquire script's reply: `{slot, fence, acquired, expires, '', 0}` when granted,
-/// `{-1, period, at, from, by, until}` when the period claimed already ran; `nil` (no reply)
-/// when held.
-pub(crate) type AcquireReply = (i64, i64, i64, i64, String, i64);
+/// The acquire script's reply: `{slot, fence, acquired, expires, '', 0, 0, 0}` when granted,
+/// `{-1, period, at, from, by, until, started, ran}` when the period claimed already ran;
+/// `nil` (no reply) when held.
+pub(crate) type AcquireReply = (i64, i64, i64, i64, String, i64, i64, i64);
 
-/// The ledger's fields as `HMGET lp lf lu la lb ls lt` returns them (see the scripts' module).
+/// The ledger's fields as `HMGET lp lf lu la lb ls lt lr` returns them (see the scripts'
+/// module).
 pub(crate) type LedgerFields = (
     Option<i64>,
     Option<i64>,
@@ -19,10 +20,11 @@ pub(crate) type LedgerFields = (
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<i64>,
 );
 
 /// The fields [`LedgerFields`] reads, in its order.
-pub(crate) const LEDGER_FIELDS: [&str; 7] = ["lp", "lf", "lu", "la", "lb", "ls", "lt"];
+pub(crate) const LEDGER_FIELDS: [&str; 8] = ["lp", "lf", "lu", "la", "lb", "ls", "lt", "lr"];
 
 /// A live holder, as the state and forced-release scripts list them: `{slot, owner, fence,
 /// acquired, expires}`.
@@ -47,15 +49,18 @@ pub(crate) fn time(epoch_ms: u64) -> SystemTime {
 pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) -> Acquisition {
     match answer {
         None => Acquisition::Held,
-        Some((-1, period, at, from, by, until)) => Acquisition::AlreadyRan(PeriodRecord {
-            period,
-            from: epoch_time(from),
-            until: epoch_time(until),
-            at: epoch_time(at),
-            by,
-            started: true,
-        }),
-        Some((slot, fence, acquired, expires, _, _)) => Acquisition::Granted(Lease {
+        Some((-1, period, at, from, by, until, started, ran)) => {
+            Acquisition::AlreadyRan(PeriodRecord {
+                period,
+                from: epoch_time(from),
+                until: epoch_time(until),
+                at: epoch_time(at),
+                by,
+                started: started == 1,
+                ran_at: Some(epoch_time(ran)),
+            })
+        }
+        Some((slot, fence, acquired, expires, ..)) => Acquisition::Granted(Lease {
             lock: req.lock.clone(),
             slot: u32::try_from(slot).unwrap_or_default(),
             owner: req.owner.to_string(),
@@ -71,15 +76,17 @@ pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) ->
 /// The ledger's record from its fields, `None` for a lock never claimed. A record written before
 /// the window and the token were kept shows its grant time as its window and counts as started.
 pub(crate) fn period_record(fields: LedgerFields) -> Option<PeriodRecord> {
-    let (period, from, until, at, by, started, token) = fields;
+    let (period, from, until, at, by, started, token, ran) = fields;
     let (period, at) = (period?, at?);
+    let started = started.as_deref() == Some("1") || token.is_none();
     Some(PeriodRecord {
         period,
         from: epoch_time(from.unwrap_or(at)),
         until: epoch_time(until.unwrap_or(at)),
         at: epoch_time(at),
         by: by.unwrap_or_default(),
-        started: started.as_deref() == Some("1") || token.is_none(),
+        started,
+        ran_at: started.then_some(at).max(ran).map(epoch_time),
     })
 }
 

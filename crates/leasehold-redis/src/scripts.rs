@@ -21,11 +21,13 @@
 //! | `lb` | the owner it was granted to |
 //! | `lt` | the token of the lease granted with it |
 //! | `ls` | `1` once the claim's action started ([`ScriptKind::StartPeriod`]), `0` before |
+//! | `lr` | when the latest claim that started was granted, epoch ms (`la` once this one started; kept by a new claim until it starts) |
 //!
 //! A claim is judged by time, as [`leasehold::store::judge_claim`] says: the record refuses a
-//! claim only if it was granted (`la`) at or after the start of the window claimed now, and
-//! started; a claim granted there but not started holds the period only while slot 0's lease is
-//! live. A record written before `lt`/`ls` existed counts as started (claims then meant runs).
+//! claim only if a run (`lr`, or `la` of a started claim) was granted at or after the start of
+//! the window claimed now; a claim granted there but not started holds the period only while
+//! slot 0's lease is live. A record written before `lt`/`ls` existed counts as started (claims
+//! then meant runs).
 //! While the ledger records a period, the hash's cleanup TTL lasts at least until that period
 //! ends (plus the idle retention), so the record cannot vanish while it still refuses claims.
 //!
@@ -166,7 +168,7 @@ if ARGV[4] == '1' and ARGV[6] == '' then
   if not (h[5] or h[6]) then
     local e = tonumber(h[2]) or 0
     if h[1] and e > now then
-      if h[1] == token then return {0, tonumber(h[3]) or 0, tonumber(h[4]) or 0, e, '', 0} end
+      if h[1] == token then return {0, tonumber(h[3]) or 0, tonumber(h[4]) or 0, e, '', 0, 0, 0} end
       return refuse(key, who, h[9])
     end
     if kept_from(h[7], h[8], who) then return refuse(key, who, h[9]) end
@@ -176,15 +178,16 @@ if ARGV[4] == '1' and ARGV[6] == '' then
       'e0', int(now + ttl))
     redis.call('PEXPIRE', key, int(ttl + tonumber(ARGV[5])))
     if h[7] or (who ~= '' and h[9]) then granted_to(key, h[7], h[8], who) end
-    return {0, fence, now, now + ttl, '', 0}
+    return {0, fence, now, now + ttl, '', 0, 0, 0}
   end
 end
 ";
 
 /// ARGV: token, owner, ttl ms, slots, retention ms, for a period claim period length ms and
 /// offset ms (empty strings otherwise), and the waiting elector's id (`''` if none; used for
-/// single-slot requests only). Returns `{slot, fence, acquired, expires, '', 0}`, nil when
-/// held, or `{-1, period, at, from, by, until}` when the period claimed already ran.
+/// single-slot requests only). Returns `{slot, fence, acquired, expires, '', 0, 0, 0}`, nil when
+/// held, or `{-1, period, at, from, by, until, started, ran}` (the ledger's record) when the
+/// period claimed already ran.
 ///
 /// One read of the hash finds a live slot this token already holds (a retried request: the
 /// same lease back, unchanged), the ledger, the lowest slot no live lease holds and its last
@@ -199,21 +202,24 @@ local live, fields = live_slots(key)
 local latest, busy = expires, {}
 for _, h in ipairs(live) do
   if h[1] < slots then
-    if h[6] == token then return {h[1], h[3], h[4], h[5], '', 0} end
+    if h[6] == token then return {h[1], h[3], h[4], h[5], '', 0, 0, 0} end
     busy[h[1]] = true
   end
   if h[5] > latest then latest = h[5] end
 end
-local p
+local p, ran
 if plen then
   -- floor((now - offset) / length), corrected to be exact (products are exact below 2^53)
   local x = now - poff
   p = math.floor(x / plen)
   if p * plen > x then p = p - 1 elseif (p + 1) * plen <= x then p = p + 1 end
   local from, at = p * plen + poff, tonumber(fields['la'])
-  if at and at >= from and (fields['ls'] == '1' or not fields['lt']) then
-    return {-1, tonumber(fields['lp']) or 0, at, tonumber(fields['lf']) or at, fields['lb'] or '',
-      tonumber(fields['lu']) or at}
+  local started = at and (fields['ls'] == '1' or not fields['lt'])
+  ran = tonumber(fields['lr'])
+  if started and (not ran or at > ran) then ran = at end
+  if ran and ran >= from then
+    return {-1, tonumber(fields['lp']) or 0, at or ran, tonumber(fields['lf']) or at or ran,
+      fields['lb'] or '', tonumber(fields['lu']) or at or ran, started and 1 or 0, ran}
   end
   local ends = (p + 1) * plen + poff
   if ends > latest then latest = ends end
@@ -230,17 +236,19 @@ redis.call('HSET', key, 't' .. free, token, 'o' .. free, owner, 'f' .. free, int
 if p then
   redis.call('HSET', key, 'lp', int(p), 'lf', int(p * plen + poff), 'lu', int((p + 1) * plen + poff),
     'la', int(now), 'lb', owner, 'lt', token, 'ls', '0')
+  if ran then redis.call('HSET', key, 'lr', int(ran)) end
 end
 if slots == 1 and (fields['n'] or (who ~= '' and fields['q' .. who])) then
   granted_to(key, fields['n'], fields['nu'], who)
 end
--- The TTL must outlive the ledger's period: a claim sets it past the period's end; a grant
--- without a period on a hash with a ledger (whose end it does not know) only lengthens it.
+-- The TTL must outlive the ledger's periods: a claim makes it last past its period's end, and
+-- on a hash with a ledger (an earlier claim, maybe of a longer period that ends later, whose
+-- run the new claim keeps in `lr`) it only ever lengthens it.
 local keep = latest - now + retention
-if p or not fields['lp'] or redis.call('PTTL', key) < keep then
+if not fields['lp'] or redis.call('PTTL', key) < keep then
   redis.call('PEXPIRE', key, int(keep))
 end
-return {free, fence, now, expires, '', 0}
+return {free, fence, now, expires, '', 0, 0, 0}
 ";
 
 /// ARGV: token. Marks the period claim made with this token started, if the token still holds
@@ -249,7 +257,7 @@ const START_PERIOD: &str = r"
 local key, token = KEYS[1], ARGV[1]
 local h = redis.call('HMGET', key, 't0', 'e0', 'lt')
 if h[1] ~= token or (tonumber(h[2]) or 0) <= now or h[3] ~= token then return 0 end
-redis.call('HSET', key, 'ls', '1')
+redis.call('HSET', key, 'ls', '1', 'lr', redis.call('HGET', key, 'la'))
 return 1
 ";
 

@@ -65,8 +65,10 @@ async fn the_scripts_work_is_independent_of_the_slot_count() {
     // three live ones without visiting the rest.
     let acquire = redis::Script::new(&store.scripts().source(ScriptKind::Acquire));
     let started = Instant::now();
-    // Reply: {slot, fence, acquired, expires, '', 0}; no period claimed (empty period arguments).
-    let granted: Option<(i64, u64, u64, u64, String, i64)> = acquire
+    // Reply: {slot, fence, acquired, expires, '', 0, 0, 0}; no period claimed (empty period
+    // arguments).
+    type Reply = (i64, u64, u64, u64, String, i64, i64, i64);
+    let granted: Option<Reply> = acquire
         .key(store.key(&lock))
         .arg(Token::random().to_hex())
         .arg("limits")

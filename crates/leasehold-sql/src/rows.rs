@@ -29,6 +29,8 @@ pub(crate) struct LedgerRow {
     pub(crate) until: Option<i64>,
     /// `ledger_pending`: the claim's `ledger_at` while it has not started.
     pub(crate) pending: Option<i64>,
+    /// `ledger_ran`: when the latest claim that started was granted (epoch ms).
+    pub(crate) ran: Option<i64>,
     /// Slot 0 holds a live lease.
     pub(crate) live: bool,
     /// The database's now (epoch ms) when it was read.
@@ -57,8 +59,8 @@ impl LedgerRow {
         Option<i64>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
         Option<String>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     {
-        let live: Option<i64> = r.try_get(first + 6)?;
-        let now: Option<i64> = r.try_get(first + 7)?;
+        let live: Option<i64> = r.try_get(first + 7)?;
+        let now: Option<i64> = r.try_get(first + 8)?;
         let (Some(live), Some(now)) = (live, now) else {
             return Ok(None);
         };
@@ -69,6 +71,7 @@ impl LedgerRow {
             from: r.try_get(first + 3)?,
             until: r.try_get(first + 4)?,
             pending: r.try_get(first + 5)?,
+            ran: r.try_get(first + 6)?,
             live: live != 0,
             now,
         }))
@@ -85,13 +88,16 @@ impl LedgerRow {
             (Some(from), Some(until)) if from <= at && at < until => (from, until),
             _ => (at, at),
         };
+        let started = self.pending != Some(at);
+        let ran = started.then_some(at).max(self.ran);
         Some(PeriodRecord {
             period,
             from: from_epoch_ms(from),
             until: from_epoch_ms(until),
             at: from_epoch_ms(at),
             by: by.clone(),
-            started: self.pending != Some(at),
+            started,
+            ran_at: ran.map(from_epoch_ms),
         })
     }
 
@@ -101,7 +107,8 @@ impl LedgerRow {
         let window = period.window_at_ms(self.now);
         let record = self.record();
         let latest = record.as_ref().zip(self.at).map(|(r, at)| (at, r.started));
-        match (judge_claim(latest, window.from_ms, self.live), record) {
+        let verdict = judge_claim(latest, self.ran, window.from_ms, self.live);
+        match (verdict, record) {
             (ClaimVerdict::Ran, Some(record)) => Refusal::AlreadyRan(record),
             (ClaimVerdict::Free, _) if !self.live => Refusal::Neither,
             _ => Refusal::Held,
@@ -235,6 +242,7 @@ mod tests {
             from: Some(at / HOUR * HOUR),
             until: Some((at / HOUR + 1) * HOUR),
             pending,
+            ran: None,
             live,
             now,
         }
@@ -258,6 +266,14 @@ mod tests {
         assert_eq!(next_hour.refusal(hourly()?), Refusal::Neither);
         let next_hour_held = row(at, None, true, 11 * HOUR);
         assert_eq!(next_hour_held.refusal(hourly()?), Refusal::Held);
+        // A run in this hour, then a claim (of a shorter period, say) that never started: the
+        // hour ran, and the record says when.
+        let hidden = LedgerRow {
+            ran: Some(10 * HOUR + 1),
+            ..row(at, Some(at), false, at + 10)
+        };
+        assert!(matches!(hidden.refusal(hourly()?),
+            Refusal::AlreadyRan(r) if !r.started && r.ran_at == Some(from_epoch_ms(10 * HOUR + 1))));
         let never = LedgerRow {
             period: None,
             at: None,
@@ -265,6 +281,7 @@ mod tests {
             from: None,
             until: None,
             pending: None,
+            ran: None,
             live: false,
             now: at,
         };

@@ -1,13 +1,15 @@
 //! The table: created on first use when it is missing and brought up to date — the boot-clock
-//! columns on SQLite, the period ledger's columns (its first three, then its claims' four)
-//! everywhere, hand-off's column on PostgreSQL — or, with `create_schema(false)`, only checked.
+//! columns on SQLite, the period ledger's columns (its first three, then its claims' four, then
+//! its latest run's) everywhere, hand-off's column on PostgreSQL — or, with `create_schema(false)`, only checked.
 
 use leasehold::StoreError;
 use leasehold::store::StoreResult;
 use tokio::sync::OnceCell;
 
 use crate::classify::classify;
-use crate::dialect::{Dialect, ledger_claim_columns_probe, ledger_columns_probe};
+use crate::dialect::{
+    Dialect, ledger_claim_columns_probe, ledger_columns_probe, ledger_run_columns_probe,
+};
 #[cfg(feature = "sqlite")]
 use crate::dialect::{sqlite_clock_columns, sqlite_clock_columns_probe};
 #[cfg(feature = "sqlite")]
@@ -18,10 +20,11 @@ use crate::queries::Queries;
 /// Which of the period ledger's columns a table has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LedgerColumns {
-    /// All seven: claims work.
+    /// All eight: claims work.
     All,
-    /// The first three only (a table of an older version, `create_schema(false)`): an older
-    /// version's records read; claims fail with the statements to run.
+    /// The first three, and maybe the claims' but not the run's (a table of an older version,
+    /// `create_schema(false)`): the records read as an older version's (started, window
+    /// unknown); claims fail with the statements to run.
     WithoutClaims,
     /// None.
     None,
@@ -44,6 +47,8 @@ struct Found {
     ledger: bool,
     /// The ledger's claims' (`ledger_token`, `ledger_from`, `ledger_until`, `ledger_pending`).
     claims: bool,
+    /// The ledger's latest run's (`ledger_ran`).
+    runs: bool,
     /// Hand-off's (PostgreSQL; false elsewhere).
     hand_off: bool,
 }
@@ -102,6 +107,14 @@ impl Schema {
                         "the period ledger's claim columns",
                     )
                     .await?;
+                let runs = self
+                    .ensure_columns(
+                        q,
+                        &ledger_run_columns_probe(table),
+                        &self.dialect.ledger_run_columns(table),
+                        "the period ledger's run column",
+                    )
+                    .await?;
                 let hand_off = match &q.statements().hand_off {
                     Some(h) => {
                         let add = std::slice::from_ref(&h.add_column);
@@ -112,6 +125,7 @@ impl Schema {
                 Ok(Found {
                     ledger,
                     claims,
+                    runs,
                     hand_off,
                 })
             })
@@ -127,12 +141,12 @@ impl Schema {
         Ok(self.checked.get().is_some_and(|f| f.hand_off))
     }
 
-    /// A period claim needs the ledger's columns, all seven: a permanent error naming the
+    /// A period claim needs the ledger's columns, all eight: a permanent error naming the
     /// statements that add those missing when the table lacks some (only with
     /// `create_schema(false)`, or when adding them failed).
     pub(crate) async fn check_ledger(&self, q: &Queries) -> StoreResult<()> {
         let found = self.found(q).await?;
-        if found.ledger && found.claims {
+        if found.ledger && found.claims && found.runs {
             return Ok(());
         }
         let table = &self.table;
@@ -142,6 +156,9 @@ impl Schema {
         }
         if !found.claims {
             add.extend(self.dialect.ledger_claim_columns(table));
+        }
+        if !found.runs {
+            add.extend(self.dialect.ledger_run_columns(table));
         }
         Err(StoreError::permanent(format!(
             "table {table} lacks the period ledger's columns (create_schema is off, or adding them \
@@ -153,7 +170,7 @@ impl Schema {
     /// Which of the ledger's columns the table has (checking it first).
     pub(crate) async fn ledger(&self, q: &Queries) -> StoreResult<LedgerColumns> {
         let found = self.found(q).await?;
-        Ok(match (found.ledger, found.claims) {
+        Ok(match (found.ledger, found.claims && found.runs) {
             (true, true) => LedgerColumns::All,
             (true, false) => LedgerColumns::WithoutClaims,
             (false, _) => LedgerColumns::None,

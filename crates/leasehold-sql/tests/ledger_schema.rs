@@ -1,5 +1,5 @@
-//! Tables created before the period ledger existed, or before its claims' columns: the store
-//! adds the columns on first use; with `create_schema(false)` plain acquisitions keep working and
+//! Tables created before the period ledger existed, before its claims' columns, or before its
+//! latest run's column: the store adds the columns on first use; with `create_schema(false)` plain acquisitions keep working and
 //! a period claim fails with an error naming the `ALTER TABLE` statements still to run. Records
 //! an older version wrote read as started.
 
@@ -256,6 +256,78 @@ async fn check_before_claims(url: &str, dialect: Dialect) {
         matches!(&refused, Acquisition::AlreadyRan(r) if r.by == "old" && r.started),
         "an older version's grant over an unstarted claim counts as a run: {refused:?}"
     );
+}
+
+/// A table of the version before the ledger kept its latest run (every column but
+/// `ledger_ran`): with `create_schema(false)` a claim names only the statement that adds it; the
+/// default adds it, and then a claim that never started hides no earlier run.
+async fn check_before_runs(url: &str, dialect: Dialect) {
+    let table = format!("old_{}", &Token::random().to_hex()[..12]);
+    let ddl = dialect
+        .create_table(&table)
+        .lines()
+        .filter(|l| !l.contains("ledger_ran"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    execute(url, dialect, &ddl).await;
+    let managed = SqlStore::connect_with(url, common::options().table(&table).create_schema(false))
+        .await
+        .unwrap();
+    let err = managed.try_acquire(&claim("a")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(!err.is_transient(), "{text}");
+    let [run] = dialect.ledger_run_columns(&table);
+    assert!(text.contains(&run), "{text:?} lacks {run:?}");
+    for present in dialect
+        .ledger_columns(&table)
+        .into_iter()
+        .chain(dialect.ledger_claim_columns(&table))
+    {
+        assert!(
+            !text.contains(&present),
+            "{text:?} names {present:?}, which the table has"
+        );
+    }
+
+    let store = SqlStore::connect_with(url, common::options().table(&table))
+        .await
+        .unwrap();
+    let ran = store
+        .try_acquire(&claim("a"))
+        .await
+        .unwrap()
+        .granted()
+        .expect("free");
+    assert_eq!(
+        store.start_period(&ran).await.unwrap(),
+        PeriodStart::Started
+    );
+    store.release(&ran, Duration::ZERO).await.unwrap();
+    let record = store
+        .period_record(&LockName::new("ledger-schema").unwrap())
+        .await
+        .unwrap()
+        .expect("a record");
+    assert_eq!(record.ran_at, Some(record.at), "{record:?}");
+}
+
+#[tokio::test]
+async fn sqlite_tables_before_runs_get_their_column() {
+    check_before_runs(&common::sqlite_url("ledger-runs"), Dialect::Sqlite).await;
+}
+
+#[tokio::test]
+async fn postgres_tables_before_runs_get_their_column() {
+    if let Some(url) = common::url("LEASEHOLD_TEST_POSTGRES_URL") {
+        check_before_runs(&url, Dialect::Postgres).await;
+    }
+}
+
+#[tokio::test]
+async fn mysql_tables_before_runs_get_their_column() {
+    if let Some(url) = common::url("LEASEHOLD_TEST_MYSQL_URL") {
+        check_before_runs(&url, Dialect::MySql).await;
+    }
 }
 
 #[tokio::test]

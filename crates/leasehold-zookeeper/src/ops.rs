@@ -19,9 +19,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::store::{
-    AcquireRequest, Acquisition, ClaimVerdict, PeriodStart, StoreResult, judge_claim,
-};
+use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, PeriodStart, StoreResult};
 use leasehold::{Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError};
 use zookeeper_client::{
     Acls, CreateMode, CreateOptions, Error, MultiReadResult, MultiWriteError, MultiWriteResult,
@@ -31,7 +29,7 @@ use zookeeper_client::{
 use crate::classify::classify;
 use crate::layout::{Paths, slot_of};
 use crate::link::Link;
-use crate::record::{Ledger, Node, Record, Status, ms_ceil, time};
+use crate::record::{Ledger, Node, Record, Status, decode_ledger, ms_ceil, time};
 
 /// How often an acquisition re-reads after losing a race before it answers `Held`.
 const ACQUIRE_ROUNDS: usize = 4;
@@ -130,7 +128,7 @@ impl Protocol {
                         stat,
                     }),
                 )),
-                None => read.ledger = found.map(|(data, stat)| (Ledger::decode(&data), stat)),
+                None => read.ledger = found.map(|(data, stat)| (decode_ledger(&data), stat)),
             }
         }
         Ok(read)
@@ -238,9 +236,10 @@ impl Protocol {
 
     /// One acquisition of slot 0 claiming `period` of the ledger, in one `multi` with the
     /// ledger's write. The window comes from the store's estimate of the ensemble's time; the
-    /// ledger's latest claim is judged by time ([`judge_claim`]): granted at or after the
-    /// window's start, it refuses the claim if it started, and holds the period while slot 0
-    /// is live. A grant replaces the ledger with the new claim, not started.
+    /// ledger is judged by time ([`judge_claim`](leasehold::store::judge_claim)): a run granted
+    /// at or after the window's start refuses the claim, and an unstarted claim since then holds
+    /// the period while slot 0 is live. A grant replaces the ledger with the new claim, not
+    /// started, keeping the previous record's latest run.
     pub(crate) async fn acquire_period(
         &self,
         req: &AcquireRequest,
@@ -261,7 +260,7 @@ impl Protocol {
             let live = node
                 .as_ref()
                 .is_some_and(|n| n.live_for_others(now, self.tolerance_ms));
-            match judge_claim(latest.map(|l| (l.at_ms, l.started)), window.from_ms, live) {
+            match Ledger::judge(latest, window.from_ms, live) {
                 ClaimVerdict::Ran => {
                     return Ok(
                         latest.map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record()))
@@ -276,16 +275,10 @@ impl Protocol {
             }
             let version = node.as_ref().map(|n| n.stat.version);
             let record = grant_record(req, version, now);
-            let ledger = Ledger {
-                period: window.id,
-                at_ms: now,
-                by: req.owner.to_string(),
-                window: Some((window.from_ms, window.until_ms)),
-                token: Some(req.token),
-                started: false,
-            };
+            let ran = latest.and_then(Ledger::last_run_ms);
+            let ledger = Ledger::claim(window, now, &req.owner, req.token, ran);
             let ledger_version = read.ledger.as_ref().map(|(_, s)| s.version);
-            let (slot_data, ledger_data) = (record.encode(), ledger.encode());
+            let (slot_data, ledger_data) = (record.encode(), ledger.encode().into_bytes());
             let results = self
                 .link
                 .write("an acquisition", |c| {
@@ -366,11 +359,9 @@ impl Protocol {
             if ledger.started {
                 return Ok(PeriodStart::Started);
             }
-            let data = Ledger {
-                started: true,
-                ..ledger.clone()
-            }
-            .encode();
+            let mut started = ledger.clone();
+            started.start();
+            let data = started.encode().into_bytes();
             let (slot_version, ledger_version) = (node.stat.version, stat.version);
             let results = self
                 .link

@@ -17,7 +17,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::store::LedgerText;
-use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
+use leasehold::{Holder, Lease, LockName, Token};
 use zookeeper_client::Stat;
 
 /// The version tag at the start of every slot node this store writes.
@@ -179,56 +179,14 @@ impl Node {
 }
 
 /// A lock's period ledger: its latest claim — the period id and window claimed, when (ensemble
-/// time, ms) and to whom it was granted, the token it was granted to, and whether its action
-/// started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ledger {
-    pub(crate) period: i64,
-    pub(crate) at_ms: i64,
-    pub(crate) by: String,
-    /// The window claimed, `[from, until)` in ms; `None` in a ledger of an older version.
-    pub(crate) window: Option<(i64, i64)>,
-    /// The token the claim was granted to; `None` in a ledger of an older version.
-    pub(crate) token: Option<Token>,
-    /// True once the claim's action started (always, in a ledger of an older version: a claim
-    /// was a run then).
-    pub(crate) started: bool,
-}
+/// time, ms) and to whom it was granted, the token it was granted to, whether its action started
+/// and when the latest claim that started was granted — as the core's [`LedgerText`].
+pub(crate) type Ledger = LedgerText;
 
-impl Ledger {
-    /// The data ([`LedgerText`]'s two lines).
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        self.text().encode().into_bytes()
-    }
-
-    /// `None` for data this store did not write; a ledger without the second line (an older
-    /// version's) reads as a claim that started, its window unknown.
-    pub(crate) fn decode(data: &[u8]) -> Option<Self> {
-        let text = LedgerText::decode(std::str::from_utf8(data).ok()?)?;
-        Some(Self {
-            period: text.period,
-            at_ms: text.at_ms,
-            by: text.by,
-            window: text.window,
-            token: text.token,
-            started: text.started,
-        })
-    }
-
-    fn text(&self) -> LedgerText {
-        LedgerText {
-            period: self.period,
-            at_ms: self.at_ms,
-            by: self.by.clone(),
-            window: self.window,
-            token: self.token,
-            started: self.started,
-        }
-    }
-
-    pub(crate) fn record(&self) -> PeriodRecord {
-        self.text().record()
-    }
+/// The ledger node's data; `None` for data this store did not write. A ledger without the
+/// second line (an older version's) reads as a claim that started, its window unknown.
+pub(crate) fn decode_ledger(data: &[u8]) -> Option<Ledger> {
+    LedgerText::decode(std::str::from_utf8(data).ok()?)
 }
 
 #[cfg(test)]
@@ -254,18 +212,20 @@ mod tests {
         };
         assert_eq!(Record::decode(&free.encode()), Some(free));
         assert_eq!(Record::decode(b"something else"), None);
-        let l = Ledger {
-            period: 3,
-            at_ms: 4,
-            by: "a b".into(),
-            window: Some((-2, 10)),
-            token: Some(Token::random()),
-            started: false,
+        let window = leasehold::store::PeriodWindow {
+            id: 3,
+            from_ms: -2,
+            until_ms: 10,
         };
-        assert_eq!(Ledger::decode(&l.encode()), Some(l.clone()));
-        let started = Ledger { started: true, ..l };
-        assert_eq!(Ledger::decode(&started.encode()), Some(started.clone()));
-        let text = String::from_utf8(started.encode()).unwrap_or_default();
+        let l = LedgerText::claim(window, 4, "a b", Token::random(), None);
+        assert_eq!(decode_ledger(l.encode().as_bytes()), Some(l.clone()));
+        let mut started = l;
+        started.start();
+        assert_eq!(
+            decode_ledger(started.encode().as_bytes()),
+            Some(started.clone())
+        );
+        let text = started.encode();
         assert_eq!(
             text.lines().next(),
             Some("leasehold-ledger/1 3 4 a b"),
@@ -275,7 +235,7 @@ mod tests {
 
     #[test]
     fn an_older_versions_ledger_reads_as_a_run_of_unknown_window() {
-        let old = Ledger::decode(b"leasehold-ledger/1 7 1500 host b")
+        let old = decode_ledger(b"leasehold-ledger/1 7 1500 host b")
             .unwrap_or_else(|| panic!("an older version's ledger must parse"));
         assert_eq!(
             (old.period, old.by.as_str(), old.token, old.started),
@@ -286,7 +246,7 @@ mod tests {
             (record.from, record.until, record.at),
             (time(1500), time(1500), time(1500))
         );
-        assert_eq!(Ledger::decode(b"leasehold-ledger/1 7 1500 b\nother"), None);
+        assert_eq!(decode_ledger(b"leasehold-ledger/1 7 1500 b\nother"), None);
     }
 
     #[test]

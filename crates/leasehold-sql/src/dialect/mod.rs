@@ -115,9 +115,9 @@ pub struct Statements {
     /// is held else 0, and now (epoch ms): the record `period_record` reads, and what tells a
     /// claim refused by the ledger ("already ran") from contention.
     pub read_period: String,
-    /// `read_period` for a table that has the ledger's first three columns but not the claim's
-    /// (`create_schema(false)` on a table of an older version): the same columns, `NULL` where
-    /// the table has none, so that an older version's records still read.
+    /// `read_period` for a table that has the ledger's first three columns but not the claims'
+    /// or the run's (`create_schema(false)` on a table of an older version): the same columns,
+    /// `NULL` where the table may have none, so that an older version's records still read.
     pub read_old_period: String,
     /// Marks the period claim of the lease `token` holds on slot 0 started: (lock, slot,
     /// token); changes one row only if the token holds the live lease **and** made the latest
@@ -386,6 +386,24 @@ impl Dialect {
         ]
     }
 
+    /// The statement that adds the column of the ledger's latest run: `ledger_ran`, when the
+    /// latest claim whose action started was granted (a later claim keeps it until that one
+    /// starts, so a claim that never started hides no earlier run). Added on first use like
+    /// [`ledger_columns`](Self::ledger_columns); with `create_schema(false)` a period claim on a
+    /// table without it fails with an error naming it.
+    ///
+    /// ```
+    /// use leasehold_sql::Dialect;
+    /// let alter = Dialect::MySql.ledger_run_columns("leasehold_leases");
+    /// assert_eq!(alter, ["ALTER TABLE leasehold_leases ADD COLUMN ledger_ran BIGINT NULL"]);
+    /// ```
+    pub fn ledger_run_columns(self, table: &str) -> [String; 1] {
+        let Columns { int, .. } = self.sql().columns();
+        [format!(
+            "ALTER TABLE {table} ADD COLUMN ledger_ran {int} NULL"
+        )]
+    }
+
     /// The statements for `table` (the notification channel on PostgreSQL is a parameter).
     pub fn statements(self, table: &str) -> Statements {
         let d = self.sql();
@@ -409,14 +427,14 @@ impl Dialect {
         );
         let read_old_period = format!(
             "SELECT ledger_period, ledger_at, ledger_by, CAST(NULL AS {int}), CAST(NULL AS {int}), \
-             CAST(NULL AS {int}), {ledger_live}, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
+             CAST(NULL AS {int}), CAST(NULL AS {int}), {ledger_live}, {now} FROM {table} WHERE lock_name = {} AND slot = 0",
             p(1),
             int = d.cast_int(),
             now = c.wall,
         );
         // The claim's token is the row's (the lease's) too: the token holds the live lease.
         let start_period = format!(
-            "UPDATE {table} SET ledger_pending = NULL WHERE {} AND ledger_token = token",
+            "UPDATE {table} SET ledger_pending = NULL, ledger_ran = ledger_at WHERE {} AND ledger_token = token",
             held(d, 1, &d.clock(3))
         );
         let read_own = format!(
@@ -521,18 +539,35 @@ pub(crate) fn ledger_claim_columns_probe(table: &str) -> String {
     )
 }
 
+/// A query that reads nothing but fails when `table` lacks the column of the ledger's latest run.
+pub(crate) fn ledger_run_columns_probe(table: &str) -> String {
+    format!("SELECT ledger_ran FROM {table} WHERE 1 = 0")
+}
+
 /// The ledger's columns as `read_period` returns them (before the live flag and now).
 pub(super) const LEDGER_COLUMNS: &str =
-    "ledger_period, ledger_at, ledger_by, ledger_from, ledger_until, ledger_pending";
+    "ledger_period, ledger_at, ledger_by, ledger_from, ledger_until, ledger_pending, ledger_ran";
 
 /// True when the ledger of the row (columns prefixed `r`) does not count for a claim of the
-/// window starting at `from`: no claim recorded, the latest granted before `from`, or not
-/// started. A record of an older version of this store (which wrote no `ledger_pending`, or
-/// overwrote `ledger_at` after this version's claim) counts as started: its grants were runs.
+/// window starting at `from` (the rule of [`judge_claim`](leasehold::store::judge_claim)): the
+/// latest claim does not count (none recorded, granted before `from`, or not started) **and** no
+/// earlier run does (`ledger_ran` missing or before `from`). A record of an older version of
+/// this store (which wrote no `ledger_pending`, or overwrote `ledger_at` after this version's
+/// claim) counts as started: its grants were runs.
 fn ledger_allows(r: &str, from: &str) -> String {
     format!(
-        "({r}ledger_at IS NULL OR {r}ledger_at < {from} \
-         OR COALESCE({r}ledger_pending = {r}ledger_at, FALSE))"
+        "(({r}ledger_at IS NULL OR {r}ledger_at < {from} \
+         OR COALESCE({r}ledger_pending = {r}ledger_at, FALSE)) \
+         AND ({r}ledger_ran IS NULL OR {r}ledger_ran < {from}))"
+    )
+}
+
+/// The latest run of the row's ledger (columns prefixed `r`), which a new claim keeps as its
+/// `ledger_ran`: the latest claim's `ledger_at` if it started, else `ledger_ran`.
+fn ledger_last_run(r: &str) -> String {
+    format!(
+        "CASE WHEN {r}ledger_at IS NOT NULL AND NOT COALESCE({r}ledger_pending = {r}ledger_at, FALSE) \
+         THEN {r}ledger_at ELSE {r}ledger_ran END"
     )
 }
 
@@ -635,10 +670,15 @@ fn upsert_on_conflict(
     let (ledger_cols, ledger_vals, ledger_set, retried) = if period {
         // The grant replaces the whole record. `ledger_period` is kept (the window's id) for
         // older versions of this store, which judge a claim by it alone.
-        let set = LEDGER_WRITTEN
-            .iter()
-            .map(|c| format!(", {c} = CASE WHEN {take} THEN excluded.{c} ELSE l.{c} END"))
-            .collect::<String>();
+        let mut set = format!(
+            ", ledger_ran = CASE WHEN {take} THEN {} ELSE l.ledger_ran END",
+            ledger_last_run("l.")
+        );
+        set.extend(
+            LEDGER_WRITTEN
+                .iter()
+                .map(|c| format!(", {c} = CASE WHEN {take} THEN excluded.{c} ELSE l.{c} END")),
+        );
         (
             ", ledger_period, ledger_at, ledger_by, ledger_token, ledger_from, ledger_until, ledger_pending",
             format!(", n.p, n.ms, {}, {}, n.f, n.u, n.ms", p(3), p(4)),

@@ -35,7 +35,8 @@ impl Sql for MySql {
 
     /// MySQL has no conditional ON DUPLICATE KEY UPDATE, so every column is assigned
     /// conditionally on the row being free. The condition reads only the old `expires_at` (and,
-    /// for a period claim, the old `ledger_at` and `ledger_pending`), which are assigned last, so
+    /// for a period claim, the old `ledger_at` and `ledger_pending`, which are assigned last, and
+    /// `ledger_ran`, assigned first to a value under which the condition stays as it was), so
     /// the statement means the same whether assignments see earlier ones (MySQL's default) or
     /// not (MariaDB's SIMULTANEOUS_ASSIGNMENT). Releases set `expires_at` to 0 along with
     /// clearing the token, so the expiry alone tells a free row. Whether this token now holds
@@ -49,7 +50,14 @@ impl Sql for MySql {
         } else {
             "expires_at <= VALUES(acquired_at)".to_owned()
         };
-        let (ledger_cols, ledger_vals, ledger_early, ledger_late) = if period {
+        let (ledger_cols, ledger_vals, ledger_first, ledger_early, ledger_late) = if period {
+            // The new claim keeps the latest run; when the condition held, it still holds with
+            // that value (a run it allowed was before the window), so the later assignments see
+            // the same condition.
+            let first = format!(
+                "ledger_ran = IF({take}, {}, ledger_ran), ",
+                super::ledger_last_run("")
+            );
             // The grant replaces the whole record; `ledger_period` is kept (the window's id)
             // for older versions of this store, which judge a claim by it alone.
             let early = [
@@ -74,17 +82,19 @@ impl Sql for MySql {
             (
                 ", ledger_period, ledger_at, ledger_by, ledger_token, ledger_from, ledger_until, ledger_pending",
                 ", n.p, n.ms, ?, ?, n.f, n.u, n.ms",
+                first,
                 early,
                 late,
             )
         } else {
-            ("", "", String::new(), String::new())
+            ("", "", String::new(), String::new(), String::new())
         };
         let source = super::upsert_source(self, &self.clock(0), period);
         format!(
             "INSERT INTO {table} (lock_name, slot, owner, token, fence, acquired_at, expires_at{ledger_cols}) \
              SELECT ?, ?, ?, ?, n.ms * 1000, n.ms, n.ms + ?{ledger_vals} FROM {source} \
              ON DUPLICATE KEY UPDATE \
+             {ledger_first}\
              fence = IF({take}, fence + 1, fence), \
              owner = IF({take}, VALUES(owner), owner), \
              token = IF({take}, VALUES(token), token), \

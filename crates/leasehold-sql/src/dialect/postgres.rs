@@ -38,7 +38,7 @@ pub(super) fn period_claim(table: &str, with: &str, granted: &str) -> String {
         "WITH {with} \
          SELECT fence, acquired_at, expires_at, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
          CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), \
-         CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM g WHERE {granted} \
+         CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM g WHERE {granted} \
          UNION ALL SELECT NULL, NULL, NULL, {ledger}, CAST(CASE WHEN {free} THEN 0 ELSE 1 END AS BIGINT), {now} \
          FROM {table} r WHERE r.lock_name = $1 AND r.slot = 0 AND NOT EXISTS (SELECT 1 FROM g WHERE {granted})"
     )

@@ -60,7 +60,7 @@ pub use period::{
     period_lost_claim_answer_still_runs, period_needs_a_single_slot,
     period_offset_change_skips_no_period, period_record_survives_expiry,
     period_same_period_is_refused, period_start_checks_the_token,
-    period_unstarted_claim_is_taken_over,
+    period_unstarted_claim_hides_no_earlier_run, period_unstarted_claim_is_taken_over,
 };
 pub use release::{
     abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,

@@ -616,6 +616,75 @@ pub async fn period_unstarted_claim_is_taken_over(factory: &dyn StoreFactory) {
     assert_eq!((record.by.as_str(), record.started), ("period-c", true));
 }
 
+/// A claim that never started hides no earlier run: after a run of this hour, a claim of a
+/// 1 ms period (granted: its window starts after the run) that never starts and is released
+/// leaves the hour still run — an hourly claim is refused with a record that names the
+/// unstarted claim and, as its [`last_run`](PeriodRecord::last_run), the hour's run. (A ledger
+/// that kept only the latest claim would run the hour twice: a period length change and a lost
+/// answer together, as in a rolling deploy.)
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_unstarted_claim_hides_no_earlier_run(factory: &dyn StoreFactory) {
+    let (a, b) = (factory.make(), factory.make());
+    let lock = unique_name("period-hidden");
+    let hour = forever();
+    let run = run_claim(
+        &*a,
+        &claim(&lock, "period-a", hour, ms(30_000)),
+        "a run of this hour",
+    )
+    .await;
+    ok(a.release(&run, Duration::ZERO).await, "the run ends");
+    // A 1 ms period claimed later: its window starts after the run, so the run does not count.
+    let short = valid(Period::every(ms(1)), "1 ms periods");
+    let deadline = Instant::now() + ms(3000) + SLACK;
+    let unstarted = loop {
+        sleep(ms(5)).await;
+        match ok(
+            b.try_acquire(&claim(&lock, "period-b", short, ms(30_000)))
+                .await,
+            "a claim of a 1 ms period after the run",
+        ) {
+            Acquisition::Granted(lease) => break lease,
+            // Within the millisecond of the run (a store clock of coarse grain): the next one.
+            Acquisition::AlreadyRan(_) if Instant::now() < deadline => {}
+            other => panic!("a 1 ms period after the run must be granted, got {other:?}"),
+        }
+    };
+    // Its holder never starts (its answer was lost, say) and lets go.
+    ok(
+        b.release(&unstarted, Duration::ZERO).await,
+        "the unstarted claim is released",
+    );
+    let record = already_ran(
+        a.try_acquire(&claim(&lock, "period-c", hour, ms(30_000)))
+            .await,
+        "an hourly claim after an unstarted claim of a shorter period",
+    );
+    assert_eq!(
+        (record.by.as_str(), record.started),
+        ("period-b", false),
+        "the record is the latest claim, not started: {record:?}"
+    );
+    assert!(
+        record.last_run().is_some_and(|r| close(r, run.acquired_at)),
+        "the record keeps the run's grant as its last run: {record:?} after {run:?}"
+    );
+    assert_eq!(
+        ok(a.period_record(&lock).await, "the record"),
+        Some(record),
+        "period_record reads the same record"
+    );
+    let state = ok(a.state(&lock, 1).await, "state");
+    assert!(
+        state.is_free(),
+        "a refused claim must not take the lock: {state:?}"
+    );
+}
+
 /// `start_period` is token-checked: a stranger's token, a plain lease (no claim) and a released
 /// lease answer `NotHeld` and change nothing.
 ///

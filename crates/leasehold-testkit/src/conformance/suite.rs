@@ -97,6 +97,7 @@ static TESTS: &[ConformanceTest] = suite![
     period_length_change_never_refuses_for_ever,
     period_offset_change_skips_no_period,
     period_unstarted_claim_is_taken_over,
+    period_unstarted_claim_hides_no_earlier_run,
     period_start_checks_the_token,
     period_lost_claim_answer_still_runs,
 ];

@@ -460,6 +460,7 @@ mod tests {
             at: UNIX_EPOCH,
             by: "node-a".to_owned(),
             started: true,
+            ran_at: Some(UNIX_EPOCH),
         };
         journal.acquired(&request("node-b"), &Ok(Acquisition::AlreadyRan(record)));
         let entries = journal.drain(Instant::now());

@@ -2,7 +2,7 @@
 //! format, written and read in one place.
 
 use crate::store::lease::Token;
-use crate::store::period::{PeriodRecord, PeriodWindow, from_epoch_ms};
+use crate::store::period::{ClaimVerdict, PeriodRecord, PeriodWindow, from_epoch_ms, judge_claim};
 
 /// The version tag that begins a ledger value.
 const LEDGER_TAG: &str = "leasehold-ledger/1";
@@ -13,7 +13,7 @@ const CLAIM_TAG: &str = "claim";
 ///
 /// ```text
 /// leasehold-ledger/1 <period> <at ms> <owner>
-/// claim <from ms> <until ms> <token> <started 0|1>
+/// claim <from ms> <until ms> <token> <started 0|1> [<ran at ms>]
 /// ```
 ///
 /// The first line is the whole value earlier versions wrote and read (they judge claims by that
@@ -21,14 +21,19 @@ const CLAIM_TAG: &str = "claim";
 /// is kept so that a fleet in the middle of an upgrade still refuses a period the new version
 /// ran. Owners hold no control characters ([`validate_node_id`](crate::validate_node_id)), so
 /// the line break is unambiguous. A value without the second line reads as a claim that started
-/// (a claim was a run then), its window unknown.
+/// (a claim was a run then), its window unknown. The last field, when the latest claim that
+/// started was granted, is written once a claim of the lock has started; versions that wrote
+/// five fields did not keep it (they read a sixth field as nothing).
 ///
 /// ```
 /// use leasehold::store::{LedgerText, Period, Token};
 /// let window = Period::every(std::time::Duration::from_secs(60))?.window_at_ms(90_000);
-/// let claim = LedgerText::claim(window, 90_000, "host-a", Token::random());
-/// let text = claim.encode();
-/// assert_eq!(LedgerText::decode(&text), Some(claim));
+/// let mut claim = LedgerText::claim(window, 90_000, "host-a", Token::random(), None);
+/// assert_eq!(LedgerText::decode(&claim.encode()), Some(claim.clone()));
+/// claim.start();
+/// assert_eq!(LedgerText::decode(&claim.encode()).and_then(|c| c.ran_at_ms), Some(90_000));
+/// let next = LedgerText::claim(window, 95_000, "host-b", Token::random(), claim.last_run_ms());
+/// assert_eq!(LedgerText::decode(&next.encode()).and_then(|c| c.ran_at_ms), Some(90_000));
 /// let old = LedgerText::decode("leasehold-ledger/1 1 90000 host-a").expect("an older value");
 /// assert!(old.started && old.window.is_none());
 /// # Ok::<(), leasehold::PeriodError>(())
@@ -47,11 +52,21 @@ pub struct LedgerText {
     pub token: Option<Token>,
     /// True once the claim's action started.
     pub started: bool,
+    /// When the latest claim that started was granted, ms since the epoch (this claim's
+    /// `at_ms` once it started); `None` when none is known to have started.
+    pub ran_at_ms: Option<i64>,
 }
 
 impl LedgerText {
-    /// A claim of `window` granted at `at_ms` to `owner` with `token`, not started.
-    pub fn claim(window: PeriodWindow, at_ms: i64, owner: &str, token: Token) -> Self {
+    /// A claim of `window` granted at `at_ms` to `owner` with `token`, not started; `ran_at_ms`
+    /// is the previous record's [`last_run_ms`](Self::last_run_ms), which the new claim keeps.
+    pub fn claim(
+        window: PeriodWindow,
+        at_ms: i64,
+        owner: &str,
+        token: Token,
+        ran_at_ms: Option<i64>,
+    ) -> Self {
         Self {
             period: window.id,
             at_ms,
@@ -59,7 +74,32 @@ impl LedgerText {
             window: Some((window.from_ms, window.until_ms)),
             token: Some(token),
             started: false,
+            ran_at_ms,
         }
+    }
+
+    /// Marks the claim's action started: it is now the lock's latest run.
+    pub fn start(&mut self) {
+        self.started = true;
+        self.ran_at_ms = Some(self.at_ms);
+    }
+
+    /// When the latest run was granted: this claim's grant once it started, else
+    /// [`ran_at_ms`](Self::ran_at_ms).
+    pub fn last_run_ms(&self) -> Option<i64> {
+        self.started.then_some(self.at_ms).max(self.ran_at_ms)
+    }
+
+    /// The ledger's verdict on a claim of the window starting at `window_from_ms`
+    /// ([`judge_claim`](crate::store::judge_claim)), with `lock_live` whether slot 0 holds a live
+    /// lease.
+    pub fn judge(record: Option<&Self>, window_from_ms: i64, lock_live: bool) -> ClaimVerdict {
+        judge_claim(
+            record.map(|r| (r.at_ms, r.started)),
+            record.and_then(|r| r.ran_at_ms),
+            window_from_ms,
+            lock_live,
+        )
     }
 
     /// The value (see the type).
@@ -71,6 +111,9 @@ impl LedgerText {
                 token.to_hex(),
                 u8::from(self.started)
             ));
+            if let Some(ran) = self.ran_at_ms {
+                text.push_str(&format!(" {ran}"));
+            }
         }
         text
     }
@@ -92,6 +135,7 @@ impl LedgerText {
             window: None,
             token: None,
             started: true,
+            ran_at_ms: None,
         };
         if let Some(claim) = claim {
             let mut f = claim.split(' ');
@@ -101,6 +145,10 @@ impl LedgerText {
             ledger.window = Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?));
             ledger.token = Some(Token::from_hex(f.next()?)?);
             ledger.started = f.next()? == "1";
+            ledger.ran_at_ms = match f.next() {
+                Some(ran) => Some(ran.parse().ok()?),
+                None => None,
+            };
         }
         Some(ledger)
     }
@@ -115,6 +163,7 @@ impl LedgerText {
             at: from_epoch_ms(self.at_ms),
             by: self.by.clone(),
             started: self.started,
+            ran_at: self.last_run_ms().map(from_epoch_ms),
         }
     }
 }

@@ -62,6 +62,8 @@ struct Ledger {
     by: Arc<str>,
     token: Token,
     started: bool,
+    /// When the latest claim that started was granted (this one's `at` once it started).
+    ran_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone)]
@@ -158,6 +160,7 @@ impl MemoryStore {
             at: self.wall(ledger.at),
             by: String::from(&*ledger.by),
             started: ledger.started,
+            ran_at: ledger.ran_at.map(|at| self.wall(at)),
         }
     }
 
@@ -210,7 +213,8 @@ impl MemoryStore {
                 .and_then(|r| r.holder.as_ref())
                 .is_some_and(|h| h.live(now));
             let at = latest.map(|l| (self.epoch_ms(l.at), l.started));
-            match judge_claim(at, window.from_ms, live) {
+            let ran_at = latest.and_then(|l| l.ran_at).map(|at| self.epoch_ms(at));
+            match judge_claim(at, ran_at, window.from_ms, live) {
                 ClaimVerdict::Free => {}
                 ClaimVerdict::Claimed => return Err(None),
                 ClaimVerdict::Ran => {
@@ -248,12 +252,14 @@ impl MemoryStore {
             row.line.granted(req.waiter, now);
         }
         if let Some(window) = period {
+            let ran_at = row.ledger.as_ref().and_then(|l| l.ran_at);
             row.ledger = Some(Ledger {
                 window,
                 at: now,
                 by: Arc::clone(&req.owner),
                 token: req.token,
                 started: false,
+                ran_at,
             });
         }
         let held = row.holder.insert(Held {
@@ -374,6 +380,7 @@ impl LeaseStore for MemoryStore {
                 .filter(|h| lease.slot == 0 && h.token == lease.token && h.live(now))?;
             let ledger = row.ledger.as_mut().filter(|l| l.token == lease.token)?;
             ledger.started = true;
+            ledger.ran_at = Some(ledger.at);
             Some(())
         });
         Ok(started.map_or(PeriodStart::NotHeld, |()| PeriodStart::Started))
@@ -539,6 +546,7 @@ mod tests {
                 at: origin + Duration::from_millis(7_250),
                 by: "a".to_owned(),
                 started: true,
+                ran_at: Some(origin + Duration::from_millis(7_250)),
             })
         );
         // 2.75 s later the store's clock enters period 101.

@@ -3,11 +3,11 @@
 //! A claim for a [`Period`] rides on an acquisition ([`AcquireRequest::with_period`]). The store
 //! finds the period that contains **its own clock's** now (`floor((store-now − offset) /
 //! length)`, in milliseconds since the Unix epoch) and judges the claim **by time**: the period
-//! counts as run if the lock's latest claim was granted at or after the period's start, whatever
+//! counts as run if a claim granted at or after the period's start started its action, whatever
 //! period length or offset that claim was made under (see [`judge_claim`]). A grant records, with
 //! the lease and in the same atomic operation, the store time, the owner, the token and the
-//! window claimed (its start and end), in the lock's slot-0 record; the record is kept across
-//! release and expiry like the fence.
+//! window claimed (its start and end), in the lock's slot-0 record, keeping the grant time of the
+//! lock's latest run; the record is kept across release and expiry like the fence.
 //!
 //! **A claim is not a run.** The record says *claimed* until the elector confirms that its action
 //! starts ([`LeaseStore::start_period`](crate::LeaseStore::start_period)), and *started* after.
@@ -282,12 +282,13 @@ pub struct PeriodWindow {
 }
 
 /// The ledger entry of a lock: its latest period claim — the window claimed, when (store clock)
-/// and to whom it was granted, and whether its action started.
+/// and to whom it was granted, and whether its action started — and when the latest claim that
+/// started was granted ([`ran_at`](Self::ran_at)).
 ///
-/// A period of any length or offset **counts as run** when the latest claim was granted at or
-/// after its start and that claim's action started ([`started`](Self::started)); see
-/// [`judge_claim`]. A claim that never started is *claimed, not run*: the next claim of the same
-/// period takes it over once its lease is released or expired.
+/// A period of any length or offset **counts as run** when a claim granted at or after its
+/// start started its action; see [`judge_claim`]. A claim that never started is *claimed, not
+/// run*: the next claim of the same period takes it over once its lease is released or expired,
+/// and it never hides an earlier run (its record keeps `ran_at`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PeriodRecord {
     /// The id of the window claimed, under the claim's own period length and offset
@@ -306,12 +307,24 @@ pub struct PeriodRecord {
     ///
     /// [`LeaseStore::start_period`]: crate::LeaseStore::start_period
     pub started: bool,
+    /// When the latest claim whose action started was granted, by the store's clock: `at` when
+    /// this claim started, an earlier claim's grant when this one has not, `None` when no claim
+    /// of the lock is known to have started (or the record was written by a version that did
+    /// not keep it).
+    pub ran_at: Option<SystemTime>,
 }
 
 impl PeriodRecord {
     /// The window claimed as a [`Period`]-independent length: `until − from`.
     pub fn length(&self) -> Duration {
         self.until.duration_since(self.from).unwrap_or_default()
+    }
+
+    /// When the latest run was granted: [`ran_at`](Self::ran_at), or `at` when this claim
+    /// started.
+    pub fn last_run(&self) -> Option<SystemTime> {
+        let this = self.started.then_some(self.at);
+        this.max(self.ran_at)
     }
 
     /// What to call the record in messages: `"ran"` or `"claimed, not run"`.
@@ -335,7 +348,13 @@ impl fmt::Display for PeriodRecord {
             self.state_text(),
             format_utc(self.at),
             self.by
-        )
+        )?;
+        match self.ran_at {
+            Some(ran) if !self.started => {
+                write!(f, " (the last run was granted at {})", format_utc(ran))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -356,35 +375,46 @@ pub enum ClaimVerdict {
 /// The ledger's rule, in one place for every store that decides in Rust (stores that decide in
 /// a script or a statement implement the same rule and the conformance suite checks it):
 ///
-/// * `latest`: the lock's record — when its latest claim was granted (ms since the epoch, store
-///   clock) and whether that claim's action started; `None` for a lock never claimed.
+/// * `latest`: the lock's latest claim — when it was granted (ms since the epoch, store clock)
+///   and whether its action started; `None` for a lock never claimed.
+/// * `ran_at_ms`: when the latest claim whose action started was granted (the record's
+///   [`ran_at`](PeriodRecord::ran_at)); `None` when unknown, and then a started `latest` stands
+///   for it.
 /// * `window_from_ms`: the start of the period claimed now, from the store's clock.
 /// * `lock_live`: whether slot 0 holds a live lease (of anyone) now.
 ///
-/// A claim granted **before** the period's start does not count for it (so a changed period
-/// length or offset never refuses for ever, and never skips a period whose window starts after
-/// the last run). A claim granted at or after the start counts as run once it started; before
-/// that it holds the period only while its lease is live.
+/// The period **ran** when a claim granted at or after its start started its action, whichever
+/// claim came later. A claim granted **before** the start does not count for it (so a changed
+/// period length or offset never refuses for ever, and never skips a period whose window starts
+/// after the last run). A claim granted at or after the start that has not started holds the
+/// period only while its lease is live; it never hides an earlier run of the same period (under
+/// another length, an unstarted claim of a short window can come after a run of a long one).
 ///
 /// ```
 /// use leasehold::store::{ClaimVerdict, judge_claim};
-/// assert_eq!(judge_claim(None, 1_000, false), ClaimVerdict::Free);
-/// assert_eq!(judge_claim(Some((999, true)), 1_000, false), ClaimVerdict::Free); // an earlier period
-/// assert_eq!(judge_claim(Some((1_500, true)), 1_000, true), ClaimVerdict::Ran);
-/// assert_eq!(judge_claim(Some((1_500, false)), 1_000, true), ClaimVerdict::Claimed);
-/// assert_eq!(judge_claim(Some((1_500, false)), 1_000, false), ClaimVerdict::Free); // taken over
+/// assert_eq!(judge_claim(None, None, 1_000, false), ClaimVerdict::Free);
+/// assert_eq!(judge_claim(Some((999, true)), None, 1_000, false), ClaimVerdict::Free); // an earlier period
+/// assert_eq!(judge_claim(Some((1_500, true)), None, 1_000, true), ClaimVerdict::Ran);
+/// assert_eq!(judge_claim(Some((1_500, false)), None, 1_000, true), ClaimVerdict::Claimed);
+/// assert_eq!(judge_claim(Some((1_500, false)), None, 1_000, false), ClaimVerdict::Free); // taken over
+/// // A run at 1.2 s, then a claim at 1.5 s that never started: the period from 1 s ran.
+/// assert_eq!(judge_claim(Some((1_500, false)), Some(1_200), 1_000, false), ClaimVerdict::Ran);
 /// ```
 pub fn judge_claim(
     latest: Option<(i64, bool)>,
+    ran_at_ms: Option<i64>,
     window_from_ms: i64,
     lock_live: bool,
 ) -> ClaimVerdict {
+    let latest_run = latest.filter(|&(_, started)| started).map(|(at, _)| at);
+    if latest_run
+        .max(ran_at_ms)
+        .is_some_and(|ran| ran >= window_from_ms)
+    {
+        return ClaimVerdict::Ran;
+    }
     match latest {
-        Some((at_ms, started)) if at_ms >= window_from_ms => match (started, lock_live) {
-            (true, _) => ClaimVerdict::Ran,
-            (false, true) => ClaimVerdict::Claimed,
-            (false, false) => ClaimVerdict::Free,
-        },
+        Some((at_ms, false)) if at_ms >= window_from_ms && lock_live => ClaimVerdict::Claimed,
         _ => ClaimVerdict::Free,
     }
 }
