@@ -67,6 +67,11 @@ impl Clock {
         self.t0 + TICK * tick + attempt_offset(index)
     }
 
+    /// Whole milliseconds from the start of the run to `at`.
+    pub(crate) fn millis(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.t0).as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Ticks left at tick `now` of a lease ending at `expires` (0 once it ended).
     pub(crate) fn ttl(&self, expires: Instant, now: u32) -> u32 {
         self.tick(expires).saturating_sub(now)

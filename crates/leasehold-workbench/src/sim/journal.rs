@@ -210,8 +210,18 @@ impl Journal {
 
     /// Candidate `node` writes to the fenced resource with its lease; true if accepted.
     pub(crate) fn write(&self, node: usize, slot: u32, fence: u64) -> bool {
+        self.write_noted(node, slot, fence, true)
+    }
+
+    /// Like [`write`](Self::write), but journals an accepted write only if `note` (a seeded run
+    /// writes every 200 ms and shows the first and last write of each action, and every write
+    /// the resource rejected).
+    pub(crate) fn write_noted(&self, node: usize, slot: u32, fence: u64, note: bool) -> bool {
         let mut log = self.log();
         let accepted = log.resource.write(node, slot, fence);
+        if !note && accepted {
+            return accepted;
+        }
         if let Some(id) = log.find(slot, fence) {
             log.push(
                 node,

@@ -58,6 +58,7 @@ mod recorder;
 mod resource;
 mod run;
 mod scenario;
+pub mod seeds;
 mod timeline;
 
 pub use clock::{STORE_ORIGIN, TICK};

@@ -24,6 +24,8 @@ pub(crate) struct Recorder {
     nodes: Vec<Track>,
     pub(crate) events: Vec<TimelineEvent>,
     pub(crate) frames: Vec<Frame>,
+    /// Whether events carry their exact instant ([`TimelineEvent::at_ms`]).
+    precise: bool,
 }
 
 impl Recorder {
@@ -42,7 +44,14 @@ impl Recorder {
             nodes,
             events: Vec::new(),
             frames: Vec::new(),
+            precise: false,
         }
+    }
+
+    /// The same recorder, giving every event its exact instant (seeded runs).
+    pub(crate) fn with_instants(mut self) -> Self {
+        self.precise = true;
+        self
     }
 
     /// Closes tick `tick`: takes what was journalled up to its end, then records the frame from
@@ -226,6 +235,7 @@ impl Recorder {
             ttl,
             outcome: outcome.to_string(),
             ledger,
+            at_ms: self.precise.then(|| self.clock.millis(entry.at)),
         });
     }
 

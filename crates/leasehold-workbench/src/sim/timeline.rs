@@ -237,6 +237,11 @@ pub struct TimelineEvent {
     /// otherwise): the one an `acquire` wrote, or the one that answered a claim `already_ran`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerEntry>,
+    /// The exact virtual instant, in milliseconds since the start of the run: set in the
+    /// timelines of [seeded runs](crate::sim::seeds), whose faults and actions are not aligned
+    /// to ticks; absent from the JSON (and `None`) in the lesson scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
 }
 
 impl TimelineEvent {
