@@ -256,6 +256,8 @@ pub struct Tally {
     pub seeds: u64,
     /// Its violations, over all seeds.
     pub violations: u64,
+    /// Of those, the violations tagged as the core's known ledger hole ([`KNOWN_LEDGER_HOLE`]).
+    pub known: u64,
 }
 
 /// What a [`search`] found.
@@ -287,11 +289,13 @@ impl SearchSummary {
             return;
         }
         for p in Property::ALL {
-            let n = report.violations.iter().filter(|v| v.property == p).count() as u64;
+            let of_p = || report.violations.iter().filter(|v| v.property == p);
+            let n = of_p().count() as u64;
             if n > 0 {
                 let t = self.by_property.entry(p).or_default();
                 t.seeds += 1;
                 t.violations += n;
+                t.known += of_p().filter(|v| v.known.is_some()).count() as u64;
             }
         }
         self.failing_seeds.push(report.seed);
