@@ -726,6 +726,73 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_duplicate_is_applied_again_after_its_lag() {
+        let memory = Arc::new(MemoryStore::new());
+        let rates = FaultRates {
+            duplicate: 1.0,
+            max_delay: Duration::from_millis(300),
+            ..FaultRates::none()
+        };
+        let store = FaultyStore::new(memory.clone(), setup(rates));
+        let req = request(Duration::from_secs(10));
+        let Ok(Acquisition::Granted(first)) = store.try_acquire(&req).await else {
+            panic!("a free lock is granted");
+        };
+        // Released at once: the copy, arriving later, takes the lock again for the same token.
+        assert_eq!(
+            memory.release(&first, Duration::ZERO).await.ok(),
+            Some(Release::Released)
+        );
+        sleep(Duration::from_millis(400)).await;
+        let holders = memory
+            .state(&req.lock, 1)
+            .await
+            .map(|s| s.holders)
+            .unwrap_or_default();
+        assert_eq!(holders.len(), 1, "the duplicate was applied");
+        assert!(holders[0].fence > first.fence, "as a new grant");
+        assert_eq!(store.counts().duplicated, 1);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_delayed_answer_and_a_pause_arrive_late() {
+        for (rates, kind) in [
+            (
+                FaultRates {
+                    delay_answer: 1.0,
+                    ..FaultRates::none()
+                },
+                FaultKind::DelayedAnswer,
+            ),
+            (
+                FaultRates {
+                    pause: 1.0,
+                    ..FaultRates::none()
+                },
+                FaultKind::Paused,
+            ),
+        ] {
+            let store = FaultyStore::new(Arc::new(MemoryStore::new()), setup(rates));
+            let sent = Instant::now();
+            assert!(
+                store
+                    .try_acquire(&request(Duration::from_secs(10)))
+                    .await
+                    .is_ok()
+            );
+            let log = store.log();
+            assert_eq!(log.len(), 1);
+            assert_eq!(log[0].kind, kind);
+            assert!(log[0].delay_ms > 0);
+            assert_eq!(
+                Instant::now() - sent,
+                Duration::from_millis(log[0].delay_ms),
+                "{kind:?}: the answer came exactly that late"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn no_faults_after_the_stop() {
         let memory = Arc::new(MemoryStore::new());
         let mut s = setup(FaultRates {
