@@ -33,11 +33,13 @@
 //! each task's action lengths and gaps (each from its own SplitMix64 stream); nothing
 //! reads the wall clock in a way that changes what happens, and no map's iteration order reaches
 //! the outcome. The core's own random draws (tokens, waiter ids) are compared, never ordered, and
-//! the timeline shows tokens as labels. One source of chance is out of the simulation's reach:
-//! tokio's `select!` polls its branches in an order drawn from the runtime's generator, which
-//! only a `tokio_unstable` build can seed; it matters only when two branches of one `select!` in
-//! the core are ready at the same virtual instant, and the determinism test checks that the
-//! seeds it runs replay byte for byte.
+//! the timeline shows tokens as labels. Release signals come from a [`ReleaseHub`] that wakes
+//! the electors in a seeded order (the store's own signal wakes them in an order tokio draws).
+//! One source of chance is out of the simulation's reach: tokio's `select!` polls its branches
+//! in an order drawn from the runtime's generator, which only a `tokio_unstable` build can seed;
+//! it matters only when two branches of one `select!` in the core are ready at the same virtual
+//! instant (those a seeded run reaches do the same whichever wins), and the determinism test
+//! checks that the seeds it runs replay byte for byte. See `docs/seeds.md`.
 //!
 //! ```
 //! use leasehold_workbench::sim::seeds::{self, SeedConfig};
@@ -339,6 +341,11 @@ pub fn search(seeds: Range<u64>, config: &SeedConfig) -> Result<SearchSummary, S
     }
     Ok(summary)
 }
+
+/// The manual page `docs/seeds.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/seeds.md")]
+pub struct SeedsDoctests;
 
 /// Serializes a duration as whole milliseconds.
 pub(crate) fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
