@@ -16,9 +16,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use leasehold_workbench::sim::seeds::{
-    self, KNOWN_LEDGER_HOLE, Property, SearchSummary, SeedConfig, SeedReport,
-};
+use leasehold_workbench::sim::seeds::{self, Property, SearchSummary, SeedConfig, SeedReport};
 
 /// `println!` that ignores a closed stdout (`seeds --seed 1 --json | head`), where `println!`
 /// would panic.
@@ -148,20 +146,7 @@ fn print_summary(s: &SearchSummary, from: u64, config: &SeedConfig, secs: f64) {
     println!("violations by property (seeds / violations):");
     for p in Property::ALL {
         let t = s.by_property.get(&p).copied().unwrap_or_default();
-        let known = if t.known > 0 {
-            format!(
-                " ({} of them the known ledger hole, {KNOWN_LEDGER_HOLE})",
-                t.known
-            )
-        } else {
-            String::new()
-        };
-        println!(
-            "  {:<22} {:>6} / {}{known}",
-            p.name(),
-            t.seeds,
-            t.violations
-        );
+        println!("  {:<22} {:>6} / {}", p.name(), t.seeds, t.violations);
     }
     let f = s.faults;
     println!(

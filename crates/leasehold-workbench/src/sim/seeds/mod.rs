@@ -71,7 +71,7 @@ pub use history::{
     ActionSpan, AttemptOutcome, AttemptRecord, GrantRecord, History, LockInfo, PeriodChange,
     PeriodRun, WriteRecord, window_start,
 };
-pub use properties::{KNOWN_LEDGER_HOLE, Property, Violation, check_all};
+pub use properties::{Property, Violation, check_all};
 pub use signals::ReleaseHub;
 pub use workload::{LockKind, LockPlan, PeriodSwitch, TaskPlan, Workload};
 
@@ -258,8 +258,6 @@ pub struct Tally {
     pub seeds: u64,
     /// Its violations, over all seeds.
     pub violations: u64,
-    /// Of those, the violations tagged as the core's known ledger hole ([`KNOWN_LEDGER_HOLE`]).
-    pub known: u64,
 }
 
 /// What a [`search`] found.
@@ -297,7 +295,6 @@ impl SearchSummary {
                 let t = self.by_property.entry(p).or_default();
                 t.seeds += 1;
                 t.violations += n;
-                t.known += of_p().filter(|v| v.known.is_some()).count() as u64;
             }
         }
         self.failing_seeds.push(report.seed);

@@ -140,20 +140,7 @@ pub struct Violation {
     pub nodes: Vec<String>,
     /// What happened, with the instants, slots and fences involved.
     pub detail: String,
-    /// Set when the violation has the shape of a known hole of the core (see
-    /// [`KNOWN_LEDGER_HOLE`]); the detail then says how.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub known: Option<&'static str>,
 }
-
-/// The known hole of today's period ledger (`docs/correctness.md`, "A gap it found in today's
-/// rules"): the ledger keeps only the lock's latest claim, so a claim granted but never started
-/// (its answer lost, or a duplicate applied late) replaces the record of an earlier started run;
-/// a claim under a longer period length whose window holds that run is then judged free and runs
-/// the period a second time. An [`AT_MOST_ONCE`](Property::AtMostOnce) violation is tagged with
-/// it when the ledger's latest claim before the second run's grant is such an unstarted claim,
-/// granted after the first run.
-pub const KNOWN_LEDGER_HOLE: &str = "ledger-keeps-only-the-latest-claim";
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -244,7 +231,6 @@ fn at_most_n(h: &History) -> Vec<Violation> {
                             .collect::<Vec<_>>()
                             .join("; ")
                     ),
-                    known: None,
                 });
             }
         }
@@ -272,7 +258,6 @@ fn fence_monotonic(h: &History) -> Vec<Violation> {
                     top,
                     node(h, by)
                 ),
-                known: None,
             }),
             _ => {
                 highest.insert(key, (w.fence, w.node));
@@ -305,7 +290,6 @@ fn fence_monotonic(h: &History) -> Vec<Violation> {
                     node(h, by),
                     holder
                 ),
-                known: None,
             }),
         }
     }
@@ -348,7 +332,6 @@ fn no_act_past_deadline(h: &History) -> Vec<Violation> {
                     },
                     more
                 ),
-                known: None,
             }
         })
         .collect()
@@ -384,13 +367,12 @@ fn at_most_once(h: &History) -> Vec<Violation> {
                     secs(qp.length)
                 ) + &hidden.as_ref().map_or_else(String::new, |g| {
                     format!(
-                        "; the ledger's latest claim then was {}'s, granted at {} (fence {}) and never started, which hid the earlier run ({KNOWN_LEDGER_HOLE})",
+                        "; the ledger's latest claim then was {}'s, granted at {} (fence {}) and never started: the ledger lost the earlier run behind it",
                         node(h, g.node),
                         secs(g.at),
                         g.fence
                     )
                 }),
-                known: hidden.map(|_| KNOWN_LEDGER_HOLE),
             });
         }
     }
@@ -475,7 +457,6 @@ fn at_least_once(h: &History) -> Vec<Violation> {
                 secs(from),
                 secs(until)
             ),
-            known: None,
         });
     }
     found
@@ -684,7 +665,7 @@ mod tests {
     }
 
     #[test]
-    fn a_run_hidden_by_an_unstarted_claim_is_tagged_as_the_known_hole() {
+    fn a_run_hidden_by_an_unstarted_claim_is_diagnosed() {
         let mut h = history(1);
         let claim = |at, node, fence| GrantRecord {
             claim: true,
@@ -700,7 +681,6 @@ mod tests {
         h.grants = vec![claim(s(91), 0, 1), claim(s(103), 1, 2), claim(s(105), 1, 3)];
         let found = Property::AtMostOnce.check(&h);
         assert_eq!(names(&found), [("AT_MOST_ONCE", s(105))]);
-        assert_eq!(found[0].known, Some(KNOWN_LEDGER_HOLE));
         assert!(
             found[0]
                 .detail
@@ -708,7 +688,7 @@ mod tests {
             "{}",
             found[0].detail
         );
-        // Had the claim at 103 s started, it would not have hidden anything: no tag.
+        // Had the claim at 103 s started, it would not have hidden anything: no such diagnosis.
         h.actions.insert(
             1,
             ActionSpan {
@@ -717,7 +697,10 @@ mod tests {
             },
         );
         let found = Property::AtMostOnce.check(&h);
-        assert!(found.iter().all(|v| v.known.is_none()), "{found:?}");
+        assert!(
+            found.iter().all(|v| !v.detail.contains("never started")),
+            "{found:?}"
+        );
     }
 
     fn attempt(
@@ -798,7 +781,6 @@ mod tests {
             lock: "job".into(),
             nodes: vec!["node-a".into(), "node-b".into()],
             detail: "two at once".into(),
-            known: None,
         };
         assert_eq!(
             v.to_string(),
