@@ -16,6 +16,10 @@ pub const ONE_ACTION: &str = "at most one action runs at a time";
 pub const AT_MOST_ONCE: &str = "each period runs at most once";
 /// "A period with its electors up runs at least once, whatever one lost answer."
 pub const AT_LEAST_ONCE: &str = "each period runs at least once";
+/// "A lock is free within one lease of its last grant or renewal, whoever held it": the store
+/// frees a lease `lease` ticks after the grant or renewal it last applied (a release frees it at
+/// once), so a crashed, paused or cut-off holder blocks the lock for at most one lease.
+pub const FREE_WITHIN_A_LEASE: &str = "a lock is free within one lease of its last renewal";
 
 /// Every property, in the order above.
 pub fn all() -> Vec<Property<LeaseModel>> {
@@ -35,6 +39,11 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         }),
         Property::always(AT_MOST_ONCE, |_, s: &State| !s.twice),
         Property::always(AT_LEAST_ONCE, |_, s: &State| s.missed.is_none()),
+        Property::always(FREE_WITHIN_A_LEASE, |m: &LeaseModel, s: &State| {
+            s.store
+                .holder
+                .is_none_or(|h| h.expiry <= s.now.saturating_add(m.setup.lease))
+        }),
     ]
 }
 
