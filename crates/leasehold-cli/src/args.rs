@@ -22,8 +22,9 @@ directory ($XDG_STATE_HOME/leasehold/leases.db or ~/.local/state/leasehold/lease
 Store URLs: sqlite:///abs/path.db, sqlite:relative.db, postgres://user:pass@host/db,
 mysql://user:pass@host/db, mariadb://..., redis://[:pass@]host[:port][/db], rediss://...,
 dynamodb://TABLE?region=...&endpoint=..., etcd://[user:pass@]host:port[,host:port...][/prefix],
-etcds://... (TLS). memory: and in-memory SQLite live in one process only, so run, status,
-release, serve and verify refuse them (simulate and workbench use their own).
+etcds://... (TLS), zk://[user:pass@]host[:port][,host[:port]...][/chroot],
+nats://[user:pass@]host:port[/bucket]. memory: and in-memory SQLite live in one process only, so
+run, status, release, serve and verify refuse them (simulate and workbench use their own).
 Passwords in store URLs are redacted in every message leasehold prints.
 
 Logging goes to stderr and is quiet by default; -v, -vv, -vvv raise it, and $LEASEHOLD_LOG
@@ -203,6 +204,7 @@ through, and with these variables set so it can pass the fence to the resources 
   LEASEHOLD_SLOT   the slot (0 unless --slots > 1)
   LEASEHOLD_OWNER  the owner recorded in the store (--node-id, default hostname:pid)
   LEASEHOLD_PERIOD the period id granted (with --once-per): floor((store time - offset) / period)
+
 While it runs, the lease is renewed every lease/3 (unless --no-auto-extend).
 
 The command is stopped before the store can grant the lock to anyone else (unless --on-lost

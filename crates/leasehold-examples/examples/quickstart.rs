@@ -1,6 +1,6 @@
 //! Async quick start: run a job only where elected, hand its fence to the resource, skip elsewhere.
 //!
-//! Run: `cargo run -p leasehold --example quickstart`
+//! Run: `cargo run -p leasehold-examples --example quickstart`
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;

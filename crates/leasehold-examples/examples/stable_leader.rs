@@ -3,7 +3,7 @@
 //! over after a while (the action resigns); at the end, cancelling the token stops every replica
 //! and leaves the lock free.
 //!
-//! Run: `cargo run -p leasehold --example stable_leader`
+//! Run: `cargo run -p leasehold-examples --example stable_leader`
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Blocking quick start: the same elector for synchronous code, no runtime of your own needed.
 //!
-//! Run: `cargo run -p leasehold --example blocking_quickstart`
+//! Run: `cargo run -p leasehold-examples --example blocking_quickstart`
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;
