@@ -69,7 +69,10 @@ impl Schema {
     pub(crate) async fn ensure(&self, q: &Queries) -> StoreResult<()> {
         self.checked
             .get_or_try_init(|| async {
-                if self.create {
+                // A table that already answers is not created again: `CREATE TABLE IF NOT
+                // EXISTS` would make PostgreSQL send a notice ("relation … already exists,
+                // skipping") that sqlx logs at INFO on every start.
+                if self.create && q.probe().await.is_err() {
                     // Two processes creating the table at once can collide in the catalog;
                     // the loser sees a duplicate-object error and the table exists.
                     let created: Result<(), sqlx::Error> = with_pool!(q.pool(), p => sqlx::query(&self.ddl).execute(p).await.map(|_| ()));
