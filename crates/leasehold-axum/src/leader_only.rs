@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
-use futures::future::{Either, Ready, ready};
+use futures::future::{BoxFuture, Either};
 use leasehold::{CancellationToken, Elector, LeaderContext, LockName, RetryPolicy, TermEnd};
 use tokio::task::JoinHandle;
-use tokio::time::sleep;
+use tokio::time::{Instant, sleep, timeout};
 use tower::{Layer, Service};
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -35,7 +35,16 @@ struct Shared {
     current: Mutex<Option<LeaderContext>>,
     retry_after: HeaderValue,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// Who holds the lock, as a follower last read it (for its 503s), and when.
+    seen: tokio::sync::Mutex<Option<(Instant, Option<String>)>>,
 }
+
+/// How long a follower's reading of the leader serves its 503s before the next 503 reads again.
+const LEADER_SEEN_FOR: Duration = Duration::from_secs(1);
+
+/// How long a 503 waits for that reading; past it, the answer names the leader last seen (or
+/// none).
+const LEADER_READ_WAIT: Duration = Duration::from_millis(250);
 
 impl Shared {
     fn set(&self, ctx: Option<LeaderContext>) {
@@ -216,6 +225,7 @@ impl LeaderOnlyBuilder {
             current: Mutex::new(None),
             retry_after: HeaderValue::from(secs.max(1)),
             task: Mutex::new(None),
+            seen: tokio::sync::Mutex::new(None),
         });
         let span = info_span!("leasehold.leader_only", lock = %lock);
         // Ends with `shutdown`, or when the last handle is dropped.
@@ -299,7 +309,13 @@ impl LeaderOnly {
     }
 
     /// The tower layer: requests pass on the leader (with a [`LeaderFence`] extension); followers
-    /// get `503 Service Unavailable` with `Retry-After`. Use it with `Router::route_layer`.
+    /// get `503 Service Unavailable` with `Retry-After`, naming the leader (its node id, as the
+    /// store records it) in the JSON body's `leader` and the `Leasehold-Leader` header, so a
+    /// proxy or client can send the request there (set each replica's
+    /// [`node_id`](leasehold::ElectionOptionsBuilder::node_id) to an address it can route to).
+    /// A follower reads the leader from the store at most once a second, and only when it
+    /// answers 503s; `leader` is `null` when the lock is free or the store did not answer within
+    /// 250 ms. Use it with `Router::route_layer`.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
@@ -494,10 +510,11 @@ impl<S> std::fmt::Debug for LeaderOnlyService<S> {
 impl<S, B> Service<Request<B>> for LeaderOnlyService<S>
 where
     S: Service<Request<B>, Response = Response<Body>>,
+    S::Error: Send + 'static,
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = Either<Ready<Result<Response<Body>, S::Error>>, S::Future>;
+    type Future = Either<BoxFuture<'static, Result<Response<Body>, S::Error>>, S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -509,13 +526,53 @@ where
                 req.extensions_mut().insert(LeaderFence(fence));
                 Either::Right(self.inner.call(req))
             }
-            None => Either::Left(ready(Ok(not_leader(&self.shared)))),
+            None => {
+                let shared = Arc::clone(&self.shared);
+                Either::Left(Box::pin(async move {
+                    let leader = leader_seen(&shared).await;
+                    Ok(not_leader(&shared, leader.as_deref()))
+                }))
+            }
         }
     }
 }
 
-fn not_leader(shared: &Shared) -> Response<Body> {
-    let body = serde_json::json!({ "error": "not the leader", "lock": shared.lock.as_str() });
+/// The leader as this follower last read it, read again (at most once per
+/// [`LEADER_SEEN_FOR`], waiting at most [`LEADER_READ_WAIT`]) when that reading is old.
+async fn leader_seen(shared: &Shared) -> Option<String> {
+    let read = async {
+        let mut seen = shared.seen.lock().await;
+        match &*seen {
+            Some((at, leader)) if at.elapsed() < LEADER_SEEN_FOR => leader.clone(),
+            _ => {
+                let leader = match shared.elector.state(shared.lock.as_str()).await {
+                    Ok(state) => state.holder().map(|h| h.owner.clone()),
+                    Err(e) => {
+                        debug!(error = %e, "leasehold: a follower could not read the leader");
+                        None
+                    }
+                };
+                *seen = Some((Instant::now(), leader.clone()));
+                leader
+            }
+        }
+    };
+    match timeout(LEADER_READ_WAIT, read).await {
+        Ok(leader) => leader,
+        Err(_) => shared
+            .seen
+            .try_lock()
+            .ok()
+            .and_then(|s| s.as_ref().and_then(|(_, l)| l.clone())),
+    }
+}
+
+fn not_leader(shared: &Shared, leader: Option<&str>) -> Response<Body> {
+    let body = serde_json::json!({
+        "error": "not the leader",
+        "lock": shared.lock.as_str(),
+        "leader": leader,
+    });
     let mut res = Response::new(Body::from(body.to_string()));
     *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let h = res.headers_mut();
@@ -524,5 +581,12 @@ fn not_leader(shared: &Shared) -> Response<Body> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    // A node id that is not a valid header value (non-ASCII) is in the body only.
+    if let Some(value) = leader.and_then(|l| HeaderValue::from_str(l).ok()) {
+        h.insert(LEADER_HEADER, value);
+    }
     res
 }
+
+/// The header of a follower's 503 that names the leader's node id.
+pub const LEADER_HEADER: &str = "leasehold-leader";

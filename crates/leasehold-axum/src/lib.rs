@@ -86,7 +86,7 @@ pub use fence::{
 pub use health::{DEFAULT_HEALTH_PATH, DEFAULT_HEALTH_TOLERANCE, LeaderHealth, Unhealthy};
 pub use jobs::{DEFAULT_GRACE_PERIOD, LeaderJobs, RunningJobs};
 pub use leader_only::{
-    LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
+    LEADER_HEADER, LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
 };
 /// The core's stop-request helpers, re-exported here for axum programs.
 pub use leasehold::{ShutdownSignal, StopSignal, shutdown_signal};

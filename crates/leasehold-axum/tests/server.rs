@@ -372,6 +372,10 @@ async fn leader_only_routes_answer_503_with_retry_after_on_the_follower() {
     assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(refused.headers[header::RETRY_AFTER], "2", "1.5 s rounds up");
     assert!(refused.body.contains(WRITER));
+    // The 503 names the leader, so a proxy or client can go there.
+    let body: serde_json::Value = serde_json::from_str(&refused.body).unwrap();
+    assert_eq!(body["leader"], "node-a", "{}", refused.body);
+    assert_eq!(refused.headers[leasehold_axum::LEADER_HEADER], "node-a");
     assert_eq!(
         get_path(b.addr, "/health", None).await.status,
         StatusCode::OK

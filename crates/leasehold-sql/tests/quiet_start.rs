@@ -55,10 +55,13 @@ async fn postgres_second_start_sends_no_ddl_notice() {
         .unwrap()
         .iter()
         .filter(|(target, level)| {
-            target.starts_with("sqlx::postgres::notice") || *level <= tracing::Level::INFO
-                && target.starts_with("sqlx")
+            target.starts_with("sqlx::postgres::notice")
+                || *level <= tracing::Level::INFO && target.starts_with("sqlx")
         })
         .cloned()
         .collect();
-    assert!(notices.is_empty(), "a start on an existing table logged {notices:?}");
+    assert!(
+        notices.is_empty(),
+        "a start on an existing table logged {notices:?}"
+    );
 }
