@@ -158,7 +158,7 @@ where
         if self.token.admits(req.headers().get(header::AUTHORIZATION)) {
             Either::Right(self.inner.call(req))
         } else {
-            debug!(path = %req.uri().path(), "leasehold: request refused, missing or wrong bearer token");
+            debug!(path = %req.uri().path(), "request refused, missing or wrong bearer token");
             Either::Left(ready(Ok(unauthorized())))
         }
     }

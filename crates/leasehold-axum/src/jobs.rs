@@ -151,7 +151,7 @@ impl LeaderJobs {
             .grace_period(self.grace)
             .observe(job_metrics::record);
         let handle = schedule.start(shutdown.clone())?;
-        info!(jobs = ?names, grace = ?self.grace, "leasehold: leader-only jobs started");
+        info!(jobs = ?names, grace = ?self.grace, "leader-only jobs started");
         Ok(RunningJobs {
             handle,
             shutdown,
@@ -286,7 +286,7 @@ impl RunningJobs {
     /// ```
     pub async fn stopped(self) {
         self.handle.stopped().await;
-        info!("leasehold: leader-only jobs stopped");
+        info!("leader-only jobs stopped");
     }
 
     /// Cancels the token and waits for [`stopped`](Self::stopped).

@@ -227,7 +227,8 @@ impl LeaderOnlyBuilder {
             task: Mutex::new(None),
             seen: tokio::sync::Mutex::new(None),
         });
-        let span = info_span!("leasehold.leader_only", lock = %lock);
+        let span =
+            info_span!("leasehold.leader_only", lock = %lock, node = elector.options().node_id());
         // Ends with `shutdown`, or when the last handle is dropped.
         let stop = shutdown.child_token();
         let alive = Arc::new(stop.clone().drop_guard());
@@ -402,7 +403,7 @@ async fn campaign(
         match led {
             Ok(()) => return,
             Err(e) => {
-                warn!(error = %e, "leasehold: leader-only campaign could not reach the store");
+                warn!(error = %e, "leader-only campaign could not reach the store");
                 tokio::select! {
                     biased;
                     () = stop.cancelled() => return,
@@ -422,7 +423,7 @@ struct Serving {
 impl Serving {
     fn start(shared: &Arc<Shared>, ctx: LeaderContext) -> Self {
         let fence = ctx.fence();
-        info!(fence, "leasehold: this node now serves leader-only routes");
+        info!(fence, "this node now serves leader-only routes");
         shared.set(Some(ctx));
         Self {
             shared: Arc::clone(shared),
@@ -437,7 +438,7 @@ impl Drop for Serving {
         self.shared.set(None);
         debug!(
             fence = self.fence,
-            "leasehold: this node no longer serves leader-only routes"
+            "this node no longer serves leader-only routes"
         );
     }
 }
@@ -548,7 +549,7 @@ async fn leader_seen(shared: &Shared) -> Option<String> {
                 let leader = match shared.elector.state(shared.lock.as_str()).await {
                     Ok(state) => state.holder().map(|h| h.owner.clone()),
                     Err(e) => {
-                        debug!(error = %e, "leasehold: a follower could not read the leader");
+                        debug!(error = %e, "a follower could not read the leader");
                         None
                     }
                 };

@@ -336,7 +336,7 @@ async fn report(elector: &Elector, names: &[String]) -> LeaderElectionStatus {
         match elector.state(name.as_str()).await {
             Ok(state) => LockStatus::from_state(name.clone(), &state),
             Err(e) => {
-                warn!(lock = %name, error = %e, "leasehold: management could not read lock state");
+                warn!(lock = %name, error = %e, "management could not read lock state");
                 LockStatus::empty(name.clone(), LockStatusKind::Unknown)
             }
         }

@@ -102,7 +102,7 @@ impl DynamoDbStore {
                     ))
                 })?;
                 let item = Item::parse(&key, &attrs)?;
-                debug!(key, fence = item.fence, "leasehold-dynamodb: acquired");
+                debug!(key, fence = item.fence, "acquired");
                 let mut lease = item.lease(&req.lock, slot, req.token);
                 lease.period = claimed;
                 Ok(Acquisition::Granted(lease))
@@ -116,7 +116,7 @@ impl DynamoDbStore {
                     debug!(
                         key,
                         fence = item.fence,
-                        "leasehold-dynamodb: retried acquire was already applied"
+                        "retried acquire was already applied"
                     );
                     let mut lease = item.lease(&req.lock, slot, req.token);
                     lease.period = period

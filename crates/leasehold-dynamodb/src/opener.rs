@@ -85,9 +85,7 @@ pub(crate) async fn open(url: &str) -> Result<DynamoDbStore, OpenError> {
         config = config.region(Region::new(EMULATOR_REGION));
     }
     if emulator && !has_credentials(&shared).await {
-        debug!(
-            "leasehold-dynamodb: no AWS credentials configured; using dummy ones for the loopback emulator"
-        );
+        debug!("no AWS credentials configured; using dummy ones for the loopback emulator");
         config = config.credentials_provider(Credentials::new(
             "leasehold-emulator",
             "leasehold-emulator",

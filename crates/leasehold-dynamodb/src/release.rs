@@ -119,12 +119,7 @@ impl DynamoDbStore {
                     };
                     let old = Item::parse(&key, &attrs)?;
                     if old.occupied(stale) {
-                        info!(
-                            key,
-                            owner = old.owner,
-                            fence = old.fence,
-                            "leasehold-dynamodb: forced release"
-                        );
+                        info!(key, owner = old.owner, fence = old.fence, "forced release");
                         freed.push(old.holder(slot));
                     }
                 }

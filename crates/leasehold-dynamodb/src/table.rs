@@ -81,9 +81,9 @@ pub(crate) async fn create_keyed_table(client: &Client, table: &str, key: &str) 
         .send()
         .await;
     match created {
-        Ok(_) => info!(table, "leasehold-dynamodb: created the table"),
+        Ok(_) => info!(table, "created the table"),
         Err(e) if e.code() == Some("ResourceInUseException") => {
-            debug!(table, "leasehold-dynamodb: the table exists");
+            debug!(table, "the table exists");
         }
         Err(e) => return Err(classify("CreateTable", table, e)),
     }
@@ -144,17 +144,13 @@ async fn enable_ttl(client: &Client, table: &str) -> StoreResult<()> {
         .await
     {
         Ok(_) => {
-            info!(
-                table,
-                attribute = TTL,
-                "leasehold-dynamodb: enabled TTL cleanup"
-            );
+            info!(table, attribute = TTL, "enabled TTL cleanup");
             Ok(())
         }
         Err(e) if e.code() == Some("UnknownOperationException") => {
             info!(
                 table,
-                "leasehold-dynamodb: this endpoint does not support TTL (an emulator?); \
+                "this endpoint does not support TTL (an emulator?); \
                 idle lease items will not be cleaned up, which does not affect correctness"
             );
             Ok(())
@@ -163,7 +159,7 @@ async fn enable_ttl(client: &Client, table: &str) -> StoreResult<()> {
             if e.code() == Some("ValidationException")
                 && e.message().is_some_and(|m| m.contains("already enabled")) =>
         {
-            debug!(table, "leasehold-dynamodb: TTL is already enabled");
+            debug!(table, "TTL is already enabled");
             Ok(())
         }
         Err(e) => Err(classify("UpdateTimeToLive", table, e)),

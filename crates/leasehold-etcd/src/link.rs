@@ -148,7 +148,7 @@ impl Link {
             match timeout(left, request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) if resend.allows(&e) && start.elapsed() + RESEND_PAUSE * 2 < budget => {
-                    tracing::debug!(error = %e, what, "leasehold: etcd request failed; sending it again");
+                    tracing::debug!(error = %e, what, "etcd request failed; sending it again");
                     sleep(RESEND_PAUSE).await;
                 }
                 Ok(Err(e)) => return Err(classify(e)),

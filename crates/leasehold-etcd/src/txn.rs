@@ -402,7 +402,7 @@ impl Slots {
             .collect();
         if taken.len() > records.len() && !FOREIGN_WARNED.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                "leasehold: a slot key under the etcd prefix holds a value leasehold did not write; that slot is never granted (warned once per process)"
+                "a slot key under the etcd prefix holds a value leasehold did not write; that slot is never granted (warned once per process)"
             );
         }
         let ledger = kvs
@@ -526,7 +526,7 @@ pub(crate) async fn revoke_quietly(link: &Link, id: i64) {
     if let Err(e) = revoked
         && !e.message().contains("not found")
     {
-        tracing::debug!(error = %e, lease = id, "leasehold: etcd lease left to expire");
+        tracing::debug!(error = %e, lease = id, "etcd lease left to expire");
     }
 }
 

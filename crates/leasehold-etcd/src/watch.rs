@@ -61,7 +61,7 @@ async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
         }
         if let Err(e) = outcome {
             warn!(error = %e, prefix = %keys.root(), ?pause,
-                "leasehold: etcd release notifications interrupted; waiters poll until reconnected");
+                "etcd release notifications interrupted; waiters poll until reconnected");
         }
         sleep(pause).await;
         pause = (pause * 2).min(MAX_PAUSE);
@@ -91,7 +91,7 @@ async fn session(
         .map_err(classify)?;
     let (mut requests, mut responses) = stream.split();
     *watching = true;
-    debug!(prefix = %keys.root(), "leasehold: watching etcd for releases");
+    debug!(prefix = %keys.root(), "watching etcd for releases");
     let mut heard = Instant::now();
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

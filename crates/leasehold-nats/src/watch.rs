@@ -57,7 +57,7 @@ async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
         }
         if let Err(e) = outcome {
             warn!(error = %e, bucket = %keys.bucket(), ?pause,
-                "leasehold: NATS release notifications interrupted; waiters poll until reconnected");
+                "NATS release notifications interrupted; waiters poll until reconnected");
         }
         sleep(pause).await;
         pause = (pause * 2).min(MAX_PAUSE);
@@ -88,7 +88,7 @@ async fn session(
         .await
         .map_err(|_| classify::timed_out("a watch request", budget))??;
     *watching = true;
-    debug!(bucket = %keys.bucket(), "leasehold: watching NATS for releases");
+    debug!(bucket = %keys.bucket(), "watching NATS for releases");
     while let Some(entry) = watch.next().await {
         let entry = entry.map_err(|e| classify::disconnected("the release watch", e))?;
         if entry.operation == Operation::Put {

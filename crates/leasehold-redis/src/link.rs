@@ -105,7 +105,7 @@ impl Link {
             .as_ref()
             .is_some_and(|(current_id, _)| *current_id == id)
         {
-            debug!(error = %err, "leasehold: Redis did not answer in time; replacing the connection");
+            debug!(error = %err, "Redis did not answer in time; replacing the connection");
             *current = None;
         }
     }

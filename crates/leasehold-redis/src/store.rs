@@ -310,10 +310,10 @@ impl RedisStore {
                     && policy != "noeviction"
                 {
                     warn!(store = %self.description, %policy,
-                        "leasehold: Redis may evict keys under memory pressure (maxmemory-policy is not noeviction); an evicted lease lets a second holder in");
+                        "Redis may evict keys under memory pressure (maxmemory-policy is not noeviction); an evicted lease lets a second holder in");
                 }
             }
-            Err(e) => debug!(error = %e, "leasehold: cannot read maxmemory-policy"),
+            Err(e) => debug!(error = %e, "cannot read maxmemory-policy"),
         }
     }
 

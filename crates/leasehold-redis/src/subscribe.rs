@@ -66,7 +66,7 @@ async fn run(sub: Subscription) {
     let client = match pubsub_client(&sub.client) {
         Ok(c) => c,
         Err(e) => {
-            warn!(error = %e, "leasehold: cannot build the Redis subscriber; waiters will poll");
+            warn!(error = %e, "cannot build the Redis subscriber; waiters will poll");
             return;
         }
     };
@@ -79,7 +79,7 @@ async fn run(sub: Subscription) {
         }
         if let Err(e) = outcome {
             warn!(error = %e, channel = %sub.channel, ?pause,
-                "leasehold: Redis release notifications interrupted; waiters poll until reconnected");
+                "Redis release notifications interrupted; waiters poll until reconnected");
         }
         sleep(pause).await;
         pause = (pause * 2).min(MAX_PAUSE);
@@ -100,7 +100,7 @@ async fn session(
         .await
         .map_err(|_| timed_out())??;
     *subscribed = true;
-    debug!(channel = %sub.channel, "leasehold: subscribed to Redis release notifications");
+    debug!(channel = %sub.channel, "subscribed to Redis release notifications");
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     heartbeat.tick().await;
@@ -112,7 +112,7 @@ async fn session(
                 };
                 match message.get_payload::<String>().ok().and_then(|p| LockName::new(p).ok()) {
                     Some(lock) => sub.notifier.notify(&lock),
-                    None => debug!("leasehold: ignoring a malformed release notification"),
+                    None => debug!("ignoring a malformed release notification"),
                 }
             }
             _ = heartbeat.tick() => {

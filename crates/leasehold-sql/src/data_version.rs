@@ -46,7 +46,7 @@ pub(crate) async fn watch(options: SqliteConnectOptions, notifier: Arc<ReleaseNo
     loop {
         match SqliteConnection::connect_with(&options).await {
             Ok(mut conn) => {
-                debug!("leasehold: watching the SQLite database for other clients' releases");
+                debug!("watching the SQLite database for other clients' releases");
                 let mut seen = None;
                 loop {
                     notifier.subscribers().await;
@@ -62,7 +62,7 @@ pub(crate) async fn watch(options: SqliteConnectOptions, notifier: Arc<ReleaseNo
                             seen = Some(version);
                         }
                         Err(e) => {
-                            warn!(error = %e, "leasehold: reading SQLite's data_version failed; waiters poll meanwhile");
+                            warn!(error = %e, "reading SQLite's data_version failed; waiters poll meanwhile");
                             break;
                         }
                     }
@@ -70,7 +70,7 @@ pub(crate) async fn watch(options: SqliteConnectOptions, notifier: Arc<ReleaseNo
                 }
             }
             Err(e) => {
-                warn!(error = %e, "leasehold: cannot open SQLite's release-feed connection; waiters poll meanwhile");
+                warn!(error = %e, "cannot open SQLite's release-feed connection; waiters poll meanwhile");
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -15,9 +15,9 @@ pub(crate) async fn listen(pool: PgPool, channel: String, notifier: Arc<ReleaseN
         match PgListener::connect_with(&pool).await {
             Ok(mut listener) => {
                 if let Err(e) = listener.listen(&channel).await {
-                    warn!(error = %e, "leasehold: LISTEN failed; waiters fall back to polling");
+                    warn!(error = %e, "LISTEN failed; waiters fall back to polling");
                 } else {
-                    debug!(%channel, "leasehold: listening for releases");
+                    debug!(%channel, "listening for releases");
                     loop {
                         match listener.recv().await {
                             Ok(n) => {
@@ -26,7 +26,7 @@ pub(crate) async fn listen(pool: PgPool, channel: String, notifier: Arc<ReleaseN
                                 }
                             }
                             Err(e) => {
-                                warn!(error = %e, "leasehold: release notifications interrupted; reconnecting");
+                                warn!(error = %e, "release notifications interrupted; reconnecting");
                                 break;
                             }
                         }
@@ -34,7 +34,7 @@ pub(crate) async fn listen(pool: PgPool, channel: String, notifier: Arc<ReleaseN
                 }
             }
             Err(e) => {
-                warn!(error = %e, "leasehold: cannot open a LISTEN connection; waiters poll meanwhile")
+                warn!(error = %e, "cannot open a LISTEN connection; waiters poll meanwhile")
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;

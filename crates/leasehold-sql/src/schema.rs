@@ -225,7 +225,7 @@ impl Schema {
                     }
                     // E.g. the application's user may not alter a table it does not own: plain
                     // leases keep working; a period claim says how to add the columns.
-                    tracing::warn!(table = %table, error = %e, "leasehold: could not add {what}");
+                    tracing::warn!(table = %table, error = %e, "could not add {what}");
                     return Ok(false);
                 }
             }

@@ -145,7 +145,7 @@ impl SqlStore {
                         && self.dialect == Dialect::Sqlite
                         && tokio::time::Instant::now() + pause < deadline =>
                 {
-                    tracing::debug!(error = %e, "leasehold: SQLite file busy while opening; retrying");
+                    tracing::debug!(error = %e, "SQLite file busy while opening; retrying");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }

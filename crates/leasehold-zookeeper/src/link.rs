@@ -57,7 +57,7 @@ impl Link {
             if !client.state().is_terminated() {
                 return Ok(client.clone());
             }
-            tracing::info!("leasehold: the ZooKeeper session ended; opening a new one");
+            tracing::info!("the ZooKeeper session ended; opening a new one");
         }
         *slot = None;
         let client = match timeout(self.request_timeout, self.open()).await {

@@ -56,7 +56,7 @@ async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNotifier>) {
                     }
                 },
                 Err(e) => {
-                    tracing::debug!(error = %e, "leasehold: ZooKeeper watch failed; retrying")
+                    tracing::debug!(error = %e, "ZooKeeper watch failed; retrying")
                 }
             }
         }

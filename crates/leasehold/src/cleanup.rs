@@ -37,7 +37,7 @@ impl Drop for Pending {
         self.count.send_modify(|n| *n = n.saturating_sub(1));
         if !self.done.get() {
             tracing::warn!(
-                "leasehold: the runtime shut down before a lease was released (or before an \
+                "the runtime shut down before a lease was released (or before an \
                  abandoned acquisition was answered); such a lease ends at its expiry (await the \
                  guard's release, or Elector::settled, before shutting the runtime down)"
             );
@@ -82,7 +82,7 @@ impl Cleanup {
         tracing::warn!(
             ?limit,
             pending = *self.0.borrow(),
-            "leasehold: the store did not answer an abandoned acquisition or a release in time; \
+            "the store did not answer an abandoned acquisition or a release in time; \
              a lease it grants or keeps now ends at its expiry"
         );
         false

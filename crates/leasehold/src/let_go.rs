@@ -71,10 +71,10 @@ impl Unwanted {
     fn given_up(&self, why: &dyn std::fmt::Display) {
         match self {
             Self::Lease { lease, .. } => {
-                warn!(lock = %lease.lock, slot = lease.slot, error = %why, "leasehold: could not release a lease this elector no longer wants; it ends at its expiry");
+                warn!(lock = %lease.lock, slot = lease.slot, error = %why, "could not release a lease this elector no longer wants; it ends at its expiry");
             }
             Self::Token { lock, .. } => {
-                debug!(lock = %lock, error = %why, "leasehold: could not free the lease an attempt answered with an error may have been granted; if it was, it ends at its expiry");
+                debug!(lock = %lock, error = %why, "could not free the lease an attempt answered with an error may have been granted; if it was, it ends at its expiry");
             }
         }
     }
@@ -89,7 +89,7 @@ pub(crate) fn let_go(
     ends: Instant,
 ) {
     let Ok(handle) = Handle::try_current() else {
-        warn!(lock = %unwanted.lock(), "leasehold: no runtime to free a lease this elector no longer wants; it ends at its expiry");
+        warn!(lock = %unwanted.lock(), "no runtime to free a lease this elector no longer wants; it ends at its expiry");
         return;
     };
     let store = Arc::clone(store);
@@ -115,7 +115,7 @@ async fn until_done(store: &dyn LeaseStore, unwanted: &Unwanted, ends: Instant) 
             unwanted.given_up(&error);
             return;
         }
-        debug!(lock = %unwanted.lock(), error = %error, "leasehold: freeing an unwanted lease failed; retrying");
+        debug!(lock = %unwanted.lock(), error = %error, "freeing an unwanted lease failed; retrying");
         sleep(pause).await;
         pause = (pause * 2).min(MAX_PAUSE);
     }
@@ -126,7 +126,7 @@ async fn once(store: &dyn LeaseStore, unwanted: &Unwanted, since: Duration) -> S
     match unwanted {
         Unwanted::Lease { lease, linger } => {
             store.release(lease, linger.saturating_sub(since)).await?;
-            debug!(lock = %lease.lock, slot = lease.slot, "leasehold: released an unwanted lease");
+            debug!(lock = %lease.lock, slot = lease.slot, "released an unwanted lease");
             Ok(())
         }
         Unwanted::Token {
@@ -149,7 +149,7 @@ async fn once(store: &dyn LeaseStore, unwanted: &Unwanted, since: Duration) -> S
                 };
                 if store.release(&lease, Duration::ZERO).await? == Release::Released {
                     debug!(lock = %lock, slot = holder.slot, fence = holder.fence,
-                        "leasehold: released a lease granted to an attempt answered with an error");
+                        "released a lease granted to an attempt answered with an error");
                     return Ok(());
                 }
             }

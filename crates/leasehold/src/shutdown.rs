@@ -173,12 +173,12 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
         match signals {
             Ok(mut signals) => {
                 let signal = signals.recv().await;
-                tracing::info!(%signal, "leasehold: shutdown requested");
+                tracing::info!(%signal, "shutdown requested");
             }
             Err(e) => {
                 tracing::warn!(
                     error = %e,
-                    "leasehold: cannot listen for SIGINT/SIGTERM; this shutdown signal never fires"
+                    "cannot listen for SIGINT/SIGTERM; this shutdown signal never fires"
                 );
                 std::future::pending::<()>().await;
             }

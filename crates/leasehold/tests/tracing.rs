@@ -111,3 +111,61 @@ fn a_release_the_runtime_drops_unrun_is_reported() {
         "{seen:?}"
     );
 }
+
+/// A `MakeWriter` collecting formatted lines.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
+    type Writer = Lines;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// A log line of a leading node, as an operator's log shows it, names the node (several
+/// replicas write to one log) and says "leasehold" in its span and target only, not again in
+/// the message.
+#[test]
+fn leading_log_lines_name_the_node_and_say_leasehold_once_per_part() {
+    let lines = Lines::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(lines.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let options = ElectionOptions::builder().node_id("web-7").build().unwrap();
+            let e = Elector::with_options(Arc::new(MemoryStore::new()), options);
+            e.lead("billing", leasehold::CancellationToken::new(), |_| async {
+                leasehold::TermEnd::Stop
+            })
+            .await
+            .unwrap();
+        });
+    });
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let elected: Vec<&str> = text.lines().filter(|l| l.contains("elected")).collect();
+    assert_eq!(elected.len(), 1, "{text}");
+    let line = elected[0];
+    assert!(
+        line.contains("node=\"web-7\"") || line.contains("node=web-7"),
+        "{line}"
+    );
+    // `leasehold.lead{…}` and the target `leasehold::elect::lead`: nothing more.
+    assert_eq!(line.matches("leasehold").count(), 2, "{line}");
+}

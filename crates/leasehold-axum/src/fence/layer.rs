@@ -175,7 +175,7 @@ impl FenceLayer {
             None => ResourceName::new(format!("{}/{}", claim.lock, claim.slot)),
         }
         .map_err(|e| {
-            debug!(error = %e, "leasehold: fenced request refused: invalid resource");
+            debug!(error = %e, "fenced request refused: invalid resource");
             Refusal::BadResource(e.to_string())
         })?;
         let turn = self.turns.take(&resource).await;
@@ -189,13 +189,13 @@ impl FenceLayer {
                     fence = stale.fence,
                     highest = stale.highest,
                     lock = %claim.lock,
-                    "leasehold: stale fence refused"
+                    "stale fence refused"
                 );
                 Err(Refusal::Stale(stale))
             }
             Err(e) => {
                 let register = self.register.describe();
-                warn!(error = %e, register, %resource, "leasehold: fence register unavailable");
+                warn!(error = %e, register, %resource, "fence register unavailable");
                 Err(Refusal::Unavailable(register))
             }
         }
@@ -211,7 +211,7 @@ fn read_claim(headers: &HeaderMap) -> Result<FenceClaim, Refusal> {
     }
     let text = value.to_str().map_err(|_| Refusal::NotText)?;
     text.parse().map_err(|e: leasehold::fence::ClaimError| {
-        debug!(error = %e, "leasehold: fenced request refused: malformed claim");
+        debug!(error = %e, "fenced request refused: malformed claim");
         Refusal::Malformed(e.to_string())
     })
 }

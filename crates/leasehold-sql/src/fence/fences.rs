@@ -295,7 +295,7 @@ impl SqlFences {
                 }
                 Err(e) if is_conflict(&e) && conflicts < CONFLICT_RETRIES => {
                     conflicts += 1;
-                    tracing::debug!(error = %e, conflicts, "leasehold: fence advance conflicted; retrying");
+                    tracing::debug!(error = %e, conflicts, "fence advance conflicted; retrying");
                     tokio::time::sleep(Duration::from_millis(5 * u64::from(conflicts))).await;
                 }
                 Err(e) => return Err(FenceError::Store(classify(e))),

@@ -166,12 +166,12 @@ pub async fn run_tests(factory: &dyn StoreFactory, tests: &[ConformanceTest]) ->
         let test_started = Instant::now();
         match AssertUnwindSafe(test.run(factory)).catch_unwind().await {
             Ok(()) => {
-                info!(test = test.name, elapsed = ?test_started.elapsed(), "leasehold-testkit: conformance test passed");
+                info!(test = test.name, elapsed = ?test_started.elapsed(), "conformance test passed");
                 report.passed.push(test.name);
             }
             Err(payload) => {
                 let message = panic_message(&*payload);
-                warn!(test = test.name, %message, "leasehold-testkit: conformance test failed");
+                warn!(test = test.name, %message, "conformance test failed");
                 report.failed.push((test.name, message));
             }
         }

@@ -76,13 +76,13 @@ impl FaultyStore {
         let plan = self.switches.plan(op);
         pause(plan.request_delay).await;
         if let Some((kind, FaultPoint::BeforeApply, call)) = plan.failure {
-            debug!(%op, call, "leasehold-testkit: injecting a fault before the store");
+            debug!(%op, call, "injecting a fault before the store");
             return Err(Plan::error(op, kind, call));
         }
         let answer = forward().await;
         pause(plan.answer_delay).await;
         if let Some((kind, FaultPoint::AfterApply, call)) = plan.failure {
-            debug!(%op, call, "leasehold-testkit: dropping the store's answer and injecting a fault");
+            debug!(%op, call, "dropping the store's answer and injecting a fault");
             return Err(Plan::error(op, kind, call));
         }
         answer

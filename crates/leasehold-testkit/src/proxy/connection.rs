@@ -44,7 +44,7 @@ pub(super) async fn forward(shared: Arc<Shared>, client: TcpStream) {
     let server = match timeout(CONNECT_TIMEOUT, TcpStream::connect(shared.target)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            debug!(target = %shared.target, error = %e, "leasehold-testkit: proxy cannot reach its target");
+            debug!(target = %shared.target, error = %e, "proxy cannot reach its target");
             return;
         }
         Err(_) => return,

@@ -19,7 +19,7 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         let current = *mode.borrow_and_update();
         if current == ProxyMode::Cut {
             if listener.take().is_some() {
-                debug!(addr = %shared.addr, "leasehold-testkit: proxy cut; refusing connections");
+                debug!(addr = %shared.addr, "proxy cut; refusing connections");
                 shared.listening.send_replace(false);
             }
             tokio::select! {
@@ -30,12 +30,12 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         let Some(bound) = listener.as_ref() else {
             match TcpListener::bind(shared.addr).await {
                 Ok(l) => {
-                    debug!(addr = %shared.addr, "leasehold-testkit: proxy listening again");
+                    debug!(addr = %shared.addr, "proxy listening again");
                     listener = Some(l);
                     shared.listening.send_replace(true);
                 }
                 Err(e) => {
-                    warn!(addr = %shared.addr, error = %e, "leasehold-testkit: proxy cannot listen again yet");
+                    warn!(addr = %shared.addr, error = %e, "proxy cannot listen again yet");
                     tokio::select! {
                         () = tokio::time::sleep(REBIND_PAUSE) => {}
                         () = shared.shutdown.cancelled() => return,
@@ -49,7 +49,7 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 Ok((client, _)) => {
                     tokio::spawn(forward(Arc::clone(&shared), client));
                 }
-                Err(e) => debug!(error = %e, "leasehold-testkit: proxy accept failed"),
+                Err(e) => debug!(error = %e, "proxy accept failed"),
             },
             _ = mode.changed() => {}
             () = shared.shutdown.cancelled() => return,

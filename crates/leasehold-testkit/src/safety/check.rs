@@ -194,7 +194,7 @@ async fn run(
     let arena = Arc::new(Arena::new(&lock, slots));
     let tally = Arc::new(Tally::default());
     let started = Instant::now();
-    debug!(lock = %lock, contenders = contenders.len(), rounds = config.rounds, "leasehold-testkit: safety run");
+    debug!(lock = %lock, contenders = contenders.len(), rounds = config.rounds, "safety run");
     let mut tasks = JoinSet::new();
     for (node, contender) in contenders {
         let task = contend(
@@ -272,7 +272,7 @@ async fn run(
         violations: arena.violations(),
         elapsed: started.elapsed(),
     };
-    debug!(lock = %lock, runs = report.runs, violations = report.violations.len(), "leasehold-testkit: safety run done");
+    debug!(lock = %lock, runs = report.runs, violations = report.violations.len(), "safety run done");
     Ok(report)
 }
 

@@ -240,7 +240,7 @@ impl LiveView {
             match state {
                 Ok(state) => live_lock(&state, SystemTime::now()),
                 Err(e) => {
-                    tracing::warn!(lock = %lock, error = %e, "leasehold: live view could not read lock state");
+                    tracing::warn!(lock = %lock, error = %e, "live view could not read lock state");
                     LiveLock {
                         lock: lock.to_string(),
                         slots: inner.slots,

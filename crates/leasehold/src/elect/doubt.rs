@@ -72,7 +72,7 @@ impl<'a> Doubt<'a> {
         let Some((token, since)) = self.raised.take() else {
             return;
         };
-        debug!(lock = %self.lock, "leasehold: an attempt answered with an error may have been granted; freeing its lease if it was");
+        debug!(lock = %self.lock, "an attempt answered with an error may have been granted; freeing its lease if it was");
         let unwanted = Unwanted::Token {
             lock: self.lock.clone(),
             slots: self.options.max_leaders,

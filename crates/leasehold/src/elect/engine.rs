@@ -110,7 +110,7 @@ impl Engine {
             .await
             .map_err(|e| Error::store(&lock, e))?;
         for h in &freed {
-            tracing::warn!(lock = %lock, slot = h.slot, owner = %h.owner, fence = h.fence, "leasehold: lease force-released");
+            tracing::warn!(lock = %lock, slot = h.slot, owner = %h.owner, fence = h.fence, "lease force-released");
         }
         Ok(freed)
     }
@@ -231,7 +231,7 @@ impl Engine {
                     drop(place);
                     doubt.clear();
                     metrics.already_ran();
-                    debug!(lock = %lock, period = record.period, by = %record.by, "leasehold: skipped, this period already ran");
+                    debug!(lock = %lock, period = record.period, by = %record.by, "skipped, this period already ran");
                     self.events.emit(|| Event::AlreadyRan {
                         lock: lock.clone(),
                         record: record.clone(),
@@ -244,7 +244,7 @@ impl Engine {
                     None
                 }
                 Err(e) if e.is_transient() => {
-                    debug!(lock = %lock, error = %e, "leasehold: transient error while acquiring");
+                    debug!(lock = %lock, error = %e, "transient error while acquiring");
                     doubt.raise(req.token, sent_at);
                     Some(e)
                 }
@@ -334,14 +334,14 @@ impl Engine {
                 Ok(_) => {
                     doubt.clear();
                     if std::mem::take(&mut failing) {
-                        tracing::info!(lock = %lock, "leasehold: the store answers again; contending");
+                        tracing::info!(lock = %lock, "the store answers again; contending");
                     }
                 }
                 Err(e) if e.is_transient() => {
                     doubt.raise(req.token, sent_at);
                     if !std::mem::replace(&mut failing, true) {
                         tracing::warn!(lock = %lock, error = %e,
-                            "leasehold: contending for leadership: the store failed; retrying");
+                            "contending for leadership: the store failed; retrying");
                     }
                 }
                 Err(e) => {
@@ -372,7 +372,7 @@ impl Engine {
             return Err(Error::store(lock, e));
         }
         metrics.not_acquired(false);
-        debug!(lock = %lock, "leasehold: skipped, lock held elsewhere");
+        debug!(lock = %lock, "skipped, lock held elsewhere");
         self.events.emit(|| Event::Skipped { lock: lock.clone() });
         Ok(Claimed::Held)
     }
@@ -454,7 +454,7 @@ impl Engine {
         let opts = &*self.options;
         let acquired = Instant::now();
         metrics.acquired(acquired - start);
-        debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, "leasehold: elected");
+        debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, "elected");
         self.events.emit(|| Event::Elected {
             lock: lease.lock.clone(),
             slot: lease.slot,

@@ -91,7 +91,7 @@ impl Drop for Flight<'_> {
         let grants = self.grants.take().unwrap_or_else(|| self.new_grants());
         let Ok(handle) = Handle::try_current() else {
             warn!(
-                "leasehold: an acquisition attempt was abandoned outside a tokio runtime; a lease \
+                "an acquisition attempt was abandoned outside a tokio runtime; a lease \
                  it grants ends at its expiry"
             );
             return;

@@ -75,7 +75,7 @@ impl Grants {
                 tokens.given_up.push(lease.token);
             }
         }
-        debug!(lock = %lease.lock, "leasehold: releasing a lease granted after the caller stopped waiting");
+        debug!(lock = %lease.lock, "releasing a lease granted after the caller stopped waiting");
         // It ends at most its granted length from now.
         let length = lease
             .expires_at

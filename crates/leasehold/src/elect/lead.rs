@@ -76,7 +76,7 @@ where
         .min_lease(Duration::ZERO)
         .build()?;
     let engine = engine.reconfigured(options);
-    let span = tracing::info_span!("leasehold.lead", lock = %lock);
+    let span = tracing::info_span!("leasehold.lead", lock = %lock, node = engine.options.node_id());
     let outcome = terms(&engine, &lock, &stop, action).instrument(span).await;
     // A dropped guard's release or an abandoned acquisition may still be in flight: nothing
     // started for this campaign outlives it (bounded, in case the store does not answer).
@@ -101,7 +101,7 @@ where
             guard = engine.contend(lock) => guard?,
         };
         let fence = guard.fence();
-        info!(lock = %lock, fence, "leasehold: elected; leading until the action ends or the lease is lost");
+        info!(lock = %lock, fence, "elected; leading until the action ends or the lease is lost");
         let ended = {
             let term = AssertUnwindSafe(action(guard.context())).catch_unwind();
             tokio::pin!(term);
@@ -121,18 +121,18 @@ where
         let _ = guard.release().await;
         match ended {
             Ended::Stopped => {
-                info!(lock = %lock, fence, "leasehold: stopped leading; lease released");
+                info!(lock = %lock, fence, "stopped leading; lease released");
                 return Ok(());
             }
             Ended::Lost(reason) => {
-                warn!(lock = %lock, fence, %reason, "leasehold: leadership lost; the action was cancelled; contending again");
+                warn!(lock = %lock, fence, %reason, "leadership lost; the action was cancelled; contending again");
             }
             Ended::Returned(TermEnd::Stop) => {
-                info!(lock = %lock, fence, "leasehold: the action stopped leading; lease released");
+                info!(lock = %lock, fence, "the action stopped leading; lease released");
                 return Ok(());
             }
             Ended::Returned(TermEnd::Resign) => {
-                info!(lock = %lock, fence, "leasehold: resigned; lease released; contending again");
+                info!(lock = %lock, fence, "resigned; lease released; contending again");
                 let pause = engine.options.longest_pause();
                 tokio::select! {
                     biased;
@@ -277,7 +277,7 @@ impl Watch {
             match self.store.state(&self.lock, 1).await {
                 Ok(state) => {
                     if std::mem::take(&mut self.failing) {
-                        info!(lock = %self.lock, "leasehold: watching leadership: the store answers again");
+                        info!(lock = %self.lock, "watching leadership: the store answers again");
                     }
                     let leader = state.holders.into_iter().find(|h| h.slot == 0);
                     let key = leader.as_ref().map(|h| (h.slot, h.fence));
@@ -290,7 +290,7 @@ impl Watch {
                 Err(e) => {
                     if !std::mem::replace(&mut self.failing, true) {
                         warn!(lock = %self.lock, error = %e,
-                            "leasehold: watching leadership: could not read the lock; retrying every poll interval");
+                            "watching leadership: could not read the lock; retrying every poll interval");
                     }
                     self.pause = self.poll;
                 }

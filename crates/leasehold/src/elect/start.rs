@@ -39,7 +39,7 @@ pub(crate) async fn start(
             Ok(Ok(PeriodStart::Started)) => return Ok(Some(guard)),
             Ok(Ok(PeriodStart::NotHeld)) => {
                 tracing::warn!(lock = %lease.lock, fence = lease.fence,
-                    "leasehold: the period claim's lease ended before its action could start");
+                    "the period claim's lease ended before its action could start");
                 let _ = guard.release().await;
                 return Ok(None);
             }
@@ -54,12 +54,12 @@ pub(crate) async fn start(
         if Instant::now() + pause >= deadline {
             break error;
         }
-        tracing::debug!(lock = %lease.lock, error = %error, "leasehold: marking the period started failed; retrying");
+        tracing::debug!(lock = %lease.lock, error = %error, "marking the period started failed; retrying");
         sleep(pause).await;
         pause = (pause * 2).min(MAX_PAUSE);
     };
     tracing::warn!(lock = %lease.lock, error = %failure,
-        "leasehold: could not record the period as started; the action does not run, and the period stays open to another node");
+        "could not record the period as started; the action does not run, and the period stays open to another node");
     let _ = guard.release().await;
     Err(Error::store(&lease.lock, failure))
 }

@@ -210,7 +210,7 @@ impl LeaseCell {
         if past {
             let g = &self.granted;
             warn!(lock = %g.lock, slot = g.slot, fence = g.fence, ?suspended,
-                "leasehold: the host was suspended past the lease's local deadline; the store may have expired it");
+                "the host was suspended past the lease's local deadline; the store may have expired it");
         }
         past
     }
@@ -229,7 +229,7 @@ impl LeaseCell {
         };
         self.metrics.renewal_at_risk();
         warn!(lock = %g.lock, slot = g.slot, fence = g.fence, error,
-            "leasehold: lease renewal failing; retrying until the local deadline, then the lease is lost");
+            "lease renewal failing; retrying until the local deadline, then the lease is lost");
         self.events.emit(|| Event::RenewalFailing {
             lock: g.lock.clone(),
             slot: g.slot,
@@ -303,7 +303,7 @@ impl LeaseCell {
         );
         self.lost_flag.store(true, Ordering::Release);
         self.lost_notify.notify_waiters();
-        warn!(lock = %lock, slot, fence, %reason, "leasehold: lease lost");
+        warn!(lock = %lock, slot, fence, %reason, "lease lost");
         self.metrics.lost(reason);
         self.events.emit(|| Event::Lost {
             lock,
@@ -423,7 +423,7 @@ impl LeaseCell {
                 if linger.is_zero() {
                     self.lines.released(&lease.lock, kept_for_another);
                 }
-                debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "leasehold: released");
+                debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "released");
                 self.events.emit(|| Event::Released {
                     lock: lease.lock.clone(),
                     slot: lease.slot,
@@ -432,11 +432,11 @@ impl LeaseCell {
                 });
             }
             Ok(Release::NotHeld) => {
-                debug!(lock = %lease.lock, slot = lease.slot, "leasehold: release found the lease no longer held");
+                debug!(lock = %lease.lock, slot = lease.slot, "release found the lease no longer held");
                 self.mark_lost(LostReason::NotHeld);
             }
             Err(e) if e.is_transient() => {
-                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: release failed; retrying in the background");
+                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "release failed; retrying in the background");
                 let unwanted = Unwanted::Lease {
                     lease: lease.clone(),
                     linger,
@@ -444,7 +444,7 @@ impl LeaseCell {
                 let_go(&self.store, &self.cleanup, unwanted, self.deadline());
             }
             Err(e) => {
-                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: release failed; the lease ends at its expiry");
+                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "release failed; the lease ends at its expiry");
             }
         }
         outcome.map_err(|e| Error::store(&lease.lock, e))

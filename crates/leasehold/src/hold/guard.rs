@@ -150,7 +150,7 @@ impl Drop for LeaderGuard {
                 }
                 let lease = cell.lease();
                 warn!(lock = %lease.lock, slot = lease.slot,
-                    "leasehold: guard dropped outside a tokio runtime; the lease ends at its expiry");
+                    "guard dropped outside a tokio runtime; the lease ends at its expiry");
             }
         }
     }

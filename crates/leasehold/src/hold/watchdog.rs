@@ -85,7 +85,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         match outcome {
             Ok(Extension::Extended { expires_at }) => {
                 if failing {
-                    info!(lock = %lease.lock, slot = lease.slot, "leasehold: lease renewal recovered");
+                    info!(lock = %lease.lock, slot = lease.slot, "lease renewal recovered");
                     failing = false;
                 }
                 cell.extended(now, sent_offset, cell.ttl, expires_at);
@@ -98,7 +98,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
             Err(e) if e.is_transient() => {
                 if failing {
                     debug!(lock = %lease.lock, slot = lease.slot, error = %e, ?retry,
-                        "leasehold: renewal failed again; retrying before the local deadline");
+                        "renewal failed again; retrying before the local deadline");
                 } else {
                     failing = true;
                     cell.renewal_failing(&e.to_string());
@@ -109,7 +109,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
                 if !failing {
                     cell.renewal_failing(&e.to_string());
                 }
-                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "leasehold: renewal failed permanently");
+                warn!(lock = %lease.lock, slot = lease.slot, error = %e, "renewal failed permanently");
                 cell.mark_lost(LostReason::StoreFailed);
                 return;
             }

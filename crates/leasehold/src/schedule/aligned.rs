@@ -76,12 +76,12 @@ pub(crate) async fn run(
                     let store_next = epoch_ms(period.start_of(record.period.saturating_add(1)));
                     clock.learn_below(store_next, Instant::now());
                 }
-                debug!(period = record.period, by = %record.by, "leasehold: schedule tick skipped, this period already ran");
+                debug!(period = record.period, by = %record.by, "schedule tick skipped, this period already ran");
                 run.emit(JobEvent::AlreadyRan(record));
             }
             Ok(Claimed::Held) => {
                 failures = 0;
-                debug!("leasehold: schedule tick skipped, another node holds the lock");
+                debug!("schedule tick skipped, another node holds the lock");
                 run.emit(JobEvent::Skipped);
             }
             Err(e) => {
@@ -90,7 +90,7 @@ pub(crate) async fn run(
                     .saturating_mul(1 << failures.min(5))
                     .min(MAX_RETRY_PAUSE);
                 failures = failures.saturating_add(1);
-                warn!(error = %e, retry_in = ?pause, "leasehold: schedule tick could not reach the store; trying again within the period");
+                warn!(error = %e, retry_in = ?pause, "schedule tick could not reach the store; trying again within the period");
                 retry = Some(pause);
             }
         }

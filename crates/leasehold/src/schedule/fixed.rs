@@ -24,12 +24,12 @@ pub(crate) async fn run(run: &JobRun) -> Stopped {
             Ok(Ok(Some(guard))) => guard,
             Ok(Ok(None)) => {
                 run.emit(JobEvent::Skipped);
-                debug!("leasehold: schedule tick skipped, another node is leader");
+                debug!("schedule tick skipped, another node is leader");
                 continue;
             }
             Ok(Err(e)) => {
                 run.emit(JobEvent::StoreError);
-                warn!(error = %e, "leasehold: schedule tick could not reach the store; trying again next period");
+                warn!(error = %e, "schedule tick could not reach the store; trying again next period");
                 continue;
             }
         };

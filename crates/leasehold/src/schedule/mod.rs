@@ -191,8 +191,9 @@ impl Schedule {
             ));
         }
         let mut tasks = JoinSet::new();
+        let node = self.elector.options().node_id().to_owned();
         for (timing, run) in planned {
-            let span = info_span!("leasehold.schedule", lock = %run.lock);
+            let span = info_span!("leasehold.schedule", lock = %run.lock, node = %node);
             tasks.spawn(
                 async move {
                     match timing {

@@ -119,20 +119,20 @@ impl JobRun {
                     None => "the action was dropped (cancel_on_lost)",
                     Some(_) => "the action ran to its end without exclusivity",
                 };
-                warn!("leasehold: the lease was lost while the scheduled job ran; {action}");
+                warn!("the lease was lost while the scheduled job ran; {action}");
                 JobOutcome::Lost
             }
             Some(Ok(Ok(()))) => JobOutcome::Succeeded,
             Some(Ok(Err(e))) => {
-                warn!(error = %e, "leasehold: scheduled job failed; the schedule continues");
+                warn!(error = %e, "scheduled job failed; the schedule continues");
                 JobOutcome::Failed
             }
             Some(Err(_)) => {
-                warn!("leasehold: scheduled job panicked; the schedule continues");
+                warn!("scheduled job panicked; the schedule continues");
                 JobOutcome::Panicked
             }
             None => {
-                warn!(grace = ?self.grace, "leasehold: scheduled job outlived the shutdown grace period and was cancelled");
+                warn!(grace = ?self.grace, "scheduled job outlived the shutdown grace period and was cancelled");
                 JobOutcome::Cancelled
             }
         };
