@@ -9,9 +9,13 @@ use crate::scenario::Scenario;
 const WIDTH: f64 = 960.0;
 const PANEL: f64 = 300.0;
 const LEFT: f64 = 70.0;
-const COLORS: [&str; 6] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1",
+/// One colour per backend of the report, in its order: as many as there are backends, so no two
+/// share one (the legend and the bars both index it).
+const COLORS: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f",
+    "#ff9da7", "#17becf",
 ];
+const _: () = assert!(COLORS.len() >= crate::backend::Backend::ALL.len());
 const SIDE_COLORS: [&str; 3] = ["#4e79a7", "#9c9c9c", "#e15759"];
 /// A white outline behind value labels, so gridlines do not cross them.
 const HALO: &str = r#"paint-order="stroke" stroke="white" stroke-width="3""#;
@@ -92,8 +96,8 @@ fn ratios(s: &mut String, report: &Report, top: f64) -> std::fmt::Result {
     let items: Vec<(&str, &str)> = report
         .backends
         .iter()
-        .zip(COLORS)
-        .map(|(b, c)| (*b, c))
+        .enumerate()
+        .map(|(i, b)| (*b, COLORS[i % COLORS.len()]))
         .collect();
     legend(s, LEFT, top + 28.0, &items)?;
     let mut tick = 0.0;

@@ -190,3 +190,44 @@ fn numbers_are_grouped_and_rounded() {
     assert_eq!(number(0.0), "0");
     assert_eq!(number(f64::NAN), "–");
 }
+
+#[test]
+fn every_backend_has_a_colour_of_its_own_in_the_legend_and_the_bars() {
+    let mut r = report(0);
+    r.backends = crate::backend::Backend::ALL
+        .iter()
+        .map(|b| b.name())
+        .collect();
+    r.outcomes = r
+        .backends
+        .iter()
+        .map(|&backend| Outcome {
+            backend,
+            scenario: "uncontended",
+            unit: Unit::PerSecond,
+            figures: vec![figure("leasehold", 900.0), figure("floor", 1000.0)],
+        })
+        .collect();
+    let chart = svg::render(&r).unwrap();
+    let legend: Vec<(&str, &str)> = r
+        .backends
+        .iter()
+        .map(|b| {
+            let at = chart
+                .find(&format!(">{b}</text>"))
+                .unwrap_or_else(|| panic!("{b} is missing from the legend"));
+            let fill = chart[..at].rfind("fill=\"").map(|i| &chart[i + 6..i + 13]);
+            (*b, fill.unwrap_or_default())
+        })
+        .collect();
+    let mut colours: Vec<&str> = legend.iter().map(|(_, c)| *c).collect();
+    colours.sort_unstable();
+    colours.dedup();
+    assert_eq!(colours.len(), r.backends.len(), "{legend:?}");
+    for (backend, colour) in &legend {
+        assert!(
+            chart.contains(&format!("fill=\"{colour}\"><title>{backend} uncontended")),
+            "{backend}'s bar is not drawn in its legend colour {colour}"
+        );
+    }
+}
