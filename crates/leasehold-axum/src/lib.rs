@@ -94,7 +94,7 @@ pub use management::{DEFAULT_PATH, Management};
 #[cfg(feature = "prometheus")]
 pub use prometheus::{DEFAULT_METRICS_PATH, PrometheusMetrics, UPKEEP_INTERVAL};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
-pub use status::{LeaderElectionStatus, LockStatus, LockStatusKind};
+pub use status::{LeaderElectionStatus, LedgerStatus, LockStatus, LockStatusKind};
 
 pub use leasehold::{CancellationToken, Job};
 

@@ -14,7 +14,7 @@ use tracing::warn;
 
 use crate::auth::{BearerAuthLayer, BearerToken};
 use crate::error::Error;
-use crate::status::{LeaderElectionStatus, LockStatus, LockStatusKind};
+use crate::status::{LeaderElectionStatus, LedgerStatus, LockStatus, LockStatusKind};
 
 /// The default path of the management route.
 pub const DEFAULT_PATH: &str = "/management/leader-election";
@@ -333,13 +333,25 @@ impl Management {
 
 async fn report(elector: &Elector, names: &[String]) -> LeaderElectionStatus {
     let locks = join_all(names.iter().map(|name| async move {
-        match elector.state(name.as_str()).await {
+        let (state, ledger) = futures::join!(
+            elector.state(name.as_str()),
+            elector.period_record(name.as_str())
+        );
+        let mut entry = match state {
             Ok(state) => LockStatus::from_state(name.clone(), &state),
             Err(e) => {
                 warn!(lock = %name, error = %e, "management could not read lock state");
                 LockStatus::empty(name.clone(), LockStatusKind::Unknown)
             }
-        }
+        };
+        entry.ledger = match ledger {
+            Ok(record) => record.as_ref().map(LedgerStatus::from),
+            Err(e) => {
+                warn!(lock = %name, error = %e, "management could not read the period ledger");
+                None
+            }
+        };
+        entry
     }))
     .await;
     LeaderElectionStatus { locks }

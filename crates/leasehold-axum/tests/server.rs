@@ -283,6 +283,7 @@ async fn management_json_shape_and_escaping() {
                 "leaderId",
                 "leaderSince",
                 "leaseExpiry",
+                "ledger",
                 "name",
                 "status"
             ]
@@ -290,7 +291,7 @@ async fn management_json_shape_and_escaping() {
     }
     assert_eq!(
         locks[0],
-        serde_json::json!({"name":"free-lock","status":"FREE","leaderId":null,"fence":null,"leaderSince":null,"leaseExpiry":null})
+        serde_json::json!({"name":"free-lock","status":"FREE","leaderId":null,"fence":null,"leaderSince":null,"leaseExpiry":null,"ledger":null})
     );
     let weird = &locks[1];
     assert_eq!(weird["status"], "HELD");
@@ -310,6 +311,40 @@ async fn management_json_shape_and_escaping() {
             / 31_556_952;
     assert!(year.abs_diff(now_year) <= 1, "{expiry}");
 
+    stop.cancel();
+    server.await.unwrap();
+}
+
+/// The report shows each lock's period ledger, held or not: "did tonight's run happen, and
+/// where?" is answered on every replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_shows_the_period_ledger_of_a_free_lock() {
+    let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
+    let ran_on = common::elector(store.clone(), "node-b");
+    let nightly = leasehold::Period::every(Duration::from_secs(86_400)).unwrap();
+    let ran = ran_on
+        .run_once_per("nightly", nightly, |_| async { Ok::<_, String>(()) })
+        .await
+        .unwrap();
+    assert!(ran.ran(), "{ran:?}");
+    let stop = CancellationToken::new();
+    let router: Router = Management::new(common::elector(store, "node-a"))
+        .locks(["nightly", "never"])
+        .bearer_token(BearerToken::new(TOKEN).unwrap())
+        .router()
+        .unwrap();
+    let (addr, server) = serve(router, stop.clone().cancelled_owned()).await;
+    let report = management(addr).await;
+    let entry = lock_entry(&report, "nightly");
+    assert_eq!(entry["status"], "FREE", "{entry}");
+    let ledger = &entry["ledger"];
+    assert_eq!(ledger["state"], "RAN", "{entry}");
+    assert_eq!(ledger["by"], "node-b");
+    assert_eq!(ledger["lengthMs"], 86_400_000);
+    let at = ledger["at"].as_str().unwrap();
+    assert_eq!(at.len(), "2026-12-04T01:58:34.402Z".len(), "{at}");
+    assert_eq!(ledger["lastRun"], at);
+    assert!(lock_entry(&report, "never")["ledger"].is_null());
     stop.cancel();
     server.await.unwrap();
 }

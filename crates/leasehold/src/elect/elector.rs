@@ -274,6 +274,38 @@ impl Elector {
         self.engine.state(name).await
     }
 
+    /// The lock's period ledger record: its latest claim of a period (the window, when and to
+    /// whom it was granted, whether it ran) and its latest run; `None` for a lock never claimed
+    /// with a period. Answers "did tonight's run happen, and where?".
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::{sync::Arc, time::Duration};
+    /// use leasehold::{Elector, MemoryStore, Period};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// assert!(elector.period_record("nightly").await?.is_none());
+    /// let nightly = Period::every(Duration::from_secs(86_400))?;
+    /// elector.run_once_per("nightly", nightly, |_| async { Ok::<_, std::io::Error>(()) }).await?;
+    /// let record = elector.period_record("nightly").await?.expect("claimed");
+    /// assert!(record.started);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn period_record(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Option<crate::PeriodRecord>> {
+        self.engine.period_record(name).await
+    }
+
     /// Break-glass release for operators: frees every live slot of the lock (tenant name and
     /// slot count applied) whatever its holder, and returns the holders it freed. Their
     /// guards report the lease lost at their next renewal or release.

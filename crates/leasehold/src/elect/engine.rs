@@ -99,6 +99,17 @@ impl Engine {
             .map_err(|e| Error::store(&lock, e))
     }
 
+    pub(crate) async fn period_record(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Option<crate::PeriodRecord>> {
+        let lock = self.lock_name(name)?;
+        self.store
+            .period_record(&lock)
+            .await
+            .map_err(|e| Error::store(&lock, e))
+    }
+
     pub(crate) async fn force_release(
         &self,
         name: impl IntoLockName,
