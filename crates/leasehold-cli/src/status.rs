@@ -51,8 +51,8 @@ struct LockReport {
     /// Free slots among `slots`; `null` with `slots`.
     available: Option<u32>,
     holders: Vec<HolderReport>,
-    /// The lock's period ledger record (its latest `--once-per` claim); `null` for a lock never
-    /// claimed, and with `--all` (not read there).
+    /// The lock's period ledger record (its latest `--once-per` claim, and its latest run);
+    /// `null` for a lock never claimed with a period.
     ledger: Option<LedgerReport>,
 }
 
@@ -162,7 +162,11 @@ pub(crate) async fn status(args: StatusArgs, url: StoreUrl) -> Result<ExitCode, 
     }
     let store = url.open_shared(std::time::Duration::ZERO).await?;
     let (shown, listing) = if args.all {
-        let listing = list(store.as_ref(), args.after).await?;
+        let mut listing = list(store.as_ref(), args.after).await?;
+        // Each listed lock's ledger too: one read per lock, at most MAX_LIST_LOCKS of them.
+        for shown in &mut listing.locks {
+            shown.ledger = store.period_record(&shown.lock).await?;
+        }
         (listing.locks, Some(listing.next))
     } else {
         let mut shown = Vec::with_capacity(args.locks.len());

@@ -201,6 +201,44 @@ fn status_all_and_groups_on_redis() {
     lists_locks_and_every_holder_of_a_group(&Env::new(), &store, &unique("lst-redis"));
 }
 
+/// `status --all` shows the period ledger of each lock it lists, as `status LOCK` does.
+#[test]
+fn status_all_shows_each_listed_locks_ledger_on_sqlite() {
+    let env = Env::new();
+    let store = env.store().to_owned();
+    let file = env.path("hourly.fence");
+    let script = format!("echo $LEASEHOLD_FENCE > '{}'; sleep 60", file.display());
+    let child = env.spawn(&[
+        "run",
+        "--store",
+        &store,
+        "--lock",
+        "reports.hourly",
+        "--once-per",
+        "1h",
+        "--node-id",
+        "node-h",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    wait_for_file(&file);
+    let report = json(&env, &["--store", &store, "--all"]);
+    let lock = &report["locks"][0];
+    assert_eq!(lock["lock"], "reports.hourly", "{report}");
+    assert_eq!(lock["ledger"]["state"], "ran", "{report}");
+    assert_eq!(lock["ledger"]["by"], "node-h", "{report}");
+    assert_eq!(lock["ledger"]["length_ms"], 3_600_000, "{report}");
+    let out = env.output(&["status", "--store", &store, "--all"]);
+    assert!(
+        text(&out.stdout).contains("period ledger: period "),
+        "{}",
+        text(&out.stdout)
+    );
+    stop(child);
+}
+
 #[test]
 fn bad_listing_arguments_are_usage_errors() {
     let env = Env::new();
