@@ -112,6 +112,43 @@ pub struct LiveLock {
     pub holders: Vec<LiveHolder>,
     /// Why the state could not be read (then `holders` is empty), else `None`.
     pub error: Option<String>,
+    /// The lock's period ledger (its latest claim of a period and its latest run), held or not;
+    /// `None` for a lock never claimed with a period, or when it could not be read.
+    pub ledger: Option<LiveLedger>,
+}
+
+/// The period ledger of a [`LiveLock`]: "did this period's run happen, and where?".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LiveLedger {
+    /// The id of the window claimed, under the claim's own period length.
+    pub period: i64,
+    /// The window claimed, in milliseconds since the epoch (store clock): its start...
+    pub from_ms: u64,
+    /// ...and its end (excluded).
+    pub until_ms: u64,
+    /// True once the claim's action started; false while it is only claimed.
+    pub ran: bool,
+    /// When the claim was granted (ms since the epoch, store clock).
+    pub at_ms: u64,
+    /// The node id it was granted to.
+    pub by: String,
+    /// When the lock's latest run was granted, if any.
+    pub last_run_ms: Option<u64>,
+}
+
+impl From<&leasehold::PeriodRecord> for LiveLedger {
+    fn from(r: &leasehold::PeriodRecord) -> Self {
+        Self {
+            period: r.period,
+            from_ms: epoch_ms(r.from),
+            until_ms: epoch_ms(r.until),
+            ran: r.started,
+            at_ms: epoch_ms(r.at),
+            by: r.by.clone(),
+            last_run_ms: r.last_run().map(epoch_ms),
+        }
+    }
 }
 
 /// One holder in a [`LiveLock`] (see the example of [`LiveView`]).
@@ -236,8 +273,16 @@ impl LiveView {
     pub async fn report(&self) -> LiveReport {
         let inner = &self.inner;
         let locks = join_all(inner.locks.iter().map(|lock| async move {
-            let state = inner.elector.state(lock).await;
-            match state {
+            let (state, ledger) =
+                futures::join!(inner.elector.state(lock), inner.elector.period_record(lock));
+            let ledger = match ledger {
+                Ok(record) => record.as_ref().map(LiveLedger::from),
+                Err(e) => {
+                    tracing::warn!(lock = %lock, error = %e, "live view could not read the period ledger");
+                    None
+                }
+            };
+            let mut entry = match state {
                 Ok(state) => live_lock(&state, SystemTime::now()),
                 Err(e) => {
                     tracing::warn!(lock = %lock, error = %e, "live view could not read lock state");
@@ -249,9 +294,12 @@ impl LiveView {
                             &e.to_string(),
                             &inner.secrets,
                         )),
+                        ledger: None,
                     }
                 }
-            }
+            };
+            entry.ledger = ledger;
+            entry
         }))
         .await;
         LiveReport {
@@ -316,6 +364,7 @@ fn live_lock(state: &LockState, now: SystemTime) -> LiveLock {
         slots: state.slots,
         holders: state.holders.iter().map(|h| live_holder(h, now)).collect(),
         error: None,
+        ledger: None,
     }
 }
 
@@ -404,6 +453,32 @@ mod tests {
             "{error}"
         );
         assert!(!report.store.contains("ter"), "{}", report.store);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn the_live_report_shows_the_period_ledger_of_a_free_lock()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let store: Arc<dyn LeaseStore> = Arc::new(leasehold::MemoryStore::new());
+        let options = leasehold::ElectionOptions::builder()
+            .node_id("web-3")
+            .build()?;
+        let elector = leasehold::Elector::with_options(store.clone(), options);
+        let hourly = leasehold::Period::every(Duration::from_secs(3600))?;
+        let ran = elector
+            .run_once_per("job", hourly, |_| async { Ok::<_, String>(()) })
+            .await?;
+        assert!(ran.ran(), "{ran:?}");
+        let view = LiveView::new(store, vec![LockName::new("job")?, LockName::new("never")?])?;
+        let report = view.report().await;
+        assert!(report.locks[0].holders.is_empty(), "the lock is free again");
+        let ledger = report.locks[0].ledger.clone().ok_or("no ledger")?;
+        assert!(ledger.ran && ledger.by == "web-3", "{ledger:?}");
+        assert_eq!(ledger.until_ms - ledger.from_ms, 3_600_000);
+        assert_eq!(ledger.last_run_ms, Some(ledger.at_ms));
+        assert_eq!(report.locks[1].ledger, None);
+        let json = serde_json::to_value(&report)?;
+        assert_eq!(json["locks"][0]["ledger"]["by"], "web-3");
         Ok(())
     }
 

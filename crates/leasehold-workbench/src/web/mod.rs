@@ -28,5 +28,5 @@ pub use listen::{
     HEADER_READ_TIMEOUT, HostCheck, LIVE_BIND, SHUTDOWN_GRACE, WORKBENCH_BIND, bind, check_bind,
     serve,
 };
-pub use live::{LiveHolder, LiveLock, LiveReport, LiveView, MANAGEMENT_PATH};
+pub use live::{LiveHolder, LiveLedger, LiveLock, LiveReport, LiveView, MANAGEMENT_PATH};
 pub use page::{FENCING_MD, LIVE_HTML, WORKBENCH_HTML};
