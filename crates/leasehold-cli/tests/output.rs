@@ -243,6 +243,16 @@ fn manual_pages_are_printed_and_written() {
     let run = std::fs::read_to_string(dir.join("leasehold-run.1")).unwrap();
     assert_starts_with_title(&run, "leasehold-run");
     assert!(run.contains("metrics\\-file"), "{run}");
+    // The list of the command's variables ends before the next paragraph starts.
+    let list_end = run
+        .find("LEASEHOLD_PERIOD")
+        .and_then(|at| run[at..].find('\n').map(|n| at + n + 1))
+        .unwrap_or_default();
+    assert!(
+        run[list_end..].starts_with(".PP\nWhile it runs"),
+        "the variables run into the next paragraph: {}",
+        &run[list_end.saturating_sub(80)..(list_end + 40).min(run.len())]
+    );
 
     let file = env.path("a-file");
     std::fs::write(&file, "").unwrap();
