@@ -8,7 +8,7 @@ use crate::scenario::{Config, Scenario};
 
 pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--scenario LIST|all] [--quick]
                        [--seconds N] [--handoffs N] [--failovers N] [--rounds N] [--fence-rounds N] [--url URL]
-                       [--json FILE] [--markdown FILE] [--svg FILE] [--out DIR]
+                       [--json FILE] [--markdown FILE] [--svg FILE] [--out DIR] [--readme FILE]
 
   --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, nats, a comma-separated list, or all (default)
   --scenario   uncontended, contended, fairness, many-locks, server-cpu (Redis), group, handoff, failover,
@@ -25,6 +25,7 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
                etcd://$LEASEHOLD_TEST_ETCD_ENDPOINTS, $LEASEHOLD_TEST_NATS_URL)
   --json, --markdown, --svg   write the report in that form to FILE
   --out        write DIR/benchmarks.json, DIR/benchmarks.md and DIR/benchmarks.svg
+  --readme     rewrite the paragraph of figures between the bench-summary markers of FILE
   With no output option the markdown goes to stdout. The exit status is 1 when a safety run
   fails or a backend could not be measured, 2 on bad arguments.";
 
@@ -41,6 +42,8 @@ pub(crate) struct Args {
     pub(crate) json: Option<PathBuf>,
     pub(crate) markdown: Option<PathBuf>,
     pub(crate) svg: Option<PathBuf>,
+    /// A document whose bench-summary block gets this run's figures (the README).
+    pub(crate) readme: Option<PathBuf>,
     /// The child side of the failover scenario: hold this lock until killed.
     pub(crate) hold: Option<Hold>,
     /// The child side of the fairness scenario: contend for this lock.
@@ -86,6 +89,7 @@ impl Args {
         let (mut handoffs, mut failovers, mut rounds) = (None, None, None);
         let mut fence_rounds = None;
         let (mut json, mut markdown, mut svg, mut out) = (None, None, None, None::<PathBuf>);
+        let mut readme = None;
         let (mut hold, mut lease_ms) = (None, 1000u64);
         let (mut contend, mut tasks) = (None, 1usize);
         while let Some(flag) = argv.next() {
@@ -128,6 +132,7 @@ impl Args {
                 "--json" => json = Some(PathBuf::from(value()?)),
                 "--markdown" => markdown = Some(PathBuf::from(value()?)),
                 "--svg" => svg = Some(PathBuf::from(value()?)),
+                "--readme" => readme = Some(PathBuf::from(value()?)),
                 "--out" => out = Some(PathBuf::from(value()?)),
                 "--hold" => hold = Some(value()?),
                 "--lease-ms" => lease_ms = number(&flag, &value()?)?,
@@ -173,6 +178,7 @@ impl Args {
             json,
             markdown,
             svg,
+            readme,
         })
     }
 

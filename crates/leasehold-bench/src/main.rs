@@ -182,12 +182,27 @@ fn write(args: &Args, report: &Report) -> Result<(), BoxError> {
         create_parent(path)?;
         std::fs::write(path, render::svg::render(report)?)?;
     }
+    if let Some(path) = &args.readme {
+        let document = std::fs::read_to_string(path)?;
+        let paragraph = render::summary::render(&serde_json::to_value(report)?);
+        let rewritten = render::summary::replace_block(&document, &paragraph).ok_or_else(|| {
+            format!(
+                "{} has no block between `{}` and `{}`",
+                path.display(),
+                render::summary::START,
+                render::summary::END
+            )
+        })?;
+        std::fs::write(path, rewritten)?;
+    }
     match &args.markdown {
         Some(path) => {
             create_parent(path)?;
             std::fs::write(path, markdown)?;
         }
-        None if args.json.is_none() && args.svg.is_none() => print!("{markdown}"),
+        None if args.json.is_none() && args.svg.is_none() && args.readme.is_none() => {
+            print!("{markdown}")
+        }
         None => {}
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! JSON is the report serialised).
 
 pub(crate) mod markdown;
+pub(crate) mod summary;
 pub(crate) mod svg;
 
 #[cfg(test)]

@@ -231,3 +231,37 @@ fn every_backend_has_a_colour_of_its_own_in_the_legend_and_the_bars() {
         );
     }
 }
+
+/// The README's figures are the recorded report's: the paragraph between the bench-summary
+/// markers is exactly what the renderer makes of `docs/images/bench/benchmarks.json`, so a
+/// figure copied by hand, or left from another run, fails here.
+#[test]
+fn the_readme_quotes_the_recorded_report() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let json = std::fs::read_to_string(root.join("docs/images/bench/benchmarks.json")).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let quoted = crate::render::summary::block(&readme).expect("the README's bench-summary block");
+    assert_eq!(
+        quoted,
+        crate::render::summary::render(&report),
+        "README.md's benchmark paragraph is not the recorded report's; scripts/bench-report \
+         rewrites it"
+    );
+}
+
+#[test]
+fn the_summary_names_each_measured_backend_and_the_safety_totals() {
+    let text = crate::render::summary::render(&serde_json::to_value(report(0)).unwrap());
+    assert!(text.contains("Redis 0.90×"), "{text}");
+    assert!(text.contains("0.50× rslock"), "{text}");
+    assert!(text.contains("0 violations"), "{text}");
+    let doc = format!(
+        "a\n{}\nold\n{}\nb\n",
+        crate::render::summary::START,
+        crate::render::summary::END
+    );
+    let new = crate::render::summary::replace_block(&doc, "new\n").unwrap();
+    assert_eq!(crate::render::summary::block(&new), Some("new\n"));
+    assert!(new.starts_with("a\n") && new.ends_with("\nb\n"), "{new}");
+}
