@@ -151,6 +151,8 @@ impl LeaderJobs {
             .grace_period(self.grace)
             .observe(job_metrics::record);
         let handle = schedule.start(shutdown.clone())?;
+        // The jobs' help texts, to the recorder their metrics will go to.
+        leasehold::metrics::describe(leasehold::metrics::Source::Jobs);
         info!(jobs = ?names, grace = ?self.grace, "leasehold: leader-only jobs started");
         Ok(RunningJobs {
             handle,
