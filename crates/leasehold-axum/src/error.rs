@@ -38,6 +38,9 @@ pub enum Error {
          yours with PrometheusMetrics::from_handle"
     )]
     RecorderInstalled,
+    /// The Prometheus exporter refused its configuration (for example a histogram's buckets).
+    #[error("the Prometheus exporter refused its configuration: {0}")]
+    Prometheus(String),
     /// Something that needs a tokio runtime (to spawn a task) was called outside one.
     #[error("{0} needs a tokio runtime: call it from within one")]
     NoRuntime(&'static str),

@@ -16,6 +16,12 @@
 //! | `leasehold_job_shutdowns_total` | counter | `job`, `outcome` = `clean` \| `cancelled` | jobs stopped at shutdown (`cancelled`: the grace period ran out) |
 //! | `leasehold_job_shutdown_seconds` | histogram | `job` | time from the shutdown signal to the job having stopped and released |
 //!
+//! They are families of the core's registry ([`leasehold::metrics::FAMILIES`], source
+//! [`Jobs`](leasehold::metrics::Source::Jobs)): their help texts are described to the recorder
+//! when the jobs start, and `PrometheusMetrics` (feature `prometheus`) gives the two
+//! histograms their buckets. The attempts and runs counters of a job appear at its first
+//! attempt (runs at 0 until it runs here); the other series at their first event.
+//!
 //! ```
 //! assert_eq!(leasehold_axum::job_metrics::RUNS, "leasehold_job_runs_total");
 //! ```
@@ -23,28 +29,36 @@
 use leasehold::{JobEvent, JobOutcome};
 use metrics::{counter, gauge, histogram};
 
+// The names come from the core's registry of families ([`leasehold::metrics::FAMILIES`]), with
+// their help texts and buckets.
+
 /// `leasehold_job_attempts_total`
-pub const ATTEMPTS: &str = "leasehold_job_attempts_total";
+pub const ATTEMPTS: &str = leasehold::metrics::JOB_ATTEMPTS;
 /// `leasehold_job_runs_total`
-pub const RUNS: &str = "leasehold_job_runs_total";
+pub const RUNS: &str = leasehold::metrics::JOB_RUNS;
 /// `leasehold_job_skips_total`
-pub const SKIPS: &str = "leasehold_job_skips_total";
+pub const SKIPS: &str = leasehold::metrics::JOB_SKIPS;
 /// `leasehold_job_period`
-pub const PERIOD: &str = "leasehold_job_period";
+pub const PERIOD: &str = leasehold::metrics::JOB_PERIOD;
 /// `leasehold_job_failures_total`
-pub const FAILURES: &str = "leasehold_job_failures_total";
+pub const FAILURES: &str = leasehold::metrics::JOB_FAILURES;
 /// `leasehold_job_duration_seconds`
-pub const DURATION: &str = "leasehold_job_duration_seconds";
+pub const DURATION: &str = leasehold::metrics::JOB_DURATION_SECONDS;
 /// `leasehold_job_shutdowns_total`
-pub const SHUTDOWNS: &str = "leasehold_job_shutdowns_total";
+pub const SHUTDOWNS: &str = leasehold::metrics::JOB_SHUTDOWNS;
 /// `leasehold_job_shutdown_seconds`
-pub const SHUTDOWN_SECONDS: &str = "leasehold_job_shutdown_seconds";
+pub const SHUTDOWN_SECONDS: &str = leasehold::metrics::JOB_SHUTDOWN_SECONDS;
 
 /// Records one schedule event of `job` (the hook installed on the core schedule).
 pub(crate) fn record(job: &str, event: &JobEvent) {
     let job = job.to_owned();
     match event {
-        JobEvent::Attempt { .. } => counter!(ATTEMPTS, "job" => job).increment(1),
+        JobEvent::Attempt { .. } => {
+            counter!(ATTEMPTS, "job" => job.clone()).increment(1);
+            // The runs counter exists from the first attempt, at 0 until a run: a node that
+            // never runs the job says so, and `increase()` sees the first run.
+            counter!(RUNS, "job" => job).increment(0);
+        }
         JobEvent::Elected { period } => {
             if let Some(period) = period {
                 // Period ids of realistic periods are far below 2^53, exact in an f64.

@@ -143,6 +143,8 @@ impl LeaderJobs {
     /// # }
     /// ```
     pub fn start(self, shutdown: CancellationToken) -> Result<RunningJobs, Error> {
+        // The jobs' help texts, to the recorder their metrics will go to.
+        leasehold::metrics::describe(leasehold::metrics::Source::Jobs);
         let names: Vec<String> = self.jobs.iter().map(|j| j.name().to_owned()).collect();
         let schedule = self
             .jobs

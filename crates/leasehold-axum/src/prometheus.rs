@@ -2,12 +2,17 @@
 //! `metrics-exporter-prometheus` recorder for the core's metrics ([`leasehold::metrics`]) and the
 //! jobs' ([`job_metrics`](crate::job_metrics)), served by [`Management::metrics`](crate::Management::metrics)
 //! at `GET /metrics` in the Prometheus text format, behind the management route's authentication.
+//!
+//! Every family gets its `# HELP` line and leasehold's histograms get real Prometheus histograms
+//! (`_bucket{le}`, `_sum`, `_count`) with the buckets of the registry
+//! ([`leasehold::metrics::FAMILIES`]), so they can be added up across replicas.
 
 use std::time::Duration;
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use leasehold::metrics::{FAMILIES, Kind, Source, describe};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::error::Error;
 
@@ -15,7 +20,7 @@ use crate::error::Error;
 pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 /// How often the recorder installed by [`PrometheusMetrics::install`] drains recorded histogram
-/// samples into its summaries (the exporter's own default), so memory stays bounded however
+/// samples into its histograms (the exporter's own default), so memory stays bounded however
 /// rarely it is scraped.
 pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -33,6 +38,12 @@ const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// let metrics = PrometheusMetrics::install()?; // before the first election
 /// metrics::counter!("app_requests_total").increment(1);
 /// assert!(metrics.render().contains("app_requests_total 1"));
+/// // leasehold's families have their help text, and its timings are histograms.
+/// metrics::histogram!(leasehold::metrics::ACTION_SECONDS, "lock" => "a").record(0.3);
+/// let text = metrics.render();
+/// assert!(text.contains("# HELP leasehold_action_seconds Time the action ran"), "{text}");
+/// assert!(text.contains("# TYPE leasehold_action_seconds histogram"), "{text}");
+/// assert!(text.contains(r#"leasehold_action_seconds_bucket{lock="a",le="0.5"} 1"#), "{text}");
 /// // The facade takes one recorder per process: a second is refused, never a panic.
 /// assert!(matches!(PrometheusMetrics::install(), Err(Error::RecorderInstalled)));
 /// # Ok(()) }
@@ -43,10 +54,11 @@ pub struct PrometheusMetrics {
 }
 
 impl PrometheusMetrics {
-    /// Installs a Prometheus recorder with the exporter's defaults as the process's global
-    /// `metrics` recorder and starts its upkeep (every [`UPKEEP_INTERVAL`]) on the current tokio
-    /// runtime. Install it before the first election: metric handles are registered with the
-    /// recorder in effect at that moment.
+    /// Installs a Prometheus recorder with the exporter's defaults and leasehold's histogram
+    /// buckets ([`configure`](Self::configure)) as the process's global `metrics` recorder,
+    /// describes leasehold's families to it (their `# HELP` lines) and starts its upkeep (every
+    /// [`UPKEEP_INTERVAL`]) on the current tokio runtime. Install it before the first election:
+    /// metric handles are registered with the recorder in effect at that moment.
     ///
     /// # Errors
     ///
@@ -57,9 +69,12 @@ impl PrometheusMetrics {
         Self::install_with(PrometheusBuilder::new())
     }
 
-    /// [`install`](Self::install) with a configured builder (histogram buckets, global labels,
-    /// …). Its HTTP listener and push gateway, if configured, are not started: serve the
-    /// metrics with [`Management::metrics`](crate::Management::metrics).
+    /// [`install`](Self::install) with a configured builder (global labels, buckets of your own
+    /// metrics, …). leasehold's histograms get leasehold's buckets whatever the builder says
+    /// ([`configure`](Self::configure) is applied to it); to give them others, build and install
+    /// the recorder yourself and serve it with [`from_handle`](Self::from_handle). Its HTTP
+    /// listener and push gateway, if configured, are not started: serve the metrics with
+    /// [`Management::metrics`](crate::Management::metrics).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold_axum::Error> {
@@ -75,9 +90,10 @@ impl PrometheusMetrics {
     pub fn install_with(builder: PrometheusBuilder) -> Result<Self, Error> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::NoRuntime("installing the Prometheus recorder"))?;
-        let recorder = builder.build_recorder();
+        let recorder = Self::configure(builder)?.build_recorder();
         let handle = recorder.handle();
         metrics::set_global_recorder(recorder).map_err(|_| Error::RecorderInstalled)?;
+        describe_all();
         let upkeep = handle.clone();
         runtime.spawn(async move {
             let mut every = tokio::time::interval(UPKEEP_INTERVAL);
@@ -91,16 +107,58 @@ impl PrometheusMetrics {
     }
 
     /// Serves a recorder the application installed itself (it then runs its upkeep, see
-    /// `metrics-exporter-prometheus`).
+    /// `metrics-exporter-prometheus`). Pass its builder through [`configure`](Self::configure)
+    /// to have leasehold's timings as histograms. leasehold's families are described (their
+    /// `# HELP` lines) to the global recorder, which is this one once it is installed; the
+    /// core also describes its own to whichever recorder registers a lock's metrics.
     ///
     /// ```
+    /// use leasehold_axum::PrometheusMetrics;
     /// use metrics_exporter_prometheus::PrometheusBuilder;
-    /// let recorder = PrometheusBuilder::new().build_recorder();
-    /// let metrics = leasehold_axum::PrometheusMetrics::from_handle(recorder.handle());
-    /// assert_eq!(metrics.render(), "");
+    /// let builder = PrometheusMetrics::configure(PrometheusBuilder::new())?;
+    /// let recorder = builder.build_recorder();
+    /// let metrics = PrometheusMetrics::from_handle(recorder.handle());
+    /// assert_eq!(metrics.render(), "", "no series yet");
+    /// # Ok::<(), leasehold_axum::Error>(())
     /// ```
     pub fn from_handle(handle: PrometheusHandle) -> Self {
+        describe_all();
         Self { handle }
+    }
+
+    /// Gives each of leasehold's histograms ([`Kind::Histogram`] in
+    /// [`leasehold::metrics::FAMILIES`]) its buckets in `builder`, so that the exporter renders
+    /// them as Prometheus histograms rather than as summaries (the exporter's default). Other
+    /// metrics keep what `builder` gives them.
+    ///
+    /// ```
+    /// use leasehold_axum::PrometheusMetrics;
+    /// use metrics_exporter_prometheus::PrometheusBuilder;
+    /// let recorder = PrometheusMetrics::configure(PrometheusBuilder::new())?.build_recorder();
+    /// let handle = recorder.handle();
+    /// metrics::with_local_recorder(&recorder, || {
+    ///     metrics::histogram!("leasehold_renewal_margin_seconds", "lock" => "a").record(8.5);
+    /// });
+    /// let text = handle.render();
+    /// assert!(text.contains(r#"leasehold_renewal_margin_seconds_bucket{lock="a",le="10"} 1"#), "{text}");
+    /// assert!(text.contains(r#"leasehold_renewal_margin_seconds_count{lock="a"} 1"#), "{text}");
+    /// assert!(!text.contains("quantile"), "{text}");
+    /// # Ok::<(), leasehold_axum::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Prometheus`] if the exporter refuses a family's buckets (it refuses an empty
+    /// list; the registry has none).
+    pub fn configure(builder: PrometheusBuilder) -> Result<PrometheusBuilder, Error> {
+        FAMILIES
+            .iter()
+            .filter(|f| f.kind == Kind::Histogram)
+            .try_fold(builder, |builder, f| {
+                builder
+                    .set_buckets_for_metric(Matcher::Full(f.name.to_owned()), f.buckets)
+                    .map_err(|e| Error::Prometheus(format!("buckets of {}: {e}", f.name)))
+            })
     }
 
     /// The recorder's handle.
@@ -121,4 +179,11 @@ impl PrometheusMetrics {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         res
     }
+}
+
+/// Describes the families recorded through the `metrics` facade (the core's and the jobs') to the
+/// global recorder.
+fn describe_all() {
+    describe(Source::Elector);
+    describe(Source::Jobs);
 }

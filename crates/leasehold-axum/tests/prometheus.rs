@@ -1,10 +1,14 @@
 //! `GET /metrics`: a real server on 127.0.0.1:0 scraped over HTTP with and without the
-//! management token, its text parsed with a Prometheus text-format parser. The recorder is
-//! global to the process, so this binary has a single test that installs it.
+//! management token, its text parsed with a Prometheus text-format parser and checked
+//! (`support/prom.rs`: HELP and TYPE on every family, as leasehold's registry says; well-formed,
+//! non-empty histograms). The recorder is global to the process, so this binary has a single
+//! test that installs it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 mod common;
+#[path = "support/prom.rs"]
+mod prom;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +36,7 @@ async fn scrape(addr: std::net::SocketAddr) -> Vec<Sample> {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let kind = reply.headers[header::CONTENT_TYPE].to_str().unwrap();
     assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+    prom::check(&reply.body);
     Scrape::parse(reply.body.lines().map(|l| Ok(l.to_owned())))
         .unwrap()
         .samples
@@ -48,14 +53,14 @@ fn value(samples: &[Sample], name: &str, label: &str, lock: &LockName) -> Option
         })
 }
 
-/// The quantiles of the summary `name` labelled `lock`.
-fn quantiles(samples: &[Sample], name: &str, lock: &LockName) -> Vec<(f64, f64)> {
+/// The cumulative buckets (`le`, count) of the histogram `name` labelled `lock`.
+fn buckets(samples: &[Sample], name: &str, lock: &LockName) -> Vec<(f64, f64)> {
     samples
         .iter()
         .find(|s| s.metric == name && s.labels.get("lock").is_some_and(|v| v == lock.as_str()))
         .map(|s| match &s.value {
-            Value::Summary(qs) => qs.iter().map(|q| (q.quantile, q.count)).collect(),
-            other => panic!("{name} is not a summary: {other:?}"),
+            Value::Histogram(bs) => bs.iter().map(|b| (b.less_than, b.count)).collect(),
+            other => panic!("{name} is not a histogram: {other:?}"),
         })
         .unwrap_or_default()
 }
@@ -127,11 +132,30 @@ async fn the_management_router_serves_the_metrics_behind_its_token_and_one_recor
         None,
         "SQLite reads this host's clock"
     );
-    let margins = quantiles(&samples, "leasehold_renewal_margin_seconds", &lock);
-    assert!(!margins.is_empty(), "a summary of the one renewal");
+    let margins = buckets(&samples, "leasehold_renewal_margin_seconds", &lock);
+    assert_eq!(
+        margins.last(),
+        Some(&(f64::INFINITY, 1.0)),
+        "a histogram of the one renewal: {margins:?}"
+    );
     assert!(
-        margins.iter().all(|&(_, m)| m > 0.0 && m <= 2.7),
+        margins
+            .iter()
+            .all(|&(le, n)| n == if le < 2.7 { n } else { 1.0 }),
         "within the local deadline (2.7 s): {margins:?}"
+    );
+    assert!(
+        margins.iter().any(|&(le, n)| le < 2.7 && n == 0.0),
+        "and well above 0: {margins:?}"
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "leasehold_renewal_margin_seconds_count",
+            "lock",
+            &lock
+        ),
+        Some(1.0)
     );
     if pg_guard.is_some() {
         let offset = value(

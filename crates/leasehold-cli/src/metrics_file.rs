@@ -11,20 +11,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use leasehold::LockName;
+// The `leasehold_job_*` gauges of the file, with their help texts in leasehold's registry
+// (`leasehold::metrics::FAMILIES`, source `RunFile`), in the order written.
+use leasehold::metrics::{
+    RUN_EXIT_CODE as EXIT_CODE, RUN_FENCE as FENCE, RUN_LAST_DURATION_SECONDS as DURATION,
+    RUN_LAST_RUN_TIMESTAMP_SECONDS as LAST_RUN, RUN_LAST_SUCCESS_TIMESTAMP_SECONDS as LAST_SUCCESS,
+    RUN_RAN as RAN, RUN_SKIPPED as SKIPPED, RUN_START_TIMESTAMP_SECONDS as START, Source,
+    families_of,
+};
 
 use crate::exit::Failure;
 use crate::say;
-
-/// `leasehold_job_*` metric names, their help text, and the metric that each run keeps from the
-/// file when it did not succeed.
-const START: &str = "leasehold_job_start_timestamp_seconds";
-const LAST_RUN: &str = "leasehold_job_last_run_timestamp_seconds";
-const LAST_SUCCESS: &str = "leasehold_job_last_success_timestamp_seconds";
-const DURATION: &str = "leasehold_job_last_duration_seconds";
-const EXIT_CODE: &str = "leasehold_job_exit_code";
-const RAN: &str = "leasehold_job_ran";
-const SKIPPED: &str = "leasehold_job_skipped";
-const FENCE: &str = "leasehold_job_fence";
 
 /// The file, checked before the run.
 #[derive(Debug)]
@@ -141,60 +138,33 @@ impl MetricsFile {
     }
 }
 
-/// The file's content.
+/// The file's content: every family of the registry's `RunFile` source that has a value, with
+/// its HELP and TYPE lines.
 fn render(lock: &LockName, r: &RunRecord, ended: SystemTime, last_success: Option<f64>) -> String {
     let duration = r.started_clock.elapsed().as_secs_f64();
-    let mut metrics: Vec<(&str, &str, Option<f64>)> = vec![
-        (
-            START,
-            "When this run of leasehold run started (Unix time).",
-            Some(seconds(r.started)),
-        ),
-        (
-            LAST_RUN,
-            "When the last run of leasehold run ended, whether it ran the command, skipped or failed (Unix time).",
-            Some(seconds(ended)),
-        ),
-        (
-            LAST_SUCCESS,
-            "When this node last ran the command to exit code 0 (Unix time); kept across skips and failures.",
-            last_success,
-        ),
-        (
-            DURATION,
-            "How long the last run of leasehold run took, waiting for the lock included.",
-            Some(duration),
-        ),
-        (
-            EXIT_CODE,
-            "The exit code of the last run of leasehold run.",
-            Some(f64::from(r.exit_code)),
-        ),
-        (
-            RAN,
-            "1 if the last run started the command on this node, else 0.",
-            Some(bool_value(r.ran)),
-        ),
-        (
-            SKIPPED,
-            "1 if the last run skipped the command: the lock was held elsewhere or the period had already run.",
-            Some(bool_value(r.skipped)),
-        ),
-    ];
     // Exact up to 2^53, as every Prometheus sample is a float.
     #[allow(clippy::cast_precision_loss)]
     let fence = r.fence.map(|f| f as f64);
-    metrics.push((
-        FENCE,
-        "The fence of the lease the last run acquired (absent if it acquired none).",
-        fence,
-    ));
+    let value = |name: &str| match name {
+        START => Some(seconds(r.started)),
+        LAST_RUN => Some(seconds(ended)),
+        LAST_SUCCESS => last_success,
+        DURATION => Some(duration),
+        EXIT_CODE => Some(f64::from(r.exit_code)),
+        RAN => Some(bool_value(r.ran)),
+        SKIPPED => Some(bool_value(r.skipped)),
+        FENCE => fence,
+        _ => None,
+    };
     let label = escape_label(lock.as_str());
     let mut text = String::new();
-    for (name, help, value) in metrics {
-        let Some(value) = value else { continue };
-        let _ = writeln!(text, "# HELP {name} {help}");
-        let _ = writeln!(text, "# TYPE {name} gauge");
+    for family in families_of(Source::RunFile) {
+        let Some(value) = value(family.name) else {
+            continue;
+        };
+        let name = family.name;
+        let _ = writeln!(text, "# HELP {name} {}", family.help);
+        let _ = writeln!(text, "# TYPE {name} {}", family.kind.as_str());
         let _ = writeln!(text, "{name}{{lock=\"{label}\"}} {}", number(value));
     }
     text
@@ -266,6 +236,26 @@ mod tests {
             text.contains("# TYPE leasehold_job_skipped gauge\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn every_family_of_the_registry_is_written_for_a_run_that_acquired() {
+        let a = LockName::new("a").unwrap();
+        let mut record = RunRecord::starting();
+        record.ran = true;
+        record.fence = Some(7);
+        let text = render(&a, &record, SystemTime::now(), Some(1.0));
+        for family in families_of(Source::RunFile) {
+            let name = family.name;
+            assert!(
+                text.contains(&format!(
+                    "# HELP {name} {}\n# TYPE {name} gauge\n",
+                    family.help
+                )),
+                "{name}: {text}"
+            );
+            assert!(read_value(&text, name, &a).is_some(), "{name}: {text}");
+        }
     }
 
     #[test]

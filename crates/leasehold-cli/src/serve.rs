@@ -16,37 +16,30 @@
 //! | `leasehold_lock_time_left_seconds` | `lock`, `slot` | the time left by this machine's clock |
 //!
 //! The holder series are recorded into a fresh recorder at each scrape, so a holder that is gone
-//! is gone from the next scrape too.
+//! is gone from the next scrape too. Their names and help texts are the families of source
+//! `Holders` in leasehold's registry (`leasehold::metrics::FAMILIES`); the recorder's own are
+//! described by `PrometheusMetrics::install`.
 
 use std::process::ExitCode;
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+// The holder families' names and help texts: leasehold's registry (source `Holders`).
+use leasehold::metrics::{
+    LOCK_EXPIRES_AT_SECONDS as EXPIRES_AT, LOCK_FENCE as FENCE, LOCK_HOLDER_INFO as HOLDER_INFO,
+    LOCK_HOLDERS as HOLDERS, LOCK_SLOTS as SLOTS, LOCK_STATE_OK as STATE_OK,
+    LOCK_TIME_LEFT_SECONDS as TIME_LEFT, Source,
+};
 use leasehold_axum::{DEFAULT_METRICS_PATH, PrometheusMetrics};
 use leasehold_workbench::web::{LiveReport, LiveView};
-use metrics::{describe_gauge, gauge};
+use metrics::gauge;
 use metrics_exporter_prometheus::PrometheusBuilder;
 
 use crate::args::ServeArgs;
 use crate::exit::Failure;
 use crate::store::StoreUrl;
 use crate::workbench::{listen, serve_until_signal, web_failure};
-
-/// `leasehold_lock_state_ok`
-const STATE_OK: &str = "leasehold_lock_state_ok";
-/// `leasehold_lock_slots`
-const SLOTS: &str = "leasehold_lock_slots";
-/// `leasehold_lock_holders`
-const HOLDERS: &str = "leasehold_lock_holders";
-/// `leasehold_lock_holder_info`
-const HOLDER_INFO: &str = "leasehold_lock_holder_info";
-/// `leasehold_lock_fence`
-const FENCE: &str = "leasehold_lock_fence";
-/// `leasehold_lock_expires_at_seconds`
-const EXPIRES_AT: &str = "leasehold_lock_expires_at_seconds";
-/// `leasehold_lock_time_left_seconds`
-const TIME_LEFT: &str = "leasehold_lock_time_left_seconds";
 
 /// The content type of the Prometheus text format.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -91,25 +84,7 @@ fn holder_metrics(report: &LiveReport) -> String {
     let recorder = PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     metrics::with_local_recorder(&recorder, || {
-        describe_gauge!(
-            STATE_OK,
-            "1 when the store answered for the lock at this scrape, 0 when reading it failed."
-        );
-        describe_gauge!(SLOTS, "The slots of the lock looked at (--slots).");
-        describe_gauge!(HOLDERS, "Live holders of the lock.");
-        describe_gauge!(
-            HOLDER_INFO,
-            "1 per live holder, naming its owner (node id)."
-        );
-        describe_gauge!(FENCE, "The fence of the holder's lease.");
-        describe_gauge!(
-            EXPIRES_AT,
-            "When the holder's lease ends unless renewed (Unix time, the store's clock)."
-        );
-        describe_gauge!(
-            TIME_LEFT,
-            "The time left on the holder's lease by this machine's clock."
-        );
+        leasehold::metrics::describe(Source::Holders);
         for lock in &report.locks {
             let name = lock.lock.clone();
             if lock.error.is_some() {

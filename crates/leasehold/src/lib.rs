@@ -57,6 +57,7 @@ mod let_go;
 pub mod limits;
 mod line;
 mod macro_support;
+mod metric_families;
 pub mod metrics;
 mod name;
 mod options;

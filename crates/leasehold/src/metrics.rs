@@ -21,8 +21,20 @@
 //! | `leasehold_store_clock_offset_seconds` | gauge | `lock` | the store's clock minus this host's, estimated at each renewal; only for stores that read their own clock (see [`ClockSource`](crate::store::ClockSource)) |
 //! | `leader_election_master_status` | gauge | `name` | 1 while this process leads the lock (holds a lease of it that is neither lost nor released), else 0: client-go's gauge of the same name, `name` being the full lock name |
 //!
-//! Handles are registered once per lock name and elector (and its clones), with the recorder
-//! in effect at that moment: install the recorder before the first election.
+//! Every family leasehold exports (these, leasehold-axum's jobs', `leasehold serve`'s and
+//! `leasehold run --metrics-file`'s) is in one registry, [`FAMILIES`]: name, type, labels, unit,
+//! help text and, for the histograms, buckets. Exporters take their `# HELP` lines and buckets
+//! from it; [`describe`] hands the help texts to the recorder in effect.
+//!
+//! Counters and the 0/1 and count gauges are registered once per lock name and elector (and its
+//! clones), at its first election, with the recorder in effect at that moment: install the
+//! recorder before the first election. They start at 0, a true reading (nothing happened yet),
+//! so `rate()` and `increase()` see the first event. The histograms and the clock offset have no
+//! reading before their first observation, so they are registered then and export no series
+//! until it: a follower that never held a lease has no renewal margin at all, rather than a
+//! margin of 0. Give the histograms the buckets of their [`Family`] (leasehold-axum's
+//! `PrometheusMetrics` does): as Prometheus histograms they add up across replicas, which
+//! summaries cannot.
 //!
 //! The two 0/1 gauges (`leader_election_master_status`, `leasehold_at_risk`) count the leases of
 //! a lock process-wide, across electors, like the recorder they are written to: the gauge is 1
@@ -48,38 +60,18 @@ use std::time::{Duration, SystemTime};
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use crate::events::LostReason;
+pub use crate::metric_families::{
+    ACQUIRE_BUCKETS, ACQUIRE_SECONDS, ACQUIRED, ACTION_BUCKETS, ACTION_FAILURES, ACTION_SECONDS,
+    ACTIVE, AT_RISK, ATTEMPTS, EXTENDED, FAMILIES, Family, JOB_ATTEMPTS, JOB_DURATION_SECONDS,
+    JOB_FAILURES, JOB_PERIOD, JOB_RUNS, JOB_SHUTDOWN_SECONDS, JOB_SHUTDOWNS, JOB_SKIPS, Kind,
+    LOCK_EXPIRES_AT_SECONDS, LOCK_FENCE, LOCK_HOLDER_INFO, LOCK_HOLDERS, LOCK_SLOTS, LOCK_STATE_OK,
+    LOCK_TIME_LEFT_SECONDS, LOST, MARGIN_BUCKETS, MASTER_STATUS, NOT_ACQUIRED, RELEASED,
+    RENEWAL_AT_RISK, RENEWAL_MARGIN_SECONDS, RUN_EXIT_CODE, RUN_FENCE, RUN_LAST_DURATION_SECONDS,
+    RUN_LAST_RUN_TIMESTAMP_SECONDS, RUN_LAST_SUCCESS_TIMESTAMP_SECONDS, RUN_RAN, RUN_SKIPPED,
+    RUN_START_TIMESTAMP_SECONDS, SHUTDOWN_BUCKETS, STORE_CLOCK_OFFSET_SECONDS, Source, describe,
+    families_of, family,
+};
 use crate::name::LockName;
-
-/// `leasehold_attempts_total`
-pub const ATTEMPTS: &str = "leasehold_attempts_total";
-/// `leasehold_acquired_total`
-pub const ACQUIRED: &str = "leasehold_acquired_total";
-/// `leasehold_not_acquired_total`
-pub const NOT_ACQUIRED: &str = "leasehold_not_acquired_total";
-/// `leasehold_acquire_seconds`
-pub const ACQUIRE_SECONDS: &str = "leasehold_acquire_seconds";
-/// `leasehold_action_seconds`
-pub const ACTION_SECONDS: &str = "leasehold_action_seconds";
-/// `leasehold_action_failures_total`
-pub const ACTION_FAILURES: &str = "leasehold_action_failures_total";
-/// `leasehold_active`
-pub const ACTIVE: &str = "leasehold_active";
-/// `leasehold_extended_total`
-pub const EXTENDED: &str = "leasehold_extended_total";
-/// `leasehold_lost_total`
-pub const LOST: &str = "leasehold_lost_total";
-/// `leasehold_released_total`
-pub const RELEASED: &str = "leasehold_released_total";
-/// `leasehold_renewal_margin_seconds`
-pub const RENEWAL_MARGIN_SECONDS: &str = "leasehold_renewal_margin_seconds";
-/// `leasehold_renewal_at_risk_total`
-pub const RENEWAL_AT_RISK: &str = "leasehold_renewal_at_risk_total";
-/// `leasehold_at_risk`
-pub const AT_RISK: &str = "leasehold_at_risk";
-/// `leasehold_store_clock_offset_seconds`
-pub const STORE_CLOCK_OFFSET_SECONDS: &str = "leasehold_store_clock_offset_seconds";
-/// `leader_election_master_status` (client-go's name; its one label is `name`).
-pub const MASTER_STATUS: &str = "leader_election_master_status";
 
 /// The metric handles of one lock, registered once so that an election costs no registration.
 pub(crate) struct LockMetrics {
@@ -88,8 +80,10 @@ pub(crate) struct LockMetrics {
     contention: Counter,
     error: Counter,
     already_ran: Counter,
-    acquire_seconds: Histogram,
-    action_seconds: Histogram,
+    /// The histograms are registered at their first observation, so that a lock that never
+    /// saw one (a follower never renews) exports no series of them rather than an empty one.
+    acquire_seconds: OnceLock<Histogram>,
+    action_seconds: OnceLock<Histogram>,
     action_failures: Counter,
     active: Gauge,
     extended: Counter,
@@ -97,7 +91,7 @@ pub(crate) struct LockMetrics {
     lost_deadline: Counter,
     lost_store_failed: Counter,
     released: Counter,
-    renewal_margin: Histogram,
+    renewal_margin: OnceLock<Histogram>,
     renewal_at_risk: Counter,
     at_risk: Gauge,
     /// Registered at the first estimate, so a store without its own clock shows no offset
@@ -111,6 +105,8 @@ pub(crate) struct LockMetrics {
 
 impl LockMetrics {
     fn register(lock: &LockName) -> Self {
+        // The help texts go to the same recorder as the handles.
+        describe(Source::Elector);
         let l = || lock.shared();
         Self {
             attempts: counter!(ATTEMPTS, "lock" => l()),
@@ -118,8 +114,8 @@ impl LockMetrics {
             contention: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "contention"),
             error: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "error"),
             already_ran: counter!(NOT_ACQUIRED, "lock" => l(), "reason" => "already_ran"),
-            acquire_seconds: histogram!(ACQUIRE_SECONDS, "lock" => l()),
-            action_seconds: histogram!(ACTION_SECONDS, "lock" => l()),
+            acquire_seconds: OnceLock::new(),
+            action_seconds: OnceLock::new(),
             action_failures: counter!(ACTION_FAILURES, "lock" => l()),
             active: gauge!(ACTIVE, "lock" => l()),
             extended: counter!(EXTENDED, "lock" => l()),
@@ -127,7 +123,7 @@ impl LockMetrics {
             lost_deadline: counter!(LOST, "lock" => l(), "reason" => "deadline"),
             lost_store_failed: counter!(LOST, "lock" => l(), "reason" => "store_failed"),
             released: counter!(RELEASED, "lock" => l()),
-            renewal_margin: histogram!(RENEWAL_MARGIN_SECONDS, "lock" => l()),
+            renewal_margin: OnceLock::new(),
             renewal_at_risk: counter!(RENEWAL_AT_RISK, "lock" => l()),
             at_risk: gauge!(AT_RISK, "lock" => l()),
             clock_offset: OnceLock::new(),
@@ -136,13 +132,20 @@ impl LockMetrics {
         }
     }
 
+    /// The histogram `name` of this lock, registered with the recorder in effect at its first
+    /// observation.
+    fn histogram<'a>(&self, cell: &'a OnceLock<Histogram>, name: &'static str) -> &'a Histogram {
+        cell.get_or_init(|| histogram!(name, "lock" => self.flags.lock.shared()))
+    }
+
     pub(crate) fn attempt(&self) {
         self.attempts.increment(1);
     }
 
     pub(crate) fn acquired(&self, waited: Duration) {
         self.acquired.increment(1);
-        self.acquire_seconds.record(waited.as_secs_f64());
+        self.histogram(&self.acquire_seconds, ACQUIRE_SECONDS)
+            .record(waited.as_secs_f64());
         self.active.increment(1.0);
     }
 
@@ -155,7 +158,8 @@ impl LockMetrics {
     }
 
     pub(crate) fn action_finished(&self, took: Duration, failed: bool) {
-        self.action_seconds.record(took.as_secs_f64());
+        self.histogram(&self.action_seconds, ACTION_SECONDS)
+            .record(took.as_secs_f64());
         if failed {
             self.action_failures.increment(1);
         }
@@ -164,7 +168,8 @@ impl LockMetrics {
     /// A successful renewal that arrived with `margin` left to the local deadline.
     pub(crate) fn extended(&self, margin: Duration) {
         self.extended.increment(1);
-        self.renewal_margin.record(margin.as_secs_f64());
+        self.histogram(&self.renewal_margin, RENEWAL_MARGIN_SECONDS)
+            .record(margin.as_secs_f64());
     }
 
     /// A `RenewalFailing` event: the first failure of a run of failed renewals.
