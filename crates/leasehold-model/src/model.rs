@@ -57,11 +57,20 @@ impl LeaseModel {
             .unwrap_or(0)
     }
 
+    /// The offset of the schedule's periods now.
+    fn offset(&self, state: &State) -> u8 {
+        self.setup
+            .offsets
+            .get(usize::from(state.period))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// The start of the period window holding `at`.
     fn window(&self, state: &State, at: Tick) -> Option<Tick> {
         match self.period(state) {
             0 => None,
-            len => Some(at - at % len),
+            len => Some(start_of(at, len, self.offset(state))),
         }
     }
 
@@ -82,12 +91,16 @@ impl LeaseModel {
         let live = state.store.holder.filter(|h| h.expiry > now);
         let lease = self.setup.lease;
         match request {
-            Request::Acquire { token, period } => {
+            Request::Acquire {
+                token,
+                period,
+                offset,
+            } => {
                 if let Some(h) = live.filter(|h| h.token == token) {
                     // A retried request the store already applied: the same lease.
                     return Answer::Granted { at: h.granted };
                 }
-                if period > 0 && self.already_ran(state, period) {
+                if period > 0 && self.already_ran(state, period, offset) {
                     return Answer::AlreadyRan;
                 }
                 if live.is_some() {
@@ -98,7 +111,8 @@ impl LeaseModel {
                     expiry: now + lease,
                     granted: now,
                 });
-                if let Some(number) = now.checked_div(period) {
+                let shifted = now.saturating_add(period).saturating_sub(offset);
+                if let Some(number) = shifted.checked_div(period) {
                     let ran = match self.setup.rules.ledger {
                         Ledger::ByTime => state.store.ledger.and_then(|r| r.ran),
                         Ledger::LatestClaim | Ledger::ByNumber => None,
@@ -144,17 +158,20 @@ impl LeaseModel {
         }
     }
 
-    /// The ledger's verdict on a claim of a period of `len` ticks now: true if it already ran.
-    fn already_ran(&self, state: &State, len: u8) -> bool {
+    /// The ledger's verdict on a claim of a period of `len` ticks at offset `off` now: true if
+    /// it already ran.
+    fn already_ran(&self, state: &State, len: u8, off: u8) -> bool {
         let Some(record) = state.store.ledger else {
             return false;
         };
         match self.setup.rules.ledger {
-            Ledger::ByNumber => record.number >= state.now / len,
+            Ledger::ByNumber => {
+                record.number >= state.now.saturating_add(len).saturating_sub(off) / len
+            }
             Ledger::ByTime => record
                 .ran
-                .is_some_and(|ran| ran >= state.now - state.now % len),
-            Ledger::LatestClaim => record.started && record.at >= state.now - state.now % len,
+                .is_some_and(|ran| ran >= start_of(state.now, len, off)),
+            Ledger::LatestClaim => record.started && record.at >= start_of(state.now, len, off),
         }
     }
 
@@ -173,7 +190,11 @@ impl LeaseModel {
         };
         let mut next = elector;
         match (elector.phase, exchange.request, answer) {
-            (Phase::Acquiring(token), Request::Acquire { period, .. }, Answer::Granted { at }) => {
+            (
+                Phase::Acquiring(token),
+                Request::Acquire { period, offset, .. },
+                Answer::Granted { at },
+            ) => {
                 let holding = Holding {
                     token,
                     deadline: self.deadline(exchange.sent, drift),
@@ -189,7 +210,7 @@ impl LeaseModel {
                     next.exchange = Some(send(Request::Start(token), now));
                 } else {
                     next.phase = Phase::Running(holding);
-                    record_run(state, at, period);
+                    record_run(state, at, period, offset);
                 }
             }
             (Phase::Acquiring(_), _, Answer::AlreadyRan) => {
@@ -204,7 +225,12 @@ impl LeaseModel {
                     since: now,
                     ..holding
                 });
-                record_run(state, holding.granted, self.period(state));
+                record_run(
+                    state,
+                    holding.granted,
+                    self.period(state),
+                    self.offset(state),
+                );
             }
             (Phase::Starting(_), Request::Start(_), _) => next.phase = Phase::Idle,
             (Phase::Running(holding), Request::Extend(_), Answer::Extended) => {
@@ -239,8 +265,8 @@ impl LeaseModel {
         state.now += 1;
         let now = state.now;
         let cancel = self.setup.rules.cancel_on_lost;
-        let len = self.period(state);
-        let window = (len > 0).then(|| now - now % len);
+        let (len, off) = (self.period(state), self.offset(state));
+        let window = (len > 0).then(|| start_of(now, len, off));
         for elector in &mut state.electors {
             // What only mattered within the past tick or window is forgotten.
             elector.sent_at = None;
@@ -257,7 +283,8 @@ impl LeaseModel {
                 _ => {}
             }
         }
-        if len > 0 && now.is_multiple_of(len) && now >= len && state.changed_at <= now - len {
+        if len > 0 && start_of(now, len, off) == now && now >= len && state.changed_at <= now - len
+        {
             let from = now - len;
             let ran = state.last_run.is_some_and(|at| at >= from);
             if !ran && state.missed.is_none() {
@@ -307,13 +334,22 @@ fn send(request: Request, now: Tick) -> Exchange {
     }
 }
 
+/// The start of the window of `len` ticks at offset `off` that holds `at` (0 for a window that
+/// began before time did).
+fn start_of(at: Tick, len: u8, off: u8) -> Tick {
+    let (at16, len16) = (u16::from(at), u16::from(len.max(1)));
+    let into = (at16 + len16 - u16::from(off) % len16) % len16;
+    at.saturating_sub(u8::try_from(into).unwrap_or(u8::MAX))
+}
+
 /// Notes an action that starts under a lease granted at `granted` for a period of `period`
-/// ticks (0: none): it runs twice if a run was granted within its period before.
-fn record_run(state: &mut State, granted: Tick, period: u8) {
+/// ticks at offset `offset` (0: none): it runs twice if a run was granted within its period
+/// before.
+fn record_run(state: &mut State, granted: Tick, period: u8, offset: u8) {
     if period == 0 {
         return;
     }
-    let from = granted - granted % period;
+    let from = start_of(granted, period, offset);
     if state.last_run.is_some_and(|last| last >= from) {
         state.twice = true;
     }
@@ -431,10 +467,17 @@ impl Model for LeaseModel {
             Action::Ask(e) => {
                 let token = state.next_token;
                 state.next_token = state.next_token.checked_add(1)?;
-                let period = self.period(&state);
+                let (period, offset) = (self.period(&state), self.offset(&state));
                 let elector = state.electors.get_mut(at(e))?;
                 elector.phase = Phase::Acquiring(token);
-                elector.exchange = Some(send(Request::Acquire { token, period }, now));
+                elector.exchange = Some(send(
+                    Request::Acquire {
+                        token,
+                        period,
+                        offset,
+                    },
+                    now,
+                ));
                 elector.sent_at = Some(now);
             }
             Action::Apply(e) => {

@@ -71,6 +71,10 @@ pub struct Setup {
     /// The period lengths a schedule claims with, changing between runs (the first is used
     /// first). Empty: plain locks, no ledger.
     pub periods: Vec<u8>,
+    /// The offset of each of `periods`, in ticks (below its length): the windows of the `n`-th
+    /// start at `offsets[n] + k × periods[n]`. Missing entries are 0, so a change between two
+    /// entries of the same length and other offsets is an offset change.
+    pub offsets: Vec<u8>,
     /// How many requests or answers may be lost (each either before or after the store
     /// applied it).
     pub losses: u8,
@@ -94,6 +98,7 @@ impl Setup {
             horizon: 8,
             action: 5,
             periods: Vec::new(),
+            offsets: Vec::new(),
             losses: 1,
             pauses: true,
             rules,
@@ -112,9 +117,20 @@ impl Setup {
             horizon: periods.iter().copied().max().unwrap_or(1).saturating_mul(2),
             action: 1,
             periods: periods.to_vec(),
+            offsets: Vec::new(),
             losses: 1,
             pauses: false,
             rules,
+        }
+    }
+
+    /// As [`scheduled`](Self::scheduled), with each schedule a `(length, offset)` pair, so
+    /// changes between runs can move the offset as well as the length.
+    pub fn scheduled_with_offsets(rules: Rules, periods: &[(u8, u8)]) -> Self {
+        let lengths: Vec<u8> = periods.iter().map(|&(len, _)| len).collect();
+        Self {
+            offsets: periods.iter().map(|&(_, off)| off).collect(),
+            ..Self::scheduled(rules, &lengths)
         }
     }
 }

@@ -54,6 +54,8 @@ pub enum Request {
         token: Token,
         /// The period length claimed, 0 for none.
         period: u8,
+        /// The offset of the period claimed.
+        offset: u8,
     },
     /// Renew the lease.
     Extend(Token),
@@ -228,9 +230,14 @@ impl State {
             }
             if let Some(x) = e.exchange.as_mut() {
                 x.request = match x.request {
-                    Request::Acquire { token, period } => Request::Acquire {
+                    Request::Acquire {
+                        token,
+                        period,
+                        offset,
+                    } => Request::Acquire {
                         token: f(token),
                         period,
+                        offset,
                     },
                     Request::Extend(t) => Request::Extend(f(t)),
                     Request::Start(t) => Request::Start(f(t)),

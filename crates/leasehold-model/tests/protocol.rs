@@ -75,6 +75,43 @@ fn today_schedules_keep_every_property_when_the_period_length_changes_and_an_ans
     check(Setup::scheduled(Rules::TODAY, &[3, 6])).assert_properties();
 }
 
+/// A schedule whose period offset moves between runs (3-tick periods from 0, then from 1 or
+/// 2: `Job::offset` changed in a deploy) keeps every property, with one lost request or answer.
+#[test]
+fn today_schedules_keep_every_property_when_the_period_offset_changes() {
+    check(Setup::scheduled_with_offsets(
+        Rules::TODAY,
+        &[(3, 0), (3, 1), (3, 2)],
+    ))
+    .assert_properties();
+}
+
+/// A length and an offset change together (3-tick periods from 0, then 6-tick periods from 1),
+/// with one lost request or answer. (Windows stay longer than the lease: a lost claim answer
+/// holds the lock for a lease, so a window no longer than the lease can pass without a run —
+/// the liveness bound of `docs/correctness.md`.)
+#[test]
+fn today_schedules_keep_every_property_when_length_and_offset_change_together() {
+    check(Setup::scheduled_with_offsets(
+        Rules::TODAY,
+        &[(3, 0), (6, 1)],
+    ))
+    .assert_properties();
+}
+
+/// The ledger before issue 33 (a bare period number) under an offset change: the numbers of
+/// two offsets do not compare, and the checker finds a period skipped or run twice.
+#[test]
+fn before_issue_33_an_offset_change_breaks_the_ledger() {
+    let mut setup = Setup::scheduled_with_offsets(Rules::BEFORE_ISSUE_33, &[(3, 0), (3, 2)]);
+    setup.losses = 0;
+    let checked = check(setup);
+    assert!(
+        checked.discovery(AT_LEAST_ONCE).is_some() || checked.discovery(AT_MOST_ONCE).is_some(),
+        "an offset change must break the number ledger"
+    );
+}
+
 /// The gap the checker found in the ledger of issue 33, which kept only the latest claim: a
 /// claim of a shorter period granted after a run, and then never started (its answer lost),
 /// hid that run from a later claim of a longer period covering it, which ran the longer period
