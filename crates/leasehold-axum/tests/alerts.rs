@@ -56,26 +56,6 @@ fn rules() -> Vec<(String, String)> {
     rules
 }
 
-/// Which rules fire at `at`, each with the `instance` it fires for ("" once aggregated away).
-fn firing(db: &Tsdb, rules: &[(String, String)], at: f64) -> BTreeSet<(String, String)> {
-    rules
-        .iter()
-        .flat_map(|(name, expr)| {
-            db.eval(expr, at).into_iter().map(move |(labels, _)| {
-                let instance = labels.get("instance").cloned().unwrap_or_default();
-                (name.clone(), instance)
-            })
-        })
-        .collect()
-}
-
-fn set(pairs: &[(&str, &str)]) -> BTreeSet<(String, String)> {
-    pairs
-        .iter()
-        .map(|(a, i)| ((*a).to_owned(), (*i).to_owned()))
-        .collect()
-}
-
 /// A process's own recorder, rendering as leasehold-axum's `/metrics` does.
 struct Process {
     recorder: PrometheusRecorder,
@@ -177,7 +157,7 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
 
             // Healthy: nothing fires. The follower exports no margin at all; the leader a
             // histogram of healthy margins, which the manual's dashboard query reads.
-            assert_eq!(firing(&db, &rules, now()), set(&[]), "healthy");
+            assert_eq!(db.rules_firing(&rules, now()), prom::pairs(&[]), "healthy");
             let (leader_scrape, follower_scrape) = scrape_both(&mut db, now() + 0.001);
             assert!(
                 !follower_scrape
@@ -208,8 +188,8 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
             faults.delay_answer(Op::Extend, Duration::from_millis(3500));
             intervals!(db, 2);
             assert_eq!(
-                firing(&db, &rules, now()),
-                set(&[("LeaseholdRenewalMarginLow", "leader")]),
+                db.rules_firing(&rules, now()),
+                prom::pairs(&[("LeaseholdRenewalMarginLow", "leader")]),
                 "slow store"
             );
             assert!(!guard.is_lost());
@@ -222,8 +202,8 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
             assert!(follower_tries().await.unwrap().is_none());
             scrape_both(&mut db, now());
             assert_eq!(
-                firing(&db, &rules, now()),
-                set(&[
+                db.rules_firing(&rules, now()),
+                prom::pairs(&[
                     ("LeaseholdRenewalMarginLow", "leader"),
                     ("LeaseholdRenewalFailing", "leader")
                 ]),
@@ -234,8 +214,8 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
             scrape_both(&mut db, now());
             // Lost: nobody leads now (the store has yet to expire the lease for the follower).
             assert_eq!(
-                firing(&db, &rules, now()),
-                set(&[
+                db.rules_firing(&rules, now()),
+                prom::pairs(&[
                     ("LeaseholdRenewalMarginLow", "leader"),
                     ("LeaseholdLeaseLost", "leader"),
                     ("LeaseholdNoLeader", ""),
@@ -255,7 +235,7 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
                 .unwrap();
             assert!(!failed.is_skipped());
             scrape_both(&mut db, now() + 0.001);
-            let fired = firing(&db, &rules, now() + 0.001);
+            let fired = db.rules_firing(&rules, now() + 0.001);
             for expected in [
                 ("LeaseholdStoreErrors", "follower"),
                 ("LeaseholdActionFailures", "leader"),

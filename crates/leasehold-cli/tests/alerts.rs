@@ -30,26 +30,6 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-/// The rules of the page that fire at `at`, each with the `instance` it fires for.
-fn firing(db: &prom::Tsdb, rules: &[(String, String)], at: f64) -> BTreeSet<(String, String)> {
-    rules
-        .iter()
-        .flat_map(|(name, expr)| {
-            db.eval(expr, at).into_iter().map(move |(labels, _)| {
-                let instance = labels.get("instance").cloned().unwrap_or_default();
-                (name.clone(), instance)
-            })
-        })
-        .collect()
-}
-
-fn set(pairs: &[(&str, &str)]) -> BTreeSet<(String, String)> {
-    pairs
-        .iter()
-        .map(|(a, i)| ((*a).to_owned(), (*i).to_owned()))
-        .collect()
-}
-
 /// The rules of the page whose expressions mention `metric`.
 fn rules_on(metric: &str) -> Vec<(String, String)> {
     prom::alerts(&page())
@@ -137,7 +117,7 @@ fn the_metrics_files_of_a_leader_and_a_follower_fire_the_documented_alerts_only_
             .contains_key("leasehold_job_last_success_timestamp_seconds"),
         "the follower never succeeded: no series"
     );
-    assert_eq!(firing(&db, &rules, t), set(&[]), "just ran");
+    assert_eq!(db.rules_firing(&rules, t), prom::pairs(&[]), "just ran");
 
     // A day and two hours later with nothing new (the files were not rewritten): the job did
     // not run and neither node's cron fired.
@@ -145,8 +125,8 @@ fn the_metrics_files_of_a_leader_and_a_follower_fire_the_documented_alerts_only_
     let mut stale = prom::Tsdb::new();
     scrape(&mut stale, later - 30.0);
     assert_eq!(
-        firing(&stale, &rules, later),
-        set(&[
+        stale.rules_firing(&rules, later),
+        prom::pairs(&[
             ("NightlyReportNotRun", ""),
             ("NightlyReportCronStopped", "node-a"),
             ("NightlyReportCronStopped", "node-b"),
@@ -160,8 +140,8 @@ fn the_metrics_files_of_a_leader_and_a_follower_fire_the_documented_alerts_only_
     let t = now();
     scrape(&mut db, t);
     assert_eq!(
-        firing(&db, &rules, t),
-        set(&[("NightlyReportFailed", "node-b")])
+        db.rules_firing(&rules, t),
+        prom::pairs(&[("NightlyReportFailed", "node-b")])
     );
 }
 
@@ -246,7 +226,7 @@ fn serve_metrics_parse_and_its_alerts_tell_a_held_lock_from_an_unheld_one() {
         assert!(family.starts_with("leasehold_lock_"), "{family}");
     }
     // The rule names api-writer: an idle lock nobody is meant to hold is no alert.
-    assert_eq!(firing(&db, &rules, 1.0), set(&[]), "held");
+    assert_eq!(db.rules_firing(&rules, 1.0), prom::pairs(&[]), "held");
     // Every rule that names no lock, written for a lock of its own, tells idle from held.
     let unheld = "leasehold_lock_holders == 0";
     assert_eq!(
@@ -269,8 +249,8 @@ fn serve_metrics_parse_and_its_alerts_tell_a_held_lock_from_an_unheld_one() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(
-        firing(&db, &rules, at),
-        set(&[("LeaseholdLockUnheld", "serve")]),
+        db.rules_firing(&rules, at),
+        prom::pairs(&[("LeaseholdLockUnheld", "serve")]),
         "released"
     );
     signal(server.id(), "TERM");

@@ -452,6 +452,19 @@ impl Tsdb {
             .collect()
     }
 
+    /// Which of `rules` (name, expression) fire at `at`, each with the `instance` it fires for
+    /// ("" once aggregated away).
+    pub fn rules_firing(&self, rules: &[(String, String)], at: f64) -> BTreeSet<(String, String)> {
+        rules
+            .iter()
+            .flat_map(|(name, expr)| {
+                self.firing(expr, at, "instance")
+                    .into_iter()
+                    .map(move |instance| (name.clone(), instance))
+            })
+            .collect()
+    }
+
     fn select(
         &self,
         vs: &parser::VectorSelector,
@@ -771,6 +784,14 @@ fn bucket_quantile(q: f64, buckets: &[(f64, f64)]) -> f64 {
         return upper;
     }
     lower + (upper - lower) * ((rank - below) / (count - below))
+}
+
+/// `(rule, instance)` pairs, as [`Tsdb::rules_firing`] returns them.
+pub fn pairs(pairs: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, i)| ((*a).to_owned(), (*i).to_owned()))
+        .collect()
 }
 
 #[cfg(test)]
