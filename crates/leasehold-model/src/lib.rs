@@ -1,13 +1,17 @@
 //! A model of leasehold's lease protocol, explored exhaustively at small sizes by the
 //! [stateright](https://docs.rs/stateright) model checker.
 //!
-//! The store is one linearizable register on the real clock: a lock with its lease, fence and
-//! period ledger. Electors (two or three) acquire, renew, start a period claim's action, run it
-//! and release; every request and answer may be delayed, lost (before or after the store applied
-//! it) or repeated (a retry with the same token); electors may pause for any time, and their
-//! local deadlines may be off by a bounded clock error. A schedule's period length may change
-//! between runs. [`Rules`] selects today's rules or the ones before issue 33, so that the same
-//! checker shows the holes those had (see `tests/` and `docs/correctness.md`).
+//! The store is one linearizable register on the real clock: a lock with one or two slots, its
+//! leases, a fence counter per slot (seeded from the clock, forgotten when the idle record is
+//! cleaned up) and the period ledger. Electors (two or three) acquire, renew, start a period
+//! claim's action, run it, write once to a fenced resource and release; every request and answer
+//! may be delayed, lost (before or after the store applied it), retried with the same token or
+//! duplicated (a copy the store applies again later); writes land any time later; electors may
+//! pause for any time, and their local deadlines may be off by a bounded clock error. An operator
+//! may force a release; the lease may change at any moment, the slot count and a schedule's
+//! period length and offset between runs. [`Rules`] selects today's rules or the ones before
+//! issue 33, so that the same checker shows the holes those had (see `tests/` and
+//! `docs/correctness.md`).
 //!
 //! ```
 //! use leasehold_model::{LeaseModel, Rules, Setup};
@@ -25,5 +29,6 @@ mod state;
 pub use model::{Action, LeaseModel};
 pub use rules::{Ledger, Rules, Setup};
 pub use state::{
-    Answer, Elector, Exchange, Held, Holding, Phase, Record, Request, State, Store, Tick, Token,
+    Accepted, Answer, Elector, Exchange, Fence, Held, Holding, Phase, Record, Request, SLOTS,
+    State, Store, Tick, Token, Write,
 };

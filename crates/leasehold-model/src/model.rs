@@ -4,7 +4,10 @@ use stateright::{Model, Property};
 
 use crate::properties;
 use crate::rules::{Ledger, Setup};
-use crate::state::{Answer, Elector, Exchange, Held, Holding, Phase, Record, Request, State, Tick};
+use crate::state::{
+    Accepted, Answer, Elector, Exchange, Fence, Held, Holding, Phase, Record, Request, SLOTS,
+    State, Tick, Write,
+};
 
 /// One step of the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,6 +36,22 @@ pub enum Action {
     End(u8),
     /// The schedule's period length changes (between runs) to the setup's `n`-th.
     ChangePeriod(u8),
+    /// The configured lease changes to the `n`-th of the setup's (0: `Setup::lease`).
+    ChangeLease(u8),
+    /// The configured slot count changes (between runs) to the `n`-th of the setup's.
+    ChangeSlots(u8),
+    /// Elector `e`'s action sends its write, carrying its fence, to the resource.
+    Write(u8),
+    /// Elector `e`'s write reaches the resource, which accepts or refuses it.
+    Land(u8),
+    /// Elector `e`'s request is duplicated: a copy stays on its way to the store.
+    Duplicate(u8),
+    /// The store applies the duplicated copy; its answer reaches nobody.
+    ApplyStray,
+    /// An operator forces the lock free, whoever holds it.
+    ForceRelease,
+    /// The store cleans up the lock's idle record, fence counters included.
+    Cleanup,
 }
 
 /// The lease protocol of leasehold, as the checker explores it.
@@ -66,6 +85,32 @@ impl LeaseModel {
             .unwrap_or(0)
     }
 
+    /// The lease the electors ask for now.
+    fn lease(&self, state: &State) -> u8 {
+        match state.lease {
+            0 => self.setup.lease,
+            n => self
+                .setup
+                .lease_changes
+                .get(usize::from(n) - 1)
+                .copied()
+                .unwrap_or(self.setup.lease),
+        }
+    }
+
+    /// How many slots the electors use now.
+    fn slots(&self, state: &State) -> u8 {
+        match state.slots {
+            0 => self.setup.slots,
+            n => self
+                .setup
+                .slot_changes
+                .get(usize::from(n) - 1)
+                .copied()
+                .unwrap_or(self.setup.slots),
+        }
+    }
+
     /// The start of the period window holding `at`.
     fn window(&self, state: &State, at: Tick) -> Option<Tick> {
         match self.period(state) {
@@ -88,29 +133,39 @@ impl LeaseModel {
     /// The store applies `request` at `state.now`.
     fn apply(&self, state: &mut State, request: Request) -> Answer {
         let now = state.now;
-        let live = state.store.holder.filter(|h| h.expiry > now);
-        let lease = self.setup.lease;
         match request {
             Request::Acquire {
                 token,
                 period,
                 offset,
+                ttl,
+                slots,
             } => {
-                if let Some(h) = live.filter(|h| h.token == token) {
+                if let Some((slot, h)) = state
+                    .store
+                    .slot_of(token, now)
+                    .and_then(|slot| state.store.live(slot, now).map(|h| (slot, h)))
+                {
                     // A retried request the store already applied: the same lease.
-                    return Answer::Granted { at: h.granted };
+                    return granted(h.granted, slot, &h);
                 }
                 if period > 0 && self.already_ran(state, period, offset) {
                     return Answer::AlreadyRan;
                 }
-                if live.is_some() {
+                let wanted = usize::from(slots).min(SLOTS);
+                let Some(slot) = (0..wanted).find(|&s| state.store.live(s, now).is_none()) else {
                     return Answer::Held;
-                }
-                state.store.holder = Some(Held {
+                };
+                let (fence, grant) = self.mint(state, slot);
+                let held = Held {
                     token,
-                    expiry: now + lease,
+                    expiry: now.saturating_add(ttl),
                     granted: now,
-                });
+                    fence,
+                    grant,
+                };
+                state.store.holders[slot] = Some(held);
+                self.touch(state);
                 let shifted = now.saturating_add(period).saturating_sub(offset);
                 if let Some(number) = shifted.checked_div(period) {
                     let ran = match self.setup.rules.ledger {
@@ -126,36 +181,89 @@ impl LeaseModel {
                         started: self.setup.rules.ledger == Ledger::ByNumber,
                     });
                 }
-                Answer::Granted { at: now }
+                granted(now, slot, &held)
             }
-            Request::Extend(token) => match live {
-                Some(h) if h.token == token => {
-                    state.store.holder = Some(Held {
-                        expiry: now + lease,
-                        ..h
-                    });
+            Request::Extend { token, ttl } => match state.store.slot_of(token, now) {
+                Some(slot) => {
+                    if let Some(h) = state.store.holders[slot].as_mut() {
+                        h.expiry = now.saturating_add(ttl);
+                    }
+                    self.touch(state);
                     Answer::Extended
                 }
-                _ => Answer::NotHeld,
+                None => Answer::NotHeld,
             },
-            Request::Start(token) => match (live, state.store.ledger.as_mut()) {
-                (Some(h), Some(record)) if h.token == token && record.token == token => {
-                    record.started = true;
-                    if self.setup.rules.ledger == Ledger::ByTime {
-                        record.ran = Some(record.at);
+            Request::Start(token) => {
+                match (state.store.live(0, now), state.store.ledger.as_mut()) {
+                    (Some(h), Some(record)) if h.token == token && record.token == token => {
+                        record.started = true;
+                        if self.setup.rules.ledger == Ledger::ByTime {
+                            record.ran = Some(record.at);
+                        }
+                        Answer::Started
                     }
-                    Answer::Started
+                    _ => Answer::NotHeld,
                 }
-                _ => Answer::NotHeld,
-            },
-            Request::Release(token) => match live {
-                Some(h) if h.token == token => {
-                    state.store.holder = None;
+            }
+            Request::Release(token) => match state.store.slot_of(token, now) {
+                Some(slot) => {
+                    state.store.holders[slot] = None;
+                    self.touch(state);
                     Answer::Released
                 }
-                _ => Answer::NotHeld,
+                None => Answer::NotHeld,
             },
         }
+    }
+
+    /// Mints the fence of a grant of `slot` now: `max(last + 1, (now + 1) × fence_clock)`; returns it
+    /// with the grant's number, and notes a fence not above every earlier one of the slot. Both
+    /// are 0 when the setup does not model fences.
+    fn mint(&self, state: &mut State, slot: usize) -> (Fence, u8) {
+        if !self.setup.fences {
+            return (0, 0);
+        }
+        let last = state.store.fences[slot];
+        let seeded = state
+            .now
+            .saturating_add(1)
+            .saturating_mul(self.setup.fence_clock);
+        let fence = last.saturating_add(1).max(seeded);
+        if fence <= state.minted[slot] {
+            state.fence_fell = true;
+        }
+        state.minted[slot] = state.minted[slot].max(fence);
+        state.store.fences[slot] = fence;
+        state.grants = state.grants.saturating_add(1);
+        (fence, state.grants)
+    }
+
+    /// Notes that a request wrote the lock's record now (kept only where the record can be
+    /// cleaned up, so other setups do not tell states apart by it).
+    fn touch(&self, state: &mut State) {
+        if self.setup.cleanups > 0 {
+            state.store.touched = state.now;
+        }
+    }
+
+    /// The resource receives `write`: it refuses a fence below the highest it accepted (if it
+    /// checks fences), and notes a write of an earlier grant accepted after a later grant's.
+    fn land(&self, state: &mut State, write: Write) {
+        let Some(accepted) = state.resource.get_mut(usize::from(write.slot)) else {
+            return;
+        };
+        let admitted = !self.setup.rules.resource_checks_fence
+            || accepted.is_none_or(|a| write.fence >= a.fence);
+        if !admitted {
+            return;
+        }
+        if accepted.is_some_and(|a| write.grant < a.grant) {
+            state.out_of_order = true;
+        }
+        *accepted = Some(Accepted {
+            fence: accepted.map_or(write.fence, |a| a.fence.max(write.fence)),
+            grant: accepted.map_or(write.grant, |a| a.grant.max(write.grant)),
+        });
     }
 
     /// The ledger's verdict on a claim of a period of `len` ticks at offset `off` now: true if
@@ -175,9 +283,9 @@ impl LeaseModel {
         }
     }
 
-    /// The local deadline of a lease granted or renewed by a request sent at `sent`.
-    fn deadline(&self, sent: Tick, drift: i8) -> Tick {
-        let exact = i16::from(sent) + i16::from(self.setup.lease) - i16::from(self.setup.margin);
+    /// The local deadline of a lease of `ttl` granted or renewed by a request sent at `sent`.
+    fn deadline(&self, sent: Tick, ttl: u8, drift: i8) -> Tick {
+        let exact = i16::from(sent) + i16::from(ttl) - i16::from(self.setup.margin);
         u8::try_from((exact + i16::from(drift)).max(0)).unwrap_or(u8::MAX)
     }
 
@@ -189,17 +297,27 @@ impl LeaseModel {
             return;
         };
         let mut next = elector;
+        let ttl = exchange.request.ttl().unwrap_or(0);
         match (elector.phase, exchange.request, answer) {
             (
                 Phase::Acquiring(token),
                 Request::Acquire { period, offset, .. },
-                Answer::Granted { at },
+                Answer::Granted {
+                    at,
+                    slot,
+                    fence,
+                    grant,
+                },
             ) => {
                 let holding = Holding {
                     token,
-                    deadline: self.deadline(exchange.sent, drift),
+                    deadline: self.deadline(exchange.sent, ttl, drift),
                     granted: at,
                     since: now,
+                    slot,
+                    fence,
+                    grant,
+                    wrote: false,
                 };
                 if holding.deadline <= now && self.setup.rules.cancel_on_lost {
                     // Answered too late: the lease is already lost; nothing runs under it.
@@ -233,14 +351,14 @@ impl LeaseModel {
                 );
             }
             (Phase::Starting(_), Request::Start(_), _) => next.phase = Phase::Idle,
-            (Phase::Running(holding), Request::Extend(_), Answer::Extended) => {
-                let renewed = self.deadline(exchange.sent, drift);
+            (Phase::Running(holding), Request::Extend { .. }, Answer::Extended) => {
+                let renewed = self.deadline(exchange.sent, ttl, drift);
                 next.phase = Phase::Running(Holding {
                     deadline: holding.deadline.max(renewed),
                     ..holding
                 });
             }
-            (Phase::Running(holding), Request::Extend(_), _) => {
+            (Phase::Running(holding), Request::Extend { .. }, _) => {
                 // The store no longer holds it: lost now.
                 if self.setup.rules.cancel_on_lost {
                     next.phase = Phase::Idle;
@@ -334,6 +452,16 @@ fn send(request: Request, now: Tick) -> Exchange {
     }
 }
 
+/// The answer granting `held` on `slot`, granted at `at`.
+fn granted(at: Tick, slot: usize, held: &Held) -> Answer {
+    Answer::Granted {
+        at,
+        slot: u8::try_from(slot).unwrap_or(u8::MAX),
+        fence: held.fence,
+        grant: held.grant,
+    }
+}
+
 /// The start of the window of `len` ticks at offset `off` that holds `at` (0 for a window that
 /// began before time did).
 fn start_of(at: Tick, len: u8, off: u8) -> Tick {
@@ -364,6 +492,7 @@ impl Model for LeaseModel {
         let idle = Elector {
             phase: Phase::Idle,
             exchange: None,
+            write: None,
             done_in: None,
             sent_at: None,
         };
@@ -373,8 +502,19 @@ impl Model for LeaseModel {
             electors: vec![idle; usize::from(self.setup.electors)],
             next_token: 1,
             losses_left: self.setup.losses,
+            duplicates_left: self.setup.duplicates,
+            stray: None,
+            forced_left: self.setup.forced,
+            cleanups_left: self.setup.cleanups,
             period: 0,
             changed_at: 0,
+            lease: 0,
+            slots: 0,
+            grants: 0,
+            minted: [0; SLOTS],
+            fence_fell: false,
+            resource: [None; SLOTS],
+            out_of_order: false,
             last_run: None,
             twice: false,
             missed: None,
@@ -389,11 +529,21 @@ impl Model for LeaseModel {
             ..=i8::try_from(self.setup.drift).unwrap_or(0);
         for (i, e) in state.electors.iter().enumerate() {
             let id = u8::try_from(i).unwrap_or(u8::MAX);
+            match (e.phase, e.write) {
+                (_, Some(_)) => actions.push(Action::Land(id)),
+                (Phase::Running(h), None) if self.setup.fences && !h.wrote => {
+                    actions.push(Action::Write(id));
+                }
+                _ => {}
+            }
             match e.exchange {
                 Some(x) if x.in_flight => {
                     actions.push(Action::Apply(id));
                     if state.losses_left > 0 {
                         actions.push(Action::LoseRequest(id));
+                    }
+                    if state.duplicates_left > 0 && state.stray.is_none() {
+                        actions.push(Action::Duplicate(id));
                     }
                 }
                 Some(Exchange {
@@ -415,7 +565,7 @@ impl Model for LeaseModel {
                     // The start of a claim is retried until the lease's local deadline; other
                     // requests may also be given up at once.
                     let retries = match (e.phase, x.request) {
-                        (Phase::Starting(h), _) | (Phase::Running(h), Request::Extend(_)) => {
+                        (Phase::Starting(h), _) | (Phase::Running(h), Request::Extend { .. }) => {
                             h.deadline > state.now
                         }
                         _ => true,
@@ -456,6 +606,33 @@ impl Model for LeaseModel {
                 }
             }
         }
+        // A deploy moves forward through the configurations: leases at any moment, slot
+        // counts between runs.
+        let later = |current: u8, count: usize| {
+            (usize::from(current) + 1..=count).map(|n| u8::try_from(n).unwrap_or(u8::MAX))
+        };
+        for n in later(state.lease, self.setup.lease_changes.len()) {
+            actions.push(Action::ChangeLease(n));
+        }
+        if idle {
+            for n in later(state.slots, self.setup.slot_changes.len()) {
+                actions.push(Action::ChangeSlots(n));
+            }
+        }
+        if state.stray.is_some() {
+            actions.push(Action::ApplyStray);
+        }
+        let held = (0..SLOTS).any(|s| state.store.live(s, state.now).is_some());
+        if state.forced_left > 0 && held {
+            actions.push(Action::ForceRelease);
+        }
+        if state.cleanups_left > 0
+            && !held
+            && state.now > state.store.touched
+            && state.store.fences != [0; SLOTS]
+        {
+            actions.push(Action::Cleanup);
+        }
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
@@ -468,6 +645,7 @@ impl Model for LeaseModel {
                 let token = state.next_token;
                 state.next_token = state.next_token.checked_add(1)?;
                 let (period, offset) = (self.period(&state), self.offset(&state));
+                let (ttl, slots) = (self.lease(&state), self.slots(&state));
                 let elector = state.electors.get_mut(at(e))?;
                 elector.phase = Phase::Acquiring(token);
                 elector.exchange = Some(send(
@@ -475,6 +653,8 @@ impl Model for LeaseModel {
                         token,
                         period,
                         offset,
+                        ttl,
+                        slots,
                     },
                     now,
                 ));
@@ -534,11 +714,18 @@ impl Model for LeaseModel {
                 }
             }
             Action::Renew(e) => {
+                let ttl = self.lease(&state);
                 let elector = state.electors.get_mut(at(e))?;
                 let Phase::Running(h) = elector.phase else {
                     return None;
                 };
-                elector.exchange = Some(send(Request::Extend(h.token), now));
+                elector.exchange = Some(send(
+                    Request::Extend {
+                        token: h.token,
+                        ttl,
+                    },
+                    now,
+                ));
                 elector.sent_at = Some(now);
             }
             Action::End(e) => {
@@ -550,6 +737,42 @@ impl Model for LeaseModel {
                 elector.phase = Phase::Idle;
                 elector.done_in = window;
                 elector.exchange = Some(send(Request::Release(h.token), now));
+            }
+            Action::ChangeLease(n) => state.lease = n,
+            Action::ChangeSlots(n) => state.slots = n,
+            Action::Write(e) => {
+                let elector = state.electors.get_mut(at(e))?;
+                let Phase::Running(h) = &mut elector.phase else {
+                    return None;
+                };
+                h.wrote = true;
+                elector.write = Some(Write {
+                    slot: h.slot,
+                    fence: h.fence,
+                    grant: h.grant,
+                });
+            }
+            Action::Land(e) => {
+                let write = state.electors.get_mut(at(e))?.write.take()?;
+                self.land(&mut state, write);
+            }
+            Action::Duplicate(e) => {
+                state.duplicates_left = state.duplicates_left.checked_sub(1)?;
+                state.stray = Some(state.electors.get(at(e))?.exchange?.request);
+            }
+            Action::ApplyStray => {
+                let request = state.stray.take()?;
+                self.apply(&mut state, request);
+            }
+            Action::ForceRelease => {
+                state.forced_left = state.forced_left.checked_sub(1)?;
+                state.store.holders = [None; SLOTS];
+                self.touch(&mut state);
+            }
+            Action::Cleanup => {
+                state.cleanups_left = state.cleanups_left.checked_sub(1)?;
+                state.store.holders = [None; SLOTS];
+                state.store.fences = [0; SLOTS];
             }
             Action::ChangePeriod(n) => {
                 state.period = n;

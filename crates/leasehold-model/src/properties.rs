@@ -6,12 +6,13 @@ use stateright::Property;
 use crate::model::LeaseModel;
 use crate::state::{Phase, State};
 
-/// "At most one holder's local valid window is open at any real instant."
-pub const ONE_VALID_HOLDER: &str = "at most one holder believes its lease valid";
+/// "At most N holders' local valid windows are open at any real instant" (N: the lock's slots,
+/// the most any configuration in force uses).
+pub const AT_MOST_N_HOLDERS: &str = "at most N holders believe their lease valid";
 /// "No elector keeps its action running past its local deadline."
 pub const NOTHING_PAST_THE_DEADLINE: &str = "no action runs past its local deadline";
-/// "At most one action runs at any real instant" (the promise the user sees).
-pub const ONE_ACTION: &str = "at most one action runs at a time";
+/// "At most N actions run at any real instant" (the promise the user sees).
+pub const AT_MOST_N_ACTIONS: &str = "at most N actions run at a time";
 /// "A period runs at most once": no run starts in a period in which a run was already granted.
 pub const AT_MOST_ONCE: &str = "each period runs at most once";
 /// "A period with its electors up runs at least once, whatever one lost answer."
@@ -20,30 +21,42 @@ pub const AT_LEAST_ONCE: &str = "each period runs at least once";
 /// frees a lease `lease` ticks after the grant or renewal it last applied (a release frees it at
 /// once), so a crashed, paused or cut-off holder blocks the lock for at most one lease.
 pub const FREE_WITHIN_A_LEASE: &str = "a lock is free within one lease of its last renewal";
+/// "Each grant's fence is above every fence minted before it for its slot", across release,
+/// expiry, takeover, forced release and the clean-up of an idle record.
+pub const FENCES_RISE: &str = "every grant's fence is above every earlier one";
+/// "The fenced resource never accepts a write of a holder after a write of a later holder of the
+/// same slot": a stale holder's delayed write is refused once its successor has written.
+pub const WRITES_IN_GRANT_ORDER: &str = "the resource accepts writes in the order of grants";
 
 /// Every property, in the order above.
 pub fn all() -> Vec<Property<LeaseModel>> {
     vec![
-        Property::always(ONE_VALID_HOLDER, |_, s: &State| valid_holders(s) <= 1),
+        Property::always(AT_MOST_N_HOLDERS, |m: &LeaseModel, s: &State| {
+            valid_holders(s) <= usize::from(m.setup.most_slots())
+        }),
         Property::always(NOTHING_PAST_THE_DEADLINE, |_, s: &State| {
             s.electors
                 .iter()
                 .all(|e| !matches!(e.phase, Phase::Running(h) if h.deadline <= s.now))
         }),
-        Property::always(ONE_ACTION, |_, s: &State| {
+        Property::always(AT_MOST_N_ACTIONS, |m: &LeaseModel, s: &State| {
             s.electors
                 .iter()
                 .filter(|e| matches!(e.phase, Phase::Running(_)))
                 .count()
-                <= 1
+                <= usize::from(m.setup.most_slots())
         }),
         Property::always(AT_MOST_ONCE, |_, s: &State| !s.twice),
         Property::always(AT_LEAST_ONCE, |_, s: &State| s.missed.is_none()),
         Property::always(FREE_WITHIN_A_LEASE, |m: &LeaseModel, s: &State| {
             s.store
-                .holder
-                .is_none_or(|h| h.expiry <= s.now.saturating_add(m.setup.lease))
+                .holders
+                .iter()
+                .flatten()
+                .all(|h| h.expiry <= s.now.saturating_add(m.setup.longest_lease()))
         }),
+        Property::always(FENCES_RISE, |_, s: &State| !s.fence_fell),
+        Property::always(WRITES_IN_GRANT_ORDER, |_, s: &State| !s.out_of_order),
     ]
 }
 

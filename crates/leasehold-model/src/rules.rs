@@ -26,6 +26,9 @@ pub struct Rules {
     pub cancel_on_lost: bool,
     /// The ledger's rule.
     pub ledger: Ledger,
+    /// The fenced resource refuses a write whose fence is below the highest it accepted
+    /// (`leasehold::fence::Admission`); without it, it accepts every write.
+    pub resource_checks_fence: bool,
 }
 
 impl Rules {
@@ -34,6 +37,7 @@ impl Rules {
         auto_extend: true,
         cancel_on_lost: true,
         ledger: Ledger::ByTime,
+        resource_checks_fence: true,
     };
 
     /// The library's defaults with the ledger of issue 33, which kept only the latest claim.
@@ -48,6 +52,7 @@ impl Rules {
         auto_extend: false,
         cancel_on_lost: false,
         ledger: Ledger::ByNumber,
+        resource_checks_fence: true,
     };
 }
 
@@ -82,6 +87,31 @@ pub struct Setup {
     /// may not be sent. Without pauses every elector acts before time passes (what the
     /// at-least-once property assumes of "an elector that stays up").
     pub pauses: bool,
+    /// The leases the configuration may change to, at any moment (a rolling deploy with a new
+    /// lease: requests sent after a change ask for the new one, renewals of a running action
+    /// included). Empty: the lease never changes.
+    pub lease_changes: Vec<u8>,
+    /// How many slots the lock has (`max_leaders`, 1 or 2; schedules use 1).
+    pub slots: u8,
+    /// The slot counts the configuration may change to between runs (when no elector holds or
+    /// asks). Empty: never.
+    pub slot_changes: Vec<u8>,
+    /// Model the fences and the fenced resource: each grant mints a fence for its slot, each
+    /// action sends one write carrying it, and the write lands at the resource any time later.
+    pub fences: bool,
+    /// How far the store's clock seeds a fence: a grant's fence is `max(last + 1, (now + 1) ×
+    /// fence_clock)`, so a record cleaned up while idle still continues above every fence
+    /// minted before (the stores seed from their clock in microseconds). 0: no seed.
+    pub fence_clock: u8,
+    /// How many times the store may clean up the lock's record once it has been idle (no live
+    /// lease, untouched for at least one tick): the fence counters are forgotten.
+    pub cleanups: u8,
+    /// How many times an operator may force a release (`leasehold release --force`): every
+    /// slot's lease is freed whoever holds it; the fence counters are kept.
+    pub forced: u8,
+    /// How many requests may be duplicated: a copy stays on its way and the store may apply it
+    /// again any time later; its answer reaches nobody.
+    pub duplicates: u8,
     /// The rules followed.
     pub rules: Rules,
 }
@@ -101,6 +131,14 @@ impl Setup {
             offsets: Vec::new(),
             losses: 1,
             pauses: true,
+            lease_changes: Vec::new(),
+            slots: 1,
+            slot_changes: Vec::new(),
+            fences: false,
+            fence_clock: 0,
+            cleanups: 0,
+            forced: 0,
+            duplicates: 0,
             rules,
         }
     }
@@ -120,8 +158,45 @@ impl Setup {
             offsets: Vec::new(),
             losses: 1,
             pauses: false,
+            lease_changes: Vec::new(),
+            slots: 1,
+            slot_changes: Vec::new(),
+            fences: false,
+            fence_clock: 0,
+            cleanups: 0,
+            forced: 0,
+            duplicates: 0,
             rules,
         }
+    }
+
+    /// Two electors on a plain lock with fences and a fenced resource: lease 2, margin 1,
+    /// actions up to the lease, pauses, no loss (a pause delays as much), four ticks; fences
+    /// seeded from the clock at four a tick (a tick is long against the store's microseconds;
+    /// two electors make up to four grants in one, each applying an acquisition sent earlier
+    /// and one sent now) and one clean-up of the idle record.
+    /// Writes and fences multiply the states, so this is smaller than [`plain`](Self::plain).
+    pub fn fenced(rules: Rules) -> Self {
+        Self {
+            lease: 2,
+            action: 2,
+            horizon: 4,
+            losses: 0,
+            fences: true,
+            fence_clock: 4,
+            cleanups: 1,
+            ..Self::plain(rules)
+        }
+    }
+
+    /// The largest lease any configuration asks for.
+    pub fn longest_lease(&self) -> u8 {
+        self.lease_changes.iter().copied().fold(self.lease, u8::max)
+    }
+
+    /// The most slots any configuration uses.
+    pub fn most_slots(&self) -> u8 {
+        self.slot_changes.iter().copied().fold(self.slots, u8::max)
     }
 
     /// As [`scheduled`](Self::scheduled), with each schedule a `(length, offset)` pair, so

@@ -1,5 +1,5 @@
 //! The state of the modelled world: the real clock, the store, the electors and their messages,
-//! and what has run.
+//! the fenced resource, and what has run.
 
 /// A moment or a duration on the real clock, in ticks.
 pub type Tick = u8;
@@ -7,16 +7,41 @@ pub type Tick = u8;
 /// A lease's token: unique per acquisition attempt (a retry of the same attempt keeps it).
 pub type Token = u8;
 
-/// The store: one lock with one slot and its period ledger. It is linearizable and reads the
-/// real clock (the store's clock is the reference). Fences are not modelled: that each grant's
-/// fence is above every earlier one is a property of each store, checked by the conformance
-/// suite against the real servers.
+/// A fence: minted by the store with each grant, per slot.
+pub type Fence = u8;
+
+/// The most slots a modelled lock has.
+pub const SLOTS: usize = 2;
+
+/// The store: one lock with up to [`SLOTS`] slots, a fence counter per slot and the period
+/// ledger. It is linearizable and reads the real clock (the store's clock is the reference).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Store {
-    /// The lease, if any; free once `expiry` is not after now.
-    pub holder: Option<Held>,
+    /// Each slot's lease, if any; a slot is free once its `expiry` is not after now.
+    pub holders: [Option<Held>; SLOTS],
+    /// The last fence minted for each slot (0: none, or the record was cleaned up).
+    pub fences: [Fence; SLOTS],
+    /// When a request last wrote the lock's record (a grant, renewal or release): an idle
+    /// record is cleaned up only after this.
+    pub touched: Tick,
     /// The ledger's latest claim.
     pub ledger: Option<Record>,
+}
+
+impl Store {
+    /// The live lease of slot `slot` at `now`.
+    pub fn live(&self, slot: usize, now: Tick) -> Option<Held> {
+        self.holders
+            .get(slot)
+            .copied()
+            .flatten()
+            .filter(|h| h.expiry > now)
+    }
+
+    /// The slot whose live lease `token` holds at `now`.
+    pub fn slot_of(&self, token: Token, now: Tick) -> Option<usize> {
+        (0..SLOTS).find(|&s| self.live(s, now).is_some_and(|h| h.token == token))
+    }
 }
 
 /// A lease as the store keeps it.
@@ -28,6 +53,11 @@ pub struct Held {
     pub expiry: Tick,
     /// When the store granted it.
     pub granted: Tick,
+    /// The fence minted with it.
+    pub fence: Fence,
+    /// Which grant this is, in the real order of grants (kept for the properties only; 0 when
+    /// the setup does not model fences).
+    pub grant: u8,
 }
 
 /// The ledger's latest claim.
@@ -48,31 +78,56 @@ pub struct Record {
 /// A request an elector sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Request {
-    /// Acquire the lock; `period` is the period length claimed (0: a plain acquisition).
+    /// Acquire the lock.
     Acquire {
         /// The attempt's token.
         token: Token,
-        /// The period length claimed, 0 for none.
+        /// The period length claimed, 0 for none (a plain acquisition).
         period: u8,
         /// The offset of the period claimed.
         offset: u8,
+        /// The lease asked for.
+        ttl: u8,
+        /// How many slots the lock has, as the elector is configured.
+        slots: u8,
     },
-    /// Renew the lease.
-    Extend(Token),
+    /// Renew the lease to `ttl` from now.
+    Extend {
+        /// The lease's token.
+        token: Token,
+        /// The lease asked for.
+        ttl: u8,
+    },
     /// Mark the period claim made with this token started.
     Start(Token),
     /// Release the lease.
     Release(Token),
 }
 
+impl Request {
+    /// The lease a request asks for, if it asks for one.
+    pub fn ttl(&self) -> Option<u8> {
+        match *self {
+            Self::Acquire { ttl, .. } | Self::Extend { ttl, .. } => Some(ttl),
+            Self::Start(_) | Self::Release(_) => None,
+        }
+    }
+}
+
 /// The store's answer to a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Answer {
-    /// Granted (or, for a retried request, granted before), at `at` (the real time, kept for
-    /// the properties; the elector does not use it).
+    /// Granted (or, for a retried request, granted before).
     Granted {
-        /// When the store granted it.
+        /// When the store granted it (the real time, kept for the properties; the elector
+        /// does not use it).
         at: Tick,
+        /// The slot granted.
+        slot: u8,
+        /// The fence minted with the grant.
+        fence: Fence,
+        /// Which grant it is (for the properties).
+        grant: u8,
     },
     /// Held by someone else (or, for a period claim, claimed and not started, lease live).
     Held,
@@ -133,6 +188,26 @@ pub struct Holding {
     pub granted: Tick,
     /// When the action started (for `Running`).
     pub since: Tick,
+    /// The slot held.
+    pub slot: u8,
+    /// The lease's fence, which the action's writes carry.
+    pub fence: Fence,
+    /// Which grant it is (for the properties).
+    pub grant: u8,
+    /// The action has sent its write to the resource.
+    pub wrote: bool,
+}
+
+/// A write to the fenced resource on its way: it may land any time later, long after its
+/// writer lost the lease (a delayed packet, a paused writer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Write {
+    /// The slot whose lease the writer held (fences are compared per slot).
+    pub slot: u8,
+    /// The writer's fence.
+    pub fence: Fence,
+    /// Which grant the writer held (for the properties).
+    pub grant: u8,
 }
 
 /// One elector.
@@ -142,11 +217,23 @@ pub struct Elector {
     pub phase: Phase,
     /// Its one request on its way, if any.
     pub exchange: Option<Exchange>,
+    /// Its action's write to the fenced resource on its way, if any.
+    pub write: Option<Write>,
     /// The start of the period window in which it is done (it ran, or found the period
     /// run): a scheduled elector tries again only in a later window.
     pub done_in: Option<Tick>,
     /// When it last sent an acquisition or a renewal: at most one of each a tick.
     pub sent_at: Option<Tick>,
+}
+
+/// What the fenced resource accepted last, per slot: the highest fence, and (for the
+/// properties) the grant whose write it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Accepted {
+    /// The highest fence accepted.
+    pub fence: Fence,
+    /// The grant of the write accepted last.
+    pub grant: u8,
 }
 
 /// The whole world.
@@ -162,10 +249,35 @@ pub struct State {
     pub next_token: Token,
     /// How many more requests or answers may be lost.
     pub losses_left: u8,
+    /// How many more requests may be duplicated.
+    pub duplicates_left: u8,
+    /// A duplicated request still on its way to the store; its answer reaches nobody.
+    pub stray: Option<Request>,
+    /// How many more forced releases an operator may make.
+    pub forced_left: u8,
+    /// How many more times the store may clean up the lock's idle record.
+    pub cleanups_left: u8,
     /// Which of the setup's period lengths the schedule uses now.
     pub period: u8,
     /// When the period length last changed.
     pub changed_at: Tick,
+    /// Which of the setup's leases the electors ask for now (0: `Setup::lease`, `n`: the
+    /// `n`-th of `Setup::lease_changes`).
+    pub lease: u8,
+    /// Which of the setup's slot counts the electors use now (as `lease`).
+    pub slots: u8,
+    /// How many grants the store has made (for the properties; counted only when the setup
+    /// models fences).
+    pub grants: u8,
+    /// The highest fence ever minted per slot, whatever was cleaned up since (for the
+    /// properties).
+    pub minted: [Fence; SLOTS],
+    /// A grant's fence was not above every fence minted before it for its slot.
+    pub fence_fell: bool,
+    /// What the fenced resource accepted, per slot.
+    pub resource: [Option<Accepted>; SLOTS],
+    /// The resource accepted a write of a grant after a write of a later grant of its slot.
+    pub out_of_order: bool,
     /// When the latest period run started so far was granted.
     pub last_run: Option<Tick>,
     /// Set when a run started in a period that had already run (as the manual defines it).
@@ -175,16 +287,24 @@ pub struct State {
 }
 
 impl State {
-    /// One line of what matters in this state, for traces: the time, the store's lease and
-    /// ledger, and each elector's phase.
+    /// One line of what matters in this state, for traces: the time, the store's leases and
+    /// ledger, the resource, and each elector's phase.
     pub fn summary(&self) -> String {
-        let holder = self
-            .store
-            .holder
-            .filter(|h| h.expiry > self.now)
-            .map_or("free".to_owned(), |h| {
-                format!("held by token {} until {}", h.token, h.expiry)
-            });
+        let holders: Vec<String> = (0..SLOTS)
+            .filter_map(|s| {
+                self.store.live(s, self.now).map(|h| {
+                    format!(
+                        "slot {s} held by token {} (fence {}) until {}",
+                        h.token, h.fence, h.expiry
+                    )
+                })
+            })
+            .collect();
+        let holder = if holders.is_empty() {
+            "free".to_owned()
+        } else {
+            holders.join(", ")
+        };
         let ledger = self.store.ledger.map_or(String::new(), |r| {
             format!(
                 ", ledger: claim by token {} at {} {}",
@@ -193,22 +313,32 @@ impl State {
                 if r.started { "started" } else { "not started" }
             )
         });
+        let resource = self.resource[0].map_or(String::new(), |a| {
+            format!(", resource: fence {} (grant {})", a.fence, a.grant)
+        });
         let electors: Vec<String> = self
             .electors
             .iter()
-            .map(|e| match e.phase {
-                Phase::Idle => "idle".to_owned(),
-                Phase::Acquiring(t) => format!("asking (token {t})"),
-                Phase::Starting(h) => {
-                    format!("starting (token {}, valid until {})", h.token, h.deadline)
-                }
-                Phase::Running(h) => {
-                    format!("running (token {}, valid until {})", h.token, h.deadline)
+            .map(|e| {
+                let phase = match e.phase {
+                    Phase::Idle => "idle".to_owned(),
+                    Phase::Acquiring(t) => format!("asking (token {t})"),
+                    Phase::Starting(h) => {
+                        format!("starting (token {}, valid until {})", h.token, h.deadline)
+                    }
+                    Phase::Running(h) => format!(
+                        "running (token {}, fence {}, valid until {})",
+                        h.token, h.fence, h.deadline
+                    ),
+                };
+                match e.write {
+                    Some(w) => format!("{phase} [write of fence {} on its way]", w.fence),
+                    None => phase,
                 }
             })
             .collect();
         format!(
-            "t={}: lock {holder}{ledger}; electors: {}",
+            "t={}: lock {holder}{ledger}{resource}; electors: {}",
             self.now,
             electors.join(", ")
         )
@@ -216,11 +346,34 @@ impl State {
 
     /// Calls `f` on every token the state holds, replacing each by what `f` returns.
     pub(crate) fn map_tokens(&mut self, mut f: impl FnMut(Token) -> Token) {
-        if let Some(h) = self.store.holder.as_mut() {
+        for h in self.store.holders.iter_mut().flatten() {
             h.token = f(h.token);
         }
         if let Some(r) = self.store.ledger.as_mut() {
             r.token = f(r.token);
+        }
+        fn map_request(request: Request, f: &mut impl FnMut(Token) -> Token) -> Request {
+            match request {
+                Request::Acquire {
+                    token,
+                    period,
+                    offset,
+                    ttl,
+                    slots,
+                } => Request::Acquire {
+                    token: f(token),
+                    period,
+                    offset,
+                    ttl,
+                    slots,
+                },
+                Request::Extend { token, ttl } => Request::Extend {
+                    token: f(token),
+                    ttl,
+                },
+                Request::Start(t) => Request::Start(f(t)),
+                Request::Release(t) => Request::Release(f(t)),
+            }
         }
         for e in &mut self.electors {
             match &mut e.phase {
@@ -229,28 +382,65 @@ impl State {
                 Phase::Starting(h) | Phase::Running(h) => h.token = f(h.token),
             }
             if let Some(x) = e.exchange.as_mut() {
-                x.request = match x.request {
-                    Request::Acquire {
-                        token,
-                        period,
-                        offset,
-                    } => Request::Acquire {
-                        token: f(token),
-                        period,
-                        offset,
-                    },
-                    Request::Extend(t) => Request::Extend(f(t)),
-                    Request::Start(t) => Request::Start(f(t)),
-                    Request::Release(t) => Request::Release(f(t)),
-                };
+                x.request = map_request(x.request, &mut f);
             }
+        }
+        if let Some(stray) = self.stray {
+            self.stray = Some(map_request(stray, &mut f));
         }
     }
 
+    /// Applies `f` to every grant number the state holds (the store's leases, answers on their
+    /// way, the electors' leases and writes, the resource).
+    fn map_grants(&mut self, mut f: impl FnMut(u8) -> u8) {
+        for h in self.store.holders.iter_mut().flatten() {
+            h.grant = f(h.grant);
+        }
+        for e in &mut self.electors {
+            if let Phase::Starting(h) | Phase::Running(h) = &mut e.phase {
+                h.grant = f(h.grant);
+            }
+            if let Some(Exchange {
+                answer: Some(Answer::Granted { grant, .. }),
+                ..
+            }) = e.exchange.as_mut()
+            {
+                *grant = f(*grant);
+            }
+            if let Some(w) = e.write.as_mut() {
+                w.grant = f(w.grant);
+            }
+        }
+        for a in self.resource.iter_mut().flatten() {
+            a.grant = f(a.grant);
+        }
+    }
+
+    /// Renumbers the grants the state still holds `1..=n` in their order (0, where fences are
+    /// not modelled, stays 0): only their order
+    /// matters to the properties, so states that differ in the numbers alone are one.
+    fn rank_grants(&mut self) {
+        let mut held = Vec::new();
+        self.map_grants(|g| {
+            if g > 0 {
+                held.push(g);
+            }
+            g
+        });
+        held.sort_unstable();
+        held.dedup();
+        self.map_grants(|g| match held.binary_search(&g) {
+            Ok(at) => u8::try_from(at + 1).unwrap_or(u8::MAX),
+            Err(_) => g, // 0: no fences modelled
+        });
+        self.grants = u8::try_from(held.len()).unwrap_or(u8::MAX);
+    }
+
     /// One representative of the states that differ only in the order of the electors and the
-    /// names of the tokens (neither matters to the protocol): the checker then explores each
-    /// once.
+    /// names of the tokens (neither matters to the protocol), or in the numbers of the grants
+    /// beyond their order: the checker then explores each once.
     pub(crate) fn canonical(mut self) -> Self {
+        self.rank_grants();
         for _ in 0..2 {
             let mut seen: Vec<Token> = Vec::new();
             self.map_tokens(|t| {
