@@ -162,10 +162,7 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// Dropping the future may leave the record deleted or not; read it with
     /// [`period_record`](Self::period_record), or call this again (a second clear finds nothing
     /// and returns `None`).
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        let _ = lock;
-        Err(Unsupported::new(self.describe(), "clearing the period ledger").into())
-    }
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>>;
 
     /// A snapshot of the live holders of `lock` among `slots` slots.
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;
