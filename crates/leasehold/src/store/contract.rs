@@ -141,8 +141,9 @@ pub trait LeaseStore: Send + Sync + 'static {
     ///   because of a clear).
     /// * **The record returned is the record deleted.** The read and the delete are one atomic
     ///   step (a transaction, a script, a conditional write on the version read, retried while
-    ///   the record changes under it): a claim granted or started concurrently is either
-    ///   returned and deleted, or kept.
+    ///   the record changes under it): a claim or a start that lands at the same time comes
+    ///   either before the clear (its record is the one returned, and deleted) or after it (a
+    ///   claim then records anew on the empty ledger).
     /// * A later claim of the same period is granted as on a fresh lock (once the lock is free),
     ///   and records a new claim. The latest run ([`PeriodRecord::ran_at`]) is deleted too.
     ///
