@@ -167,6 +167,12 @@ impl LeaseStore for SlowAcquire {
     ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
         self.inner.period_record(lock).await
     }
+    async fn clear_period_ledger(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.inner.clear_period_ledger(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await
     }

@@ -24,7 +24,8 @@ mysql://user:pass@host/db, mariadb://..., redis://[:pass@]host[:port][/db], redi
 dynamodb://TABLE?region=...&endpoint=..., etcd://[user:pass@]host:port[,host:port...][/prefix],
 etcds://... (TLS), zk://[user:pass@]host[:port][,host[:port]...][/chroot],
 nats://[user:pass@]host:port[/bucket]. memory: and in-memory SQLite live in one process only, so
-run, status, release, serve and verify refuse them (simulate and workbench use their own).
+run, status, release, clear-ledger, serve and verify refuse them (simulate and workbench use
+their own).
 Passwords in store URLs are redacted in every message leasehold prints.
 
 Logging goes to stderr and is quiet by default; -v, -vv, -vvv raise it, and $LEASEHOLD_LOG
@@ -74,6 +75,9 @@ pub(crate) enum Command {
     /// Break-glass: free a lock whoever holds it (needs --force)
     #[command(long_about = RELEASE_LONG_ABOUT)]
     Release(ReleaseArgs),
+    /// Break-glass: clear a lock's period ledger so its period runs again (needs --force)
+    #[command(long_about = CLEAR_LEDGER_LONG_ABOUT)]
+    ClearLedger(ClearLedgerArgs),
     /// Serve the workbench: an interactive page of lease timelines computed by the real elector
     #[command(long_about = WORKBENCH_LONG_ABOUT)]
     Workbench(WorkbenchArgs),
@@ -254,6 +258,17 @@ still gets a higher one. The old holder notices at its next renewal (at most a t
 lease later) and, under `leasehold run --on-lost kill`, stops its command and exits 124. Until it
 notices, two holders may overlap: use it for holders that are gone or stuck, and let fencing
 protect the resource. Refuses to run without --force.";
+
+const CLEAR_LEDGER_LONG_ABOUT: &str = "\
+Break-glass: delete the period ledger record of LOCK, the record by which `leasehold run
+--once-per` runs a command at most once per period. The next `run --once-per` of the lock then
+runs its command again, even within the period that already ran (once the lock is free).
+Prints the record it deleted, as `leasehold status LOCK` shows it, or says there was none.
+
+Only the ledger is deleted: a holder of the lock keeps its lease, and fences keep rising. A run
+that holds the lock but has not started its command yet cannot start it any more. Use it to
+repeat a period's run (after a run that did the wrong thing, say); check `leasehold status
+LOCK` first. Refuses to run without --force.";
 
 /// Where the leases live.
 #[derive(Clone, Args)]
@@ -441,6 +456,21 @@ pub(crate) struct ReleaseArgs {
     pub(crate) lock: LockName,
 }
 
+/// `leasehold clear-ledger`.
+#[derive(Debug, Args)]
+pub(crate) struct ClearLedgerArgs {
+    /// Confirm that the lock's period may run again
+    #[arg(long)]
+    pub(crate) force: bool,
+
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// The lock whose period ledger record to delete
+    #[arg(value_name = "LOCK", value_parser = parse_lock)]
+    pub(crate) lock: LockName,
+}
+
 const WORKBENCH_LONG_ABOUT: &str = "\
 Serve the workbench: an interactive page where three nodes contend for a lock tick by tick
 (contention, expiry and takeover, auto-extension, 1 -> N slots, fencing, once per period). Every
@@ -553,6 +583,7 @@ impl Cli {
             Command::Run(a) => a.store.url(),
             Command::Status(a) => a.store.url(),
             Command::Release(a) => a.store.url(),
+            Command::ClearLedger(a) => a.store.url(),
             Command::Workbench(_) => None,
             Command::Serve(a) => a.store.url(),
             Command::Simulate(_) => None,

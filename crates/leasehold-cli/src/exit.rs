@@ -41,7 +41,7 @@ Exit codes (`leasehold run`):
   128+N   the command was ended by signal N (143 after a forwarded SIGTERM), or
           leasehold got signal N while waiting for the lock (command not run)
 
-`status` and `release` exit 0 on success, 75 or 125 as above.
+`status`, `release` and `clear-ledger` exit 0 on success, 75 or 125 as above.
 
 Codes can collide: a command that itself exits 75 or 123-127 cannot be told apart from
 leasehold's codes. If that matters, have the command avoid those codes, and pick a distinct

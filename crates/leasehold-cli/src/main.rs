@@ -6,6 +6,7 @@
 
 mod args;
 mod child;
+mod clear_ledger;
 mod color;
 mod completions;
 mod exit;
@@ -92,6 +93,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Release(args) => {
             let url = StoreUrl::resolve(args.store.url())?;
             release::release(args, url).await
+        }
+        Command::ClearLedger(args) => {
+            let url = StoreUrl::resolve(args.store.url())?;
+            clear_ledger::clear_ledger(args, url).await
         }
         Command::Workbench(args) => workbench::workbench(args).await,
         Command::Serve(args) => {

@@ -288,13 +288,20 @@ fn text_report(shown: &[Shown]) -> String {
 
 /// The period ledger's line under a lock: the latest claim's window, and whether it ran.
 fn ledger_line(r: &PeriodRecord) -> String {
+    format!("  period ledger: {}", ledger_text(r))
+}
+
+/// A ledger record as text: the latest claim's window, whether it ran, when and to whom it was
+/// granted, and the latest run when that was another claim. What `status` shows under a lock,
+/// and what `clear-ledger` says it cleared.
+pub(crate) fn ledger_text(r: &PeriodRecord) -> String {
     let state = if r.started {
         "ran"
     } else {
         "claimed, not run (the next claim of this period takes it over once its lease ends)"
     };
     let mut line = format!(
-        "  period ledger: period {} ({} to {}, periods of {}) {state}: granted at {} to {}",
+        "period {} ({} to {}, periods of {}) {state}: granted at {} to {}",
         r.period,
         rfc3339(r.from),
         rfc3339(r.until),

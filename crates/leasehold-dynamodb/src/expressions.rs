@@ -104,6 +104,15 @@ pub const START_UPDATE: &str = "SET #ls = :one, #lr = #la";
 /// Placeholders used by the start request.
 pub const START_NAMES: &[&str] = &["#t", "#e", "#lt", "#ls", "#lr", "#la"];
 
+/// Clearing the period ledger (operators): slot 0's item has a ledger
+/// (`ReturnValues = ALL_OLD`). A missing item fails it, so a clear never creates one.
+pub const CLEAR_CONDITION: &str = "attribute_exists(#lp)";
+/// Clearing the period ledger: remove the ledger's attributes, and only those (the lease, its
+/// holder and its fence stay).
+pub const CLEAR_UPDATE: &str = "REMOVE #lp, #lf, #lu, #la, #lb, #lt, #ls, #lr";
+/// Placeholders used by the clear request.
+pub const CLEAR_NAMES: &[&str] = &["#lp", "#lf", "#lu", "#la", "#lb", "#lt", "#ls", "#lr"];
+
 /// Extend and release: the token holds a lease that has not ended.
 pub const HELD_CONDITION: &str = "#t = :token AND #e > :now";
 /// Extend: move the lease's end (`ReturnValues = NONE`).
@@ -206,7 +215,7 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 14] = [
+        let requests: [(&[&str], &[&str]); 15] = [
             (&[LIST_FILTER_PREFIXED], LIST_NAMES),
             (&[LIST_FILTER], LIST_NAMES),
             (&[STALE_FILTER], STALE_NAMES),
@@ -216,6 +225,7 @@ mod tests {
             (&[ACQUIRE_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[PERIOD_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
             (&[START_CONDITION, START_UPDATE], START_NAMES),
+            (&[CLEAR_CONDITION, CLEAR_UPDATE], CLEAR_NAMES),
             (&[HELD_CONDITION, EXTEND_UPDATE], EXTEND_NAMES),
             (&[HELD_CONDITION, RELEASE_UPDATE], RELEASE_NAMES),
             (&[LINGER_CONDITION, LINGER_UPDATE], EXTEND_NAMES),

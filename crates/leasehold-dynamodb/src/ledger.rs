@@ -1,14 +1,19 @@
-//! The period ledger's own requests: marking a claim started (one conditional `UpdateItem`) and
-//! reading the record (one consistent `GetItem` of slot 0's item). Claims themselves are made by
-//! the acquiring `UpdateItem` (see the `acquire` module).
+//! The period ledger's own requests: marking a claim started (one conditional `UpdateItem`),
+//! reading the record (one consistent `GetItem` of slot 0's item) and clearing it (one
+//! conditional `UpdateItem` returning the item as it was). Claims themselves are made by the
+//! acquiring `UpdateItem` (see the `acquire` module).
 
+use aws_sdk_dynamodb::types::ReturnValue;
 use leasehold::store::{PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
 use crate::acquire::conditional_failure;
 use crate::clock::now_ms;
-use crate::expressions::{LOCK_NAME, START_CONDITION, START_NAMES, START_UPDATE};
-use crate::item::{Ledger, n, s};
+use crate::expressions::{
+    CLEAR_CONDITION, CLEAR_NAMES, CLEAR_UPDATE, LOCK_NAME, START_CONDITION, START_NAMES,
+    START_UPDATE,
+};
+use crate::item::{Item, Ledger, n, s};
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -35,6 +40,35 @@ impl DynamoDbStore {
         match sent {
             Ok(_) => Ok(PeriodStart::Started),
             Err(err) => conditional_failure(&self.options.table, err).map(|_| PeriodStart::NotHeld),
+        }
+    }
+
+    /// Removes the ledger's attributes from `lock`'s slot 0 item in one conditional
+    /// `UpdateItem` that returns the item as it was (`ALL_OLD`): the record deleted, `None` if
+    /// the item has no ledger (or no item exists: the condition fails, nothing is written).
+    pub(crate) async fn clear_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let key = self.key(lock, 0);
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.options.table)
+            .key(LOCK_NAME, s(key.as_str()))
+            .condition_expression(CLEAR_CONDITION)
+            .update_expression(CLEAR_UPDATE)
+            .set_expression_attribute_names(Some(Self::names(CLEAR_NAMES)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                let Some(attrs) = out.attributes else {
+                    return Ok(None);
+                };
+                let old = Item::parse(&key, &attrs)?;
+                Ok(old.ledger.as_ref().map(Ledger::record))
+            }
+            // The condition failed: no ledger to clear.
+            Err(err) => conditional_failure(&self.options.table, err).map(|_| None),
         }
     }
 

@@ -351,6 +351,12 @@ impl LeaseStore for DynamoDbStore {
         self.ledger_record(lock).await
     }
 
+    /// One conditional `UpdateItem` removing the ledger's attributes from slot 0's item and
+    /// returning them as they were (see the `ledger` module).
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.clear_ledger(lock).await
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         let slots = Self::check_slots(slots)?;
         let now = crate::clock::now_ms();

@@ -301,6 +301,12 @@ impl LeaseStore for EtcdStore {
         txn::period_record(&self.link, &self.keys, lock).await
     }
 
+    /// A read of the ledger key, then one transaction deleting it if it is unchanged since
+    /// (`mod_revision`; see the `txn` module).
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        txn::clear_period(&self.link, &self.keys, lock).await
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let held = txn::read_lock(&self.link, &self.keys, lock).await?;

@@ -41,6 +41,9 @@ const FORCE_ROUNDS: usize = 5;
 /// How often a period start re-reads a lock that changed under it before giving up (with a
 /// transient error: the core tries again).
 const START_ROUNDS: usize = 4;
+/// How often a clear of the ledger re-reads a ledger that changed under it before giving up
+/// (with a transient error: the operator tries again).
+const CLEAR_ROUNDS: usize = 4;
 
 /// Whole seconds for an etcd lease: `ttl` rounded **up** (so a lease is never shorter than
 /// asked), at least 1, at most etcd's maximum. etcd may raise it further to its own minimum
@@ -794,18 +797,55 @@ pub(crate) async fn period_record(
     keys: &Keys,
     lock: &LockName,
 ) -> StoreResult<Option<PeriodRecord>> {
-    let key = keys.ledger(lock);
+    Ok(read_ledger(link, &keys.ledger(lock))
+        .await?
+        .map(|l| l.record()))
+}
+
+/// The ledger at `key` (one linearizable read), with its `mod_revision`; `None` when the key is
+/// missing or holds a value this store did not write.
+async fn read_ledger(link: &Link, key: &str) -> StoreResult<Option<Ledger>> {
     let resp = link
         .idempotent("a read", |mut c| {
-            let key = key.clone();
+            let key = key.to_owned();
             async move { c.get(key, None).await }
         })
         .await?;
-    Ok(resp
-        .kvs()
-        .first()
-        .and_then(Ledger::decode)
-        .map(|l| l.record()))
+    Ok(resp.kvs().first().and_then(Ledger::decode))
+}
+
+/// Deletes the lock's ledger key and returns its record: a linearizable read of the key, then
+/// one transaction that deletes it only if it is unchanged since the read (`mod_revision`),
+/// re-read if it changed. A key this store did not write is left alone (`None`, as
+/// [`period_record`] reads it). The slot keys, and so the leases and their fences (their keys'
+/// `create_revision`), are not touched.
+pub(crate) async fn clear_period(
+    link: &Link,
+    keys: &Keys,
+    lock: &LockName,
+) -> StoreResult<Option<PeriodRecord>> {
+    let key = keys.ledger(lock);
+    for _ in 0..CLEAR_ROUNDS {
+        let Some(ledger) = read_ledger(link, &key).await? else {
+            return Ok(None);
+        };
+        let t = Txn::new()
+            .when([Compare::mod_revision(
+                key.as_str(),
+                CompareOp::Equal,
+                ledger.mod_revision,
+            )])
+            .and_then([TxnOp::delete(key.as_str(), None)]);
+        if txn(link, "a clear of the period ledger", t)
+            .await?
+            .succeeded()
+        {
+            return Ok(Some(ledger.record()));
+        }
+    }
+    Err(StoreError::transient(format!(
+        "the period ledger of lock {lock} kept changing while it was cleared; try again"
+    )))
 }
 
 /// Extends a lease to `ttl` from now, if it has not run out. With the TTL it was granted for,

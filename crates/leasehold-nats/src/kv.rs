@@ -8,6 +8,7 @@
 //! | grant with a period | one **atomic batch** (`Nats-Batch-Id`, `Nats-Batch-Sequence`, `Nats-Batch-Commit`): the grant as above and the ledger (the new claim, not started) with its own expected sequence |
 //! | start a period | a read of the lock, then one publish of the ledger marked started, expecting the last sequence of the lock's whole filter (`Nats-Expected-Last-Subject-Sequence` with `Nats-Expected-Last-Subject-Sequence-Subject: $KV.<bucket>.<lock>.>`): slot 0 and the ledger unchanged since the read |
 //! | period record | one direct get of the ledger key |
+//! | clear the ledger | one direct get of the ledger key, then one delete marker on it expecting the sequence read |
 //! | extend | one publish of the record with a fresh `Nats-TTL`, expecting the sequence of this client's own last write of it ([`Written`]); after a conflict, or without one, a direct get of the slot first |
 //! | release | one delete marker (`KV-Operation: DEL`), expecting the sequence as for an extension |
 //! | force | one delete marker per live slot, expecting the sequence read |
@@ -49,6 +50,9 @@ const FORCE_ROUNDS: usize = 5;
 /// How often a period start re-reads a lock that changed under it before giving up (with a
 /// transient error: the core tries again).
 const START_ROUNDS: usize = 4;
+/// How often a clear of the ledger re-reads a ledger that changed under it before giving up
+/// (with a transient error: the operator tries again).
+const CLEAR_ROUNDS: usize = 4;
 /// The most messages one read of a lock returns: every slot (the server answers at most 1024
 /// messages per batch direct get, and refuses a `multi_last` matching more keys with status 413,
 /// a permanent error: only a lock used with all 1024 slots *and* a period ledger has more).
@@ -504,6 +508,44 @@ pub(crate) async fn period_record(
         .await?
         .and_then(|msg| Ledger::decode(&msg))
         .map(|l| l.record()))
+}
+
+/// Deletes the lock's ledger and returns its record: a direct get of the ledger key, then one
+/// delete marker on it expecting the sequence read (`Nats-Expected-Last-Subject-Sequence`), so
+/// it lands only if the ledger is still the one read (re-read if it changed). A value this
+/// store did not write is left alone (`None`, as [`period_record`] reads it). The slot keys —
+/// the leases, and their fences (the stream sequences of their grants) — are not written.
+pub(crate) async fn clear_period(
+    link: &Link,
+    keys: &Keys,
+    lock: &LockName,
+) -> StoreResult<Option<PeriodRecord>> {
+    let conn = link.conn().await?;
+    let subject = keys.ledger(lock);
+    for _ in 0..CLEAR_ROUNDS {
+        let Some(ledger) = read_one(conn, link, keys, &subject)
+            .await?
+            .and_then(|msg| Ledger::decode(&msg))
+        else {
+            return Ok(None);
+        };
+        match publish(
+            conn,
+            link,
+            "a clear of the period ledger",
+            subject.clone(),
+            delete_marker(ledger.seq),
+            Bytes::new(),
+        )
+        .await?
+        {
+            Published::Stored(_) => return Ok(Some(ledger.record())),
+            Published::Conflict => {}
+        }
+    }
+    Err(StoreError::transient(format!(
+        "the period ledger of lock {lock} kept changing while it was cleared; try again"
+    )))
 }
 
 /// Extends a lease to `ttl` from now, if it has not run out: a new value with a fresh TTL,

@@ -296,6 +296,12 @@ impl LeaseStore for NatsStore {
         kv::period_record(&self.link, &self.keys, lock).await
     }
 
+    /// A direct get of the ledger key, then one delete marker expecting the sequence read (see
+    /// the `kv` module).
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        kv::clear_period(&self.link, &self.keys, lock).await
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let held = kv::read_lock(&self.link, &self.keys, lock).await?;

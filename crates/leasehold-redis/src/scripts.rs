@@ -261,6 +261,18 @@ redis.call('HSET', key, 'ls', '1', 'lr', redis.call('HGET', key, 'la'))
 return 1
 ";
 
+/// No ARGV. Deletes the period ledger's fields (and only those: the slots, their fences, `w`
+/// and the hand-off's fields stay) and returns them as they were, in the order of
+/// `HMGET lp lf lu la lb ls lt lr` (nil where a field was absent): one script, so the record
+/// returned is the record deleted.
+const CLEAR_PERIOD: &str = r"
+local key = KEYS[1]
+local fields = {'lp', 'lf', 'lu', 'la', 'lb', 'ls', 'lt', 'lr'}
+local old = redis.call('HMGET', key, unpack(fields))
+redis.call('HDEL', key, unpack(fields))
+return old
+";
+
 /// ARGV: slot, token, ttl ms, retention ms. Returns the new expiry, or nil when not held.
 const EXTEND: &str = r"
 local key, s, token = KEYS[1], ARGV[1], ARGV[2]
@@ -355,7 +367,7 @@ end
 return out
 ";
 
-/// The six scripts a [`RedisStore`](crate::RedisStore) runs, each with `KEYS[1]` = the lock's
+/// The seven scripts a [`RedisStore`](crate::RedisStore) runs, each with `KEYS[1]` = the lock's
 /// hash ([`RedisStore::key`](crate::RedisStore::key)). They are sent with `EVALSHA` and loaded
 /// on `NOSCRIPT` (after a server restart or `SCRIPT FLUSH`) by [`redis::Script`].
 ///
@@ -374,6 +386,7 @@ pub struct Scripts {
     state: Script,
     force_release: Script,
     start_period: Script,
+    clear_period: Script,
 }
 
 /// Names one of the [`Scripts`].
@@ -399,6 +412,9 @@ pub enum ScriptKind {
     /// ARGV: token → 1 when the period claim made with this live lease is now marked started
     /// (also again), 0 when the token no longer holds it.
     StartPeriod,
+    /// No ARGV → the period ledger's fields as they were (`lp lf lu la lb ls lt lr`, nil where
+    /// absent), now deleted; nothing else of the hash changes.
+    ClearPeriod,
 }
 
 impl Default for Scripts {
@@ -418,6 +434,7 @@ impl Scripts {
             state: make(ScriptKind::State),
             force_release: make(ScriptKind::ForceRelease),
             start_period: make(ScriptKind::StartPeriod),
+            clear_period: make(ScriptKind::ClearPeriod),
         }
     }
 
@@ -469,6 +486,14 @@ impl Scripts {
     pub fn start_period(&self) -> &Script {
         &self.start_period
     }
+    /// The script deleting a lock's period ledger ([`ScriptKind::ClearPeriod`]).
+    ///
+    /// ```
+    /// assert_eq!(leasehold_redis::Scripts::new().clear_period().get_hash().len(), 40);
+    /// ```
+    pub fn clear_period(&self) -> &Script {
+        &self.clear_period
+    }
 
     /// The full Lua source of a script (prelude and helpers included), e.g. to load it by hand.
     ///
@@ -503,5 +528,7 @@ fn full_source(kind: ScriptKind) -> String {
         ScriptKind::State => format!("{PRELUDE}{LIVE_SLOTS}{STATE}"),
         ScriptKind::ForceRelease => format!("{PRELUDE}{LIVE_SLOTS}{FORCE_RELEASE}"),
         ScriptKind::StartPeriod => format!("{PRELUDE}{START_PERIOD}"),
+        // No clock: the clear reads and writes nothing timed.
+        ScriptKind::ClearPeriod => CLEAR_PERIOD.to_owned(),
     }
 }

@@ -423,6 +423,15 @@ impl LeaseStore for RedisStore {
         Ok(period_record(fields))
     }
 
+    /// One script: the ledger's fields read and deleted (`HMGET`, `HDEL`); the slots, their
+    /// fences and the hash's TTL stay.
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let key = self.key(lock);
+        let call = self.scripts.clear_period().key(&key);
+        let fields: LedgerFields = self.link.invoke(&call).await?;
+        Ok(period_record(fields))
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let key = self.key(lock);

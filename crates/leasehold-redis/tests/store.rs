@@ -420,6 +420,45 @@ async fn a_grant_without_a_period_keeps_the_ledger_until_its_period_ends() {
     assert!(matches!(again, Acquisition::AlreadyRan(_)), "{again:?}");
 }
 
+/// A clear deletes the eight ledger fields and nothing else: the slot's fields (its fence, and
+/// its holder while held) stay, and so does a waiter's `w`.
+#[tokio::test]
+async fn a_clear_deletes_the_ledger_fields_only() {
+    let Some(url) = common::url() else { return };
+    let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
+    let lock = unique_name("ledger-clear");
+    let hourly = leasehold::Period::every(Duration::from_secs(3600)).unwrap();
+    let claim = request(&lock, Duration::from_secs(30)).with_period(hourly);
+    let lease = store.try_acquire(&claim).await.unwrap().granted().unwrap();
+    assert_eq!(
+        store.start_period(&lease).await.unwrap(),
+        leasehold::store::PeriodStart::Started
+    );
+    // A refused plain acquire marks the lock as waited for (`w`).
+    let refused = store
+        .try_acquire(&request(&lock, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert!(matches!(refused, Acquisition::Held), "{refused:?}");
+    let key = store.key(&lock);
+    let mut conn = store.connection().await.unwrap();
+    let before: std::collections::HashMap<String, String> = conn.hgetall(&key).await.unwrap();
+    let ledger = ["lp", "lf", "lu", "la", "lb", "ls", "lt", "lr"];
+    assert!(ledger.iter().all(|f| before.contains_key(*f)), "{before:?}");
+
+    let cleared = store.clear_period_ledger(&lock).await.unwrap().unwrap();
+    assert!(cleared.started && cleared.by == "test", "{cleared:?}");
+    let after: std::collections::HashMap<String, String> = conn.hgetall(&key).await.unwrap();
+    let mut kept = before.clone();
+    kept.retain(|field, _| !ledger.contains(&field.as_str()));
+    assert_eq!(after, kept, "only the ledger's fields go");
+    assert_eq!(after.get("f0"), Some(&lease.fence.to_string()));
+    assert_eq!(after.get("t0"), Some(&lease.token.to_hex()));
+    assert!(after.contains_key("w"), "{after:?}");
+    assert_eq!(store.clear_period_ledger(&lock).await.unwrap(), None);
+    store.release(&lease, Duration::ZERO).await.unwrap();
+}
+
 /// The store's line of waiting electors is bounded: however many electors are refused, the
 /// lock's hash holds at most `MAX_WAITERS` fields (its own included), and the round's last
 /// release still finds the longest waiter among those recorded.

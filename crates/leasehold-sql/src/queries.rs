@@ -301,6 +301,50 @@ impl Queries {
         }))
     }
 
+    /// Deletes the ledger of `lock` and returns it as it was, in one transaction: slot 0's row
+    /// read with a lock (`FOR UPDATE`; on SQLite the transaction is `BEGIN IMMEDIATE`, which no
+    /// other writer can interleave with), then its `ledger_*` columns set to `NULL` if the row
+    /// exists. `claims`: whether the table has the columns of the ledger's claims (else only the
+    /// first three are read and emptied). The row, its holder and its fence stay.
+    pub(crate) async fn clear_period(
+        &self,
+        lock: &LockName,
+        claims: bool,
+    ) -> StoreResult<Option<LedgerRow>> {
+        let (select, clear) = if claims {
+            (&self.sql.clear_period_select, &self.sql.clear_period)
+        } else {
+            (
+                &self.sql.clear_old_period_select,
+                &self.sql.clear_old_period,
+            )
+        };
+        Ok(with_clock!(&self.pool, p, add => {
+            let mut tx = p
+                .begin_with(self.sql.begin_write.clone())
+                .await
+                .map_err(classify)?;
+            let row = add(sqlx::query(select).bind(lock.as_str()))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(classify)?;
+            let ledger = match row {
+                Some(r) => {
+                    let ledger = LedgerRow::decode(&r, 0).map_err(classify)?;
+                    sqlx::query(clear)
+                        .bind(lock.as_str())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(classify)?;
+                    ledger
+                }
+                None => None,
+            };
+            tx.commit().await.map_err(classify)?;
+            ledger
+        }))
+    }
+
     /// Marks the period claim of the lease `token` holds on slot 0 of `lock` started: the
     /// number of rows changed (0 when the token does not hold the live lease or did not make
     /// the latest claim). MySQL counts the rows matched (sqlx connects with `FOUND_ROWS`), so

@@ -439,6 +439,19 @@ impl LeaseStore for SqlStore {
         Ok(ledger.and_then(|l| l.record()))
     }
 
+    /// One transaction on slot 0's row: the ledger read with the row locked, then its `ledger_*`
+    /// columns set to `NULL` (the row, its lease and its fence stay). On a table without the
+    /// claim columns (`create_schema(false)` on a table of an older version) the first three.
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let claims = match self.schema.ledger(&self.queries).await? {
+            LedgerColumns::All => true,
+            LedgerColumns::WithoutClaims => false,
+            LedgerColumns::None => return Ok(None),
+        };
+        let ledger = self.queries.clear_period(lock, claims).await?;
+        Ok(ledger.and_then(|l| l.record()))
+    }
+
     /// On PostgreSQL (whose table has hand-off's column) a release of slot 0 without a linger
     /// keeps the lock as `to` says, in the release's one statement; elsewhere `release`.
     async fn release_to(

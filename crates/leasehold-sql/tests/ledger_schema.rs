@@ -256,6 +256,28 @@ async fn check_before_claims(url: &str, dialect: Dialect) {
         matches!(&refused, Acquisition::AlreadyRan(r) if r.by == "old" && r.started),
         "an older version's grant over an unstarted claim counts as a run: {refused:?}"
     );
+
+    // An operator's clear through the store that knows only the first three columns
+    // (`create_schema(false)`): it returns the older version's record and deletes it; the row
+    // and its fence stay, and the period runs again.
+    assert_eq!(
+        managed.clear_period_ledger(&lock).await.unwrap(),
+        Some(record),
+        "the clear returns the older version's record"
+    );
+    assert_eq!(managed.period_record(&lock).await.unwrap(), None);
+    assert_eq!(store.period_record(&lock).await.unwrap(), None);
+    assert_eq!(managed.clear_period_ledger(&lock).await.unwrap(), None);
+    let again = store
+        .try_acquire(&claim("d"))
+        .await
+        .unwrap()
+        .granted()
+        .expect("the period runs again after the clear");
+    assert!(
+        i64::try_from(again.fence).unwrap() > now * 1000,
+        "the fence keeps rising: {again:?}"
+    );
 }
 
 /// A table of the version before the ledger kept its latest run (every column but

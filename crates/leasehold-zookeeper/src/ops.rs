@@ -7,6 +7,7 @@
 //! | acquire with a period | a multi-read of `slot-0` and `ledger`; then one `multi`: the slot's `create`/`set_data` **and** the ledger's `create`/`set_data` (the new claim, not started), each at the version read |
 //! | start a period | a multi-read of `slot-0` and `ledger`; then one `multi`: a version check of the slot **and** the ledger's `set_data` (*started*) at the version read |
 //! | period record | a read of `ledger` |
+//! | clear the ledger | a read of `ledger`; then its `set_data` to nothing at the version read (the node stays) |
 //! | extend | `get_data` of the slot; `set_data` at its version with the new TTL (keeps `czxid`, moves `mtime` to now) |
 //! | release | `get_data`; `set_data` at its version marking it `free` (or `linger` with a cap) |
 //! | state | a multi-read of `slot-0..n` |
@@ -396,6 +397,42 @@ impl Protocol {
             .ledger
             .and_then(|(ledger, _)| ledger)
             .map(|l| l.record()))
+    }
+
+    /// Clears the lock's ledger: a read of the ledger node, then one `set_data` emptying it at
+    /// the version read (re-read if it changed meanwhile). The node is emptied, not deleted, like
+    /// the slot nodes: a delete and a later create would reset its data version, which the
+    /// claims' and starts' `multi`s compare. Empty data reads as no record, in this version and
+    /// in older ones. The slot nodes (the leases and their fences) are not touched.
+    pub(crate) async fn clear_period(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let ledger_path = self.paths.ledger(lock);
+        for _ in 0..ACQUIRE_ROUNDS {
+            let read = self.read(lock, &[], true).await?;
+            let Some((Some(ledger), stat)) = read.ledger else {
+                return Ok(None);
+            };
+            let version = stat.version;
+            let emptied = self
+                .link
+                .write("a clear of the period ledger", |c| {
+                    let path = ledger_path.clone();
+                    async move {
+                        match c.set_data(&path, b"", Some(version)).await {
+                            Ok(stat) => Ok(Some(stat)),
+                            Err(Error::BadVersion | Error::NoNode) => Ok(None),
+                            Err(e) => Err(e),
+                        }
+                    }
+                })
+                .await?;
+            if let Some(stat) = emptied {
+                self.link.clock.observe(stat.mtime);
+                return Ok(Some(ledger.record()));
+            }
+        }
+        Err(StoreError::transient(format!(
+            "the period ledger of lock {lock} kept changing while it was cleared; try again"
+        )))
     }
 
     /// Extends a lease to `ttl` from the ensemble's now, if it has not ended.

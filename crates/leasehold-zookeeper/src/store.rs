@@ -266,6 +266,12 @@ impl LeaseStore for ZooKeeperStore {
         self.protocol.period_record(lock).await
     }
 
+    /// A read of the ledger node, then one `set_data` emptying it at the version read (see the
+    /// `ops` module).
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.protocol.clear_period(lock).await
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let all: Vec<u32> = (0..slots).collect();

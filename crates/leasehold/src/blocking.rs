@@ -211,6 +211,41 @@ impl Elector {
         self.runtime.block_on(self.inner.force_release(name))
     }
 
+    /// The lock's period ledger record; see [`crate::Elector::period_record`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure.
+    pub fn period_record(&self, name: impl IntoLockName) -> Result<Option<crate::PeriodRecord>> {
+        self.runtime.block_on(self.inner.period_record(name))
+    }
+
+    /// Break-glass: deletes the lock's period ledger record and returns it; see
+    /// [`crate::Elector::clear_period_ledger`].
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use leasehold::{blocking, MemoryStore, Period, PeriodOutcome};
+    /// let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
+    /// let hourly = Period::every(Duration::from_secs(3600))?;
+    /// let ran = elector.run_once_per("sync", hourly, |_| Ok::<_, std::convert::Infallible>(1))?;
+    /// assert_eq!(ran, PeriodOutcome::Ran(1));
+    /// assert!(elector.clear_period_ledger("sync")?.is_some_and(|r| r.started));
+    /// assert_eq!(elector.period_record("sync")?, None);
+    /// assert_eq!(elector.run_once_per("sync", hourly, |_| Ok::<_, std::convert::Infallible>(2))?, PeriodOutcome::Ran(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure (a transient one may have cleared the record or not).
+    pub fn clear_period_ledger(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Option<crate::PeriodRecord>> {
+        self.runtime.block_on(self.inner.clear_period_ledger(name))
+    }
+
     /// A copy scoped to tenant `id` (sharing store, events and runtime).
     ///
     /// ```

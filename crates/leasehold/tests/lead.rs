@@ -392,6 +392,12 @@ impl LeaseStore for Silent {
     ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
         self.0.period_record(lock).await
     }
+    async fn clear_period_ledger(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.0.clear_period_ledger(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.0.state(lock, slots).await
     }
@@ -520,6 +526,12 @@ impl LeaseStore for Failing {
         lock: &LockName,
     ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
         self.inner.period_record(lock).await
+    }
+    async fn clear_period_ledger(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.inner.clear_period_ledger(lock).await
     }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await

@@ -342,6 +342,12 @@ impl LeaseStore for AheadClock {
     ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
         self.0.period_record(lock).await
     }
+    async fn clear_period_ledger(
+        &self,
+        lock: &LockName,
+    ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+        self.0.clear_period_ledger(lock).await
+    }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.0.state(lock, slots).await
     }

@@ -123,6 +123,21 @@ pub struct Statements {
     /// token); changes one row only if the token holds the live lease **and** made the latest
     /// claim (`ledger_token`), setting `ledger_pending` to `NULL` (again, if it already was).
     pub start_period: String,
+    /// The ledger of `lock` as `read_period` reads it, locking slot 0's row until the
+    /// transaction ends (`FOR UPDATE` on PostgreSQL and MySQL; run it in a `BEGIN IMMEDIATE`
+    /// transaction on SQLite): (lock). The read of a clear, which then runs `clear_period` in
+    /// the same transaction, so the record it returns is the one it deletes.
+    pub clear_period_select: String,
+    /// Deletes the ledger of `lock`: every `ledger_*` column of slot 0's row set to `NULL`, the
+    /// row itself (its holder, expiry and fence) untouched: (lock). Run after
+    /// `clear_period_select`, in its transaction.
+    pub clear_period: String,
+    /// `clear_period_select` for a table without the claims' or the run's columns (as
+    /// `read_old_period`): (lock).
+    pub clear_old_period_select: String,
+    /// `clear_period` for a table without the claims' or the run's columns: the first three
+    /// `ledger_*` columns set to `NULL`: (lock).
+    pub clear_old_period: String,
     /// The fence of the live lease `token` holds on `(lock, slot)`: (lock, slot, token). Locks
     /// the row until the transaction ends (`FOR UPDATE`) on PostgreSQL and MySQL; SQLite has
     /// no row locks, so run it in a `BEGIN IMMEDIATE` transaction, which no other writer can
@@ -432,6 +447,25 @@ impl Dialect {
             int = d.cast_int(),
             now = c.wall,
         );
+        // A clear reads the ledger with the row locked, then empties the ledger's columns (and
+        // only those) in the same transaction.
+        let clear_period_select = format!("{read_period}{}", d.lock_rows());
+        let clear_old_period_select = format!("{read_old_period}{}", d.lock_rows());
+        let nulls = |columns: &[&str]| {
+            columns
+                .iter()
+                .map(|c| format!("{c} = NULL"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let slot0 = format!("lock_name = {} AND slot = 0", p(1));
+        let mut all_ledger = LEDGER_WRITTEN.to_vec();
+        all_ledger.push("ledger_ran");
+        let clear_period = format!("UPDATE {table} SET {} WHERE {slot0}", nulls(&all_ledger));
+        let clear_old_period = format!(
+            "UPDATE {table} SET {} WHERE {slot0}",
+            nulls(&LEDGER_WRITTEN[..3])
+        );
         // The claim's token is the row's (the lease's) too: the token holds the live lease.
         let start_period = format!(
             "UPDATE {table} SET ledger_pending = NULL, ledger_ran = ledger_at WHERE {} AND ledger_token = token",
@@ -523,6 +557,10 @@ impl Dialect {
             read_period,
             read_old_period,
             start_period,
+            clear_period_select,
+            clear_period,
+            clear_old_period_select,
+            clear_old_period,
         }
     }
 }
@@ -735,6 +773,43 @@ fn upsert_on_conflict(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clear_empties_every_ledger_column_and_nothing_else() {
+        for dialect in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+            let sql = dialect.statements("t");
+            let ddl = dialect.create_table("t");
+            let ledger_columns: Vec<&str> = ddl
+                .lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|c| c.starts_with("ledger_"))
+                .collect();
+            let set = sql
+                .clear_period
+                .split(" SET ")
+                .nth(1)
+                .and_then(|rest| rest.split(" WHERE ").next())
+                .unwrap_or_default();
+            let mut cleared: Vec<&str> = set
+                .split(", ")
+                .filter_map(|a| a.strip_suffix(" = NULL"))
+                .collect();
+            // `create_table` has every column but `ledger_ran`, which `ledger_run_columns` adds.
+            cleared.retain(|c| *c != "ledger_ran");
+            assert_eq!(cleared, ledger_columns, "{dialect}: {}", sql.clear_period);
+            assert!(sql.clear_period.contains("ledger_ran = NULL"));
+            assert_eq!(set.split(", ").count(), 8, "{dialect}: only the ledger");
+            assert!(sql.clear_old_period.contains("ledger_by = NULL"));
+            assert!(!sql.clear_old_period.contains("ledger_token"));
+            assert!(sql.clear_period_select.starts_with(&sql.read_period));
+        }
+        let pg = Dialect::Postgres.statements("t");
+        assert!(pg.clear_period_select.ends_with(" FOR UPDATE"));
+        assert!(
+            pg.clear_period
+                .ends_with("WHERE lock_name = $1 AND slot = 0")
+        );
+    }
 
     #[test]
     fn mysql_placeholders_are_positional_and_others_numbered() {

@@ -55,7 +55,9 @@ pub use limits::{store_records_the_longest_node_id, store_rejects_more_than_max_
 pub use listing::{names_with_dots_and_slashes_are_independent, store_lists_locks_with_holders};
 pub use min_lease::min_lease_holds_lock;
 pub use period::{
-    period_already_ran_stops_waiting, period_concurrent_claims_grant_once,
+    period_already_ran_stops_waiting, period_clear_keeps_the_live_lease,
+    period_clear_leaves_other_locks_alone, period_clear_lets_the_period_run_again,
+    period_clear_without_a_record_is_none, period_concurrent_claims_grant_once,
     period_earlier_refused_next_granted, period_length_change_never_refuses_for_ever,
     period_lost_claim_answer_still_runs, period_needs_a_single_slot,
     period_offset_change_skips_no_period, period_record_survives_expiry,

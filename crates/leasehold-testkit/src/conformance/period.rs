@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use futures::future::join_all;
 use leasehold::store::{AcquireRequest, Acquisition, PeriodStart, StoreResult};
 use leasehold::{
-    Elector, Event, LET_GO_PATIENCE, Lease, LeaseStore, LockName, Period, PeriodError,
+    Elector, Event, Extension, LET_GO_PATIENCE, Lease, LeaseStore, LockName, Period, PeriodError,
     PeriodOutcome, PeriodRecord, Release, Token,
 };
 use tokio::time::{Instant, sleep, timeout};
@@ -804,4 +804,295 @@ pub async fn period_lost_claim_answer_still_runs(factory: &dyn StoreFactory) {
         "a claim after the run",
     );
     assert!(matches!(again, PeriodOutcome::AlreadyRan(_)), "{again:?}");
+}
+
+/// The record `clear_period_ledger` returns and deletes: `None` (nothing changed) for a lock
+/// never claimed, and for a lock only ever held without a period — whose plain lease stays.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_clear_without_a_record_is_none(factory: &dyn StoreFactory) {
+    let store = factory.make();
+    let never = unique_name("period-clear-never");
+    assert_eq!(
+        ok(
+            store.clear_period_ledger(&never).await,
+            "a clear of a lock never claimed"
+        ),
+        None,
+        "a lock never claimed has no record to clear"
+    );
+    assert_eq!(ok(store.period_record(&never).await, "the record"), None);
+
+    let plain_lock = unique_name("period-clear-plain");
+    let plain = granted(
+        store
+            .try_acquire(&AcquireRequest::new(
+                plain_lock.clone(),
+                1,
+                "plain",
+                Token::random(),
+                ms(30_000),
+            ))
+            .await,
+        "a plain acquisition",
+    );
+    assert_eq!(
+        ok(
+            store.clear_period_ledger(&plain_lock).await,
+            "a clear of a lock held without a period"
+        ),
+        None
+    );
+    let state = ok(store.state(&plain_lock, 1).await, "state");
+    assert_eq!(
+        state.holders.first().map(|h| (h.fence, h.owner.as_str())),
+        Some((plain.fence, "plain")),
+        "a clear leaves a plain lease alone: {state:?}"
+    );
+    assert_eq!(
+        ok(store.release(&plain, Duration::ZERO).await, "release"),
+        Release::Released
+    );
+}
+
+/// After a run, `clear_period_ledger` returns the record as `period_record` read it and deletes
+/// it: `period_record` is then `None`, a second clear finds nothing, and a new claim of the same
+/// period is granted (the period runs again), with a higher fence, and recorded afresh.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_clear_lets_the_period_run_again(factory: &dyn StoreFactory) {
+    let (a, b) = (factory.make(), factory.make());
+    let lock = unique_name("period-clear-again");
+    let period = forever();
+    let first = run_claim(
+        &*a,
+        &claim(&lock, "period-a", period, ms(30_000)),
+        "a run of the period",
+    )
+    .await;
+    ok(a.release(&first, Duration::ZERO).await, "the run ends");
+    let ran = already_ran(
+        b.try_acquire(&claim(&lock, "period-b", period, ms(30_000)))
+            .await,
+        "a claim after the run",
+    );
+    let read = ok(b.period_record(&lock).await, "the record before the clear");
+    assert_eq!(read.as_ref(), Some(&ran), "period_record reads the record");
+
+    let cleared = ok(b.clear_period_ledger(&lock).await, "the clear");
+    assert_eq!(
+        cleared, read,
+        "the clear returns the record it deleted, as it was"
+    );
+    assert!(
+        cleared
+            .as_ref()
+            .is_some_and(|r| r.started && r.by == "period-a"),
+        "{cleared:?}"
+    );
+    assert_eq!(
+        ok(a.period_record(&lock).await, "the record after the clear"),
+        None,
+        "the record is gone"
+    );
+    assert_eq!(
+        ok(a.clear_period_ledger(&lock).await, "a second clear"),
+        None,
+        "a second clear finds nothing"
+    );
+
+    let again = run_claim(
+        &*b,
+        &claim(&lock, "period-b", period, ms(30_000)),
+        "a claim of the same period after the clear",
+    )
+    .await;
+    assert_eq!(again.period, first.period, "the same period runs again");
+    assert!(
+        again.fence > first.fence,
+        "the fence keeps rising across a clear: {again:?} after {first:?}"
+    );
+    let record = ok(b.period_record(&lock).await, "the new record")
+        .unwrap_or_else(|| panic!("the new claim leaves a record"));
+    assert_eq!(
+        (record.by.as_str(), record.started),
+        ("period-b", true),
+        "{record:?}"
+    );
+    assert!(
+        close(record.at, again.acquired_at),
+        "the new record is the new claim's: {record:?} vs {again:?}"
+    );
+    ok(b.release(&again, Duration::ZERO).await, "release");
+    already_ran(
+        a.try_acquire(&claim(&lock, "period-a", period, ms(30_000)))
+            .await,
+        "a claim after the second run",
+    );
+}
+
+/// A clear changes nothing but the record: the live holder of the lock (whose claim ran) still
+/// holds it with the same fence, extends and releases it; a claim meanwhile finds the lock held
+/// (`Held`, no longer `AlreadyRan`); and the next grant's fence is above the holder's. A holder
+/// whose claim had not started when its record was cleared can no longer start it.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_clear_keeps_the_live_lease(factory: &dyn StoreFactory) {
+    let (a, b) = (factory.make(), factory.make());
+    let lock = unique_name("period-clear-live");
+    let period = forever();
+    let holder = run_claim(
+        &*a,
+        &claim(&lock, "period-a", period, ms(30_000)),
+        "a run of the period",
+    )
+    .await;
+    let cleared = ok(b.clear_period_ledger(&lock).await, "a clear while held")
+        .unwrap_or_else(|| panic!("a run leaves a record to clear"));
+    assert_eq!(
+        (cleared.by.as_str(), cleared.started),
+        ("period-a", true),
+        "{cleared:?}"
+    );
+    let state = ok(b.state(&lock, 1).await, "state after the clear");
+    assert_eq!(
+        state.holders.first().map(|h| (h.fence, h.owner.as_str())),
+        Some((holder.fence, "period-a")),
+        "the holder still holds the lock with its fence: {state:?}"
+    );
+    held(
+        b.try_acquire(&claim(&lock, "period-b", period, ms(30_000)))
+            .await,
+        "a claim while the holder still holds the lock",
+    );
+    match ok(
+        a.extend(&holder, ms(30_000)).await,
+        "the holder extends after the clear",
+    ) {
+        Extension::Extended { .. } => {}
+        Extension::NotHeld => panic!("a clear must not take the lease from its holder"),
+    }
+    assert_eq!(
+        ok(
+            a.release(&holder, Duration::ZERO).await,
+            "the holder releases"
+        ),
+        Release::Released,
+        "the holder still held its lease"
+    );
+    let next = granted(
+        b.try_acquire(&claim(&lock, "period-b", period, ms(30_000)))
+            .await,
+        "a claim of the same period once the holder let go",
+    );
+    assert!(
+        next.fence > holder.fence,
+        "a grant after a clear gets a higher fence: {next:?} after {holder:?}"
+    );
+    // `next` has not started: a clear now leaves it nothing to start.
+    let unstarted = ok(b.clear_period_ledger(&lock).await, "a clear of a claim")
+        .unwrap_or_else(|| panic!("a claim leaves a record"));
+    assert_eq!(
+        (unstarted.by.as_str(), unstarted.started),
+        ("period-b", false),
+        "{unstarted:?}"
+    );
+    assert_eq!(
+        ok(
+            b.start_period(&next).await,
+            "a start after its claim was cleared"
+        ),
+        PeriodStart::NotHeld,
+        "a claim cleared before it started cannot start"
+    );
+    let state = ok(a.state(&lock, 1).await, "state");
+    assert_eq!(
+        state.holders.first().map(|h| h.fence),
+        Some(next.fence),
+        "its lease is still held: {state:?}"
+    );
+    ok(b.release(&next, Duration::ZERO).await, "release");
+    let last = granted(
+        a.try_acquire(&claim(&lock, "period-c", period, ms(30_000)))
+            .await,
+        "a claim after the unstarted claim was cleared and released",
+    );
+    assert!(last.fence > next.fence, "{last:?} after {next:?}");
+    start(&*a, &last, "the last claim starts").await;
+    ok(a.release(&last, Duration::ZERO).await, "release");
+}
+
+/// A clear deletes one lock's record only: the records of other locks — including names that
+/// share a prefix with it (`x`, `x.b`, `x/b`) — stay as they were and still refuse their period.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave a lease behind until its expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn period_clear_leaves_other_locks_alone(factory: &dyn StoreFactory) {
+    let store = factory.make();
+    let period = forever();
+    let base = unique_name("period-clear-one");
+    let locks: Vec<LockName> = ["", ".b", "/b", ":1"]
+        .iter()
+        .map(|suffix| {
+            valid(
+                LockName::new(format!("{}{suffix}", base.as_str())),
+                "a lock name",
+            )
+        })
+        .collect();
+    let mut records = Vec::new();
+    for lock in &locks {
+        let lease = run_claim(
+            &*store,
+            &claim(lock, "period-a", period, ms(30_000)),
+            "a run of each lock",
+        )
+        .await;
+        ok(store.release(&lease, Duration::ZERO).await, "release");
+        records.push(
+            ok(store.period_record(lock).await, "its record")
+                .unwrap_or_else(|| panic!("a run leaves a record on {lock}")),
+        );
+    }
+    let (cleared, others) = locks.split_first().unwrap_or_else(|| panic!("four locks"));
+    assert_eq!(
+        ok(
+            store.clear_period_ledger(cleared).await,
+            "the clear of one lock"
+        ),
+        records.first().cloned()
+    );
+    assert_eq!(ok(store.period_record(cleared).await, "its record"), None);
+    for (lock, record) in others.iter().zip(records.iter().skip(1)) {
+        assert_eq!(
+            ok(store.period_record(lock).await, "another lock's record").as_ref(),
+            Some(record),
+            "clearing {cleared} must leave {lock}'s record alone"
+        );
+        let refused = already_ran(
+            store
+                .try_acquire(&claim(lock, "period-b", period, ms(30_000)))
+                .await,
+            "a claim of another lock after the clear",
+        );
+        assert_eq!(&refused, record, "{lock} still ran");
+    }
+    let again = granted(
+        store
+            .try_acquire(&claim(cleared, "period-b", period, ms(30_000)))
+            .await,
+        "a claim of the cleared lock",
+    );
+    ok(store.release(&again, Duration::ZERO).await, "release");
 }

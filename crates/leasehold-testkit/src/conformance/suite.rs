@@ -100,6 +100,10 @@ static TESTS: &[ConformanceTest] = suite![
     period_unstarted_claim_hides_no_earlier_run,
     period_start_checks_the_token,
     period_lost_claim_answer_still_runs,
+    period_clear_without_a_record_is_none,
+    period_clear_lets_the_period_run_again,
+    period_clear_keeps_the_live_lease,
+    period_clear_leaves_other_locks_alone,
 ];
 
 /// Every conformance test, in the order [`run_all`] runs them.

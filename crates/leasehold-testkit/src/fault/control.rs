@@ -20,7 +20,9 @@ pub enum Op {
     /// [`list_locks`](leasehold::LeaseStore::list_locks) and
     /// [`period_record`](leasehold::LeaseStore::period_record).
     State,
-    /// [`LeaseStore::force_release`](leasehold::LeaseStore::force_release).
+    /// [`LeaseStore::force_release`](leasehold::LeaseStore::force_release), and the other
+    /// break-glass write,
+    /// [`clear_period_ledger`](leasehold::LeaseStore::clear_period_ledger).
     ForceRelease,
     /// [`LeaseStore::start_period`](leasehold::LeaseStore::start_period).
     StartPeriod,

@@ -163,6 +163,15 @@ impl LeaseStore for FaultyStore {
             .await
     }
 
+    /// Faulted as [`Op::ForceRelease`]: the other break-glass write of operators.
+    async fn clear_period_ledger(
+        &self,
+        lock: &LockName,
+    ) -> StoreResult<Option<leasehold::PeriodRecord>> {
+        self.call(Op::ForceRelease, || self.inner.clear_period_ledger(lock))
+            .await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }

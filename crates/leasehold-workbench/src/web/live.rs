@@ -431,6 +431,12 @@ mod tests {
         ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
             Err(leasehold::StoreError::transient("unreadable"))
         }
+        async fn clear_period_ledger(
+            &self,
+            _: &LockName,
+        ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
+            Err(leasehold::StoreError::transient("unreadable"))
+        }
         async fn state(&self, _: &LockName, _: u32) -> leasehold::store::StoreResult<LockState> {
             Err(leasehold::StoreError::transient(format!(
                 "cannot reach {URL}: password hun'ter 2 refused"

@@ -306,6 +306,47 @@ impl Elector {
         self.engine.period_record(name).await
     }
 
+    /// Break-glass for operators: deletes the lock's period ledger record (tenant name applied)
+    /// and returns it as it was (`None` for a lock without one), so that the current period
+    /// runs again at its next claim — after a run that must be repeated, say. Only the record
+    /// is deleted: a holder of the lock keeps its lease, and fences keep rising. A holder whose
+    /// claim had not started yet can no longer start it (its action does not run); see
+    /// [`LeaseStore::clear_period_ledger`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::{sync::Arc, time::Duration};
+    /// use leasehold::{Elector, MemoryStore, Period, PeriodOutcome};
+    ///
+    /// let elector = Elector::new(Arc::new(MemoryStore::new()));
+    /// let nightly = Period::every(Duration::from_secs(86_400))?;
+    /// let job = |_| async { Ok::<_, std::convert::Infallible>("exported") };
+    /// assert_eq!(elector.run_once_per("nightly", nightly, job).await?, PeriodOutcome::Ran("exported"));
+    /// assert!(matches!(elector.run_once_per("nightly", nightly, job).await?, PeriodOutcome::AlreadyRan(_)));
+    ///
+    /// let cleared = elector.clear_period_ledger("nightly").await?.expect("a record");
+    /// assert!(cleared.started);
+    /// assert!(elector.period_record("nightly").await?.is_none());
+    /// assert_eq!(elector.run_once_per("nightly", nightly, job).await?, PeriodOutcome::Ran("exported"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or a store failure (a transient one may have cleared the record or not:
+    /// read it with [`period_record`](Self::period_record)).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the record cleared or not; call it again to be sure (a
+    /// second clear returns `None`).
+    pub async fn clear_period_ledger(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Option<crate::PeriodRecord>> {
+        self.engine.clear_period_ledger(name).await
+    }
+
     /// Break-glass release for operators: frees every live slot of the lock (tenant name and
     /// slot count applied) whatever its holder, and returns the holders it freed. Their
     /// guards report the lease lost at their next renewal or release.

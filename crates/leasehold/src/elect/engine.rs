@@ -110,6 +110,22 @@ impl Engine {
             .map_err(|e| Error::store(&lock, e))
     }
 
+    pub(crate) async fn clear_period_ledger(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Option<crate::PeriodRecord>> {
+        let lock = self.lock_name(name)?;
+        let cleared = self
+            .store
+            .clear_period_ledger(&lock)
+            .await
+            .map_err(|e| Error::store(&lock, e))?;
+        if let Some(r) = &cleared {
+            tracing::warn!(lock = %lock, period = r.period, by = %r.by, started = r.started, "period ledger cleared");
+        }
+        Ok(cleared)
+    }
+
     pub(crate) async fn force_release(
         &self,
         name: impl IntoLockName,

@@ -42,6 +42,8 @@ use crate::store::unsupported::Unsupported;
 ///   change the record.
 /// * [`start_period`](Self::start_period) marks the record *started*, only for the token that
 ///   holds slot 0's live lease and made the latest claim.
+/// * [`clear_period_ledger`](Self::clear_period_ledger) deletes the record (and only the
+///   record: no lease, holder or fence changes) and returns it, in one atomic step.
 /// * `extend` succeeds only if the token holds the slot **and** the lease has not expired; the new
 ///   expiry is store-now + `ttl`.
 /// * `release` succeeds only for the live holder's token. With `linger > 0` it shortens the lease to
@@ -125,6 +127,43 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// never claimed: what `leasehold status` shows. One read; it changes nothing. Wrappers
     /// forward it.
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>>;
+
+    /// Break-glass for operators: deletes the lock's period ledger record, so that the next
+    /// claim of any period is judged as on a lock never claimed (the current period runs
+    /// again), and returns the record it deleted, as it was just before (`None`, changing
+    /// nothing, for a lock without one). Wrappers forward it.
+    ///
+    /// Implementations must guarantee:
+    ///
+    /// * **Only the ledger.** Live leases, their holders, expiries and tokens, and the fences
+    ///   are untouched: a holder still holds and can extend and release, and the next grant of
+    ///   the lock still gets a fence above every fence issued before (a fence never falls
+    ///   because of a clear).
+    /// * **The record returned is the record deleted.** The read and the delete are one atomic
+    ///   step (a transaction, a script, a conditional write on the version read, retried while
+    ///   the record changes under it): a claim or a start that lands at the same time comes
+    ///   either before the clear (its record is the one returned, and deleted) or after it (a
+    ///   claim then records anew on the empty ledger).
+    /// * A later claim of the same period is granted as on a fresh lock (once the lock is free),
+    ///   and records a new claim. The latest run ([`PeriodRecord::ran_at`]) is deleted too.
+    ///
+    /// A holder whose claim had not started when its record was deleted can no longer start it
+    /// ([`start_period`](Self::start_period) answers [`PeriodStart::NotHeld`], as for a claim
+    /// taken over), so its action does not run; a claim that had started keeps running, and the
+    /// period may run once more after it.
+    ///
+    /// # Errors
+    ///
+    /// A [`StoreError`](crate::StoreError): transient when the store could not be reached or the
+    /// record kept changing under the clear (nothing was deleted then, or the clear completed
+    /// and its answer was lost; asking again is safe), permanent for a configuration problem.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the record deleted or not; read it with
+    /// [`period_record`](Self::period_record), or call this again (a second clear finds nothing
+    /// and returns `None`).
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>>;
 
     /// A snapshot of the live holders of `lock` among `slots` slots.
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState>;

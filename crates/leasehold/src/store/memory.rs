@@ -393,6 +393,15 @@ impl LeaseStore for MemoryStore {
         }))
     }
 
+    /// One step under the lock: slot 0's ledger taken out of its row (the row, its holder and
+    /// its fence stay).
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        Ok(self.with_rows(|locks| {
+            let ledger = locks.get_mut(lock)?.first_mut()?.ledger.take()?;
+            Some(self.record(&ledger))
+        }))
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let now = Instant::now();

@@ -174,6 +174,13 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         self.inner.period_record(lock).await
     }
 
+    async fn clear_period_ledger(
+        &self,
+        lock: &LockName,
+    ) -> StoreResult<Option<crate::store::period::PeriodRecord>> {
+        self.inner.clear_period_ledger(lock).await
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }

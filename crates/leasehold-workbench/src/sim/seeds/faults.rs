@@ -584,6 +584,9 @@ impl LeaseStore for FaultyStore {
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         self.inner.period_record(lock).await
     }
+    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.inner.clear_period_ledger(lock).await
+    }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await
