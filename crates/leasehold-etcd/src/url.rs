@@ -1,5 +1,5 @@
 //! `etcd://` and `etcds://` URLs: endpoints, credentials, prefix and store options, read with the
-//! core's [`store_url`](leasehold::store_url) parser (the same decoding, user-info checks and
+//! core's [`StoreUrl`](leasehold::store::StoreUrl) parser (the same decoding, user-info checks and
 //! unknown/duplicate-parameter errors as every store). Only the comma-separated endpoint list is
 //! etcd's own: the URL is parsed with its first endpoint, and every endpoint is checked here.
 

@@ -1,5 +1,5 @@
 //! Store options carried in a Redis URL's query string, read with the core's
-//! [`store_url`](leasehold::store_url) parser.
+//! [`StoreUrl`](leasehold::store::StoreUrl) parser.
 
 use leasehold::store::{StoreUrl, UrlError, UrlOptions};
 

@@ -1,5 +1,5 @@
 //! Checking `sqlite:`, `postgres://` and `mysql://` URLs at the edge, with the core's
-//! [`store_url`](leasehold::store_url) parser, before `sqlx` reads them: `sqlx` ignores unknown
+//! [`StoreUrl`](leasehold::store::StoreUrl) parser, before `sqlx` reads them: `sqlx` ignores unknown
 //! PostgreSQL and MySQL parameters (a typo such as `sslmdoe=require` would silently connect
 //! without TLS) and connects to `localhost` when the host is missing.
 

@@ -66,7 +66,6 @@ mod schedule;
 mod shutdown;
 pub mod spans;
 pub mod store;
-mod store_url;
 mod tenant;
 
 pub use cleanup::SETTLE_TIMEOUT;

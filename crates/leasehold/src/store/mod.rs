@@ -35,7 +35,6 @@ pub use crate::limits::{
     check_slots, deadline_after,
 };
 pub use crate::name::LockName;
-pub use crate::store_url::{StoreUrl, UrlError, UrlOptions, host_port, percent_decode};
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
 pub use lease::{
@@ -52,5 +51,6 @@ pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use unsupported::Unsupported;
 pub use url::{
-    MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, redact_url, scrub, scrub_secrets, url_secrets,
+    MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, StoreUrl, UrlError, UrlOptions, host_port,
+    percent_decode, redact_url, scrub, scrub_secrets, url_secrets,
 };

@@ -36,8 +36,10 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::decode::{percent_decode, percent_decode_lossy};
+use super::open::OpenError;
+use super::redact::{is_secret_param, redact_url};
 use crate::duration::parse_duration;
-use crate::store::url::{OpenError, is_secret_param, redact_url};
 
 /// Why a store URL is not acceptable. The message says what is wrong and what is allowed, and
 /// never quotes a secret.
@@ -195,11 +197,7 @@ fn userinfo_is_ambiguous(raw: &str, parsed: &::url::Url) -> bool {
     if !parsed_userinfo && meant.contains('=') {
         return false;
     }
-    let decode = |t: &str| {
-        percent_encoding::percent_decode_str(t)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
+    let decode = percent_decode_lossy;
     let mut found = decode(parsed.username());
     if let Some(password) = parsed.password() {
         found.push(':');
@@ -289,37 +287,6 @@ pub fn host_port(host: &str, default_port: u16, what: &str) -> Result<String, Ur
             .ok_or_else(|| syntax(format!("{what} {host:?}: port must be 1-65535")))?,
     };
     Ok(format!("{name}:{port}"))
-}
-
-/// Percent-decodes `text` into UTF-8 (`+` stays a plus): `None` for a `%` not followed by two
-/// hex digits or bytes that are not UTF-8. For parts of a store URL other than its query, such
-/// as a table name in the host position.
-///
-/// ```
-/// use leasehold::store::percent_decode;
-/// assert_eq!(percent_decode("a%2Fb+c").as_deref(), Some("a/b+c"));
-/// assert_eq!(percent_decode("100%"), None);
-/// ```
-pub fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let hex = |i: usize| {
-        bytes
-            .get(i)
-            .and_then(|b| char::from(*b).to_digit(16))
-            .and_then(|d| u8::try_from(d).ok())
-    };
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b == b'%' {
-            out.push(hex(i + 1)? * 16 + hex(i + 2)?);
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 fn matches_known(key: &str, known: &str) -> bool {

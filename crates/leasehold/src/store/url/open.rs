@@ -1,0 +1,243 @@
+//! Opening a store from its URL: the registry of openers by scheme, and the error that says why
+//! a URL could not be opened (its URL redacted, its secrets scrubbed from the reason).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::redact::{is_scheme, redact_url, scrub};
+use crate::error::StoreError;
+use crate::store::contract::LeaseStore;
+use crate::store::memory::MemoryStore;
+
+/// Why a store URL could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// No opener is registered for the scheme.
+    #[error("unsupported store URL {url}: scheme {scheme:?} is not one of {supported:?}")]
+    UnknownScheme {
+        /// The scheme found.
+        scheme: String,
+        /// The URL, redacted.
+        url: String,
+        /// The schemes that are registered.
+        supported: Vec<String>,
+    },
+    /// The URL is malformed or has a bad option.
+    #[error("invalid store URL {url}: {reason}")]
+    Invalid {
+        /// The URL, redacted.
+        url: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// The store could not be reached or set up.
+    #[error("could not open store {url}: {source}")]
+    Connect {
+        /// The URL, redacted.
+        url: String,
+        /// The store's error.
+        #[source]
+        source: StoreError,
+    },
+}
+
+impl OpenError {
+    /// [`OpenError::Invalid`] for `url`, redacted with [`redact_url`], with every secret of the
+    /// URL also scrubbed from `reason` (a driver's message may quote it).
+    pub fn invalid(url: &str, reason: impl std::fmt::Display) -> Self {
+        Self::Invalid {
+            url: redact_url(url),
+            reason: scrub(&reason.to_string(), url),
+        }
+    }
+
+    /// [`OpenError::Connect`] for `url`, redacted with [`redact_url`]. If the store error's
+    /// text quotes a secret of the URL, it is replaced by one with the secrets scrubbed.
+    pub fn connect(url: &str, source: StoreError) -> Self {
+        let text = source.to_string();
+        let scrubbed = scrub(&text, url);
+        let source = if scrubbed == text {
+            source
+        } else {
+            let message = scrub(source.message(), url);
+            let detail = std::error::Error::source(&source)
+                .map(|s| format!(": {}", scrub(&s.to_string(), url)))
+                .unwrap_or_default();
+            StoreError::new(source.kind(), format!("{message}{detail}"))
+        };
+        Self::Connect {
+            url: redact_url(url),
+            source,
+        }
+    }
+}
+
+/// Opens stores for one or more URL schemes. Store crates provide one each.
+#[async_trait]
+pub trait StoreOpener: Send + Sync + 'static {
+    /// The schemes handled, without `:` (e.g. `["postgres", "postgresql"]`).
+    fn schemes(&self) -> &'static [&'static str];
+    /// Opens a store for `url` (its scheme is one of [`schemes`](Self::schemes)).
+    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError>;
+}
+
+/// The `memory:` scheme: a fresh [`MemoryStore`] per open.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MemoryOpener;
+
+#[async_trait]
+impl StoreOpener for MemoryOpener {
+    fn schemes(&self) -> &'static [&'static str] {
+        &["memory"]
+    }
+    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
+        let rest = url.split_once(':').map_or("", |(_, r)| r);
+        if !(rest.is_empty() || rest == "//") {
+            return Err(OpenError::invalid(
+                url,
+                "the memory store takes no options; write `memory:`",
+            ));
+        }
+        Ok(Arc::new(MemoryStore::new()))
+    }
+}
+
+/// Maps URL schemes to store openers. Starts with `memory:`; store crates register theirs.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::OpenError> {
+/// use leasehold::StoreRegistry;
+///
+/// let registry = StoreRegistry::new();
+/// let store = registry.open("memory:").await?;
+/// assert_eq!(store.describe(), "memory");
+/// assert!(registry.open("nosuch://x").await.is_err());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct StoreRegistry {
+    openers: BTreeMap<&'static str, Arc<dyn StoreOpener>>,
+}
+
+impl std::fmt::Debug for StoreRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreRegistry")
+            .field("schemes", &self.schemes())
+            .finish()
+    }
+}
+
+impl Default for StoreRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StoreRegistry {
+    /// A registry with the `memory:` scheme.
+    pub fn new() -> Self {
+        Self {
+            openers: BTreeMap::new(),
+        }
+        .with(MemoryOpener)
+    }
+
+    /// Adds (or replaces) the opener for its schemes.
+    #[must_use]
+    pub fn with(mut self, opener: impl StoreOpener) -> Self {
+        let opener: Arc<dyn StoreOpener> = Arc::new(opener);
+        for scheme in opener.schemes() {
+            self.openers.insert(scheme, Arc::clone(&opener));
+        }
+        self
+    }
+
+    /// The registered schemes.
+    pub fn schemes(&self) -> Vec<String> {
+        self.openers.keys().map(|s| (*s).to_owned()).collect()
+    }
+
+    /// Opens the store `url` names.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError`] for an unknown scheme (listing the registered ones), a URL its opener
+    /// rejects, or a store that cannot be reached; the URL's secrets never appear in it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future abandons the connection being made; nothing is left behind.
+    pub async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
+        let scheme = url
+            .trim()
+            .split_once(':')
+            .filter(|(s, _)| is_scheme(s))
+            .map(|(s, _)| s.to_ascii_lowercase())
+            .ok_or_else(|| {
+                OpenError::invalid(
+                    url,
+                    format!("expected SCHEME:..., one of {:?}", self.schemes()),
+                )
+            })?;
+        let opener = self
+            .openers
+            .get(scheme.as_str())
+            .ok_or_else(|| OpenError::UnknownScheme {
+                scheme: scheme.clone(),
+                url: redact_url(url),
+                supported: self.schemes(),
+            })?;
+        opener.open(url).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn registry_errors_never_show_the_password() {
+        let registry = StoreRegistry::new();
+        for url in [
+            "nosuch://u:s3c/r3t@h/x",
+            "nosuch://u:s3c?r3t@h/x",
+            "s3cr3t@h:1",
+            "nosuch:u:s3cr3t@h",
+            "no such://u:s3cr3t@h",
+        ] {
+            let msg = registry
+                .open(url)
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(!msg.contains("s3c") && !msg.contains("r3t"), "{url}: {msg}");
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_scheme_lists_the_supported_ones_and_hides_the_password() {
+        let err = StoreRegistry::new()
+            .open("postgres://u:hunter2@h/x")
+            .await
+            .err();
+        let msg = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            msg.contains("\"postgres\"") && msg.contains("memory"),
+            "{msg}"
+        );
+        assert!(!msg.contains("hunter2"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn memory_rejects_options() {
+        assert!(matches!(
+            StoreRegistry::new().open("memory:x").await,
+            Err(OpenError::Invalid { .. })
+        ));
+        assert!(StoreRegistry::new().open("MEMORY:").await.is_ok());
+    }
+}
