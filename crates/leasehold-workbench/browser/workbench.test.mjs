@@ -164,6 +164,20 @@ async function shownTimeline(page, base) {
   assert.equal(status, 200, JSON.stringify(body));
   return body;
 }
+/**
+ * Until the returned function is called, every simulation request the page sends leaves with
+ * the parameters `change(params)` returns set on it: a request the server refuses, though the
+ * page's controls offer none (as from an out-of-date page or a hand-edited request).
+ */
+async function rewriteSimulate(page, change) {
+  const handler = (route) => {
+    const url = new URL(route.request().url());
+    for (const [k, v] of Object.entries(change(url.searchParams))) url.searchParams.set(k, String(v));
+    return route.continue({ url: url.toString() });
+  };
+  await page.route("**/api/simulate?*", handler);
+  return () => page.unroute("**/api/simulate?*", handler);
+}
 async function stepTo(page, tick) {
   await page.click("#reset");
   for (let i = 0; i < tick; i++) await page.click("#step");
@@ -432,8 +446,10 @@ describe("workbench page", () => {
     await shows(page, "lease=4");
     assert.match(await page.textContent("#status"), /^Recomputed/);
     const tick = await tickOf(page);
-    await page.fill("#in-min_lease", "6");
+    const restore = await rewriteSimulate(page, () => ({ min_lease: 6 }));
+    await page.fill("#in-min_lease", "2");
     await page.waitForSelector("#error:not([hidden])", { timeout: PATIENCE });
+    await restore();
     assert.match(await page.textContent("#error"), /min_lease/);
     const status = await page.textContent("#status");
     assert.doesNotMatch(status, /Recomputed/);
@@ -444,8 +460,8 @@ describe("workbench page", () => {
     assert.match(await page.textContent("#error"), /^서버가 옵션을 거부했습니다/);
     await page.click("#lang-en");
     // A good value again: the error goes and the status says what happened.
-    await page.fill("#in-min_lease", "2");
-    await shows(page, "min_lease=2");
+    await page.fill("#in-min_lease", "3");
+    await shows(page, "min_lease=3");
     assert.equal(await page.isHidden("#error"), true);
     assert.match(await page.textContent("#status"), /^Recomputed/);
   });
@@ -556,16 +572,64 @@ describe("workbench page", () => {
     await page.screenshot({ path: path.join(SHOTS, "contention-min-lease.png"), fullPage: true });
   });
 
+  test("the min-lease slider offers exactly the min leases the server accepts, and follows a shorter lease", async () => {
+    await page.goto(`${base}?scenario=contention`);
+    await ready(page);
+    const minLease = () => page.$eval("#in-min_lease", (i) => ({ min: Number(i.min), max: Number(i.max), value: Number(i.value) }));
+    assert.deepEqual(await minLease(), { min: 0, max: 10, value: 0 });
+    // For every lease the lease slider offers, the min-lease slider ends at the lease: the
+    // server accepts that min lease and refuses one tick more.
+    const lease = await page.$eval("#in-lease", (i) => ({ min: Number(i.min), max: Number(i.max) }));
+    for (let l = lease.min; l <= lease.max; l++) {
+      await page.fill("#in-lease", String(l));
+      assert.deepEqual(await minLease(), { min: 0, max: l, value: 0 }, `lease ${l}`);
+      const q = (m) => `${base}api/simulate?scenario=contention&lease=${l}&min_lease=${m}`;
+      assert.equal((await json(q(l))).status, 200, `lease ${l}, min lease ${l}`);
+      assert.equal((await json(q(l + 1))).status, 400, `lease ${l}, min lease ${l + 1}`);
+    }
+    await shows(page, `&lease=${lease.max}&`);
+
+    // A shorter lease takes the min lease down with it, and the server accepts what is sent.
+    await page.fill("#in-lease", "10");
+    await shows(page, "&lease=10&");
+    await page.fill("#in-min_lease", "8");
+    await shows(page, "lease=10&wait=2&min_lease=8");
+    await page.fill("#in-lease", "5");
+    assert.deepEqual(await minLease(), { min: 0, max: 5, value: 5 });
+    assert.equal(await page.textContent("#out-min_lease"), "5 ticks");
+    await shows(page, "lease=5&wait=2&min_lease=5");
+    assert.equal(await page.isHidden("#error"), true);
+    assert.equal((await shownTimeline(page, base)).params.min_lease, 5);
+    // A longer lease leaves the min lease alone; the slider cannot be pushed past the lease.
+    await page.fill("#in-lease", "9");
+    await shows(page, "lease=9&wait=2&min_lease=5");
+    assert.deepEqual(await minLease(), { min: 0, max: 9, value: 5 });
+    await page.fill("#in-min_lease", "30");
+    await shows(page, "lease=9&wait=2&min_lease=9");
+    await page.focus("#in-min_lease");
+    await page.keyboard.press("ArrowRight");
+    assert.equal((await minLease()).value, 9, "the arrow keys stop at the lease");
+    assert.equal(await page.isHidden("#error"), true);
+
+    // Options the server sends (a scenario's preset, a lesson's) bound the slider too.
+    await page.click('button[data-scenario="fencing"]');
+    await shows(page, "scenario=fencing");
+    assert.deepEqual(await minLease(), { min: 0, max: 4, value: 0 });
+    await page.goto(`${base}?lesson=3`);
+    await shows(page, lessonQuery(LESSONS[2]));
+    assert.deepEqual(await minLease(), { min: 0, max: 6, value: 0 });
+  });
+
   test("a rejected request shows the API's error text", async () => {
     await page.goto(`${base}?scenario=contention`);
     await ready(page);
     const lease = Number(await page.inputValue("#in-lease"));
-    const bad = Math.min(lease + 1, Number(await page.getAttribute("#in-min_lease", "max")));
-    assert.ok(bad > lease, "the min-lease slider reaches past the lease");
-    await page.fill("#in-min_lease", String(bad));
+    const restore = await rewriteSimulate(page, (q) => ({ min_lease: Number(q.get("lease")) + 1 }));
+    await page.fill("#in-wait", "3");
     await page.waitForSelector("#error:not([hidden])", { timeout: PATIENCE });
-    const q = new URLSearchParams({ scenario: "contention", min_lease: String(bad) });
-    const { status, body } = await json(`${base}api/simulate?${q}&lease=${lease}`);
+    await restore();
+    const q = new URLSearchParams({ scenario: "contention", lease: String(lease), wait: "3", min_lease: String(lease + 1) });
+    const { status, body } = await json(`${base}api/simulate?${q}`);
     assert.equal(status, 400);
     assert.ok((await page.textContent("#error")).includes(body.error), `${await page.textContent("#error")} vs ${body.error}`);
   });

@@ -83,6 +83,68 @@ async fn the_page_is_served_self_contained() {
     );
 }
 
+/// The `min` and `max` of the page's slider for `name`.
+fn slider_range(html: &str, name: &str) -> (u32, u32) {
+    let tag = format!("<input type=\"range\" id=\"in-{name}\"");
+    let start = html
+        .find(&tag)
+        .unwrap_or_else(|| panic!("no slider for {name}"));
+    let input = &html[start..start + html[start..].find('>').unwrap()];
+    let attr = |a: &str| -> u32 {
+        let at = input.find(&format!(" {a}=\"")).unwrap() + a.len() + 3;
+        input[at..at + input[at..].find('"').unwrap()]
+            .parse()
+            .unwrap()
+    };
+    (attr("min"), attr("max"))
+}
+
+#[test]
+fn the_pages_sliders_offer_the_ranges_the_server_accepts() {
+    let html = web::WORKBENCH_HTML;
+    for (name, range) in [
+        ("action", sim::ACTION_TICKS),
+        ("lease", sim::LEASE_TICKS),
+        ("wait", sim::WAIT_TICKS),
+        ("slots", sim::GROUP_SLOTS),
+        ("period", sim::PERIOD_TICKS),
+    ] {
+        assert_eq!(
+            slider_range(html, name),
+            (*range.start(), *range.end()),
+            "{name}"
+        );
+    }
+    // The min lease goes from 0 to the lease: the page moves the slider's end with the lease
+    // (its first end is the lease slider's first value), and Params::validate refuses one more.
+    let (min, max) = slider_range(html, "min_lease");
+    assert_eq!(min, 0);
+    assert!(
+        html.contains(
+            "id=\"in-lease\" name=\"lease\" min=\"2\" max=\"30\" step=\"1\" value=\"10\""
+        )
+    );
+    assert_eq!(max, 10);
+    for lease in sim::LEASE_TICKS {
+        let at = |min_lease| sim::Overrides {
+            lease: Some(lease),
+            min_lease: Some(min_lease),
+            ..sim::Overrides::default()
+        };
+        assert!(
+            at(lease).apply(sim::Scenario::Contention).is_ok(),
+            "{lease}"
+        );
+        assert_eq!(
+            at(lease + 1).apply(sim::Scenario::Contention),
+            Err(sim::SimError::MinLeaseAboveLease {
+                min_lease: lease + 1,
+                lease
+            })
+        );
+    }
+}
+
 #[tokio::test]
 async fn scenarios_are_listed_in_display_order_with_presets() {
     let answer = get(&web::workbench_router(), "/api/scenarios").await;
