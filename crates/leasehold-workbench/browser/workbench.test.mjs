@@ -572,6 +572,32 @@ describe("workbench page", () => {
     await page.screenshot({ path: path.join(SHOTS, "contention-min-lease.png"), fullPage: true });
   });
 
+  test("auto extension: the scenario's description tells what its events show, in English and Korean", async () => {
+    await page.goto(`${base}?scenario=extension`);
+    await ready(page);
+    const tl = await shownTimeline(page, base);
+    const at = (who, outcome) => tl.events.find((e) => e.candidate === who && e.outcome === outcome)?.tick;
+    const release = at("node-a", "released");
+    // node-b's wait ends before node-a's release: it skips. node-c is still waiting at the
+    // release and is elected in that tick: not every contender skips.
+    assert.ok(at("node-b", "skipped") < release, "node-b skips before the release");
+    assert.equal(at("node-b", "elected"), undefined);
+    assert.ok(at("node-c", "contended") < release, "node-c waits");
+    assert.equal(at("node-c", "elected"), release);
+    assert.equal(at("node-c", "skipped"), undefined);
+    assert.equal(release, 12);
+    const status = await page.textContent("#status");
+    assert.match(status, /^Auto extension: the watchdog renews the lease while the long action runs: a contender whose wait ends before the release skips, and one still waiting when the holder releases takes over\.$/);
+    assert.doesNotMatch(status, /contenders skip/);
+    await page.click("#lang-ko");
+    const ko = await page.textContent("#status");
+    assert.match(ko, /^자동 연장: /);
+    assert.match(ko, /해제 전에 대기 시간이 끝난 경쟁자는 건너뛰고/);
+    assert.match(ko, /아직 기다리던 경쟁자가 이어받습니다/);
+    assert.doesNotMatch(ko, /경쟁자는 건너뜁니다\.$/);
+    await page.click("#lang-en");
+  });
+
   test("the min-lease slider offers exactly the min leases the server accepts, and follows a shorter lease", async () => {
     await page.goto(`${base}?scenario=contention`);
     await ready(page);
