@@ -439,6 +439,73 @@ describe("workbench page", () => {
     await page.click("#lang-en");
   });
 
+  test("a refusal is worded in the page's language, with the server's English text kept beneath", async () => {
+    await page.goto(`${base}?scenario=contention&lang=ko`);
+    await ready(page);
+    const error = () => page.$eval("#error", (e) => ({
+      hidden: e.hidden, code: e.dataset.code, translated: e.dataset.translated,
+      text: e.childNodes[0]?.textContent ?? "", english: e.querySelector('.detail [lang="en"]')?.textContent ?? null,
+    }));
+    // Every query below gets a refusal of another code; the page sends its own query, which the
+    // test rewrites on the way out (the page's controls offer none of these).
+    const refusals = [
+      ["scenario=contention&lease=10&min_lease=11", "min_lease_above_lease", /^서버가 옵션을 거부했습니다: 최소 리스\(min_lease\)는 0부터 리스 길이\(10틱\)까지만 될 수 있습니다\(받은 값: 11틱\)\.$/],
+      ["scenario=contention&wait=21", "out_of_range", /^서버가 옵션을 거부했습니다: 대기 시간\(wait\) 값은 0~20틱 사이여야 합니다\(받은 값: 21틱\)\.$/],
+      ["scenario=group&slots=4", "out_of_range", /슬롯\(slots\) 값은 1~3개 사이여야 합니다\(받은 값: 4개\)/],
+      ["scenario=expiry&slots=2", "slots_outside_group", /만료와 인계\(expiry\) 시나리오에서는 슬롯\(slots\)이 1이어야 합니다/],
+      ["scenario=fencing&period=8", "period_outside_period_scenario", /펜싱\(fencing\) 시나리오에는 쓸 수 없습니다\(받은 값: 8틱\)/],
+      ["scenario=nope", "unknown_scenario", /알 수 없는 시나리오 “nope”입니다. 쓸 수 있는 시나리오: contention, expiry, extension, group, fencing, period\./],
+      ["action=8", "missing_scenario", /시나리오\(scenario\) 매개변수가 없습니다/],
+      ["scenario=contention&colour=red", "unknown_parameter", /알 수 없는 매개변수 “colour”입니다/],
+      ["scenario=contention&wait=1&wait=2", "duplicate_parameter", /매개변수 “wait”가 두 번 주어졌습니다/],
+      ["scenario=contention&lease=ten", "not_a_number", /매개변수 “lease”에는 정수.*받은 값: “ten”/],
+      ["scenario=contention&auto_extend=maybe", "not_a_flag", /매개변수 “auto_extend”에는 true 또는 false를/],
+    ];
+    const seen = new Set();
+    for (const [i, [query, code, korean]] of refusals.entries()) {
+      const { status, body } = await json(`${base}api/simulate?${query}`);
+      assert.equal(status, 400, query);
+      assert.equal(body.code, code, query);
+      const handler = (route) => route.continue({ url: `${base}api/simulate?${query}` });
+      await page.route("**/api/simulate?*", handler);
+      await page.fill("#in-wait", String(i % 2 ? 3 : 4));
+      await page.waitForFunction((c) => !document.getElementById("error").hidden && document.getElementById("error").dataset.code === c
+        && document.body.dataset.state === "error", code, { timeout: PATIENCE });
+      await page.unroute("**/api/simulate?*", handler);
+      const shown = await error();
+      assert.match(shown.text, korean, query);
+      assert.equal(shown.translated, "true", query);
+      assert.equal(shown.english, body.error, `${query}: the server's English text is kept`);
+      assert.match(await page.textContent("#error .detail"), /^서버의 원래 메시지\(영어\):/);
+      assert.doesNotMatch(shown.text, /must|between|got/, `${query}: no English in the Korean sentence`);
+      seen.add(code);
+      if (i === 0) await page.screenshot({ path: path.join(SHOTS, "refusal-ko.png"), fullPage: true });
+      // In English the page shows the server's own text, and nothing beneath it.
+      if (i < 2) {
+        await page.click("#lang-en");
+        const en = await error();
+        assert.equal(en.text, `The server rejected the options: ${body.error}`);
+        assert.equal(en.english, null);
+        assert.equal(en.translated, "false");
+        await page.click("#lang-ko");
+        assert.match((await error()).text, korean, "switching back words it in Korean again");
+      }
+    }
+    assert.equal(seen.size, 10);
+    // A code the page has no sentence for: the server's text, as it is.
+    const handler = (route) => route.fulfill({ status: 400, contentType: "application/json",
+      body: JSON.stringify({ error: "`x` is new", code: "some_new_refusal", details: {} }) });
+    await page.route("**/api/simulate?*", handler);
+    await page.fill("#in-wait", "5");
+    await page.waitForFunction(() => document.getElementById("error").dataset.code === "some_new_refusal", null, { timeout: PATIENCE });
+    await page.unroute("**/api/simulate?*", handler);
+    assert.deepEqual(await error(), { hidden: false, code: "some_new_refusal", translated: "false", text: "서버가 옵션을 거부했습니다: `x` is new", english: null });
+    await page.fill("#in-wait", "2");
+    await shows(page, "wait=2");
+    assert.equal(await page.isHidden("#error"), true);
+    await page.click("#lang-en");
+  });
+
   test("after a refused change the status line agrees with the error box", async () => {
     await page.goto(`${base}?scenario=contention`);
     await ready(page);
@@ -457,8 +524,9 @@ describe("workbench page", () => {
     assert.match(await page.evaluate(() => document.body.dataset.query), /lease=4&/, "the last good timeline stays");
     await page.click("#lang-ko");
     assert.match(await page.textContent("#status"), /^다시 계산하지 않았습니다. 서버가 이 옵션을 거부했습니다/);
-    assert.match(await page.textContent("#error"), /^서버가 옵션을 거부했습니다/);
+    assert.match(await page.textContent("#error"), /^서버가 옵션을 거부했습니다: 최소 리스\(min_lease\)는 0부터 리스 길이\(4틱\)까지만 될 수 있습니다\(받은 값: 6틱\)\./);
     await page.click("#lang-en");
+    assert.match(await page.textContent("#error"), /^The server rejected the options: `min_lease` must be between 0 and the lease \(4 ticks\), got 6$/);
     // A good value again: the error goes and the status says what happened.
     await page.fill("#in-min_lease", "3");
     await shows(page, "min_lease=3");

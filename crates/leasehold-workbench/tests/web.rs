@@ -252,26 +252,49 @@ async fn overrides_reach_the_simulation() {
 #[tokio::test]
 async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
     let app = web::workbench_router();
-    for (query, needle) in [
-        ("", "scenario"),
-        ("scenario=nope", "nope"),
-        ("scenario=contention&action=abc", "action"),
-        ("scenario=contention&action=-1", "action"),
-        ("scenario=contention&auto_extend=maybe", "auto_extend"),
-        ("scenario=contention&colour=red", "colour"),
-        ("scenario=contention&lease=4&lease=5", "lease"),
-        ("scenario=contention&lease=10&min_lease=11", "min_lease"),
-        ("scenario=contention&action=0", "action"),
-        ("scenario=contention&lease=999", "lease"),
+    for (query, needle, code) in [
+        ("", "scenario", "missing_scenario"),
+        ("scenario=nope", "nope", "unknown_scenario"),
+        ("scenario=contention&action=abc", "action", "not_a_number"),
+        ("scenario=contention&action=-1", "action", "not_a_number"),
+        (
+            "scenario=contention&auto_extend=maybe",
+            "auto_extend",
+            "not_a_flag",
+        ),
+        (
+            "scenario=contention&colour=red",
+            "colour",
+            "unknown_parameter",
+        ),
+        (
+            "scenario=contention&lease=4&lease=5",
+            "lease",
+            "duplicate_parameter",
+        ),
+        (
+            "scenario=contention&lease=10&min_lease=11",
+            "min_lease",
+            "min_lease_above_lease",
+        ),
+        ("scenario=contention&action=0", "action", "out_of_range"),
+        ("scenario=contention&lease=999", "lease", "out_of_range"),
+        (
+            "scenario=contention&slots=2",
+            "slots",
+            "slots_outside_group",
+        ),
         (
             "scenario=contention&period=8",
             "only to the `period` scenario",
+            "period_outside_period_scenario",
         ),
         (
             "scenario=period&period=5",
             "`period` must be between 6 and 12 ticks",
+            "out_of_range",
         ),
-        ("scenario=period&period=x", "period"),
+        ("scenario=period&period=x", "period", "not_a_number"),
     ] {
         let answer = get(&app, &format!("/api/simulate?{query}")).await;
         assert_eq!(
@@ -280,9 +303,42 @@ async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
             "{query}: {}",
             answer.text()
         );
-        let error = answer.json()["error"].as_str().unwrap().to_owned();
+        let body = answer.json();
+        let error = body["error"].as_str().unwrap().to_owned();
         assert!(error.contains(needle), "{query}: {error}");
+        // A typed code and the values the message names, for a page to word in its language.
+        assert_eq!(body["code"], code, "{query}: {body}");
+        let (_, keys) = web::ERROR_CODES.iter().find(|(c, _)| *c == code).unwrap();
+        let details = body["details"].as_object().unwrap();
+        let mut given: Vec<&str> = details.keys().map(String::as_str).collect();
+        given.sort_unstable();
+        let mut listed = keys.to_vec();
+        listed.sort_unstable();
+        assert_eq!(given, listed, "{query}: {body}");
     }
+    let details = |query: &'static str| {
+        let app = app.clone();
+        async move { get(&app, &format!("/api/simulate?{query}")).await.json()["details"].clone() }
+    };
+    assert_eq!(
+        details("scenario=contention&lease=10&min_lease=11").await,
+        serde_json::json!({ "min_lease": 11, "lease": 10 })
+    );
+    assert_eq!(
+        details("scenario=contention&wait=21").await,
+        serde_json::json!({ "parameter": "wait", "value": 21, "min": 0, "max": 20, "unit": "ticks" })
+    );
+    assert_eq!(
+        details("scenario=nope").await,
+        serde_json::json!({
+            "given": "nope",
+            "expected": ["contention", "expiry", "extension", "group", "fencing", "period"]
+        })
+    );
+    assert_eq!(
+        details("scenario=group&slots=x").await,
+        serde_json::json!({ "parameter": "slots", "value": "x" })
+    );
 }
 
 fn held_view() -> (Arc<MemoryStore>, LiveView) {

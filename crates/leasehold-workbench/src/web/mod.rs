@@ -23,7 +23,7 @@ mod live;
 mod page;
 
 pub use api::workbench_router;
-pub use error::WebError;
+pub use error::{ERROR_CODES, WebError};
 pub use listen::{
     HEADER_READ_TIMEOUT, HostCheck, LIVE_BIND, SHUTDOWN_GRACE, WORKBENCH_BIND, bind, check_bind,
     serve,
