@@ -728,22 +728,58 @@ describe("workbench page", () => {
     assert.ok((await page.textContent("#error")).includes(body.error), `${await page.textContent("#error")} vs ${body.error}`);
   });
 
-  test("the Fencing scenario links to the manual page, and only the Fencing scenario", async () => {
-    await page.goto(`${base}?scenario=fencing`);
+  test("the Fencing scenario links to the manual page, rendered, and only the Fencing scenario", async () => {
+    await page.goto(`${base}?scenario=fencing&lang=en`);
     await ready(page);
     assert.equal(await page.isVisible("#fence-doc a"), true);
-    const href = await page.getAttribute("#fence-doc a", "href");
-    const res = await fetch(new URL(href, base));
+    assert.equal(await page.getAttribute("#fence-doc a", "href"), "docs/fencing?lang=en");
+    const res = await fetch(new URL(await page.getAttribute("#fence-doc a", "href"), base));
     assert.equal(res.status, 200);
-    assert.match(res.headers.get("content-type"), /^text\/markdown; charset=utf-8/);
-    assert.match(await res.text(), /^# Fencing your writes/);
+    assert.match(res.headers.get("content-type"), /^text\/html; charset=utf-8/);
+    assert.doesNotMatch(await res.text(), /```|^# Fencing|^##+ /m, "no raw Markdown");
+
+    // Following the link shows the manual as a page: headings, the sinks table, code blocks.
+    await page.click("#fence-doc a");
+    await page.waitForSelector("article h1", { timeout: PATIENCE });
+    assert.equal(await page.textContent("article h1"), "Fencing your writes");
+    assert.equal(await page.getAttribute("html", "lang"), "en");
+    assert.ok((await page.$$eval("article table tr", (trs) => trs.length)) >= 8, "the sinks table is a table");
+    assert.ok((await page.$$eval("article h2", (hs) => hs.length)) >= 3);
+    const code = await page.$$eval("article pre code", (cs) => cs.map((c) => c.textContent));
+    assert.ok(code.length >= 5);
+    assert.ok(code.every((c) => !/^\s*# (async fn|#\[tokio|Ok\(\(\)\))/m.test(c)), "rustdoc's hidden lines are not shown");
+    const text = await page.textContent("article");
+    assert.doesNotMatch(text, /```|\]\(|\*\*/, "no Markdown syntax left in the text");
+    await page.screenshot({ path: path.join(SHOTS, "fencing-manual.png") });
+    // Its way back leads to the Fencing scenario, in the same language.
+    await page.click("#back");
+    await shows(page, "scenario=fencing");
+    assert.equal(await page.getAttribute("html", "lang"), "en");
+
     await page.click('button[data-scenario="contention"]');
     await page.waitForFunction(() => document.body.dataset.state === "ready"
       && (document.body.dataset.query || "").startsWith("scenario=contention"), null, { timeout: PATIENCE });
     assert.equal(await page.isVisible("#fence-doc a"), false);
+
+    // On the Korean page the link says, in Korean, that the manual is English; the page it
+    // opens says so too, and leads back to the Korean page.
     await page.goto(`${base}?scenario=fencing&lang=ko`);
     await ready(page);
-    assert.match(await page.textContent("#fence-doc a"), /펜스/);
+    assert.match(await page.textContent("#fence-doc a"), /^쓰기에 펜스 적용하기\(영문 설명서\)/);
+    assert.equal(await page.getAttribute("#fence-doc a", "href"), "docs/fencing?lang=ko");
+    await page.click("#fence-doc a");
+    await page.waitForSelector("article h1", { timeout: PATIENCE });
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    assert.equal(await page.getAttribute("article", "lang"), "en");
+    assert.match(await page.textContent("nav"), /워크벤치로 돌아가기.*영어로만 제공됩니다/);
+    await page.screenshot({ path: path.join(SHOTS, "fencing-manual-ko.png") });
+    await page.click("#back");
+    await shows(page, "scenario=fencing");
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    // Switching the language moves the link with it.
+    await page.click("#lang-en");
+    assert.equal(await page.getAttribute("#fence-doc a", "href"), "docs/fencing?lang=en");
+    assert.match(await page.textContent("#fence-doc a"), /^Fencing your writes:/);
   });
 
   test("the Korean page renders Korean labels and lang=ko", async () => {

@@ -146,6 +146,72 @@ fn the_pages_sliders_offer_the_ranges_the_server_accepts() {
 }
 
 #[tokio::test]
+async fn the_fencing_manual_is_served_rendered_as_html() {
+    let app = web::workbench_router();
+    let page = get(&app, "/docs/fencing?lang=en").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.content_type.starts_with("text/html; charset=utf-8"),
+        "{}",
+        page.content_type
+    );
+    assert!(
+        page.csp
+            .as_ref()
+            .is_some_and(|csp| csp.contains("default-src 'none'"))
+    );
+    let html = page.text();
+    assert!(html.contains("<html lang=\"en\">"));
+    assert!(html.contains("<h1>Fencing your writes</h1>"), "{html}");
+    assert!(html.contains("<table>") && html.contains("<th>you write to</th>"));
+    assert!(html.contains("<pre><code class=\"language-rust\">use std::sync::Arc;"));
+    assert!(html.contains("<blockquote>"));
+    assert!(html.contains("href=\"../?scenario=fencing&amp;lang=en\""));
+    // No Markdown is left: no fences, headings, link syntax or emphasis markers, and none of the
+    // lines rustdoc hides; links to pages the workbench does not serve name the file instead.
+    for markdown in [
+        "```",
+        "# Fencing your writes",
+        "\n## ",
+        "](",
+        "**",
+        "# #[tokio::main",
+        "# Ok(()) }",
+    ] {
+        assert!(
+            !html.contains(markdown),
+            "{markdown:?} in the rendered page"
+        );
+    }
+    assert!(!html.contains("href=\"leasehold-sql.md"));
+    assert!(html.contains("versions are in <code>docs/leasehold-sql.md</code>;"));
+    assert!(html.contains("see benchmarks (<code>docs/benchmarks.md</code>), section"));
+    for external in ["src=\"http", "url(http", "@import", "<script"] {
+        assert!(
+            !html.contains(external),
+            "the manual page loads {external}…"
+        );
+    }
+
+    // The Korean page: the words around the manual are Korean, the manual is marked English.
+    let ko = get(&app, "/docs/fencing?lang=ko").await.text();
+    assert!(ko.contains("<html lang=\"ko\">"));
+    assert!(ko.contains("<article lang=\"en\">"));
+    assert!(ko.contains("워크벤치로 돌아가기") && ko.contains("영어로만"));
+    assert!(ko.contains("href=\"../?scenario=fencing&amp;lang=ko\""));
+    // Without a language, or with one it does not know, it is English.
+    for uri in [
+        "/docs/fencing",
+        "/docs/fencing?lang=xx",
+        "/docs/fencing?lang=ko&lang=en",
+    ] {
+        let page = get(&app, uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}");
+        assert!(page.text().contains("<html lang=\"en\">"), "{uri}");
+    }
+}
+
+#[tokio::test]
 async fn scenarios_are_listed_in_display_order_with_presets() {
     let answer = get(&web::workbench_router(), "/api/scenarios").await;
     assert_eq!(answer.status, StatusCode::OK);

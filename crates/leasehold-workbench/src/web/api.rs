@@ -31,7 +31,9 @@ const PARAMETERS: [&str; 8] = [
 /// `{"error": "...", "code": "...", "details": {...}}` on bad input, the code and its details
 /// one of [`ERROR_CODES`](crate::web::ERROR_CODES); `slots` above 1 only for `group`, `period`
 /// only for `period`). Each simulation runs on a blocking thread, since it drives its own
-/// runtime.
+/// runtime. `GET /docs/fencing[?lang=ko]` is the manual page "Fencing your writes"
+/// ([`FENCING_MD`](crate::web::FENCING_MD)) rendered as HTML, with its way back to the
+/// workbench in the page's language.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,9 +45,10 @@ const PARAMETERS: [&str; 8] = [
 /// assert_eq!(ok.status(), 200);
 /// let bad = app.clone().oneshot(Request::get("/api/simulate?scenario=fencing&lease=0").body(Body::empty())?).await?;
 /// assert_eq!(bad.status(), 400); // {"error": "`lease` must be between …", "code": "out_of_range", …}
-/// // The Fencing scenario links to the manual page it illustrates.
-/// let doc = app.oneshot(Request::get("/docs/fencing").body(Body::empty())?).await?;
+/// // The Fencing scenario links to the manual page it illustrates, rendered as HTML.
+/// let doc = app.oneshot(Request::get("/docs/fencing?lang=ko").body(Body::empty())?).await?;
 /// assert_eq!(doc.status(), 200);
+/// assert!(doc.headers()["content-type"].to_str()?.starts_with("text/html"));
 /// # Ok(()) }
 /// ```
 pub fn workbench_router() -> Router {
@@ -53,10 +56,18 @@ pub fn workbench_router() -> Router {
         .route("/", get(|| async { page::respond(page::WORKBENCH_HTML) }))
         .route("/api/scenarios", get(scenarios))
         .route("/api/simulate", get(simulate))
-        .route(
-            "/docs/fencing",
-            get(|| async { page::manual(page::FENCING_MD) }),
-        )
+        .route("/docs/fencing", get(fencing))
+}
+
+/// `?lang=` of `/docs/fencing`: the language of the words around the (English) manual.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ManualQuery {
+    lang: Option<String>,
+}
+
+async fn fencing(query: Result<Query<ManualQuery>, QueryRejection>) -> Response {
+    let lang = query.ok().and_then(|Query(q)| q.lang);
+    page::respond(page::fencing_page(lang.as_deref()))
 }
 
 async fn scenarios() -> Response {
