@@ -10,7 +10,7 @@
 
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -225,6 +225,39 @@ describe("workbench page", () => {
 
   afterEach(() => {
     assert.deepEqual(pageErrors.splice(0), [], "the page's script threw");
+  });
+
+  test("the page says what a tick is and which version of leasehold it runs, in English and Korean", async () => {
+    // The version the binary reports is the one the server answers and the page shows.
+    const cli = spawnSync(BIN, ["--version"], { encoding: "utf8" });
+    const version = cli.stdout.trim().replace(/^leasehold /, "");
+    assert.match(version, /^\d+\.\d+\.\d+/);
+    const { status, body } = await json(`${base}api/version`);
+    assert.equal(status, 200);
+    assert.deepEqual(body, { name: "leasehold", version });
+    await page.goto(`${base}?scenario=contention&lang=en`);
+    await ready(page);
+    await page.waitForSelector("#version:not([hidden])", { timeout: PATIENCE });
+    assert.equal(await page.textContent("#version"), `version ${version}`);
+    assert.equal(await page.getAttribute("#version", "data-version"), version);
+    assert.ok(await page.isVisible("#tick-note"));
+    assert.equal(await page.textContent("#tick-note"),
+      "One tick is 1 s of virtual time. The in-memory store answers at once: no store latency is modelled.");
+    await page.click("#lang-ko");
+    assert.equal(await page.textContent("#version"), `버전 ${version}`);
+    assert.equal(await page.textContent("#tick-note"),
+      "1틱은 가상 시간 1초입니다. 메모리 저장소가 즉시 응답하므로 저장소 지연은 모델링하지 않습니다.");
+    await page.goto(`${base}?scenario=contention&lang=ko`);
+    await ready(page);
+    await page.waitForSelector("#version:not([hidden])", { timeout: PATIENCE });
+    assert.equal(await page.textContent("#version"), `버전 ${version}`, "a Korean page shows it in Korean from the start");
+    await page.click("#lang-en");
+    // The page works without the version (an older server): nothing is shown for it.
+    await page.route("**/api/version", (route) => route.fulfill({ status: 404, body: "not found" }));
+    await page.reload();
+    await ready(page);
+    assert.equal(await page.isHidden("#version"), true);
+    await page.unroute("**/api/version");
   });
 
   test("the API lists the six scenarios in display order", async () => {

@@ -212,6 +212,28 @@ async fn the_fencing_manual_is_served_rendered_as_html() {
 }
 
 #[tokio::test]
+async fn the_version_is_served_and_the_page_says_what_a_tick_is() {
+    let answer = get(&web::workbench_router(), "/api/version").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(answer.content_type.starts_with("application/json"));
+    assert_eq!(
+        answer.json(),
+        serde_json::json!({ "name": "leasehold", "version": env!("CARGO_PKG_VERSION") })
+    );
+    assert_eq!(web::VERSION, env!("CARGO_PKG_VERSION"));
+    // The page's statement of a tick is the simulation's tick.
+    assert_eq!(sim::TICK, Duration::from_secs(1));
+    let html = web::WORKBENCH_HTML;
+    assert!(html.contains("One tick is 1 s of virtual time"));
+    assert!(html.contains("1틱은 가상 시간 1초입니다"));
+    assert!(html.contains("no store latency is modelled"));
+    assert!(html.contains("api/version"));
+    // The manual page names the version too.
+    let manual = get(&web::workbench_router(), "/docs/fencing").await.text();
+    assert!(manual.contains(&format!("leasehold {}", web::VERSION)));
+}
+
+#[tokio::test]
 async fn scenarios_are_listed_in_display_order_with_presets() {
     let answer = get(&web::workbench_router(), "/api/scenarios").await;
     assert_eq!(answer.status, StatusCode::OK);

@@ -25,8 +25,9 @@ const PARAMETERS: [&str; 8] = [
     "period",
 ];
 
-/// The workbench: `GET /` (the page), `GET /api/scenarios` (the scenarios and their presets,
-/// in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
+/// The workbench: `GET /` (the page), `GET /api/version` (`{"name": "leasehold", "version":
+/// "…"}`, [`VERSION`](crate::web::VERSION)), `GET /api/scenarios` (the scenarios and their
+/// presets, in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
 /// &auto_extend=true|false&slots=N&period=P]` (the [`sim::Timeline`]; 400 with
 /// `{"error": "...", "code": "...", "details": {...}}` on bad input, the code and its details
 /// one of [`ERROR_CODES`](crate::web::ERROR_CODES); `slots` above 1 only for `group`, `period`
@@ -55,6 +56,7 @@ pub fn workbench_router() -> Router {
     Router::new()
         .route("/", get(|| async { page::respond(page::WORKBENCH_HTML) }))
         .route("/api/scenarios", get(scenarios))
+        .route("/api/version", get(version))
         .route("/api/simulate", get(simulate))
         .route("/docs/fencing", get(fencing))
 }
@@ -68,6 +70,10 @@ struct ManualQuery {
 async fn fencing(query: Result<Query<ManualQuery>, QueryRejection>) -> Response {
     let lang = query.ok().and_then(|Query(q)| q.lang);
     page::respond(page::fencing_page(lang.as_deref()))
+}
+
+async fn version() -> Response {
+    no_store(Json(json!({ "name": "leasehold", "version": page::VERSION })).into_response())
 }
 
 async fn scenarios() -> Response {

@@ -29,4 +29,4 @@ pub use listen::{
     serve,
 };
 pub use live::{LiveHolder, LiveLedger, LiveLock, LiveReport, LiveView, MANAGEMENT_PATH};
-pub use page::{FENCING_MD, LIVE_HTML, WORKBENCH_HTML};
+pub use page::{FENCING_MD, LIVE_HTML, VERSION, WORKBENCH_HTML};

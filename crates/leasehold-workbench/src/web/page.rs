@@ -22,6 +22,14 @@ pub const WORKBENCH_HTML: &str = include_str!("../../assets/workbench.html");
 /// ```
 pub const LIVE_HTML: &str = include_str!("../../assets/live.html");
 
+/// The version of leasehold this server is built from (the crates share one version), which
+/// `/api/version` answers and both pages show.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::web::VERSION, env!("CARGO_PKG_VERSION"));
+/// ```
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The manual page "Fencing your writes" (`docs/fencing.md`), the Markdown source of the page
 /// the Fencing scenario links to (`/docs/fencing`, rendered as HTML by the server).
 ///
@@ -43,13 +51,13 @@ struct ManualWords {
 const MANUAL_EN: ManualWords = ManualWords {
     lang: "en",
     back: "← Back to the workbench",
-    note: "A page of the leasehold manual (docs/fencing.md).",
+    note: "A page of the manual of leasehold {version} (docs/fencing.md).",
 };
 
 const MANUAL_KO: ManualWords = ManualWords {
     lang: "ko",
     back: "← 워크벤치로 돌아가기",
-    note: "leasehold 설명서의 한 페이지(docs/fencing.md)입니다. 설명서는 영어로만 제공됩니다.",
+    note: "leasehold {version} 설명서의 한 페이지(docs/fencing.md)입니다. 설명서는 영어로만 제공됩니다.",
 };
 
 /// The manual page "Fencing your writes" as a self-contained HTML page: the rendered manual,
@@ -80,7 +88,7 @@ pub(crate) fn fencing_page(lang: Option<&str>) -> String {
 "#,
         lang = words.lang,
         back = words.back,
-        note = words.note,
+        note = words.note.replace("{version}", VERSION),
         article = FENCING_ARTICLE.as_str(),
     )
 }
