@@ -145,6 +145,37 @@ fn the_pages_sliders_offer_the_ranges_the_server_accepts() {
     }
 }
 
+#[test]
+fn the_korean_page_has_a_sentence_for_every_error_code() {
+    let html = web::WORKBENCH_HTML;
+    let start = html
+        .find("      refusal: {")
+        .expect("the Korean refusal sentences");
+    let table = &html[start..start + html[start..].find("\n      },").unwrap()];
+    for (code, details) in web::ERROR_CODES {
+        let at = table
+            .find(&format!("\n        {code}: \""))
+            .unwrap_or_else(|| panic!("no Korean sentence for `{code}`"));
+        let sentence = &table[at..at + table[at..].find("\",").unwrap_or(table.len() - at)];
+        // A sentence uses only the values the server sends (or the page's words for them).
+        for name in sentence
+            .split('{')
+            .skip(1)
+            .map(|s| &s[..s.find('}').unwrap()])
+        {
+            let derived = match name {
+                "name" => "parameter",
+                "scenario_name" => "scenario",
+                other => other,
+            };
+            assert!(
+                details.contains(&derived),
+                "`{code}`: {{{name}}} is not among its details {details:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_fencing_manual_is_served_rendered_as_html() {
     let app = web::workbench_router();

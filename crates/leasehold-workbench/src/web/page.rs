@@ -1,4 +1,5 @@
-//! The two self-contained HTML pages, compiled into the binary.
+//! The two self-contained HTML pages, compiled into the binary, and the manual page the
+//! workbench renders for its Fencing scenario.
 
 use std::sync::LazyLock;
 
@@ -23,7 +24,7 @@ pub const WORKBENCH_HTML: &str = include_str!("../../assets/workbench.html");
 pub const LIVE_HTML: &str = include_str!("../../assets/live.html");
 
 /// The version of leasehold this server is built from (the crates share one version), which
-/// `/api/version` answers and both pages show.
+/// `/api/version` answers and the workbench page and its manual page show.
 ///
 /// ```
 /// assert_eq!(leasehold_workbench::web::VERSION, env!("CARGO_PKG_VERSION"));
