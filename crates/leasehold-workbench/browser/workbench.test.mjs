@@ -10,7 +10,7 @@
 
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -164,6 +164,20 @@ async function shownTimeline(page, base) {
   assert.equal(status, 200, JSON.stringify(body));
   return body;
 }
+/**
+ * Until the returned function is called, every simulation request the page sends leaves with
+ * the parameters `change(params)` returns set on it: a request the server refuses, though the
+ * page's controls offer none (as from an out-of-date page or a hand-edited request).
+ */
+async function rewriteSimulate(page, change) {
+  const handler = (route) => {
+    const url = new URL(route.request().url());
+    for (const [k, v] of Object.entries(change(url.searchParams))) url.searchParams.set(k, String(v));
+    return route.continue({ url: url.toString() });
+  };
+  await page.route("**/api/simulate?*", handler);
+  return () => page.unroute("**/api/simulate?*", handler);
+}
 async function stepTo(page, tick) {
   await page.click("#reset");
   for (let i = 0; i < tick; i++) await page.click("#step");
@@ -211,6 +225,39 @@ describe("workbench page", () => {
 
   afterEach(() => {
     assert.deepEqual(pageErrors.splice(0), [], "the page's script threw");
+  });
+
+  test("the page says what a tick is and which version of leasehold it runs, in English and Korean", async () => {
+    // The version the binary reports is the one the server answers and the page shows.
+    const cli = spawnSync(BIN, ["--version"], { encoding: "utf8" });
+    const version = cli.stdout.trim().replace(/^leasehold /, "");
+    assert.match(version, /^\d+\.\d+\.\d+/);
+    const { status, body } = await json(`${base}api/version`);
+    assert.equal(status, 200);
+    assert.deepEqual(body, { name: "leasehold", version });
+    await page.goto(`${base}?scenario=contention&lang=en`);
+    await ready(page);
+    await page.waitForSelector("#version:not([hidden])", { timeout: PATIENCE });
+    assert.equal(await page.textContent("#version"), `version ${version}`);
+    assert.equal(await page.getAttribute("#version", "data-version"), version);
+    assert.ok(await page.isVisible("#tick-note"));
+    assert.equal(await page.textContent("#tick-note"),
+      "One tick is 1 s of virtual time. The in-memory store answers at once: no store latency is modelled.");
+    await page.click("#lang-ko");
+    assert.equal(await page.textContent("#version"), `버전 ${version}`);
+    assert.equal(await page.textContent("#tick-note"),
+      "1틱은 가상 시간 1초입니다. 메모리 저장소가 즉시 응답하므로 저장소 지연은 모델링하지 않습니다.");
+    await page.goto(`${base}?scenario=contention&lang=ko`);
+    await ready(page);
+    await page.waitForSelector("#version:not([hidden])", { timeout: PATIENCE });
+    assert.equal(await page.textContent("#version"), `버전 ${version}`, "a Korean page shows it in Korean from the start");
+    await page.click("#lang-en");
+    // The page works without the version (an older server): nothing is shown for it.
+    await page.route("**/api/version", (route) => route.fulfill({ status: 404, body: "not found" }));
+    await page.reload();
+    await ready(page);
+    assert.equal(await page.isHidden("#version"), true);
+    await page.unroute("**/api/version");
   });
 
   test("the API lists the six scenarios in display order", async () => {
@@ -425,6 +472,73 @@ describe("workbench page", () => {
     await page.click("#lang-en");
   });
 
+  test("a refusal is worded in the page's language, with the server's English text kept beneath", async () => {
+    await page.goto(`${base}?scenario=contention&lang=ko`);
+    await ready(page);
+    const error = () => page.$eval("#error", (e) => ({
+      hidden: e.hidden, code: e.dataset.code, translated: e.dataset.translated,
+      text: e.childNodes[0]?.textContent ?? "", english: e.querySelector('.detail [lang="en"]')?.textContent ?? null,
+    }));
+    // Every query below gets a refusal of another code; the page sends its own query, which the
+    // test rewrites on the way out (the page's controls offer none of these).
+    const refusals = [
+      ["scenario=contention&lease=10&min_lease=11", "min_lease_above_lease", /^서버가 옵션을 거부했습니다: 최소 리스\(min_lease\)는 0부터 리스 길이\(10틱\)까지만 될 수 있습니다\(받은 값: 11틱\)\.$/],
+      ["scenario=contention&wait=21", "out_of_range", /^서버가 옵션을 거부했습니다: 대기 시간\(wait\) 값은 0~20틱 사이여야 합니다\(받은 값: 21틱\)\.$/],
+      ["scenario=group&slots=4", "out_of_range", /슬롯\(slots\) 값은 1~3개 사이여야 합니다\(받은 값: 4개\)/],
+      ["scenario=expiry&slots=2", "slots_outside_group", /만료와 인계\(expiry\) 시나리오에서는 슬롯\(slots\)이 1이어야 합니다/],
+      ["scenario=fencing&period=8", "period_outside_period_scenario", /펜싱\(fencing\) 시나리오에는 쓸 수 없습니다\(받은 값: 8틱\)/],
+      ["scenario=nope", "unknown_scenario", /알 수 없는 시나리오 “nope”입니다. 쓸 수 있는 시나리오: contention, expiry, extension, group, fencing, period\./],
+      ["action=8", "missing_scenario", /시나리오\(scenario\) 매개변수가 없습니다/],
+      ["scenario=contention&colour=red", "unknown_parameter", /알 수 없는 매개변수 “colour”입니다/],
+      ["scenario=contention&wait=1&wait=2", "duplicate_parameter", /매개변수 “wait”가 두 번 주어졌습니다/],
+      ["scenario=contention&lease=ten", "not_a_number", /매개변수 “lease”에는 정수.*받은 값: “ten”/],
+      ["scenario=contention&auto_extend=maybe", "not_a_flag", /매개변수 “auto_extend”에는 true 또는 false를/],
+    ];
+    const seen = new Set();
+    for (const [i, [query, code, korean]] of refusals.entries()) {
+      const { status, body } = await json(`${base}api/simulate?${query}`);
+      assert.equal(status, 400, query);
+      assert.equal(body.code, code, query);
+      const handler = (route) => route.continue({ url: `${base}api/simulate?${query}` });
+      await page.route("**/api/simulate?*", handler);
+      await page.fill("#in-wait", String(i % 2 ? 3 : 4));
+      await page.waitForFunction((c) => !document.getElementById("error").hidden && document.getElementById("error").dataset.code === c
+        && document.body.dataset.state === "error", code, { timeout: PATIENCE });
+      await page.unroute("**/api/simulate?*", handler);
+      const shown = await error();
+      assert.match(shown.text, korean, query);
+      assert.equal(shown.translated, "true", query);
+      assert.equal(shown.english, body.error, `${query}: the server's English text is kept`);
+      assert.match(await page.textContent("#error .detail"), /^서버의 원래 메시지\(영어\):/);
+      assert.doesNotMatch(shown.text, /must|between|got/, `${query}: no English in the Korean sentence`);
+      seen.add(code);
+      if (i === 0) await page.screenshot({ path: path.join(SHOTS, "refusal-ko.png"), fullPage: true });
+      // In English the page shows the server's own text, and nothing beneath it.
+      if (i < 2) {
+        await page.click("#lang-en");
+        const en = await error();
+        assert.equal(en.text, `The server rejected the options: ${body.error}`);
+        assert.equal(en.english, null);
+        assert.equal(en.translated, "false");
+        await page.click("#lang-ko");
+        assert.match((await error()).text, korean, "switching back words it in Korean again");
+      }
+    }
+    assert.equal(seen.size, 10);
+    // A code the page has no sentence for: the server's text, as it is.
+    const handler = (route) => route.fulfill({ status: 400, contentType: "application/json",
+      body: JSON.stringify({ error: "`x` is new", code: "some_new_refusal", details: {} }) });
+    await page.route("**/api/simulate?*", handler);
+    await page.fill("#in-wait", "5");
+    await page.waitForFunction(() => document.getElementById("error").dataset.code === "some_new_refusal", null, { timeout: PATIENCE });
+    await page.unroute("**/api/simulate?*", handler);
+    assert.deepEqual(await error(), { hidden: false, code: "some_new_refusal", translated: "false", text: "서버가 옵션을 거부했습니다: `x` is new", english: null });
+    await page.fill("#in-wait", "2");
+    await shows(page, "wait=2");
+    assert.equal(await page.isHidden("#error"), true);
+    await page.click("#lang-en");
+  });
+
   test("after a refused change the status line agrees with the error box", async () => {
     await page.goto(`${base}?scenario=contention`);
     await ready(page);
@@ -432,8 +546,10 @@ describe("workbench page", () => {
     await shows(page, "lease=4");
     assert.match(await page.textContent("#status"), /^Recomputed/);
     const tick = await tickOf(page);
-    await page.fill("#in-min_lease", "6");
+    const restore = await rewriteSimulate(page, () => ({ min_lease: 6 }));
+    await page.fill("#in-min_lease", "2");
     await page.waitForSelector("#error:not([hidden])", { timeout: PATIENCE });
+    await restore();
     assert.match(await page.textContent("#error"), /min_lease/);
     const status = await page.textContent("#status");
     assert.doesNotMatch(status, /Recomputed/);
@@ -441,11 +557,12 @@ describe("workbench page", () => {
     assert.match(await page.evaluate(() => document.body.dataset.query), /lease=4&/, "the last good timeline stays");
     await page.click("#lang-ko");
     assert.match(await page.textContent("#status"), /^다시 계산하지 않았습니다. 서버가 이 옵션을 거부했습니다/);
-    assert.match(await page.textContent("#error"), /^서버가 옵션을 거부했습니다/);
+    assert.match(await page.textContent("#error"), /^서버가 옵션을 거부했습니다: 최소 리스\(min_lease\)는 0부터 리스 길이\(4틱\)까지만 될 수 있습니다\(받은 값: 6틱\)\./);
     await page.click("#lang-en");
+    assert.match(await page.textContent("#error"), /^The server rejected the options: `min_lease` must be between 0 and the lease \(4 ticks\), got 6$/);
     // A good value again: the error goes and the status says what happened.
-    await page.fill("#in-min_lease", "2");
-    await shows(page, "min_lease=2");
+    await page.fill("#in-min_lease", "3");
+    await shows(page, "min_lease=3");
     assert.equal(await page.isHidden("#error"), true);
     assert.match(await page.textContent("#status"), /^Recomputed/);
   });
@@ -556,36 +673,146 @@ describe("workbench page", () => {
     await page.screenshot({ path: path.join(SHOTS, "contention-min-lease.png"), fullPage: true });
   });
 
+  test("auto extension: the scenario's description tells what its events show, in English and Korean", async () => {
+    await page.goto(`${base}?scenario=extension`);
+    await ready(page);
+    const tl = await shownTimeline(page, base);
+    const at = (who, outcome) => tl.events.find((e) => e.candidate === who && e.outcome === outcome)?.tick;
+    const release = at("node-a", "released");
+    // node-b's wait ends before node-a's release: it skips. node-c is still waiting at the
+    // release and is elected in that tick: not every contender skips.
+    assert.ok(at("node-b", "skipped") < release, "node-b skips before the release");
+    assert.equal(at("node-b", "elected"), undefined);
+    assert.ok(at("node-c", "contended") < release, "node-c waits");
+    assert.equal(at("node-c", "elected"), release);
+    assert.equal(at("node-c", "skipped"), undefined);
+    assert.equal(release, 12);
+    const status = await page.textContent("#status");
+    assert.match(status, /^Auto extension: the watchdog renews the lease while the long action runs: a contender whose wait ends before the release skips, and one still waiting when the holder releases takes over\.$/);
+    assert.doesNotMatch(status, /contenders skip/);
+    await page.click("#lang-ko");
+    const ko = await page.textContent("#status");
+    assert.match(ko, /^자동 연장: /);
+    assert.match(ko, /해제 전에 대기 시간이 끝난 경쟁자는 건너뛰고/);
+    assert.match(ko, /아직 기다리던 경쟁자가 이어받습니다/);
+    assert.doesNotMatch(ko, /경쟁자는 건너뜁니다\.$/);
+    await page.click("#lang-en");
+  });
+
+  test("the min-lease slider offers exactly the min leases the server accepts, and follows a shorter lease", async () => {
+    await page.goto(`${base}?scenario=contention`);
+    await ready(page);
+    const minLease = () => page.$eval("#in-min_lease", (i) => ({ min: Number(i.min), max: Number(i.max), value: Number(i.value) }));
+    assert.deepEqual(await minLease(), { min: 0, max: 10, value: 0 });
+    // For every lease the lease slider offers, the min-lease slider ends at the lease: the
+    // server accepts that min lease and refuses one tick more.
+    const lease = await page.$eval("#in-lease", (i) => ({ min: Number(i.min), max: Number(i.max) }));
+    for (let l = lease.min; l <= lease.max; l++) {
+      await page.fill("#in-lease", String(l));
+      assert.deepEqual(await minLease(), { min: 0, max: l, value: 0 }, `lease ${l}`);
+      const q = (m) => `${base}api/simulate?scenario=contention&lease=${l}&min_lease=${m}`;
+      assert.equal((await json(q(l))).status, 200, `lease ${l}, min lease ${l}`);
+      assert.equal((await json(q(l + 1))).status, 400, `lease ${l}, min lease ${l + 1}`);
+    }
+    await shows(page, `&lease=${lease.max}&`);
+
+    // A shorter lease takes the min lease down with it, and the server accepts what is sent.
+    await page.fill("#in-lease", "10");
+    await shows(page, "&lease=10&");
+    await page.fill("#in-min_lease", "8");
+    await shows(page, "lease=10&wait=2&min_lease=8");
+    await page.fill("#in-lease", "5");
+    assert.deepEqual(await minLease(), { min: 0, max: 5, value: 5 });
+    assert.equal(await page.textContent("#out-min_lease"), "5 ticks");
+    await shows(page, "lease=5&wait=2&min_lease=5");
+    assert.equal(await page.isHidden("#error"), true);
+    assert.equal((await shownTimeline(page, base)).params.min_lease, 5);
+    // A longer lease leaves the min lease alone; the slider cannot be pushed past the lease.
+    await page.fill("#in-lease", "9");
+    await shows(page, "lease=9&wait=2&min_lease=5");
+    assert.deepEqual(await minLease(), { min: 0, max: 9, value: 5 });
+    await page.fill("#in-min_lease", "30");
+    await shows(page, "lease=9&wait=2&min_lease=9");
+    await page.focus("#in-min_lease");
+    await page.keyboard.press("ArrowRight");
+    assert.equal((await minLease()).value, 9, "the arrow keys stop at the lease");
+    assert.equal(await page.isHidden("#error"), true);
+
+    // Options the server sends (a scenario's preset, a lesson's) bound the slider too.
+    await page.click('button[data-scenario="fencing"]');
+    await shows(page, "scenario=fencing");
+    assert.deepEqual(await minLease(), { min: 0, max: 4, value: 0 });
+    await page.goto(`${base}?lesson=3`);
+    await shows(page, lessonQuery(LESSONS[2]));
+    assert.deepEqual(await minLease(), { min: 0, max: 6, value: 0 });
+  });
+
   test("a rejected request shows the API's error text", async () => {
     await page.goto(`${base}?scenario=contention`);
     await ready(page);
     const lease = Number(await page.inputValue("#in-lease"));
-    const bad = Math.min(lease + 1, Number(await page.getAttribute("#in-min_lease", "max")));
-    assert.ok(bad > lease, "the min-lease slider reaches past the lease");
-    await page.fill("#in-min_lease", String(bad));
+    const restore = await rewriteSimulate(page, (q) => ({ min_lease: Number(q.get("lease")) + 1 }));
+    await page.fill("#in-wait", "3");
     await page.waitForSelector("#error:not([hidden])", { timeout: PATIENCE });
-    const q = new URLSearchParams({ scenario: "contention", min_lease: String(bad) });
-    const { status, body } = await json(`${base}api/simulate?${q}&lease=${lease}`);
+    await restore();
+    const q = new URLSearchParams({ scenario: "contention", lease: String(lease), wait: "3", min_lease: String(lease + 1) });
+    const { status, body } = await json(`${base}api/simulate?${q}`);
     assert.equal(status, 400);
     assert.ok((await page.textContent("#error")).includes(body.error), `${await page.textContent("#error")} vs ${body.error}`);
   });
 
-  test("the Fencing scenario links to the manual page, and only the Fencing scenario", async () => {
-    await page.goto(`${base}?scenario=fencing`);
+  test("the Fencing scenario links to the manual page, rendered, and only the Fencing scenario", async () => {
+    await page.goto(`${base}?scenario=fencing&lang=en`);
     await ready(page);
     assert.equal(await page.isVisible("#fence-doc a"), true);
-    const href = await page.getAttribute("#fence-doc a", "href");
-    const res = await fetch(new URL(href, base));
+    assert.equal(await page.getAttribute("#fence-doc a", "href"), "docs/fencing?lang=en");
+    const res = await fetch(new URL(await page.getAttribute("#fence-doc a", "href"), base));
     assert.equal(res.status, 200);
-    assert.match(res.headers.get("content-type"), /^text\/markdown; charset=utf-8/);
-    assert.match(await res.text(), /^# Fencing your writes/);
+    assert.match(res.headers.get("content-type"), /^text\/html; charset=utf-8/);
+    assert.doesNotMatch(await res.text(), /```|^# Fencing|^##+ /m, "no raw Markdown");
+
+    // Following the link shows the manual as a page: headings, the sinks table, code blocks.
+    await page.click("#fence-doc a");
+    await page.waitForSelector("article h1", { timeout: PATIENCE });
+    assert.equal(await page.textContent("article h1"), "Fencing your writes");
+    assert.equal(await page.getAttribute("html", "lang"), "en");
+    assert.ok((await page.$$eval("article table tr", (trs) => trs.length)) >= 8, "the sinks table is a table");
+    assert.ok((await page.$$eval("article h2", (hs) => hs.length)) >= 3);
+    const code = await page.$$eval("article pre code", (cs) => cs.map((c) => c.textContent));
+    assert.ok(code.length >= 5);
+    assert.ok(code.every((c) => !/^\s*# (async fn|#\[tokio|Ok\(\(\)\))/m.test(c)), "rustdoc's hidden lines are not shown");
+    const text = await page.textContent("article");
+    assert.doesNotMatch(text, /```|\]\(|\*\*/, "no Markdown syntax left in the text");
+    await page.screenshot({ path: path.join(SHOTS, "fencing-manual.png") });
+    // Its way back leads to the Fencing scenario, in the same language.
+    await page.click("#back");
+    await shows(page, "scenario=fencing");
+    assert.equal(await page.getAttribute("html", "lang"), "en");
+
     await page.click('button[data-scenario="contention"]');
     await page.waitForFunction(() => document.body.dataset.state === "ready"
       && (document.body.dataset.query || "").startsWith("scenario=contention"), null, { timeout: PATIENCE });
     assert.equal(await page.isVisible("#fence-doc a"), false);
+
+    // On the Korean page the link says, in Korean, that the manual is English; the page it
+    // opens says so too, and leads back to the Korean page.
     await page.goto(`${base}?scenario=fencing&lang=ko`);
     await ready(page);
-    assert.match(await page.textContent("#fence-doc a"), /펜스/);
+    assert.match(await page.textContent("#fence-doc a"), /^쓰기에 펜스 적용하기\(영문 설명서\)/);
+    assert.equal(await page.getAttribute("#fence-doc a", "href"), "docs/fencing?lang=ko");
+    await page.click("#fence-doc a");
+    await page.waitForSelector("article h1", { timeout: PATIENCE });
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    assert.equal(await page.getAttribute("article", "lang"), "en");
+    assert.match(await page.textContent("nav"), /워크벤치로 돌아가기.*영어로만 제공됩니다/);
+    await page.screenshot({ path: path.join(SHOTS, "fencing-manual-ko.png") });
+    await page.click("#back");
+    await shows(page, "scenario=fencing");
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    // Switching the language moves the link with it.
+    await page.click("#lang-en");
+    assert.equal(await page.getAttribute("#fence-doc a", "href"), "docs/fencing?lang=en");
+    assert.match(await page.textContent("#fence-doc a"), /^Fencing your writes:/);
   });
 
   test("the Korean page renders Korean labels and lang=ko", async () => {

@@ -83,6 +83,187 @@ async fn the_page_is_served_self_contained() {
     );
 }
 
+/// The `min` and `max` of the page's slider for `name`.
+fn slider_range(html: &str, name: &str) -> (u32, u32) {
+    let tag = format!("<input type=\"range\" id=\"in-{name}\"");
+    let start = html
+        .find(&tag)
+        .unwrap_or_else(|| panic!("no slider for {name}"));
+    let input = &html[start..start + html[start..].find('>').unwrap()];
+    let attr = |a: &str| -> u32 {
+        let at = input.find(&format!(" {a}=\"")).unwrap() + a.len() + 3;
+        input[at..at + input[at..].find('"').unwrap()]
+            .parse()
+            .unwrap()
+    };
+    (attr("min"), attr("max"))
+}
+
+#[test]
+fn the_pages_sliders_offer_the_ranges_the_server_accepts() {
+    let html = web::WORKBENCH_HTML;
+    for (name, range) in [
+        ("action", sim::ACTION_TICKS),
+        ("lease", sim::LEASE_TICKS),
+        ("wait", sim::WAIT_TICKS),
+        ("slots", sim::GROUP_SLOTS),
+        ("period", sim::PERIOD_TICKS),
+    ] {
+        assert_eq!(
+            slider_range(html, name),
+            (*range.start(), *range.end()),
+            "{name}"
+        );
+    }
+    // The min lease goes from 0 to the lease: the page moves the slider's end with the lease
+    // (its first end is the lease slider's first value), and Params::validate refuses one more.
+    let (min, max) = slider_range(html, "min_lease");
+    assert_eq!(min, 0);
+    assert!(
+        html.contains(
+            "id=\"in-lease\" name=\"lease\" min=\"2\" max=\"30\" step=\"1\" value=\"10\""
+        )
+    );
+    assert_eq!(max, 10);
+    for lease in sim::LEASE_TICKS {
+        let at = |min_lease| sim::Overrides {
+            lease: Some(lease),
+            min_lease: Some(min_lease),
+            ..sim::Overrides::default()
+        };
+        assert!(
+            at(lease).apply(sim::Scenario::Contention).is_ok(),
+            "{lease}"
+        );
+        assert_eq!(
+            at(lease + 1).apply(sim::Scenario::Contention),
+            Err(sim::SimError::MinLeaseAboveLease {
+                min_lease: lease + 1,
+                lease
+            })
+        );
+    }
+}
+
+#[test]
+fn the_korean_page_has_a_sentence_for_every_error_code() {
+    let html = web::WORKBENCH_HTML;
+    let start = html
+        .find("      refusal: {")
+        .expect("the Korean refusal sentences");
+    let table = &html[start..start + html[start..].find("\n      },").unwrap()];
+    for (code, details) in web::ERROR_CODES {
+        let at = table
+            .find(&format!("\n        {code}: \""))
+            .unwrap_or_else(|| panic!("no Korean sentence for `{code}`"));
+        let sentence = &table[at..at + table[at..].find("\",").unwrap_or(table.len() - at)];
+        // A sentence uses only the values the server sends (or the page's words for them).
+        for name in sentence
+            .split('{')
+            .skip(1)
+            .map(|s| &s[..s.find('}').unwrap()])
+        {
+            let derived = match name {
+                "name" => "parameter",
+                "scenario_name" => "scenario",
+                other => other,
+            };
+            assert!(
+                details.contains(&derived),
+                "`{code}`: {{{name}}} is not among its details {details:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_fencing_manual_is_served_rendered_as_html() {
+    let app = web::workbench_router();
+    let page = get(&app, "/docs/fencing?lang=en").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.content_type.starts_with("text/html; charset=utf-8"),
+        "{}",
+        page.content_type
+    );
+    assert!(
+        page.csp
+            .as_ref()
+            .is_some_and(|csp| csp.contains("default-src 'none'"))
+    );
+    let html = page.text();
+    assert!(html.contains("<html lang=\"en\">"));
+    assert!(html.contains("<h1>Fencing your writes</h1>"), "{html}");
+    assert!(html.contains("<table>") && html.contains("<th>you write to</th>"));
+    assert!(html.contains("<pre><code class=\"language-rust\">use std::sync::Arc;"));
+    assert!(html.contains("<blockquote>"));
+    assert!(html.contains("href=\"../?scenario=fencing&amp;lang=en\""));
+    // No Markdown is left: no fences, headings, link syntax or emphasis markers, and none of the
+    // lines rustdoc hides; links to pages the workbench does not serve name the file instead.
+    for markdown in [
+        "```",
+        "# Fencing your writes",
+        "\n## ",
+        "](",
+        "**",
+        "# #[tokio::main",
+        "# Ok(()) }",
+    ] {
+        assert!(
+            !html.contains(markdown),
+            "{markdown:?} in the rendered page"
+        );
+    }
+    assert!(!html.contains("href=\"leasehold-sql.md"));
+    assert!(html.contains("versions are in <code>docs/leasehold-sql.md</code>;"));
+    assert!(html.contains("see benchmarks (<code>docs/benchmarks.md</code>), section"));
+    for external in ["src=\"http", "url(http", "@import", "<script"] {
+        assert!(
+            !html.contains(external),
+            "the manual page loads {external}…"
+        );
+    }
+
+    // The Korean page: the words around the manual are Korean, the manual is marked English.
+    let ko = get(&app, "/docs/fencing?lang=ko").await.text();
+    assert!(ko.contains("<html lang=\"ko\">"));
+    assert!(ko.contains("<article lang=\"en\">"));
+    assert!(ko.contains("워크벤치로 돌아가기") && ko.contains("영어로만"));
+    assert!(ko.contains("href=\"../?scenario=fencing&amp;lang=ko\""));
+    // Without a language, or with one it does not know, it is English.
+    for uri in [
+        "/docs/fencing",
+        "/docs/fencing?lang=xx",
+        "/docs/fencing?lang=ko&lang=en",
+    ] {
+        let page = get(&app, uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}");
+        assert!(page.text().contains("<html lang=\"en\">"), "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn the_version_is_served_and_the_page_says_what_a_tick_is() {
+    let answer = get(&web::workbench_router(), "/api/version").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(answer.content_type.starts_with("application/json"));
+    assert_eq!(
+        answer.json(),
+        serde_json::json!({ "name": "leasehold", "version": env!("CARGO_PKG_VERSION") })
+    );
+    assert_eq!(web::VERSION, env!("CARGO_PKG_VERSION"));
+    // The page's statement of a tick is the simulation's tick.
+    assert_eq!(sim::TICK, Duration::from_secs(1));
+    let html = web::WORKBENCH_HTML;
+    assert!(html.contains("One tick is 1 s of virtual time"));
+    assert!(html.contains("1틱은 가상 시간 1초입니다"));
+    assert!(html.contains("no store latency is modelled"));
+    assert!(html.contains("api/version"));
+    // The manual page names the version too.
+    let manual = get(&web::workbench_router(), "/docs/fencing").await.text();
+    assert!(manual.contains(&format!("leasehold {}", web::VERSION)));
+}
+
 #[tokio::test]
 async fn scenarios_are_listed_in_display_order_with_presets() {
     let answer = get(&web::workbench_router(), "/api/scenarios").await;
@@ -190,26 +371,49 @@ async fn overrides_reach_the_simulation() {
 #[tokio::test]
 async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
     let app = web::workbench_router();
-    for (query, needle) in [
-        ("", "scenario"),
-        ("scenario=nope", "nope"),
-        ("scenario=contention&action=abc", "action"),
-        ("scenario=contention&action=-1", "action"),
-        ("scenario=contention&auto_extend=maybe", "auto_extend"),
-        ("scenario=contention&colour=red", "colour"),
-        ("scenario=contention&lease=4&lease=5", "lease"),
-        ("scenario=contention&lease=10&min_lease=11", "min_lease"),
-        ("scenario=contention&action=0", "action"),
-        ("scenario=contention&lease=999", "lease"),
+    for (query, needle, code) in [
+        ("", "scenario", "missing_scenario"),
+        ("scenario=nope", "nope", "unknown_scenario"),
+        ("scenario=contention&action=abc", "action", "not_a_number"),
+        ("scenario=contention&action=-1", "action", "not_a_number"),
+        (
+            "scenario=contention&auto_extend=maybe",
+            "auto_extend",
+            "not_a_flag",
+        ),
+        (
+            "scenario=contention&colour=red",
+            "colour",
+            "unknown_parameter",
+        ),
+        (
+            "scenario=contention&lease=4&lease=5",
+            "lease",
+            "duplicate_parameter",
+        ),
+        (
+            "scenario=contention&lease=10&min_lease=11",
+            "min_lease",
+            "min_lease_above_lease",
+        ),
+        ("scenario=contention&action=0", "action", "out_of_range"),
+        ("scenario=contention&lease=999", "lease", "out_of_range"),
+        (
+            "scenario=contention&slots=2",
+            "slots",
+            "slots_outside_group",
+        ),
         (
             "scenario=contention&period=8",
             "only to the `period` scenario",
+            "period_outside_period_scenario",
         ),
         (
             "scenario=period&period=5",
             "`period` must be between 6 and 12 ticks",
+            "out_of_range",
         ),
-        ("scenario=period&period=x", "period"),
+        ("scenario=period&period=x", "period", "not_a_number"),
     ] {
         let answer = get(&app, &format!("/api/simulate?{query}")).await;
         assert_eq!(
@@ -218,9 +422,42 @@ async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
             "{query}: {}",
             answer.text()
         );
-        let error = answer.json()["error"].as_str().unwrap().to_owned();
+        let body = answer.json();
+        let error = body["error"].as_str().unwrap().to_owned();
         assert!(error.contains(needle), "{query}: {error}");
+        // A typed code and the values the message names, for a page to word in its language.
+        assert_eq!(body["code"], code, "{query}: {body}");
+        let (_, keys) = web::ERROR_CODES.iter().find(|(c, _)| *c == code).unwrap();
+        let details = body["details"].as_object().unwrap();
+        let mut given: Vec<&str> = details.keys().map(String::as_str).collect();
+        given.sort_unstable();
+        let mut listed = keys.to_vec();
+        listed.sort_unstable();
+        assert_eq!(given, listed, "{query}: {body}");
     }
+    let details = |query: &'static str| {
+        let app = app.clone();
+        async move { get(&app, &format!("/api/simulate?{query}")).await.json()["details"].clone() }
+    };
+    assert_eq!(
+        details("scenario=contention&lease=10&min_lease=11").await,
+        serde_json::json!({ "min_lease": 11, "lease": 10 })
+    );
+    assert_eq!(
+        details("scenario=contention&wait=21").await,
+        serde_json::json!({ "parameter": "wait", "value": 21, "min": 0, "max": 20, "unit": "ticks" })
+    );
+    assert_eq!(
+        details("scenario=nope").await,
+        serde_json::json!({
+            "given": "nope",
+            "expected": ["contention", "expiry", "extension", "group", "fencing", "period"]
+        })
+    );
+    assert_eq!(
+        details("scenario=group&slots=x").await,
+        serde_json::json!({ "parameter": "slots", "value": "x" })
+    );
 }
 
 fn held_view() -> (Arc<MemoryStore>, LiveView) {

@@ -7,6 +7,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
+use serde_json::json;
+
 use crate::sim;
 use crate::web::error::ApiError;
 use crate::web::page;
@@ -23,11 +25,16 @@ const PARAMETERS: [&str; 8] = [
     "period",
 ];
 
-/// The workbench: `GET /` (the page), `GET /api/scenarios` (the scenarios and their presets,
-/// in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
+/// The workbench: `GET /` (the page), `GET /api/version` (`{"name": "leasehold", "version":
+/// "…"}`, [`VERSION`](crate::web::VERSION)), `GET /api/scenarios` (the scenarios and their
+/// presets, in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
 /// &auto_extend=true|false&slots=N&period=P]` (the [`sim::Timeline`]; 400 with
-/// `{"error": "..."}` on bad input; `slots` above 1 only for `group`, `period` only for
-/// `period`). Each simulation runs on a blocking thread, since it drives its own runtime.
+/// `{"error": "...", "code": "...", "details": {...}}` on bad input, the code and its details
+/// one of [`ERROR_CODES`](crate::web::ERROR_CODES); `slots` above 1 only for `group`, `period`
+/// only for `period`). Each simulation runs on a blocking thread, since it drives its own
+/// runtime. `GET /docs/fencing[?lang=ko]` is the manual page "Fencing your writes"
+/// ([`FENCING_MD`](crate::web::FENCING_MD)) rendered as HTML, with its way back to the
+/// workbench in the page's language.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,21 +45,35 @@ const PARAMETERS: [&str; 8] = [
 /// let ok = app.clone().oneshot(Request::get("/api/simulate?scenario=fencing").body(Body::empty())?).await?;
 /// assert_eq!(ok.status(), 200);
 /// let bad = app.clone().oneshot(Request::get("/api/simulate?scenario=fencing&lease=0").body(Body::empty())?).await?;
-/// assert_eq!(bad.status(), 400); // {"error": "`lease` must be between …"}
-/// // The Fencing scenario links to the manual page it illustrates.
-/// let doc = app.oneshot(Request::get("/docs/fencing").body(Body::empty())?).await?;
+/// assert_eq!(bad.status(), 400); // {"error": "`lease` must be between …", "code": "out_of_range", …}
+/// // The Fencing scenario links to the manual page it illustrates, rendered as HTML.
+/// let doc = app.oneshot(Request::get("/docs/fencing?lang=ko").body(Body::empty())?).await?;
 /// assert_eq!(doc.status(), 200);
+/// assert!(doc.headers()["content-type"].to_str()?.starts_with("text/html"));
 /// # Ok(()) }
 /// ```
 pub fn workbench_router() -> Router {
     Router::new()
         .route("/", get(|| async { page::respond(page::WORKBENCH_HTML) }))
         .route("/api/scenarios", get(scenarios))
+        .route("/api/version", get(version))
         .route("/api/simulate", get(simulate))
-        .route(
-            "/docs/fencing",
-            get(|| async { page::manual(page::FENCING_MD) }),
-        )
+        .route("/docs/fencing", get(fencing))
+}
+
+/// `?lang=` of `/docs/fencing`: the language of the words around the (English) manual.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ManualQuery {
+    lang: Option<String>,
+}
+
+async fn fencing(query: Result<Query<ManualQuery>, QueryRejection>) -> Response {
+    let lang = query.ok().and_then(|Query(q)| q.lang);
+    page::respond(page::fencing_page(lang.as_deref()))
+}
+
+async fn version() -> Response {
+    no_store(Json(json!({ "name": "leasehold", "version": page::VERSION })).into_response())
 }
 
 async fn scenarios() -> Response {
@@ -69,8 +90,13 @@ async fn simulate(query: Result<Query<Vec<(String, String)>>, QueryRejection>) -
 async fn run(
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<sim::Timeline, ApiError> {
-    let Query(pairs) =
-        query.map_err(|e| ApiError::bad_request(format!("cannot read the query string: {e}")))?;
+    let Query(pairs) = query.map_err(|e| {
+        ApiError::bad_request(
+            "bad_query",
+            format!("cannot read the query string: {e}"),
+            json!({}),
+        )
+    })?;
     let request = SimulateRequest::parse(&pairs)?;
     tokio::task::spawn_blocking(move || request.simulate())
         .await
@@ -91,15 +117,21 @@ impl SimulateRequest {
         let mut o = sim::Overrides::default();
         for (key, value) in pairs {
             let Some(&name) = PARAMETERS.iter().find(|p| **p == key.as_str()) else {
-                return Err(ApiError::bad_request(format!(
-                    "unknown parameter `{key}`; allowed: {}",
-                    PARAMETERS.join(", ")
-                )));
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!(
+                        "unknown parameter `{key}`; allowed: {}",
+                        PARAMETERS.join(", ")
+                    ),
+                    json!({ "parameter": key, "allowed": PARAMETERS }),
+                ));
             };
             if seen.contains(&name) {
-                return Err(ApiError::bad_request(format!(
-                    "parameter `{name}` is given twice; give each parameter at most once"
-                )));
+                return Err(ApiError::bad_request(
+                    "duplicate_parameter",
+                    format!("parameter `{name}` is given twice; give each parameter at most once"),
+                    json!({ "parameter": name }),
+                ));
             }
             seen.push(name);
             match name {
@@ -114,10 +146,14 @@ impl SimulateRequest {
             }
         }
         let scenario = scenario.ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "missing parameter `scenario`; one of: {}",
-                scenario_ids()
-            ))
+            ApiError::bad_request(
+                "missing_scenario",
+                format!(
+                    "missing parameter `scenario`; one of: {}",
+                    scenario_ids().join(", ")
+                ),
+                json!({ "expected": scenario_ids() }),
+            )
         })?;
         Ok(Self {
             scenario,
@@ -127,29 +163,27 @@ impl SimulateRequest {
 
     fn simulate(&self) -> Result<sim::Timeline, ApiError> {
         sim::simulate(&self.scenario, &self.overrides).map_err(|e| {
-            if e.is_usage() {
-                ApiError::bad_request(e.to_string())
-            } else {
+            if !e.is_usage() {
                 tracing::error!(error = %e, "leasehold workbench: a simulation failed");
-                ApiError::internal(e.to_string())
             }
+            ApiError::from(e)
         })
     }
 }
 
-fn scenario_ids() -> String {
-    sim::scenarios()
-        .iter()
-        .map(|s| s.id.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+fn scenario_ids() -> Vec<&'static str> {
+    sim::Scenario::ALL.map(sim::Scenario::id).to_vec()
 }
 
 fn ticks(name: &str, value: &str) -> Result<u32, ApiError> {
     value.trim().parse().map_err(|_| {
-        ApiError::bad_request(format!(
-            "parameter `{name}` must be a whole number (ticks, or slots for `slots`), got `{value}`"
-        ))
+        ApiError::bad_request(
+            "not_a_number",
+            format!(
+                "parameter `{name}` must be a whole number (ticks, or slots for `slots`), got `{value}`"
+            ),
+            json!({ "parameter": name, "value": value }),
+        )
     })
 }
 
@@ -157,9 +191,11 @@ fn flag(name: &str, value: &str) -> Result<bool, ApiError> {
     match value.trim() {
         "true" | "1" | "on" => Ok(true),
         "false" | "0" | "off" => Ok(false),
-        _ => Err(ApiError::bad_request(format!(
-            "parameter `{name}` must be `true` or `false`, got `{value}`"
-        ))),
+        _ => Err(ApiError::bad_request(
+            "not_a_flag",
+            format!("parameter `{name}` must be `true` or `false`, got `{value}`"),
+            json!({ "parameter": name, "value": value }),
+        )),
     }
 }
 

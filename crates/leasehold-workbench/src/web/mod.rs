@@ -23,10 +23,10 @@ mod live;
 mod page;
 
 pub use api::workbench_router;
-pub use error::WebError;
+pub use error::{ERROR_CODES, WebError};
 pub use listen::{
     HEADER_READ_TIMEOUT, HostCheck, LIVE_BIND, SHUTDOWN_GRACE, WORKBENCH_BIND, bind, check_bind,
     serve,
 };
 pub use live::{LiveHolder, LiveLedger, LiveLock, LiveReport, LiveView, MANAGEMENT_PATH};
-pub use page::{FENCING_MD, LIVE_HTML, WORKBENCH_HTML};
+pub use page::{FENCING_MD, LIVE_HTML, VERSION, WORKBENCH_HTML};
