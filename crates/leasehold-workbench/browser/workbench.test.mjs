@@ -922,6 +922,156 @@ describe("workbench page", () => {
   });
 });
 
+// Issue 40 item 2: the workbench at phone width. Its own browser context, sized as a phone.
+const PHONE = { width: 390, height: 844 };
+
+/** Where `sel` lies in the viewport, and in the box of its nearest `within` ancestor. */
+async function placeOf(page, sel, within) {
+  return page.$eval(sel, (e, w) => {
+    const r = e.getBoundingClientRect(), box = e.closest(w).getBoundingClientRect();
+    return { left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+      box: { left: box.left, right: box.right }, docWidth: document.documentElement.scrollWidth };
+  }, within);
+}
+/** The part of `sel` lies wholly inside the viewport's width and inside its scrolling box. */
+function assertSeen(place, what) {
+  assert.ok(place.docWidth <= PHONE.width, `the page itself does not scroll sideways (${place.docWidth} px)`);
+  assert.ok(place.left >= 0 && place.right <= PHONE.width + 0.5, `${what} lies within the viewport's width: ${place.left}..${place.right}`);
+  assert.ok(place.left >= place.box.left - 0.5 && place.right <= place.box.right + 0.5, `${what} is seen in its own box: ${place.left}..${place.right} in ${place.box.left}..${place.box.right}`);
+  assert.ok(place.box.left >= 0 && place.box.right <= PHONE.width + 0.5, `the box of ${what} lies within the viewport`);
+}
+
+describe(`workbench page at phone width (${PHONE.width}×${PHONE.height})`, () => {
+  let server, base, context, page, profile;
+  const pageErrors = [];
+
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = startServer(["workbench", "--bind", "127.0.0.1:0"]);
+    base = await server.url;
+    profile = mkdtempSync(path.join(tmpdir(), "leasehold-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: PHONE,
+      colorScheme: "light", reducedMotion: "no-preference",
+    });
+    page = context.pages()[0] ?? await context.newPage();
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+  });
+
+  after(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (server) assert.equal(await stop(server.child), 0, `workbench did not shut down cleanly: ${server.stderr()}`);
+  });
+
+  afterEach(() => {
+    assert.deepEqual(pageErrors.splice(0), [], "the page's script threw");
+  });
+
+  test("the events table shows every column, Outcome included, within the viewport", async () => {
+    for (const lang of ["en", "ko"]) {
+      // The longest outcomes (the period ledger's) wrap within their cells: the table fits its box.
+      await page.goto(`${base}?scenario=period&lang=${lang}`);
+      await ready(page);
+      await page.fill("#scrub", await page.textContent("#max-tick"));
+      const fit = await page.$eval(".events-wrap", (w) => [w.scrollWidth, w.clientWidth]);
+      assert.ok(fit[0] <= fit[1], `${lang}: period's event table fits its box (${fit[0]} of ${fit[1]} px)`);
+      await page.goto(`${base}?scenario=fencing&lang=${lang}`);
+      await ready(page);
+      const max = Number(await page.textContent("#max-tick"));
+      await page.fill("#scrub", String(max));
+      assert.equal(await tickOf(page), max);
+      const fits = await page.$eval(".events-wrap", (w) => [w.scrollWidth, w.clientWidth]);
+      assert.ok(fits[0] <= fits[1], `${lang}: the event table fits its box, no sideways scrolling (${fits[0]} of ${fits[1]} px)`);
+      const headers = await page.$$eval("#events-table thead th", (ths) => ths.length);
+      assert.equal(headers, 7);
+      for (const sel of ["#events-table thead th:last-child", '#events tr[data-outcome="rejected_fence"] td:last-child']) {
+        await page.locator(sel).first().scrollIntoViewIfNeeded();
+        assertSeen(await placeOf(page, sel, ".events-wrap"), `${lang}: ${sel}`);
+      }
+      const th = await page.$eval("#events-table thead th:last-child", (e) => {
+        const r = e.getBoundingClientRect();
+        return e.contains(document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2));
+      });
+      assert.ok(th, `${lang}: nothing covers the Outcome header`);
+      assert.equal(await page.textContent("#events-table thead th:last-child"), lang === "en" ? "Outcome" : "결과");
+      await page.screenshot({ path: path.join(SHOTS, `phone-events-${lang}.png`) });
+    }
+  });
+
+  test("the lanes reach the last tick of the run, and follow the current tick", async () => {
+    for (const lang of ["en", "ko"]) {
+      await page.goto(`${base}?scenario=fencing&lang=${lang}`);
+      await ready(page);
+      const max = Number(await page.textContent("#max-tick"));
+      assert.ok(max > 15, `the fencing run is longer than a phone's width of lanes (${max} ticks)`);
+      const last = `#lanes thead th[data-tick="${max}"]`;
+      assert.equal(await page.textContent(last), String(max), "the run's last tick is numbered");
+      await page.locator(last).scrollIntoViewIfNeeded();
+      assertSeen(await placeOf(page, last, "#lanes"), `${lang}: the lanes' tick ${max}`);
+      // At the last tick the current column is in view without scrolling the lanes by hand.
+      await page.locator("#lanes").evaluate((e) => { e.scrollLeft = 0; });
+      await page.fill("#scrub", String(max));
+      assert.equal(await tickOf(page), max);
+      await page.locator("#lanes").scrollIntoViewIfNeeded();
+      const cells = await page.$$eval("#lanes td.cur", (tds) => tds.length);
+      assert.equal(cells, await page.$$eval(".node", (ns) => ns.length));
+      assertSeen(await placeOf(page, "#lanes td.cur", "#lanes"), `${lang}: the current tick's cell`);
+      // The node names stay in view while the ticks scroll.
+      const name = await placeOf(page, "#lanes tbody th", "#lanes");
+      assert.ok(name.left >= name.box.left - 0.5, `${lang}: the node names stay in the lanes' box`);
+      await page.screenshot({ path: path.join(SHOTS, `phone-lanes-${lang}.png`) });
+    }
+  });
+
+  test("the header takes at most 80 px of the viewport while reading", async () => {
+    for (const lang of ["en", "ko"]) {
+      await page.goto(`${base}?scenario=contention&lang=${lang}`);
+      await ready(page);
+      for (const target of ["#frame", "#events-table"]) {
+        await page.$eval(target, (e) => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 10));
+        const covered = await page.$eval("header.bar", (h) => {
+          const r = h.getBoundingClientRect();
+          return Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+        });
+        assert.ok(covered <= 80, `${lang}: the header covers ${covered} px of ${PHONE.height} at ${target}`);
+      }
+      // Its controls stay usable: in the viewport's width and at least 44 px tall.
+      const buttons = await page.$$eval("header.bar button", (bs) => bs.map((b) => { const r = b.getBoundingClientRect(); return [r.left, r.right, r.height]; }));
+      assert.equal(buttons.length, 5);
+      for (const [l, r, h] of buttons) assert.ok(l >= 0 && r <= PHONE.width && h >= 44, `${lang}: header button ${l}..${r}, ${h} px`);
+      await page.click("#lang-" + (lang === "en" ? "ko" : "en"));
+      await page.click("#lang-" + lang);
+    }
+  });
+
+  test("choosing a lesson step brings its frame into view", async () => {
+    const inView = () => page.waitForFunction(() => {
+      const r = document.getElementById("frame").getBoundingClientRect();
+      return document.body.dataset.state === "ready" && r.top >= -2 && r.top < innerHeight / 2;
+    }, null, { timeout: PATIENCE });
+    for (const lang of ["en", "ko"]) {
+      await page.goto(`${base}?lang=${lang}`);
+      await ready(page);
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.click('#steps button[data-lesson="4"]');
+      await page.waitForFunction(() => document.body.dataset.lesson === "4", null, { timeout: PATIENCE });
+      await inView();
+      assert.equal(await tickOf(page), LESSONS[3].tick);
+      // The fenced resource of that frame, which the step talks about, is on screen too.
+      assert.equal(await page.getAttribute("#resource-box", "data-rejected-slots"), "0");
+      // Next and Previous in the lesson card do the same.
+      await page.click("#lesson-next");
+      await page.waitForFunction(() => document.body.dataset.lesson === "5", null, { timeout: PATIENCE });
+      await inView();
+      await page.click("#lesson-prev");
+      await page.waitForFunction(() => document.body.dataset.lesson === "4", null, { timeout: PATIENCE });
+      await inView();
+      await page.screenshot({ path: path.join(SHOTS, `phone-lesson-${lang}.png`) });
+    }
+  });
+});
+
 describe("live view (leasehold serve)", () => {
   let dir, store, holder, server, base, context, page, profile;
 
