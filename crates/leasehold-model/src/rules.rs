@@ -148,25 +148,12 @@ impl Setup {
     /// periods of the longest length.
     pub fn scheduled(rules: Rules, periods: &[u8]) -> Self {
         Self {
-            electors: 2,
             lease: 2,
-            margin: 1,
-            drift: 0,
             horizon: periods.iter().copied().max().unwrap_or(1).saturating_mul(2),
             action: 1,
             periods: periods.to_vec(),
-            offsets: Vec::new(),
-            losses: 1,
             pauses: false,
-            lease_changes: Vec::new(),
-            slots: 1,
-            slot_changes: Vec::new(),
-            fences: false,
-            fence_clock: 0,
-            cleanups: 0,
-            forced: 0,
-            duplicates: 0,
-            rules,
+            ..Self::plain(rules)
         }
     }
 

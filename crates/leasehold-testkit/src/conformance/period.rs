@@ -49,6 +49,14 @@ fn granted(r: StoreResult<Acquisition>, what: &str) -> Lease {
     }
 }
 
+/// A fresh lock named from `prefix`, acquired without a period (a plain lease of 30 s).
+async fn plain_lease(store: &dyn LeaseStore, prefix: &str) -> (LockName, Lease) {
+    let lock = unique_name(prefix);
+    let req = AcquireRequest::new(lock.clone(), 1, "plain", Token::random(), ms(30_000));
+    let lease = granted(store.try_acquire(&req).await, "a plain acquisition");
+    (lock, lease)
+}
+
 /// Marks `lease`'s claim started, as the core does before the action runs.
 async fn start(store: &dyn LeaseStore, lease: &Lease, what: &str) {
     let answer = ok(store.start_period(lease).await, what);
@@ -717,19 +725,7 @@ pub async fn period_start_checks_the_token(factory: &dyn StoreFactory) {
         ok(store.start_period(&lease).await, "a start after release"),
         PeriodStart::NotHeld
     );
-    let plain_lock = unique_name("period-start-plain");
-    let plain = granted(
-        store
-            .try_acquire(&AcquireRequest::new(
-                plain_lock.clone(),
-                1,
-                "plain",
-                Token::random(),
-                ms(30_000),
-            ))
-            .await,
-        "a plain acquisition",
-    );
+    let (plain_lock, plain) = plain_lease(store.as_ref(), "period-start-plain").await;
     assert_eq!(
         ok(store.start_period(&plain).await, "a plain lease's start"),
         PeriodStart::NotHeld,
@@ -826,19 +822,7 @@ pub async fn period_clear_without_a_record_is_none(factory: &dyn StoreFactory) {
     );
     assert_eq!(ok(store.period_record(&never).await, "the record"), None);
 
-    let plain_lock = unique_name("period-clear-plain");
-    let plain = granted(
-        store
-            .try_acquire(&AcquireRequest::new(
-                plain_lock.clone(),
-                1,
-                "plain",
-                Token::random(),
-                ms(30_000),
-            ))
-            .await,
-        "a plain acquisition",
-    );
+    let (plain_lock, plain) = plain_lease(store.as_ref(), "period-clear-plain").await;
     assert_eq!(
         ok(
             store.clear_period_ledger(&plain_lock).await,
