@@ -109,7 +109,7 @@ impl Elector {
             .thread_name("leasehold-blocking")
             .enable_all()
             .build()?;
-        let cleanup = inner.engine().cleanup.clone();
+        let cleanup = inner.engine().shared.cleanup.clone();
         Ok(Self {
             inner,
             runtime: Arc::new(Private { runtime, cleanup }),

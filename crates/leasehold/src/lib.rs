@@ -53,9 +53,7 @@ mod error;
 mod events;
 pub mod fence;
 mod hold;
-mod let_go;
 pub mod limits;
-mod line;
 mod macro_support;
 mod metric_families;
 pub mod metrics;
@@ -67,8 +65,10 @@ mod shutdown;
 pub mod spans;
 pub mod store;
 mod tenant;
+mod turns;
 
 pub use cleanup::SETTLE_TIMEOUT;
+pub use cleanup::background_release::LET_GO_PATIENCE;
 pub use duration::{DurationError, parse_duration};
 pub use elect::elector::Elector;
 pub use elect::guarded_stream::{GuardedStream, StreamEnd};
@@ -77,7 +77,6 @@ pub use error::{Error, ErrorKind, Result, StoreError};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use hold::held::HeldLease;
-pub use let_go::LET_GO_PATIENCE;
 pub use limits::{
     LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_RETRY_GROWTH, MAX_SLOTS,
     MIN_LEADERSHIP_POLL,

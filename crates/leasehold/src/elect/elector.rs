@@ -50,7 +50,7 @@ pub struct Elector {
 impl std::fmt::Debug for Elector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Elector")
-            .field("store", &self.engine.store.describe())
+            .field("store", &self.engine.shared.store.describe())
             .field("options", &self.engine.options)
             .finish_non_exhaustive()
     }
@@ -374,7 +374,7 @@ impl Elector {
 
     /// Subscribes to this elector's events (shared with its tenant and reconfigured copies).
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.engine.events.subscribe()
+        self.engine.shared.events.subscribe()
     }
 
     /// The leases this elector holds now (shared with its clones, tenant and reconfigured
@@ -382,12 +382,12 @@ impl Elector {
     /// fence. A lease stays here after it is lost until its guard is released, so a health check
     /// can tell a leader that stopped renewing (see [`HeldLease`](crate::HeldLease)).
     pub fn held_leases(&self) -> Vec<crate::HeldLease> {
-        self.engine.held.snapshot()
+        self.engine.shared.held.snapshot()
     }
 
     /// The store.
     pub fn store(&self) -> &Arc<dyn LeaseStore> {
-        &self.engine.store
+        &self.engine.shared.store
     }
 
     /// Resolves when the cleanup work this elector started in the background has finished
@@ -427,7 +427,7 @@ impl Elector {
     /// # Ok(()) }
     /// ```
     pub async fn settled(&self) {
-        self.engine.cleanup.settled().await;
+        self.engine.shared.cleanup.settled().await;
     }
 
     /// [`settled`](Self::settled), waiting at most `limit` (the integrations use
@@ -449,7 +449,7 @@ impl Elector {
     /// # }
     /// ```
     pub async fn settled_within(&self, limit: std::time::Duration) -> bool {
-        self.engine.cleanup.settled_within(limit).await
+        self.engine.shared.cleanup.settled_within(limit).await
     }
 
     /// Leads `name` as a **stable leader**: contends until elected, runs `action` for the term,

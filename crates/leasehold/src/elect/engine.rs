@@ -7,63 +7,43 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::OptionFuture;
-use tokio::time::{Instant, sleep, sleep_until, timeout, timeout_at};
+use tokio::time::Instant;
 use tracing::{Instrument, debug};
 
-use crate::cleanup::Cleanup;
-use crate::elect::doubt::Doubt;
-use crate::elect::flight::Flight;
-use crate::elect::grants::{Answer, Grants};
-use crate::error::{Error, Result, StoreError, StoreResult};
-use crate::events::{Event, Events};
-use crate::hold::cell::{CellOwner, LeaseCell};
+use crate::elect::acquire::Patience;
+use crate::elect::shared::ElectorShared;
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::hold::cell::{LeaseCell, LeaseTerms};
 use crate::hold::guard::{LeaderContext, LeaderGuard};
-use crate::hold::held::HeldLeases;
-use crate::line::Lines;
-use crate::metrics::{LockMetrics, MetricsCache};
+use crate::metrics::LockMetrics;
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
 use crate::spans::{self, Outcome};
 use crate::store::contract::LeaseStore;
-use crate::store::hand_off::WaiterId;
-use crate::store::lease::Acquisition;
-use crate::store::lease::{AcquireRequest, Lease, LockState, Token};
+use crate::store::lease::{Lease, LockState};
 use crate::store::period::{Period, PeriodRecord, check_period_slots};
-use crate::store::signal::{ReleaseSignal, SignalReach};
 use crate::tenant::Tenant;
 
+/// An elector's configuration over its shared state: what `Elector` and its blocking facade
+/// delegate to.
 #[derive(Clone)]
 pub(crate) struct Engine {
-    pub(crate) store: Arc<dyn LeaseStore>,
-    /// The store's description, read once: the `store` field of the spans.
-    store_label: Arc<str>,
+    /// Shared by this elector's clones, tenants and reconfigured copies, and the leases they
+    /// hold.
+    pub(crate) shared: Arc<ElectorShared>,
     pub(crate) options: Arc<ElectionOptions>,
     pub(crate) slots: u32,
-    pub(crate) events: Events,
     pub(crate) tenant: Option<Arc<Tenant>>,
-    metrics: Arc<MetricsCache>,
-    /// This elector's tasks waiting per lock, in arrival order (shared by its clones).
-    pub(crate) lines: Arc<Lines>,
-    /// The cleanup tasks this elector and its clones started (shared by its clones).
-    pub(crate) cleanup: Cleanup,
-    /// The leases this elector and its clones hold now (shared by its clones).
-    pub(crate) held: HeldLeases,
 }
 
 impl Engine {
     pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
-        let lines = Arc::new(Lines::new(store.hands_off()));
         Self {
-            store_label: store.describe().into(),
-            store,
+            shared: Arc::new(ElectorShared::new(store)),
             slots: options.max_leaders,
             options: Arc::new(options),
-            events: Events::default(),
             tenant: None,
-            metrics: Arc::default(),
-            lines,
-            cleanup: Cleanup::default(),
-            held: HeldLeases::default(),
         }
     }
 
@@ -93,7 +73,8 @@ impl Engine {
 
     pub(crate) async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
         let lock = self.lock_name(name)?;
-        self.store
+        self.shared
+            .store
             .state(&lock, self.slots)
             .await
             .map_err(|e| Error::store(&lock, e))
@@ -104,7 +85,8 @@ impl Engine {
         name: impl IntoLockName,
     ) -> Result<Option<crate::PeriodRecord>> {
         let lock = self.lock_name(name)?;
-        self.store
+        self.shared
+            .store
             .period_record(&lock)
             .await
             .map_err(|e| Error::store(&lock, e))
@@ -116,6 +98,7 @@ impl Engine {
     ) -> Result<Option<crate::PeriodRecord>> {
         let lock = self.lock_name(name)?;
         let cleared = self
+            .shared
             .store
             .clear_period_ledger(&lock)
             .await
@@ -132,6 +115,7 @@ impl Engine {
     ) -> Result<Vec<crate::Holder>> {
         let lock = self.lock_name(name)?;
         let freed = self
+            .shared
             .store
             .force_release(&lock, self.slots)
             .await
@@ -161,10 +145,10 @@ impl Engine {
         }
         let span = self.acquire_span(lock);
         let claimed = async {
-            match self.acquire_in_span(lock, period).await? {
+            match self.acquire_loop(lock, period, Patience::Wait).await? {
                 // A granted period claim is recorded as started before anything runs under it.
                 Claimed::Elected(guard) if period.is_some() => Ok(crate::elect::start::start(
-                    &self.store,
+                    &self.shared.store,
                     guard,
                     self.options.attempt_timeout,
                 )
@@ -189,121 +173,12 @@ impl Engine {
     }
 
     fn acquire_span(&self, lock: &LockName) -> tracing::Span {
-        spans::acquire(lock, self.slots, &self.options.node_id, &self.store_label)
-    }
-
-    async fn acquire_in_span(&self, lock: &LockName, period: Option<Period>) -> Result<Claimed> {
-        let opts = &*self.options;
-        let metrics = self.metrics.get(lock);
-        metrics.attempt();
-        let start = Instant::now();
-        let deadline = crate::limits::deadline_after(start, opts.wait);
-        let mut req = self.request(lock);
-        req.period = period;
-        let mut grants = None;
-        let waits = !opts.wait.is_zero();
-        let mut signal = if waits {
-            self.store.release_signal(lock)
-        } else {
-            None
-        };
-        // Tasks of this elector already waiting for the lock go first (see `line`).
-        let mut place =
-            (waits && self.lines.is_busy(lock)).then(|| self.lines.join(lock, self.slots));
-        // Rounds between processes (see `line`): only where waiters elsewhere are woken by a
-        // release signal, and for single-holder locks.
-        let everyone = reaches_every_client(signal.as_ref());
-        let rounds = self.slots == 1 && everyone;
-        let retry = opts.retry_for(everyone);
-        let mut held_by_others = false;
-        // An attempt that failed with a transient error may still have been applied; a later
-        // attempt then gets that lease back (same token), whose expiry was set by the earlier one.
-        // The local deadline is counted from the earliest such attempt. An acquisition that
-        // ends in doubt lets go of that lease, if there is one.
-        let mut doubt = Doubt::new(&self.store, &self.cleanup, &self.options, lock);
-        let mut last_error = None;
-        let mut attempt = 0u32;
-        let mut sent_at = start;
-        loop {
-            if let Some(p) = place.as_ref().filter(|p| !p.is_active()) {
-                if timeout_at(deadline, p.turn()).await.is_err() {
-                    return self.give_up(lock, &metrics, last_error);
-                }
-                sent_at = Instant::now();
-            }
-            if let Some(until) = self.lines.yielding(lock) {
-                // This elector's round is over: other processes' waiters go first.
-                sleep_until(until.min(deadline)).await;
-                sent_at = Instant::now();
-            }
-            if waits {
-                req.waiter = self.waiter_for(lock);
-            }
-            last_error = match self.attempt(&mut req, &mut grants).await {
-                Ok(Acquisition::Granted(lease)) => {
-                    if rounds {
-                        self.lines.won(lock, sent_at.elapsed(), held_by_others);
-                    }
-                    drop(place);
-                    let counted_from = doubt.since().map_or(sent_at, |t| t.min(sent_at));
-                    doubt.clear();
-                    return Ok(Claimed::Elected(self.elected(
-                        lease,
-                        metrics,
-                        start,
-                        counted_from,
-                    )));
-                }
-                Ok(Acquisition::AlreadyRan(record)) => {
-                    drop(place);
-                    doubt.clear();
-                    metrics.already_ran();
-                    debug!(lock = %lock, period = record.period, by = %record.by, "skipped, this period already ran");
-                    self.events.emit(|| Event::AlreadyRan {
-                        lock: lock.clone(),
-                        record: record.clone(),
-                    });
-                    return Ok(Claimed::AlreadyRan(record));
-                }
-                Ok(_) => {
-                    doubt.clear();
-                    held_by_others = rounds && !self.lines.is_releasing() && !self.held.holds(lock);
-                    None
-                }
-                Err(e) if e.is_transient() => {
-                    debug!(lock = %lock, error = %e, "transient error while acquiring");
-                    doubt.raise(req.token, sent_at);
-                    Some(e)
-                }
-                Err(e) => {
-                    metrics.not_acquired(true);
-                    return Err(Error::store(lock, e));
-                }
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return self.give_up(lock, &metrics, last_error);
-            }
-            let place = &*place.get_or_insert_with(|| self.lines.join(lock, self.slots));
-            if !place.is_active() {
-                continue; // others of this elector came first: wait for the turn
-            }
-            let pause = retry.pause(attempt).min(deadline - now);
-            attempt = attempt.saturating_add(1);
-            let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
-            let by_signal = tokio::select! {
-                biased;
-                () = place.freed() => false,
-                Some(()) = store_signal => true,
-                () = sleep(pause) => false,
-            };
-            if let Some(delay) = by_signal.then(|| self.lines.signal_delay(lock)).flatten() {
-                // Another process's release, while processes take turns in rounds: its next
-                // task, woken in-process, goes first (see `line`).
-                sleep_until((Instant::now() + delay).min(deadline)).await;
-            }
-            sent_at = Instant::now();
-        }
+        spans::acquire(
+            lock,
+            self.slots,
+            &self.options.node_id,
+            &self.shared.store_label,
+        )
     }
 
     /// Contends for `lock` until elected, however long that takes: the stable leader's
@@ -319,7 +194,18 @@ impl Engine {
     /// moment it begins.
     pub(crate) async fn contend(&self, lock: &LockName) -> Result<LeaderGuard> {
         let span = self.acquire_span(lock);
-        let elected = self.contend_in_span(lock).instrument(span.clone()).await;
+        let elected = async {
+            loop {
+                // A campaign ends elected or with an error; nothing else can come of it.
+                if let Claimed::Elected(guard) =
+                    self.acquire_loop(lock, None, Patience::Campaign).await?
+                {
+                    return Ok(guard);
+                }
+            }
+        }
+        .instrument(span.clone())
+        .await;
         match &elected {
             Ok(guard) => {
                 spans::record_lease(&span, guard.slot(), guard.fence());
@@ -330,148 +216,7 @@ impl Engine {
         elected
     }
 
-    async fn contend_in_span(&self, lock: &LockName) -> Result<LeaderGuard> {
-        let opts = &*self.options;
-        let metrics = self.metrics.get(lock);
-        metrics.attempt();
-        let start = Instant::now();
-        let mut req = self.request(lock);
-        let mut grants = None;
-        let mut signal = self.store.release_signal(lock);
-        let retry = opts.retry_for(reaches_every_client(signal.as_ref()));
-        let mut doubt = Doubt::new(&self.store, &self.cleanup, &self.options, lock);
-        let mut failing = false;
-        let mut attempt = 0u32;
-        loop {
-            let sent_at = Instant::now();
-            if doubt.since().is_some_and(|t| sent_at - t >= opts.lease / 2) {
-                // A lease this token got back now would count from that first unanswered
-                // attempt and be worth little or nothing: start afresh with a new token, and let
-                // go of the lease the store granted the old one, if it did.
-                doubt.settle();
-                req.token = Token::random();
-            }
-            req.waiter = self.waiter_for(lock);
-            match self.attempt(&mut req, &mut grants).await {
-                Ok(Acquisition::Granted(lease)) => {
-                    let counted_from = doubt.since().map_or(sent_at, |t| t.min(sent_at));
-                    doubt.clear();
-                    return Ok(self.elected(lease, metrics, start, counted_from));
-                }
-                Ok(_) => {
-                    doubt.clear();
-                    if std::mem::take(&mut failing) {
-                        tracing::info!(lock = %lock, "the store answers again; contending");
-                    }
-                }
-                Err(e) if e.is_transient() => {
-                    doubt.raise(req.token, sent_at);
-                    if !std::mem::replace(&mut failing, true) {
-                        tracing::warn!(lock = %lock, error = %e,
-                            "contending for leadership: the store failed; retrying");
-                    }
-                }
-                Err(e) => {
-                    metrics.not_acquired(true);
-                    return Err(Error::store(lock, e));
-                }
-            }
-            let pause = retry.pause(attempt);
-            attempt = attempt.saturating_add(1);
-            let store_signal = OptionFuture::from(signal.as_mut().map(ReleaseSignal::released));
-            tokio::select! {
-                () = sleep(pause) => {}
-                Some(()) = store_signal => {}
-            }
-        }
-    }
-
-    /// The wait ran out: the last transient error if the last attempt failed with one, else a
-    /// skip.
-    fn give_up(
-        &self,
-        lock: &LockName,
-        metrics: &LockMetrics,
-        last_error: Option<StoreError>,
-    ) -> Result<Claimed> {
-        if let Some(e) = last_error {
-            metrics.not_acquired(true);
-            return Err(Error::store(lock, e));
-        }
-        metrics.not_acquired(false);
-        debug!(lock = %lock, "skipped, lock held elsewhere");
-        self.events.emit(|| Event::Skipped { lock: lock.clone() });
-        Ok(Claimed::Held)
-    }
-
-    /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a
-    /// new token.
-    fn request(&self, lock: &LockName) -> AcquireRequest {
-        let opts = &*self.options;
-        AcquireRequest::new(
-            lock.clone(),
-            self.slots,
-            Arc::clone(&opts.node_id),
-            Token::random(),
-            opts.lease,
-        )
-        .with_timeout(opts.attempt_timeout)
-    }
-
-    /// The waiter an attempt of this elector on `lock` names to a store that
-    /// [hands off](crate::LeaseStore::hands_off): none while a task of this elector holds the
-    /// lock — its next turn comes in-process (see `line`), so the store need not record it as
-    /// waiting (a write per refusal on a SQL store) nor look through it at the release.
-    fn waiter_for(&self, lock: &LockName) -> Option<WaiterId> {
-        (!self.held.holds(lock)).then(|| self.lines.waiter())
-    }
-
-    /// One attempt. On a store whose acquisition is not cancel-safe the attempt runs in this
-    /// task but is handed over to a cleanup task if the caller stops waiting for it ([`Flight`]),
-    /// so that an answer arriving later is still seen: a lease it grants is released unless the
-    /// caller took that token's lease through another attempt ([`Grants`], made when the first
-    /// attempt of an acquisition is handed over). Those tasks are counted in `cleanup`, so stop
-    /// paths can wait for them (`Elector::settled`).
-    ///
-    /// An attempt without an answer within `req.timeout` is a transient error: the caller moves
-    /// on (retrying within its wait, with the same token). If the store granted a lease to a
-    /// token that an answer nobody read gave up meanwhile, the attempt reads as held and
-    /// `req` gets a new token.
-    async fn attempt(
-        &self,
-        req: &mut AcquireRequest,
-        grants: &mut Option<Arc<Grants>>,
-    ) -> StoreResult<Acquisition> {
-        let limit = req.timeout;
-        let no_answer = move || {
-            StoreError::transient(format!(
-                "no answer from the store within the attempt timeout of {}",
-                crate::limits::Human(limit)
-            ))
-        };
-        if self.store.acquire_is_cancel_safe() {
-            return within(limit, self.store.try_acquire(req))
-                .await
-                .unwrap_or_else(|| Err(no_answer()));
-        }
-        let mut flight = Flight::new(&self.store, req, &self.cleanup, grants.clone());
-        let Some(Some(outcome)) = within(limit, flight.answer()).await else {
-            flight.abandon(grants);
-            return Err(no_answer());
-        };
-        // With no attempt handed over before, no late answer can hold this token's lease.
-        let Some(shared) = grants.as_ref() else {
-            return outcome;
-        };
-        Answer::new(outcome, Arc::clone(shared))
-            .read()
-            .unwrap_or_else(|| {
-                req.token = Token::random();
-                Ok(Acquisition::Held)
-            })
-    }
-
-    fn elected(
+    pub(crate) fn elected(
         &self,
         lease: Lease,
         metrics: Arc<LockMetrics>,
@@ -482,25 +227,26 @@ impl Engine {
         let acquired = Instant::now();
         metrics.acquired(acquired - start);
         debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, "elected");
-        self.events.emit(|| Event::Elected {
+        self.shared.events.emit(|| Event::Elected {
             lock: lease.lock.clone(),
             slot: lease.slot,
             fence: lease.fence,
             owner: Arc::clone(&opts.node_id),
             expires_at: lease.expires_at,
         });
-        let owner = CellOwner {
-            store: Arc::clone(&self.store),
-            store_label: Arc::clone(&self.store_label),
-            events: self.events.clone(),
-            lines: Arc::clone(&self.lines),
-            cleanup: self.cleanup.clone(),
-            held: self.held.clone(),
-            single: self.slots == 1,
+        let terms = LeaseTerms {
+            may_hand_off: self.slots == 1 && opts.fair_turns,
             ttl: opts.lease,
             min_lease: opts.min_lease,
         };
-        let cell = LeaseCell::new(owner, metrics, lease, sent_at, acquired);
+        let cell = LeaseCell::new(
+            Arc::clone(&self.shared),
+            terms,
+            metrics,
+            lease,
+            sent_at,
+            acquired,
+        );
         LeaderGuard::new(cell, opts.auto_extend)
     }
 
@@ -675,19 +421,4 @@ impl Running {
             reason,
         }
     }
-}
-
-/// True if `signal` wakes waiters in every process (see [`SignalReach`]).
-fn reaches_every_client(signal: Option<&ReleaseSignal>) -> bool {
-    signal.is_some_and(|s| s.reach() == SignalReach::EveryClient)
-}
-
-/// `fut`'s output if it comes within `limit`, else `None`. An answer that is ready at the first
-/// poll (an in-process store) costs no timer.
-async fn within<F: Future>(limit: std::time::Duration, fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    if let std::task::Poll::Ready(out) = futures::poll!(fut.as_mut()) {
-        return Some(out);
-    }
-    timeout(limit, fut).await.ok()
 }

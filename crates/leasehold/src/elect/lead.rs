@@ -80,7 +80,7 @@ where
     let outcome = terms(&engine, &lock, &stop, action).instrument(span).await;
     // A dropped guard's release or an abandoned acquisition may still be in flight: nothing
     // started for this campaign outlives it (bounded, in case the store does not answer).
-    engine.cleanup.settled_within(SETTLE_TIMEOUT).await;
+    engine.shared.cleanup.settled_within(SETTLE_TIMEOUT).await;
     outcome
 }
 
@@ -313,5 +313,5 @@ pub(crate) fn leadership(
     poll: Duration,
 ) -> Result<LeadershipStream> {
     let lock = engine.lock_name(name)?;
-    LeadershipStream::new(Arc::clone(&engine.store), lock, poll).map_err(Error::from)
+    LeadershipStream::new(Arc::clone(&engine.shared.store), lock, poll).map_err(Error::from)
 }

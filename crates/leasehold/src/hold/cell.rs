@@ -9,17 +9,16 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, warn};
 
-use crate::cleanup::Cleanup;
+use crate::cleanup::background_release::{Unwanted, release_in_background};
+use crate::elect::shared::ElectorShared;
 use crate::error::{Error, Result};
-use crate::events::{Event, Events, LostReason};
-use crate::hold::held::{HeldLeases, HeldPlace};
+use crate::events::{Event, LostReason};
+use crate::hold::held::HeldPlace;
 use crate::hold::state::CellState;
 use crate::hold::suspend;
-use crate::let_go::{Unwanted, let_go};
-use crate::line::Lines;
 use crate::metrics::LockMetrics;
 use crate::spans;
-use crate::store::contract::{ClockSource, LeaseStore};
+use crate::store::contract::ClockSource;
 use crate::store::hand_off::HandOff;
 use crate::store::lease::{Extension, Lease, Release};
 
@@ -30,17 +29,11 @@ pub(crate) fn safety_margin(ttl: Duration) -> Duration {
     (ttl / 10).max(Duration::from_millis(1)).min(ttl / 2)
 }
 
-/// What a lease cell takes from the elector that won it: the store and settings its renewals and
-/// release use, and the elector's events, lines, cleanup tasks and register of held leases.
-pub(crate) struct CellOwner {
-    pub(crate) store: Arc<dyn LeaseStore>,
-    pub(crate) store_label: Arc<str>,
-    pub(crate) events: Events,
-    pub(crate) lines: Arc<Lines>,
-    pub(crate) cleanup: Cleanup,
-    pub(crate) held: HeldLeases,
-    /// True for a single-slot lock: its release may hand the lock off (see `line`).
-    pub(crate) single: bool,
+/// The terms a lease cell keeps its lease on, set by the elector that won it.
+pub(crate) struct LeaseTerms {
+    /// True for a single-slot lock of an elector with fair turns: its release may hand the
+    /// lock off (see `turns`).
+    pub(crate) may_hand_off: bool,
     pub(crate) ttl: Duration,
     pub(crate) min_lease: Duration,
 }
@@ -63,17 +56,13 @@ impl Drop for Counted<'_> {
 
 /// State shared by a guard, its contexts and its watchdog.
 pub(crate) struct LeaseCell {
-    pub(crate) store: Arc<dyn LeaseStore>,
-    /// The store's description: the `store` field of the spans.
-    pub(crate) store_label: Arc<str>,
-    pub(crate) events: Events,
+    /// The electing elector's shared state: its store, events, turns (a release wakes the first
+    /// of its tasks waiting in line), cleanup tasks (a dropped guard's release is counted there)
+    /// and register of held leases.
+    pub(crate) shared: Arc<ElectorShared>,
     metrics: Arc<LockMetrics>,
-    /// The electing engine's lines: a release wakes the first of its tasks waiting in line.
-    lines: Arc<Lines>,
-    /// True for a single-slot lock: its release may hand the lock off (see `line`).
-    single: bool,
-    /// The electing engine's cleanup tasks: a dropped guard's release is counted there.
-    pub(crate) cleanup: Cleanup,
+    /// See [`LeaseTerms::may_hand_off`].
+    may_hand_off: bool,
     pub(crate) ttl: Duration,
     min_lease: Duration,
     /// Monotonic instant at which the acquisition succeeded (min-lease is counted from here).
@@ -100,26 +89,21 @@ pub(crate) struct LeaseCell {
 }
 
 impl LeaseCell {
-    /// A cell for `lease`, granted by `owner.store` to a request sent at `sent_at` and
-    /// answered at `acquired`.
+    /// A cell for `lease`, granted by `shared.store` on `terms` to a request sent at `sent_at`
+    /// and answered at `acquired`.
     pub(crate) fn new(
-        owner: CellOwner,
+        shared: Arc<ElectorShared>,
+        terms: LeaseTerms,
         metrics: Arc<LockMetrics>,
         lease: Lease,
         sent_at: Instant,
         acquired: Instant,
     ) -> Self {
-        let CellOwner {
-            store,
-            store_label,
-            events,
-            lines,
-            cleanup,
-            held,
-            single,
+        let LeaseTerms {
+            may_hand_off,
             ttl,
             min_lease,
-        } = owner;
+        } = terms;
         let state = Arc::new(Mutex::new(CellState {
             expires_at: lease.expires_at,
             deadline: crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl)),
@@ -131,17 +115,13 @@ impl LeaseCell {
         }));
         metrics.leading(true);
         Self {
-            store,
-            store_label,
-            events,
+            held: shared.held.enter(&lease, Arc::clone(&state)),
+            shared,
             metrics,
-            lines,
-            single,
-            cleanup,
+            may_hand_off,
             ttl,
             min_lease,
             acquired,
-            held: held.enter(&lease, Arc::clone(&state)),
             state,
             granted: lease,
             lost_flag: AtomicBool::new(false),
@@ -230,7 +210,7 @@ impl LeaseCell {
         self.metrics.renewal_at_risk();
         warn!(lock = %g.lock, slot = g.slot, fence = g.fence, error,
             "lease renewal failing; retrying until the local deadline, then the lease is lost");
-        self.events.emit(|| Event::RenewalFailing {
+        self.shared.events.emit(|| Event::RenewalFailing {
             lock: g.lock.clone(),
             slot: g.slot,
             fence: g.fence,
@@ -267,7 +247,7 @@ impl LeaseCell {
             margin
         };
         self.metrics.extended(margin);
-        if self.store.clock_source() == ClockSource::Server
+        if self.shared.store.clock_source() == ClockSource::Server
             && let Some(store_now) = expires_at.checked_sub(ttl)
         {
             let round_trip = answered.saturating_duration_since(sent_at);
@@ -278,7 +258,7 @@ impl LeaseCell {
             ));
         }
         let g = &self.granted;
-        self.events.emit(|| Event::Extended {
+        self.shared.events.emit(|| Event::Extended {
             lock: g.lock.clone(),
             slot: g.slot,
             fence: g.fence,
@@ -305,7 +285,7 @@ impl LeaseCell {
         self.lost_notify.notify_waiters();
         warn!(lock = %lock, slot, fence, %reason, "lease lost");
         self.metrics.lost(reason);
-        self.events.emit(|| Event::Lost {
+        self.shared.events.emit(|| Event::Lost {
             lock,
             slot,
             fence,
@@ -362,8 +342,13 @@ impl LeaseCell {
         let lease = &self.granted;
         let sent_at = Instant::now();
         let sent_offset = suspend::offset();
-        let span = spans::renew(lease, &self.store_label);
-        let outcome = self.store.extend(lease, ttl).instrument(span.clone()).await;
+        let span = spans::renew(lease, &self.shared.store_label);
+        let outcome = self
+            .shared
+            .store
+            .extend(lease, ttl)
+            .instrument(span.clone())
+            .await;
         spans::record_outcome(&span, spans::extension_outcome(&outcome));
         let outcome = outcome.map_err(|e| Error::store(&lease.lock, e))?;
         match outcome {
@@ -406,14 +391,14 @@ impl LeaseCell {
         self.stop_leading(&mut self.state());
         let linger = self.linger();
         // Until the store answers, a waiter of this elector that finds the lock held must not
-        // take this lease for another process's (see `line`).
-        let in_flight = self.lines.release_in_flight();
-        let to = if self.single && linger.is_zero() {
-            self.lines.hand_off(&lease.lock)
+        // take this lease for another process's (see `turns`).
+        let in_flight = self.shared.turns.release_in_flight();
+        let to = if self.may_hand_off && linger.is_zero() {
+            self.shared.turns.hand_off(&lease.lock)
         } else {
             HandOff::Anyone
         };
-        let answer = self.store.release_to(lease, linger, to).await;
+        let answer = self.shared.store.release_to(lease, linger, to).await;
         drop(in_flight);
         self.metrics.released();
         let kept_for_another = answer.as_ref().is_ok_and(|a| a.kept_for_another);
@@ -421,10 +406,10 @@ impl LeaseCell {
         match &outcome {
             Ok(Release::Released) => {
                 if linger.is_zero() {
-                    self.lines.released(&lease.lock, kept_for_another);
+                    self.shared.turns.released(&lease.lock, kept_for_another);
                 }
                 debug!(lock = %lease.lock, slot = lease.slot, fence = lease.fence, ?linger, "released");
-                self.events.emit(|| Event::Released {
+                self.shared.events.emit(|| Event::Released {
                     lock: lease.lock.clone(),
                     slot: lease.slot,
                     fence: lease.fence,
@@ -441,7 +426,12 @@ impl LeaseCell {
                     lease: lease.clone(),
                     linger,
                 };
-                let_go(&self.store, &self.cleanup, unwanted, self.deadline());
+                release_in_background(
+                    &self.shared.store,
+                    &self.shared.cleanup,
+                    unwanted,
+                    self.deadline(),
+                );
             }
             Err(e) => {
                 warn!(lock = %lease.lock, slot = lease.slot, error = %e, "release failed; the lease ends at its expiry");

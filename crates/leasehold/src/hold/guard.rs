@@ -112,7 +112,7 @@ impl std::ops::Deref for LeaderGuard {
 
 /// Stops the watchdog, waiting for an extension in flight, then releases.
 async fn finish(cell: &LeaseCell, watchdog: Option<JoinHandle<()>>) -> Result<Release> {
-    let span = crate::spans::release(cell.granted(), &cell.store_label);
+    let span = crate::spans::release(cell.granted(), &cell.shared.store_label);
     let released = finish_in_span(cell, watchdog)
         .instrument(span.clone())
         .await;
@@ -138,7 +138,7 @@ impl Drop for LeaderGuard {
         let watchdog = self.watchdog.take();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                let cleanup = cell.cleanup.clone();
+                let cleanup = cell.shared.cleanup.clone();
                 cleanup.spawn_on(&handle, async move {
                     let _ = finish(&cell, watchdog).await;
                 });

@@ -61,8 +61,12 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         let deadline = cell.deadline();
         let sent_offset = suspend::offset();
         let slow_at = deadline_after(now, period);
-        let span = spans::renew(&lease, &cell.store_label);
-        let extend = cell.store.extend(&lease, cell.ttl).instrument(span.clone());
+        let span = spans::renew(&lease, &cell.shared.store_label);
+        let extend = cell
+            .shared
+            .store
+            .extend(&lease, cell.ttl)
+            .instrument(span.clone());
         tokio::pin!(extend);
         let outcome = loop {
             tokio::select! {

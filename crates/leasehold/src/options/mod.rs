@@ -81,6 +81,8 @@ pub struct ElectionOptions {
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) max_leaders: u32,
     pub(crate) attempt_timeout: Duration,
+    /// Always on for now: the switch of the turns seam (`turns`).
+    pub(crate) fair_turns: bool,
 }
 
 impl Default for ElectionOptions {
@@ -95,6 +97,7 @@ impl Default for ElectionOptions {
             cancel_on_lost: true,
             node_id: default_node_id(),
             retry: None,
+            fair_turns: true,
         }
     }
 }
@@ -178,7 +181,6 @@ impl ElectionOptions {
     pub fn attempt_timeout(&self) -> Duration {
         self.attempt_timeout
     }
-
     fn validate(&self) -> Result<(), OptionsError> {
         if self.max_leaders == 0 {
             return Err(OptionsError::NoLeaders);

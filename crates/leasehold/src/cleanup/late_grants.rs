@@ -9,7 +9,7 @@
 //! acquisition got that lease back and the caller took it, since releasing by token would free
 //! the caller's lease. And once a token's lease is being released the caller must not take it.
 //!
-//! [`Grants`] decides both under one lock, per token: a token the caller took is never released
+//! [`LateGrants`] decides both under one lock, per token: a token the caller took is never released
 //! by a late answer ([`Answer`]'s drop), and a token given up that way is never taken
 //! ([`Answer::read`]); the caller then goes on with a new token.
 
@@ -20,13 +20,13 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::cleanup::Cleanup;
+use crate::cleanup::background_release::{Unwanted, release_in_background};
 use crate::error::StoreResult;
-use crate::let_go::{Unwanted, let_go};
 use crate::store::contract::LeaseStore;
 use crate::store::lease::{Acquisition, Lease, Token};
 
 /// The grants to one acquisition's attempts, on a store whose acquisition is not cancel-safe.
-pub(crate) struct Grants {
+pub(crate) struct LateGrants {
     tokens: Mutex<Tokens>,
     store: Arc<dyn LeaseStore>,
     cleanup: Cleanup,
@@ -40,7 +40,7 @@ struct Tokens {
     given_up: Vec<Token>,
 }
 
-impl Grants {
+impl LateGrants {
     pub(crate) fn new(store: Arc<dyn LeaseStore>, cleanup: Cleanup) -> Arc<Self> {
         Arc::new(Self {
             tokens: Mutex::new(Tokens::default()),
@@ -86,7 +86,7 @@ impl Grants {
             lease,
             linger: Duration::ZERO,
         };
-        let_go(&self.store, &self.cleanup, unwanted, ends);
+        release_in_background(&self.store, &self.cleanup, unwanted, ends);
     }
 }
 
@@ -95,11 +95,11 @@ impl Grants {
 /// [`read`](Self::read).
 pub(crate) struct Answer {
     outcome: Option<StoreResult<Acquisition>>,
-    grants: Arc<Grants>,
+    grants: Arc<LateGrants>,
 }
 
 impl Answer {
-    pub(crate) fn new(outcome: StoreResult<Acquisition>, grants: Arc<Grants>) -> Self {
+    pub(crate) fn new(outcome: StoreResult<Acquisition>, grants: Arc<LateGrants>) -> Self {
         Self {
             outcome: Some(outcome),
             grants,

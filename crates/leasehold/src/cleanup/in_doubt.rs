@@ -1,6 +1,6 @@
 //! An acquisition in doubt: one of its attempts was answered with a transient error, and the
 //! store may have granted it all the same. Ended without a definite answer, the acquisition lets
-//! go of whatever lease its token holds ([`let_go`]).
+//! go of whatever lease its token holds ([`release_in_background`]).
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::cleanup::Cleanup;
-use crate::let_go::{Unwanted, let_go};
+use crate::cleanup::background_release::{Unwanted, release_in_background};
 use crate::name::LockName;
 use crate::options::ElectionOptions;
 use crate::store::contract::LeaseStore;
@@ -18,7 +18,7 @@ use crate::store::lease::Token;
 /// being read: raised by an attempt answered with a transient error, cleared by a definite
 /// answer (granted, held by another, already ran). Dropped while raised — the acquisition gave
 /// up, failed or was cancelled — it lets go of whatever lease that token holds.
-pub(crate) struct Doubt<'a> {
+pub(crate) struct InDoubt<'a> {
     store: &'a Arc<dyn LeaseStore>,
     cleanup: &'a Cleanup,
     /// The elector's options: its node id, slots and lease.
@@ -28,7 +28,7 @@ pub(crate) struct Doubt<'a> {
     raised: Option<(Token, Instant)>,
 }
 
-impl<'a> Doubt<'a> {
+impl<'a> InDoubt<'a> {
     /// No doubt yet, about an acquisition of `lock` on `store` by an elector with `options`,
     /// whose background work is counted in `cleanup`.
     pub(crate) fn new(
@@ -80,11 +80,11 @@ impl<'a> Doubt<'a> {
             token,
         };
         let ends = crate::limits::deadline_after(since, self.options.lease);
-        let_go(self.store, self.cleanup, unwanted, ends);
+        release_in_background(self.store, self.cleanup, unwanted, ends);
     }
 }
 
-impl Drop for Doubt<'_> {
+impl Drop for InDoubt<'_> {
     fn drop(&mut self) {
         self.settle();
     }

@@ -4,7 +4,7 @@
 //! no task, channel or wake-up of its own. If the caller stops waiting before the store answered
 //! — the attempt timed out, or the caller's future was dropped — the attempt is handed over to a
 //! counted cleanup task ([`Cleanup`]), which reads the late answer and gives up a grant in it
-//! unless the caller took that token's lease through another attempt ([`Grants`]).
+//! unless the caller took that token's lease through another attempt ([`LateGrants`]).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -16,7 +16,7 @@ use tokio::runtime::Handle;
 use tracing::warn;
 
 use crate::cleanup::Cleanup;
-use crate::elect::grants::{Answer, Grants};
+use crate::cleanup::late_grants::{Answer, LateGrants};
 use crate::error::{StoreError, StoreResult};
 use crate::store::contract::LeaseStore;
 use crate::store::lease::{AcquireRequest, Acquisition};
@@ -24,22 +24,22 @@ use crate::store::lease::{AcquireRequest, Acquisition};
 type Attempt = Pin<Box<dyn Future<Output = StoreResult<Acquisition>> + Send>>;
 
 /// One attempt; dropped before it answered, it hands itself over to a cleanup task.
-pub(crate) struct Flight<'a> {
+pub(crate) struct InFlight<'a> {
     attempt: Option<Attempt>,
     store: &'a Arc<dyn LeaseStore>,
     cleanup: &'a Cleanup,
     /// The acquisition's grants, if one of its attempts was handed over before; a hand-over
     /// without them makes its own (nobody can take that token's lease any more).
-    grants: Option<Arc<Grants>>,
+    grants: Option<Arc<LateGrants>>,
 }
 
-impl<'a> Flight<'a> {
+impl<'a> InFlight<'a> {
     /// Sends `req` to `store` (at the first poll of [`answer`](Self::answer)).
     pub(crate) fn new(
         store: &'a Arc<dyn LeaseStore>,
         req: &AcquireRequest,
         cleanup: &'a Cleanup,
-        grants: Option<Arc<Grants>>,
+        grants: Option<Arc<LateGrants>>,
     ) -> Self {
         let sent = req.clone();
         let owned = Arc::clone(store);
@@ -73,17 +73,17 @@ impl<'a> Flight<'a> {
 
     /// Hands the attempt, unanswered, over to a cleanup task that reads its answer with the
     /// acquisition's `grants`, made now if none of its attempts was handed over before.
-    pub(crate) fn abandon(mut self, grants: &mut Option<Arc<Grants>>) {
+    pub(crate) fn abandon(mut self, grants: &mut Option<Arc<LateGrants>>) {
         let shared = grants.get_or_insert_with(|| self.new_grants());
         self.grants = Some(Arc::clone(shared));
     }
 
-    fn new_grants(&self) -> Arc<Grants> {
-        Grants::new(Arc::clone(self.store), self.cleanup.clone())
+    fn new_grants(&self) -> Arc<LateGrants> {
+        LateGrants::new(Arc::clone(self.store), self.cleanup.clone())
     }
 }
 
-impl Drop for Flight<'_> {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let Some(attempt) = self.attempt.take() else {
             return;

@@ -1,54 +1,31 @@
-//! The local line: an elector's tasks that wait for the same lock take turns in arrival order.
+//! Turn-taking among waiters for one lock: an elector's own tasks take turns in arrival order
+//! (the local line), and electors in different processes take turns in rounds.
 //!
-//! Without it, a task that releases a lock and at once asks for it again usually beats the tasks
-//! of its own process that have been waiting: it needs one round trip, while they first have to
-//! be woken. Under steady local contention a waiter can then be starved until its wait runs out.
+//! The turns are a seam of the acquisition loop (`elect::acquire`): it asks them, at a few
+//! named points, whether to try now, whom to name as waiter, and how long to pause.
 //!
-//! With it, a task that finds the lock taken joins the line. Only the first `slots` places in a
-//! line talk to the store; the others wait for their turn (or for their wait to run out, which
-//! skips them without a store call). A task that arrives while others of its elector are in line
-//! joins at the back instead of trying first. And a release by the same elector wakes the first
-//! in line at once, without waiting for the store's release signal or a retry timer.
-//!
-//! The line orders one elector's tasks (and its clones: tenants, reconfigured copies); the store
-//! still decides every grant. A task that never tries (`wait = 0`) never joins a line.
-//!
-//! Between processes, the line takes turns in rounds. Left alone, a process that holds a lock
-//! other processes wait for would keep it: its next task is woken in-process, sooner than a
-//! store's release signal reaches the others. So when a task wins the lock after finding it held
-//! by another process, its elector's round is the tasks then in line (and the winner): each gets
-//! one turn, handed over at once as above. After the round's last release the elector *yields*:
-//! for a head start of about three store round trips its tasks make no attempt, so the other
-//! processes' waiters, woken by the store's signal, go first. Each process thus gets one turn per
-//! waiting task per round, and a task's share of the lock does not depend on how many tasks its
-//! process runs.
-//!
-//! On a store that hands off ([`LeaseStore::hands_off`](crate::LeaseStore::hands_off)) the
-//! store does what the head start does, without leaving the lock idle: each release within the
-//! round keeps the freed lock for this elector's next task ([`HandOff::Keep`]), and the round's
-//! last release keeps it for the elector the store has seen waiting longest
-//! ([`HandOff::Longest`]). Only when the store knew of no other waiter (their next attempts
-//! still on the way) does the round end with a head start, as below.
-//!
-//! A head start can be too short: the other processes may be slower to hear the signal or to
-//! reach the store (a loaded machine, a longer network path). If this elector then wins the lock
-//! again without another process having held it, the others missed their turn: a new round
-//! starts (rather than in-process hand-offs for as long as nobody slips in) and its head start
-//! is twice as long, up to [`HEAD_START_MAX`]. What was learned is kept while rounds go on: the
-//! next win from another process starts its round with at least that head start. Only within
-//! [`ROUND_MEMORY`] of the last win from another process: when the others have gone, the elector
-//! stops yielding to them.
+//! In short: a task that finds the lock taken joins its elector's line, and only the first
+//! `slots` places talk to the store; a release by the elector wakes the first in line at once.
+//! When a task wins a single-slot lock from another process, its elector's round is the tasks
+//! then in line, one turn each; after it the elector yields for a head start (about three store
+//! round trips), or, on a store that hands off, the round's last release keeps the lock for the
+//! elector the store has seen waiting longest. Why, and how a head start that was too short
+//! grows, is in `docs/design.md` ("Turns").
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::future::OptionFuture;
 use tokio::sync::Notify;
-use tokio::time::Instant;
+use tokio::time::{Instant, sleep, sleep_until, timeout_at};
 
+use crate::elect::shared::ElectorShared;
+use crate::hold::held::HeldLeases;
 use crate::name::LockName;
 use crate::store::hand_off::{HandOff, WaiterId};
+use crate::store::signal::ReleaseSignal;
 
 /// The shortest head start an elector gives other processes' waiters after its round.
 pub(crate) const HEAD_START_MIN: Duration = Duration::from_millis(2);
@@ -61,15 +38,15 @@ pub(crate) const ROUND_MEMORY: Duration = Duration::from_secs(1);
 
 /// Every line of one elector, by lock.
 #[derive(Default)]
-pub(crate) struct Lines {
+pub(crate) struct Turns {
     /// This elector's identity among a lock's waiters on a store that hands off.
     waiter: WaiterId,
     /// True if the store hands off ([`LeaseStore::hands_off`](crate::LeaseStore::hands_off)):
     /// rounds end with a hand-off instead of a head start.
     hands_off: bool,
-    /// Places in all lines; lets the uncontended path skip the map.
+    /// Places in all queues; lets the uncontended path skip the map.
     places: AtomicUsize,
-    lines: Mutex<HashMap<LockName, Line, foldhash::fast::RandomState>>,
+    queues: Mutex<HashMap<LockName, Queue, foldhash::fast::RandomState>>,
     /// Rounds in progress or yielding; lets the uncontended path skip the map.
     live_rounds: AtomicUsize,
     /// This elector's round per lock contended with other processes.
@@ -78,7 +55,7 @@ pub(crate) struct Lines {
     releasing: Arc<AtomicUsize>,
 }
 
-/// A release of this elector in flight (see [`Lines::release_in_flight`]); ends on drop.
+/// A release of this elector in flight (see [`Turns::release_in_flight`]); ends on drop.
 pub(crate) struct ReleaseInFlight(Arc<AtomicUsize>);
 
 impl Drop for ReleaseInFlight {
@@ -102,12 +79,12 @@ struct Round {
 }
 
 /// Three round trips, within the head start's bounds: the head start a round starts from, and
-/// twice the delay of a waiter woken by another process's release (see [`Lines::signal_delay`]).
+/// twice the delay of a waiter woken by another process's release (see [`Turns::signal_delay`]).
 fn three_round_trips(round_trip: Duration) -> Duration {
     (round_trip * 3).clamp(HEAD_START_MIN, HEAD_START_MAX)
 }
 
-struct Line {
+struct Queue {
     next_ticket: u64,
     /// Tickets in arrival order, each with the notifier that tells it its turn has come.
     queue: VecDeque<(u64, Arc<Notify>)>,
@@ -115,8 +92,8 @@ struct Line {
     freed: Arc<Notify>,
 }
 
-impl Lines {
-    /// The lines of a new elector, on a store that hands off or not.
+impl Turns {
+    /// The turns of a new elector, on a store that hands off or not.
     pub(crate) fn new(hands_off: bool) -> Self {
         Self {
             waiter: WaiterId::random(),
@@ -150,19 +127,19 @@ impl Lines {
         }
     }
 
-    fn map(&self) -> MutexGuard<'_, HashMap<LockName, Line, foldhash::fast::RandomState>> {
-        self.lines.lock().unwrap_or_else(|p| p.into_inner())
+    fn queues(&self) -> MutexGuard<'_, HashMap<LockName, Queue, foldhash::fast::RandomState>> {
+        self.queues.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// True if some task of this elector is in line for `lock`.
     pub(crate) fn is_busy(&self, lock: &LockName) -> bool {
-        self.places.load(Ordering::Acquire) > 0 && self.map().contains_key(lock)
+        self.places.load(Ordering::Acquire) > 0 && self.queues().contains_key(lock)
     }
 
     /// Joins the back of the line for `lock`, whose first `slots` places may try the store.
     pub(crate) fn join(self: &Arc<Self>, lock: &LockName, slots: u32) -> Place {
-        let mut map = self.map();
-        let line = map.entry(lock.clone()).or_insert_with(|| Line {
+        let mut map = self.queues();
+        let line = map.entry(lock.clone()).or_insert_with(|| Queue {
             next_ticket: 0,
             queue: VecDeque::new(),
             freed: Arc::new(Notify::new()),
@@ -173,7 +150,7 @@ impl Lines {
         line.queue.push_back((ticket, Arc::clone(&turn)));
         self.places.fetch_add(1, Ordering::AcqRel);
         Place {
-            lines: Arc::clone(self),
+            turns: Arc::clone(self),
             lock: lock.clone(),
             ticket,
             slots: slots as usize,
@@ -208,7 +185,7 @@ impl Lines {
             return;
         }
         let turns = self
-            .map()
+            .queues()
             .get(lock)
             .map_or(1, |line| line.queue.len().max(1));
         let now = Instant::now();
@@ -282,7 +259,7 @@ impl Lines {
             return false;
         };
         round.left = round.left.saturating_sub(1);
-        let waiting = self.places.load(Ordering::Acquire) > 0 && self.map().contains_key(lock);
+        let waiting = self.places.load(Ordering::Acquire) > 0 && self.queues().contains_key(lock);
         if round.left > 0 && waiting {
             return false;
         }
@@ -304,7 +281,7 @@ impl Lines {
         if self.round_over(lock, kept_for_another) || self.places.load(Ordering::Acquire) == 0 {
             return;
         }
-        if let Some(line) = self.map().get(lock) {
+        if let Some(line) = self.queues().get(lock) {
             line.freed.notify_one();
         }
     }
@@ -312,7 +289,7 @@ impl Lines {
 
 /// A task's place in a line; leaving (drop) lets the next place take its turn.
 pub(crate) struct Place {
-    lines: Arc<Lines>,
+    turns: Arc<Turns>,
     lock: LockName,
     ticket: u64,
     slots: usize,
@@ -323,7 +300,7 @@ pub(crate) struct Place {
 impl Place {
     /// True if this place is among the first `slots` of its line, so it may try the store.
     pub(crate) fn is_active(&self) -> bool {
-        self.lines.map().get(&self.lock).is_some_and(|line| {
+        self.turns.queues().get(&self.lock).is_some_and(|line| {
             line.queue
                 .iter()
                 .take(self.slots)
@@ -346,7 +323,7 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
-        let mut map = self.lines.map();
+        let mut map = self.turns.queues();
         if let Some(line) = map.get_mut(&self.lock) {
             line.queue.retain(|(t, _)| *t != self.ticket);
             if line.queue.is_empty() {
@@ -357,7 +334,143 @@ impl Drop for Place {
                 }
             }
         }
-        self.lines.places.fetch_sub(1, Ordering::AcqRel);
+        self.turns.places.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How one acquisition takes part in its elector's turns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TurnRules {
+    /// Waits in the local line: an acquisition that may wait (`wait` above zero), not a
+    /// campaign.
+    pub(crate) line: bool,
+    /// Yields when its elector's round is over, and lets another process's in-process hand-off
+    /// go first after a release signal: every acquisition of an elector with fair turns, but a
+    /// campaign.
+    pub(crate) yields: bool,
+    /// Takes part in rounds with other processes: also only for a single-slot lock whose
+    /// store's release signal reaches every process.
+    pub(crate) rounds: bool,
+    /// Names its elector as a waiter to a store that hands off.
+    pub(crate) named: bool,
+}
+
+/// One acquisition's dealings with its elector's turns, asked by the acquisition loop at five
+/// named points: [`before_attempt`](Self::before_attempt), [`waiter`](Self::waiter),
+/// [`won`](Self::won), [`refused`](Self::refused) and [`between_attempts`](Self::between_attempts).
+pub(crate) struct TurnTaking<'a> {
+    turns: &'a Arc<Turns>,
+    held: &'a HeldLeases,
+    lock: &'a LockName,
+    slots: u32,
+    rules: TurnRules,
+    place: Option<Place>,
+    /// The last refusal came from a lease held by another process (for rounds).
+    held_by_others: bool,
+}
+
+impl<'a> TurnTaking<'a> {
+    /// An acquisition of `lock` (with `slots`) by the elector sharing `shared`. Tasks of this
+    /// elector already waiting for the lock go first: it joins the back of their line.
+    pub(crate) fn new(
+        shared: &'a ElectorShared,
+        lock: &'a LockName,
+        slots: u32,
+        rules: TurnRules,
+    ) -> Self {
+        let turns = &shared.turns;
+        let place = (rules.line && turns.is_busy(lock)).then(|| turns.join(lock, slots));
+        Self {
+            turns,
+            held: &shared.held,
+            lock,
+            slots,
+            rules,
+            place,
+            held_by_others: false,
+        }
+    }
+
+    /// Before an attempt: waits for this task's turn in the local line, then out the head start
+    /// this elector gives other processes when its round is over. False if `deadline` came
+    /// before the turn.
+    pub(crate) async fn before_attempt(&self, deadline: Option<Instant>) -> bool {
+        if let Some(place) = self.place.as_ref().filter(|p| !p.is_active()) {
+            match deadline {
+                Some(d) => {
+                    if timeout_at(d, place.turn()).await.is_err() {
+                        return false;
+                    }
+                }
+                None => place.turn().await,
+            }
+        }
+        if self.rules.yields
+            && let Some(until) = self.turns.yielding(self.lock)
+        {
+            sleep_until(deadline.map_or(until, |d| until.min(d))).await;
+        }
+        true
+    }
+
+    /// The waiter an attempt names to a store that
+    /// [hands off](crate::LeaseStore::hands_off): none while a task of this elector holds the
+    /// lock — its next turn comes in-process, so the store need not record it as waiting (a
+    /// write per refusal on a SQL store) nor look through it at the release.
+    pub(crate) fn waiter(&self) -> Option<WaiterId> {
+        (self.rules.named && !self.held.holds(self.lock)).then(|| self.turns.waiter())
+    }
+
+    /// The lock was won by an attempt that took `round_trip`: leaves the line, and starts or
+    /// counts a round.
+    pub(crate) fn won(self, round_trip: Duration) {
+        if self.rules.rounds {
+            self.turns.won(self.lock, round_trip, self.held_by_others);
+        }
+    }
+
+    /// The lock was found held: by another process, unless a release of this elector is in
+    /// flight or a task of this elector holds it.
+    pub(crate) fn refused(&mut self) {
+        self.held_by_others =
+            self.rules.rounds && !self.turns.is_releasing() && !self.held.holds(self.lock);
+    }
+
+    /// Between attempts: joins the line (if this acquisition waits in it), then waits for the
+    /// first of this elector's release of the lock, the store's release `signal` and `pause`.
+    /// After another process's release, while processes take turns in rounds, its next task,
+    /// woken in-process, goes first. False, at once, if other tasks of this elector come first:
+    /// [`before_attempt`](Self::before_attempt) waits for the turn.
+    pub(crate) async fn between_attempts(
+        &mut self,
+        pause: Duration,
+        signal: Option<&mut ReleaseSignal>,
+        deadline: Option<Instant>,
+    ) -> bool {
+        if self.rules.line {
+            let place = self
+                .place
+                .get_or_insert_with(|| self.turns.join(self.lock, self.slots));
+            if !place.is_active() {
+                return false;
+            }
+        }
+        let freed = OptionFuture::from(self.place.as_ref().map(Place::freed));
+        let store_signal = OptionFuture::from(signal.map(ReleaseSignal::released));
+        let by_signal = tokio::select! {
+            biased;
+            Some(()) = freed => false,
+            Some(()) = store_signal => true,
+            () = sleep(pause) => false,
+        };
+        let delay = (by_signal && self.rules.yields)
+            .then(|| self.turns.signal_delay(self.lock))
+            .flatten();
+        if let Some(delay) = delay {
+            let until = Instant::now() + delay;
+            sleep_until(deadline.map_or(until, |d| until.min(d))).await;
+        }
+        true
     }
 }
 
@@ -372,12 +485,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn places_take_turns_in_arrival_order() {
-        let lines = Arc::new(Lines::default());
-        assert!(!lines.is_busy(&lock()));
-        let first = lines.join(&lock(), 1);
-        let second = lines.join(&lock(), 1);
-        let third = lines.join(&lock(), 1);
-        assert!(lines.is_busy(&lock()));
+        let turns = Arc::new(Turns::default());
+        assert!(!turns.is_busy(&lock()));
+        let first = turns.join(&lock(), 1);
+        let second = turns.join(&lock(), 1);
+        let third = turns.join(&lock(), 1);
+        assert!(turns.is_busy(&lock()));
         assert!(first.is_active());
         assert!(!second.is_active() && !third.is_active());
         drop(first);
@@ -388,59 +501,59 @@ mod tests {
         assert!(!third.is_active());
         drop(second);
         drop(third);
-        assert!(!lines.is_busy(&lock()), "an empty line is forgotten");
-        assert_eq!(lines.places.load(Ordering::Acquire), 0);
+        assert!(!turns.is_busy(&lock()), "an empty line is forgotten");
+        assert_eq!(turns.places.load(Ordering::Acquire), 0);
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_first_slots_places_are_active() {
-        let lines = Arc::new(Lines::default());
-        let places: Vec<_> = (0..4).map(|_| lines.join(&lock(), 2)).collect();
+        let turns = Arc::new(Turns::default());
+        let places: Vec<_> = (0..4).map(|_| turns.join(&lock(), 2)).collect();
         let active: Vec<bool> = places.iter().map(Place::is_active).collect();
         assert_eq!(active, [true, true, false, false]);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_release_wakes_the_first_in_line_even_before_it_waits() {
-        let lines = Arc::new(Lines::default());
-        let first = lines.join(&lock(), 1);
-        lines.released(&lock(), false); // before `freed()` is awaited: the permit is kept
+        let turns = Arc::new(Turns::default());
+        let first = turns.join(&lock(), 1);
+        turns.released(&lock(), false); // before `freed()` is awaited: the permit is kept
         tokio::time::timeout(std::time::Duration::from_secs(1), first.freed())
             .await
             .unwrap();
         let other = LockName::new("other").unwrap();
-        lines.released(&other, false); // no line: nothing happens
-        assert!(!lines.is_busy(&other));
+        turns.released(&other, false); // no line: nothing happens
+        assert!(!turns.is_busy(&other));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_round_gives_each_task_in_line_one_turn_then_yields() {
-        let lines = Arc::new(Lines::default());
-        let places: Vec<_> = (0..3).map(|_| lines.join(&lock(), 1)).collect();
-        lines.won(&lock(), Duration::from_millis(1), true);
-        assert_eq!(lines.yielding(&lock()), None);
+        let turns = Arc::new(Turns::default());
+        let places: Vec<_> = (0..3).map(|_| turns.join(&lock(), 1)).collect();
+        turns.won(&lock(), Duration::from_millis(1), true);
+        assert_eq!(turns.yielding(&lock()), None);
         assert_eq!(
-            lines.signal_delay(&lock()),
+            turns.signal_delay(&lock()),
             None,
             "the round is this elector's"
         );
         // Two turns handed over in-process at once.
         for _ in 0..2 {
-            lines.released(&lock(), false);
+            turns.released(&lock(), false);
             tokio::time::timeout(Duration::from_secs(1), places[0].freed())
                 .await
                 .unwrap();
-            assert_eq!(lines.yielding(&lock()), None);
+            assert_eq!(turns.yielding(&lock()), None);
         }
         // The third ends the round: no in-process wake-up, a head start of 3 round trips.
         let ended = Instant::now();
-        lines.released(&lock(), false);
+        turns.released(&lock(), false);
         assert_eq!(
-            lines.yielding(&lock()),
+            turns.yielding(&lock()),
             Some(ended + Duration::from_millis(3))
         );
         assert_eq!(
-            lines.signal_delay(&lock()),
+            turns.signal_delay(&lock()),
             Some(Duration::from_micros(1500))
         );
         assert!(
@@ -452,83 +565,83 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_round_ends_early_when_nobody_is_left_in_line_and_is_forgotten_later() {
-        let lines = Arc::new(Lines::default());
-        let place = lines.join(&lock(), 1);
-        lines.won(&lock(), Duration::from_micros(10), true);
+        let turns = Arc::new(Turns::default());
+        let place = turns.join(&lock(), 1);
+        turns.won(&lock(), Duration::from_micros(10), true);
         drop(place);
-        lines.released(&lock(), false);
+        turns.released(&lock(), false);
         // The head start is never shorter than the minimum.
-        let until = lines.yielding(&lock()).unwrap();
+        let until = turns.yielding(&lock()).unwrap();
         assert_eq!(until, Instant::now() + HEAD_START_MIN);
         tokio::time::sleep_until(until).await;
-        assert_eq!(lines.yielding(&lock()), None);
+        assert_eq!(turns.yielding(&lock()), None);
         assert!(
-            lines.signal_delay(&lock()).is_some(),
+            turns.signal_delay(&lock()).is_some(),
             "still taking part in rounds"
         );
         tokio::time::sleep(ROUND_MEMORY * 2).await;
-        assert_eq!(lines.yielding(&lock()), None);
-        assert_eq!(lines.live_rounds.load(Ordering::Acquire), 0);
-        assert_eq!(lines.signal_delay(&lock()), None);
+        assert_eq!(turns.yielding(&lock()), None);
+        assert_eq!(turns.live_rounds.load(Ordering::Acquire), 0);
+        assert_eq!(turns.signal_delay(&lock()), None);
     }
 
     /// Ends the round in progress on `lock` (one turn left, nobody in line) and returns when
     /// the yield it starts ends.
-    fn end_round(lines: &Lines) -> Instant {
-        lines.released(&lock(), false);
-        lines.yielding(&lock()).unwrap()
+    fn end_round(turns: &Turns) -> Instant {
+        turns.released(&lock(), false);
+        turns.yielding(&lock()).unwrap()
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_win_after_a_missed_head_start_starts_a_round_with_a_longer_one() {
-        let lines = Arc::new(Lines::default());
-        lines.won(&lock(), Duration::from_millis(1), true);
-        let until = end_round(&lines);
+        let turns = Arc::new(Turns::default());
+        turns.won(&lock(), Duration::from_millis(1), true);
+        let until = end_round(&turns);
         assert_eq!(until, Instant::now() + Duration::from_millis(3));
         tokio::time::sleep_until(until).await;
         // Nobody else took the lock during the head start: this elector wins again. A new
         // round, and the next head start is twice as long, up to the maximum.
         for expected in [6, 12, 20, 20] {
-            lines.won(&lock(), Duration::from_millis(1), false);
-            assert_eq!(lines.yielding(&lock()), None, "a round is in progress");
-            let until = end_round(&lines);
+            turns.won(&lock(), Duration::from_millis(1), false);
+            assert_eq!(turns.yielding(&lock()), None, "a round is in progress");
+            let until = end_round(&turns);
             assert_eq!(until, Instant::now() + Duration::from_millis(expected));
             tokio::time::sleep_until(until).await;
         }
         // The signal delay stays one and a half round trips.
         assert_eq!(
-            lines.signal_delay(&lock()),
+            turns.signal_delay(&lock()),
             Some(Duration::from_micros(1500))
         );
         // The next win from another process keeps the learned head start.
-        lines.won(&lock(), Duration::from_millis(1), true);
-        assert_eq!(end_round(&lines), Instant::now() + HEAD_START_MAX);
+        turns.won(&lock(), Duration::from_millis(1), true);
+        assert_eq!(end_round(&turns), Instant::now() + HEAD_START_MAX);
     }
 
     #[tokio::test(start_paused = true)]
     async fn wins_without_others_start_no_round_in_a_round_nor_long_after_the_last_win_from_others()
     {
-        let lines = Arc::new(Lines::default());
-        lines.won(&lock(), Duration::from_millis(1), false);
+        let turns = Arc::new(Turns::default());
+        turns.won(&lock(), Duration::from_millis(1), false);
         assert_eq!(
-            lines.live_rounds.load(Ordering::Acquire),
+            turns.live_rounds.load(Ordering::Acquire),
             0,
             "no rounds yet"
         );
-        let places: Vec<_> = (0..2).map(|_| lines.join(&lock(), 1)).collect();
-        lines.won(&lock(), Duration::from_millis(1), true);
+        let places: Vec<_> = (0..2).map(|_| turns.join(&lock(), 1)).collect();
+        turns.won(&lock(), Duration::from_millis(1), true);
         // A win within the round (an in-process hand-off) is a turn, not a new round.
-        lines.released(&lock(), false);
-        lines.won(&lock(), Duration::from_millis(1), false);
+        turns.released(&lock(), false);
+        turns.won(&lock(), Duration::from_millis(1), false);
         drop(places);
-        let until = end_round(&lines);
+        let until = end_round(&turns);
         assert_eq!(until, Instant::now() + Duration::from_millis(3));
         // Past the memory of the last win from another process, the others are gone: a win
         // starts no round, and the rounds are forgotten.
         tokio::time::sleep(ROUND_MEMORY + Duration::from_millis(10)).await;
-        lines.won(&lock(), Duration::from_millis(1), false);
+        turns.won(&lock(), Duration::from_millis(1), false);
         tokio::time::sleep(ROUND_MEMORY).await;
-        assert_eq!(lines.yielding(&lock()), None);
-        assert_eq!(lines.live_rounds.load(Ordering::Acquire), 0);
+        assert_eq!(turns.yielding(&lock()), None);
+        assert_eq!(turns.live_rounds.load(Ordering::Acquire), 0);
     }
 }

@@ -82,7 +82,7 @@ impl Unwanted {
 
 /// Lets go of `unwanted` in a cleanup task of `cleanup`, trying until `ends` (when the lease
 /// ends, as far as this process can tell) or for [`LET_GO_PATIENCE`], whichever comes first.
-pub(crate) fn let_go(
+pub(crate) fn release_in_background(
     store: &Arc<dyn LeaseStore>,
     cleanup: &Cleanup,
     unwanted: Unwanted,

@@ -1,10 +1,28 @@
-//! The background work an elector starts for cleanup, counted so that stop paths can wait for
-//! it: the release of a dropped guard, and an abandoned acquisition attempt that releases a lease
-//! granted after its caller stopped waiting.
+//! No lease left behind: everything that frees, in the background, a lease this elector may
+//! hold but no longer wants, and the counted tasks that do it.
 //!
-//! A small equivalent of `tokio_util::task::TaskTracker` that needs no closing: an elector is
-//! shared and stays usable after one of its users stopped, so "settled" means "nothing counted
-//! is running right now".
+//! An acquisition sends its attempts through [`attempts::Attempts`], the acquisition loop's
+//! seam to this module. Behind it:
+//!
+//! * [`in_flight`]: an attempt the caller stopped waiting for (timed out, or its future dropped)
+//!   on a store whose acquisition is not cancel-safe is handed over to a cleanup task;
+//! * [`late_grants`]: a grant such an attempt receives after that is released, unless the caller
+//!   took that token's lease through another attempt;
+//! * [`in_doubt`]: an acquisition whose attempt was answered with a transient error, and which
+//!   ends without a definite answer, frees whatever lease its token may hold;
+//! * [`background_release`]: the release itself, retried through transient errors for at most
+//!   [`LET_GO_PATIENCE`](crate::LET_GO_PATIENCE); a failed release of a guard goes the same way.
+//!
+//! [`Cleanup`] counts those tasks (and a dropped guard's release), so that the stop paths can
+//! wait for them (`Elector::settled`). It is a small equivalent of
+//! `tokio_util::task::TaskTracker` that needs no closing: an elector is shared and stays usable
+//! after one of its users stopped, so "settled" means "nothing counted is running right now".
+
+pub(crate) mod attempts;
+pub(crate) mod background_release;
+pub(crate) mod in_doubt;
+pub(crate) mod in_flight;
+pub(crate) mod late_grants;
 
 use std::future::Future;
 use std::sync::Arc;

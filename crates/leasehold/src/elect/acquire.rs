@@ -1,0 +1,200 @@
+//! The acquisition loop: the one place that tries a lock until it is won, refused for good, or
+//! the patience runs out. It serves every way of getting a lease — a bounded wait (`run`,
+//! `try_acquire`, `run_once_per`) and the stable leader's unbounded campaign (`lead`).
+//!
+//! The loop itself holds only the retry policy and the store's release signal. It asks two
+//! seams, each behind one door:
+//!
+//! * [`TurnTaking`] (module `turns`): whether this task may try now, whom to name as waiter,
+//!   and how to pause between attempts, so that an elector's own tasks and other processes take
+//!   turns fairly;
+//! * [`Attempts`] (module `cleanup`): sends each attempt so that no lease is left behind by a
+//!   transient error, an attempt timed out, or the caller's future dropped mid-attempt.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::cleanup::attempts::{Attempted, Attempts};
+use crate::elect::engine::{Claimed, Engine};
+use crate::error::{Error, Result, StoreError};
+use crate::events::Event;
+use crate::metrics::LockMetrics;
+use crate::name::LockName;
+use crate::store::lease::{AcquireRequest, Token};
+use crate::store::period::Period;
+use crate::store::signal::{ReleaseSignal, SignalReach};
+use crate::turns::{TurnRules, TurnTaking};
+
+/// How long an acquisition keeps trying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// For the elector's `wait` (one attempt when it is zero), in the local line. A refusal
+    /// throughout is `Claimed::Held`; transient errors until the end are that error.
+    Wait,
+    /// Until elected: the stable leader's campaign. Transient errors are retried (a warning
+    /// when they start, another when the store answers again). Once the earliest unanswered
+    /// attempt is half a lease ago, the campaign goes on with a new token, so that a long outage
+    /// does not end in a term lost the moment it begins.
+    Campaign,
+}
+
+impl Engine {
+    /// Tries `lock` (claiming `period` in its ledger, if given) with `patience`. A permanent
+    /// store error ends it at once, as does a refusal by the ledger (waiting can never make that
+    /// succeed).
+    pub(crate) async fn acquire_loop(
+        &self,
+        lock: &LockName,
+        period: Option<Period>,
+        patience: Patience,
+    ) -> Result<Claimed> {
+        let opts = &*self.options;
+        let shared = &*self.shared;
+        let metrics = shared.metrics.get(lock);
+        metrics.attempt();
+        let start = Instant::now();
+        let campaign = patience == Patience::Campaign;
+        let deadline = (!campaign).then(|| crate::limits::deadline_after(start, opts.wait));
+        let waits = campaign || !opts.wait.is_zero();
+        let mut signal = if waits {
+            shared.store.release_signal(lock)
+        } else {
+            None
+        };
+        let everyone = reaches_every_client(signal.as_ref());
+        let retry = opts.retry_for(everyone);
+        let fair = opts.fair_turns && !campaign;
+        let mut turns = TurnTaking::new(
+            shared,
+            lock,
+            self.slots,
+            TurnRules {
+                line: waits && !campaign,
+                yields: fair,
+                rounds: fair && self.slots == 1 && everyone,
+                named: waits && opts.fair_turns,
+            },
+        );
+        let mut req = self.request(lock);
+        req.period = period;
+        let mut attempts = Attempts::new(shared, opts, lock);
+        let mut last_error = None;
+        let mut attempt = 0u32;
+        loop {
+            if !turns.before_attempt(deadline).await {
+                return self.give_up(lock, &metrics, last_error);
+            }
+            let sent_at = Instant::now();
+            if campaign
+                && attempts
+                    .in_doubt_since()
+                    .is_some_and(|t| sent_at - t >= opts.lease / 2)
+            {
+                // A lease this token got back now would count from that first unanswered
+                // attempt and be worth little or nothing.
+                attempts.start_afresh(&mut req);
+            }
+            req.waiter = turns.waiter();
+            let failed = match attempts.send(&mut req, sent_at).await {
+                Ok(Attempted::Granted {
+                    lease,
+                    counted_from,
+                }) => {
+                    turns.won(sent_at.elapsed());
+                    return Ok(Claimed::Elected(self.elected(
+                        lease,
+                        metrics,
+                        start,
+                        counted_from,
+                    )));
+                }
+                Ok(Attempted::AlreadyRan(record)) => {
+                    drop(turns);
+                    metrics.already_ran();
+                    debug!(lock = %lock, period = record.period, by = %record.by, "skipped, this period already ran");
+                    shared.events.emit(|| Event::AlreadyRan {
+                        lock: lock.clone(),
+                        record: record.clone(),
+                    });
+                    return Ok(Claimed::AlreadyRan(record));
+                }
+                Ok(Attempted::Held) => {
+                    turns.refused();
+                    if campaign && last_error.is_some() {
+                        tracing::info!(lock = %lock, "the store answers again; contending");
+                    }
+                    None
+                }
+                Err(e) if e.is_transient() => {
+                    if !campaign {
+                        debug!(lock = %lock, error = %e, "transient error while acquiring");
+                    } else if last_error.is_none() {
+                        tracing::warn!(lock = %lock, error = %e,
+                            "contending for leadership: the store failed; retrying");
+                    }
+                    Some(e)
+                }
+                Err(e) => {
+                    metrics.not_acquired(true);
+                    return Err(Error::store(lock, e));
+                }
+            };
+            last_error = failed;
+            let now = Instant::now();
+            let mut pause = retry.pause(attempt);
+            if let Some(deadline) = deadline {
+                if now >= deadline {
+                    return self.give_up(lock, &metrics, last_error);
+                }
+                pause = pause.min(deadline - now);
+            }
+            if turns
+                .between_attempts(pause, signal.as_mut(), deadline)
+                .await
+            {
+                attempt = attempt.saturating_add(1);
+            }
+        }
+    }
+
+    /// The wait ran out: the last transient error if the last attempt failed with one, else a
+    /// skip.
+    fn give_up(
+        &self,
+        lock: &LockName,
+        metrics: &LockMetrics,
+        last_error: Option<StoreError>,
+    ) -> Result<Claimed> {
+        if let Some(e) = last_error {
+            metrics.not_acquired(true);
+            return Err(Error::store(lock, e));
+        }
+        metrics.not_acquired(false);
+        debug!(lock = %lock, "skipped, lock held elsewhere");
+        self.shared
+            .events
+            .emit(|| Event::Skipped { lock: lock.clone() });
+        Ok(Claimed::Held)
+    }
+
+    /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a
+    /// new token.
+    fn request(&self, lock: &LockName) -> AcquireRequest {
+        let opts = &*self.options;
+        AcquireRequest::new(
+            lock.clone(),
+            self.slots,
+            Arc::clone(&opts.node_id),
+            Token::random(),
+            opts.lease,
+        )
+        .with_timeout(opts.attempt_timeout)
+    }
+}
+
+/// True if `signal` wakes waiters in every process (see [`SignalReach`]).
+fn reaches_every_client(signal: Option<&ReleaseSignal>) -> bool {
+    signal.is_some_and(|s| s.reach() == SignalReach::EveryClient)
+}

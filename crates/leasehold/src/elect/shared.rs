@@ -1,0 +1,41 @@
+//! What an elector shares with its clones (tenants, reconfigured copies) and with the leases it
+//! holds: one value, handed to each lease cell whole.
+
+use std::sync::Arc;
+
+use crate::cleanup::Cleanup;
+use crate::events::Events;
+use crate::hold::held::HeldLeases;
+use crate::metrics::MetricsCache;
+use crate::store::contract::LeaseStore;
+use crate::turns::Turns;
+
+/// The state of one elector and everything made from it.
+pub(crate) struct ElectorShared {
+    pub(crate) store: Arc<dyn LeaseStore>,
+    /// The store's description, read once: the `store` field of the spans.
+    pub(crate) store_label: Arc<str>,
+    pub(crate) events: Events,
+    pub(crate) metrics: MetricsCache,
+    /// The elector's tasks waiting per lock, and its rounds with other processes.
+    pub(crate) turns: Arc<Turns>,
+    /// The counted background tasks that leave no lease behind.
+    pub(crate) cleanup: Cleanup,
+    /// The leases held now.
+    pub(crate) held: HeldLeases,
+}
+
+impl ElectorShared {
+    /// The shared state of a new elector on `store`.
+    pub(crate) fn new(store: Arc<dyn LeaseStore>) -> Self {
+        Self {
+            store_label: store.describe().into(),
+            turns: Arc::new(Turns::new(store.hands_off())),
+            store,
+            events: Events::default(),
+            metrics: MetricsCache::default(),
+            cleanup: Cleanup::default(),
+            held: HeldLeases::default(),
+        }
+    }
+}
