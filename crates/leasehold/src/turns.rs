@@ -2,7 +2,9 @@
 //! (the local line), and electors in different processes take turns in rounds.
 //!
 //! The turns are a seam of the acquisition loop (`elect::acquire`): it asks them, at a few
-//! named points, whether to try now, whom to name as waiter, and how long to pause.
+//! named points, whether to try now, whom to name as waiter, and how long to pause. An elector
+//! built with [`fair_turns(false)`](crate::ElectionOptionsBuilder::fair_turns) keeps the local
+//! line but takes no rounds with other processes and asks no store to hand off.
 //!
 //! In short: a task that finds the lock taken joins its elector's line, and only the first
 //! `slots` places talk to the store; a release by the elector wakes the first in line at once.

@@ -488,3 +488,58 @@ async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
         "the other elector, waiting behind a, names itself: {attempts:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn without_fair_turns_an_elector_takes_no_rounds_and_names_no_waiter() {
+    let store = Arc::new(Recording {
+        inner: MemoryStore::new(),
+        attempts: Mutex::default(),
+    });
+    let unfair = |node: &str| {
+        patient_with(
+            store.clone(),
+            ElectionOptions::builder().node_id(node).fair_turns(false),
+        )
+    };
+    let (a, b) = (unfair("a"), unfair("b"));
+    // The scenario of `after_its_round_an_elector_lets_another_processes_waiter_go_first`:
+    // A wins the lock from B, B's task waits for A, A releases and asks again at once.
+    let held_by_b = b.try_acquire("shared").await.unwrap().unwrap();
+    let a1 = tokio::spawn({
+        let a = a.clone();
+        async move { a.try_acquire("shared").await.unwrap().unwrap() }
+    });
+    sleep(Duration::from_millis(5)).await;
+    held_by_b.release().await.unwrap();
+    let held_by_a = a1.await.unwrap();
+    let b1 = tokio::spawn({
+        let b = b.clone();
+        async move {
+            let guard = b.try_acquire("shared").await.unwrap().unwrap();
+            let at = Instant::now();
+            guard.release().await.unwrap();
+            at
+        }
+    });
+    sleep(Duration::from_millis(5)).await;
+    held_by_a.release().await.unwrap();
+    // No round, so no yield: A's new attempt lands before B's woken waiter runs.
+    let a2 = a.try_acquire("shared").await.unwrap().unwrap();
+    let a_at = Instant::now();
+    sleep(Duration::from_millis(5)).await;
+    a2.release().await.unwrap();
+    let b_at = b1.await.unwrap();
+    assert!(
+        a_at < b_at,
+        "A's new task went first: first come, first served"
+    );
+    let attempts = store.attempts.lock().unwrap().clone();
+    assert!(
+        attempts.iter().any(|s| !s.granted),
+        "tasks were refused while waiting: {attempts:?}"
+    );
+    assert!(
+        attempts.iter().all(|s| s.waiter.is_none()),
+        "an elector without fair turns named itself as a waiter: {attempts:?}"
+    );
+}

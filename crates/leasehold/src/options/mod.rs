@@ -35,6 +35,7 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 /// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
 /// | `retry` | the store's: 25 ms doubling to 250 ms where its release signal reaches every client, else 4 ms growing by 1.25 to 250 ms ([`RetryPolicy`]); jittered | pause between attempts while waiting |
 /// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
+/// | `fair_turns` | **on** | waiters in different processes take turns in rounds, and a store that can hands the lock to the longest waiter |
 ///
 /// Every duration is at most [`MAX_DURATION`](crate::MAX_DURATION) (100 years) and the node id at
 /// most [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes; beyond that `build` answers
@@ -81,7 +82,6 @@ pub struct ElectionOptions {
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) max_leaders: u32,
     pub(crate) attempt_timeout: Duration,
-    /// Always on for now: the switch of the turns seam (`turns`).
     pub(crate) fair_turns: bool,
 }
 
@@ -181,6 +181,12 @@ impl ElectionOptions {
     pub fn attempt_timeout(&self) -> Duration {
         self.attempt_timeout
     }
+    /// Whether waiters in different processes take turns (see
+    /// [`ElectionOptionsBuilder::fair_turns`]).
+    pub fn fair_turns(&self) -> bool {
+        self.fair_turns
+    }
+
     fn validate(&self) -> Result<(), OptionsError> {
         if self.max_leaders == 0 {
             return Err(OptionsError::NoLeaders);
@@ -353,6 +359,26 @@ impl ElectionOptionsBuilder {
     /// ```
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.0.attempt_timeout = timeout;
+        self
+    }
+    /// Whether this elector's waiters take turns with other processes' (default **on**). On, a
+    /// process that wins a single-slot lock from another process gives each of its waiting tasks
+    /// one turn and then lets the other processes' waiters go first, and on a store that
+    /// [hands off](crate::LeaseStore::hands_off) it names itself as a waiter and a release
+    /// hands the lock to the longest waiter: a task's share of a contended lock does not depend
+    /// on how many tasks its process runs. Off, its tasks still take turns among themselves (in
+    /// arrival order), but each attempt is first come, first served between processes, and the
+    /// store records no waiter for it (on the SQL stores, one write fewer per refusal).
+    ///
+    /// ```
+    /// use leasehold::ElectionOptions;
+    /// assert!(ElectionOptions::default().fair_turns());
+    /// let o = ElectionOptions::builder().fair_turns(false).build()?;
+    /// assert!(!o.fair_turns());
+    /// # Ok::<(), leasehold::OptionsError>(())
+    /// ```
+    pub fn fair_turns(mut self, on: bool) -> Self {
+        self.0.fair_turns = on;
         self
     }
     /// Validates and returns the options.
