@@ -262,7 +262,7 @@ impl Management {
     /// # use leasehold::{Elector, MemoryStore};
     /// use leasehold_axum::{LockStatusKind, Management};
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-    /// let _held = elector.try_acquire("report").await?;
+    /// let _held = elector.try_acquire("report").await?.elected();
     /// let report = Management::new(elector).lock("report").status().await;
     /// assert_eq!(report.locks[0].status, LockStatusKind::Held);
     /// # Ok(()) }

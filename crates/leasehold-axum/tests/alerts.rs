@@ -144,14 +144,14 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
                 ($db:expr, $n:expr) => {
                     for _ in 0..$n {
                         tokio::time::sleep(Duration::from_secs(15)).await;
-                        assert!(follower_tries().await.unwrap().is_none());
+                        assert!(follower_tries().await.unwrap().is_taken());
                         scrape_both(&mut $db, now());
                     }
                 };
             }
 
-            let guard = leader.try_acquire(LOCK).await.unwrap().expect("free");
-            assert!(follower_tries().await.unwrap().is_none());
+            let guard = leader.try_acquire(LOCK).await.unwrap().elected().expect("free");
+            assert!(follower_tries().await.unwrap().is_taken());
             scrape_both(&mut db, now());
             intervals!(db, 2);
 
@@ -199,7 +199,7 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
             faults.fail(Op::Extend, Fault::transient());
             tokio::time::sleep(Duration::from_secs(7)).await;
             assert!(!guard.is_lost(), "the lease still holds");
-            assert!(follower_tries().await.unwrap().is_none());
+            assert!(follower_tries().await.unwrap().is_taken());
             scrape_both(&mut db, now());
             assert_eq!(
                 db.rules_firing(&rules, now()),
@@ -233,7 +233,7 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
                 .run(LOCK, |_| async { Err::<(), _>("no") })
                 .await
                 .unwrap();
-            assert!(!failed.is_skipped());
+            assert!(!failed.is_taken());
             scrape_both(&mut db, now() + 0.001);
             let fired = db.rules_firing(&rules, now() + 0.001);
             for expected in [

@@ -460,7 +460,12 @@ async fn a_request_dropped_inside_the_handler_hands_the_turn_on() {
 #[tokio::test]
 async fn the_header_round_trips_the_leases_claim_without_its_token() {
     let elector = Elector::new(Arc::new(MemoryStore::new()));
-    let guard = elector.try_acquire("orders").await.unwrap().unwrap();
+    let guard = elector
+        .try_acquire("orders")
+        .await
+        .unwrap()
+        .elected()
+        .unwrap();
     let token = guard.lease().token.to_hex();
 
     let (name, value) = fence_header(&guard);
@@ -541,9 +546,9 @@ async fn over_tcp_the_successor_writes_and_the_paused_holder_gets_409() {
 
     let store = Arc::new(MemoryStore::new());
     let (a, b) = (Elector::new(store.clone()), Elector::new(store));
-    let paused = a.try_acquire("orders").await.unwrap().unwrap();
+    let paused = a.try_acquire("orders").await.unwrap().elected().unwrap();
     b.force_release("orders").await.unwrap(); // `paused` froze past its lease
-    let successor = b.try_acquire("orders").await.unwrap().unwrap();
+    let successor = b.try_acquire("orders").await.unwrap().elected().unwrap();
     assert!(successor.fence() > paused.fence());
 
     let (status, _) = server

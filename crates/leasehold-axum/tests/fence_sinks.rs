@@ -93,9 +93,9 @@ async fn the_sink_reads_back_what_it_accepted_and_refuses_a_stale_write() {
     let resource = ResourceName::new("orders/42 주문").unwrap();
     assert_eq!(sink.read(&resource).await.unwrap(), None);
 
-    let paused = a.try_acquire("orders").await.unwrap().unwrap();
+    let paused = a.try_acquire("orders").await.unwrap().elected().unwrap();
     b.force_release("orders").await.unwrap();
-    let successor = b.try_acquire("orders").await.unwrap().unwrap();
+    let successor = b.try_acquire("orders").await.unwrap().elected().unwrap();
     assert!(sink.write(&resource, &successor, 2).await.unwrap());
     assert!(!sink.write(&resource, &paused, 1).await.unwrap());
     assert_eq!(sink.read(&resource).await.unwrap(), Some(2));

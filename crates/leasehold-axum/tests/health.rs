@@ -50,8 +50,20 @@ async fn a_follower_and_a_renewing_leader_are_healthy() {
     let store: Arc<dyn LeaseStore> = Arc::new(MemoryStore::new());
     let (leader, follower) = (elector(store.clone(), "a"), elector(store, "b"));
     let lock = unique_name("healthy");
-    let guard = leader.try_acquire(&lock).await.unwrap().expect("free lock");
-    assert!(follower.try_acquire(&lock).await.unwrap().is_none());
+    let guard = leader
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free lock");
+    assert!(
+        follower
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .is_none()
+    );
     let (of_leader, of_follower) = (LeaderHealth::new(&leader), LeaderHealth::new(&follower));
     for _ in 0..6 {
         sleep(Duration::from_secs(10)).await; // far past lease + tolerance, renewed all along
@@ -71,6 +83,7 @@ async fn a_short_outage_that_renewals_ride_out_stays_healthy() {
         .try_acquire(unique_name("outage"))
         .await
         .unwrap()
+        .elected()
         .expect("free lock");
     faults.fail(Op::Extend, Fault::transient().times(4));
     for _ in 0..8 {

@@ -75,6 +75,7 @@ async fn a_failing_job_keeps_its_schedule_and_everything_is_counted() {
         .try_acquire("other-job")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     let shutdown = CancellationToken::new();
     let jobs = LeaderJobs::new(elector(&store, "a"))

@@ -80,7 +80,12 @@ async fn the_management_router_serves_the_metrics_behind_its_token_and_one_recor
         leasehold_sql::SqlStore::connect(&sqlite_url).await.unwrap(),
     ));
     let lock = unique_name("metrics");
-    let guard = sqlite.try_acquire(&lock).await.unwrap().expect("free lock");
+    let guard = sqlite
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free lock");
     guard.extend(Duration::from_secs(3)).await.unwrap();
     let postgres = match std::env::var("LEASEHOLD_TEST_POSTGRES_URL") {
         Ok(url) => Some(elector(Arc::new(
@@ -92,7 +97,12 @@ async fn the_management_router_serves_the_metrics_behind_its_token_and_one_recor
     let pg_lock = unique_name("metrics-pg");
     let pg_guard = match &postgres {
         Some(e) => {
-            let g = e.try_acquire(&pg_lock).await.unwrap().expect("free lock");
+            let g = e
+                .try_acquire(&pg_lock)
+                .await
+                .unwrap()
+                .elected()
+                .expect("free lock");
             g.extend(Duration::from_secs(3)).await.unwrap();
             Some(g)
         }

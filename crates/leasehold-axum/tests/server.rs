@@ -244,7 +244,7 @@ async fn management_json_shape_and_escaping() {
         ))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let elector = common::elector(store, "node-a");
     let stop = CancellationToken::new();

@@ -104,7 +104,7 @@ impl Floor {
                 return Ok(store
                     .try_acquire(&req)
                     .await?
-                    .granted()
+                    .elected()
                     .map(|lease| FloorLease {
                         lock: lock.clone(),
                         token,

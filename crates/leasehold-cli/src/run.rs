@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use leasehold::{
     DEFAULT_LEASE, ElectionOptions, Elector, LET_GO_PATIENCE, LeaderGuard, LeaseStore, LockName,
-    OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    OptionsError, Outcome, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use tokio::time::timeout;
@@ -129,14 +129,17 @@ async fn attempt(
         never = progress => match never {},
     };
     let guard = match guard {
-        Ok(guard) => guard,
-        Err(refusal) => {
+        Outcome::Elected(guard) => guard,
+        Outcome::ActionFailed(never) => match never {},
+        refusal => {
             settle(&elector, &format!("lock {lock} is held elsewhere")).await;
             record.skipped = true;
             if !args.quiet {
                 let line = match (refusal, period) {
-                    (Some(ran), Some(period)) => already_ran_message(args, period, &ran),
-                    (None, Some(period)) => {
+                    (Outcome::AlreadyRan(ran), Some(period)) => {
+                        already_ran_message(args, period, &ran)
+                    }
+                    (_, Some(period)) => {
                         let line = skip_message(&*store, args).await;
                         claimed_note(&*store, &lock, period, line).await
                     }
@@ -206,15 +209,14 @@ async fn attempt(
 }
 
 /// Waits up to `--wait` for the lock, claiming `period` of the ledger if given.
-/// `Err(None)` on contention, `Err(Some(record))` when the period already ran.
 async fn acquire(
     elector: &Elector,
     lock: &LockName,
     period: Option<Period>,
-) -> Result<Result<LeaderGuard, Option<PeriodRecord>>, Failure> {
+) -> Result<Outcome<LeaderGuard>, Failure> {
     Ok(match period {
         Some(period) => elector.try_acquire_for(lock, period).await?,
-        None => elector.try_acquire(lock).await?.ok_or(None),
+        None => elector.try_acquire(lock).await?,
     })
 }
 

@@ -140,7 +140,7 @@ mod tests {
                 .build()
                 .unwrap(),
         );
-        let _held = other.try_acquire(&lock).await.unwrap().unwrap();
+        let _held = other.try_acquire(&lock).await.unwrap().elected().unwrap();
         let mut lines = Vec::new();
         let reporting = report(&*store, &lock, 1, "me", wait, every, |line| {
             lines.push(line.to_owned())

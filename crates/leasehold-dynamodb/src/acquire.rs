@@ -25,7 +25,7 @@ impl DynamoDbStore {
         slot: u32,
     ) -> StoreResult<Option<Lease>> {
         match self.acquire_item(req, slot, None).await? {
-            Acquisition::Granted(lease) => Ok(Some(lease)),
+            Acquisition::Elected(lease) => Ok(Some(lease)),
             _ => Ok(None),
         }
     }
@@ -105,12 +105,12 @@ impl DynamoDbStore {
                 debug!(key, fence = item.fence, "acquired");
                 let mut lease = item.lease(&req.lock, slot, req.token);
                 lease.period = claimed;
-                Ok(Acquisition::Granted(lease))
+                Ok(Acquisition::Elected(lease))
             }
             Err(err) => {
                 let old = conditional_failure(&self.options.table, err)?;
                 let Some(item) = self.old_item(&key, old).await? else {
-                    return Ok(Acquisition::Held);
+                    return Ok(Acquisition::Taken(None));
                 };
                 if item.held_by(&token, now_ms()) {
                     debug!(
@@ -121,12 +121,12 @@ impl DynamoDbStore {
                     let mut lease = item.lease(&req.lock, slot, req.token);
                     lease.period = period
                         .map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
-                    return Ok(Acquisition::Granted(lease));
+                    return Ok(Acquisition::Elected(lease));
                 }
                 let from = window.map(|w| u64::try_from(w.from_ms).unwrap_or_default());
                 Ok(match from.and_then(|from| item.already_ran(from)) {
                     Some(record) => Acquisition::AlreadyRan(record),
-                    None => Acquisition::Held,
+                    None => Acquisition::Taken(None),
                 })
             }
         }

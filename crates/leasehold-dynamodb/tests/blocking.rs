@@ -53,8 +53,8 @@ fn two_blocking_nodes_take_turns_with_rising_fences() {
     let fence_b = b.run_if_leader(&name, |ctx| ctx.fence()).unwrap().unwrap();
     assert!(fence_b > fence_a);
 
-    let guard = a.try_acquire(&name).unwrap().unwrap();
-    assert!(b.try_acquire(&name).unwrap().is_none());
+    let guard = a.try_acquire(&name).unwrap().elected().unwrap();
+    assert!(b.try_acquire(&name).unwrap().elected().is_none());
     assert!(matches!(
         guard.extend(Duration::from_secs(20)).unwrap(),
         leasehold::Extension::Extended { .. }

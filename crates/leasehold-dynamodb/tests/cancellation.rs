@@ -122,6 +122,7 @@ async fn an_applied_acquire_whose_answer_was_lost_is_recognised() {
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("recognised as ours");
     assert!(start.elapsed() < Duration::from_secs(2));
     assert_eq!(faults.injected(Op::TryAcquire), 1);

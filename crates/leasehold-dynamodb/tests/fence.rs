@@ -295,7 +295,12 @@ async fn hold(store: &Arc<DynamoDbStore>, lock: &LockName) -> (Elector, LeaderGu
         .build()
         .unwrap();
     let elector = Elector::with_options(Arc::clone(store) as Arc<dyn LeaseStore>, options);
-    let guard = elector.try_acquire(lock).await.unwrap().expect("free");
+    let guard = elector
+        .try_acquire(lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     (elector, guard)
 }
 
@@ -387,7 +392,12 @@ async fn a_transaction_is_refused_once_the_lease_expired_even_without_a_successo
         .build()
         .unwrap();
     let elector = Elector::with_options(Arc::clone(&store) as Arc<dyn LeaseStore>, options);
-    let guard = elector.try_acquire(&lock).await.unwrap().expect("free");
+    let guard = elector
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let id = unique("tx-expired-item");
     let fenced = store.fenced_transaction(&guard);
     fenced.write([put_value(&id, 1)]).await.unwrap();

@@ -62,7 +62,7 @@ async fn acquire(store: &DynamoDbStore, name: &str, ttl: Duration) -> Lease {
         ttl,
     );
     match store.try_acquire(&req).await.unwrap() {
-        Acquisition::Granted(lease) => lease,
+        Acquisition::Elected(lease) => lease,
         other => panic!("{name}: {other:?}"),
     }
 }

@@ -94,7 +94,7 @@ async fn items_carry_the_documented_attributes_and_keep_the_fence_on_release() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let item = raw_item(&store, name.as_str()).await.unwrap();
     assert_eq!(text(&item, x::OWNER), Some("node-a"));
@@ -138,7 +138,7 @@ async fn items_carry_the_documented_attributes_and_keep_the_fence_on_release() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(next.fence, fence + 1);
     store.release(&next, Duration::ZERO).await.unwrap();
@@ -157,7 +157,7 @@ async fn fences_stay_monotonic_after_ttl_deletes_an_idle_item() {
             .try_acquire(&request(&name, 1, Duration::from_secs(10)))
             .await
             .unwrap()
-            .granted()
+            .elected()
             .unwrap();
         assert!(lease.fence > last);
         last = lease.fence;
@@ -177,7 +177,7 @@ async fn fences_stay_monotonic_after_ttl_deletes_an_idle_item() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert!(
         lease.fence > last,
@@ -199,11 +199,11 @@ async fn expiry_is_judged_with_the_clock_skew_tolerance() {
     let recent = lock("skew-recent");
     put_held(&store, recent.as_str(), 5, now_ms() - skew / 4).await;
     let req = request(&recent, 1, Duration::from_secs(10));
-    assert!(store.try_acquire(&req).await.unwrap().granted().is_none());
+    assert!(store.try_acquire(&req).await.unwrap().elected().is_none());
     assert_eq!(store.state(&recent, 1).await.unwrap().active(), 1);
     // Once it ended more than the tolerance ago, it is taken over with the next fence.
     tokio::time::sleep(common::SKEW * 2).await;
-    let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();
+    let lease = store.try_acquire(&req).await.unwrap().elected().unwrap();
     assert_eq!(lease.fence, 6);
     store.release(&lease, Duration::ZERO).await.unwrap();
 
@@ -214,7 +214,7 @@ async fn expiry_is_judged_with_the_clock_skew_tolerance() {
         .try_acquire(&request(&old, 1, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(lease.fence, 42);
     store.release(&lease, Duration::ZERO).await.unwrap();
@@ -244,7 +244,7 @@ async fn leases_no_longer_than_twice_the_tolerance_are_refused() {
             ))
             .await
             .unwrap()
-            .is_granted()
+            .is_elected()
     );
 }
 
@@ -264,13 +264,13 @@ async fn group_slots_and_prefixes_use_their_own_items() {
         .try_acquire(&request(&name, 2, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let b = prefixed
         .try_acquire(&request(&name, 2, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!((a.slot, b.slot), (0, 1));
     assert!(
@@ -289,7 +289,7 @@ async fn group_slots_and_prefixes_use_their_own_items() {
         .try_acquire(&request(&name, 1, Duration::from_secs(10)))
         .await
         .unwrap()
-        .granted();
+        .elected();
     assert!(c.is_some());
     let state = prefixed.state(&name, 2).await.unwrap();
     assert_eq!(
@@ -361,7 +361,7 @@ async fn urls_open_stores_through_the_registry() {
         .try_acquire(&request(&name, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(store.state(&name, 1).await.unwrap().active(), 1);
     store.release(&lease, Duration::ZERO).await.unwrap();
@@ -417,7 +417,7 @@ async fn the_ledger_is_on_the_item_and_periods_fit_the_ttl_padding() {
     let padding = common::options().ttl_padding_value();
     let fits = leasehold::Period::every(padding).unwrap();
     let req = request(&name, 1, Duration::from_secs(30)).with_period(fits);
-    let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();
+    let lease = store.try_acquire(&req).await.unwrap().elected().unwrap();
     let key = leasehold_dynamodb::item_key("", &name, 0);
     let item = raw_item(&store, &key).await.expect("the item");
     let id = lease.period.expect("a period grant carries its id");

@@ -663,18 +663,16 @@ pub(crate) async fn acquire_period(
         let taken = held.lowest_free(1) != Some(0);
         let latest = held.ledger.as_ref().map(Ledger::text);
         match LedgerText::judge(latest.as_ref(), window.from_ms, taken) {
-            ClaimVerdict::Ran => Some(
-                held.ledger
-                    .as_ref()
-                    .map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record())),
-            ),
-            ClaimVerdict::Claimed => Some(Acquisition::Held),
-            ClaimVerdict::Free => taken.then_some(Acquisition::Held),
+            ClaimVerdict::Ran => Some(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
+                Acquisition::AlreadyRan(l.record())
+            })),
+            ClaimVerdict::Claimed => Some(Acquisition::Taken(None)),
+            ClaimVerdict::Free => taken.then_some(Acquisition::Taken(None)),
         }
     };
     let mut held = read_lock(link, keys, &req.lock).await?;
     if let Some(lease) = mine(&held) {
-        return Ok(Acquisition::Granted(lease));
+        return Ok(Acquisition::Elected(lease));
     }
     if let Some(answer) = judged(&held) {
         return Ok(answer);
@@ -714,12 +712,12 @@ pub(crate) async fn acquire_period(
             record.fence = granted_fence(&resp)?;
             let mut lease = record.lease(&req.lock);
             lease.period = Some(window.id);
-            return Ok(Acquisition::Granted(lease));
+            return Ok(Acquisition::Elected(lease));
         }
         held = slots_read_back(keys, resp);
         if let Some(lease) = mine(&held) {
             revoke_quietly(link, lease_id).await;
-            return Ok(Acquisition::Granted(lease));
+            return Ok(Acquisition::Elected(lease));
         }
         if let Some(answer) = judged(&held) {
             revoke_quietly(link, lease_id).await;
@@ -727,7 +725,7 @@ pub(crate) async fn acquire_period(
         }
     }
     revoke_quietly(link, lease_id).await;
-    Ok(Acquisition::Held)
+    Ok(Acquisition::Taken(None))
 }
 
 /// Marks `lease`'s period claim started: a linearizable read of the lock, then one transaction

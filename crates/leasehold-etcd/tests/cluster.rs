@@ -73,6 +73,7 @@ async fn killing_the_leader_never_makes_two_holders() {
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("the holder is elected");
 
     let contender = elector(
@@ -124,6 +125,7 @@ async fn killing_the_leader_never_makes_two_holders() {
         .unwrap();
     let successor = successor
         .unwrap()
+        .elected()
         .expect("the contender acquires once the holder is gone");
     if let Some(lost) = lost_at {
         assert!(
@@ -163,6 +165,7 @@ async fn a_holder_cut_off_from_the_majority_is_lost_before_its_successor_acquire
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("the holder is elected");
     let stale = guard.lease();
 
@@ -202,6 +205,7 @@ async fn a_holder_cut_off_from_the_majority_is_lost_before_its_successor_acquire
         .unwrap();
     let next = next
         .unwrap()
+        .elected()
         .expect("the successor acquires through the majority");
     println!(
         "successor acquired {:?} after the partition",
@@ -340,7 +344,7 @@ async fn the_store_keeps_working_through_the_one_endpoint_left() {
         .try_acquire(&req)
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("granted");
 
     proxies[0].cut().await;

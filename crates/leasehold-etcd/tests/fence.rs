@@ -43,7 +43,12 @@ async fn a_fenced_txn_applies_while_held_and_is_refused_after_a_forced_release()
     let lock = unique_name("fenced-txn");
     let key = data_key("txn");
     let elector = Elector::new(Arc::clone(&store) as Arc<dyn LeaseStore>);
-    let paused = elector.try_acquire(&lock).await.unwrap().expect("free");
+    let paused = elector
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
 
     let applied = store.fenced_txn(&paused, put(&key, "a")).await.unwrap();
     assert!(applied.txn.succeeded());
@@ -59,7 +64,12 @@ async fn a_fenced_txn_applies_while_held_and_is_refused_after_a_forced_release()
     assert_eq!((lost.fence, lost.holder_fence), (paused.fence(), None));
     assert!(err.to_string().contains("nothing was applied"), "{err}");
 
-    let successor = elector.try_acquire(&lock).await.unwrap().expect("free");
+    let successor = elector
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     store.fenced_txn(&successor, put(&key, "b")).await.unwrap();
     let err = store
         .fenced_txn(&paused, put(&key, "late"))
@@ -93,7 +103,12 @@ async fn the_applications_own_comparisons_decide_its_branch() {
     let lock = unique_name("fenced-cmp");
     let key = data_key("cmp");
     let elector = Elector::new(Arc::clone(&store) as Arc<dyn LeaseStore>);
-    let holder = elector.try_acquire(&lock).await.unwrap().expect("free");
+    let holder = elector
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let claim = FenceClaim::of(&holder);
     let create_once = || {
         Txn::new()
@@ -209,7 +224,7 @@ async fn fence_keys_never_meet_a_locks_keys() {
         ))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("slot 0 is free");
     assert_eq!(lease.slot, 0);
     store

@@ -39,7 +39,7 @@ async fn a_grant_is_a_key_on_an_etcd_lease_fenced_by_its_creation_revision() {
         .try_acquire(&request(&lock, 1, Duration::from_millis(1500)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("granted");
     assert_eq!(
         lease.expires_at.duration_since(lease.acquired_at).unwrap(),
@@ -91,7 +91,7 @@ async fn a_grant_is_a_key_on_an_etcd_lease_fenced_by_its_creation_revision() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("granted again");
     assert!(
         next.fence > lease.fence + 1,
@@ -123,7 +123,7 @@ async fn foreign_keys_are_never_reported_nor_overwritten() {
         .try_acquire(&request(&lock, 3, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("granted");
     assert_eq!(lease.slot, 1);
     store.release(&lease, Duration::ZERO).await.unwrap();
@@ -155,7 +155,12 @@ async fn releases_wake_waiters_on_other_stores_through_the_watch() {
     for forced in [false, true] {
         let holder_store = make();
         let holder = elector(Arc::clone(&holder_store), Duration::ZERO);
-        let guard = holder.try_acquire(&lock).await.unwrap().expect("elected");
+        let guard = holder
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("elected");
         let waiter = elector(make(), Duration::from_secs(10));
         let name = lock.clone();
         let waiting = tokio::spawn(async move {
@@ -163,6 +168,7 @@ async fn releases_wake_waiters_on_other_stores_through_the_watch() {
                 .try_acquire(&name)
                 .await
                 .unwrap()
+                .elected()
                 .expect("elected after the release");
             (Instant::now(), g)
         });
@@ -445,7 +451,7 @@ async fn etcds_urls_speak_tls_and_check_the_certificate() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("granted over TLS");
     assert_eq!(
         store.release(&lease, Duration::ZERO).await.unwrap(),
@@ -486,7 +492,7 @@ async fn user_and_password_authenticate_and_wrong_ones_are_permanent_errors() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("granted");
     assert_eq!(
         store
@@ -545,7 +551,12 @@ async fn a_release_during_a_watch_outage_still_wakes_the_waiter() {
     );
     let lock = unique_name("watch-outage");
     let holder = Elector::new(direct);
-    let guard = holder.try_acquire(&lock).await.unwrap().expect("elected");
+    let guard = holder
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("elected");
     let slow_poll = RetryPolicy::new(Duration::from_secs(8), Duration::from_secs(8), 0.0).unwrap();
     let waiter = Elector::with_options(
         proxied,
@@ -574,7 +585,7 @@ async fn a_release_during_a_watch_outage_still_wakes_the_waiter() {
         .unwrap();
     let took = started.elapsed();
     println!("the waiter acquired {took:?} after it started waiting");
-    let next = next.expect("elected after the release");
+    let next = next.elected().expect("elected after the release");
     assert!(
         took < Duration::from_secs(5),
         "woken by the resumed watch, not by its 8 s poll: {took:?}"

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, MemoryStore, RunOutcome, blocking};
+use leasehold::{ElectionOptions, MemoryStore, Outcome, blocking};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = ElectionOptions::builder()
@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Code that manages the lease itself holds a guard; dropping it also releases.
-    if let Some(guard) = elector.try_acquire("migrations")? {
+    if let Outcome::Elected(guard) = elector.try_acquire("migrations")? {
         println!("holding migrations with fence {}", guard.fence());
         let second = elector.run_if_leader("migrations", |_ctx| "ran twice?")?;
         println!("second run while held: {second:?}");
@@ -36,9 +36,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // run() for closures returning Result keeps skipped and failed apart.
     match elector.run("import", |_ctx| Err::<u32, _>("input file missing"))? {
-        RunOutcome::Elected(rows) => println!("imported {rows} rows"),
-        RunOutcome::Skipped => println!("import skipped: running elsewhere"),
-        RunOutcome::ActionFailed(e) => println!("import ran here and failed: {e}"),
+        Outcome::Elected(rows) => println!("imported {rows} rows"),
+        Outcome::Taken(_) | Outcome::AlreadyRan(_) => println!("import skipped: running elsewhere"),
+        Outcome::ActionFailed(e) => println!("import ran here and failed: {e}"),
     }
     Ok(())
 }

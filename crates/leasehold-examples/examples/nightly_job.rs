@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, LeaseStore, MemoryStore, Period, PeriodOutcome};
+use leasehold::{ElectionOptions, Elector, LeaseStore, MemoryStore, Outcome, Period};
 
 const JOB: &str = "nightly-report";
 
@@ -61,7 +61,7 @@ async fn replica(
     start_after: Duration,
     store: Arc<dyn LeaseStore>,
     table: Arc<ReportTable>,
-) -> Result<PeriodOutcome<(u64, i64), String>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Outcome<(u64, i64), String>, Box<dyn std::error::Error + Send + Sync>> {
     // The library's defaults: a 15 s lease renewed while the job runs, the job dropped if the
     // lease is ever lost. Only the name recorded in the store is set (default: hostname:pid).
     let options = ElectionOptions::builder().node_id(node.clone()).build()?;
@@ -135,18 +135,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     for (node, start_after, task) in replicas {
         let fired = start_after.as_secs();
         match task.await?? {
-            PeriodOutcome::Ran((fence, night)) => {
+            Outcome::Elected((fence, night)) => {
                 nights.push(night);
                 println!("{node} (timer at +{fired}s): ran {JOB} for tonight with fence {fence}");
             }
-            PeriodOutcome::AlreadyRan(record) => {
+            Outcome::AlreadyRan(record) => {
                 done += 1;
                 println!("{node} (timer at +{fired}s): tonight is done: {record}");
             }
-            PeriodOutcome::Skipped => {
+            Outcome::Taken(_) => {
                 println!("{node} (timer at +{fired}s): skipped, another replica holds {JOB}");
             }
-            PeriodOutcome::ActionFailed(e) => return Err(format!("{node}: {e}").into()),
+            Outcome::ActionFailed(e) => return Err(format!("{node}: {e}").into()),
         }
     }
 

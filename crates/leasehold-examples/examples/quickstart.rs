@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, MemoryStore, RunOutcome};
+use leasehold::{ElectionOptions, Elector, MemoryStore, Outcome};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // While a lease is held elsewhere, the same call skips.
-    let held = elector.try_acquire("nightly-report").await?;
+    let held = elector.try_acquire("nightly-report").await?.elected();
     let again = elector
         .run_if_leader("nightly-report", |_ctx| async { "ran twice?" })
         .await?;
@@ -46,9 +46,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     match outcome {
-        RunOutcome::Elected(rows) => println!("imported {rows} rows"),
-        RunOutcome::Skipped => println!("import skipped: running elsewhere"),
-        RunOutcome::ActionFailed(e) => println!("import ran here and failed: {e}"),
+        Outcome::Elected(rows) => println!("imported {rows} rows"),
+        Outcome::Taken(_) | Outcome::AlreadyRan(_) => println!("import skipped: running elsewhere"),
+        Outcome::ActionFailed(e) => println!("import ran here and failed: {e}"),
     }
     Ok(())
 }

@@ -172,7 +172,11 @@ async fn held_elsewhere_is_none_and_the_body_does_not_run() -> leasehold::Result
     let store = store();
     let billing = Billing::new(Elector::new(store.clone()));
     let other = Elector::new(store);
-    let held = other.try_acquire("billing.nightly").await?.expect("free");
+    let held = other
+        .try_acquire("billing.nightly")
+        .await?
+        .elected()
+        .expect("free");
 
     assert_eq!(billing.nightly("21").await?, None);
     assert_eq!(billing.runs(), 0, "the body must not run without the lock");
@@ -236,7 +240,10 @@ async fn the_context_binding_gives_the_fence() -> leasehold::Result<()> {
         (1, 2),
         "each grant has a new, larger fence"
     );
-    let guard = Elector::new(store).try_acquire("billing/lease").await?;
+    let guard = Elector::new(store)
+        .try_acquire("billing/lease")
+        .await?
+        .elected();
     assert_eq!(guard.map(|g| g.fence()), Some(3));
     Ok(())
 }
@@ -272,7 +279,10 @@ async fn auto_extend_renews_the_lease_across_a_long_body() -> leasehold::Result<
         expires_at > started + 5 * SECOND,
         "the store's expiry moved with the renewals: {expires_at:?}"
     );
-    assert!(contended?.is_none(), "still held after three lease lengths");
+    assert!(
+        contended?.is_taken(),
+        "still held after three lease lengths"
+    );
 
     // Without auto_extend the same body outlives its lease.
     let (lost, expires_at) = billing.long_plain(5 * SECOND).await?.expect("elected");
@@ -295,7 +305,11 @@ async fn wait_lets_the_call_wait_for_the_holder() -> leasehold::Result<()> {
     let store = store();
     let billing = Billing::new(Elector::new(store.clone()));
     let other = Elector::new(store);
-    let held = other.try_acquire("billing/wait").await?.expect("free");
+    let held = other
+        .try_acquire("billing/wait")
+        .await?
+        .elected()
+        .expect("free");
 
     assert_eq!(billing.not_waiting().await?, None);
     let release = async {
@@ -341,7 +355,11 @@ async fn a_panic_in_the_body_releases_the_lease() -> leasehold::Result<()> {
     assert_eq!(billing.runs(), 1);
     billing.elector.settled().await;
     assert!(billing.elector.state("billing/panic").await?.is_free());
-    let guard = billing.elector.try_acquire("billing/panic").await?;
+    let guard = billing
+        .elector
+        .try_acquire("billing/panic")
+        .await?
+        .elected();
     assert!(guard.is_some(), "the lock is free again");
     Ok(())
 }

@@ -363,20 +363,19 @@ pub(crate) async fn acquire_period(
     let mut held = read_lock(link, keys, &req.lock).await?;
     for _ in 0..4 {
         if let Some(r) = mine(&held, req).filter(|r| r.slot == 0) {
-            return Ok(Acquisition::Granted(with_period(r)));
+            return Ok(Acquisition::Elected(with_period(r)));
         }
         let mut record = new_record(req, 0);
         let window = period.window_at_ms(i64::try_from(record.acquired_ms).unwrap_or(i64::MAX));
         let taken = held.lowest_free(1) != Some(0);
         match Ledger::judge(held.ledger.as_ref(), window.from_ms, taken) {
             ClaimVerdict::Ran => {
-                return Ok(held
-                    .ledger
-                    .as_ref()
-                    .map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record())));
+                return Ok(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
+                    Acquisition::AlreadyRan(l.record())
+                }));
             }
-            ClaimVerdict::Claimed => return Ok(Acquisition::Held),
-            ClaimVerdict::Free if taken => return Ok(Acquisition::Held),
+            ClaimVerdict::Claimed => return Ok(Acquisition::Taken(None)),
+            ClaimVerdict::Free if taken => return Ok(Acquisition::Taken(None)),
             ClaimVerdict::Free => {}
         }
         let id = Token::random().to_hex();
@@ -421,12 +420,12 @@ pub(crate) async fn acquire_period(
                 written.remember(&req.lock, &record);
                 let mut lease = record.lease(&req.lock);
                 lease.period = Some(window.id);
-                return Ok(Acquisition::Granted(lease));
+                return Ok(Acquisition::Elected(lease));
             }
             Published::Conflict => held = read_lock(link, keys, &req.lock).await?,
         }
     }
-    Ok(Acquisition::Held)
+    Ok(Acquisition::Taken(None))
 }
 
 /// Marks `lease`'s period claim started: a read of the lock, then one publish of the ledger

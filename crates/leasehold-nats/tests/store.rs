@@ -64,13 +64,13 @@ async fn keys_are_one_token_per_lock_and_fences_are_stream_sequences() {
         .try_acquire(&request(&lock, 2, Duration::from_secs(30)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let other = store
         .try_acquire(&request(&lock, 2, Duration::from_secs(30)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!((lease.slot, other.slot), (0, 1));
     let (seq, headers) = raw(&store, &key)
@@ -105,7 +105,7 @@ async fn keys_are_one_token_per_lock_and_fences_are_stream_sequences() {
         .try_acquire(&request(&lock, 2, Duration::from_secs(30)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(again.slot, 1);
     assert!(again.fence > seq, "{} > {seq}", again.fence);
@@ -124,7 +124,7 @@ async fn a_period_grant_and_its_ledger_commit_together() {
     let lock = unique_name("period");
     let period = Period::every(Duration::from_secs(3600)).unwrap();
     let first = request(&lock, 1, Duration::from_secs(30)).with_period(period);
-    let lease = store.try_acquire(&first).await.unwrap().granted().unwrap();
+    let lease = store.try_acquire(&first).await.unwrap().elected().unwrap();
     let ledger_key = store.key(&lock, 0).replace(".s0", ".ledger");
     let (ledger_seq, _) = raw(&store, &ledger_key).await.expect("a ledger");
     let (slot_seq, _) = raw(&store, &store.key(&lock, 0)).await.unwrap();
@@ -211,7 +211,7 @@ async fn the_server_expires_a_lease_and_wakes_waiters() {
         .try_acquire(&request(&lock, 1, Duration::from_millis(1000)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let started = Instant::now();
     timeout(Duration::from_secs(5), signal.released())
@@ -232,7 +232,7 @@ async fn the_server_expires_a_lease_and_wakes_waiters() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert!(next.fence > lease.fence);
 }
@@ -319,7 +319,7 @@ async fn a_cut_connection_is_transient_and_heals() {
             .await
         {
             Ok(answer) => {
-                assert!(answer.is_granted());
+                assert!(answer.is_elected());
                 break;
             }
             Err(e) => {
@@ -404,7 +404,7 @@ async fn listing_reads_a_bounded_number_of_messages_per_page() {
                     .try_acquire(&request(lock, 1, Duration::from_secs(60)))
                     .await
                     .unwrap()
-                    .granted()
+                    .elected()
                     .unwrap();
                 store.release(&lease, Duration::ZERO).await.unwrap();
             }
@@ -416,7 +416,7 @@ async fn listing_reads_a_bounded_number_of_messages_per_page() {
         .try_acquire(&request(&held, 1, Duration::from_secs(60)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let first = store.list_locks(None).await.unwrap();
     assert!(first.locks.is_empty(), "only markers on the first page");

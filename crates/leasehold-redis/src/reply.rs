@@ -48,7 +48,7 @@ pub(crate) fn time(epoch_ms: u64) -> SystemTime {
 /// The outcome of `req` from the acquire script's reply.
 pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) -> Acquisition {
     match answer {
-        None => Acquisition::Held,
+        None => Acquisition::Taken(None),
         Some((-1, period, at, from, by, until, started, ran)) => {
             Acquisition::AlreadyRan(PeriodRecord {
                 period,
@@ -60,7 +60,7 @@ pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) ->
                 ran_at: Some(epoch_time(ran)),
             })
         }
-        Some((slot, fence, acquired, expires, ..)) => Acquisition::Granted(Lease {
+        Some((slot, fence, acquired, expires, ..)) => Acquisition::Elected(Lease {
             lock: req.lock.clone(),
             slot: u32::try_from(slot).unwrap_or_default(),
             owner: req.owner.to_string(),

@@ -92,6 +92,7 @@ async fn blackholed_holder_is_lost_before_expiry_and_cannot_harm_its_successor()
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("a free lock");
     ledger.write(guard.fence(), "holder").unwrap();
     sleep(LEASE / 2).await; // at least one renewal through the proxy
@@ -132,6 +133,7 @@ async fn blackholed_holder_is_lost_before_expiry_and_cannot_harm_its_successor()
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("the successor acquires after expiry");
     assert!(
         next.fence() > guard.fence(),
@@ -307,7 +309,12 @@ async fn restarted_server_is_survived_without_restarting_the_client() {
 /// release notification can explain.
 async fn handoff_is_notified(holder: &Elector, waiter_store: &Arc<RedisStore>, tag: &str) -> bool {
     let lock = unique_name(tag);
-    let guard = holder.try_acquire(&lock).await.unwrap().expect("free");
+    let guard = holder
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let waiter_options = ElectionOptions::builder()
         .node_id("waiter")
         .wait(Duration::from_secs(3))
@@ -327,6 +334,7 @@ async fn handoff_is_notified(holder: &Elector, waiter_store: &Arc<RedisStore>, t
     let (acquired_at, taken) = waiting.await.unwrap();
     let taken = taken
         .unwrap()
+        .elected()
         .expect("the waiter gets the lock within its wait");
     let handoff = acquired_at - released_at;
     taken.release().await.unwrap();
@@ -373,6 +381,7 @@ async fn the_wait_covers_a_store_that_is_briefly_unreachable() {
     let (acquired, ()) = tokio::join!(patient.try_acquire(&lock), heal);
     let guard = acquired
         .unwrap()
+        .elected()
         .expect("acquired once the store was reachable again");
     assert!(
         started.elapsed() >= Duration::from_millis(800),

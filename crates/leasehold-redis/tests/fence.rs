@@ -236,10 +236,20 @@ async fn a_holder_whose_lease_was_handed_on_is_refused() {
     let lock = unique_name("holder");
     let k = key("holder", false);
     let elector = Elector::new(Arc::clone(&store));
-    let paused = elector.try_acquire(&lock).await.unwrap().expect("free");
+    let paused = elector
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     keys.holder(&paused).set(&k, "first", None).await.unwrap();
     store.force_release(&lock, 1).await.unwrap();
-    let successor = elector.try_acquire(&lock).await.unwrap().expect("free");
+    let successor = elector
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     assert!(successor.fence() > paused.fence());
     keys.holder(&successor)
         .set(&k, "second", None)

@@ -38,7 +38,7 @@ async fn the_scripts_work_is_independent_of_the_slot_count() {
             .try_acquire(&request(&lock, MAX_SLOTS))
             .await
             .unwrap()
-            .granted()
+            .elected()
             .expect("a free group grants");
     }
     let mut conn = store.connection().await.unwrap();
@@ -99,7 +99,7 @@ async fn state_with_the_most_slots_is_fast_and_blocks_no_one() {
         .try_acquire(&request(&lock, MAX_SLOTS))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("a free group grants");
 
     let calls = 200;

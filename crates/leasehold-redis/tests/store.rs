@@ -31,7 +31,7 @@ async fn a_lock_is_one_hash_tagged_key_with_a_cleanup_ttl() {
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let key = store.key(&lock);
     assert!(key.ends_with(&format!(":{{{lock}}}")), "{key}");
@@ -64,7 +64,7 @@ async fn fences_keep_rising_after_the_idle_hash_is_deleted() {
             .try_acquire(&request(&lock, Duration::from_secs(5)))
             .await
             .unwrap()
-            .granted()
+            .elected()
             .unwrap();
         assert!(lease.fence > last, "{} after {last}", lease.fence);
         last = lease.fence;
@@ -166,12 +166,12 @@ async fn handoff(holder: Arc<RedisStore>, waiter_store: Arc<RedisStore>, force: 
         .try_acquire(&request(&lock, Duration::from_secs(30)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let elector = waiter(waiter_store);
     let name = lock.clone();
     let waiting = tokio::spawn(async move {
-        let guard = elector.try_acquire(&name).await.unwrap();
+        let guard = elector.try_acquire(&name).await.unwrap().elected();
         (Instant::now(), guard)
     });
     sleep(Duration::from_millis(150)).await;
@@ -259,7 +259,7 @@ async fn release_publishes_only_after_a_failed_acquire() {
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(
         store.release(&lease, Duration::ZERO).await.unwrap(),
@@ -271,13 +271,13 @@ async fn release_publishes_only_after_a_failed_acquire() {
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let failed = store
         .try_acquire(&request(&lock, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted();
+        .elected();
     assert!(failed.is_none());
     let mark: Option<String> = conn.hget(&key, "w").await.unwrap();
     assert_eq!(
@@ -327,13 +327,13 @@ async fn a_one_slot_acquire_keeps_a_longer_group_lease_in_the_cleanup_ttl() {
         .try_acquire(&group(Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let second = store
         .try_acquire(&group(Duration::from_secs(600)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!((first.slot, second.slot), (0, 1));
     store.release(&first, Duration::ZERO).await.unwrap();
@@ -342,7 +342,7 @@ async fn a_one_slot_acquire_keeps_a_longer_group_lease_in_the_cleanup_ttl() {
         .try_acquire(&request(&lock, Duration::from_secs(1)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(single.slot, 0);
     assert!(single.fence > first.fence);
@@ -360,8 +360,8 @@ async fn a_one_slot_retry_gets_the_same_lease_back() {
     let store = RedisStore::connect_lazy(&url, common::options()).unwrap();
     let lock = unique_name("one-slot-retry");
     let req = request(&lock, Duration::from_secs(30));
-    let lease = store.try_acquire(&req).await.unwrap().granted().unwrap();
-    let again = store.try_acquire(&req).await.unwrap().granted().unwrap();
+    let lease = store.try_acquire(&req).await.unwrap().elected().unwrap();
+    let again = store.try_acquire(&req).await.unwrap().elected().unwrap();
     assert_eq!(
         (again.slot, again.fence, again.acquired_at, again.expires_at),
         (lease.slot, lease.fence, lease.acquired_at, lease.expires_at)
@@ -389,7 +389,7 @@ async fn a_grant_without_a_period_keeps_the_ledger_until_its_period_ends() {
         .offset(offset)
         .unwrap();
     let claim = request(&lock, Duration::from_secs(1)).with_period(period);
-    let claimed = store.try_acquire(&claim).await.unwrap().granted().unwrap();
+    let claimed = store.try_acquire(&claim).await.unwrap().elected().unwrap();
     assert!(claimed.period.is_some());
     assert_eq!(
         store.start_period(&claimed).await.unwrap(),
@@ -403,7 +403,7 @@ async fn a_grant_without_a_period_keeps_the_ledger_until_its_period_ends() {
         .try_acquire(&request(&lock, Duration::from_secs(1)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     store.release(&plain, Duration::ZERO).await.unwrap();
     let after: i64 = conn.pttl(store.key(&lock)).await.unwrap();
@@ -429,7 +429,7 @@ async fn a_clear_deletes_the_ledger_fields_only() {
     let lock = unique_name("ledger-clear");
     let hourly = leasehold::Period::every(Duration::from_secs(3600)).unwrap();
     let claim = request(&lock, Duration::from_secs(30)).with_period(hourly);
-    let lease = store.try_acquire(&claim).await.unwrap().granted().unwrap();
+    let lease = store.try_acquire(&claim).await.unwrap().elected().unwrap();
     assert_eq!(
         store.start_period(&lease).await.unwrap(),
         leasehold::store::PeriodStart::Started
@@ -439,7 +439,7 @@ async fn a_clear_deletes_the_ledger_fields_only() {
         .try_acquire(&request(&lock, Duration::from_secs(30)))
         .await
         .unwrap();
-    assert!(matches!(refused, Acquisition::Held), "{refused:?}");
+    assert!(matches!(refused, Acquisition::Taken(_)), "{refused:?}");
     let key = store.key(&lock);
     let mut conn = store.connection().await.unwrap();
     let before: std::collections::HashMap<String, String> = conn.hgetall(&key).await.unwrap();
@@ -473,17 +473,17 @@ async fn the_line_of_waiters_in_the_hash_is_bounded() {
         .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(me))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let first = WaiterId::random();
     let refused = store
         .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(first))
         .await
         .unwrap();
-    assert_eq!(refused, Acquisition::Held);
+    assert!(refused.is_taken(), "{:?}", refused);
     for _ in 0..MAX_WAITERS * 2 {
         let req = request(&lock, Duration::from_secs(30)).waiting_as(WaiterId::random());
-        assert_eq!(store.try_acquire(&req).await.unwrap(), Acquisition::Held);
+        assert!(store.try_acquire(&req).await.unwrap().is_taken());
     }
     let mut conn = store.connection().await.unwrap();
     let fields: usize = conn.hlen(store.key(&lock)).await.unwrap();
@@ -516,12 +516,12 @@ async fn a_hash_with_a_ledger_hands_off_too() {
     let claim = request(&lock, Duration::from_secs(30))
         .with_period(hourly)
         .waiting_as(a);
-    let held = store.try_acquire(&claim).await.unwrap().granted().unwrap();
+    let held = store.try_acquire(&claim).await.unwrap().elected().unwrap();
     let refused = store
         .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(b))
         .await
         .unwrap();
-    assert_eq!(refused, Acquisition::Held);
+    assert!(refused.is_taken(), "{:?}", refused);
     let answer = store
         .release_to(&held, Duration::ZERO, HandOff::Longest(a))
         .await
@@ -531,10 +531,10 @@ async fn a_hash_with_a_ledger_hands_off_too() {
         .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(c))
         .await
         .unwrap();
-    assert_eq!(by_c, Acquisition::Held, "kept for b, not c");
+    assert!(by_c.is_taken(), "kept for b, not c");
     let by_b = store
         .try_acquire(&request(&lock, Duration::from_secs(30)).waiting_as(b))
         .await
         .unwrap();
-    assert!(by_b.granted().is_some(), "b takes the lock kept for it");
+    assert!(by_b.elected().is_some(), "b takes the lock kept for it");
 }

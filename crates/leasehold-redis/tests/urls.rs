@@ -87,7 +87,7 @@ async fn decoded_prefixes_keep_applications_apart() {
         .try_acquire(&request("node-a"))
         .await
         .unwrap_or_else(|e| panic!("{e}"))
-        .granted();
+        .elected();
     assert!(held.is_some());
     // The other prefix is another application: the same lock is free there (under one
     // prefix, another node's request would find it held).
@@ -95,13 +95,13 @@ async fn decoded_prefixes_keep_applications_apart() {
         .try_acquire(&request("node-b"))
         .await
         .unwrap_or_else(|e| panic!("{e}"))
-        .granted();
+        .elected();
     assert!(other.is_some());
     let same = a
         .try_acquire(&request("node-c"))
         .await
         .unwrap_or_else(|e| panic!("{e}"))
-        .granted();
+        .elected();
     assert!(same.is_none());
     for (store, lease) in [(&a, held), (&b, other)] {
         if let Some(lease) = lease {

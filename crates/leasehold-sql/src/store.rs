@@ -348,7 +348,7 @@ impl LeaseStore for SqlStore {
                     .acquire_period(req, period, &token, line)
                     .await?
                 {
-                    Ok(row) => return Ok(Acquisition::Granted(lease(req, 0, row, Some(period)))),
+                    Ok(row) => return Ok(Acquisition::Elected(lease(req, 0, row, Some(period)))),
                     Err(Some(ledger)) => Some(ledger),
                     Err(None) => self.queries.read_period(&req.lock, true).await?,
                 };
@@ -357,7 +357,7 @@ impl LeaseStore for SqlStore {
                         return Ok(Acquisition::AlreadyRan(record));
                     }
                     Some(Refusal::Neither) | None if !retried => retried = true,
-                    _ => return Ok(Acquisition::Held),
+                    _ => return Ok(Acquisition::Taken(None)),
                 }
             }
         }
@@ -369,13 +369,13 @@ impl LeaseStore for SqlStore {
         };
         for slot in candidates {
             if let Some(row) = self.queries.acquire(req, slot, &token, line).await? {
-                return Ok(Acquisition::Granted(lease(req, slot, row, None)));
+                return Ok(Acquisition::Elected(lease(req, slot, row, None)));
             }
         }
         if matches!(line, Line::On { .. }) {
             self.refused();
         }
-        Ok(Acquisition::Held)
+        Ok(Acquisition::Taken(None))
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

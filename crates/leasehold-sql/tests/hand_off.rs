@@ -50,7 +50,7 @@ async fn acquire(
         .try_acquire(&request(lock, owner, w))
         .await
         .unwrap()
-        .granted()
+        .elected()
 }
 
 async fn connect(url: &str) -> PgConnection {
@@ -135,7 +135,7 @@ async fn postgres_old_tables_get_the_column_and_work_without_it() {
         .unwrap();
     let claimed = store.try_acquire(&claim).await.unwrap();
     let claimed = claimed
-        .granted()
+        .elected()
         .expect("the claim columns added, a claim is granted");
     assert_eq!(
         store.start_period(&claimed).await.unwrap(),

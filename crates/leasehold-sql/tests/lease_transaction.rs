@@ -52,6 +52,7 @@ where
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("free");
     let mut tx = store.begin_fenced::<DB>(&guard).await.unwrap();
     assert_eq!(
@@ -95,12 +96,18 @@ where
     let (a, b) = (store(&url).await, store(&url).await);
     let (lock, long) = (lock(), Duration::from_secs(30));
     let (ea, eb) = (elector(&a, long), elector(&b, long));
-    let stale = ea.try_acquire(&lock).await.unwrap().expect("free");
+    let stale = ea
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let take_over = || async {
         b.force_release(&lock, 1).await.unwrap();
         eb.try_acquire(&lock)
             .await
             .unwrap()
+            .elected()
             .expect("free after the forced release")
     };
     let (mut tx, successor) = if DB::NAME == "SQLite" {
@@ -145,6 +152,7 @@ where
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("free");
     let mut tx = store.begin_fenced::<DB>(&guard).await.unwrap();
     put::<DB>(&mut tx, lock.as_str(), 1).await.unwrap();

@@ -97,7 +97,7 @@ async fn check(url: &str, dialect: Dialect) {
         Token::random(),
         Duration::from_secs(30),
     );
-    assert!(managed.try_acquire(&plain).await.unwrap().is_granted());
+    assert!(managed.try_acquire(&plain).await.unwrap().is_elected());
     let err = managed.try_acquire(&claim("a")).await.unwrap_err();
     let text = err.to_string();
     assert!(!err.is_transient(), "{text}");
@@ -116,7 +116,7 @@ async fn check(url: &str, dialect: Dialect) {
         .await
         .unwrap();
     let lease = store.try_acquire(&claim("a")).await.unwrap();
-    let Acquisition::Granted(lease) = lease else {
+    let Acquisition::Elected(lease) = lease else {
         panic!("a first claim is granted, got {lease:?}");
     };
     assert_eq!(
@@ -233,7 +233,7 @@ async fn check_before_claims(url: &str, dialect: Dialect) {
         .try_acquire(&req("a"))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("free");
     store.release(&unstarted, Duration::ZERO).await.unwrap();
     let pending = store
@@ -272,7 +272,7 @@ async fn check_before_claims(url: &str, dialect: Dialect) {
         .try_acquire(&claim("d"))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("the period runs again after the clear");
     assert!(
         i64::try_from(again.fence).unwrap() > now * 1000,
@@ -318,7 +318,7 @@ async fn check_before_runs(url: &str, dialect: Dialect) {
         .try_acquire(&claim("a"))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("free");
     assert_eq!(
         store.start_period(&ran).await.unwrap(),

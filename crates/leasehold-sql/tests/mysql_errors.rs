@@ -31,6 +31,7 @@ async fn a_lock_wait_timeout_is_a_transient_store_error() {
         .try_acquire(lock.as_str())
         .await
         .unwrap()
+        .elected()
         .unwrap()
         .release()
         .await

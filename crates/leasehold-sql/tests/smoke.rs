@@ -23,8 +23,16 @@ async fn round_trip(url: &str) {
         .build()
         .unwrap();
     let e = Elector::with_options(store.clone(), opts);
-    let g = e.try_acquire(&lock).await.unwrap().expect("free lock");
-    assert!(e.try_acquire(&lock).await.unwrap().is_none(), "held");
+    let g = e
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free lock");
+    assert!(
+        e.try_acquire(&lock).await.unwrap().elected().is_none(),
+        "held"
+    );
     let s = e.state(&lock).await.unwrap();
     assert_eq!(s.holder().map(|h| h.fence), Some(g.fence()));
     assert!(matches!(
@@ -49,20 +57,20 @@ async fn round_trip(url: &str) {
         .try_acquire(&req(t1))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     let again = store
         .try_acquire(&req(t1))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_eq!(again.slot, a.slot, "same token re-acquires its own slot");
     let b = store
         .try_acquire(&req(leasehold::Token::random()))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .unwrap();
     assert_ne!(a.slot, b.slot);
     assert!(
@@ -70,7 +78,7 @@ async fn round_trip(url: &str) {
             .try_acquire(&req(leasehold::Token::random()))
             .await
             .unwrap()
-            .granted()
+            .elected()
             .is_none()
     );
     assert_eq!(store.state(&name, 2).await.unwrap().active(), 2);
@@ -139,7 +147,7 @@ async fn postgres_release_wakes_a_waiter_on_another_client() {
             .build()
             .unwrap(),
     );
-    let g = holder.try_acquire(&lock).await.unwrap().unwrap();
+    let g = holder.try_acquire(&lock).await.unwrap().elected().unwrap();
     let l = lock.clone();
     let task =
         tokio::spawn(async move { waiter.try_acquire(&l).await.map(|g| g.map(|g| g.fence())) });
@@ -148,7 +156,7 @@ async fn postgres_release_wakes_a_waiter_on_another_client() {
     let released = std::time::Instant::now();
     g.release().await.unwrap();
     let fence = task.await.unwrap().unwrap();
-    assert!(fence.is_some());
+    assert!(fence.is_elected());
     assert!(
         released.elapsed() < Duration::from_secs(3),
         "woken by NOTIFY, not by the 10 s poll: {:?}",

@@ -105,7 +105,7 @@ async fn faked_clock_child() {
                 .try_acquire(&request("ahead", Duration::from_secs(5)))
                 .await
                 .unwrap()
-                .granted();
+                .elected();
             assert!(
                 got.is_none(),
                 "a process 10 s ahead took over a live lease: {got:?}"
@@ -128,7 +128,7 @@ async fn faked_clock_child() {
                 .try_acquire(&request("behind", Duration::from_secs(20)))
                 .await
                 .unwrap()
-                .granted();
+                .elected();
             assert!(
                 got.is_some(),
                 "a process 30 s behind could not take a released lock"
@@ -155,7 +155,7 @@ async fn a_contender_with_its_clock_ahead_does_not_take_over() {
         .try_acquire(&request("parent", Duration::from_secs(8)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("a fresh lock is free");
     // Keep 8–9 s left however long the child takes to start: always less than its 10 s lead.
     let renewer = {
@@ -199,7 +199,7 @@ async fn a_contender_with_its_clock_behind_sees_a_released_lock_as_free() {
         .try_acquire(&request("parent", Duration::from_secs(60)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("a fresh lock is free");
     assert_eq!(
         store.release(&lease, Duration::ZERO).await.unwrap(),
@@ -224,7 +224,7 @@ async fn a_contender_with_its_clock_behind_sees_a_released_lock_as_free() {
         .try_acquire(&request("parent", Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted();
+        .elected();
     assert!(
         got.is_none(),
         "took over a live lease whose holder's clock is behind: {got:?}"
@@ -272,7 +272,7 @@ async fn an_older_sqlite_table_gains_the_clock_columns() {
             .try_acquire(&request("new", Duration::from_secs(5)))
             .await
             .unwrap()
-            .granted()
+            .elected()
             .is_none()
     );
     // Opening again (columns present) is a no-op.

@@ -43,7 +43,7 @@ async fn a_release_through_another_store_wakes_this_stores_waiters() {
     );
     let lock = LockName::new("fed").unwrap();
     let lease = a.try_acquire(&request(&lock, "a")).await.unwrap();
-    let lease = lease.granted().expect("a free lock");
+    let lease = lease.elected().expect("a free lock");
 
     let mut signal = b
         .release_signal(&lock)
@@ -85,7 +85,12 @@ async fn a_waiting_elector_takes_over_at_another_stores_release() {
             .build()
             .unwrap(),
     );
-    let guard = holder.try_acquire("handed").await.unwrap().expect("free");
+    let guard = holder
+        .try_acquire("handed")
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let waiting = tokio::spawn(async move {
         let got = waiter.try_acquire("handed").await;
         (Instant::now(), got)
@@ -94,7 +99,7 @@ async fn a_waiting_elector_takes_over_at_another_stores_release() {
     let released = Instant::now();
     guard.release().await.unwrap();
     let (at, got) = waiting.await.unwrap();
-    assert!(got.unwrap().is_some(), "the waiter gave up");
+    assert!(got.unwrap().is_elected(), "the waiter gave up");
     let took = at - released;
     assert!(took < Duration::from_secs(2), "hand-off took {took:?}");
 }

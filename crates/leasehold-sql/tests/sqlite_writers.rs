@@ -34,7 +34,7 @@ async fn forced_releases_wait_for_concurrent_writers() {
                 Token::random(),
                 Duration::from_secs(30),
             );
-            if let Some(lease) = a.try_acquire(&req).await.unwrap().granted() {
+            if let Some(lease) = a.try_acquire(&req).await.unwrap().elected() {
                 a.release(&lease, Duration::ZERO).await.unwrap();
             }
         }
@@ -52,7 +52,7 @@ async fn forced_releases_wait_for_concurrent_writers() {
             .try_acquire(&req)
             .await
             .unwrap()
-            .granted()
+            .elected()
             .expect("free after the last round");
         let freed = b
             .force_release(&broken, 1)

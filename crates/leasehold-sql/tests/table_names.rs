@@ -53,7 +53,12 @@ async fn everything_works(url: &str, table: &str) {
             .build()
             .unwrap(),
     );
-    let g = holder.try_acquire(&lock).await.unwrap().expect("free lock");
+    let g = holder
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free lock");
     let state = holder.state(&lock).await.unwrap();
     assert_eq!(state.holder().map(|h| h.fence), Some(g.fence()));
     let l = lock.clone();
@@ -65,7 +70,10 @@ async fn everything_works(url: &str, table: &str) {
     let first = g.fence();
     assert_eq!(g.release().await.unwrap(), Release::Released);
     let fence = task.await.unwrap().unwrap();
-    assert!(fence.is_some_and(|f| f > first), "the waiter got the lock");
+    assert!(
+        fence.elected().is_some_and(|f| f > first),
+        "the waiter got the lock"
+    );
     if holder_store.dialect() == Dialect::Postgres {
         assert!(
             released.elapsed() < Duration::from_secs(3),
@@ -75,7 +83,12 @@ async fn everything_works(url: &str, table: &str) {
     }
     // The waiter's guard was dropped, so the lock is free again; a forced release frees a new one.
     let name = LockName::new(format!("{lock}-force")).unwrap();
-    let g = holder.try_acquire(name.as_str()).await.unwrap().unwrap();
+    let g = holder
+        .try_acquire(name.as_str())
+        .await
+        .unwrap()
+        .elected()
+        .unwrap();
     let freed = holder_store.force_release(&name, 1).await.unwrap();
     assert_eq!(
         freed.iter().map(|h| h.fence).collect::<Vec<_>>(),

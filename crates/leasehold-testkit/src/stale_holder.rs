@@ -230,7 +230,7 @@ async fn one_round(
         // Frozen past the lease: nothing renews it, the store lets it expire.
         let until = Instant::now() + a.options().lease() + Duration::from_millis(50);
         let guard_b = loop {
-            if let Some(g) = b.try_acquire(lock).await? {
+            if let Some(g) = b.try_acquire(lock).await?.elected() {
                 break g;
             }
             if Instant::now() > until + Duration::from_secs(10) {
@@ -250,6 +250,7 @@ async fn take(elector: &Elector, lock: &LockName) -> Result<LeaderGuard, SinkErr
     elector
         .try_acquire(lock)
         .await?
+        .elected()
         .ok_or_else(|| format!("{lock} was held by someone else").into())
 }
 

@@ -52,7 +52,10 @@ async fn auto_extend_rides_out_transient_extend_failures() {
                 sleep(ms(1_200)).await;
                 faults.heal(Op::Extend);
                 sleep(ms(6_000)).await;
-                (ctx.is_lost(), b.try_acquire(name).await.unwrap().is_some())
+                (
+                    ctx.is_lost(),
+                    b.try_acquire(name).await.unwrap().elected().is_some(),
+                )
             }
         })
         .await
@@ -85,7 +88,7 @@ async fn permanent_extend_failure_reports_lost_before_store_expiry() {
     let a = elector(store, options("a", Duration::ZERO).auto_extend(true));
     let mut events = a.subscribe();
     let start = Instant::now();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     faults.fail(Op::Extend, Fault::permanent());
     let reason = guard.lost().await;
     let lost_at = Instant::now();
@@ -123,7 +126,7 @@ async fn persistent_transient_extend_failure_reports_deadline_before_store_expir
     let b = elector(memory.clone(), options("b", Duration::ZERO));
     let mut events = a.subscribe();
     let start = Instant::now();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     faults.fail(Op::Extend, Fault::transient());
     let reason = guard.lost().await;
     let lost_at = Instant::now();
@@ -144,7 +147,7 @@ async fn persistent_transient_extend_failure_reports_deadline_before_store_expir
     );
     assert_eq!(lost_events(&mut events), vec![LostReason::DeadlinePassed]);
     assert!(
-        b.try_acquire(&name).await.unwrap().is_none(),
+        b.try_acquire(&name).await.unwrap().elected().is_none(),
         "the store must still hold it when lost fires"
     );
     sleep_until_after(start + LEASE).await;
@@ -152,6 +155,7 @@ async fn persistent_transient_extend_failure_reports_deadline_before_store_expir
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("free after the store's expiry");
     assert!(successor.fence() > guard.fence());
 }
@@ -167,7 +171,7 @@ async fn hanging_extend_reports_deadline_before_store_expiry() {
     let name = unique_name("fault-hanging-extend");
     let a = elector(store, options("a", Duration::ZERO).auto_extend(true));
     let start = Instant::now();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     faults.delay_request(Op::Extend, Duration::from_secs(3600));
     assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
     let lost_at = Instant::now() - start;
@@ -184,7 +188,7 @@ async fn extend_not_held_reports_lost() {
     let name = unique_name("fault-not-held");
     let a = elector(store, options("a", Duration::ZERO).auto_extend(true));
     let mut events = a.subscribe();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     assert_eq!(
         memory
             .release(&guard.lease(), Duration::ZERO)
@@ -204,7 +208,7 @@ async fn without_auto_extend_lost_fires_at_local_deadline() {
     let name = unique_name("fault-deadline");
     let a = elector(store, options("a", Duration::ZERO).auto_extend(false));
     let start = Instant::now();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     assert!(!guard.is_lost());
     assert!(
         guard.local_deadline() < start + LEASE,
@@ -239,7 +243,7 @@ async fn local_deadline_counts_from_before_a_slow_acquire() {
     let a = elector(store, options("a", Duration::ZERO));
     faults.delay_answer(Op::TryAcquire, ms(800));
     let start = Instant::now();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     assert!(start.elapsed() >= ms(800), "the answer delay must apply");
     let expiry = memory.state(&name, 1).await.unwrap();
     assert!(!expiry.is_free());
@@ -287,7 +291,7 @@ async fn cancel_on_lost_cancels_the_action() {
     );
     let b = elector(memory, options("b", Duration::ZERO));
     assert!(
-        b.try_acquire(&name).await.unwrap().is_some(),
+        b.try_acquire(&name).await.unwrap().elected().is_some(),
         "the lease must be released after cancelling"
     );
 }
@@ -340,6 +344,7 @@ async fn transient_acquire_error_with_wait_zero_is_an_error() {
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("free");
     faults.fail(Op::TryAcquire, Fault::transient().times(1));
     let err = a
@@ -387,6 +392,7 @@ async fn lost_acquire_answer_is_recognised_on_retry() {
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("the retry must find its own lease");
     assert_eq!(
         guard.fence(),
@@ -458,6 +464,7 @@ async fn slow_acquire_respects_the_wait_budget() {
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("free");
     let wait = Duration::from_secs(1);
     let delay = ms(300);
@@ -465,7 +472,7 @@ async fn slow_acquire_respects_the_wait_budget() {
     faults.delay_request(Op::TryAcquire, delay);
     let start = Instant::now();
     assert!(
-        a.try_acquire(&name).await.unwrap().is_none(),
+        a.try_acquire(&name).await.unwrap().elected().is_none(),
         "contention is a skip"
     );
     let took = start.elapsed();
@@ -480,7 +487,12 @@ async fn slow_acquire_respects_the_wait_budget() {
 
     holder.release().await.unwrap();
     let start = Instant::now();
-    let guard = a.try_acquire(&name).await.unwrap().expect("free now");
+    let guard = a
+        .try_acquire(&name)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free now");
     assert_eq!(
         start.elapsed(),
         delay,
@@ -526,12 +538,12 @@ async fn failed_release_leaves_the_lease_to_expire() {
         "the run itself succeeded"
     );
     assert!(
-        b.try_acquire(&name).await.unwrap().is_none(),
+        b.try_acquire(&name).await.unwrap().elected().is_none(),
         "the unreleased lease is still held"
     );
     let guard = a.try_acquire(&name).await;
     assert!(
-        matches!(guard, Ok(None)),
+        matches!(guard, Ok(leasehold::Outcome::Taken(_))),
         "still held for the holder's elector too"
     );
     sleep_until_after(start + LEASE).await;
@@ -539,6 +551,7 @@ async fn failed_release_leaves_the_lease_to_expire() {
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("free after expiry");
     assert_eq!(faults.injected(Op::Release), 1);
     drop(guard);
@@ -550,7 +563,7 @@ async fn manual_release_error_is_returned() {
     let (_memory, store, faults) = faulty();
     let name = unique_name("fault-manual-release");
     let a = elector(store, options("a", Duration::ZERO));
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     faults.fail(Op::Release, Fault::transient().times(1));
     let err = guard.release().await.expect_err("release error");
     assert!(err.as_store().is_some_and(|e| e.is_transient()), "{err}");
@@ -562,7 +575,7 @@ async fn manual_extend_errors_are_returned() {
     let (_memory, store, faults) = faulty();
     let name = unique_name("fault-manual-extend");
     let a = elector(store, options("a", Duration::ZERO));
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     faults.fail(Op::Extend, Fault::transient().times(1));
     assert!(guard.extend(LEASE * 2).await.is_err());
     assert!(

@@ -44,7 +44,7 @@ async fn a_grant_answered_with_an_error_is_freed_when_the_acquisition_gives_up()
         start.elapsed()
     );
     assert!(memory.state(&name, 1).await.unwrap().is_free());
-    let guard = b.try_acquire(&name).await.unwrap();
+    let guard = b.try_acquire(&name).await.unwrap().elected();
     assert!(guard.is_some(), "another replica gets the lock at once");
 }
 
@@ -90,7 +90,12 @@ async fn a_sibling_lease_under_the_same_node_id_is_kept() {
     let (memory, store, faults) = faulty();
     let name = unique_name("let-go-sibling");
     let a = elector(store, options("a", Duration::ZERO).max_leaders(2));
-    let first = a.try_acquire(&name).await.unwrap().expect("slot 0 is free");
+    let first = a
+        .try_acquire(&name)
+        .await
+        .unwrap()
+        .elected()
+        .expect("slot 0 is free");
     faults.fail(Op::TryAcquire, Fault::transient().times(1).after_apply());
     assert!(a.try_acquire(&name).await.is_err());
     a.settled().await;
@@ -112,10 +117,18 @@ async fn a_definite_answer_after_an_error_ends_the_doubt() {
     let (memory, store, faults) = faulty();
     let name = unique_name("let-go-definite");
     let holder = elector(memory.clone(), options("h", Duration::ZERO));
-    let held = holder.try_acquire(&name).await.unwrap().expect("free");
+    let held = holder
+        .try_acquire(&name)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let a = elector(store, options("a", ms(250)));
     faults.fail(Op::TryAcquire, Fault::transient().times(1));
-    assert!(a.try_acquire(&name).await.unwrap().is_none(), "held");
+    assert!(
+        a.try_acquire(&name).await.unwrap().elected().is_none(),
+        "held"
+    );
     a.settled().await;
     assert_eq!(faults.calls(Op::State), 0, "no doubt was left to settle");
     assert!(!held.is_lost());

@@ -77,7 +77,12 @@ async fn a_dropped_guards_release_is_waited_for_by_every_copy_of_the_elector() {
     let name = unique_name("dropped-guard");
     let a = elector(store, true);
     let tenant_copy = a.reconfigured(a.options().clone());
-    let guard = a.try_acquire(&name).await.unwrap().expect("free lock");
+    let guard = a
+        .try_acquire(&name)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free lock");
     let lock = guard.lease().lock;
     faults.delay_request(Op::Release, LATE);
     drop(guard);
@@ -200,7 +205,7 @@ fn dropping_the_last_blocking_handle_waits_for_a_dropped_guards_release() {
     let (memory, store, faults) = faulty();
     let name = unique_name("blocking-drop");
     let a = blocking::Elector::from_async(elector(store, true)).unwrap();
-    let guard = a.try_acquire(&name).unwrap().expect("free lock");
+    let guard = a.try_acquire(&name).unwrap().elected().expect("free lock");
     faults.delay_request(Op::Release, LATE);
     drop(guard); // its release runs on the facade's runtime
     drop(a); // the last handle: shuts the runtime down, after the release
@@ -227,6 +232,7 @@ async fn a_failing_renewal_is_announced_once_before_the_lease_is_lost() {
         .try_acquire(unique_name("renewal-failing"))
         .await
         .unwrap()
+        .elected()
         .expect("free lock");
     faults.fail(Op::Extend, Fault::transient());
     assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
@@ -243,6 +249,7 @@ async fn a_renewal_without_answer_is_announced_before_the_lease_is_lost() {
         .try_acquire(unique_name("renewal-hangs"))
         .await
         .unwrap()
+        .elected()
         .expect("free lock");
     faults.delay_request(Op::Extend, Duration::from_secs(3600));
     assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
@@ -267,6 +274,7 @@ async fn each_outage_is_announced_once_and_a_recovery_keeps_the_lease() {
         .try_acquire(unique_name("renewal-recovers"))
         .await
         .unwrap()
+        .elected()
         .expect("free lock");
     for _ in 0..2 {
         faults.fail(Op::Extend, Fault::transient().times(2));

@@ -26,7 +26,7 @@ impl StoreObserver for Tally {
     }
     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<leasehold::store::Acquisition>) {
         let word = match answer {
-            Ok(leasehold::store::Acquisition::Granted(lease)) => format!("granted {}", lease.fence),
+            Ok(leasehold::store::Acquisition::Elected(lease)) => format!("granted {}", lease.fence),
             Ok(_) => "busy".to_owned(),
             Err(e) => format!("error {e}"),
         };
@@ -69,8 +69,15 @@ async fn the_observer_sees_each_call_with_its_answer() {
         .build()
         .unwrap();
     let elector = Elector::with_options(store.clone(), options);
-    let guard = elector.try_acquire("job").await.unwrap().unwrap();
-    assert!(elector.try_acquire("job").await.unwrap().is_none());
+    let guard = elector.try_acquire("job").await.unwrap().elected().unwrap();
+    assert!(
+        elector
+            .try_acquire("job")
+            .await
+            .unwrap()
+            .elected()
+            .is_none()
+    );
     guard.extend(Duration::from_secs(60)).await.unwrap();
     guard.release().await.unwrap();
     assert_eq!(store.observer().asked.load(Ordering::SeqCst), 2);

@@ -47,6 +47,7 @@ async fn retried_acquire_local_deadline_must_not_outlive_the_store_lease() {
         .try_acquire(&name)
         .await
         .unwrap()
+        .elected()
         .expect("elected by the retry");
     assert_eq!(start.elapsed(), ms(800), "four lost answers, 200 ms apart");
     assert_eq!(guard.fence(), 1, "the retry returned the first grant");
@@ -54,7 +55,7 @@ async fn retried_acquire_local_deadline_must_not_outlive_the_store_lease() {
     // The store's lease started at `start` and ends at start + 1 s.
     sleep_until(start + LEASE + ms(10)).await;
     let b = elector(memory, options("b", Duration::ZERO, LEASE));
-    let successor = b.try_acquire(&name).await.unwrap();
+    let successor = b.try_acquire(&name).await.unwrap().elected();
     assert!(
         successor.is_some(),
         "the store hands the lock on at its expiry"
@@ -79,7 +80,7 @@ async fn shorter_manual_extend_must_not_leave_the_local_deadline_beyond_store_ex
         memory.clone(),
         options("a", Duration::ZERO, Duration::from_secs(2)),
     );
-    let guard = a.try_acquire(&name).await.unwrap().expect("free");
+    let guard = a.try_acquire(&name).await.unwrap().elected().expect("free");
     let new_expiry = match guard.extend(ms(300)).await.unwrap() {
         Extension::Extended { expires_at } => expires_at,
         Extension::NotHeld => panic!("live lease"),
@@ -97,7 +98,7 @@ async fn shorter_manual_extend_must_not_leave_the_local_deadline_beyond_store_ex
 
     sleep(ms(400)).await;
     let b = elector(memory, options("b", Duration::ZERO, Duration::from_secs(2)));
-    let successor = b.try_acquire(&name).await.unwrap();
+    let successor = b.try_acquire(&name).await.unwrap().elected();
     assert!(
         successor.is_some(),
         "the store hands the lock on after the shortened expiry"
@@ -145,7 +146,7 @@ async fn dropping_a_run_during_its_release_must_still_release() {
         options("b", Duration::ZERO, Duration::from_secs(30)),
     );
     assert!(
-        b.try_acquire(&name).await.unwrap().is_some(),
+        b.try_acquire(&name).await.unwrap().elected().is_some(),
         "a dropped run must release its lease; the lock is held until its 30 s expiry"
     );
 }
@@ -170,7 +171,7 @@ async fn timeout_during_a_slow_release_must_still_release() {
         options("b", Duration::ZERO, Duration::from_secs(30)),
     );
     assert!(
-        b.try_acquire(&name).await.unwrap().is_some(),
+        b.try_acquire(&name).await.unwrap().elected().is_some(),
         "a dropped run must release its lease; the lock is held until its 30 s expiry"
     );
 }

@@ -481,7 +481,12 @@ async fn the_live_view_lists_the_holder_of_a_held_lock() {
         .build()
         .unwrap();
     let elector = Elector::with_options(store, options);
-    let guard = elector.try_acquire("nightly").await.unwrap().unwrap();
+    let guard = elector
+        .try_acquire("nightly")
+        .await
+        .unwrap()
+        .elected()
+        .unwrap();
     let app = view.router("127.0.0.1:7879".parse().unwrap()).unwrap();
 
     let live = get(&app, "/api/live").await;
@@ -587,8 +592,8 @@ async fn the_live_view_reads_group_slots() {
             .build()
             .unwrap(),
     );
-    let _a = group.try_acquire("crawl").await.unwrap().unwrap();
-    let _b = group.try_acquire("crawl").await.unwrap().unwrap();
+    let _a = group.try_acquire("crawl").await.unwrap().elected().unwrap();
+    let _b = group.try_acquire("crawl").await.unwrap().elected().unwrap();
     let report = view.report().await;
     let slots: Vec<u32> = report.locks[0].holders.iter().map(|h| h.slot).collect();
     assert_eq!(slots, [0, 1]);

@@ -253,7 +253,7 @@ impl Protocol {
             let now = self.now()?;
             if let Some(mut lease) = mine(&read, req, now) {
                 lease.period = Some(period.id_at(lease.acquired_at));
-                return Ok(Acquisition::Granted(lease));
+                return Ok(Acquisition::Elected(lease));
             }
             let window = period.window_at_ms(now);
             let latest = read.ledger.as_ref().and_then(|(l, _)| l.as_ref());
@@ -263,12 +263,12 @@ impl Protocol {
                 .is_some_and(|n| n.live_for_others(now, self.tolerance_ms));
             match Ledger::judge(latest, window.from_ms, live) {
                 ClaimVerdict::Ran => {
-                    return Ok(
-                        latest.map_or(Acquisition::Held, |l| Acquisition::AlreadyRan(l.record()))
-                    );
+                    return Ok(latest.map_or(Acquisition::Taken(None), |l| {
+                        Acquisition::AlreadyRan(l.record())
+                    }));
                 }
-                ClaimVerdict::Claimed => return Ok(Acquisition::Held),
-                ClaimVerdict::Free if live => return Ok(Acquisition::Held),
+                ClaimVerdict::Claimed => return Ok(Acquisition::Taken(None)),
+                ClaimVerdict::Free if live => return Ok(Acquisition::Taken(None)),
                 ClaimVerdict::Free => {}
             }
             if node.is_none() && round == 0 {
@@ -306,7 +306,7 @@ impl Protocol {
                 // without its Stat: read it.
                 None => match self.read_one(&req.lock, 0).await? {
                     Some(n) if n.record.as_ref() == Some(&record) => n.stat,
-                    _ => return Ok(Acquisition::Held),
+                    _ => return Ok(Acquisition::Taken(None)),
                 },
             };
             self.link.clock.observe(stat.mtime);
@@ -316,12 +316,12 @@ impl Protocol {
                 stat,
             };
             let Some(mut lease) = node.lease(&req.lock) else {
-                return Ok(Acquisition::Held);
+                return Ok(Acquisition::Taken(None));
             };
             lease.period = Some(window.id);
-            return Ok(Acquisition::Granted(lease));
+            return Ok(Acquisition::Elected(lease));
         }
-        Ok(Acquisition::Held)
+        Ok(Acquisition::Taken(None))
     }
 
     /// Marks `lease`'s period claim started: a multi-read of slot 0 and the ledger, then one

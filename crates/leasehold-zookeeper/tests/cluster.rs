@@ -56,7 +56,12 @@ async fn killing_the_leader_never_gives_the_lock_to_two_holders() {
     let resource = Arc::new(FencedResource::new("resource"));
 
     let holder = elector(&url, "holder", Duration::ZERO);
-    let guard = holder.try_acquire(&lock).await.unwrap().expect("free");
+    let guard = holder
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let holder_fence = guard.fence();
     // The holder stays inside until it lets go (or is lost, when it no longer counts): were it
     // still sure of its lease when the contender enters, the resource records an overlap.
@@ -80,6 +85,7 @@ async fn killing_the_leader_never_gives_the_lock_to_two_holders() {
             .try_acquire(&name)
             .await
             .unwrap()
+            .elected()
             .expect("acquired");
         let inside = section.enter("contender", &next.context());
         section.write(next.fence(), "contender").unwrap();

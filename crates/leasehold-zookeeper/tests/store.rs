@@ -53,7 +53,7 @@ async fn slot_nodes_live_under_the_chroot_and_are_marked_free_not_deleted() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("a free lock");
     let client = store.client().await.unwrap();
     let (data, stat) = client.get_data(&path).await.unwrap();
@@ -71,7 +71,7 @@ async fn slot_nodes_live_under_the_chroot_and_are_marked_free_not_deleted() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("free again");
     let (_, stat2) = client.get_data(&path).await.unwrap();
     assert_eq!(stat2.czxid, stat.czxid, "the same node, never deleted");
@@ -102,7 +102,7 @@ async fn leases_shorter_than_twice_the_tolerance_are_refused() {
             .try_acquire(&request(&lock, 1, Duration::from_millis(900)))
             .await
             .unwrap()
-            .is_granted()
+            .is_elected()
     );
 }
 
@@ -118,7 +118,7 @@ async fn an_ended_lease_is_taken_over_only_after_the_tolerance() {
         .try_acquire(&request(&lock, 1, Duration::from_millis(3100)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("free");
     // 300 ms after the end: ended for its holder, not yet for others.
     sleep(
@@ -138,7 +138,7 @@ async fn an_ended_lease_is_taken_over_only_after_the_tolerance() {
         !b.try_acquire(&request(&lock, 1, Duration::from_secs(4)))
             .await
             .unwrap()
-            .is_granted(),
+            .is_elected(),
         "within the tolerance the lease is not taken over"
     );
     sleep(Duration::from_millis(1500)).await;
@@ -146,7 +146,7 @@ async fn an_ended_lease_is_taken_over_only_after_the_tolerance() {
         .try_acquire(&request(&lock, 1, Duration::from_secs(4)))
         .await
         .unwrap()
-        .granted()
+        .elected()
         .expect("taken over after the tolerance");
     assert!(next.fence > first.fence);
     assert_eq!(
@@ -178,7 +178,12 @@ async fn a_cut_holder_is_lost_at_its_deadline_before_any_successor() {
     let resource = FencedResource::new("resource");
 
     let holder = elector(holder_store.clone(), "holder", Duration::ZERO, LEASE);
-    let guard = holder.try_acquire(&lock).await.unwrap().expect("free");
+    let guard = holder
+        .try_acquire(&lock)
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     resource.write(guard.fence(), "holder").unwrap();
     sleep(LEASE / 2).await; // at least one renewal through the proxy
     assert!(!guard.is_lost());
@@ -209,6 +214,7 @@ async fn a_cut_holder_is_lost_at_its_deadline_before_any_successor() {
         .try_acquire(&lock)
         .await
         .unwrap()
+        .elected()
         .expect("the successor acquires after the lease ended");
     assert!(next.fence() > guard.fence());
     assert!(

@@ -95,7 +95,7 @@ fn floor(c: &mut Criterion) {
     group.bench_function("acquire_release", |b| {
         b.to_async(&rt).iter(|| async {
             let lease = match store.try_acquire(black_box(&req)).await {
-                Ok(leasehold::store::Acquisition::Granted(lease)) => lease,
+                Ok(leasehold::store::Acquisition::Elected(lease)) => lease,
                 other => panic!("floor acquire failed: {other:?}"),
             };
             black_box(store.release(&lease, Duration::ZERO).await.is_ok())

@@ -91,7 +91,7 @@ fn run(mode: &str, n: u32) -> Result<(), BoxError> {
                     Duration::from_secs(30),
                 );
                 for _ in 0..n {
-                    let Acquisition::Granted(lease) = store.try_acquire(&req).await? else {
+                    let Acquisition::Elected(lease) = store.try_acquire(&req).await? else {
                         return Err("the floor found the lock busy".into());
                     };
                     store.release(&lease, Duration::ZERO).await?;

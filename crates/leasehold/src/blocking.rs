@@ -38,7 +38,7 @@ use crate::error::Result;
 use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::IntoLockName;
 use crate::options::ElectionOptions;
-use crate::outcome::RunOutcome;
+use crate::outcome::Outcome;
 use crate::store::contract::LeaseStore;
 use crate::store::lease::{LockState, Release};
 
@@ -129,17 +129,18 @@ impl Elector {
         name: impl IntoLockName,
         action: impl FnOnce(&LeaderContext) -> T,
     ) -> Result<Option<T>> {
-        self.run_guarded(name, action, |_| false)
+        Ok(self.run_claimed(name, None, action, |_| false)?.elected())
     }
 
-    /// Like [`run_if_leader`](Self::run_if_leader) for closures returning `Result`.
+    /// Like [`run_if_leader`](Self::run_if_leader) for closures returning `Result`, with the
+    /// [`Outcome`] of [`Elector::run`](crate::Elector::run).
     pub fn run<T, E>(
         &self,
         name: impl IntoLockName,
         action: impl FnOnce(&LeaderContext) -> std::result::Result<T, E>,
-    ) -> Result<RunOutcome<T, E>> {
-        let ran = self.run_guarded(name, action, |r| r.is_err())?;
-        Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
+    ) -> Result<Outcome<T, E>> {
+        let ran = self.run_claimed(name, None, action, |r| r.is_err())?;
+        Ok(crate::elect::elector::action_result(ran))
     }
 
     /// Like [`Elector::run_once_per`](crate::Elector::run_once_per): runs the closure at most
@@ -153,48 +154,41 @@ impl Elector {
         name: impl IntoLockName,
         period: crate::Period,
         action: impl FnOnce(&LeaderContext) -> std::result::Result<T, E>,
-    ) -> Result<crate::PeriodOutcome<T, E>> {
-        use crate::elect::engine::Claimed;
-        let running = match self
-            .runtime
-            .block_on(self.inner.engine().begin_claim(name, Some(period)))?
-        {
-            Claimed::Elected(running) => running,
-            Claimed::Held => return Ok(crate::PeriodOutcome::Skipped),
-            Claimed::AlreadyRan(record) => return Ok(crate::PeriodOutcome::AlreadyRan(record)),
-        };
-        let ctx = running.context();
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| action(&ctx)));
-        let ran = self
-            .runtime
-            .block_on(running.finish(outcome, |r: &std::result::Result<T, E>| r.is_err()))?;
-        Ok(match ran {
-            Some(Ok(v)) => crate::PeriodOutcome::Ran(v),
-            Some(Err(e)) => crate::PeriodOutcome::ActionFailed(e),
-            None => crate::PeriodOutcome::Skipped,
-        })
+    ) -> Result<Outcome<T, E>> {
+        let ran = self.run_claimed(name, Some(period), action, |r| r.is_err())?;
+        Ok(crate::elect::elector::action_result(ran))
     }
 
-    /// Acquires on the runtime, runs the closure on this thread (outside the runtime, so it may
-    /// itself block or use other blocking clients), then releases on the runtime.
-    fn run_guarded<T>(
+    /// Acquires on the runtime (claiming `period`, if given), runs the closure on this thread
+    /// (outside the runtime, so it may itself block or use other blocking clients), then
+    /// releases on the runtime.
+    fn run_claimed<T>(
         &self,
         name: impl IntoLockName,
+        period: Option<crate::Period>,
         action: impl FnOnce(&LeaderContext) -> T,
         failed: fn(&T) -> bool,
-    ) -> Result<Option<T>> {
-        let Some(running) = self.runtime.block_on(self.inner.engine().begin(name))? else {
-            return Ok(None);
+    ) -> Result<Outcome<T>> {
+        let claimed = self
+            .runtime
+            .block_on(self.inner.engine().begin_claim(name, period))?;
+        let running = match claimed {
+            Outcome::Elected(running) => running,
+            Outcome::Taken(holder) => return Ok(Outcome::Taken(holder)),
+            Outcome::AlreadyRan(record) => return Ok(Outcome::AlreadyRan(record)),
+            Outcome::ActionFailed(never) => match never {},
         };
         let ctx = running.context();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| action(&ctx)));
-        self.runtime.block_on(running.finish(outcome, failed))
+        let ran = self.runtime.block_on(running.finish(outcome, failed))?;
+        Ok(ran.map_or(Outcome::Taken(None), Outcome::Elected))
     }
 
-    /// Acquires the lock and returns a blocking guard; `Ok(None)` on contention.
-    pub fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<Guard>> {
-        let guard = self.runtime.block_on(self.inner.try_acquire(name))?;
-        Ok(guard.map(|guard| Guard {
+    /// Acquires the lock and returns a blocking guard: [`Outcome::Elected`] with it, or
+    /// [`Outcome::Taken`] on contention.
+    pub fn try_acquire(&self, name: impl IntoLockName) -> Result<Outcome<Guard>> {
+        let outcome = self.runtime.block_on(self.inner.try_acquire(name))?;
+        Ok(outcome.map(|guard| Guard {
             ctx: guard.context(),
             guard: Some(guard),
             runtime: Arc::clone(&self.runtime),
@@ -225,14 +219,14 @@ impl Elector {
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};
-    /// # use leasehold::{blocking, MemoryStore, Period, PeriodOutcome};
+    /// # use leasehold::{blocking, MemoryStore, Period, Outcome};
     /// let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
     /// let hourly = Period::every(Duration::from_secs(3600))?;
     /// let ran = elector.run_once_per("sync", hourly, |_| Ok::<_, std::convert::Infallible>(1))?;
-    /// assert_eq!(ran, PeriodOutcome::Ran(1));
+    /// assert_eq!(ran, Outcome::Elected(1));
     /// assert!(elector.clear_period_ledger("sync")?.is_some_and(|r| r.started));
     /// assert_eq!(elector.period_record("sync")?, None);
-    /// assert_eq!(elector.run_once_per("sync", hourly, |_| Ok::<_, std::convert::Infallible>(2))?, PeriodOutcome::Ran(2));
+    /// assert_eq!(elector.run_once_per("sync", hourly, |_| Ok::<_, std::convert::Infallible>(2))?, Outcome::Elected(2));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///

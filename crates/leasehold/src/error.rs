@@ -151,7 +151,7 @@ impl std::error::Error for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// Errors returned by the electors. Contention is never an error: it is `Ok(None)` or
-/// [`RunOutcome::Skipped`](crate::RunOutcome::Skipped).
+/// [`Outcome::Taken`](crate::Outcome::Taken).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

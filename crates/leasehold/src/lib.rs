@@ -5,8 +5,9 @@
 //!
 //! * [`Elector`] runs work under a lease, on one node or on up to N
 //!   ([`max_leaders`](ElectionOptionsBuilder::max_leaders)): [`Elector::run_if_leader`] returns
-//!   `Ok(None)` on contention, [`Elector::run`] tells elected, skipped and failed apart, and
-//!   [`Elector::try_acquire`] hands out a [`LeaderGuard`].
+//!   `Ok(None)` on contention; [`Elector::run`], [`Elector::run_once_per`] and
+//!   [`Elector::try_acquire`] answer with one [`Outcome`]: elected (with the value, or a
+//!   [`LeaderGuard`]), taken by another holder, already run this period, or the action failed.
 //! * Every lease carries a random [`Token`] and a [`fence`](Lease::fence) that strictly increases
 //!   per lock: hand it to the resource so it can reject writes from a stale holder.
 //! * [`LeaderContext::lost`] (also on a [`LeaderGuard`]) resolves when the lease is lost or can
@@ -87,7 +88,7 @@ pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_LEASE, ElectionOptions, ElectionOptionsBuilder, MIN_LEASE,
     MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
 };
-pub use outcome::{PeriodOutcome, RunOutcome};
+pub use outcome::Outcome;
 pub use schedule::{
     DEFAULT_MAX_JITTER, Job, JobEvent, JobOutcome, MissedPeriods, Schedule, ScheduleHandle,
 };

@@ -348,7 +348,7 @@ mod tests {
         let store = Arc::new(MemoryStore::new());
         let a = Elector::with_options(store.clone(), options.clone());
         let b = Elector::with_options(store, options);
-        let Ok(Some(guard)) = a.try_acquire("slipped").await else {
+        let Ok(crate::Outcome::Elected(guard)) = a.try_acquire("slipped").await else {
             panic!("a free lock must be granted");
         };
         let waiting = tokio::time::timeout(Duration::from_secs(10), b.try_acquire("slipped"));

@@ -1,103 +1,78 @@
-//! `RunOutcome`: elected, skipped, or the action failed.
+//! `Outcome`: whether work ran here under a lease — elected, taken by another holder, already
+//! run this period, or the action failed.
 
 use std::convert::Infallible;
 
-/// The result of [`Elector::run`](crate::Elector::run): keeps "we were not elected" apart from
-/// "the action returned nothing" and from "the action failed".
+use crate::store::lease::Holder;
+use crate::store::period::PeriodRecord;
+
+/// What became of one call that runs work on the elected node, or hands out a guard:
+/// [`Elector::run`](crate::Elector::run), [`Elector::run_once_per`](crate::Elector::run_once_per),
+/// [`Elector::try_acquire`](crate::Elector::try_acquire) and
+/// [`Elector::try_acquire_for`](crate::Elector::try_acquire_for) (and their blocking forms).
+/// "Not elected" is always one of its two refusals, [`Taken`](Self::Taken) or
+/// [`AlreadyRan`](Self::AlreadyRan); a store failure is never one of them but the call's `Err`.
+///
+/// `T` is the action's value (or the [`LeaderGuard`](crate::LeaderGuard)), `E` the action's
+/// error. [`Elector::run_if_leader`](crate::Elector::run_if_leader) is the short form, with
+/// `Option<T>`. The store contract's [`Acquisition`](crate::store::Acquisition) names the same
+/// cases the same way.
 ///
 /// ```
-/// use leasehold::RunOutcome;
-/// let o: RunOutcome<u32, String> = RunOutcome::Elected(3);
+/// use leasehold::Outcome;
+/// let o: Outcome<u32, String> = Outcome::Elected(3);
+/// assert!(o.ran());
 /// assert_eq!(o.elected(), Some(3));
-/// assert!(RunOutcome::<u32, String>::Skipped.is_skipped());
+/// let skipped: Outcome<u32, String> = Outcome::Taken(None);
+/// assert!(skipped.is_taken() && !skipped.ran());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
-pub enum RunOutcome<T, E = Infallible> {
-    /// This node was elected and the action returned `Ok(value)`.
+pub enum Outcome<T, E = Infallible> {
+    /// This node was elected; the action returned `Ok(value)` (or: the guard).
     Elected(T),
-    /// Another holder had the lock for the whole wait; the action did not run.
-    Skipped,
-    /// This node was elected and the action returned `Err(error)`; the lease was released.
+    /// Another holder had the lock for the whole wait; nothing ran here. With that holder, as
+    /// the store's last refusal named it (the stores that say: [`MemoryStore`](crate::MemoryStore));
+    /// `None` where the store does not tell.
+    Taken(Option<Holder>),
+    /// A period was claimed, and the ledger records a run for this period (or a later one):
+    /// when and by whom. Nothing ran here; waiting could not have changed that.
+    AlreadyRan(PeriodRecord),
+    /// This node was elected and the action returned `Err(error)`; the lease was released (and a
+    /// claimed period stays recorded as run).
     ActionFailed(E),
 }
 
-impl<T, E> RunOutcome<T, E> {
-    /// True for [`RunOutcome::Skipped`].
-    pub fn is_skipped(&self) -> bool {
-        matches!(self, Self::Skipped)
-    }
-    /// True for [`RunOutcome::Elected`] and [`RunOutcome::ActionFailed`]: the action ran.
+impl<T, E> Outcome<T, E> {
+    /// True for [`Elected`](Self::Elected) and [`ActionFailed`](Self::ActionFailed): the
+    /// action ran here.
     pub fn ran(&self) -> bool {
-        !self.is_skipped()
+        matches!(self, Self::Elected(_) | Self::ActionFailed(_))
     }
-    /// The value of an elected run.
+    /// True for [`Elected`](Self::Elected).
+    pub fn is_elected(&self) -> bool {
+        matches!(self, Self::Elected(_))
+    }
+    /// True for [`Taken`](Self::Taken).
+    pub fn is_taken(&self) -> bool {
+        matches!(self, Self::Taken(_))
+    }
+    /// The value of an elected run (or the guard).
     pub fn elected(self) -> Option<T> {
         match self {
             Self::Elected(v) => Some(v),
             _ => None,
         }
     }
-    /// The action's error.
-    pub fn failure(self) -> Option<E> {
+    /// The holder that kept the lock, when the lock was taken and the store said who.
+    pub fn holder(&self) -> Option<&Holder> {
         match self {
-            Self::ActionFailed(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl<T, E> From<Result<T, E>> for RunOutcome<T, E> {
-    fn from(r: Result<T, E>) -> Self {
-        match r {
-            Ok(v) => Self::Elected(v),
-            Err(e) => Self::ActionFailed(e),
-        }
-    }
-}
-
-/// The result of [`Elector::run_once_per`](crate::Elector::run_once_per): ran, skipped because
-/// the lock is held, skipped because the ledger says this period already ran, or the action
-/// failed.
-///
-/// ```
-/// use leasehold::PeriodOutcome;
-/// let o: PeriodOutcome<u32, String> = PeriodOutcome::Ran(3);
-/// assert!(o.ran());
-/// assert_eq!(o.value(), Some(3));
-/// assert!(!PeriodOutcome::<u32, String>::Skipped.ran());
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
-pub enum PeriodOutcome<T, E = Infallible> {
-    /// Elected for this period; the action returned `Ok(value)`. The lease's
-    /// [`period`](crate::Lease::period) (through the context) is the period id recorded.
-    Ran(T),
-    /// Another holder had the lock for the whole wait, and the ledger does not record this
-    /// period as run (yet): the action did not run.
-    Skipped,
-    /// The ledger records a run for this period (or a later one): when and by whom. The action
-    /// did not run; waiting could not have changed that.
-    AlreadyRan(crate::PeriodRecord),
-    /// Elected for this period and the action returned `Err(error)`; the lease was released and
-    /// the period stays recorded as run.
-    ActionFailed(E),
-}
-
-impl<T, E> PeriodOutcome<T, E> {
-    /// True for [`PeriodOutcome::Ran`] and [`PeriodOutcome::ActionFailed`]: the action ran.
-    pub fn ran(&self) -> bool {
-        matches!(self, Self::Ran(_) | Self::ActionFailed(_))
-    }
-    /// The value of a successful run.
-    pub fn value(self) -> Option<T> {
-        match self {
-            Self::Ran(v) => Some(v),
+            Self::Taken(holder) => holder.as_ref(),
             _ => None,
         }
     }
     /// The ledger record, when the period already ran.
-    pub fn already_ran(&self) -> Option<&crate::PeriodRecord> {
+    pub fn already_ran(&self) -> Option<&PeriodRecord> {
         match self {
             Self::AlreadyRan(r) => Some(r),
             _ => None,
@@ -108,6 +83,26 @@ impl<T, E> PeriodOutcome<T, E> {
         match self {
             Self::ActionFailed(e) => Some(e),
             _ => None,
+        }
+    }
+    /// The same outcome with the elected value mapped by `f`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U, E> {
+        match self {
+            Self::Elected(v) => Outcome::Elected(f(v)),
+            Self::Taken(h) => Outcome::Taken(h),
+            Self::AlreadyRan(r) => Outcome::AlreadyRan(r),
+            Self::ActionFailed(e) => Outcome::ActionFailed(e),
+        }
+    }
+}
+
+impl<T, E> From<Result<T, E>> for Outcome<T, E> {
+    /// An elected run's result: `Ok` is [`Elected`](Outcome::Elected), `Err`
+    /// [`ActionFailed`](Outcome::ActionFailed).
+    fn from(r: Result<T, E>) -> Self {
+        match r {
+            Ok(v) => Self::Elected(v),
+            Err(e) => Self::ActionFailed(e),
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leasehold::{ElectionOptions, MemoryStore, RunOutcome, blocking};
+use leasehold::{ElectionOptions, MemoryStore, Outcome, blocking};
 
 fn elector(store: &Arc<MemoryStore>, o: leasehold::ElectionOptionsBuilder) -> blocking::Elector {
     blocking::Elector::with_options(store.clone(), o.build().unwrap()).unwrap()
@@ -16,16 +16,16 @@ fn runs_a_sync_closure_and_skips_on_contention() {
     let store = Arc::new(MemoryStore::new());
     let e = elector(&store, ElectionOptions::builder().wait(Duration::ZERO));
     assert_eq!(e.run_if_leader("job", |ctx| ctx.fence()).unwrap(), Some(1));
-    let held = e.try_acquire("job").unwrap().unwrap();
+    let held = e.try_acquire("job").unwrap().elected().unwrap();
     assert_eq!(e.run_if_leader("job", |_| ()).unwrap(), None);
     assert_eq!(
         e.run("job", |_| Ok::<_, String>(1)).unwrap(),
-        RunOutcome::Skipped
+        Outcome::Taken(None)
     );
     held.release().unwrap();
     assert_eq!(
         e.run("job", |_| Err::<(), _>("x")).unwrap(),
-        RunOutcome::ActionFailed("x")
+        Outcome::ActionFailed("x")
     );
     assert!(e.state("job").unwrap().is_free());
 }
@@ -41,8 +41,8 @@ fn a_group_is_an_elector_with_more_leaders() {
             .max_leaders(2)
             .wait(Duration::ZERO),
     );
-    let a = e.try_acquire("pool").unwrap().expect("slot 0");
-    let b = e.try_acquire("pool").unwrap().expect("slot 1");
+    let a = e.try_acquire("pool").unwrap().elected().expect("slot 0");
+    let b = e.try_acquire("pool").unwrap().elected().expect("slot 1");
     assert_eq!((a.slot(), b.slot()), (0, 1));
     assert_eq!(e.run_if_leader("pool", |_| ()).unwrap(), None);
     assert_eq!(e.state("pool").unwrap().available(), 0);
@@ -70,10 +70,10 @@ fn a_dropped_guard_releases_in_the_background() {
         &store,
         ElectionOptions::builder().wait(Duration::from_secs(5)),
     );
-    let g = e.try_acquire("job").unwrap().unwrap();
+    let g = e.try_acquire("job").unwrap().elected().unwrap();
     drop(g);
     let start = Instant::now();
-    assert!(e.try_acquire("job").unwrap().is_some());
+    assert!(e.try_acquire("job").unwrap().elected().is_some());
     assert!(
         start.elapsed() < Duration::from_secs(2),
         "released promptly, not at expiry"
@@ -97,7 +97,7 @@ fn the_private_runtime_renews_while_the_closure_blocks() {
             let mut skipped = 0;
             for _ in 0..10 {
                 std::thread::sleep(lease / 3);
-                skipped += usize::from(other.try_acquire("job").unwrap().is_none());
+                skipped += usize::from(other.try_acquire("job").unwrap().elected().is_none());
             }
             (skipped, ctx.is_lost())
         })

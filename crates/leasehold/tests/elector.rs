@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use leasehold::store::{AcquireRequest, StoreResult};
 use leasehold::{
     ElectionOptions, Elector, Event, Extension, Lease, LeaseStore, LockName, LockState, LostReason,
-    MemoryStore, Release, RetryPolicy, RunOutcome,
+    MemoryStore, Outcome, Release, RetryPolicy,
 };
 use leasehold_testkit::fault::{FaultControl, FaultyStore, Op};
 use tokio::time::{Instant, sleep, timeout};
@@ -133,6 +133,7 @@ async fn contention_skips_exactly_at_the_wait_deadline() {
         .try_acquire("job")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     let e = elector(&store, opts().wait(Duration::from_secs(2)));
     let start = Instant::now();
@@ -155,10 +156,10 @@ async fn contention_skips_exactly_at_the_wait_deadline() {
 async fn zero_wait_makes_exactly_one_attempt() {
     let store = Arc::new(Counting::new(true, Duration::ZERO));
     let a = Elector::with_options(store.clone(), opts().build().unwrap());
-    let _held = a.try_acquire("job").await.unwrap().unwrap();
+    let _held = a.try_acquire("job").await.unwrap().elected().unwrap();
     let b = Elector::with_options(store.clone(), opts().wait(Duration::ZERO).build().unwrap());
     let start = Instant::now();
-    assert!(b.try_acquire("job").await.unwrap().is_none());
+    assert!(b.try_acquire("job").await.unwrap().elected().is_none());
     assert_eq!(start.elapsed(), Duration::ZERO);
     assert_eq!(store.attempts.load(Ordering::SeqCst), 2);
 }
@@ -171,7 +172,8 @@ async fn retries_back_off_with_jitter_within_bounds() {
     let _held = Elector::with_options(store.clone(), opts().build().unwrap())
         .try_acquire("job")
         .await
-        .unwrap();
+        .unwrap()
+        .elected();
     let b = Elector::with_options(
         store.clone(),
         opts()
@@ -181,7 +183,7 @@ async fn retries_back_off_with_jitter_within_bounds() {
             .unwrap(),
     );
     store.attempts.store(0, Ordering::SeqCst);
-    assert!(b.try_acquire("job").await.unwrap().is_none());
+    assert!(b.try_acquire("job").await.unwrap().elected().is_none());
     let n = store.attempts.load(Ordering::SeqCst);
     // Pauses of 5-10, 10-20, 20-40, 40-80 ms, then 40-80 ms: between ~13 and ~26 attempts in 1 s.
     assert!((12..=28).contains(&n), "{n} attempts");
@@ -196,6 +198,7 @@ async fn a_release_wakes_a_waiter_long_before_its_next_poll() {
         .try_acquire("job")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     let waiter = elector(
         &store,
@@ -206,7 +209,7 @@ async fn a_release_wakes_a_waiter_long_before_its_next_poll() {
         waiter
             .try_acquire("job")
             .await
-            .map(|g| (g.is_some(), Instant::now()))
+            .map(|g| (g.is_elected(), Instant::now()))
     });
     sleep(Duration::from_millis(100)).await;
     holder.release().await.unwrap();
@@ -226,6 +229,7 @@ async fn min_lease_holds_the_lock_from_acquisition_then_frees_it() {
         .try_acquire("job")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     let e = elector(
         &store,
@@ -251,12 +255,12 @@ async fn min_lease_holds_the_lock_from_acquisition_then_frees_it() {
     );
     sleep(Duration::from_millis(900)).await;
     assert!(
-        other.try_acquire("job").await.unwrap().is_none(),
+        other.try_acquire("job").await.unwrap().elected().is_none(),
         "still inside the minimum lease"
     );
     sleep(Duration::from_millis(101)).await;
     assert!(
-        other.try_acquire("job").await.unwrap().is_some(),
+        other.try_acquire("job").await.unwrap().elected().is_some(),
         "free after the minimum lease"
     );
 }
@@ -283,7 +287,7 @@ async fn auto_extend_keeps_the_lease_through_a_long_action() {
     for _ in 0..8 {
         sleep(lease / 3).await;
         assert!(
-            other.try_acquire("job").await.unwrap().is_none(),
+            other.try_acquire("job").await.unwrap().elected().is_none(),
             "renewed lease must still be held"
         );
     }
@@ -293,7 +297,7 @@ async fn auto_extend_keeps_the_lease_through_a_long_action() {
         extended += usize::from(matches!(ev, Event::Extended { .. }));
     }
     assert!(extended >= 8, "{extended} renewals");
-    assert!(other.try_acquire("job").await.unwrap().is_some());
+    assert!(other.try_acquire("job").await.unwrap().elected().is_some());
 }
 
 #[tokio::test(start_paused = true)]
@@ -302,7 +306,7 @@ async fn guard_reports_lost_at_its_local_deadline_before_the_store_expiry() {
     let e = elector(&store, opts().lease(Duration::from_secs(1)));
     let mut events = e.subscribe();
     let start = Instant::now();
-    let guard = e.try_acquire("job").await.unwrap().unwrap();
+    let guard = e.try_acquire("job").await.unwrap().elected().unwrap();
     assert!(!guard.is_lost());
     assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
     assert_eq!(
@@ -432,23 +436,23 @@ async fn run_tells_elected_skipped_and_failed_apart() {
         e.run("job", |_| async { Ok::<_, String>(()) })
             .await
             .unwrap(),
-        RunOutcome::Elected(())
+        Outcome::Elected(())
     );
     let failed = e
         .run("job", |_| async { Err::<(), _>("bad".to_string()) })
         .await
         .unwrap();
-    assert_eq!(failed, RunOutcome::ActionFailed("bad".to_string()));
+    assert_eq!(failed, Outcome::ActionFailed("bad".to_string()));
     assert!(
         e.state("job").await.unwrap().is_free(),
         "released after failure"
     );
-    let _g = e.try_acquire("job").await.unwrap().unwrap();
+    let _g = e.try_acquire("job").await.unwrap().elected().unwrap();
     assert_eq!(
         e.run("job", |_| async { Ok::<_, String>(()) })
             .await
             .unwrap(),
-        RunOutcome::Skipped
+        Outcome::Taken(None)
     );
 }
 
@@ -465,12 +469,12 @@ async fn fences_increase_across_release_expiry_and_takeover() {
         &store,
         opts().node_id("node-b").wait(Duration::from_secs(1)),
     );
-    let f1 = a.try_acquire("job").await.unwrap().unwrap();
+    let f1 = a.try_acquire("job").await.unwrap().elected().unwrap();
     let first = f1.fence();
     f1.release().await.unwrap();
-    let f2 = a.try_acquire("job").await.unwrap().unwrap();
+    let f2 = a.try_acquire("job").await.unwrap().elected().unwrap();
     let stale = f2.lease();
-    let taken = b.try_acquire("job").await.unwrap().unwrap(); // after expiry
+    let taken = b.try_acquire("job").await.unwrap().elected().unwrap(); // after expiry
     assert!(first < stale.fence && stale.fence < taken.fence());
     assert_eq!(
         store.release(&stale, Duration::ZERO).await.unwrap(),
@@ -493,7 +497,7 @@ async fn state_reports_holder_and_frees_after_release() {
     let store = Arc::new(MemoryStore::new());
     let e = elector(&store, opts().lease(Duration::from_secs(10)));
     assert!(e.state("job").await.unwrap().is_free());
-    let g = e.try_acquire("job").await.unwrap().unwrap();
+    let g = e.try_acquire("job").await.unwrap().elected().unwrap();
     let s = e.state("job").await.unwrap();
     let h = s.holder().unwrap();
     assert_eq!(
@@ -520,7 +524,7 @@ async fn manual_extend_moves_the_deadline_and_the_watchdog_respects_it() {
         &store,
         opts().lease(Duration::from_millis(300)).auto_extend(true),
     );
-    let g = e.try_acquire("job").await.unwrap().unwrap();
+    let g = e.try_acquire("job").await.unwrap().elected().unwrap();
     let before = g.local_deadline();
     assert!(matches!(
         g.extend(Duration::from_secs(10)).await.unwrap(),
@@ -549,15 +553,15 @@ async fn group_never_exceeds_max_leaders_and_each_slot_has_its_fence() {
             .build()
             .unwrap(),
     );
-    let a = g.try_acquire("pool").await.unwrap().unwrap();
-    let b = g.try_acquire("pool").await.unwrap().unwrap();
-    let c = g.try_acquire("pool").await.unwrap().unwrap();
+    let a = g.try_acquire("pool").await.unwrap().elected().unwrap();
+    let b = g.try_acquire("pool").await.unwrap().elected().unwrap();
+    let c = g.try_acquire("pool").await.unwrap().elected().unwrap();
     assert_eq!([a.slot(), b.slot(), c.slot()], [0, 1, 2]);
-    assert!(g.try_acquire("pool").await.unwrap().is_none());
+    assert!(g.try_acquire("pool").await.unwrap().elected().is_none());
     assert_eq!(g.state("pool").await.unwrap().active(), 3);
     let b_fence = b.fence();
     b.release().await.unwrap();
-    let again = g.try_acquire("pool").await.unwrap().unwrap();
+    let again = g.try_acquire("pool").await.unwrap().elected().unwrap();
     assert_eq!(again.slot(), 1);
     assert!(again.fence() > b_fence);
     assert_eq!(g.max_leaders(), 3);
@@ -570,12 +574,12 @@ async fn tenants_do_not_contend_and_report_full_names() {
     let e = elector(&store, opts().wait(Duration::ZERO));
     let a = e.for_tenant("a").unwrap();
     let b = e.for_tenant("b").unwrap();
-    let ga = a.try_acquire("job").await.unwrap().unwrap();
-    let gb = b.try_acquire("job").await.unwrap().unwrap();
+    let ga = a.try_acquire("job").await.unwrap().elected().unwrap();
+    let gb = b.try_acquire("job").await.unwrap().elected().unwrap();
     assert_eq!(ga.lease().lock.as_str(), "tenant:a:job");
     assert_eq!(a.state("job").await.unwrap().lock.as_str(), "tenant:a:job");
     assert!(
-        e.try_acquire("job").await.unwrap().is_some(),
+        e.try_acquire("job").await.unwrap().elected().is_some(),
         "unscoped name is separate"
     );
     assert!(matches!(
@@ -603,8 +607,8 @@ async fn events_follow_the_lifecycle() {
     let store = Arc::new(MemoryStore::new());
     let e = elector(&store, opts().wait(Duration::ZERO));
     let mut rx = e.subscribe();
-    let g = e.try_acquire("job").await.unwrap().unwrap();
-    assert!(e.try_acquire("job").await.unwrap().is_none());
+    let g = e.try_acquire("job").await.unwrap().elected().unwrap();
+    assert!(e.try_acquire("job").await.unwrap().elected().is_none());
     g.release().await.unwrap();
     let got: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     assert!(
@@ -636,7 +640,12 @@ async fn a_lease_granted_after_the_caller_gave_up_is_released() {
             .is_free(),
         "late lease released"
     );
-    let fence = e.try_acquire("job").await.unwrap().map(|g| g.fence());
+    let fence = e
+        .try_acquire("job")
+        .await
+        .unwrap()
+        .elected()
+        .map(|g| g.fence());
     assert_eq!(
         fence,
         Some(2),
@@ -674,7 +683,12 @@ async fn a_late_answer_does_not_release_the_lease_a_retry_got_back() {
         sleep(MS).await;
     }
     faults.heal(Op::TryAcquire);
-    let guard = acquiring.await.unwrap().unwrap().expect("elected");
+    let guard = acquiring
+        .await
+        .unwrap()
+        .unwrap()
+        .elected()
+        .expect("elected");
     assert!(faults.calls(Op::TryAcquire) >= 2);
     // Then the first answer arrives, nobody waiting for it: the lease is the caller's.
     sleep(Duration::from_secs(5)).await;
@@ -705,7 +719,12 @@ async fn an_attempt_in_flight_when_the_caller_is_dropped_is_finished_and_its_gra
         e.state("job").await.unwrap().is_free(),
         "the grant nobody read is released"
     );
-    let fence = e.try_acquire("job").await.unwrap().map(|g| g.fence());
+    let fence = e
+        .try_acquire("job")
+        .await
+        .unwrap()
+        .elected()
+        .map(|g| g.fence());
     assert_eq!(
         fence,
         Some(2),
@@ -723,7 +742,7 @@ async fn a_store_panicking_in_an_acquisition_is_a_transient_error_not_a_panic() 
     assert!(err.to_string().contains("panicked"), "{err}");
     // The elector is still usable once the store behaves.
     store.panics.store(false, Ordering::SeqCst);
-    assert!(e.try_acquire("job").await.unwrap().is_some());
+    assert!(e.try_acquire("job").await.unwrap().elected().is_some());
 }
 
 #[tokio::test(start_paused = true)]
@@ -757,7 +776,12 @@ async fn an_extension_in_flight_never_lengthens_a_lease_after_its_release() {
             .build()
             .unwrap(),
     );
-    let guard = e.try_acquire("job").await.unwrap().expect("elected");
+    let guard = e
+        .try_acquire("job")
+        .await
+        .unwrap()
+        .elected()
+        .expect("elected");
     let ctx = guard.context();
     let extension = tokio::spawn(async move { ctx.extend(Duration::from_secs(30)).await });
     tokio::task::yield_now().await; // the extension is on its way
@@ -773,7 +797,12 @@ async fn an_extension_in_flight_never_lengthens_a_lease_after_its_release() {
         .unwrap_or_default();
     assert!(left <= Duration::from_secs(11), "{left:?} left: {state:?}");
     // And an extension after the release is refused without asking the store.
-    let late = e.try_acquire("other").await.unwrap().expect("elected");
+    let late = e
+        .try_acquire("other")
+        .await
+        .unwrap()
+        .elected()
+        .expect("elected");
     let ctx = late.context();
     late.release().await.unwrap();
     assert_eq!(
@@ -786,7 +815,7 @@ async fn an_extension_in_flight_never_lengthens_a_lease_after_its_release() {
 async fn force_release_frees_live_slots_and_keeps_fences() {
     let store = Arc::new(MemoryStore::new());
     let e = elector(&store, opts().wait(Duration::ZERO));
-    let g = e.try_acquire("job").await.unwrap().unwrap();
+    let g = e.try_acquire("job").await.unwrap().elected().unwrap();
     let lock = LockName::new("job").unwrap();
     let freed = store.force_release(&lock, 1).await.unwrap();
     assert_eq!(
@@ -797,7 +826,7 @@ async fn force_release_frees_live_slots_and_keeps_fences() {
         store.force_release(&lock, 1).await.unwrap().is_empty(),
         "nothing left to free"
     );
-    let next = e.try_acquire("job").await.unwrap().unwrap();
+    let next = e.try_acquire("job").await.unwrap().elected().unwrap();
     assert!(next.fence() > g.fence());
     assert_eq!(
         g.extend(Duration::from_secs(1)).await.unwrap(),
@@ -819,8 +848,8 @@ async fn elector_force_release_applies_the_tenant_and_slot_count() {
     )
     .for_tenant("acme")
     .unwrap();
-    let a = group.try_acquire("pool").await.unwrap().unwrap();
-    let b = group.try_acquire("pool").await.unwrap().unwrap();
+    let a = group.try_acquire("pool").await.unwrap().elected().unwrap();
+    let b = group.try_acquire("pool").await.unwrap().elected().unwrap();
     let freed = group.force_release("pool").await.unwrap();
     assert_eq!(
         freed.iter().map(|h| h.fence).collect::<Vec<_>>(),
@@ -844,13 +873,13 @@ async fn a_tenant_runs_under_its_scoped_name() {
     assert_eq!(ran.await.unwrap().unwrap().as_str(), "tenant:a:job");
     let ran = a.run("job", |ctx| async move { Ok::<_, ()>(ctx.lock().clone()) });
     assert!(
-        matches!(ran.await.unwrap(), leasehold::RunOutcome::Elected(l) if l.as_str() == "tenant:a:job")
+        matches!(ran.await.unwrap(), leasehold::Outcome::Elected(l) if l.as_str() == "tenant:a:job")
     );
     let hourly = leasehold::Period::every(Duration::from_secs(3600)).unwrap();
     let ran = a.run_once_per("job", hourly, |ctx| async move {
         Ok::<_, ()>(ctx.lock().clone())
     });
     assert!(
-        matches!(ran.await.unwrap(), leasehold::PeriodOutcome::Ran(l) if l.as_str() == "tenant:a:job")
+        matches!(ran.await.unwrap(), leasehold::Outcome::Elected(l) if l.as_str() == "tenant:a:job")
     );
 }

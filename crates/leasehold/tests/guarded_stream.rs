@@ -55,6 +55,7 @@ async fn held_elsewhere_the_stream_is_empty_and_never_made() {
         .try_acquire("feed")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     let made = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = made.clone();
@@ -134,7 +135,7 @@ async fn dropping_the_stream_releases_the_lease() {
     );
     let b = elector(&store, "b", true);
     assert!(
-        b.try_acquire("feed").await.unwrap().is_some(),
+        b.try_acquire("feed").await.unwrap().elected().is_some(),
         "free for the next node"
     );
 }

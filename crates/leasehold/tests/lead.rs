@@ -298,7 +298,12 @@ async fn a_follower_takes_over_within_lease_and_one_retry_interval() {
     let terms = Terms::default();
     let stop_b = CancellationToken::new();
     // node-a "crashes" while leading: its guard is leaked, so nothing releases its lease.
-    let guard = a.try_acquire("crash").await.unwrap().expect("free");
+    let guard = a
+        .try_acquire("crash")
+        .await
+        .unwrap()
+        .elected()
+        .expect("free");
     let crashed_at = Instant::now();
     std::mem::forget(guard);
     let tb = leader(&b, "crash", &stop_b, &terms, Duration::from_secs(3600));
@@ -414,7 +419,7 @@ async fn without_a_signal_the_stream_lags_at_most_one_poll() {
     let mut changes = a.leadership_every("polled", poll).unwrap();
     assert!(changes.next().await.unwrap().is_free());
     sleep(Duration::from_secs(5)).await; // the stream backs off to its poll interval
-    let guard = a.try_acquire("polled").await.unwrap().unwrap();
+    let guard = a.try_acquire("polled").await.unwrap().elected().unwrap();
     let at = Instant::now();
     let change = changes.next().await.unwrap();
     assert_eq!(change.fence(), Some(guard.fence()));

@@ -168,7 +168,12 @@ async fn electors_run_at_the_largest_allowed_durations() {
     let a = Elector::with_options(store.clone(), options("a"));
     let b = Elector::with_options(store.clone(), options("b"));
 
-    let guard = a.try_acquire("far").await.unwrap().expect("free lock");
+    let guard = a
+        .try_acquire("far")
+        .await
+        .unwrap()
+        .elected()
+        .expect("free lock");
     let now = Instant::now();
     assert!(guard.local_deadline() > now + MAX_DURATION / 2);
     assert!(guard.extend(MAX_DURATION).await.is_ok());
@@ -187,6 +192,7 @@ async fn electors_run_at_the_largest_allowed_durations() {
         .expect("the waiter is woken by the release")
         .unwrap()
         .unwrap()
+        .elected()
         .expect("the waiter takes over");
     assert_eq!(taken.lease().owner, "b");
     taken.release().await.unwrap();
@@ -222,7 +228,14 @@ async fn electors_run_at_the_largest_allowed_durations() {
     );
     let mut guards = Vec::new();
     for _ in 0..3 {
-        guards.push(group.try_acquire("wide").await.unwrap().expect("free slot"));
+        guards.push(
+            group
+                .try_acquire("wide")
+                .await
+                .unwrap()
+                .elected()
+                .expect("free slot"),
+        );
     }
     let state = group.state("wide").await.unwrap();
     assert_eq!((state.slots, state.active()), (MAX_SLOTS, 3));

@@ -154,23 +154,23 @@ fn every_name_the_core_records_is_a_family_of_the_registry_and_every_family_is_r
         let a = elector(store.clone(), "a");
         let b = elector(store, "b");
         // Acquired, renewed by the watchdog, contended, released.
-        let guard = a.try_acquire("job").await.unwrap().expect("free");
+        let guard = a.try_acquire("job").await.unwrap().elected().expect("free");
         tokio::time::sleep(Duration::from_millis(1100)).await;
-        assert!(b.try_acquire("job").await.unwrap().is_none());
+        assert!(b.try_acquire("job").await.unwrap().elected().is_none());
         guard.release().await.unwrap();
         // An action that fails; a period that already ran.
         let failed = a
             .run("job", |_| async { Err::<(), _>("no") })
             .await
             .unwrap();
-        assert!(!failed.is_skipped());
+        assert!(!failed.is_taken());
         let hourly = Period::every(Duration::from_secs(3600)).unwrap();
         let ran = a.run_once_per("daily", hourly, |_| async { Ok::<_, String>(()) });
         assert!(ran.await.unwrap().already_ran().is_none());
         let again = b.run_once_per("daily", hourly, |_| async { Ok::<_, String>(()) });
         assert!(again.await.unwrap().already_ran().is_some());
         // Renewals failing (at risk), then lost at the deadline.
-        let guard = a.try_acquire("job").await.unwrap().expect("free");
+        let guard = a.try_acquire("job").await.unwrap().elected().expect("free");
         faults.fail(Op::Extend, Fault::transient());
         guard.lost().await;
         guard.release().await.unwrap();
@@ -222,11 +222,11 @@ fn a_follower_that_never_held_the_lock_records_no_histogram_and_no_clock_offset(
         );
         assert!(matches!(
             store.try_acquire(&request).await.unwrap(),
-            Acquisition::Granted(_)
+            Acquisition::Elected(_)
         ));
         let other = elector(store, "follower");
         for _ in 0..3 {
-            assert!(other.try_acquire("job").await.unwrap().is_none());
+            assert!(other.try_acquire("job").await.unwrap().elected().is_none());
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
     });

@@ -28,7 +28,7 @@ fn elections_record_counters_histograms_and_the_active_gauge() {
             e.run_if_leader("job", |_| tokio::time::sleep(Duration::from_millis(250)))
                 .await
                 .unwrap();
-            let held = e.try_acquire("job").await.unwrap().unwrap();
+            let held = e.try_acquire("job").await.unwrap().elected().unwrap();
             assert!(
                 e.run_if_leader("job", |_| async {})
                     .await
@@ -40,9 +40,9 @@ fn elections_record_counters_histograms_and_the_active_gauge() {
                 .run("job", |_| async { Err::<(), _>("no") })
                 .await
                 .unwrap();
-            assert!(!failing.is_skipped());
+            assert!(!failing.is_taken());
             let plain = e.reconfigured(opts.build().unwrap());
-            let lost = plain.try_acquire("job").await.unwrap().unwrap();
+            let lost = plain.try_acquire("job").await.unwrap().elected().unwrap();
             lost.lost().await;
             drop(lost);
             tokio::task::yield_now().await;

@@ -91,7 +91,11 @@ async fn acquire_renew_and_release_export_their_attributes() {
             .unwrap(),
     );
 
-    let guard = leader.try_acquire("billing.nightly").await.unwrap();
+    let guard = leader
+        .try_acquire("billing.nightly")
+        .await
+        .unwrap()
+        .elected();
     let guard = guard.expect("the lock is free");
     let fence = guard.fence();
     let token = guard.lease().token;
@@ -103,6 +107,7 @@ async fn acquire_renew_and_release_export_their_attributes() {
             .try_acquire("billing.nightly")
             .await
             .unwrap()
+            .elected()
             .is_none()
     );
     guard.release().await.unwrap();

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, Event, MemoryStore, Period, PeriodError, PeriodOutcome};
+use leasehold::{ElectionOptions, Elector, Event, MemoryStore, Outcome, Period, PeriodError};
 
 fn elector(store: &Arc<MemoryStore>, node: &str, wait: Duration) -> Elector {
     let options = ElectionOptions::builder()
@@ -34,7 +34,7 @@ async fn already_ran_is_immediate_and_the_next_period_runs() {
         })
         .await
         .unwrap();
-    let Some(Some(id)) = first.clone().value() else {
+    let Some(Some(id)) = first.clone().elected() else {
         panic!("{first:?}");
     };
     let mut events = b.subscribe();
@@ -59,7 +59,7 @@ async fn already_ran_is_immediate_and_the_next_period_runs() {
         })
         .await
         .unwrap();
-    assert_eq!(third, PeriodOutcome::Ran(Some(id + 1)));
+    assert_eq!(third, Outcome::Elected(Some(id + 1)));
 }
 
 /// A failed action used its period; a held lock without a record is Skipped.
@@ -67,12 +67,12 @@ async fn already_ran_is_immediate_and_the_next_period_runs() {
 async fn failures_use_the_period_and_contention_is_skipped() {
     let store = Arc::new(MemoryStore::new());
     let a = elector(&store, "node-a", Duration::ZERO);
-    let held = a.try_acquire("job").await.unwrap().unwrap();
+    let held = a.try_acquire("job").await.unwrap().elected().unwrap();
     let skipped = a
         .run_once_per("job", hourly(), |_| async { Ok::<_, String>(()) })
         .await
         .unwrap();
-    assert_eq!(skipped, PeriodOutcome::Skipped);
+    assert_eq!(skipped, Outcome::Taken(None));
     held.release().await.unwrap();
     let failed = a
         .run_once_per("job", hourly(), |_| async {
@@ -80,7 +80,7 @@ async fn failures_use_the_period_and_contention_is_skipped() {
         })
         .await
         .unwrap();
-    assert_eq!(failed, PeriodOutcome::ActionFailed("boom".to_owned()));
+    assert_eq!(failed, Outcome::ActionFailed("boom".to_owned()));
     let again = a
         .run_once_per("job", hourly(), |_| async { Ok::<_, String>(()) })
         .await
@@ -95,16 +95,18 @@ async fn try_acquire_for_tells_held_from_already_ran() {
     let store = Arc::new(MemoryStore::new());
     let a = elector(&store, "node-a", Duration::ZERO);
     let b = elector(&store, "node-b", Duration::ZERO);
-    let plain = b.try_acquire("job").await.unwrap().unwrap();
-    assert!(matches!(
-        a.try_acquire_for("job", hourly()).await.unwrap(),
-        Err(None)
-    ));
+    let plain = b.try_acquire("job").await.unwrap().elected().unwrap();
+    assert!(a.try_acquire_for("job", hourly()).await.unwrap().is_taken());
     plain.release().await.unwrap();
-    let guard = a.try_acquire_for("job", hourly()).await.unwrap().unwrap();
+    let guard = a
+        .try_acquire_for("job", hourly())
+        .await
+        .unwrap()
+        .elected()
+        .unwrap();
     assert!(guard.lease().period.is_some());
     match b.try_acquire_for("job", hourly()).await.unwrap() {
-        Err(Some(record)) => assert_eq!(record.by, "node-a"),
+        Outcome::AlreadyRan(record) => assert_eq!(record.by, "node-a"),
         other => panic!("expected AlreadyRan, got {other:?}"),
     }
     guard.release().await.unwrap();
@@ -120,7 +122,7 @@ fn the_blocking_facade_runs_once_per_period() {
     let first = a
         .run_once_per("job", hourly(), |_| Ok::<_, String>(1))
         .unwrap();
-    assert_eq!(first, PeriodOutcome::Ran(1));
+    assert_eq!(first, Outcome::Elected(1));
     let second = b
         .run_once_per("job", hourly(), |_| Ok::<_, String>(2))
         .unwrap();

@@ -111,7 +111,12 @@ fn each_renewal_records_the_time_left_to_the_local_deadline() {
     paused(&seen, async {
         let (store, faults) = FaultyStore::new(Arc::new(MemoryStore::new()));
         let e = elector(store);
-        let guard = e.try_acquire(&lock).await.unwrap().expect("free lock");
+        let guard = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("free lock");
         // Renewals every second; each is sent 1 s after the last, whose deadline was 2.7 s
         // (the lease less a tenth) after it was sent: 1.7 s left when the answer comes.
         sleep(Duration::from_millis(3500)).await;
@@ -143,7 +148,12 @@ fn the_at_risk_signal_is_counted_once_per_run_of_failures_and_cleared_by_recover
     paused(&seen, async {
         let (store, faults) = FaultyStore::new(Arc::new(MemoryStore::new()));
         let e = elector(store);
-        let guard = e.try_acquire(&lock).await.unwrap().expect("free lock");
+        let guard = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("free lock");
         assert_eq!(seen.gauge(m::AT_RISK, &lock), Some(0.0), "not at risk yet");
         for outage in 1..=2 {
             // Three failed renewals in a row (retried every 250 ms), then a success.
@@ -180,14 +190,24 @@ fn the_client_go_gauge_is_one_while_leading_and_zero_after_release_and_after_los
         let e = elector(store);
         let status = || seen.gauge(m::MASTER_STATUS, &lock);
 
-        let guard = e.try_acquire(&lock).await.unwrap().expect("free lock");
+        let guard = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("free lock");
         assert_eq!(status(), Some(1.0), "leading");
         sleep(Duration::from_secs(5)).await;
         assert_eq!(status(), Some(1.0), "still leading after renewals");
         guard.release().await.unwrap();
         assert_eq!(status(), Some(0.0), "released");
 
-        let guard = e.try_acquire(&lock).await.unwrap().expect("free again");
+        let guard = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("free again");
         assert_eq!(status(), Some(1.0), "leading again");
         faults.fail(Op::Extend, Fault::transient());
         assert_eq!(guard.lost().await, LostReason::DeadlinePassed);
@@ -218,8 +238,18 @@ fn two_holders_of_a_group_keep_the_gauge_at_one_until_both_are_gone() {
             .build()
             .unwrap();
         let e = Elector::with_options(Arc::new(MemoryStore::new()), opts);
-        let first = e.try_acquire(&lock).await.unwrap().expect("slot 0");
-        let second = e.try_acquire(&lock).await.unwrap().expect("slot 1");
+        let first = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("slot 0");
+        let second = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("slot 1");
         assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(1.0));
         first.release().await.unwrap();
         assert_eq!(
@@ -247,8 +277,18 @@ fn holders_in_two_electors_keep_the_gauge_at_one_until_both_are_gone() {
             .unwrap();
         let a = Elector::with_options(store.clone(), opts.clone());
         let b = Elector::with_options(store.clone(), opts.clone());
-        let first = a.try_acquire(&lock).await.unwrap().expect("slot 0");
-        let second = b.try_acquire(&lock).await.unwrap().expect("slot 1");
+        let first = a
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("slot 0");
+        let second = b
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("slot 1");
         assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(1.0));
         first.release().await.unwrap();
         drop(a);
@@ -262,7 +302,7 @@ fn holders_in_two_electors_keep_the_gauge_at_one_until_both_are_gone() {
         drop(b);
         // Every handle of the lock is gone; a new elector starts from a count of 0 again.
         let c = Elector::with_options(store, opts);
-        let third = c.try_acquire(&lock).await.unwrap().expect("free");
+        let third = c.try_acquire(&lock).await.unwrap().elected().expect("free");
         assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(1.0));
         third.release().await.unwrap();
         assert_eq!(seen.gauge(m::MASTER_STATUS, &lock), Some(0.0));
@@ -278,7 +318,12 @@ fn held_leases_show_the_last_renewal_until_the_guard_is_released() {
         let e = elector(store);
         let other = e.reconfigured(e.options().clone());
         assert!(e.held_leases().is_empty());
-        let guard = e.try_acquire(&lock).await.unwrap().expect("free lock");
+        let guard = e
+            .try_acquire(&lock)
+            .await
+            .unwrap()
+            .elected()
+            .expect("free lock");
         let granted = e.held_leases();
         assert_eq!(granted.len(), 1);
         assert_eq!(
@@ -377,11 +422,21 @@ fn a_store_with_its_own_clock_reports_its_offset_and_others_report_none() {
             let server = elector(Arc::new(AheadClock(MemoryStore::with_clock_origin(
                 SystemTime::now() + ahead_by,
             ))));
-            let guard = server.try_acquire(&ahead).await.unwrap().expect("free");
+            let guard = server
+                .try_acquire(&ahead)
+                .await
+                .unwrap()
+                .elected()
+                .expect("free");
             guard.extend(LEASE).await.unwrap();
             guard.release().await.unwrap();
             let client = elector(Arc::new(MemoryStore::new()));
-            let guard = client.try_acquire(&own).await.unwrap().expect("free");
+            let guard = client
+                .try_acquire(&own)
+                .await
+                .unwrap()
+                .elected()
+                .expect("free");
             guard.extend(LEASE).await.unwrap();
             guard.release().await.unwrap();
         });

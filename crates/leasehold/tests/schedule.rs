@@ -103,6 +103,7 @@ async fn contention_skips_and_errors_do_not_stop_the_schedule() {
         .try_acquire("tick")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     let (runs, record) = recorder(Instant::now());
     let job = Job::every("tick", PERIOD, move |_| {
@@ -171,6 +172,7 @@ async fn a_tick_never_waits_for_the_lock() {
         .try_acquire("tick")
         .await
         .unwrap()
+        .elected()
         .unwrap();
     // Even with a long wait configured, a tick that finds the lock held skips at once, so the job
     // does not run again right after the holder's run ends.

@@ -99,7 +99,11 @@ fn a_release_the_runtime_drops_unrun_is_reported() {
             .build()
             .unwrap();
         let e = Elector::new(store.clone());
-        let guard = rt.block_on(e.try_acquire("unreleased")).unwrap().unwrap();
+        let guard = rt
+            .block_on(e.try_acquire("unreleased"))
+            .unwrap()
+            .elected()
+            .unwrap();
         // Dropped inside the runtime: the release is spawned, and the runtime ends first.
         rt.block_on(async move { drop(guard) });
         drop(rt);

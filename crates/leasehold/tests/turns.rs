@@ -121,7 +121,12 @@ async fn a_waiter_whose_budget_runs_out_in_line_is_skipped_and_leaves_the_line()
             .build()
             .unwrap(),
     );
-    let holder = elector.try_acquire("turns").await.unwrap().unwrap();
+    let holder = elector
+        .try_acquire("turns")
+        .await
+        .unwrap()
+        .elected()
+        .unwrap();
     // First in line: a patient waiter; second: an impatient one, which never gets a turn.
     let patient = tokio::spawn({
         let e = elector.clone();
@@ -151,7 +156,12 @@ async fn a_waiter_whose_budget_runs_out_in_line_is_skipped_and_leaves_the_line()
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_waiter_gives_up_its_place() {
     let elector = waiting_elector(2);
-    let holder = elector.try_acquire("turns").await.unwrap().unwrap();
+    let holder = elector
+        .try_acquire("turns")
+        .await
+        .unwrap()
+        .elected()
+        .unwrap();
     let first = tokio::spawn({
         let e = elector.clone();
         async move { e.run_if_leader("turns", |_| async {}).await }
@@ -229,12 +239,12 @@ async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
     // Two electors on one store stand for two processes.
     let store = Arc::new(MemoryStore::new());
     let (a, b) = (patient(store.clone()), patient(store.clone()));
-    let held_by_b = b.try_acquire("shared").await.unwrap().unwrap();
+    let held_by_b = b.try_acquire("shared").await.unwrap().elected().unwrap();
     // A's task finds the lock held by the other process, waits, and wins it on B's release:
     // A's round (one turn: nobody else of A is in line) starts.
     let a1 = tokio::spawn({
         let a = a.clone();
-        async move { a.try_acquire("shared").await.unwrap().unwrap() }
+        async move { a.try_acquire("shared").await.unwrap().elected().unwrap() }
     });
     sleep(Duration::from_millis(5)).await;
     held_by_b.release().await.unwrap();
@@ -243,7 +253,7 @@ async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
     let b1 = tokio::spawn({
         let b = b.clone();
         async move {
-            let guard = b.try_acquire("shared").await.unwrap().unwrap();
+            let guard = b.try_acquire("shared").await.unwrap().elected().unwrap();
             let at = Instant::now();
             sleep(Duration::from_millis(5)).await;
             guard.release().await.unwrap();
@@ -254,7 +264,7 @@ async fn after_its_round_an_elector_lets_another_processes_waiter_go_first() {
     held_by_a.release().await.unwrap();
     // A asks again at once, without yielding to the runtime first: without rounds its attempt
     // would land before B's woken waiter runs. With them, A's round is over and B goes first.
-    let a2 = a.try_acquire("shared").await.unwrap().unwrap();
+    let a2 = a.try_acquire("shared").await.unwrap().elected().unwrap();
     let a_at = Instant::now();
     a2.release().await.unwrap();
     let b_at = b1.await.unwrap();
@@ -300,7 +310,7 @@ async fn a_process_too_slow_for_the_first_head_start_still_gets_its_turns() {
     faults.delay_request(Op::TryAcquire, Duration::from_millis(5));
     let b = patient(distant);
     // Rounds start when a process wins the lock from another: B holds it first.
-    let first = b.try_acquire("shared").await.unwrap().unwrap();
+    let first = b.try_acquire("shared").await.unwrap().elected().unwrap();
     let end = Instant::now() + Duration::from_secs(3);
     let (a_runs, b_runs, ()) = tokio::join!(
         sections_until(a, 2, end),
@@ -339,7 +349,7 @@ async fn processes_take_turns_by_hand_off_without_leaving_the_lock_idle() {
         patient(store.clone()),
     );
     // Rounds start when a process wins the lock from another: C holds it first.
-    let first = c.try_acquire("shared").await.unwrap().unwrap();
+    let first = c.try_acquire("shared").await.unwrap().elected().unwrap();
     let end = Instant::now() + Duration::from_secs(3);
     let (a_runs, b_runs, c_runs, ()) = tokio::join!(
         sections_until(a, 4, end),
@@ -391,7 +401,7 @@ impl LeaseStore for Recording {
             owner: req.owner.to_string(),
             holder,
             waiter: req.waiter,
-            granted: answer.is_granted(),
+            granted: answer.is_elected(),
         });
         Ok(answer)
     }
@@ -504,10 +514,10 @@ async fn without_fair_turns_an_elector_takes_no_rounds_and_names_no_waiter() {
     let (a, b) = (unfair("a"), unfair("b"));
     // The scenario of `after_its_round_an_elector_lets_another_processes_waiter_go_first`:
     // A wins the lock from B, B's task waits for A, A releases and asks again at once.
-    let held_by_b = b.try_acquire("shared").await.unwrap().unwrap();
+    let held_by_b = b.try_acquire("shared").await.unwrap().elected().unwrap();
     let a1 = tokio::spawn({
         let a = a.clone();
-        async move { a.try_acquire("shared").await.unwrap().unwrap() }
+        async move { a.try_acquire("shared").await.unwrap().elected().unwrap() }
     });
     sleep(Duration::from_millis(5)).await;
     held_by_b.release().await.unwrap();
@@ -515,7 +525,7 @@ async fn without_fair_turns_an_elector_takes_no_rounds_and_names_no_waiter() {
     let b1 = tokio::spawn({
         let b = b.clone();
         async move {
-            let guard = b.try_acquire("shared").await.unwrap().unwrap();
+            let guard = b.try_acquire("shared").await.unwrap().elected().unwrap();
             let at = Instant::now();
             guard.release().await.unwrap();
             at
@@ -524,7 +534,7 @@ async fn without_fair_turns_an_elector_takes_no_rounds_and_names_no_waiter() {
     sleep(Duration::from_millis(5)).await;
     held_by_a.release().await.unwrap();
     // No round, so no yield: A's new attempt lands before B's woken waiter runs.
-    let a2 = a.try_acquire("shared").await.unwrap().unwrap();
+    let a2 = a.try_acquire("shared").await.unwrap().elected().unwrap();
     let a_at = Instant::now();
     sleep(Duration::from_millis(5)).await;
     a2.release().await.unwrap();

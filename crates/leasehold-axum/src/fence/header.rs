@@ -26,7 +26,7 @@ pub const FENCE_HEADER_NAME: HeaderName = HeaderName::from_static(FENCE_HEADER);
 /// use leasehold::{Elector, MemoryStore};
 ///
 /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("orders").await?.expect("free");
+/// let guard = elector.try_acquire("orders").await?.elected().expect("free");
 /// let (name, value) = leasehold_axum::fence::fence_header(&guard);
 /// assert_eq!(name, "leasehold-fence");
 /// assert!(value.to_str().unwrap().starts_with(&format!("lock=orders; slot=0; fence={}", guard.fence())));
@@ -70,7 +70,7 @@ fn claim_value(claim: &FenceClaim) -> HeaderValue {
 /// use leasehold_axum::fence::FencedRequest;
 ///
 /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("orders").await?.expect("free");
+/// let guard = elector.try_acquire("orders").await?.elected().expect("free");
 /// let request = Request::put("http://billing.internal/orders/42")
 ///     .fenced(&guard)
 ///     .body(String::from("paid"))?;
@@ -113,7 +113,7 @@ impl FencedRequest for request::Builder {
 /// use tower::{Layer, Service};
 ///
 /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("orders").await?.expect("free");
+/// let guard = elector.try_acquire("orders").await?.elected().expect("free");
 /// // Any client service: hyper-util's `Client`, a `tower::ServiceBuilder` stack, …
 /// let client = tower::service_fn(|req: Request<String>| async move {
 ///     Ok::<_, Infallible>(Response::new(req.headers().contains_key("leasehold-fence")))
@@ -135,7 +135,7 @@ impl SetFenceLayer {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
     /// # use std::sync::Arc;
     /// # use leasehold::{Elector, MemoryStore};
-    /// let guard = Elector::new(Arc::new(MemoryStore::new())).try_acquire("orders").await?.expect("free");
+    /// let guard = Elector::new(Arc::new(MemoryStore::new())).try_acquire("orders").await?.elected().expect("free");
     /// let layer = leasehold_axum::fence::SetFenceLayer::new(&guard);
     /// # Ok(()) }
     /// ```

@@ -182,7 +182,7 @@ async fn recover(t: &Target, lock: &LockName, lease: Duration) -> Result<Option<
         .build()?;
     let elector = Elector::with_options(t.store.clone(), options);
     let started = Instant::now();
-    let Some(guard) = elector.try_acquire(lock).await? else {
+    let Some(guard) = elector.try_acquire(lock).await?.elected() else {
         return Ok(None);
     };
     let took = started.elapsed().as_secs_f64() * 1000.0;

@@ -56,6 +56,7 @@ impl Holder {
             let guard = elector
                 .try_acquire(lock)
                 .await?
+                .elected()
                 .ok_or("failover lock busy")?;
             return Ok(Self::InProcess { guard, faults });
         }
@@ -122,7 +123,11 @@ pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxErro
         let killed = Instant::now();
         holder.kill().await?;
         let (at, taken) = task.await?;
-        taken?.ok_or("the waiter gave up")?.release().await?;
+        taken?
+            .elected()
+            .ok_or("the waiter gave up")?
+            .release()
+            .await?;
         tally.latencies.push(at - killed);
     }
     Ok(vec![
@@ -144,6 +149,7 @@ pub(crate) async fn hold_until_killed(
     let guard = elector
         .try_acquire(lock)
         .await?
+        .elected()
         .ok_or("the lock was busy")?;
     let mut out = std::io::stdout();
     writeln!(out, "held")?;

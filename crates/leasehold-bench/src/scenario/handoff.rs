@@ -54,6 +54,7 @@ async fn leasehold(
     let guard = holder
         .try_acquire(&lock)
         .await?
+        .elected()
         .ok_or("hand-off lock busy")?;
     let waiter = waiter.clone();
     let task = tokio::spawn(async move {
@@ -64,7 +65,11 @@ async fn leasehold(
     let released = Instant::now();
     guard.release().await?;
     let (at, taken) = task.await?;
-    taken?.ok_or("the waiter gave up")?.release().await?;
+    taken?
+        .elected()
+        .ok_or("the waiter gave up")?
+        .release()
+        .await?;
     Ok(at - released)
 }
 

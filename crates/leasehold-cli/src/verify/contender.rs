@@ -60,7 +60,7 @@ pub(crate) async fn contend(id: usize, elector: Elector, run: Run) {
     while Instant::now() < run.plan.deadline && !run.stop.is_cancelled() {
         let asked = Instant::now();
         match elector.try_acquire(&run.plan.lock).await {
-            Ok(Some(guard)) => {
+            Ok(leasehold::Outcome::Elected(guard)) => {
                 let h = &run.history;
                 h.record(Op::Granted {
                     contender: id,
@@ -72,7 +72,7 @@ pub(crate) async fn contend(id: usize, elector: Elector, run: Run) {
                 writes += 1;
                 hold(id, guard, &run, (id as u64) << 40 | writes).await;
             }
-            Ok(None) => run.history.record(Op::Skipped {
+            Ok(_) => run.history.record(Op::Skipped {
                 contender: id,
                 at_ms: run.history.now_ms(),
             }),

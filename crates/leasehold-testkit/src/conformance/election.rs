@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use leasehold::{Release, RunOutcome};
+use leasehold::{Outcome, Release};
 use tokio::time::Instant;
 
 use super::support::{SLACK, elected, ms, node, ok, skipped};
@@ -50,7 +50,7 @@ pub async fn elected_run_executes_once(factory: &dyn StoreFactory) {
     );
     assert_eq!(
         outcome,
-        RunOutcome::Elected("done"),
+        Outcome::Elected("done"),
         "run must report Elected with the action's value"
     );
     assert_eq!(
@@ -104,7 +104,7 @@ pub async fn sequential_acquisitions_work(factory: &dyn StoreFactory) {
 }
 
 /// While another node holds the lock, a node with wait `W` skips (`Ok(None)` and
-/// `RunOutcome::Skipped`) after roughly `W`, without running its action; with wait 0 it skips at
+/// `Outcome::Taken(None)`) after roughly `W`, without running its action; with wait 0 it skips at
 /// once.
 ///
 /// # Cancel safety
@@ -151,7 +151,7 @@ pub async fn contention_skips_after_wait(factory: &dyn StoreFactory) {
     );
     assert_eq!(
         outcome,
-        RunOutcome::Skipped,
+        Outcome::Taken(None),
         "run must report Skipped on contention"
     );
     assert!(

@@ -26,7 +26,7 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
     let mut leases = Vec::new();
     for owner in ["spi-a", "spi-b"] {
         match ok(store.try_acquire(&request(owner)).await, "group acquire") {
-            leasehold::store::Acquisition::Granted(lease) => leases.push(lease),
+            leasehold::store::Acquisition::Elected(lease) => leases.push(lease),
             _ => panic!("a free 2-slot group must grant two leases"),
         }
     }
@@ -84,7 +84,7 @@ pub async fn store_force_release_frees_every_slot(factory: &dyn StoreFactory) {
         store.try_acquire(&request("spi-c")).await,
         "acquire after force",
     );
-    let leasehold::store::Acquisition::Granted(again) = again else {
+    let leasehold::store::Acquisition::Elected(again) = again else {
         panic!("a force-released lock must be free");
     };
     let previous = leases

@@ -36,7 +36,7 @@ async fn attempt(
 #[track_caller]
 fn granted(answer: Acquisition, what: &str) -> Lease {
     match answer {
-        Acquisition::Granted(lease) => lease,
+        Acquisition::Elected(lease) => lease,
         other => panic!("{what}: expected a grant, got {other:?}"),
     }
 }
@@ -44,7 +44,7 @@ fn granted(answer: Acquisition, what: &str) -> Lease {
 #[track_caller]
 fn refused(answer: &Acquisition, what: &str) {
     assert!(
-        matches!(answer, Acquisition::Held),
+        matches!(answer, Acquisition::Taken(_)),
         "{what}: expected Held, got {answer:?}"
     );
 }

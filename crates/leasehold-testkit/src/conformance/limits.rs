@@ -84,7 +84,7 @@ pub async fn store_rejects_more_than_max_slots(factory: &dyn StoreFactory) {
             store.try_acquire(&request(&lock, MAX_SLOTS, owner)).await,
             "try_acquire with MAX_SLOTS",
         ) {
-            leasehold::store::Acquisition::Granted(lease) => slots.push(lease.slot),
+            leasehold::store::Acquisition::Elected(lease) => slots.push(lease.slot),
             _ => panic!("a free lock of MAX_SLOTS slots must grant"),
         }
     }
@@ -130,7 +130,7 @@ pub async fn store_records_the_longest_node_id(factory: &dyn StoreFactory) {
         store.try_acquire(&request(&lock, 1, &owner)).await,
         "try_acquire with the longest node id",
     ) {
-        leasehold::store::Acquisition::Granted(lease) => lease,
+        leasehold::store::Acquisition::Elected(lease) => lease,
         _ => panic!("a free lock must grant"),
     };
     assert_eq!(lease.owner, owner, "the lease must carry the whole node id");

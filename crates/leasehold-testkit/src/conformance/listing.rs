@@ -28,7 +28,7 @@ fn request(lock: &LockName, slots: u32, owner: &str, lease: Duration) -> Acquire
 #[track_caller]
 fn granted(answer: StoreResult<Acquisition>, what: &str) -> Lease {
     match ok(answer, what) {
-        Acquisition::Granted(lease) => lease,
+        Acquisition::Elected(lease) => lease,
         other => panic!("{what}: expected a grant, got {other:?}"),
     }
 }

@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 use futures::future::join_all;
 use leasehold::store::{AcquireRequest, Acquisition, PeriodStart, StoreResult};
 use leasehold::{
-    Elector, Event, Extension, LET_GO_PATIENCE, Lease, LeaseStore, LockName, Period, PeriodError,
-    PeriodOutcome, PeriodRecord, Release, Token,
+    Elector, Event, Extension, LET_GO_PATIENCE, Lease, LeaseStore, LockName, Outcome, Period,
+    PeriodError, PeriodRecord, Release, Token,
 };
 use tokio::time::{Instant, sleep, timeout};
 
@@ -43,7 +43,7 @@ fn close(a: SystemTime, b: SystemTime) -> bool {
 #[track_caller]
 fn granted(r: StoreResult<Acquisition>, what: &str) -> Lease {
     match r {
-        Ok(Acquisition::Granted(lease)) => lease,
+        Ok(Acquisition::Elected(lease)) => lease,
         Ok(other) => panic!("{what}: expected a grant, got {other:?}"),
         Err(e) => panic!("{what}: expected a grant, got error: {e}"),
     }
@@ -77,7 +77,7 @@ async fn run_claim(store: &dyn LeaseStore, req: &AcquireRequest, what: &str) -> 
 #[track_caller]
 fn held(r: StoreResult<Acquisition>, what: &str) {
     match r {
-        Ok(Acquisition::Held) => {}
+        Ok(Acquisition::Taken(_)) => {}
         Ok(other) => {
             panic!("{what}: expected Held (a claim not yet started holds the lock), got {other:?}")
         }
@@ -222,8 +222,8 @@ pub async fn period_record_survives_expiry(factory: &dyn StoreFactory) {
             b.try_acquire(&plain).await,
             "a plain acquisition of the lock",
         ) {
-            Acquisition::Granted(lease) => break lease,
-            Acquisition::Held if Instant::now() < deadline => sleep(ms(100)).await,
+            Acquisition::Elected(lease) => break lease,
+            Acquisition::Taken(_) if Instant::now() < deadline => sleep(ms(100)).await,
             other => {
                 panic!("a plain acquisition of the expired lock: expected a grant, got {other:?}")
             }
@@ -283,7 +283,7 @@ pub async fn period_earlier_refused_next_granted(factory: &dyn StoreFactory) {
                 .await,
             "a claim of the next period",
         ) {
-            Acquisition::Granted(lease) => break lease,
+            Acquisition::Elected(lease) => break lease,
             Acquisition::AlreadyRan(r) => assert_eq!(r.period, earlier.period),
             other => panic!("the lock is free, expected a grant or AlreadyRan, got {other:?}"),
         }
@@ -320,8 +320,8 @@ pub async fn period_concurrent_claims_grant_once(factory: &dyn StoreFactory) {
     let mut grants = Vec::new();
     for answer in answers {
         match ok(answer, "a concurrent claim") {
-            Acquisition::Granted(lease) => grants.push(lease),
-            Acquisition::Held | Acquisition::AlreadyRan(_) => {}
+            Acquisition::Elected(lease) => grants.push(lease),
+            Acquisition::Taken(_) | Acquisition::AlreadyRan(_) => {}
             other => panic!("unexpected answer {other:?}"),
         }
     }
@@ -362,7 +362,7 @@ pub async fn period_already_ran_stops_waiting(factory: &dyn StoreFactory) {
         .await,
         "the first run",
     );
-    let Some(Some(id)) = first.clone().value() else {
+    let Some(Some(id)) = first.clone().elected() else {
         panic!("the first run of a period must run with its period id, got {first:?}");
     };
 
@@ -404,6 +404,7 @@ pub async fn period_already_ran_stops_waiting(factory: &dyn StoreFactory) {
 
     // Held by a plain lease and already run: still AlreadyRan at once, not a 10 s wait.
     let held = ok(a.try_acquire(lock.as_str()).await, "a plain acquisition")
+        .elected()
         .unwrap_or_else(|| panic!("the lock is free"));
     let started = Instant::now();
     let third = ok(
@@ -413,7 +414,7 @@ pub async fn period_already_ran_stops_waiting(factory: &dyn StoreFactory) {
         .await,
         "a run while held",
     );
-    assert!(matches!(third, PeriodOutcome::AlreadyRan(_)), "{third:?}");
+    assert!(matches!(third, Outcome::AlreadyRan(_)), "{third:?}");
     assert!(started.elapsed() < SLACK);
     ok(held.release().await, "release");
 }
@@ -463,7 +464,7 @@ async fn claim_until_granted(
                 .await,
             what,
         ) {
-            Acquisition::Granted(lease) => return lease,
+            Acquisition::Elected(lease) => return lease,
             Acquisition::AlreadyRan(_) => {}
             other => {
                 panic!("{what}: the lock is free, expected a grant or AlreadyRan, got {other:?}")
@@ -608,8 +609,8 @@ pub async fn period_unstarted_claim_is_taken_over(factory: &dyn StoreFactory) {
                 .await,
             "a claim after an unstarted claim expired",
         ) {
-            Acquisition::Granted(lease) => break lease,
-            Acquisition::Held if Instant::now() < deadline => sleep(ms(100)).await,
+            Acquisition::Elected(lease) => break lease,
+            Acquisition::Taken(_) if Instant::now() < deadline => sleep(ms(100)).await,
             other => panic!("an expired, unstarted claim must be taken over, got {other:?}"),
         }
     };
@@ -656,7 +657,7 @@ pub async fn period_unstarted_claim_hides_no_earlier_run(factory: &dyn StoreFact
                 .await,
             "a claim of a 1 ms period after the run",
         ) {
-            Acquisition::Granted(lease) => break lease,
+            Acquisition::Elected(lease) => break lease,
             // Within the millisecond of the run (a store clock of coarse grain): the next one.
             Acquisition::AlreadyRan(_) if Instant::now() < deadline => {}
             other => panic!("a 1 ms period after the run must be granted, got {other:?}"),
@@ -788,7 +789,7 @@ pub async fn period_lost_claim_answer_still_runs(factory: &dyn StoreFactory) {
         .await,
         "another node's run of the period",
     );
-    assert_eq!(ran, PeriodOutcome::Ran("b"), "the period still runs");
+    assert_eq!(ran, Outcome::Elected("b"), "the period still runs");
     let record = ok(b.store().period_record(&lock).await, "the record")
         .unwrap_or_else(|| panic!("a run leaves a record"));
     assert_eq!((record.by.as_str(), record.started), ("period-b", true));
@@ -799,7 +800,7 @@ pub async fn period_lost_claim_answer_still_runs(factory: &dyn StoreFactory) {
         .await,
         "a claim after the run",
     );
-    assert!(matches!(again, PeriodOutcome::AlreadyRan(_)), "{again:?}");
+    assert!(matches!(again, Outcome::AlreadyRan(_)), "{again:?}");
 }
 
 /// The record `clear_period_ledger` returns and deletes: `None` (nothing changed) for a lock

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use leasehold::{Elector, LET_GO_PATIENCE, Release, RunOutcome};
+use leasehold::{Elector, LET_GO_PATIENCE, Outcome, Release};
 use tokio::time::{Instant, timeout};
 
 use super::support::{SLACK, deliberate_panic, elected, ms, node, ok, options, valid};
@@ -12,7 +12,7 @@ use crate::factory::StoreFactory;
 use crate::fault::{Fault, FaultyStore, Op};
 use crate::names::unique_name;
 
-/// An action that returns `Err` gives `RunOutcome::ActionFailed(err)` (not a skip, not an elector
+/// An action that returns `Err` gives `Outcome::ActionFailed(err)` (not a skip, not an elector
 /// error) and releases the lock: another node acquires at once with wait 0.
 ///
 /// # Cancel safety
@@ -29,7 +29,7 @@ pub async fn action_error_releases(factory: &dyn StoreFactory) {
     );
     assert_eq!(
         outcome,
-        RunOutcome::ActionFailed("boom".to_owned()),
+        Outcome::ActionFailed("boom".to_owned()),
         "a failing action must be reported as ActionFailed"
     );
     let b = node(factory, "conformance-b", Duration::ZERO, ms(30_000));

@@ -27,7 +27,7 @@ fn close(a: SystemTime, b: SystemTime) -> bool {
 #[track_caller]
 fn granted(r: leasehold::store::StoreResult<Acquisition>, what: &str) -> Lease {
     match r {
-        Ok(Acquisition::Granted(lease)) => lease,
+        Ok(Acquisition::Elected(lease)) => lease,
         Ok(other) => panic!("{what}: expected a grant, got {other:?}"),
         Err(e) => panic!("{what}: expected a grant, got error: {e}"),
     }
@@ -36,7 +36,7 @@ fn granted(r: leasehold::store::StoreResult<Acquisition>, what: &str) -> Lease {
 #[track_caller]
 fn contended(r: leasehold::store::StoreResult<Acquisition>, what: &str) {
     match r {
-        Ok(Acquisition::Held) => {}
+        Ok(Acquisition::Taken(_)) => {}
         Ok(other) => panic!("{what}: expected contention (Ok(Held)), got {other:?}"),
         Err(e) => panic!("{what}: contention must be Ok(Held), never an error; got: {e}"),
     }
@@ -245,7 +245,7 @@ pub async fn store_release_linger_never_lengthens(factory: &dyn StoreFactory) {
             store.try_acquire(&contender).await,
             "contender during and after the linger",
         ) {
-            Acquisition::Granted(_) => break,
+            Acquisition::Elected(_) => break,
             _ => {
                 assert!(
                     released_at.elapsed() < LINGER + SLACK,

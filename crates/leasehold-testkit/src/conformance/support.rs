@@ -3,7 +3,7 @@
 use std::fmt::{Debug, Display};
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, ElectionOptionsBuilder, Elector, RetryPolicy};
+use leasehold::{ElectionOptions, ElectionOptionsBuilder, Elector, Outcome, RetryPolicy};
 
 use crate::factory::StoreFactory;
 
@@ -75,26 +75,56 @@ pub(crate) fn ok<T, E: Display>(r: Result<T, E>, what: &str) -> T {
     }
 }
 
-/// The value of a call that must be elected.
-#[track_caller]
-pub(crate) fn elected<T, E: Display>(r: Result<Option<T>, E>, what: &str) -> T {
-    match r {
-        Ok(Some(v)) => v,
-        Ok(None) => {
-            panic!("{what}: expected to be elected, but the call skipped (lock held elsewhere)")
+/// An answer to "did it run here": `run_if_leader`'s `Option` or the `Outcome` of `run`,
+/// `try_acquire` and `run_once_per`, read alike by [`elected`] and [`skipped`].
+pub(crate) trait Answer<T> {
+    /// The elected value, or why there is none.
+    fn into_elected(self) -> Result<T, String>;
+    /// True for a skip because the lock was held elsewhere.
+    fn is_skip(&self) -> bool;
+}
+
+impl<T> Answer<T> for Option<T> {
+    fn into_elected(self) -> Result<T, String> {
+        self.ok_or_else(|| "the call skipped (lock held elsewhere)".to_owned())
+    }
+    fn is_skip(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T, E: Debug> Answer<T> for Outcome<T, E> {
+    fn into_elected(self) -> Result<T, String> {
+        match self {
+            Outcome::Elected(v) => Ok(v),
+            Outcome::Taken(holder) => Err(format!(
+                "the call skipped (lock held elsewhere: {holder:?})"
+            )),
+            Outcome::AlreadyRan(record) => Err(format!("the period already ran: {record:?}")),
+            Outcome::ActionFailed(e) => Err(format!("the action failed: {e:?}")),
         }
+    }
+    fn is_skip(&self) -> bool {
+        self.is_taken()
+    }
+}
+
+/// Asserts that a call was elected and returns its value.
+#[track_caller]
+pub(crate) fn elected<T, A: Answer<T>, E: Display>(r: Result<A, E>, what: &str) -> T {
+    match r.map(Answer::into_elected) {
+        Ok(Ok(v)) => v,
+        Ok(Err(why)) => panic!("{what}: expected to be elected, but {why}"),
         Err(e) => panic!("{what}: expected to be elected, got error: {e}"),
     }
 }
 
 /// Asserts that a call skipped on contention.
 #[track_caller]
-pub(crate) fn skipped<T: Debug, E: Display>(r: Result<Option<T>, E>, what: &str) {
+pub(crate) fn skipped<A: Answer<T> + Debug, T, E: Display>(r: Result<A, E>, what: &str) {
     match r {
-        Ok(None) => {}
-        Ok(Some(v)) => {
-            panic!("{what}: expected a skip (lock held elsewhere), but was elected: {v:?}")
-        }
+        Ok(a) if a.is_skip() => {}
+        Ok(a) => panic!("{what}: expected a skip (lock held elsewhere), but got {a:?}"),
         Err(e) => panic!("{what}: expected a skip, got error: {e}"),
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! faults.fail(Op::TryAcquire, Fault::transient().times(1));
 //! assert!(elector.try_acquire("job").await.is_err()); // a store error, never a skip
-//! assert!(elector.try_acquire("job").await?.is_some()); // the fault was used up
+//! assert!(elector.try_acquire("job").await?.elected().is_some()); // the fault was used up
 //! assert_eq!(faults.injected(Op::TryAcquire), 1);
 //! # Ok(()) }
 //! ```

@@ -23,7 +23,7 @@ use super::violation::{Violation, Visitor};
 ///
 /// let room = Occupancy::new("room", 1);
 /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("room").await?.expect("free");
+/// let guard = elector.try_acquire("room").await?.elected().expect("free");
 /// {
 ///     let _visit = room.enter("node-a", &guard.context());
 ///     assert_eq!(room.inside(), 1);

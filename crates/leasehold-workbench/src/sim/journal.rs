@@ -318,7 +318,7 @@ impl StoreObserver for Journal {
         };
         let mut log = self.log();
         match answer {
-            Acquisition::Granted(lease) => {
+            Acquisition::Elected(lease) => {
                 if log.find(lease.slot, lease.fence).is_some() {
                     return; // a retried request that had been applied: the same lease again
                 }
@@ -460,7 +460,7 @@ mod tests {
             expires_at: UNIX_EPOCH + Duration::from_secs(5),
             period: Some(0),
         };
-        journal.acquired(&req, &Ok(Acquisition::Granted(lease)));
+        journal.acquired(&req, &Ok(Acquisition::Elected(lease)));
         tokio::time::sleep(Duration::from_secs(3)).await;
 
         let record = PeriodRecord {
@@ -482,11 +482,11 @@ mod tests {
         assert_eq!(journal.ledger().and_then(|l| l.period), Some(0));
 
         // Contention still shows once per run, and again in the next run.
-        journal.acquired(&request("node-b"), &Ok(Acquisition::Held));
-        journal.acquired(&request("node-b"), &Ok(Acquisition::Held));
+        journal.acquired(&request("node-b"), &Ok(Acquisition::Taken(None)));
+        journal.acquired(&request("node-b"), &Ok(Acquisition::Taken(None)));
         assert_eq!(kinds(&journal), [(1, "contended")]);
         journal.attempting(1);
-        journal.acquired(&request("node-b"), &Ok(Acquisition::Held));
+        journal.acquired(&request("node-b"), &Ok(Acquisition::Taken(None)));
         assert_eq!(kinds(&journal), [(1, "contended")]);
     }
 }

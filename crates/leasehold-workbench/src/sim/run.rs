@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, LeaderContext, LockState, MemoryStore, ObservedStore, Period,
-    PeriodOutcome, RetryPolicy,
+    ElectionOptions, Elector, Event, LeaderContext, LockState, MemoryStore, ObservedStore, Outcome,
+    Period, RetryPolicy,
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -123,8 +123,8 @@ impl NodeElector {
                     Ok::<(), std::convert::Infallible>(())
                 };
                 return Ok(match self.elector.run_once_per(LOCK, period, work).await? {
-                    PeriodOutcome::Skipped => RunEnd::Skipped,
-                    PeriodOutcome::AlreadyRan(_) => RunEnd::AlreadyRan,
+                    Outcome::Taken(_) => RunEnd::Skipped,
+                    Outcome::AlreadyRan(_) => RunEnd::AlreadyRan,
                     _ => RunEnd::Finished,
                 });
             }

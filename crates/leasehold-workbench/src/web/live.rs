@@ -43,7 +43,7 @@ const FORMER_MANAGEMENT_PATH: &str = "/manage/leader-election";
 /// use leasehold_workbench::web::LiveView;
 ///
 /// let store = Arc::new(MemoryStore::new());
-/// let _held = Elector::new(store.clone()).try_acquire("nightly").await?;
+/// let _held = Elector::new(store.clone()).try_acquire("nightly").await?.elected();
 /// let view = LiveView::new(store, vec![LockName::new("nightly")?])?.store_label("memory:");
 /// let report = view.report().await;
 /// assert_eq!(report.locks[0].holders.len(), 1);

@@ -18,7 +18,7 @@ use crate::elect::shared::ElectorShared;
 use crate::error::{StoreError, StoreResult};
 use crate::name::LockName;
 use crate::options::ElectionOptions;
-use crate::store::lease::{AcquireRequest, Acquisition, Lease, Token};
+use crate::store::lease::{AcquireRequest, Acquisition, Holder, Lease, Token};
 use crate::store::period::PeriodRecord;
 
 /// What an attempt came to, when the store gave a definite answer.
@@ -26,8 +26,8 @@ pub(crate) enum Attempted {
     /// Granted; the lease counts from `counted_from`: the earliest unanswered attempt with the
     /// same token, if one may have been applied, else the attempt's own sending.
     Granted { lease: Lease, counted_from: Instant },
-    /// Every slot is held by someone else.
-    Held,
+    /// Every slot is held by someone else: by this holder, if the store said.
+    Taken(Option<Holder>),
     /// The period ledger refused the claim.
     AlreadyRan(PeriodRecord),
 }
@@ -65,7 +65,7 @@ impl<'a> Attempts<'a> {
         sent_at: Instant,
     ) -> StoreResult<Attempted> {
         match self.answer(req).await {
-            Ok(Acquisition::Granted(lease)) => {
+            Ok(Acquisition::Elected(lease)) => {
                 let counted_from = self.doubt.since().map_or(sent_at, |t| t.min(sent_at));
                 self.doubt.clear();
                 Ok(Attempted::Granted {
@@ -73,9 +73,9 @@ impl<'a> Attempts<'a> {
                     counted_from,
                 })
             }
-            Ok(Acquisition::Held) => {
+            Ok(Acquisition::Taken(holder)) => {
                 self.doubt.clear();
-                Ok(Attempted::Held)
+                Ok(Attempted::Taken(holder))
             }
             Ok(Acquisition::AlreadyRan(record)) => {
                 self.doubt.clear();
@@ -133,7 +133,7 @@ impl<'a> Attempts<'a> {
             .read()
             .unwrap_or_else(|| {
                 req.token = Token::random();
-                Ok(Acquisition::Held)
+                Ok(Acquisition::Taken(None))
             })
     }
 }

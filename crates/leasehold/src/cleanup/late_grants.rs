@@ -110,8 +110,8 @@ impl Answer {
     /// caller must go on with a new token; this lease is released too).
     pub(crate) fn read(mut self) -> Option<StoreResult<Acquisition>> {
         match self.outcome.take()? {
-            Ok(Acquisition::Granted(lease)) if !self.grants.take(lease.token) => {
-                self.outcome = Some(Ok(Acquisition::Granted(lease)));
+            Ok(Acquisition::Elected(lease)) if !self.grants.take(lease.token) => {
+                self.outcome = Some(Ok(Acquisition::Elected(lease)));
                 None
             }
             outcome => Some(outcome),
@@ -121,7 +121,7 @@ impl Answer {
 
 impl Drop for Answer {
     fn drop(&mut self) {
-        if let Some(Ok(Acquisition::Granted(lease))) = self.outcome.take() {
+        if let Some(Ok(Acquisition::Elected(lease))) = self.outcome.take() {
             self.grants.give_up(lease);
         }
     }

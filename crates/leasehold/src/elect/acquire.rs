@@ -17,11 +17,14 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::cleanup::attempts::{Attempted, Attempts};
-use crate::elect::engine::{Claimed, Engine};
+use crate::elect::engine::Engine;
 use crate::error::{Error, Result, StoreError};
 use crate::events::Event;
+use crate::hold::guard::LeaderGuard;
 use crate::metrics::LockMetrics;
 use crate::name::LockName;
+use crate::outcome::Outcome;
+use crate::store::lease::Holder;
 use crate::store::lease::{AcquireRequest, Token};
 use crate::store::period::Period;
 use crate::store::signal::{ReleaseSignal, SignalReach};
@@ -31,7 +34,7 @@ use crate::turns::{TurnRules, TurnTaking};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Patience {
     /// For the elector's `wait` (one attempt when it is zero), in the local line. A refusal
-    /// throughout is `Claimed::Held`; transient errors until the end are that error.
+    /// throughout is `Outcome::Taken`; transient errors until the end are that error.
     Wait,
     /// Until elected: the stable leader's campaign. Transient errors are retried (a warning
     /// when they start, another when the store answers again). Once the earliest unanswered
@@ -49,7 +52,7 @@ impl Engine {
         lock: &LockName,
         period: Option<Period>,
         patience: Patience,
-    ) -> Result<Claimed> {
+    ) -> Result<Outcome<LeaderGuard>> {
         let opts = &*self.options;
         let shared = &*self.shared;
         let metrics = shared.metrics.get(lock);
@@ -81,10 +84,11 @@ impl Engine {
         req.period = period;
         let mut attempts = Attempts::new(shared, opts, lock);
         let mut last_error = None;
+        let mut last_holder = None;
         let mut attempt = 0u32;
         loop {
             if !turns.before_attempt(deadline).await {
-                return self.give_up(lock, &metrics, last_error);
+                return self.give_up(lock, &metrics, last_error, last_holder);
             }
             let sent_at = Instant::now();
             if campaign
@@ -103,7 +107,7 @@ impl Engine {
                     counted_from,
                 }) => {
                     turns.won(sent_at.elapsed());
-                    return Ok(Claimed::Elected(self.elected(
+                    return Ok(Outcome::Elected(self.elected(
                         lease,
                         metrics,
                         start,
@@ -118,10 +122,11 @@ impl Engine {
                         lock: lock.clone(),
                         record: record.clone(),
                     });
-                    return Ok(Claimed::AlreadyRan(record));
+                    return Ok(Outcome::AlreadyRan(record));
                 }
-                Ok(Attempted::Held) => {
+                Ok(Attempted::Taken(holder)) => {
                     turns.refused();
+                    last_holder = holder;
                     if campaign && last_error.is_some() {
                         tracing::info!(lock = %lock, "the store answers again; contending");
                     }
@@ -146,7 +151,7 @@ impl Engine {
             let mut pause = retry.pause(attempt);
             if let Some(deadline) = deadline {
                 if now >= deadline {
-                    return self.give_up(lock, &metrics, last_error);
+                    return self.give_up(lock, &metrics, last_error, last_holder);
                 }
                 pause = pause.min(deadline - now);
             }
@@ -160,13 +165,14 @@ impl Engine {
     }
 
     /// The wait ran out: the last transient error if the last attempt failed with one, else a
-    /// skip.
+    /// skip, naming the holder of the last refusal if the store named one.
     fn give_up(
         &self,
         lock: &LockName,
         metrics: &LockMetrics,
         last_error: Option<StoreError>,
-    ) -> Result<Claimed> {
+        last_holder: Option<Holder>,
+    ) -> Result<Outcome<LeaderGuard>> {
         if let Some(e) = last_error {
             metrics.not_acquired(true);
             return Err(Error::store(lock, e));
@@ -176,7 +182,7 @@ impl Engine {
         self.shared
             .events
             .emit(|| Event::Skipped { lock: lock.clone() });
-        Ok(Claimed::Held)
+        Ok(Outcome::Taken(last_holder))
     }
 
     /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a

@@ -5,17 +5,17 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use crate::elect::engine::{Claimed, Engine};
+use crate::elect::engine::Engine;
 use crate::elect::lead::{LeadershipStream, TermEnd};
 use crate::error::Result;
 use crate::events::Event;
 use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::{IntoLockName, NameError};
 use crate::options::ElectionOptions;
-use crate::outcome::{PeriodOutcome, RunOutcome};
+use crate::outcome::Outcome;
 use crate::store::contract::LeaseStore;
 use crate::store::lease::LockState;
-use crate::store::period::{Period, PeriodRecord};
+use crate::store::period::Period;
 use crate::tenant::Tenant;
 use tokio_util::sync::CancellationToken;
 
@@ -28,18 +28,18 @@ use tokio_util::sync::CancellationToken;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
 /// use std::{sync::Arc, time::Duration};
-/// use leasehold::{ElectionOptions, Elector, MemoryStore, RunOutcome};
+/// use leasehold::{ElectionOptions, Elector, MemoryStore, Outcome};
 ///
 /// let store = Arc::new(MemoryStore::new());
 /// let elector = Elector::with_options(store, ElectionOptions::builder().wait(Duration::ZERO).build()?);
 ///
 /// // Contention is not an error: the second caller skips while the first holds the lock.
-/// let held = elector.try_acquire("report").await?.expect("free");
+/// let held = elector.try_acquire("report").await?.elected().expect("free");
 /// assert_eq!(elector.run_if_leader("report", |_| async { "ran" }).await?, None);
 /// held.release().await?;
 ///
 /// let outcome = elector.run("report", |ctx| async move { Ok::<_, String>(ctx.fence()) }).await?;
-/// assert_eq!(outcome, RunOutcome::Elected(2));
+/// assert_eq!(outcome, Outcome::Elected(2));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -109,9 +109,9 @@ impl Elector {
     /// store: the run is granted only if this node wins the lock within `wait` **and** the lock's
     /// period ledger records no run for the store's current period (or a later one); the grant
     /// records the period atomically with the lease (see [`Period`]). Another node's run for this
-    /// period is [`PeriodOutcome::AlreadyRan`] with when (store clock) and by whom it ran —
+    /// period is [`Outcome::AlreadyRan`] with when (store clock) and by whom it ran —
     /// returned at once, without waiting, since waiting could never change it. A lock held for
-    /// the whole wait without such a record is [`PeriodOutcome::Skipped`].
+    /// the whole wait without such a record is [`Outcome::Taken(None)`].
     ///
     /// The lease is released when the action ends, as with [`run`](Self::run); the period stays
     /// recorded. The granted period id is on the context's lease
@@ -130,13 +130,13 @@ impl Elector {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
     /// use std::{sync::Arc, time::Duration};
-    /// use leasehold::{Elector, MemoryStore, Period, PeriodOutcome};
+    /// use leasehold::{Elector, MemoryStore, Period, Outcome};
     ///
     /// let store = Arc::new(MemoryStore::new());
     /// let (a, b) = (Elector::new(store.clone()), Elector::new(store));
     /// let hourly = Period::every(Duration::from_secs(3600))?;
     /// let first = a.run_once_per("report", hourly, |_| async { Ok::<_, String>("sent") }).await?;
-    /// assert_eq!(first, PeriodOutcome::Ran("sent"));
+    /// assert_eq!(first, Outcome::Elected("sent"));
     /// // The lock is free again, but this hour already ran:
     /// let second = b.run_once_per("report", hourly, |_| async { Ok::<_, String>("sent") }).await?;
     /// let record = second.already_ran().expect("refused by the ledger");
@@ -148,7 +148,7 @@ impl Elector {
         name: impl IntoLockName,
         period: Period,
         action: F,
-    ) -> Result<PeriodOutcome<T, E>>
+    ) -> Result<Outcome<T, E>>
     where
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
@@ -157,18 +157,13 @@ impl Elector {
             .engine
             .run_claimed(name, Some(period), action, |r| r.is_err())
             .await?;
-        Ok(match ran {
-            Claimed::Elected(Ok(v)) => PeriodOutcome::Ran(v),
-            Claimed::Elected(Err(e)) => PeriodOutcome::ActionFailed(e),
-            Claimed::Held => PeriodOutcome::Skipped,
-            Claimed::AlreadyRan(record) => PeriodOutcome::AlreadyRan(record),
-        })
+        Ok(action_result(ran))
     }
 
     /// Acquires the lock for `period` of the ledger and returns the guard (for code that manages
-    /// the lease itself, like [`try_acquire`](Self::try_acquire)): `Ok(Err(None))` when the lock
-    /// stayed held for the whole wait, `Ok(Err(Some(record)))` when the ledger records a run
-    /// for this period or a later one.
+    /// the lease itself, like [`try_acquire`](Self::try_acquire)): [`Outcome::Elected`] with the
+    /// guard, [`Outcome::Taken`] when the lock stayed held for the whole wait, or
+    /// [`Outcome::AlreadyRan`] when the ledger records a run for this period or a later one.
     ///
     /// # Errors
     ///
@@ -182,13 +177,9 @@ impl Elector {
         &self,
         name: impl IntoLockName,
         period: Period,
-    ) -> Result<std::result::Result<LeaderGuard, Option<PeriodRecord>>> {
+    ) -> Result<Outcome<LeaderGuard>> {
         let lock = self.engine.lock_name(name)?;
-        Ok(match self.engine.claim(&lock, Some(period)).await? {
-            Claimed::Elected(guard) => Ok(guard),
-            Claimed::Held => Err(None),
-            Claimed::AlreadyRan(record) => Err(Some(record)),
-        })
+        self.engine.claim(&lock, Some(period)).await
     }
 
     /// Runs `action` if this node wins the lock within `wait`; `Ok(None)` if another holder
@@ -225,7 +216,7 @@ impl Elector {
     /// # Errors
     ///
     /// As [`run_if_leader`](Self::run_if_leader); the action's own error is
-    /// `Ok(RunOutcome::ActionFailed(e))`, not `Err`.
+    /// `Ok(Outcome::ActionFailed(e))`, not `Err`.
     ///
     /// # Cancel safety
     ///
@@ -234,20 +225,21 @@ impl Elector {
         &self,
         name: impl IntoLockName,
         action: F,
-    ) -> Result<RunOutcome<T, E>>
+    ) -> Result<Outcome<T, E>>
     where
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
     {
         let ran = self
             .engine
-            .run_guarded(name, action, |r| r.is_err())
+            .run_claimed(name, None, action, |r| r.is_err())
             .await?;
-        Ok(ran.map_or(RunOutcome::Skipped, RunOutcome::from))
+        Ok(action_result(ran))
     }
 
     /// Acquires the lock (waiting up to `wait`) and returns the guard, for code that manages
-    /// the lease itself. `Ok(None)` on contention.
+    /// the lease itself: [`Outcome::Elected`] with the guard, or [`Outcome::Taken`] on
+    /// contention.
     ///
     /// # Errors
     ///
@@ -257,7 +249,7 @@ impl Elector {
     ///
     /// Dropping the future leaves no lease behind: a grant that arrives after the drop is
     /// released in the background ([`settled`](Self::settled) waits for it).
-    pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
+    pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Outcome<LeaderGuard>> {
         self.engine.try_acquire(name).await
     }
 
@@ -316,18 +308,18 @@ impl Elector {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::{sync::Arc, time::Duration};
-    /// use leasehold::{Elector, MemoryStore, Period, PeriodOutcome};
+    /// use leasehold::{Elector, MemoryStore, Period, Outcome};
     ///
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
     /// let nightly = Period::every(Duration::from_secs(86_400))?;
     /// let job = |_| async { Ok::<_, std::convert::Infallible>("exported") };
-    /// assert_eq!(elector.run_once_per("nightly", nightly, job).await?, PeriodOutcome::Ran("exported"));
-    /// assert!(matches!(elector.run_once_per("nightly", nightly, job).await?, PeriodOutcome::AlreadyRan(_)));
+    /// assert_eq!(elector.run_once_per("nightly", nightly, job).await?, Outcome::Elected("exported"));
+    /// assert!(matches!(elector.run_once_per("nightly", nightly, job).await?, Outcome::AlreadyRan(_)));
     ///
     /// let cleared = elector.clear_period_ledger("nightly").await?.expect("a record");
     /// assert!(cleared.started);
     /// assert!(elector.period_record("nightly").await?.is_none());
-    /// assert_eq!(elector.run_once_per("nightly", nightly, job).await?, PeriodOutcome::Ran("exported"));
+    /// assert_eq!(elector.run_once_per("nightly", nightly, job).await?, Outcome::Elected("exported"));
     /// # Ok(()) }
     /// ```
     ///
@@ -421,7 +413,7 @@ impl Elector {
     /// use leasehold::{Elector, MemoryStore};
     ///
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-    /// drop(elector.try_acquire("report").await?); // released in the background
+    /// drop(elector.try_acquire("report").await?.elected()); // released in the background
     /// elector.settled().await;
     /// assert!(elector.state("report").await?.is_free());
     /// # Ok(()) }
@@ -591,7 +583,7 @@ impl Elector {
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
     /// let mut changes = elector.leadership("reconciler")?;
     /// assert!(changes.next().await.expect("never ends").is_free());
-    /// let guard = elector.try_acquire("reconciler").await?.expect("free");
+    /// let guard = elector.try_acquire("reconciler").await?.elected().expect("free");
     /// let change = changes.next().await.expect("never ends");
     /// assert_eq!(change.fence(), Some(guard.fence()));
     /// # Ok(()) }
@@ -643,5 +635,15 @@ impl Elector {
         poll: std::time::Duration,
     ) -> Result<LeadershipStream> {
         crate::elect::lead::leadership(&self.engine, name, poll)
+    }
+}
+
+/// An elected action's `Result` as the outcome: `Err` is [`Outcome::ActionFailed`].
+pub(crate) fn action_result<T, E>(ran: Outcome<std::result::Result<T, E>>) -> Outcome<T, E> {
+    match ran {
+        Outcome::Elected(result) => Outcome::from(result),
+        Outcome::Taken(holder) => Outcome::Taken(holder),
+        Outcome::AlreadyRan(record) => Outcome::AlreadyRan(record),
+        Outcome::ActionFailed(never) => match never {},
     }
 }

@@ -19,10 +19,11 @@ use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::metrics::LockMetrics;
 use crate::name::{IntoLockName, LockName};
 use crate::options::ElectionOptions;
-use crate::spans::{self, Outcome};
+use crate::outcome::Outcome;
+use crate::spans::{self, Outcome as SpanOutcome};
 use crate::store::contract::LeaseStore;
 use crate::store::lease::{Lease, LockState};
-use crate::store::period::{Period, PeriodRecord, check_period_slots};
+use crate::store::period::{Period, check_period_slots};
 use crate::tenant::Tenant;
 
 /// An elector's configuration over its shared state: what `Elector` and its blocking facade
@@ -126,9 +127,12 @@ impl Engine {
         Ok(freed)
     }
 
-    pub(crate) async fn try_acquire(&self, name: impl IntoLockName) -> Result<Option<LeaderGuard>> {
+    pub(crate) async fn try_acquire(
+        &self,
+        name: impl IntoLockName,
+    ) -> Result<Outcome<LeaderGuard>> {
         let lock = self.lock_name(name)?;
-        self.acquire(&lock).await
+        self.claim(&lock, None).await
     }
 
     /// Waits up to `wait` for a lease. Contention is `Ok(None)`; a store error is `Err`, also when
@@ -139,7 +143,11 @@ impl Engine {
 
     /// Waits up to `wait` for a lease, claiming `period` in the lock's ledger if given. A refusal
     /// by the ledger ends the wait at once (waiting can never make it succeed).
-    pub(crate) async fn claim(&self, lock: &LockName, period: Option<Period>) -> Result<Claimed> {
+    pub(crate) async fn claim(
+        &self,
+        lock: &LockName,
+        period: Option<Period>,
+    ) -> Result<Outcome<LeaderGuard>> {
         if period.is_some() {
             check_period_slots(self.slots)?;
         }
@@ -147,26 +155,27 @@ impl Engine {
         let claimed = async {
             match self.acquire_loop(lock, period, Patience::Wait).await? {
                 // A granted period claim is recorded as started before anything runs under it.
-                Claimed::Elected(guard) if period.is_some() => Ok(crate::elect::start::start(
+                Outcome::Elected(guard) if period.is_some() => Ok(crate::elect::start::start(
                     &self.shared.store,
                     guard,
                     self.options.attempt_timeout,
                 )
                 .await?
-                .map_or(Claimed::Held, Claimed::Elected)),
+                .map_or(Outcome::Taken(None), Outcome::Elected)),
                 other => Ok(other),
             }
         }
         .instrument(span.clone())
         .await;
         let outcome = match &claimed {
-            Ok(Claimed::Elected(guard)) => {
+            Ok(Outcome::Elected(guard)) => {
                 spans::record_lease(&span, guard.slot(), guard.fence());
-                Outcome::Acquired
+                SpanOutcome::Acquired
             }
-            Ok(Claimed::Held) => Outcome::Contention,
-            Ok(Claimed::AlreadyRan(_)) => Outcome::AlreadyRan,
-            Err(_) => Outcome::Error,
+            Ok(Outcome::Taken(_)) => SpanOutcome::Contention,
+            Ok(Outcome::AlreadyRan(_)) => SpanOutcome::AlreadyRan,
+            Ok(Outcome::ActionFailed(never)) => match *never {},
+            Err(_) => SpanOutcome::Error,
         };
         spans::record_outcome(&span, outcome);
         claimed
@@ -197,7 +206,7 @@ impl Engine {
         let elected = async {
             loop {
                 // A campaign ends elected or with an error; nothing else can come of it.
-                if let Claimed::Elected(guard) =
+                if let Outcome::Elected(guard) =
                     self.acquire_loop(lock, None, Patience::Campaign).await?
                 {
                     return Ok(guard);
@@ -209,9 +218,9 @@ impl Engine {
         match &elected {
             Ok(guard) => {
                 spans::record_lease(&span, guard.slot(), guard.fence());
-                spans::record_outcome(&span, Outcome::Acquired);
+                spans::record_outcome(&span, SpanOutcome::Acquired);
             }
-            Err(_) => spans::record_outcome(&span, Outcome::Error),
+            Err(_) => spans::record_outcome(&span, SpanOutcome::Error),
         }
         elected
     }
@@ -250,18 +259,14 @@ impl Engine {
         LeaderGuard::new(cell, opts.auto_extend)
     }
 
-    /// Acquires `name` for an action: the first half of [`run_guarded`](Self::run_guarded), also
-    /// used by the blocking facade, which runs its closure outside the runtime.
-    pub(crate) async fn begin(&self, name: impl IntoLockName) -> Result<Option<Running>> {
-        Ok(self.begin_claim(name, None).await?.elected())
-    }
-
-    /// [`begin`](Self::begin) claiming `period` in the ledger.
+    /// Acquires `name` for an action, claiming `period` in the ledger if given: the first half
+    /// of [`run_claimed`](Self::run_claimed), also used by the blocking facade, which runs its
+    /// closure outside the runtime.
     pub(crate) async fn begin_claim(
         &self,
         name: impl IntoLockName,
         period: Option<Period>,
-    ) -> Result<Claimed<Running>> {
+    ) -> Result<Outcome<Running>> {
         let lock = self.lock_name(name)?;
         self.begin_scoped(lock, period).await
     }
@@ -271,7 +276,7 @@ impl Engine {
         &self,
         lock: LockName,
         period: Option<Period>,
-    ) -> Result<Claimed<Running>> {
+    ) -> Result<Outcome<Running>> {
         Ok(self.claim(&lock, period).await?.map(|guard| Running {
             started: guard.acquired_at(),
             guard,
@@ -304,7 +309,7 @@ impl Engine {
         period: Option<Period>,
         action: F,
         failed: fn(&T) -> bool,
-    ) -> Result<Claimed<T>>
+    ) -> Result<Outcome<T>>
     where
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = T>,
@@ -314,9 +319,10 @@ impl Engine {
         // `leasehold.release`); wrapping this whole, larger future would copy it once more per run.
         {
             let running = match self.begin_scoped(lock, period).await? {
-                Claimed::Elected(running) => running,
-                Claimed::Held => return Ok(Claimed::Held),
-                Claimed::AlreadyRan(record) => return Ok(Claimed::AlreadyRan(record)),
+                Outcome::Elected(running) => running,
+                Outcome::Taken(holder) => return Ok(Outcome::Taken(holder)),
+                Outcome::AlreadyRan(record) => return Ok(Outcome::AlreadyRan(record)),
+                Outcome::ActionFailed(never) => match never {},
             };
             let ctx = running.context();
             let action =
@@ -342,40 +348,13 @@ impl Engine {
                 Some(outcome) => Ok(running
                     .finish(outcome, failed)
                     .await?
-                    .map_or(Claimed::Held, Claimed::Elected)),
+                    .map_or(Outcome::Taken(None), Outcome::Elected)),
                 None => {
                     // Lost with cancel-on-lost: drop the action before releasing.
                     action.set(None.into());
                     Err(running.abandon().await)
                 }
             }
-        }
-    }
-}
-
-/// What an election claiming an optional period came to.
-pub(crate) enum Claimed<G = LeaderGuard> {
-    /// Elected (the guard, the running action, or its value).
-    Elected(G),
-    /// Held elsewhere for the whole wait.
-    Held,
-    /// Refused by the period ledger.
-    AlreadyRan(PeriodRecord),
-}
-
-impl<G> Claimed<G> {
-    pub(crate) fn elected(self) -> Option<G> {
-        match self {
-            Self::Elected(g) => Some(g),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn map<H>(self, f: impl FnOnce(G) -> H) -> Claimed<H> {
-        match self {
-            Self::Elected(g) => Claimed::Elected(f(g)),
-            Self::Held => Claimed::Held,
-            Self::AlreadyRan(r) => Claimed::AlreadyRan(r),
         }
     }
 }

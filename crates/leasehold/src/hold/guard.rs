@@ -25,7 +25,7 @@ use crate::store::lease::{Extension, Lease, Release};
 /// use leasehold::{Elector, MemoryStore};
 ///
 /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("migrations").await?.expect("free lock");
+/// let guard = elector.try_acquire("migrations").await?.elected().expect("free lock");
 /// assert_eq!(guard.fence(), 1);
 /// assert_eq!(guard.lease().lock.as_str(), "migrations");
 /// guard.release().await?;
@@ -258,7 +258,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let elector = Elector::with_options(Arc::new(MemoryStore::new()), opts);
         let mut events = elector.subscribe();
-        let Ok(Some(guard)) = elector.try_acquire("nightly").await else {
+        let Ok(crate::Outcome::Elected(guard)) = elector.try_acquire("nightly").await else {
             panic!("free lock");
         };
         assert!(!guard.is_lost(), "no suspend yet");

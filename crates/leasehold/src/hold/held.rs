@@ -23,7 +23,7 @@ use crate::store::lease::Lease;
 /// use leasehold::{Elector, MemoryStore};
 ///
 /// let elector = Elector::new(Arc::new(MemoryStore::new()));
-/// let guard = elector.try_acquire("nightly").await?.expect("free lock");
+/// let guard = elector.try_acquire("nightly").await?.elected().expect("free lock");
 /// let held = elector.held_leases();
 /// assert_eq!((held[0].lock.as_str(), held[0].fence), ("nightly", 1));
 /// assert!(held[0].since_renewal() < held[0].renewed_for);

@@ -11,8 +11,8 @@ use super::clock::StoreClock;
 use super::event::JobEvent;
 use super::job::MissedPeriods;
 use super::run::{JobRun, Stopped};
-use crate::elect::engine::Claimed;
 use crate::limits::deadline_after;
+use crate::outcome::Outcome;
 use crate::store::period::{Period, epoch_ms};
 
 /// The first pause before trying the store again within a period, doubling up to
@@ -60,7 +60,7 @@ pub(crate) async fn run(
         };
         let mut retry = None;
         match claimed {
-            Ok(Claimed::Elected(guard)) => {
+            Ok(Outcome::Elected(guard)) => {
                 failures = 0;
                 let lease = guard.lease();
                 clock.learn(epoch_ms(lease.acquired_at), Instant::now());
@@ -68,7 +68,7 @@ pub(crate) async fn run(
                     return stopped;
                 }
             }
-            Ok(Claimed::AlreadyRan(record)) => {
+            Ok(Outcome::AlreadyRan(record)) => {
                 failures = 0;
                 if record.period < target {
                     // The store is still in an earlier period than this node thought: its
@@ -79,11 +79,12 @@ pub(crate) async fn run(
                 debug!(period = record.period, by = %record.by, "schedule tick skipped, this period already ran");
                 run.emit(JobEvent::AlreadyRan(record));
             }
-            Ok(Claimed::Held) => {
+            Ok(Outcome::Taken(_)) => {
                 failures = 0;
                 debug!("schedule tick skipped, another node holds the lock");
                 run.emit(JobEvent::Skipped);
             }
+            Ok(Outcome::ActionFailed(never)) => match never {},
             Err(e) => {
                 run.emit(JobEvent::StoreError);
                 let pause = FIRST_RETRY_PAUSE

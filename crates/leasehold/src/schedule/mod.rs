@@ -21,11 +21,11 @@ pub use event::{JobEvent, JobOutcome};
 pub use job::{DEFAULT_MAX_JITTER, Job, MissedPeriods};
 
 use crate::elect::elector::Elector;
-use crate::elect::engine::Claimed;
 use crate::error::{Error, Result};
 use crate::hold::guard::LeaderContext;
 use crate::limits::check_duration;
 use crate::name::LockName;
+use crate::outcome::Outcome;
 use crate::store::period::{Period, check_period_slots};
 use job::Timing;
 use run::{JobRun, ObserverFn};
@@ -276,7 +276,11 @@ impl Elector {
         self.engine().acquire(lock).await
     }
 
-    pub(crate) async fn claim_exact(&self, lock: &LockName, period: Period) -> Result<Claimed> {
+    pub(crate) async fn claim_exact(
+        &self,
+        lock: &LockName,
+        period: Period,
+    ) -> Result<Outcome<crate::LeaderGuard>> {
         self.engine().claim(lock, Some(period)).await
     }
 }

@@ -25,7 +25,7 @@ use crate::store::unsupported::Unsupported;
 ///   strictly greater than any fence ever issued for that `(lock, slot)`, and computes expiry with
 ///   the store's clock. If `req.token` already holds a live slot of the lock, it returns that lease
 ///   (so a retried request that was applied is recognised). Contention is
-///   `Ok(Acquisition::Held)`, never `Err`. It first runs [`AcquireRequest::check`].
+///   `Ok(Acquisition::Taken(_))`, never `Err`. It first runs [`AcquireRequest::check`].
 /// * **The period ledger.** When `req.period` is set (single-slot locks only), `try_acquire`
 ///   finds the window `[from, until)` of the period containing the store's now
 ///   ([`Period::window_at_ms`](crate::Period::window_at_ms) of the store's clock, milliseconds
@@ -34,7 +34,7 @@ use crate::store::unsupported::Unsupported;
 ///   at or after `from` and has started, the claim is refused with
 ///   `Ok(Acquisition::AlreadyRan(record))` — also while the lock is held (waiting cannot
 ///   help); if it was granted at or after `from`, has not started and slot 0 is live, the
-///   answer is `Ok(Acquisition::Held)`; otherwise the claim is granted like any acquisition
+///   answer is `Ok(Acquisition::Taken(_))`; otherwise the claim is granted like any acquisition
 ///   (the lock must be free), and the grant replaces the record with the store time, the owner,
 ///   the request's token, the window (`from`, `until`, its id) and *not started*. A live lease
 ///   of the request's own token is returned as granted (the record unchanged). The record
@@ -88,7 +88,7 @@ pub trait LeaseStore: Send + Sync + 'static {
     ///
     /// and, in `try_acquire` of a single-slot request (`slots == 1`): a free lock kept for another
     /// elector than [`req.waiter`](AcquireRequest::waiter) is refused as
-    /// [`Acquisition::Held`]; a refusal records `req.waiter` (if any) as waiting — from its first
+    /// [`Acquisition::Taken`]; a refusal records `req.waiter` (if any) as waiting — from its first
     /// refusal, its record refreshed by later ones, at most
     /// [`MAX_WAITERS`](crate::store::MAX_WAITERS) per lock; a grant forgets the grantee as a
     /// waiter and ends the keep, and a grant after a keep lapsed also forgets the elector it was

@@ -310,14 +310,17 @@ impl LockState {
 }
 
 /// The answer of one acquisition attempt ([`LeaseStore::try_acquire`](crate::LeaseStore::try_acquire)).
+/// Its cases are named as the elector's [`Outcome`](crate::Outcome) names them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[must_use]
 pub enum Acquisition {
     /// Granted: the lease (with [`Lease::period`] set when a period was claimed).
-    Granted(Lease),
-    /// Every slot is held by someone else: contention; trying again later may succeed.
-    Held,
+    Elected(Lease),
+    /// Every slot is held by someone else: contention; trying again later may succeed. With the
+    /// holder the store saw, if its refusal tells (for several slots, the one whose lease ends
+    /// first); `None` otherwise.
+    Taken(Option<Holder>),
     /// A period was claimed and the lock's ledger already records a grant for that period or a
     /// later one: trying again within the period can never succeed.
     AlreadyRan(crate::store::period::PeriodRecord),
@@ -325,9 +328,9 @@ pub enum Acquisition {
 
 impl Acquisition {
     /// The lease, if granted.
-    pub fn granted(self) -> Option<Lease> {
+    pub fn elected(self) -> Option<Lease> {
         match self {
-            Self::Granted(lease) => Some(lease),
+            Self::Elected(lease) => Some(lease),
             _ => None,
         }
     }
@@ -335,14 +338,19 @@ impl Acquisition {
     /// The lease, if granted, by reference.
     pub fn lease(&self) -> Option<&Lease> {
         match self {
-            Self::Granted(lease) => Some(lease),
+            Self::Elected(lease) => Some(lease),
             _ => None,
         }
     }
 
-    /// True for [`Acquisition::Granted`].
-    pub fn is_granted(&self) -> bool {
-        matches!(self, Self::Granted(_))
+    /// True for [`Acquisition::Elected`].
+    pub fn is_elected(&self) -> bool {
+        matches!(self, Self::Elected(_))
+    }
+
+    /// True for [`Acquisition::Taken`], whether or not the holder is known.
+    pub fn is_taken(&self) -> bool {
+        matches!(self, Self::Taken(_))
     }
 
     /// The ledger record of a refused period claim.
@@ -356,6 +364,6 @@ impl Acquisition {
 
 impl From<Option<Lease>> for Acquisition {
     fn from(lease: Option<Lease>) -> Self {
-        lease.map_or(Self::Held, Self::Granted)
+        lease.map_or(Self::Taken(None), Self::Elected)
     }
 }

@@ -109,7 +109,7 @@ impl MemoryStore {
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> leasehold::Result<()> {
     /// use std::sync::Arc;
     /// use std::time::{Duration, UNIX_EPOCH};
-    /// use leasehold::{Elector, MemoryStore, Period, PeriodOutcome};
+    /// use leasehold::{Elector, MemoryStore, Period, Outcome};
     ///
     /// let elector = Elector::new(Arc::new(MemoryStore::with_clock_origin(UNIX_EPOCH)));
     /// let every_10s = Period::every(Duration::from_secs(10))?;
@@ -119,7 +119,7 @@ impl MemoryStore {
     ///         Ok::<_, String>((ctx.lease().period, ctx.lease().acquired_at))
     ///     })
     ///     .await?;
-    /// assert_eq!(ran, PeriodOutcome::Ran((Some(2), UNIX_EPOCH + Duration::from_secs(25))));
+    /// assert_eq!(ran, Outcome::Elected((Some(2), UNIX_EPOCH + Duration::from_secs(25))));
     /// # Ok(()) }
     /// ```
     pub fn with_clock_origin(origin: SystemTime) -> Self {
@@ -162,6 +162,21 @@ impl MemoryStore {
             started: ledger.started,
             ran_at: ledger.ran_at.map(|at| self.wall(at)),
         }
+    }
+
+    /// Among the first `wanted` slots of a lock's `rows`, the live holder whose lease ends
+    /// first: whom a refusal names.
+    fn first_to_free(&self, rows: Option<&[Row]>, wanted: usize, now: Instant) -> Option<Holder> {
+        rows?
+            .iter()
+            .take(wanted)
+            .enumerate()
+            .filter_map(|(slot, row)| {
+                let held = row.holder.as_ref().filter(|h| h.live(now))?;
+                Some((held.expires_at, self.holder(slot, row.fence, held)))
+            })
+            .min_by_key(|(ends, _)| *ends)
+            .map(|(_, holder)| holder)
     }
 
     fn epoch_ms(&self, at: Instant) -> i64 {
@@ -314,7 +329,7 @@ impl LeaseStore for MemoryStore {
         let wanted = slot_index(req.check()?);
         let now = Instant::now();
         let period = req.period.map(|p| p.window_at_ms(self.epoch_ms(now)));
-        let granted = self.with_rows(|locks| {
+        self.with_rows(|locks| {
             let answer = self.grant(locks, req, wanted, now, period);
             // A refused single-slot request of a waiting elector joins the lock's line.
             if matches!(answer, Err(None))
@@ -324,17 +339,20 @@ impl LeaseStore for MemoryStore {
             {
                 row.line.refused(who, now);
             }
-            answer
-        });
-        Ok(match granted {
-            Ok((slot, fence, held)) => Acquisition::Granted(self.lease(
-                &req.lock,
-                u32::try_from(slot).unwrap_or(u32::MAX),
-                fence,
-                &held,
-            )),
-            Err(None) => Acquisition::Held,
-            Err(Some(record)) => Acquisition::AlreadyRan(record),
+            Ok(match answer {
+                Ok((slot, fence, held)) => Acquisition::Elected(self.lease(
+                    &req.lock,
+                    u32::try_from(slot).unwrap_or(u32::MAX),
+                    fence,
+                    &held,
+                )),
+                Err(None) => Acquisition::Taken(self.first_to_free(
+                    locks.get(&req.lock).map(Vec::as_slice),
+                    wanted,
+                    now,
+                )),
+                Err(Some(record)) => Acquisition::AlreadyRan(record),
+            })
         })
     }
 
@@ -529,7 +547,7 @@ mod tests {
             .try_acquire(&request("a", None))
             .await
             .expect("the memory store does not fail")
-            .granted()
+            .elected()
             .expect("a free lock");
         assert_eq!(lease.acquired_at, origin + Duration::from_millis(7_250));
         assert_eq!(lease.expires_at, origin + Duration::from_millis(12_250));
@@ -539,7 +557,7 @@ mod tests {
         // Periods of 10 s from the epoch: store time 1007.25 s is in period 100.
         let every_10s = Period::every(Duration::from_secs(10)).expect("a valid period");
         let first = store.try_acquire(&request("a", Some(every_10s))).await;
-        let lease = first.ok().and_then(Acquisition::granted).expect("granted");
+        let lease = first.ok().and_then(Acquisition::elected).expect("granted");
         assert_eq!(lease.period, Some(100));
         let start = store.start_period(&lease).await;
         assert_eq!(start.ok(), Some(PeriodStart::Started));
@@ -563,7 +581,7 @@ mod tests {
         let next = store.try_acquire(&request("b", Some(every_10s))).await;
         let lease = next
             .ok()
-            .and_then(Acquisition::granted)
+            .and_then(Acquisition::elected)
             .expect("a new period");
         assert_eq!(lease.period, Some(101));
         assert_eq!(lease.acquired_at, origin + Duration::from_secs(10));

@@ -30,7 +30,7 @@ use crate::store::signal::ReleaseSignal;
 ///
 /// impl StoreObserver for Grants {
 ///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Acquisition>) {
-///         if matches!(answer, Ok(Acquisition::Granted(_))) {
+///         if matches!(answer, Ok(Acquisition::Elected(_))) {
 ///             self.0.fetch_add(1, Ordering::Relaxed);
 ///         }
 ///     }
@@ -63,7 +63,7 @@ pub trait StoreObserver: Send + Sync {
 ///
 /// impl StoreObserver for Fences {
 ///     fn acquired(&self, _req: &AcquireRequest, answer: &StoreResult<Acquisition>) {
-///         if let Ok(Acquisition::Granted(lease)) = answer {
+///         if let Ok(Acquisition::Elected(lease)) = answer {
 ///             self.0.lock().unwrap().push(lease.fence);
 ///         }
 ///     }

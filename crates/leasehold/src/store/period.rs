@@ -364,7 +364,7 @@ pub enum ClaimVerdict {
     /// No run counts for the period: grant it if the lock is free (and record the claim).
     Free,
     /// The period is claimed by a holder that has not started yet and still holds the lock:
-    /// contention ([`Acquisition::Held`](crate::store::Acquisition::Held)); it may start, or let
+    /// contention ([`Acquisition::Taken`](crate::store::Acquisition::Taken)); it may start, or let
     /// go and leave the period to the next claim.
     Claimed,
     /// The period already ran: [`Acquisition::AlreadyRan`](crate::store::Acquisition::AlreadyRan)

@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{
     ElectionOptions, Elector, Event, Extension, LeaderContext, Lease, LeaseStore, LockName,
-    MemoryStore, ObservedStore, Period, PeriodOutcome, Release, RetryPolicy, StoreObserver,
+    MemoryStore, ObservedStore, Outcome, Period, Release, RetryPolicy, StoreObserver,
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -213,7 +213,7 @@ impl StoreObserver for Router {
         if let Some(j) = self.journal(&req.lock) {
             j.acquired(req, answer);
         }
-        if let Ok(Acquisition::Granted(lease)) = answer {
+        if let Ok(Acquisition::Elected(lease)) = answer {
             self.recording.granted(lease);
         }
     }
@@ -624,8 +624,8 @@ impl Task {
                 })
                 .await;
             let outcome = match ran {
-                Ok(PeriodOutcome::Ran(()) | PeriodOutcome::ActionFailed(_)) => AttemptOutcome::Ran,
-                Ok(PeriodOutcome::AlreadyRan(_)) => AttemptOutcome::AlreadyRan,
+                Ok(Outcome::Elected(()) | Outcome::ActionFailed(_)) => AttemptOutcome::Ran,
+                Ok(Outcome::AlreadyRan(_)) => AttemptOutcome::AlreadyRan,
                 Ok(_) => AttemptOutcome::Skipped,
                 Err(e) => AttemptOutcome::Failed(e.to_string()),
             };

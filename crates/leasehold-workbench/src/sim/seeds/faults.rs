@@ -662,7 +662,7 @@ mod tests {
         let store = FaultyStore::new(memory, setup(rates));
         let d = store.drift();
         assert!((0.0..=0.05).contains(&d), "{d}");
-        let Ok(Acquisition::Granted(lease)) =
+        let Ok(Acquisition::Elected(lease)) =
             store.try_acquire(&request(Duration::from_secs(10))).await
         else {
             panic!("a free lock is granted");
@@ -738,7 +738,7 @@ mod tests {
         };
         let store = FaultyStore::new(memory.clone(), setup(rates));
         let req = request(Duration::from_secs(10));
-        let Ok(Acquisition::Granted(first)) = store.try_acquire(&req).await else {
+        let Ok(Acquisition::Elected(first)) = store.try_acquire(&req).await else {
             panic!("a free lock is granted");
         };
         // Released at once: the copy, arriving later, takes the lock again for the same token.
