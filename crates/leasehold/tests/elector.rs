@@ -883,3 +883,26 @@ async fn a_tenant_runs_under_its_scoped_name() {
         matches!(ran.await.unwrap(), leasehold::Outcome::Elected(l) if l.as_str() == "tenant:a:job")
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_names_the_holder_where_the_store_says_who_it_is() {
+    let store = Arc::new(MemoryStore::new());
+    let a = elector(&store, opts().node_id("node-a"));
+    let b = elector(&store, opts().node_id("node-b"));
+    let held = a.try_acquire("job").await.unwrap().elected().unwrap();
+    let refused = b.try_acquire("job").await.unwrap();
+    assert!(refused.is_taken() && !refused.ran(), "{refused:?}");
+    let holder = refused.holder().expect("the memory store names the holder");
+    assert_eq!(
+        (holder.owner.as_str(), holder.fence),
+        ("node-a", held.fence())
+    );
+    // `run` reports the same refusal, and the action does not run.
+    let ran = b
+        .run("job", |_| async { Ok::<_, String>(()) })
+        .await
+        .unwrap();
+    assert_eq!(ran.holder().map(|h| h.owner.as_str()), Some("node-a"));
+    held.release().await.unwrap();
+    assert!(b.try_acquire("job").await.unwrap().is_elected());
+}
