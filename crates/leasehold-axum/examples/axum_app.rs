@@ -113,7 +113,7 @@ pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some(url) => url,
             None => default_sqlite_url()?,
         };
-        info!(store = %leasehold::redact_url(&url), "opening the lease store");
+        info!(store = %leasehold::store::redact_url(&url), "opening the lease store");
         Arc::new(SqlStore::connect(&url).await?)
     };
     let mut options = ElectionOptions::builder()

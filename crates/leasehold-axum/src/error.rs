@@ -49,14 +49,14 @@ pub enum Error {
     Leasehold(#[from] leasehold::Error),
 }
 
-impl From<leasehold::NameError> for Error {
-    fn from(e: leasehold::NameError) -> Self {
+impl From<leasehold::error::NameError> for Error {
+    fn from(e: leasehold::error::NameError) -> Self {
         Self::Leasehold(e.into())
     }
 }
 
-impl From<leasehold::OptionsError> for Error {
-    fn from(e: leasehold::OptionsError) -> Self {
+impl From<leasehold::error::OptionsError> for Error {
+    fn from(e: leasehold::error::OptionsError) -> Self {
         Self::Leasehold(e.into())
     }
 }

@@ -26,7 +26,7 @@
 //! assert_eq!(leasehold_axum::job_metrics::RUNS, "leasehold_job_runs_total");
 //! ```
 
-use leasehold::{JobEvent, JobOutcome};
+use leasehold::schedule::{JobEvent, JobOutcome};
 use metrics::{counter, gauge, histogram};
 
 // The names come from the core's registry of families ([`leasehold::metrics::FAMILIES`]), with

@@ -4,7 +4,9 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use leasehold::{CancellationToken, Elector, Job, LeaderContext, Schedule, ScheduleHandle};
+use leasehold::{
+    CancellationToken, Elector, Job, LeaderContext, Schedule, schedule::ScheduleHandle,
+};
 use tracing::info;
 
 use crate::error::Error;
@@ -267,7 +269,7 @@ impl RunningJobs {
     /// Resolves when every job has stopped (after the token is cancelled) and released its
     /// lease — also a lease the store granted after shutdown cancelled an acquisition in flight:
     /// the elector has [settled](Elector::settled) (waiting at most
-    /// [`leasehold::SETTLE_TIMEOUT`] for the store). Nothing the jobs started outlives it, so
+    /// [`leasehold::limits::SETTLE_TIMEOUT`] for the store). Nothing the jobs started outlives it, so
     /// the process may exit right after.
     ///
     /// # Cancel safety

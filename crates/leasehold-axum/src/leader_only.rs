@@ -148,7 +148,7 @@ impl LeaderOnlyBuilder {
     /// How often a follower tries for the lock at least (the elector's own retry pause, if
     /// shorter, wins; the store's release signal wakes it at once where it has one) and how long
     /// the campaign pauses after a permanent store error (default 1 s; at least
-    /// [`leasehold::MIN_LEADERSHIP_POLL`], checked by [`start`](Self::start)).
+    /// [`leasehold::limits::MIN_LEADERSHIP_POLL`], checked by [`start`](Self::start)).
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};
@@ -162,8 +162,8 @@ impl LeaderOnlyBuilder {
     }
 
     /// Validates the lock name and options (`auto_extend` needs a lease of at least 75 ms;
-    /// `retry_after` and `retry_interval` are at most [`leasehold::MAX_DURATION`], and
-    /// `retry_interval` at least [`leasehold::MIN_LEADERSHIP_POLL`]) and starts the
+    /// `retry_after` and `retry_interval` are at most [`leasehold::limits::MAX_DURATION`], and
+    /// `retry_interval` at least [`leasehold::limits::MIN_LEADERSHIP_POLL`]) and starts the
     /// campaign on the current runtime; cancelling `shutdown` ends it and releases
     /// the lease, and so does dropping the last handle (the [`LeaderOnly`] and its clones,
     /// layers and services).
@@ -187,13 +187,13 @@ impl LeaderOnlyBuilder {
         let lock = LockName::new(self.name.as_str())?;
         leasehold::store::check_duration("retry_after", self.retry_after)
             .map_err(leasehold::Error::from)?;
-        if self.retry_interval < leasehold::MIN_LEADERSHIP_POLL {
+        if self.retry_interval < leasehold::limits::MIN_LEADERSHIP_POLL {
             // A shorter pause would turn a follower (or a failing store) into a busy loop.
             return Err(
-                leasehold::Error::from(leasehold::LimitError::DurationTooShort {
+                leasehold::Error::from(leasehold::limits::LimitError::DurationTooShort {
                     what: "retry_interval",
                     value: self.retry_interval,
-                    min: leasehold::MIN_LEADERSHIP_POLL,
+                    min: leasehold::limits::MIN_LEADERSHIP_POLL,
                     constant: "MIN_LEADERSHIP_POLL",
                 })
                 .into(),
@@ -338,7 +338,7 @@ impl LeaderOnly {
     /// Resolves when the campaign has ended (after the shutdown token was cancelled) and the
     /// lease was released — also a lease the store granted after shutdown cancelled an
     /// acquisition in flight, and a lost lease's release: the elector has
-    /// [settled](Elector::settled) (waiting at most [`leasehold::SETTLE_TIMEOUT`] for the
+    /// [settled](Elector::settled) (waiting at most [`leasehold::limits::SETTLE_TIMEOUT`] for the
     /// store). Nothing the campaign started outlives it, so the process may exit right after.
     /// Only the first caller waits for the campaign; later calls wait only for the elector to
     /// settle.
@@ -373,7 +373,7 @@ impl LeaderOnly {
         }
         self.shared
             .elector
-            .settled_within(leasehold::SETTLE_TIMEOUT)
+            .settled_within(leasehold::limits::SETTLE_TIMEOUT)
             .await;
     }
 }

@@ -89,7 +89,10 @@ pub use leader_only::{
     LEADER_HEADER, LeaderFence, LeaderOnly, LeaderOnlyBuilder, LeaderOnlyLayer, LeaderOnlyService,
 };
 /// The core's stop-request helpers, re-exported here for axum programs.
-pub use leasehold::{ShutdownSignal, StopSignal, shutdown_signal};
+pub use leasehold::{
+    shutdown::{ShutdownSignal, StopSignal},
+    shutdown_signal,
+};
 pub use management::{DEFAULT_PATH, Management};
 #[cfg(feature = "prometheus")]
 pub use prometheus::{DEFAULT_METRICS_PATH, PrometheusMetrics, UPKEEP_INTERVAL};

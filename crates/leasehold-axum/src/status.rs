@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use leasehold::{LockState, PeriodRecord};
+use leasehold::{PeriodRecord, store::LockState};
 use serde::Serialize;
 
 /// The body of `GET /management/leader-election`.
@@ -185,9 +185,9 @@ impl LockStatus {
 }
 
 /// RFC 3339 in UTC with exactly three digits of milliseconds, e.g. `2026-11-29T10:15:30.730Z`:
-/// the core's [`leasehold::format_utc`], the one format every leasehold output uses.
+/// the core's [`leasehold::store::format_utc`], the one format every leasehold output uses.
 pub(crate) fn rfc3339(at: SystemTime) -> String {
-    leasehold::format_utc(at)
+    leasehold::store::format_utc(at)
 }
 
 #[cfg(test)]

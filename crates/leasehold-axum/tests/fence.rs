@@ -20,7 +20,7 @@ use leasehold::fence::{
     Admission, FENCE_HEADER, FenceClaim, FenceRegister, MemoryFences, ResourceName,
 };
 use leasehold::store::{StoreResult, async_trait};
-use leasehold::{CancellationToken, Elector, LockName, MemoryStore, StoreError};
+use leasehold::{CancellationToken, Elector, LockName, MemoryStore, store::StoreError};
 use leasehold_axum::fence::{
     FENCE_HEADER_NAME, FenceLayer, Fenced, FencedRequest, SetFenceLayer, claim_header, fence_header,
 };

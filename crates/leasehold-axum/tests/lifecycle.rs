@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, LeaseStore, LockName, MemoryStore, SETTLE_TIMEOUT,
+    CancellationToken, ElectionOptions, Elector, LeaseStore, LockName, MemoryStore,
+    limits::SETTLE_TIMEOUT,
 };
 use leasehold_axum::{LeaderJobs, LeaderOnly};
 use leasehold_testkit::fault::{FaultControl, FaultyStore, Op};

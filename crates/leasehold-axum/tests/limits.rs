@@ -1,4 +1,4 @@
-//! Durations beyond `leasehold::MAX_DURATION` are startup errors for leader-only jobs and
+//! Durations beyond `leasehold::limits::MAX_DURATION` are startup errors for leader-only jobs and
 //! leader-only routes, never a panic later.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{CancellationToken, Elector, LimitError, MAX_DURATION, MemoryStore};
+use leasehold::{
+    CancellationToken, Elector, MemoryStore,
+    limits::{LimitError, MAX_DURATION},
+};
 use leasehold_axum::{Error, LeaderJobs, LeaderOnly};
 
 const OVER: Duration = Duration::from_secs(MAX_DURATION.as_secs() + 1);
@@ -18,9 +21,9 @@ fn limit(e: Result<impl std::fmt::Debug, Error>, what: &str) {
         matches!(
             &e,
             Error::Leasehold(leasehold::Error::Limit(LimitError::DurationTooLong { .. }))
-                | Error::Leasehold(leasehold::Error::Options(leasehold::OptionsError::Limit(
-                    LimitError::DurationTooLong { .. }
-                )))
+                | Error::Leasehold(leasehold::Error::Options(
+                    leasehold::error::OptionsError::Limit(LimitError::DurationTooLong { .. })
+                ))
         ),
         "{what}: {e:?}"
     );
@@ -89,7 +92,7 @@ async fn leader_only_rejects_a_retry_interval_below_the_poll_minimum() {
     }
     let token = CancellationToken::new();
     let writer = LeaderOnly::builder(&elector, "writer")
-        .retry_interval(leasehold::MIN_LEADERSHIP_POLL)
+        .retry_interval(leasehold::limits::MIN_LEADERSHIP_POLL)
         .start(token.clone())
         .expect("the minimum itself is allowed");
     token.cancel();

@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use common::{TOKEN, WRITER, eventually, get_path, management, serve, start};
 use leasehold::store::{AcquireRequest, StoreResult, async_trait};
 use leasehold::{
-    CancellationToken, Extension, Job, Lease, LeaseStore, LockName, LockState, MemoryStore,
-    Release, Token,
+    CancellationToken, Job, Lease, LeaseStore, LockName, MemoryStore,
+    store::{Extension, LockState, Release, Token},
 };
 use leasehold_axum::{BearerToken, Error, Management};
 
@@ -196,7 +196,7 @@ async fn shutdown_during_acquisition_is_prompt_and_leaves_the_lock_free() {
     // Stopping waits for the store's answer to the acquisition in flight (bounded by
     // SETTLE_TIMEOUT) and releases what it grants: nothing outlives `stopped()`.
     assert!(
-        took >= Duration::from_secs(2) && took < leasehold::SETTLE_TIMEOUT,
+        took >= Duration::from_secs(2) && took < leasehold::limits::SETTLE_TIMEOUT,
         "shutdown during acquisition took {took:?}"
     );
     let state = inner

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::AcquireRequest;
-use leasehold::{Lease, LeaseStore, LockName, MemoryStore, Token};
+use leasehold::{Lease, LeaseStore, LockName, MemoryStore, store::Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_etcd::EtcdStore;
 use leasehold_nats::NatsStore;

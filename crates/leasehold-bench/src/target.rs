@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use leasehold::{LeaseStore, LockName, MemoryStore, Token};
+use leasehold::{LeaseStore, LockName, MemoryStore, store::Token};
 
 use crate::BoxError;
 use crate::backend::{Backend, open_client};

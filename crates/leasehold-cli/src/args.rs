@@ -597,7 +597,10 @@ impl Cli {
 impl std::fmt::Debug for StoreArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreArgs")
-            .field("store", &self.store.as_deref().map(leasehold::redact_url))
+            .field(
+                "store",
+                &self.store.as_deref().map(leasehold::store::redact_url),
+            )
             .finish()
     }
 }
@@ -609,7 +612,7 @@ impl StoreArgs {
     }
 }
 
-fn parse_lock(text: &str) -> Result<LockName, leasehold::NameError> {
+fn parse_lock(text: &str) -> Result<LockName, leasehold::error::NameError> {
     LockName::new(text)
 }
 
@@ -633,7 +636,7 @@ fn parse_run_duration(text: &str) -> Result<std::time::Duration, String> {
 
 /// A `run --progress-every`: a duration of at least
 /// [`MIN_PROGRESS_EVERY`](crate::waiting::MIN_PROGRESS_EVERY) (and at most
-/// [`leasehold::MAX_DURATION`], as every duration).
+/// [`leasehold::limits::MAX_DURATION`], as every duration).
 fn parse_progress_every(text: &str) -> Result<Duration, String> {
     let d = parse_duration(text).map_err(|e| e.to_string())?;
     let min = crate::waiting::MIN_PROGRESS_EVERY;
@@ -646,9 +649,9 @@ fn parse_progress_every(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// A slot count: 1 to [`leasehold::MAX_SLOTS`] (clap names the flag in the error).
+/// A slot count: 1 to [`leasehold::limits::MAX_SLOTS`] (clap names the flag in the error).
 fn parse_slots(text: &str) -> Result<u32, String> {
-    let max = leasehold::MAX_SLOTS;
+    let max = leasehold::limits::MAX_SLOTS;
     let allowed = format!("a whole number from 1 to {max}");
     let digits = text.trim();
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -660,13 +663,13 @@ fn parse_slots(text: &str) -> Result<u32, String> {
         return Err(format!("0 slots would never run anything; use {allowed}"));
     }
     leasehold::store::check_slots(slots).map_err(|_| {
-        format!("at most {max} slots are allowed (leasehold::MAX_SLOTS); got {digits}")
+        format!("at most {max} slots are allowed (leasehold::limits::MAX_SLOTS); got {digits}")
     })
 }
 
 /// A node id as the core accepts it (clap names the flag in the error).
-fn parse_node_id(text: &str) -> Result<String, leasehold::OptionsError> {
-    leasehold::validate_node_id(text).map(|()| text.to_owned())
+fn parse_node_id(text: &str) -> Result<String, leasehold::error::OptionsError> {
+    leasehold::options::validate_node_id(text).map(|()| text.to_owned())
 }
 
 /// Prints a clap error or help text and picks the exit code: 0 for `--help`/`--version`,

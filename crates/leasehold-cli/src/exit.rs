@@ -5,7 +5,10 @@
 
 use std::process::{ExitCode, ExitStatus};
 
-use leasehold::{Error, ErrorKind, OpenError, StoreError};
+use leasehold::{
+    Error, ErrorKind,
+    store::{OpenError, StoreError},
+};
 
 /// The store could not be reached or failed transiently (`EX_TEMPFAIL`): try again later.
 pub(crate) const STORE_UNAVAILABLE: u8 = 75;

@@ -10,8 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    DEFAULT_LEASE, ElectionOptions, Elector, LET_GO_PATIENCE, LeaderGuard, LeaseStore, LockName,
-    OptionsError, Outcome, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    ElectionOptions, Elector, LeaderGuard, LeaseStore, LockName, Outcome, Period, PeriodRecord,
+    error::OptionsError,
+    limits::{LET_GO_PATIENCE, SETTLE_TIMEOUT},
+    options::DEFAULT_LEASE,
+    store::Release,
 };
 use nix::sys::signal::Signal;
 use tokio::time::timeout;

@@ -348,7 +348,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn shown(slots: Option<u32>) -> Result<Shown, leasehold::NameError> {
+    fn shown(slots: Option<u32>) -> Result<Shown, leasehold::error::NameError> {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(86_400);
         Ok(Shown {
             lock: LockName::new("job")?,

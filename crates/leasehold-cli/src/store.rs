@@ -5,9 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use leasehold::redact_urls_in;
+pub(crate) use leasehold::store::redact_urls_in;
 use leasehold::store::{MIN_SCRUBBED_SECRET_LEN, scrub_secrets, url_secrets};
-use leasehold::{LeaseStore, OpenError, StoreRegistry, redact_url};
+use leasehold::{
+    LeaseStore,
+    store::{OpenError, StoreRegistry, redact_url},
+};
 
 use crate::exit::Failure;
 use crate::say;

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
-/// `2025-01-31T23:59:59.123Z` (UTC, millisecond precision): the core's [`leasehold::format_utc`].
+/// `2025-01-31T23:59:59.123Z` (UTC, millisecond precision): the core's [`leasehold::store::format_utc`].
 pub(crate) fn rfc3339(t: SystemTime) -> String {
-    leasehold::format_utc(t)
+    leasehold::store::format_utc(t)
 }
 
 /// A short duration: `850ms`, `42.1s`, `3m05s`, `2h07m`, `3d04h`.

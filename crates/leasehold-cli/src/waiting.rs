@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use leasehold::{Holder, LeaseStore, LockName, LockState};
+use leasehold::{Holder, LeaseStore, LockName, store::LockState};
 use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::time_text::{human, printable, until};

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, Job, JobEvent, LeaderContext, Schedule,
-    StoreRegistry,
+    CancellationToken, ElectionOptions, Elector, Job, LeaderContext, Schedule, schedule::JobEvent,
+    store::StoreRegistry,
 };
 use leasehold_axum::LeaderJobs;
 use tokio::time::{Instant, sleep, sleep_until};

@@ -236,7 +236,10 @@ fn clear_ledger_on_zookeeper() {
     let Some(url) = server("LEASEHOLD_TEST_ZOOKEEPER_URL") else {
         return;
     };
-    let chroot = format!("lhcli-{}", &leasehold::Token::random().to_hex()[..12]);
+    let chroot = format!(
+        "lhcli-{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    );
     let url = format!("{}/{chroot}", url.trim_end_matches('/'));
     clear_ledger_lets_the_job_run_again(&url, "clear-zk");
 }
@@ -246,7 +249,10 @@ fn clear_ledger_on_nats() {
     let Some(url) = server("LEASEHOLD_TEST_NATS_URL") else {
         return;
     };
-    let bucket = format!("lhcli-{}", &leasehold::Token::random().to_hex()[..12]);
+    let bucket = format!(
+        "lhcli-{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    );
     let url = format!("{}/{bucket}", url.trim_end_matches('/'));
     clear_ledger_lets_the_job_run_again(&url, "clear-nats");
 }

@@ -29,7 +29,10 @@ fn etcd_url() -> Option<String> {
             "127.0.0.1:23790".to_owned()
         }
     };
-    let prefix = format!("lhcli-{}", &leasehold::Token::random().to_hex()[..12]);
+    let prefix = format!(
+        "lhcli-{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    );
     Some(format!("etcd://{endpoints}/{prefix}"))
 }
 

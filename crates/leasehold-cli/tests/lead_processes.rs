@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, Leadership, LeaseStore, RetryPolicy,
-    StoreRegistry, TermEnd,
+    CancellationToken, ElectionOptions, Elector, LeaseStore, RetryPolicy, TermEnd,
+    lead::Leadership, store::StoreRegistry,
 };
 use tokio::time::{Instant, timeout};
 
@@ -144,7 +144,7 @@ async fn wait_for_line(log: &Path, line: &str) {
 /// The next change whose leader is `node` (or free, if `node` is `None`); every change seen on
 /// the way is pushed to `seen`.
 async fn next_change(
-    changes: &mut leasehold::LeadershipStream,
+    changes: &mut leasehold::lead::LeadershipStream,
     node: Option<&str>,
     within: Duration,
     seen: &mut Vec<Leadership>,
@@ -167,7 +167,7 @@ async fn next_change(
 async fn sigkill_hands_leadership_on(url: &str) {
     let lock = format!(
         "lead-processes-{}",
-        &leasehold::Token::random().to_hex()[..12]
+        &leasehold::store::Token::random().to_hex()[..12]
     );
     let log: PathBuf = std::env::temp_dir().join(format!("leasehold-{lock}.log"));
     let store: Arc<dyn LeaseStore> = registry().open(url).await.expect("open the store");

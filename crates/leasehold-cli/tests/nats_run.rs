@@ -13,7 +13,10 @@ fn two_concurrent_runs_on_nats_take_turns() {
     let Some(url) = server("LEASEHOLD_TEST_NATS_URL") else {
         return;
     };
-    let bucket = format!("lhcli-{}", &leasehold::Token::random().to_hex()[..12]);
+    let bucket = format!(
+        "lhcli-{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    );
     let store = format!("{}/{bucket}", url.trim_end_matches('/'));
     let env = Env::new();
     let log = env.path("log");

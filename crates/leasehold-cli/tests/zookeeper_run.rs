@@ -15,7 +15,10 @@ fn runs_on_zookeeper_succeed_and_take_turns() {
         return;
     };
     // A chroot of its own: the store creates it.
-    let chroot = format!("lhcli-{}", &leasehold::Token::random().to_hex()[..12]);
+    let chroot = format!(
+        "lhcli-{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    );
     let store = format!("{}/{chroot}", url.trim_end_matches('/'));
     let env = Env::new();
 

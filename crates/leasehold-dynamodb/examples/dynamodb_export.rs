@@ -129,7 +129,7 @@ async fn node(
     stall_once: Arc<AtomicBool>,
     batches: Arc<AtomicU64>,
     stop: CancellationToken,
-) -> Result<leasehold::ScheduleHandle, BoxError> {
+) -> Result<leasehold::schedule::ScheduleHandle, BoxError> {
     let store = DynamoDbStore::new(
         client(&args.endpoint).await,
         DynamoDbOptions::default()

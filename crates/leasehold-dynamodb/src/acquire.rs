@@ -4,7 +4,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
-use leasehold::{Lease, Period, StoreError};
+use leasehold::{Lease, Period, store::StoreError};
 use tracing::debug;
 
 use crate::classify::classify;

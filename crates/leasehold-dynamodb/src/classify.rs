@@ -4,7 +4,7 @@
 //! by the operations themselves.
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 
 /// Service error codes that retrying can help with: throttling, capacity, internal errors,
 /// transaction conflicts and expired (refreshable) credentials.

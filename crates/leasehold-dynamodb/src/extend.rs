@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use leasehold::store::StoreResult;
-use leasehold::{Extension, Lease};
+use leasehold::{Lease, store::Extension};
 
 use crate::acquire::conditional_failure;
 use crate::clock::{ms, now_ms, time, ttl_seconds};

@@ -4,7 +4,10 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use leasehold::store::StoreResult;
-use leasehold::{Holder, Lease, LockName, PeriodRecord, StoreError, Token};
+use leasehold::{
+    Holder, Lease, LockName, PeriodRecord,
+    store::{StoreError, Token},
+};
 
 use crate::clock::time;
 use crate::expressions::{

@@ -35,7 +35,7 @@ pub(crate) const SLOT_SEPARATOR: &str = "#slot-";
 /// assert_eq!(item_key("", &lock, 0), "export");
 /// assert_eq!(item_key("app", &lock, 2), "app/export#slot-2");
 /// assert_eq!(item_key("app", &LockName::new("reports/daily")?, 0), "app/reports%2Fdaily");
-/// # Ok::<(), leasehold::NameError>(())
+/// # Ok::<(), leasehold::error::NameError>(())
 /// ```
 pub fn item_key(prefix: &str, lock: &LockName, slot: u32) -> String {
     let mut key = String::with_capacity(prefix.len() + lock.as_str().len() + 16);

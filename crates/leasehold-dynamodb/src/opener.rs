@@ -7,7 +7,7 @@ use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, ProvideCredentials, Region};
 use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 use tracing::debug;
 
 use crate::store::DynamoDbStore;
@@ -37,8 +37,8 @@ const EMULATOR_REGION: &str = "us-east-1";
 /// endpoint fail at once with the cause.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 /// let registry = StoreRegistry::new().with(leasehold_dynamodb::DynamoDbOpener);
 /// let store = registry
 ///     .open("dynamodb://leasehold_leases?endpoint=http://127.0.0.1:8000&create_table=true")

@@ -89,7 +89,7 @@ impl Default for DynamoDbOptions {
             retry_delay: DEFAULT_RETRY_DELAY,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
-            node_id: leasehold::default_node_id(),
+            node_id: leasehold::options::default_node_id(),
         }
     }
 }
@@ -294,7 +294,7 @@ impl DynamoDbOptions {
                 format!("{:?} must be at least 10ms", self.attempt_timeout),
             ));
         }
-        leasehold::validate_node_id(&self.node_id)
+        leasehold::options::validate_node_id(&self.node_id)
             .map_err(|e| invalid("node_id", e.to_string()))?;
         for (name, d) in [
             ("ttl_padding", self.ttl_padding),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::KeysAndAttributes;
 use leasehold::store::StoreResult;
-use leasehold::{LockName, StoreError};
+use leasehold::{LockName, store::StoreError};
 
 use crate::classify::classify;
 use crate::expressions::LOCK_NAME;

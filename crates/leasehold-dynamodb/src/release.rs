@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use leasehold::store::StoreResult;
-use leasehold::{Holder, Lease, LockName, Release};
+use leasehold::{Holder, Lease, LockName, store::Release};
 use tracing::info;
 
 use crate::acquire::conditional_failure;

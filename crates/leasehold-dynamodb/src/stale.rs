@@ -8,7 +8,7 @@
 //! never more than the cap.
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, Select};
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use leasehold::store::{InvalidOption, StoreResult};
 
 use crate::classify::classify;

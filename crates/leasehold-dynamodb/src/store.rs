@@ -12,18 +12,18 @@ use leasehold::store::{
     StoreResult,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, Period, PeriodRecord, Release,
-    StoreError,
+    Holder, Lease, LeaseStore, LockName, Period, PeriodRecord,
+    store::{Extension, LockState, Release, StoreError},
 };
 
 use crate::expressions;
 use crate::key::item_key;
 use crate::options::{DynamoDbOptions, DynamoDbOptionsError};
 
-/// The largest group a [`DynamoDbStore`] serves: the core's limit, [`leasehold::MAX_SLOTS`], as
+/// The largest group a [`DynamoDbStore`] serves: the core's limit, [`leasehold::limits::MAX_SLOTS`], as
 /// on every store. Every acquisition attempt, state read and forced release of a group reads all
 /// its slots' items (one consistent `BatchGetItem` per 100 keys, so at most 11).
-pub use leasehold::MAX_SLOTS;
+pub use leasehold::limits::MAX_SLOTS;
 
 /// A lease store on Amazon DynamoDB (or a compatible emulator).
 ///
@@ -128,8 +128,8 @@ impl DynamoDbStore {
     ///
     /// # Errors
     ///
-    /// [`OpenError::Invalid`](leasehold::OpenError::Invalid) for a malformed URL or option, or
-    /// no region; [`OpenError::Connect`](leasehold::OpenError::Connect) when the table does not
+    /// [`OpenError::Invalid`](leasehold::store::OpenError::Invalid) for a malformed URL or option, or
+    /// no region; [`OpenError::Connect`](leasehold::store::OpenError::Connect) when the table does not
     /// answer (missing, no permission, unreachable endpoint) or cannot be created.
     ///
     /// # Cancel safety
@@ -138,13 +138,13 @@ impl DynamoDbStore {
     /// a table creation already sent goes on in DynamoDB, which is harmless.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_dynamodb::DynamoDbStore;
     /// let store = DynamoDbStore::connect("dynamodb://leasehold_leases?region=eu-west-1").await?;
     /// assert_eq!(store.table(), "leasehold_leases");
     /// # Ok(()) }
     /// ```
-    pub async fn connect(url: &str) -> Result<Self, leasehold::OpenError> {
+    pub async fn connect(url: &str) -> Result<Self, leasehold::store::OpenError> {
         crate::opener::open(url).await
     }
 

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
     TimeToLiveSpecification,
 };
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use leasehold::store::StoreResult;
 use tokio::time::{Instant, sleep};
 use tracing::{debug, info};

@@ -21,7 +21,7 @@ impl std::fmt::Debug for DynamoDbUrl {
             .field("region", &self.region)
             .field(
                 "endpoint",
-                &self.endpoint.as_deref().map(leasehold::redact_url),
+                &self.endpoint.as_deref().map(leasehold::store::redact_url),
             )
             .field("profile", &self.profile)
             .field("create_table", &self.create_table)

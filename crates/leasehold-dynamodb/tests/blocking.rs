@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Release, blocking};
+use leasehold::{ElectionOptions, blocking, store::Release};
 use leasehold_testkit::unique_name;
 
 fn endpoint() -> Option<String> {
@@ -57,7 +57,7 @@ fn two_blocking_nodes_take_turns_with_rising_fences() {
     assert!(b.try_acquire(&name).unwrap().elected().is_none());
     assert!(matches!(
         guard.extend(Duration::from_secs(20)).unwrap(),
-        leasehold::Extension::Extended { .. }
+        leasehold::store::Extension::Extended { .. }
     ));
     assert_eq!(guard.release().unwrap(), Release::Released);
     assert!(b.state(&name).unwrap().is_free());

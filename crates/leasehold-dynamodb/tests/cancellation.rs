@@ -129,5 +129,8 @@ async fn an_applied_acquire_whose_answer_was_lost_is_recognised() {
     assert_eq!(faults.calls(Op::TryAcquire), 2);
     let state = elector.state(&name).await.unwrap();
     assert_eq!(state.holder().map(|h| h.fence), Some(guard.fence()));
-    assert_eq!(guard.release().await.unwrap(), leasehold::Release::Released);
+    assert_eq!(
+        guard.release().await.unwrap(),
+        leasehold::store::Release::Released
+    );
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use leasehold::fence::{ResourceName, StaleFence};
-use leasehold::{ElectionOptions, Elector, LeaderGuard, LeaseStore, LockName, Token};
+use leasehold::{ElectionOptions, Elector, LeaderGuard, LeaseStore, LockName, store::Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_dynamodb::fence::sinks::{ConditionSink, SinkWrite, TransactionSink};
 use leasehold_dynamodb::fence::{

@@ -12,7 +12,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use leasehold::store::{AcquireRequest, Acquisition};
-use leasehold::{Lease, LeaseStore, LockName, Release, Token};
+use leasehold::{
+    Lease, LeaseStore, LockName,
+    store::{Release, Token},
+};
 use leasehold_dynamodb::{
     DynamoDbOptions, DynamoDbStore, MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount,
     expressions as x,

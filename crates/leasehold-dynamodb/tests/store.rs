@@ -11,7 +11,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use leasehold::store::AcquireRequest;
-use leasehold::{ErrorKind, LeaseStore, LockName, OpenError, Release, StoreRegistry, Token};
+use leasehold::{
+    ErrorKind, LeaseStore, LockName,
+    store::{OpenError, Release, StoreRegistry, Token},
+};
 use leasehold_dynamodb::{DynamoDbOpener, DynamoDbStore, expressions as x};
 
 fn request(lock: &LockName, slots: u32, ttl: Duration) -> AcquireRequest {

@@ -1,7 +1,7 @@
 //! Classifying etcd client errors as transient or permanent, and which ones may be sent again.
 
 use etcd_client::Error;
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 use tonic::Code;
 
 /// True if the connection failed in its TLS handshake (an untrusted or mismatched certificate,

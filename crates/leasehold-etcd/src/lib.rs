@@ -20,7 +20,7 @@
 //! puts a key only if no higher fence put it before; see [`fence`].
 //!
 //! Register [`EtcdOpener`] to open `etcd://` and `etcds://` URLs from a
-//! [`StoreRegistry`](leasehold::StoreRegistry).
+//! [`StoreRegistry`](leasehold::store::StoreRegistry).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -4,7 +4,7 @@
 //! the locks of at most [`MAX_LIST_SCAN`] keys from where the last page stopped (slot keys and
 //! the ledger keys that once-per-period locks keep between runs). When the range had more keys,
 //! the last lock read may go on past them: it is read whole (its own prefix range, at most
-//! [`MAX_SLOTS`](leasehold::MAX_SLOTS) slot keys and its ledger), and the next page starts after
+//! [`MAX_SLOTS`](leasehold::limits::MAX_SLOTS) slot keys and its ledger), and the next page starts after
 //! it.
 //!
 //! Holders are what `state` reports: a slot key is held until etcd deletes it when its etcd

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 
 use crate::store::EtcdStore;
 
@@ -13,8 +13,8 @@ use crate::store::EtcdStore;
 /// [`EtcdOptions`](crate::EtcdOptions)).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 /// let registry = StoreRegistry::new().with(leasehold_etcd::EtcdOpener);
 /// let store = registry.open("etcd://app:secret@10.0.0.1:2379,10.0.0.2:2379/jobs").await?;
 /// assert_eq!(store.describe(), "etcd://app:***@10.0.0.1:2379,10.0.0.2:2379/jobs");

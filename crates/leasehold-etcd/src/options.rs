@@ -15,8 +15,8 @@ pub const MAX_PREFIX_LEN: usize = 128;
 
 /// The longest request or connect timeout accepted: a request that has not answered in ten
 /// minutes is not coming back, and a lease renewal must fail long before that. (A duration
-/// beyond the core's [`MAX_DURATION`](leasehold::MAX_DURATION) gets the core's
-/// [`LimitError`](leasehold::LimitError) message, as in every store.)
+/// beyond the core's [`MAX_DURATION`](leasehold::limits::MAX_DURATION) gets the core's
+/// [`LimitError`](leasehold::limits::LimitError) message, as in every store.)
 pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Invalid [`EtcdOptions`]: names the option and says what is allowed.

@@ -10,8 +10,9 @@ use leasehold::store::{
     StoreResult, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError,
-    PeriodRecord, Release, StoreError, redact_url,
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    error::OptionsError,
+    store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
 use crate::link::{Link, install_tls_provider, tls_options};
@@ -87,7 +88,7 @@ impl EtcdStore {
     /// Cancel-safe: dropping the future only abandons the connection attempt.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// let store = leasehold_etcd::EtcdStore::connect("etcd://app:secret@127.0.0.1:2379/billing").await?;
     /// # Ok(()) }
     /// ```
@@ -106,7 +107,7 @@ impl EtcdStore {
     /// Cancel-safe, as [`connect`](Self::connect).
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_etcd::{EtcdOptions, EtcdStore};
     /// let store = EtcdStore::connect_with("etcd://127.0.0.1:2379", EtcdOptions::default().prefix("jobs")).await?;
     /// # Ok(()) }
@@ -131,7 +132,7 @@ impl EtcdStore {
     /// let store = EtcdStore::connect_lazy("etcd://app:hunter2@127.0.0.1:2379,127.0.0.2:2379/jobs", EtcdOptions::default())?;
     /// assert_eq!(leasehold::LeaseStore::describe(&store), "etcd://app:***@127.0.0.1:2379,127.0.0.2:2379/jobs");
     /// assert_eq!(store.options().prefix_str(), "jobs");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
         let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
@@ -197,7 +198,7 @@ impl EtcdStore {
     /// ```
     /// # let store = leasehold_etcd::EtcdStore::connect_lazy("etcd://h?prefix=x", Default::default())?;
     /// assert_eq!(store.options().prefix_str(), "x");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &EtcdOptions {
         &self.options
@@ -261,10 +262,10 @@ impl EtcdStore {
 }
 
 /// Checks the owner recorded with a lease with the core's node-id rule
-/// ([`validate_node_id`](leasehold::validate_node_id)): a permanent error, typed as a
-/// [`LimitError`](leasehold::LimitError) when it is too long.
+/// ([`validate_node_id`](leasehold::options::validate_node_id)): a permanent error, typed as a
+/// [`LimitError`](leasehold::limits::LimitError) when it is too long.
 fn check_owner(owner: &str) -> StoreResult<()> {
-    match leasehold::validate_node_id(owner) {
+    match leasehold::options::validate_node_id(owner) {
         Ok(()) => Ok(()),
         Err(OptionsError::Limit(limit)) => Err(limit.into()),
         Err(e) => Err(StoreError::permanent(e.to_string())),

@@ -25,7 +25,8 @@ use leasehold::store::{
     AcquireRequest, Acquisition, ClaimVerdict, LedgerText, PeriodStart, PeriodWindow, StoreResult,
 };
 use leasehold::{
-    Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
+    Holder, Lease, LockName, Period, PeriodRecord,
+    store::{Extension, Release, StoreError, Token},
 };
 
 use crate::link::Link;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{EventType, WatchFilterType, WatchOptions};
-use leasehold::StoreError;
 use leasehold::store::ReleaseNotifier;
+use leasehold::store::StoreError;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 use tracing::{debug, warn};

@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use etcd_client::GetOptions;
 use harness::Cluster;
-use leasehold::{ElectionOptions, Elector, Extension, LeaseStore, Release, RetryPolicy};
+use leasehold::{
+    ElectionOptions, Elector, LeaseStore, RetryPolicy,
+    store::{Extension, Release},
+};
 use leasehold_etcd::{EtcdOptions, EtcdStore};
 use leasehold_testkit::proxy::FaultProxy;
 use leasehold_testkit::safety::{self, SafetyConfig};
@@ -50,7 +53,10 @@ fn elector(store: Arc<dyn LeaseStore>, node: &str, wait: Duration, lease: Durati
 }
 
 fn prefix() -> String {
-    format!("lhcluster-{}", &leasehold::Token::random().to_hex()[..8])
+    format!(
+        "lhcluster-{}",
+        &leasehold::store::Token::random().to_hex()[..8]
+    )
 }
 
 /// Kill the Raft leader while a lease is held: the holder keeps its lease (renewing through the
@@ -337,7 +343,7 @@ async fn the_store_keeps_working_through_the_one_endpoint_left() {
         lock.clone(),
         1,
         "n",
-        leasehold::Token::random(),
+        leasehold::store::Token::random(),
         Duration::from_secs(5),
     );
     let lease = store

@@ -219,7 +219,7 @@ async fn fence_keys_never_meet_a_locks_keys() {
             lock.clone(),
             1,
             "n",
-            leasehold::Token::random(),
+            leasehold::store::Token::random(),
             std::time::Duration::from_secs(5),
         ))
         .await

@@ -12,7 +12,8 @@ use std::time::Duration;
 use etcd_client::{Client, Permission};
 use leasehold::store::AcquireRequest;
 use leasehold::{
-    ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy, StoreRegistry, Token,
+    ElectionOptions, Elector, LeaseStore, RetryPolicy,
+    store::{OpenError, Release, StoreRegistry, Token},
 };
 use leasehold_etcd::{EtcdOpener, EtcdStore};
 use leasehold_testkit::unique_name;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::{ElectionOptions, Elector, Error, MemoryStore, OptionsError};
+use leasehold::{ElectionOptions, Elector, Error, MemoryStore, error::OptionsError};
 use tokio::time::sleep;
 
 const SECOND: Duration = Duration::from_secs(1);

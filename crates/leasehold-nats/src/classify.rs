@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::{Error as ApiError, ErrorCode};
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 
 /// The `err_code`s of JetStream errors that asking again can help with: the meta leader or a
 /// stream's raft group is unavailable, changing or catching up, the server is short of

@@ -33,7 +33,8 @@ use leasehold::store::{
     AcquireRequest, Acquisition, ClaimVerdict, MAX_SLOTS, PeriodStart, StoreResult,
 };
 use leasehold::{
-    Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError, Token,
+    Holder, Lease, LockName, Period, PeriodRecord,
+    store::{Extension, Release, StoreError, Token},
 };
 
 use crate::classify::{self, Published, timed_out};

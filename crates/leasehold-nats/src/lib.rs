@@ -14,7 +14,7 @@
 //! * release notifications come from one KV watch per store.
 //!
 //! Register [`NatsOpener`] to open `nats://` URLs from a
-//! [`StoreRegistry`](leasehold::StoreRegistry).
+//! [`StoreRegistry`](leasehold::store::StoreRegistry).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

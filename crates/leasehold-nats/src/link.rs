@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
 use async_nats::jetstream::{self, Context};
 use async_nats::{Client, ConnectErrorKind, ConnectOptions};
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use tokio::sync::OnceCell;
 
 use crate::classify::{self, timed_out};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 
 use crate::store::NatsStore;
 
@@ -12,8 +12,8 @@ use crate::store::NatsStore;
 /// in the query string (see [`NatsOptions`](crate::NatsOptions)).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 /// let registry = StoreRegistry::new().with(leasehold_nats::NatsOpener);
 /// let store = registry.open("nats://app:secret@10.0.0.1:4222/jobs").await?;
 /// assert_eq!(store.describe(), "nats://app:***@10.0.0.1:4222/jobs");

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::store::{LedgerText, PeriodWindow};
-use leasehold::{Holder, Lease, LockName, PeriodRecord, Token};
+use leasehold::{Holder, Lease, LockName, PeriodRecord, store::Token};
 
 /// The version tag at the start of every slot value this store writes.
 const TAG: &str = "leasehold/1";

@@ -10,8 +10,9 @@ use leasehold::store::{
     StoreResult, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError,
-    PeriodRecord, Release, StoreError, redact_url,
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    error::OptionsError,
+    store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
 use crate::keys::Keys;
@@ -88,7 +89,7 @@ impl NatsStore {
     /// meanwhile stays, and is used by the next connection).
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// let store = leasehold_nats::NatsStore::connect("nats://app:secret@127.0.0.1:4222/billing").await?;
     /// # Ok(()) }
     /// ```
@@ -107,7 +108,7 @@ impl NatsStore {
     /// Cancel-safe, as [`connect`](Self::connect).
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_nats::{NatsOptions, NatsStore};
     /// let store = NatsStore::connect_with("nats://127.0.0.1:4222", NatsOptions::default().bucket("jobs")).await?;
     /// # Ok(()) }
@@ -136,7 +137,7 @@ impl NatsStore {
     /// // A token goes in the query string, where it is redacted; before the host it is refused.
     /// let e = NatsStore::connect_lazy("nats://s3cr3t@127.0.0.1", NatsOptions::default()).unwrap_err();
     /// assert!(!e.to_string().contains("s3cr3t"), "{e}");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
         let shown = redact_url(url);
@@ -197,7 +198,7 @@ impl NatsStore {
     /// ```
     /// # let store = leasehold_nats::NatsStore::connect_lazy("nats://h?bucket=x", Default::default())?;
     /// assert_eq!(store.options().bucket_str(), "x");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &NatsOptions {
         &self.options
@@ -249,10 +250,10 @@ impl NatsStore {
 }
 
 /// Checks the owner recorded with a lease with the core's node-id rule
-/// ([`validate_node_id`](leasehold::validate_node_id)): a permanent error, typed as a
-/// [`LimitError`](leasehold::LimitError) when it is too long.
+/// ([`validate_node_id`](leasehold::options::validate_node_id)): a permanent error, typed as a
+/// [`LimitError`](leasehold::limits::LimitError) when it is too long.
 fn check_owner(owner: &str) -> StoreResult<()> {
-    match leasehold::validate_node_id(owner) {
+    match leasehold::options::validate_node_id(owner) {
         Ok(()) => Ok(()),
         Err(OptionsError::Limit(limit)) => Err(limit.into()),
         Err(e) => Err(StoreError::permanent(e.to_string())),

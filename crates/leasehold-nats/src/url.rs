@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(t.credentials, Credentials::Token("s3cr3t".to_owned()));
         assert!(!format!("{t:?}").contains("s3cr3t"), "no secret in Debug");
         assert_eq!(
-            leasehold::redact_url("nats://127.0.0.1?token=s3cr3t"),
+            leasehold::store::redact_url("nats://127.0.0.1?token=s3cr3t"),
             "nats://127.0.0.1?token=***"
         );
         assert_eq!(t.options.bucket_str(), "leasehold");
@@ -198,11 +198,14 @@ mod tests {
         assert!(error("nats://u:p@h?token=t").contains("not both"));
         // The core's redaction reads a lone NATS user name as the token it is.
         assert_eq!(
-            leasehold::redact_url("nats://s3cr3t@h:1/b?x=1"),
+            leasehold::store::redact_url("nats://s3cr3t@h:1/b?x=1"),
             "nats://***@h:1/b?x=1"
         );
-        assert_eq!(leasehold::redact_url("nats://u:p@h"), "nats://u:***@h");
-        assert_eq!(leasehold::redact_url("nats://h/b"), "nats://h/b");
+        assert_eq!(
+            leasehold::store::redact_url("nats://u:p@h"),
+            "nats://u:***@h"
+        );
+        assert_eq!(leasehold::store::redact_url("nats://h/b"), "nats://h/b");
         let e = error("nats://u:sec%ZZret@h");
         assert!(!e.contains("sec"), "the password must not leak: {e}");
     }

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv::Operation;
 use futures::StreamExt;
-use leasehold::StoreError;
 use leasehold::store::ReleaseNotifier;
+use leasehold::store::StoreError;
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 use tracing::{debug, warn};

@@ -52,11 +52,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_same_unreleased_grant_is_remembered() -> Result<(), leasehold::NameError> {
+    fn only_the_same_unreleased_grant_is_remembered() -> Result<(), leasehold::error::NameError> {
         let lock = LockName::new("a")?;
         let record = Record {
             slot: 1,
-            token: leasehold::Token::random(),
+            token: leasehold::store::Token::random(),
             owner: "n".to_owned(),
             fence: 7,
             acquired_ms: 1,

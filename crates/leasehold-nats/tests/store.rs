@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition};
-use leasehold::{Extension, LeaseStore, LockName, OpenError, Period, Release, Token};
+use leasehold::{
+    LeaseStore, LockName, Period,
+    store::{Extension, OpenError, Release, Token},
+};
 use leasehold_nats::{NatsOptions, NatsStore};
 use leasehold_testkit::proxy::FaultProxy;
 use leasehold_testkit::safety::{self, SafetyConfig};

@@ -1,6 +1,6 @@
 //! Classifying `redis` errors as transient or permanent.
 
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 use redis::{ErrorKind as Kind, RedisError, ServerErrorKind};
 
 /// Server error codes that retrying can help with: the server is loading its dataset, is a replica

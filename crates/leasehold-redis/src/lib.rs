@@ -20,7 +20,7 @@
 //! [`FenceRegister`](leasehold::fence::FenceRegister)); see [`fence`].
 //!
 //! Register [`RedisOpener`] to open `redis://` and `rediss://` URLs from a
-//! [`StoreRegistry`](leasehold::StoreRegistry).
+//! [`StoreRegistry`](leasehold::store::StoreRegistry).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

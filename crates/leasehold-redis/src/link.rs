@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use leasehold::store::StoreResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, FromRedisValue, RedisError, ScriptInvocation};

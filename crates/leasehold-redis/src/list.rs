@@ -16,7 +16,7 @@ use futures::future::join_all;
 use leasehold::store::{
     CursorError, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN, StoreResult,
 };
-use leasehold::{LockName, MAX_SLOTS};
+use leasehold::{LockName, limits::MAX_SLOTS};
 
 use crate::reply::{HolderRow, holders};
 use crate::store::RedisStore;
@@ -165,7 +165,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_stores_own_hashes_are_locks() -> Result<(), leasehold::NameError> {
+    fn only_the_stores_own_hashes_are_locks() -> Result<(), leasehold::error::NameError> {
         assert_eq!(
             lock_of("lh", "lh:{reports/daily}"),
             Some(LockName::new("reports/daily")?)

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 
 use crate::store::RedisStore;
 
@@ -12,8 +12,8 @@ use crate::store::RedisStore;
 /// schemes. Store options go in the query string (see [`RedisOptions`](crate::RedisOptions)).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 /// let registry = StoreRegistry::new().with(leasehold_redis::RedisOpener);
 /// let store = registry.open("rediss://:secret@cache.internal:6380/0?prefix=jobs").await?;
 /// assert_eq!(store.describe(), "rediss://:***@cache.internal:6380/0?prefix=jobs");

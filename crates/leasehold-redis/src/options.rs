@@ -270,7 +270,7 @@ mod tests {
             assert!(err.to_string().contains("MAX_DURATION"), "{err}");
         }
         assert!(
-            o().idle_retention(leasehold::MAX_DURATION)
+            o().idle_retention(leasehold::limits::MAX_DURATION)
                 .validate()
                 .is_ok()
         );

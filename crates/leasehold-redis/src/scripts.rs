@@ -69,7 +69,7 @@
 //! Scripts that look at several slots (group acquire, state, forced release) read the hash once
 //! (`HGETALL`) and walk its fields, so their work follows the fields present — the live holders and
 //! the slots used before — never the slot count asked for, which is bounded by
-//! [`leasehold::MAX_SLOTS`] anyway. A group acquire then takes the lowest slot not held by a live
+//! [`leasehold::limits::MAX_SLOTS`] anyway. A group acquire then takes the lowest slot not held by a live
 //! lease, counting up from 0 past the live ones only. The common acquire — one slot, no period, on
 //! a hash that never had a second slot nor a period ledger — reads only slot 0's fields
 //! (`HMGET`) and skips the scan: about 15 % less Redis CPU per acquire + release (the

@@ -9,8 +9,8 @@ use leasehold::store::{
     ReleaseSignal, ReleasedTo, StoreResult, WaiterId, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, PeriodRecord, Release,
-    redact_url,
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    store::{Extension, LockState, OpenError, Release, redact_url},
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
@@ -95,7 +95,7 @@ impl RedisStore {
     /// Cancel safe: dropping the future drops the half-opened store; nothing is held.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// let store = leasehold_redis::RedisStore::connect("redis://:secret@cache.internal:6379/2?prefix=billing").await?;
     /// # Ok(()) }
     /// ```
@@ -114,7 +114,7 @@ impl RedisStore {
     /// Cancel safe, as [`connect`](Self::connect).
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_redis::{RedisOptions, RedisStore};
     /// let store = RedisStore::connect_with("redis://127.0.0.1", RedisOptions::default().prefix("jobs")).await?;
     /// # Ok(()) }
@@ -139,7 +139,7 @@ impl RedisStore {
     /// use leasehold_redis::{RedisOptions, RedisStore};
     /// let store = RedisStore::connect_lazy("redis://:hunter2@127.0.0.1:6379", RedisOptions::default())?;
     /// assert_eq!(leasehold::LeaseStore::describe(&store), "redis://:***@127.0.0.1:6379");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
         let (redis_url, options) = split_options(url, options).map_err(|r| invalid(url, r))?;
@@ -186,7 +186,7 @@ impl RedisStore {
     /// ```
     /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h?prefix=x", Default::default())?;
     /// assert_eq!(store.options().prefix_str(), "x");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &RedisOptions {
         &self.options
@@ -210,7 +210,7 @@ impl RedisStore {
     /// ```
     /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
     /// assert_eq!(store.channel(), "leasehold:released");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn channel(&self) -> &str {
         &self.channel
@@ -221,7 +221,7 @@ impl RedisStore {
     /// ```
     /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h", Default::default())?;
     /// assert_eq!(store.scripts().release().get_hash().len(), 40);
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn scripts(&self) -> &Scripts {
         &self.scripts

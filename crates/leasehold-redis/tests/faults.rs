@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::store::StoreResult;
-use leasehold::{ElectionOptions, Elector, LeaseStore, LostReason, Release, RetryPolicy};
+use leasehold::{ElectionOptions, Elector, LeaseStore, LostReason, RetryPolicy, store::Release};
 use leasehold_redis::{RedisOptions, RedisStore};
 use leasehold_testkit::proxy::FaultProxy;
 use leasehold_testkit::safety::FencedResource;
@@ -279,8 +279,8 @@ async fn restarted_server_is_survived_without_restarting_the_client() {
     let after = eventually(Duration::from_secs(10), || async {
         a.run_if_leader(&lock, |ctx| async move { ctx.fence() })
             .await
-            .map_err(|e| leasehold::StoreError::transient(e.to_string()))
-            .and_then(|r| r.ok_or_else(|| leasehold::StoreError::transient("busy")))
+            .map_err(|e| leasehold::store::StoreError::transient(e.to_string()))
+            .and_then(|r| r.ok_or_else(|| leasehold::store::StoreError::transient("busy")))
     })
     .await;
     assert!(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::AcquireRequest;
-use leasehold::{LeaseStore, MAX_SLOTS, Token};
+use leasehold::{LeaseStore, limits::MAX_SLOTS, store::Token};
 use leasehold_redis::{RedisStore, ScriptKind};
 use leasehold_testkit::unique_name;
 use tokio::time::Instant;

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition};
 use leasehold::{
-    ElectionOptions, Elector, LeaseStore, OpenError, Release, RetryPolicy, StoreRegistry, Token,
+    ElectionOptions, Elector, LeaseStore, RetryPolicy,
+    store::{OpenError, Release, StoreRegistry, Token},
 };
 use leasehold_redis::{RedisOpener, RedisStore};
 use leasehold_testkit::unique_name;

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use leasehold::LeaseStore;
 use leasehold::store::AcquireRequest;
-use leasehold::{LockName, OpenError, StoreRegistry, Token};
+use leasehold::{
+    LockName,
+    store::{OpenError, StoreRegistry, Token},
+};
 use leasehold_redis::{RedisOpener, RedisStore};
 
 fn authority(url: &str) -> &str {

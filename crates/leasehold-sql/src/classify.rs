@@ -1,6 +1,6 @@
 //! Classifying `sqlx` errors as transient or permanent.
 
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 
 /// SQLSTATE classes and codes that retrying can help with.
 fn transient_sqlstate(code: &str) -> bool {

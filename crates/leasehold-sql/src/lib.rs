@@ -53,7 +53,7 @@
 //! leasehold-sql = { version = "0.1", features = ["postgres"] }
 //! ```
 //!
-//! A URL whose driver is not compiled in is refused with [`leasehold::OpenError::Invalid`]
+//! A URL whose driver is not compiled in is refused with [`leasehold::store::OpenError::Invalid`]
 //! naming the feature to enable ("this build of leasehold-sql has no MySQL/MariaDB driver;
 //! enable the `mysql` feature …"). [`SqlPool`] has a variant per enabled driver, so it is
 //! `#[non_exhaustive]`.

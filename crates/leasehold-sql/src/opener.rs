@@ -4,15 +4,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 
 use crate::store::SqlStore;
 
 /// Opens [`SqlStore`]s for the `sqlite`, `postgres`, `postgresql`, `mysql` and `mariadb` schemes.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 /// let registry = StoreRegistry::new().with(leasehold_sql::SqlOpener);
 /// let store = registry.open("sqlite:///var/lib/app/leases.db").await?;
 /// # Ok(()) }

@@ -57,7 +57,7 @@ impl SqlOptions {
         self
     }
     /// How long to wait for a connection before failing with a transient error (default 5 s; at
-    /// most [`leasehold::MAX_DURATION`]).
+    /// most [`leasehold::limits::MAX_DURATION`]).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;

@@ -4,7 +4,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 #[cfg(feature = "mysql")]
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 #[cfg(feature = "postgres")]

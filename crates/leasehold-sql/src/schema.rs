@@ -2,7 +2,7 @@
 //! columns on SQLite, the period ledger's columns (its first three, then its claims' four, then
 //! its latest run's) everywhere, hand-off's column on PostgreSQL — or, with `create_schema(false)`, only checked.
 
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use leasehold::store::StoreResult;
 use tokio::sync::OnceCell;
 

@@ -10,8 +10,8 @@ use leasehold::store::{
     WaiterId, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, PeriodRecord, Release,
-    StoreError, redact_url,
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
 use crate::classify::classify;
@@ -161,7 +161,7 @@ impl SqlStore {
     ///
     /// [`OpenError::Invalid`] for a malformed URL, a URL of a database whose driver this build
     /// lacks (the message names the feature to enable), a connect timeout beyond
-    /// [`leasehold::MAX_DURATION`] or a table name the dialect does not allow.
+    /// [`leasehold::limits::MAX_DURATION`] or a table name the dialect does not allow.
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         leasehold::store::check_duration("connect_timeout", options.connect_timeout)
             .map_err(|e| invalid(url, e.to_string()))?;
@@ -222,7 +222,7 @@ impl SqlStore {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), leasehold::OpenError> {
+    /// # async fn main() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_sql::{SqlOptions, SqlStore};
     /// // Lazily: nothing is opened before the first operation.
     /// let store = SqlStore::connect_lazy("sqlite:///tmp/leases.db", SqlOptions::default().table("jobs"))?;

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use leasehold::OpenError;
+use leasehold::store::OpenError;
 use leasehold_sql::SqlStore;
 
 /// Opens `scheme://…` against a listener whose connections are accepted by the kernel and never

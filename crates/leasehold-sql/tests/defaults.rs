@@ -38,7 +38,7 @@ async fn guarded_job(elector: &Elector, lock: &str, runs: &AtomicU32) -> (bool, 
 
 async fn two_replicas_run_the_job_once(url: &str) {
     let (a, b) = (replica(url).await, replica(url).await);
-    let lock = format!("defaults-{}", leasehold::Token::random().to_hex());
+    let lock = format!("defaults-{}", leasehold::store::Token::random().to_hex());
     let runs = AtomicU32::new(0);
     let ((ran_a, took_a), (ran_b, took_b)) =
         tokio::join!(guarded_job(&a, &lock, &runs), guarded_job(&b, &lock, &runs));

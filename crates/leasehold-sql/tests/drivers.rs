@@ -4,7 +4,7 @@
 //! driver is compiled in is accepted. Runs with any set of features: scripts/test runs it with
 //! no driver and with each driver alone, and the full suite runs it with all three.
 
-use leasehold::{OpenError, StoreRegistry};
+use leasehold::store::{OpenError, StoreRegistry};
 use leasehold_sql::{SqlOpener, SqlOptions, SqlStore};
 
 /// Every scheme: (URL, with a password where it can have one; whether its driver is compiled

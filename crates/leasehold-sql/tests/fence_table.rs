@@ -186,7 +186,7 @@ trait SourceFence {
     fn source_fence_error(&self) -> Option<&FenceError>;
 }
 
-impl SourceFence for leasehold::StoreError {
+impl SourceFence for leasehold::store::StoreError {
     fn source_fence_error(&self) -> Option<&FenceError> {
         std::error::Error::source(self)?.downcast_ref::<FenceError>()
     }
@@ -238,7 +238,7 @@ where
 }
 
 fn db_error(e: sqlx::Error) -> FenceError {
-    FenceError::Store(leasehold::StoreError::permanent(e.to_string()))
+    FenceError::Store(leasehold::store::StoreError::permanent(e.to_string()))
 }
 
 /// The upsert takes the row lock: a lower writer that comes while a higher one's transaction is

@@ -12,7 +12,7 @@ use std::time::Duration;
 use leasehold::store::{
     AcquireRequest, HAND_OFF_HOLD, HandOff, MAX_WAITERS, Release, WAITING_FRESH, WaiterId,
 };
-use leasehold::{Lease, LeaseStore, LockName, Period, Token};
+use leasehold::{Lease, LeaseStore, LockName, Period, store::Token};
 use leasehold_sql::{Dialect, SqlStore};
 use sqlx::{Executor, PgConnection, Row};
 

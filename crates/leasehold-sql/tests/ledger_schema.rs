@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition, PeriodStart};
-use leasehold::{LeaseStore, LockName, Period, Token};
+use leasehold::{LeaseStore, LockName, Period, store::Token};
 use leasehold_sql::{Dialect, SqlStore};
 use sqlx::Executor;
 

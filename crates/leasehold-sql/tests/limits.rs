@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use leasehold::OpenError;
+use leasehold::store::OpenError;
 use leasehold_sql::{SqlOptions, SqlStore};
 
 #[tokio::test]
@@ -21,6 +21,6 @@ async fn a_connect_timeout_beyond_the_maximum_is_rejected() {
         Err(other) => panic!("expected an invalid-options error, got {other}"),
         Ok(_) => panic!("a connect timeout of Duration::MAX must be rejected"),
     }
-    let max = SqlOptions::default().connect_timeout(leasehold::MAX_DURATION);
+    let max = SqlOptions::default().connect_timeout(leasehold::limits::MAX_DURATION);
     assert!(SqlStore::connect_lazy(&url, max).is_ok());
 }

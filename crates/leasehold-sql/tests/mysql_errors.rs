@@ -19,7 +19,7 @@ async fn a_lock_wait_timeout_is_a_transient_store_error() {
     let Some(url) = common::url("LEASEHOLD_TEST_MYSQL_URL") else {
         return;
     };
-    let lock = format!("lock-wait-{}", leasehold::Token::random().to_hex());
+    let lock = format!("lock-wait-{}", leasehold::store::Token::random().to_hex());
     // Create the lock's row, then hold its row lock in another transaction.
     let store = Arc::new(
         SqlStore::connect_with(&url, common::options())

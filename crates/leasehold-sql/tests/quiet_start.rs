@@ -32,7 +32,10 @@ async fn postgres_second_start_sends_no_ddl_notice() {
     let Some(url) = common::url("LEASEHOLD_TEST_POSTGRES_URL") else {
         return;
     };
-    let table = format!("quiet_{}", &leasehold::Token::random().to_hex()[..12]);
+    let table = format!(
+        "quiet_{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    );
     let lock = LockName::new("quiet-start").unwrap();
     let events = Events::default();
     let _guard = tracing::subscriber::set_default(Registry::default().with(events.clone()));

@@ -7,7 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, Extension, LeaseStore, LockName, Release};
+use leasehold::{
+    ElectionOptions, Elector, LeaseStore, LockName,
+    store::{Extension, Release},
+};
 use leasehold_sql::SqlStore;
 
 async fn round_trip(url: &str) {
@@ -16,7 +19,7 @@ async fn round_trip(url: &str) {
             .await
             .expect("connect"),
     );
-    let lock = format!("smoke-{}", leasehold::Token::random().to_hex());
+    let lock = format!("smoke-{}", leasehold::store::Token::random().to_hex());
     let opts = ElectionOptions::builder()
         .wait(Duration::ZERO)
         .lease(Duration::from_secs(5))
@@ -52,7 +55,7 @@ async fn round_trip(url: &str) {
     let name = LockName::new(format!("{lock}-g")).unwrap();
     let req =
         |t| leasehold::store::AcquireRequest::new(name.clone(), 2, "n", t, Duration::from_secs(5));
-    let t1 = leasehold::Token::random();
+    let t1 = leasehold::store::Token::random();
     let a = store
         .try_acquire(&req(t1))
         .await
@@ -67,7 +70,7 @@ async fn round_trip(url: &str) {
         .unwrap();
     assert_eq!(again.slot, a.slot, "same token re-acquires its own slot");
     let b = store
-        .try_acquire(&req(leasehold::Token::random()))
+        .try_acquire(&req(leasehold::store::Token::random()))
         .await
         .unwrap()
         .elected()
@@ -75,7 +78,7 @@ async fn round_trip(url: &str) {
     assert_ne!(a.slot, b.slot);
     assert!(
         store
-            .try_acquire(&req(leasehold::Token::random()))
+            .try_acquire(&req(leasehold::store::Token::random()))
             .await
             .unwrap()
             .elected()
@@ -119,7 +122,7 @@ async fn postgres_release_wakes_a_waiter_on_another_client() {
     let Some(url) = common::url("LEASEHOLD_TEST_POSTGRES_URL") else {
         return;
     };
-    let lock = format!("notify-{}", leasehold::Token::random().to_hex());
+    let lock = format!("notify-{}", leasehold::store::Token::random().to_hex());
     let slow =
         leasehold::RetryPolicy::new(Duration::from_secs(10), Duration::from_secs(10), 0.0).unwrap();
     let holder_store = Arc::new(

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::store::AcquireRequest;
-use leasehold::{Extension, LeaseStore, LockName, Release, Token};
+use leasehold::{
+    LeaseStore, LockName,
+    store::{Extension, Release, Token},
+};
 use leasehold_sql::{SqlOptions, SqlStore};
 
 const LOCK: &str = "clock-step";

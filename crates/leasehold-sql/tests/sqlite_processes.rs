@@ -71,7 +71,7 @@ fn two_processes_never_overlap() {
     let url = common::sqlite_url("processes");
     let log = std::env::temp_dir().join(format!(
         "leasehold-two-processes-{}.log",
-        leasehold::Token::random().to_hex()
+        leasehold::store::Token::random().to_hex()
     ));
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..2)

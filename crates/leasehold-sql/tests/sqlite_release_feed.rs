@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, SignalReach};
-use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, RetryPolicy, Token};
+use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, RetryPolicy, store::Token};
 use leasehold_sql::SqlStore;
 use tokio::time::{Instant, sleep, timeout};
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::AcquireRequest;
-use leasehold::{LeaseStore, LockName, Token};
+use leasehold::{LeaseStore, LockName, store::Token};
 use leasehold_sql::SqlStore;
 
 const ROUNDS: usize = 150;

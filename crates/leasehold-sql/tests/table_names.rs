@@ -8,7 +8,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, OpenError, Release};
+use leasehold::{
+    ElectionOptions, Elector, LeaseStore, LockName,
+    store::{OpenError, Release},
+};
 use leasehold_sql::{Dialect, SqlStore};
 
 /// A name of exactly `len` bytes.
@@ -30,7 +33,7 @@ async fn everything_works(url: &str, table: &str) {
     };
     let (holder_store, waiter_store) = (open().await, open().await);
     assert!(holder_store.notify_channel().len() <= 63);
-    let lock = format!("longest-{}", leasehold::Token::random().to_hex());
+    let lock = format!("longest-{}", leasehold::store::Token::random().to_hex());
     // On PostgreSQL only NOTIFY can wake the waiter in time; elsewhere it polls quickly.
     let poll = if holder_store.dialect() == Dialect::Postgres {
         Duration::from_secs(10)

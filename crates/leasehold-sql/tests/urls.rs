@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 use leasehold_sql::SqlStore;
 
 /// `base` with its query replaced by `query` (`base` has none).
@@ -100,7 +100,7 @@ async fn bad_urls_fail_at_once_as_invalid_and_hide_the_password() {
 async fn a_missing_sqlite_directory_is_named() {
     let dir = std::env::temp_dir().join(format!(
         "leasehold-missing-{}",
-        leasehold::Token::random().to_hex()
+        leasehold::store::Token::random().to_hex()
     ));
     let url = format!("sqlite://{}", dir.join("leases.db").display());
     let err = leasehold_sql::SqlStore::connect(&url)

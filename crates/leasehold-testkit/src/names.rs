@@ -1,6 +1,6 @@
 //! Unique lock names, so tests can share a real server with other test runs.
 
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 
 /// The most characters of a tag kept in a name (names stay far inside a tenant's budget).
 const MAX_TAG: usize = 64;

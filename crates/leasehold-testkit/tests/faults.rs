@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{elector, faulty, ms};
 use leasehold::{
-    ElectionOptionsBuilder, Error, ErrorKind, Event, Extension, LeaseStore, LostReason, Release,
+    ElectionOptionsBuilder, Error, ErrorKind, Event, LeaseStore, LostReason,
+    store::{Extension, Release},
 };
 use leasehold_testkit::fault::{Fault, Op};
 use leasehold_testkit::unique_name;
@@ -618,7 +619,7 @@ async fn fault_wrapper_delegates_and_counts() {
         lock.clone(),
         1,
         "w",
-        leasehold::Token::random(),
+        leasehold::store::Token::random(),
         LEASE,
     );
     assert!(store.try_acquire(&req).await.is_err());

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{elector, faulty, ms};
-use leasehold::{ElectionOptionsBuilder, LET_GO_PATIENCE, LeaseStore};
+use leasehold::{ElectionOptionsBuilder, LeaseStore, limits::LET_GO_PATIENCE};
 use leasehold_testkit::fault::{Fault, Op};
 use leasehold_testkit::unique_name;
 use tokio::time::{Instant, timeout};
@@ -107,7 +107,10 @@ async fn a_sibling_lease_under_the_same_node_id_is_kept() {
         "the first task's lease"
     );
     assert!(!first.is_lost());
-    assert_eq!(first.release().await.unwrap(), leasehold::Release::Released);
+    assert_eq!(
+        first.release().await.unwrap(),
+        leasehold::store::Release::Released
+    );
 }
 
 /// An attempt refused outright leaves nothing to let go of, and nothing is asked of the store

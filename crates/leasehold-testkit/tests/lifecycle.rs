@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, Job, LeaseStore, LockName, LostReason, MemoryStore,
-    SETTLE_TIMEOUT, Schedule, blocking,
+    ElectionOptions, Elector, Event, Job, LeaseStore, LockName, LostReason, MemoryStore, Schedule,
+    blocking, limits::SETTLE_TIMEOUT,
 };
 use leasehold_testkit::fault::{Fault, FaultControl, FaultyStore, Op};
 use leasehold_testkit::unique_name;

@@ -1,4 +1,4 @@
-//! `leasehold::ObservedStore` changes nothing: the whole conformance suite passes through it, and
+//! `leasehold::store::ObservedStore` changes nothing: the whole conformance suite passes through it, and
 //! its observer sees every acquisition, extension and release with the answer the caller got.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, StoreResult};
 use leasehold::{
-    ElectionOptions, Elector, Extension, Lease, LeaseStore, MemoryStore, ObservedStore, Release,
-    StoreObserver,
+    ElectionOptions, Elector, Lease, LeaseStore, MemoryStore,
+    store::{Extension, ObservedStore, Release, StoreObserver},
 };
 use leasehold_testkit::{SharedStore, conformance};
 

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, ElectionOptionsBuilder, Elector, Extension, LeaseStore, MemoryStore,
-    RetryPolicy,
+    ElectionOptions, ElectionOptionsBuilder, Elector, LeaseStore, MemoryStore, RetryPolicy,
+    store::Extension,
 };
 use leasehold_testkit::fault::{Fault, FaultyStore, Op};
 use leasehold_testkit::unique_name;

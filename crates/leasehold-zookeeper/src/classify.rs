@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 use zookeeper_client::Error;
 
 /// The kind of a ZooKeeper error.

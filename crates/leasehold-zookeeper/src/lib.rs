@@ -14,7 +14,7 @@
 //! * release notifications come from one persistent recursive watch per store.
 //!
 //! Register [`ZooKeeperOpener`] to open `zk://` URLs from a
-//! [`StoreRegistry`](leasehold::StoreRegistry).
+//! [`StoreRegistry`](leasehold::store::StoreRegistry).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

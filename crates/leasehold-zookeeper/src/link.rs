@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use leasehold::store::StoreResult;
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep, timeout};
 use zookeeper_client::{Client, CreateMode, Error};

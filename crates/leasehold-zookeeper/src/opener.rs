@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, OpenError};
+use leasehold::{LeaseStore, store::OpenError};
 
 use crate::store::ZooKeeperStore;
 
@@ -13,8 +13,8 @@ use crate::store::ZooKeeperStore;
 /// [`ZooKeeperOptions`](crate::ZooKeeperOptions)).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 /// let registry = StoreRegistry::new().with(leasehold_zookeeper::ZooKeeperOpener);
 /// let store = registry.open("zk://10.0.0.1:2181,10.0.0.2:2181/apps").await?;
 /// assert_eq!(store.describe(), "zk://10.0.0.1:2181,10.0.0.2:2181/apps");

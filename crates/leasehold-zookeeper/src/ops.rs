@@ -21,7 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, PeriodStart, StoreResult};
-use leasehold::{Extension, Holder, Lease, LockName, Period, PeriodRecord, Release, StoreError};
+use leasehold::{
+    Holder, Lease, LockName, Period, PeriodRecord,
+    store::{Extension, Release, StoreError},
+};
 use zookeeper_client::{
     Acls, CreateMode, CreateOptions, Error, MultiReadResult, MultiWriteError, MultiWriteResult,
     Stat,

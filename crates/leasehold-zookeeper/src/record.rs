@@ -17,7 +17,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::store::LedgerText;
-use leasehold::{Holder, Lease, LockName, Token};
+use leasehold::{Holder, Lease, LockName, store::Token};
 use zookeeper_client::Stat;
 
 /// The version tag at the start of every slot node this store writes.

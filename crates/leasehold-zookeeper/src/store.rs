@@ -9,8 +9,9 @@ use leasehold::store::{
     ReleaseSignal, StoreResult, check_slots,
 };
 use leasehold::{
-    Extension, Holder, Lease, LeaseStore, LockName, LockState, OpenError, OptionsError,
-    PeriodRecord, Release, StoreError, redact_url,
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    error::OptionsError,
+    store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
 use crate::layout::Paths;
@@ -82,7 +83,7 @@ impl ZooKeeperStore {
     /// Cancel-safe: dropping the future only abandons the connection attempt.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::OpenError> {
+    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// let store = leasehold_zookeeper::ZooKeeperStore::connect("zk://127.0.0.1:2181/billing").await?;
     /// # Ok(()) }
     /// ```
@@ -119,7 +120,7 @@ impl ZooKeeperStore {
     /// let store = ZooKeeperStore::connect_lazy("zk://app:hunter2@127.0.0.1:2181,127.0.0.2:2181/jobs", ZooKeeperOptions::default())?;
     /// assert_eq!(leasehold::LeaseStore::describe(&store), "zk://app:***@127.0.0.1:2181,127.0.0.2:2181/jobs");
     /// assert_eq!(store.options().prefix_str(), "/leasehold");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: ZooKeeperOptions) -> Result<Self, OpenError> {
         let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
@@ -152,7 +153,7 @@ impl ZooKeeperStore {
     /// ```
     /// # let store = leasehold_zookeeper::ZooKeeperStore::connect_lazy("zk://h?prefix=/x", Default::default())?;
     /// assert_eq!(store.options().prefix_str(), "/x");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &ZooKeeperOptions {
         &self.options
@@ -224,7 +225,7 @@ impl ZooKeeperStore {
 
 /// Checks the owner recorded with a lease with the core's node-id rule.
 fn check_owner(owner: &str) -> StoreResult<()> {
-    match leasehold::validate_node_id(owner) {
+    match leasehold::options::validate_node_id(owner) {
         Ok(()) => Ok(()),
         Err(OptionsError::Limit(limit)) => Err(limit.into()),
         Err(e) => Err(StoreError::permanent(e.to_string())),

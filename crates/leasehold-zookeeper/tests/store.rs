@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use leasehold::store::AcquireRequest;
 use leasehold::{
-    ElectionOptions, Elector, LeaseStore, LockName, LostReason, Release, RetryPolicy, Token,
+    ElectionOptions, Elector, LeaseStore, LockName, LostReason, RetryPolicy,
+    store::{Release, Token},
 };
 use leasehold_testkit::proxy::{FaultProxy, loopback_authority, via_proxy};
 use leasehold_testkit::safety::FencedResource;
@@ -131,7 +132,7 @@ async fn an_ended_lease_is_taken_over_only_after_the_tolerance() {
     .await;
     assert_eq!(
         a.extend(&first, Duration::from_secs(4)).await.unwrap(),
-        leasehold::Extension::NotHeld,
+        leasehold::store::Extension::NotHeld,
         "its holder may no longer extend it"
     );
     assert!(

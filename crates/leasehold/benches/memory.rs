@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use leasehold::store::AcquireRequest;
-use leasehold::{ElectionOptions, Elector, IntoLockName, LeaseStore, LockName, MemoryStore, Token};
+use leasehold::{
+    ElectionOptions, Elector, IntoLockName, LeaseStore, LockName, MemoryStore, store::Token,
+};
 use tokio::runtime::{Builder, Runtime};
 
 const CONTENDERS: usize = 8;

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition};
-use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, MemoryStore, Token};
+use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, MemoryStore, store::Token};
 
 type BoxError = Box<dyn std::error::Error>;
 

@@ -61,7 +61,7 @@ pub struct Elector {
 
 /// The private runtime, shared by a blocking elector, its tenant copies and its guards. When
 /// the last of them goes, it waits for the elector to settle (a dropped guard's release, a late
-/// grant's release; at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)) before shutting the
+/// grant's release; at most [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)) before shutting the
 /// runtime down, which would otherwise cancel that work and leave the lease held until expiry.
 #[derive(Debug)]
 struct Private {
@@ -251,7 +251,10 @@ impl Elector {
     /// assert_eq!(lock.as_deref(), Some("tenant:acme:report"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn for_tenant(&self, id: impl AsRef<str>) -> std::result::Result<Self, crate::NameError> {
+    pub fn for_tenant(
+        &self,
+        id: impl AsRef<str>,
+    ) -> std::result::Result<Self, crate::error::NameError> {
         Ok(Self {
             inner: self.inner.for_tenant(id)?,
             runtime: Arc::clone(&self.runtime),
@@ -267,12 +270,12 @@ impl Elector {
     /// guards, the release of a lease granted after its caller stopped waiting), at most
     /// `limit`; see [`crate::Elector::settled`]. True if it finished, false if the store did not
     /// answer in time. The last handle of the elector (including its guards) does this on drop,
-    /// bounded by [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT); call it yourself before
+    /// bounded by [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT); call it yourself before
     /// `std::process::exit`, which runs no destructors.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use leasehold::{blocking, MemoryStore, SETTLE_TIMEOUT};
+    /// use leasehold::{blocking, MemoryStore, limits::SETTLE_TIMEOUT};
     ///
     /// let elector = blocking::Elector::new(Arc::new(MemoryStore::new()))?;
     /// drop(elector.try_acquire("report")?); // released in the background
@@ -302,7 +305,7 @@ impl Guard {
         &self.ctx
     }
     /// Extends the lease to end `ttl` from now.
-    pub fn extend(&self, ttl: std::time::Duration) -> Result<crate::Extension> {
+    pub fn extend(&self, ttl: std::time::Duration) -> Result<crate::store::Extension> {
         self.runtime.block_on(self.ctx.extend(ttl))
     }
     /// Releases the lease and waits for the store's answer.

@@ -80,7 +80,7 @@ impl DurationFault {
             Self::NotIso => with_forms!("not a valid ISO-8601 duration"),
             // `36500d` is `limits::Human(MAX_DURATION)` (a test holds them together).
             Self::TooLong => {
-                "invalid duration: longer than the maximum of 36500d (100 years; leasehold::MAX_DURATION)"
+                "invalid duration: longer than the maximum of 36500d (100 years; leasehold::limits::MAX_DURATION)"
             }
         }
     }
@@ -114,7 +114,7 @@ impl DurationFault {
 /// assert!(parse_duration("-5s").is_err());
 /// assert!(parse_duration("36500d").is_ok());
 /// assert!(parse_duration("10000000000000000000s").is_err()); // beyond MAX_DURATION
-/// # Ok::<(), leasehold::DurationError>(())
+/// # Ok::<(), leasehold::error::DurationError>(())
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     parse_duration_const(text).map_err(|fault| DurationError {

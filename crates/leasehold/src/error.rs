@@ -2,9 +2,11 @@
 
 use std::fmt;
 
+pub use crate::duration::DurationError;
 use crate::limits::LimitError;
-use crate::name::NameError;
-use crate::options::error::OptionsError;
+pub use crate::name::NameError;
+pub use crate::options::error::OptionsError;
+pub use crate::store::period::PeriodError;
 
 /// Whether retrying can help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,7 +22,7 @@ pub enum ErrorKind {
 /// Messages must never contain secrets such as passwords; stores redact them.
 ///
 /// ```
-/// use leasehold::{ErrorKind, StoreError};
+/// use leasehold::{ErrorKind, store::StoreError};
 /// let e = StoreError::transient("connection reset");
 /// assert_eq!(e.kind(), ErrorKind::Transient);
 /// assert!(e.is_transient());
@@ -68,11 +70,11 @@ impl StoreError {
         &self.message
     }
     /// The limit that was exceeded, if the store rejected a request beyond one (for example more
-    /// than [`MAX_SLOTS`](crate::MAX_SLOTS) slots). Every store answers such a request the same
+    /// than [`MAX_SLOTS`](crate::limits::MAX_SLOTS) slots). Every store answers such a request the same
     /// way: a permanent error carrying the [`LimitError`].
     ///
     /// ```
-    /// use leasehold::{LimitError, StoreError};
+    /// use leasehold::{limits::LimitError, store::StoreError};
     /// use leasehold::store::check_slots;
     /// let e: StoreError = check_slots(5000).unwrap_err().into();
     /// assert!(!e.is_transient());
@@ -91,7 +93,7 @@ impl StoreError {
             .downcast_ref::<crate::store::unsupported::Unsupported>()
     }
 
-    /// The [`PeriodError`](crate::PeriodError) behind this error, if a period claim was refused
+    /// The [`PeriodError`] behind this error, if a period claim was refused
     /// as unusable (e.g. on a lock with more than one slot).
     pub fn period(&self) -> Option<&crate::store::period::PeriodError> {
         self.source
@@ -162,10 +164,10 @@ pub enum Error {
     #[error(transparent)]
     Options(#[from] OptionsError),
     /// A value was beyond one of the [limits](crate::limits) (for example an extension longer
-    /// than [`MAX_DURATION`](crate::MAX_DURATION)).
+    /// than [`MAX_DURATION`](crate::limits::MAX_DURATION)).
     #[error(transparent)]
     Limit(#[from] LimitError),
-    /// A period definition or claim that cannot be used (see [`PeriodError`](crate::PeriodError)).
+    /// A period definition or claim that cannot be used (see [`PeriodError`]).
     #[error(transparent)]
     Period(#[from] crate::store::period::PeriodError),
     /// The store failed.

@@ -8,7 +8,7 @@
 //!   `Ok(None)` on contention; [`Elector::run`], [`Elector::run_once_per`] and
 //!   [`Elector::try_acquire`] answer with one [`Outcome`]: elected (with the value, or a
 //!   [`LeaderGuard`]), taken by another holder, already run this period, or the action failed.
-//! * Every lease carries a random [`Token`] and a [`fence`](Lease::fence) that strictly increases
+//! * Every lease carries a random [`Token`](store::Token) and a [`fence`](Lease::fence) that strictly increases
 //!   per lock: hand it to the resource so it can reject writes from a stale holder.
 //! * [`LeaderContext::lost`] (also on a [`LeaderGuard`]) resolves when the lease is lost or can
 //!   no longer be proven. By default a watchdog renews the lease while the action runs
@@ -25,8 +25,10 @@
 //!   the store's period ledger); [`blocking::Elector`] serves synchronous code.
 //! * [`shutdown_signal`] resolves on SIGINT or SIGTERM (what systemd, Kubernetes and docker
 //!   send): the stop request to cancel a program's [`CancellationToken`] with.
-//! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`], [`MAX_DURATION`],
-//!   [`MAX_NODE_ID_LEN`], [`MAX_LOCK_NAME_LEN`]), refused beyond it with a typed [`LimitError`].
+//! * Every input has one documented limit in [`limits`] ([`MAX_SLOTS`](limits::MAX_SLOTS),
+//!   [`MAX_DURATION`](limits::MAX_DURATION), [`MAX_NODE_ID_LEN`](limits::MAX_NODE_ID_LEN),
+//!   [`MAX_LOCK_NAME_LEN`](limits::MAX_LOCK_NAME_LEN)), refused beyond it with a typed
+//!   [`LimitError`](limits::LimitError).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
@@ -50,7 +52,7 @@ pub mod blocking;
 mod cleanup;
 mod duration;
 mod elect;
-mod error;
+pub mod error;
 mod events;
 pub mod fence;
 mod hold;
@@ -59,47 +61,41 @@ mod macro_support;
 mod metric_families;
 pub mod metrics;
 mod name;
-mod options;
+pub mod options;
 mod outcome;
-mod schedule;
-mod shutdown;
+pub mod schedule;
+pub mod shutdown;
 pub mod spans;
 pub mod store;
 mod tenant;
 mod turns;
 
-pub use cleanup::SETTLE_TIMEOUT;
-pub use cleanup::background_release::LET_GO_PATIENCE;
-pub use duration::{DurationError, parse_duration};
+/// Leading for as long as it lasts: the stable leader's terms ([`Elector::lead`]), streams
+/// consumed only while leader ([`Elector::guarded_stream`]), and who leads, seen from any process
+/// ([`Elector::leadership`]).
+pub mod lead {
+    pub use crate::elect::guarded_stream::{GuardedStream, StreamEnd};
+    pub use crate::elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
+}
+
+pub use duration::parse_duration;
 pub use elect::elector::Elector;
-pub use elect::guarded_stream::{GuardedStream, StreamEnd};
-pub use elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
-pub use error::{Error, ErrorKind, Result, StoreError};
-pub use events::{EVENT_BUFFER, Event, LostReason};
+pub use elect::lead::TermEnd;
+pub use error::{Error, ErrorKind, Result};
+pub use events::{Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use hold::held::HeldLease;
-pub use limits::{
-    LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_RETRY_GROWTH, MAX_SLOTS,
-    MIN_LEADERSHIP_POLL,
-};
-pub use name::{IntoLockName, LockName, MAX_LOCK_NAME_LEN, NameError};
+pub use name::{IntoLockName, LockName};
 pub use options::retry::RetryPolicy;
-pub use options::{
-    DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_LEASE, ElectionOptions, ElectionOptionsBuilder, MIN_LEASE,
-    MIN_RENEWAL_PERIOD, OptionsError, default_node_id, validate_node_id,
-};
+pub use options::{ElectionOptions, ElectionOptionsBuilder};
 pub use outcome::Outcome;
-pub use schedule::{
-    DEFAULT_MAX_JITTER, Job, JobEvent, JobOutcome, MissedPeriods, Schedule, ScheduleHandle,
-};
-pub use shutdown::{ShutdownSignal, StopSignal, shutdown_signal};
+pub use schedule::{Job, Schedule};
+pub use shutdown::shutdown_signal;
 pub use store::LeaseStore;
-pub use store::lease::{Extension, Holder, Lease, LockState, Release, Token};
+pub use store::lease::{Holder, Lease};
 pub use store::memory::MemoryStore;
-pub use store::observe::{ObservedStore, StoreObserver};
-pub use store::period::{MIN_PERIOD, Period, PeriodError, PeriodRecord, format_utc};
-pub use store::url::{MemoryOpener, OpenError, StoreRegistry, redact_url, redact_urls_in};
-pub use tenant::{DEFAULT_TENANT_PREFIX, Tenant};
+pub use store::period::{Period, PeriodRecord};
+pub use tenant::Tenant;
 
 pub use tokio_util::sync::CancellationToken;
 

@@ -1,5 +1,5 @@
 //! The limits on what the library and the CLI accept: slot counts, durations and node ids (lock
-//! names: [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN)).
+//! names: [`MAX_LOCK_NAME_LEN`]).
 //!
 //! Each limit is one constant, enforced where input enters: the options builders, every store's
 //! `try_acquire`, `state` and `force_release` (through [`check_slots`]),
@@ -12,7 +12,7 @@
 //! | slots of a group (`max_leaders`, `--slots`) | [`MAX_SLOTS`] | 1024 |
 //! | any duration (lease, wait, min lease, retry pauses, job periods, …) | [`MAX_DURATION`] | 36500 days (100 years) |
 //! | node id (owner recorded with a lease) | [`MAX_NODE_ID_LEN`] | 255 bytes |
-//! | lock name | [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) | 255 bytes |
+//! | lock name | [`MAX_LOCK_NAME_LEN`] | 255 bytes |
 //! | fenced resource name | [`MAX_RESOURCE_NAME_LEN`] | 255 bytes |
 //! | locks in one page of a listing (`list_locks`, `status --all`) | [`MAX_LIST_LOCKS`] | 100 |
 //! | records one listing call reads | [`MAX_LIST_SCAN`] | 1000 |
@@ -25,6 +25,14 @@ use std::fmt;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+pub use crate::cleanup::SETTLE_TIMEOUT;
+pub use crate::cleanup::background_release::LET_GO_PATIENCE;
+pub use crate::events::EVENT_BUFFER;
+pub use crate::name::MAX_LOCK_NAME_LEN;
+pub use crate::options::{MIN_LEASE, MIN_RENEWAL_PERIOD};
+pub use crate::store::period::MIN_PERIOD;
+pub use crate::tenant::DEFAULT_TENANT_PREFIX;
 
 /// The most slots a lock may have: the largest
 /// [`max_leaders`](crate::ElectionOptionsBuilder::max_leaders), the largest `slots` a store's `try_acquire`, `state`
@@ -51,7 +59,7 @@ pub const MAX_SLOTS: u32 = 1024;
 /// years), and in DynamoDB number attributes.
 pub const MAX_DURATION: Duration = Duration::from_secs(36_500 * 86_400);
 
-/// The shortest poll interval of a [`LeadershipStream`](crate::LeadershipStream)
+/// The shortest poll interval of a [`LeadershipStream`](crate::lead::LeadershipStream)
 /// ([`Elector::leadership_every`](crate::Elector::leadership_every)): 10 ms. Each reading is a
 /// store round trip; shorter intervals would turn watching into a busy loop against the store.
 pub const MIN_LEADERSHIP_POLL: Duration = Duration::from_millis(10);
@@ -97,12 +105,12 @@ pub const MAX_LIST_CURSOR_LEN: usize = 32 * 1024;
 
 /// A value beyond one of the [limits](self).
 ///
-/// Stores return it inside a permanent [`StoreError`](crate::StoreError) (see
-/// [`StoreError::limit`](crate::StoreError::limit)); the options builders inside
-/// [`OptionsError::Limit`](crate::OptionsError::Limit).
+/// Stores return it inside a permanent [`StoreError`](crate::store::StoreError) (see
+/// [`StoreError::limit`](crate::store::StoreError::limit)); the options builders inside
+/// [`OptionsError::Limit`](crate::error::OptionsError::Limit).
 ///
 /// ```
-/// use leasehold::{LimitError, MAX_SLOTS};
+/// use leasehold::{limits::{LimitError, MAX_SLOTS}};
 /// use leasehold::store::{check_slots};
 ///
 /// assert_eq!(check_slots(3), Ok(3));
@@ -114,7 +122,7 @@ pub const MAX_LIST_CURSOR_LEN: usize = 32 * 1024;
 #[non_exhaustive]
 pub enum LimitError {
     /// More slots than [`MAX_SLOTS`].
-    #[error("{slots} slots requested; at most {max} are allowed (leasehold::MAX_SLOTS)")]
+    #[error("{slots} slots requested; at most {max} are allowed (leasehold::limits::MAX_SLOTS)")]
     TooManySlots {
         /// The requested slot count.
         slots: u32,
@@ -123,7 +131,7 @@ pub enum LimitError {
     },
     /// A duration longer than [`MAX_DURATION`].
     #[error(
-        "{what} of {} is longer than the maximum of {} (leasehold::MAX_DURATION)",
+        "{what} of {} is longer than the maximum of {} (leasehold::limits::MAX_DURATION)",
         Human(*value),
         Human(*max)
     )]
@@ -154,7 +162,7 @@ pub enum LimitError {
     },
     /// A node id longer than [`MAX_NODE_ID_LEN`] bytes.
     #[error(
-        "node id is {len} bytes long; at most {max} bytes are allowed (leasehold::MAX_NODE_ID_LEN; \
+        "node id is {len} bytes long; at most {max} bytes are allowed (leasehold::limits::MAX_NODE_ID_LEN; \
          it starts with {prefix:?})"
     )]
     NodeIdTooLong {
@@ -175,7 +183,7 @@ pub enum LimitError {
 /// [`LimitError::TooManySlots`] above [`MAX_SLOTS`].
 ///
 /// ```
-/// assert!(leasehold::store::check_slots(leasehold::MAX_SLOTS).is_ok());
+/// assert!(leasehold::store::check_slots(leasehold::limits::MAX_SLOTS).is_ok());
 /// assert!(leasehold::store::check_slots(u32::MAX).is_err());
 /// ```
 pub fn check_slots(slots: u32) -> Result<u32, LimitError> {
@@ -196,7 +204,7 @@ pub fn check_slots(slots: u32) -> Result<u32, LimitError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{MAX_DURATION};
+/// use leasehold::limits::MAX_DURATION;
 /// use leasehold::store::{check_duration};
 ///
 /// assert_eq!(check_duration("lease", MAX_DURATION), Ok(MAX_DURATION));
@@ -215,7 +223,7 @@ pub fn check_duration(what: &'static str, value: Duration) -> Result<Duration, L
 }
 
 /// Checks a node id's length against [`MAX_NODE_ID_LEN`] (the rest of the node-id rule, non-empty
-/// and without control characters, is [`validate_node_id`](crate::validate_node_id)'s).
+/// and without control characters, is [`validate_node_id`](crate::options::validate_node_id)'s).
 pub(crate) fn check_node_id_len(id: &str) -> Result<(), LimitError> {
     if id.len() > MAX_NODE_ID_LEN {
         return Err(LimitError::NodeIdTooLong {
@@ -236,7 +244,7 @@ pub(crate) fn check_node_id_len(id: &str) -> Result<(), LimitError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{MAX_DURATION};
+/// use leasehold::limits::MAX_DURATION;
 /// use leasehold::store::{deadline_after};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let now = tokio::time::Instant::now();
@@ -313,7 +321,7 @@ mod tests {
             .to_string();
         assert_eq!(
             msg,
-            "lease of 40000d is longer than the maximum of 36500d (leasehold::MAX_DURATION)"
+            "lease of 40000d is longer than the maximum of 36500d (leasehold::limits::MAX_DURATION)"
         );
         let msg = check_slots(u32::MAX).unwrap_err().to_string();
         assert!(

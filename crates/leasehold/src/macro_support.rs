@@ -106,7 +106,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{ElectionOptions, MemoryStore, OptionsError};
+    use crate::{ElectionOptions, MemoryStore, error::OptionsError};
 
     #[test]
     fn overrides_apply_on_top_of_the_elector_options() -> Result<()> {
@@ -204,13 +204,13 @@ mod tests {
             check_lease(Duration::from_millis(50), Duration::ZERO, true);
         assert_eq!(SHORT, Err(LeaseFault::TooShortForAutoExtend));
         // The literals in the messages are the constants.
-        let min_auto = format!("at least {:?} ", crate::MIN_RENEWAL_PERIOD * 3);
+        let min_auto = format!("at least {:?} ", crate::limits::MIN_RENEWAL_PERIOD * 3);
         assert!(
             LeaseFault::TooShortForAutoExtend
                 .message()
                 .contains(&min_auto)
         );
-        let min_lease = format!("at least {:?} ", crate::MIN_LEASE);
+        let min_lease = format!("at least {:?} ", crate::limits::MIN_LEASE);
         assert!(LeaseFault::TooShort.message().contains(&min_lease));
     }
 

@@ -49,7 +49,7 @@ pub(crate) const LOCK_NAME_RULE: &str = lock_name_rule!();
 /// assert!(LockName::new("bad name").is_err());
 /// assert!(LockName::new("reports/").is_err() && LockName::new("a//b").is_err());
 /// assert!(LockName::new("a/../b").is_err() && LockName::new("a/.b").is_err());
-/// # Ok::<(), leasehold::NameError>(())
+/// # Ok::<(), leasehold::error::NameError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LockName(Arc<str>);
@@ -151,7 +151,7 @@ impl LockName {
     /// Validates `name` and wraps it.
     ///
     /// ```
-    /// # use leasehold::{LockName, NameError};
+    /// # use leasehold::{LockName, error::NameError};
     /// assert!(matches!(LockName::new(""), Err(NameError::Empty)));
     /// assert!(matches!(LockName::new("-x"), Err(NameError::BadFirstChar { .. })));
     /// assert!(matches!(LockName::new("a b"), Err(NameError::BadChar { .. })));
@@ -245,7 +245,7 @@ impl NameFault {
                 ")"
             ),
             Self::TooLong => concat!(
-                "lock name is longer than 255 bytes (leasehold::MAX_LOCK_NAME_LEN); allowed: ",
+                "lock name is longer than 255 bytes (leasehold::limits::MAX_LOCK_NAME_LEN); allowed: ",
                 lock_name_rule!()
             ),
             Self::BadFirstChar => concat!(

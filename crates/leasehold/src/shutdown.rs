@@ -8,8 +8,8 @@ use std::io;
 /// Which signal asked the process to stop.
 ///
 /// ```
-/// assert_eq!(leasehold::StopSignal::Terminate.to_string(), "SIGTERM");
-/// assert_eq!(leasehold::StopSignal::Interrupt.to_string(), "SIGINT");
+/// assert_eq!(leasehold::shutdown::StopSignal::Terminate.to_string(), "SIGTERM");
+/// assert_eq!(leasehold::shutdown::StopSignal::Interrupt.to_string(), "SIGINT");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -25,7 +25,7 @@ impl StopSignal {
     /// (130 for SIGINT, 143 for SIGTERM).
     ///
     /// ```
-    /// assert_eq!(leasehold::StopSignal::Terminate.exit_code(), 143);
+    /// assert_eq!(leasehold::shutdown::StopSignal::Terminate.exit_code(), 143);
     /// ```
     pub fn exit_code(self) -> u8 {
         match self {
@@ -54,7 +54,7 @@ impl fmt::Display for StopSignal {
 ///
 /// ```no_run
 /// # #[tokio::main] async fn main() -> std::io::Result<()> {
-/// use leasehold::ShutdownSignal;
+/// use leasehold::shutdown::ShutdownSignal;
 /// let mut signals = ShutdownSignal::install()?; // as early as possible
 /// let first = signals.recv().await;
 /// tracing::info!(signal = %first, "stopping; send it again to stop at once");
@@ -80,12 +80,12 @@ impl ShutdownSignal {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> std::io::Result<()> {
-    /// let _signals = leasehold::ShutdownSignal::install()?;
+    /// let _signals = leasehold::shutdown::ShutdownSignal::install()?;
     /// # Ok(()) }
     /// ```
     /// ```
     /// // Outside a runtime: an error, not a panic.
-    /// assert!(leasehold::ShutdownSignal::install().is_err());
+    /// assert!(leasehold::shutdown::ShutdownSignal::install().is_err());
     /// ```
     pub fn install() -> io::Result<Self> {
         if tokio::runtime::Handle::try_current().is_err() {

@@ -16,7 +16,7 @@ pub const DEFAULT_TENANT_PREFIX: &str = "tenant";
 /// let acme = Tenant::new("acme")?;
 /// assert_eq!(acme.scope("report")?.as_str(), "tenant:acme:report");
 /// assert!(acme.scope("a:b").is_err());
-/// # Ok::<(), leasehold::NameError>(())
+/// # Ok::<(), leasehold::error::NameError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Tenant {
@@ -35,7 +35,7 @@ impl Tenant {
     /// # use leasehold::Tenant;
     /// let t = Tenant::with_prefix("org", "42")?;
     /// assert_eq!(t.namespace(), "org:42");
-    /// # Ok::<(), leasehold::NameError>(())
+    /// # Ok::<(), leasehold::error::NameError>(())
     /// ```
     pub fn with_prefix(prefix: impl AsRef<str>, id: impl AsRef<str>) -> Result<Self, NameError> {
         let (prefix, id) = (prefix.as_ref(), id.as_ref());

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, Job, JobEvent, MemoryStore, MissedPeriods,
-    OptionsError, Schedule, ScheduleHandle,
+    CancellationToken, ElectionOptions, Elector, Job, MemoryStore, Schedule,
+    error::OptionsError,
+    schedule::{JobEvent, MissedPeriods, ScheduleHandle},
 };
 use tokio::time::{Instant, sleep};
 

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use leasehold::{
-    CancellationToken, DEFAULT_LEASE, ElectionOptions, Elector, Error, LeaseStore, MemoryStore,
-    TermEnd,
+    CancellationToken, ElectionOptions, Elector, Error, LeaseStore, MemoryStore, TermEnd,
+    options::DEFAULT_LEASE,
 };
 use leasehold_testkit::fault::{Fault, FaultyStore};
 use tokio::sync::Mutex;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use leasehold::{ElectionOptions, Elector, LostReason, MemoryStore, StreamEnd};
+use leasehold::{ElectionOptions, Elector, LostReason, MemoryStore, lead::StreamEnd};
 
 fn elector(store: &Arc<MemoryStore>, node: &str, auto_extend: bool) -> Elector {
     Elector::with_options(

@@ -11,8 +11,11 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use leasehold::store::{AcquireRequest, StoreResult};
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, Error, Event, Extension, Leadership, Lease,
-    LeaseStore, LimitError, LockName, LockState, MemoryStore, Release, TermEnd,
+    CancellationToken, ElectionOptions, Elector, Error, Event, Lease, LeaseStore, LockName,
+    MemoryStore, TermEnd,
+    lead::Leadership,
+    limits::LimitError,
+    store::{Extension, LockState, Release},
 };
 use tokio::time::{Instant, sleep, timeout};
 
@@ -441,7 +444,7 @@ async fn poll_intervals_beyond_the_limits_are_refused() {
         .leadership_every("x", Duration::from_millis(1))
         .unwrap_err();
     assert!(
-        matches!(short, Error::Limit(LimitError::DurationTooShort { min, .. }) if min == leasehold::MIN_LEADERSHIP_POLL),
+        matches!(short, Error::Limit(LimitError::DurationTooShort { min, .. }) if min == leasehold::limits::MIN_LEADERSHIP_POLL),
         "{short:?}"
     );
     assert!(
@@ -503,14 +506,14 @@ impl LeaseStore for Failing {
         req: &AcquireRequest,
     ) -> StoreResult<leasehold::store::Acquisition> {
         if self.permanent {
-            return Err(leasehold::StoreError::permanent(
+            return Err(leasehold::store::StoreError::permanent(
                 "relation \"leases\" does not exist",
             ));
         }
         let left = self.transient.load(Ordering::SeqCst);
         if left > 0 {
             self.transient.store(left - 1, Ordering::SeqCst);
-            return Err(leasehold::StoreError::transient("connection reset"));
+            return Err(leasehold::store::StoreError::transient("connection reset"));
         }
         self.inner.try_acquire(req).await
     }

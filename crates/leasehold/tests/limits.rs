@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Error, Job, LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS,
-    MemoryStore, OptionsError, RetryPolicy, Schedule,
+    ElectionOptions, Elector, Error, Job, MemoryStore, RetryPolicy, Schedule,
+    error::OptionsError,
+    limits::{LimitError, MAX_DURATION, MAX_NODE_ID_LEN, MAX_SLOTS},
 };
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
@@ -119,7 +120,7 @@ fn node_ids_are_checked_for_length_and_content() {
             "{bad:?}"
         );
     }
-    assert!(leasehold::default_node_id().len() <= MAX_NODE_ID_LEN);
+    assert!(leasehold::options::default_node_id().len() <= MAX_NODE_ID_LEN);
 }
 
 #[tokio::test]

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use leasehold::metrics::{self as m, FAMILIES, Kind, Source};
 use leasehold::store::{AcquireRequest, Acquisition, ClockSource, StoreResult, Token};
 use leasehold::{
-    ElectionOptions, Elector, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    MemoryStore, Period, Release,
+    ElectionOptions, Elector, Holder, Lease, LeaseStore, LockName, MemoryStore, Period,
+    store::{Extension, LockState, Release},
 };
 use leasehold_testkit::fault::{Fault, FaultyStore, Op};
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
@@ -358,6 +358,6 @@ fn the_registry_is_well_formed() {
         assert!(m::MARGIN_BUCKETS.contains(&threshold), "{threshold}");
     }
     // A healthy renewal of the default 15 s lease (8.55 s left) falls well inside the buckets.
-    let healthy = 0.57 * leasehold::DEFAULT_LEASE.as_secs_f64();
+    let healthy = 0.57 * leasehold::options::DEFAULT_LEASE.as_secs_f64();
     assert!(m::MARGIN_BUCKETS.iter().any(|b| *b > healthy) && healthy > 5.0);
 }

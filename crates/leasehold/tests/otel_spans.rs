@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasehold::store::{AcquireRequest, Acquisition};
 use leasehold::{
-    ElectionOptions, Elector, Extension, Lease, LeaseStore, LockName, LockState, MemoryStore,
-    Release, StoreError,
+    ElectionOptions, Elector, Lease, LeaseStore, LockName, MemoryStore,
+    store::{Extension, LockState, Release, StoreError},
 };
 use opentelemetry::trace::{Status, TracerProvider as _};
 use opentelemetry::{KeyValue, Value};

@@ -13,8 +13,9 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use leasehold::store::{AcquireRequest, Acquisition, ClockSource, StoreResult};
 use leasehold::{
-    ElectionOptions, Elector, Extension, Holder, Lease, LeaseStore, LockName, LockState,
-    LostReason, MemoryStore, Release, metrics as m,
+    ElectionOptions, Elector, Holder, Lease, LeaseStore, LockName, LostReason, MemoryStore,
+    metrics as m,
+    store::{Extension, LockState, Release},
 };
 use leasehold_testkit::fault::{Fault, FaultyStore, Op};
 use leasehold_testkit::unique_name;

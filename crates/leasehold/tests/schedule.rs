@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leasehold::{
-    CancellationToken, ElectionOptions, Elector, Job, JobEvent, JobOutcome, MemoryStore, Schedule,
+    CancellationToken, ElectionOptions, Elector, Job, MemoryStore, Schedule,
+    schedule::{JobEvent, JobOutcome},
 };
 use tokio::time::{Instant, sleep};
 

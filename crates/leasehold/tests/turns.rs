@@ -11,8 +11,8 @@ use leasehold::store::{
     async_trait,
 };
 use leasehold::{
-    ElectionOptions, ElectionOptionsBuilder, Elector, Extension, Lease, LeaseStore, LockName,
-    LockState, MemoryStore, Release,
+    ElectionOptions, ElectionOptionsBuilder, Elector, Lease, LeaseStore, LockName, MemoryStore,
+    store::{Extension, LockState, Release},
 };
 use leasehold_testkit::fault::{FaultyStore, Op};
 use tokio::time::{Instant, sleep};

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_dynamodb::expressions as x;
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 use leasehold_etcd::EtcdStore;
 
 use crate::BoxError;

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use async_nats::HeaderMap;
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 use leasehold_nats::NatsStore;
 
 use crate::BoxError;

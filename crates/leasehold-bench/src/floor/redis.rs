@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 use leasehold_redis::RedisStore;
 
 use crate::BoxError;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 use leasehold_sql::{HostClock, SqlPool, SqlStore};
 
 use crate::BoxError;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use leasehold::{LockName, Token};
+use leasehold::{LockName, store::Token};
 use leasehold_zookeeper::ZooKeeperStore;
 use zookeeper_client::{Acls, CreateMode, Error};
 

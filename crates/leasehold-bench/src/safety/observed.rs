@@ -5,7 +5,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use leasehold::store::AcquireRequest;
-use leasehold::{LeaseStore, LockName, ObservedStore, StoreObserver};
+use leasehold::{
+    LeaseStore, LockName,
+    store::{ObservedStore, StoreObserver},
+};
 
 /// The lock names seen, shared by every wrapper of one run.
 pub(crate) type Seen = Arc<Mutex<BTreeSet<LockName>>>;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{CancellationToken, Elector, Error, LeaderGuard, LockName, Release};
+use leasehold::{CancellationToken, Elector, Error, LeaderGuard, LockName, store::Release};
 use rand::Rng;
 use tokio::time::{Instant, sleep, sleep_until};
 

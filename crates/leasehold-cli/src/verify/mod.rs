@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::fence::ResourceName;
-use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, Token};
+use leasehold::{ElectionOptions, Elector, LeaseStore, LockName, store::Token};
 use leasehold_testkit::proxy::{FaultProxy, via_proxy};
 use rand::Rng;
 use tokio::time::{Instant, sleep};

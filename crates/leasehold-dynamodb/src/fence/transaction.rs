@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
 use leasehold::fence::{ResourceName, StaleFence};
-use leasehold::{LeaderContext, Lease, LockName, Token};
+use leasehold::{LeaderContext, Lease, LockName, store::Token};
 
 use super::refusal::CONDITIONAL_CHECK_FAILED;
 use crate::clock::now_ms;

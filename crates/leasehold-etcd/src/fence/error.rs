@@ -1,7 +1,7 @@
 //! Why a fenced transaction or a fenced put did not apply.
 
 use leasehold::fence::{ResourceNameError, StaleFence};
-use leasehold::{LockName, StoreError};
+use leasehold::{LockName, store::StoreError};
 
 /// The lease a fenced transaction was conditioned on is no longer held by its holder: its slot
 /// key was deleted (released, expired, forcibly released) and maybe granted again since.
@@ -44,7 +44,7 @@ impl std::error::Error for LeaseLost {}
 /// let err = FencedTxnError::from(lost);
 /// assert!(err.lease_lost().is_some());
 /// assert!(err.to_string().contains("held now with fence 9"));
-/// # Ok::<(), leasehold::NameError>(())
+/// # Ok::<(), leasehold::error::NameError>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,8 +1,8 @@
 //! Fenced puts: a key of the application written only if no higher fence wrote it before.
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
-use leasehold::StoreError;
 use leasehold::fence::{ResourceName, StaleFence};
+use leasehold::store::StoreError;
 
 use super::error::FencedPutError;
 use crate::store::EtcdStore;
@@ -110,7 +110,7 @@ impl EtcdStore {
     /// ```
     /// # let store = leasehold_etcd::EtcdStore::connect_lazy("etcd://h", Default::default())?;
     /// assert_eq!(store.fence_key("reports/latest"), "leasehold/.fences/reports/latest");
-    /// # Ok::<(), leasehold::OpenError>(())
+    /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn fence_key(&self, key: &str) -> String {
         self.keys.fence(key)

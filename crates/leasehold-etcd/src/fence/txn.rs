@@ -2,7 +2,7 @@
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use leasehold::fence::FenceClaim;
-use leasehold::{LeaderContext, StoreError};
+use leasehold::{LeaderContext, store::StoreError};
 
 use super::error::{FencedTxnError, LeaseLost};
 use crate::store::EtcdStore;

@@ -214,7 +214,7 @@ impl Cluster {
             cut,
             ids,
             initial_cluster,
-            token: format!("lh-{}", &leasehold::Token::random().to_hex()[..8]),
+            token: format!("lh-{}", &leasehold::store::Token::random().to_hex()[..8]),
         };
         for i in 0..SIZE {
             cluster.spawn(i);

@@ -30,7 +30,7 @@ pub fn options() -> NatsOptions {
     NatsOptions::default()
         .bucket(format!(
             "lhtest-{}",
-            &leasehold::Token::random().to_hex()[..12]
+            &leasehold::store::Token::random().to_hex()[..12]
         ))
         .request_timeout(Duration::from_secs(2))
         .connect_timeout(Duration::from_secs(2))

@@ -1,7 +1,7 @@
 //! `FencedWriteError`: why a fenced write did not happen.
 
-use leasehold::StoreError;
 use leasehold::fence::{ResourceNameError, StaleFence};
+use leasehold::store::StoreError;
 
 /// Why a fenced write to a Redis key did not happen.
 ///

@@ -1,6 +1,6 @@
 //! The fence scripts' replies: `{1, previous or nil[, reply]}` admitted, `{0, highest}` refused.
 
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use leasehold::store::StoreResult;
 use redis::Value;
 

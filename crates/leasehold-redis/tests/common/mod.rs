@@ -44,7 +44,7 @@ pub fn options() -> RedisOptions {
     RedisOptions::default()
         .prefix(format!(
             "lhtest-{}",
-            &leasehold::Token::random().to_hex()[..12]
+            &leasehold::store::Token::random().to_hex()[..12]
         ))
         .response_timeout(Duration::from_secs(2))
         .connect_timeout(Duration::from_secs(2))

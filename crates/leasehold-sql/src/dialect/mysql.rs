@@ -165,7 +165,7 @@ impl Sql for MySql {
     }
 
     fn columns(&self) -> Columns {
-        // Node ids are up to 255 bytes of any UTF-8 (leasehold::MAX_NODE_ID_LEN): the column
+        // Node ids are up to 255 bytes of any UTF-8 (leasehold::limits::MAX_NODE_ID_LEN): the column
         // says utf8mb4, whatever the database's default character set.
         Columns {
             name: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin",

@@ -2,7 +2,7 @@
 //! the guard trigger refusing a stale fence.
 
 use leasehold::fence::StaleFence;
-use leasehold::{LockName, StoreError};
+use leasehold::{LockName, store::StoreError};
 
 use crate::dialect::{Dialect, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE};
 use crate::table_name::{ColumnNameError, TableNameError};

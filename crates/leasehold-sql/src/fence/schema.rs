@@ -1,7 +1,7 @@
 //! Installing fence DDL — the fence table with its guard, or a guard on a user's column —
 //! idempotently and safely when several processes do it at once.
 
-use leasehold::StoreError;
+use leasehold::store::StoreError;
 use leasehold::store::StoreResult;
 use sqlx::Executor;
 

@@ -9,7 +9,10 @@ pub const VALUES: &str = "fence_test_values";
 
 /// A unique name for one test's resource, lock or table (lowercase: a valid SQL identifier).
 pub fn unique(tag: &str) -> String {
-    format!("{tag}_{}", &leasehold::Token::random().to_hex()[..12])
+    format!(
+        "{tag}_{}",
+        &leasehold::store::Token::random().to_hex()[..12]
+    )
 }
 
 /// Creates the values table if it is missing.

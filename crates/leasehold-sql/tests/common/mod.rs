@@ -31,7 +31,7 @@ pub fn sqlite_url(tag: &str) -> String {
     let file = dir.join(format!(
         "{tag}-{}-{}.db",
         std::process::id(),
-        leasehold::Token::random().to_hex()
+        leasehold::store::Token::random().to_hex()
     ));
     format!("sqlite://{}", file.display())
 }

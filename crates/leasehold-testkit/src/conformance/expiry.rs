@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use leasehold::{Extension, LeaderGuard, Release};
+use leasehold::{
+    LeaderGuard,
+    store::{Extension, Release},
+};
 use tokio::time::Instant;
 
 use super::support::{EARLY, SLACK, elected, ms, node, ok, skipped};

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use leasehold::{Extension, Release};
+use leasehold::store::{Extension, Release};
 use tokio::time::{Instant, sleep};
 
 use super::support::{elected, ms, node, node_with, ok, options, skipped};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leasehold::{LeaderGuard, Release};
+use leasehold::{LeaderGuard, store::Release};
 
 use super::support::{elected, group_node, ms, node, ok};
 use crate::factory::StoreFactory;

@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use leasehold::store::AcquireRequest;
-use leasehold::{Extension, LeaseStore, LostReason, Release, Token};
+use leasehold::{
+    LeaseStore, LostReason,
+    store::{Extension, Release, Token},
+};
 use tokio::time::timeout;
 
 use super::support::{elected, ms, node, node_with, ok, options};

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use leasehold::{LeaderGuard, Release};
+use leasehold::{LeaderGuard, store::Release};
 use tokio::time::{Instant, sleep};
 
 use super::support::{SLACK, elected, group_node, ms, ok, skipped};

@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition, HAND_OFF_HOLD, HandOff, WaiterId};
-use leasehold::{Lease, LeaseStore, LockName, Release, Token};
+use leasehold::{
+    Lease, LeaseStore, LockName,
+    store::{Release, Token},
+};
 use tokio::time::sleep;
 
 use super::support::{ms, ok};

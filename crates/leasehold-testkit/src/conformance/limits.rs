@@ -3,7 +3,11 @@
 use std::time::Duration;
 
 use leasehold::store::AcquireRequest;
-use leasehold::{LimitError, LockName, MAX_NODE_ID_LEN, MAX_SLOTS, StoreError, Token};
+use leasehold::{
+    LockName,
+    limits::{LimitError, MAX_NODE_ID_LEN, MAX_SLOTS},
+    store::{StoreError, Token},
+};
 use tokio::time::Instant;
 
 use super::support::{ms, ok};

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::store::{AcquireRequest, Acquisition, ListCursor, MAX_LIST_LOCKS, StoreResult};
-use leasehold::{Holder, Lease, LeaseStore, LockName, Period, Release, Tenant, Token};
+use leasehold::{
+    Holder, Lease, LeaseStore, LockName, Period, Tenant,
+    store::{Release, Token},
+};
 use tokio::time::{Instant, sleep};
 
 use super::support::{SLACK, ms, ok, valid};

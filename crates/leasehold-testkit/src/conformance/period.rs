@@ -7,8 +7,10 @@ use std::time::{Duration, SystemTime};
 use futures::future::join_all;
 use leasehold::store::{AcquireRequest, Acquisition, PeriodStart, StoreResult};
 use leasehold::{
-    Elector, Event, Extension, LET_GO_PATIENCE, Lease, LeaseStore, LockName, Outcome, Period,
-    PeriodError, PeriodRecord, Release, Token,
+    Elector, Event, Lease, LeaseStore, LockName, Outcome, Period, PeriodRecord,
+    error::PeriodError,
+    limits::LET_GO_PATIENCE,
+    store::{Extension, Release, Token},
 };
 use tokio::time::{Instant, sleep, timeout};
 

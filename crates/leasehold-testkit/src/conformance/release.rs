@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use leasehold::{Elector, LET_GO_PATIENCE, Outcome, Release};
+use leasehold::{Elector, Outcome, limits::LET_GO_PATIENCE, store::Release};
 use tokio::time::{Instant, timeout};
 
 use super::support::{SLACK, deliberate_panic, elected, ms, node, ok, options, valid};

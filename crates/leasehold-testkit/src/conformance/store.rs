@@ -4,7 +4,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use leasehold::store::{AcquireRequest, Acquisition};
-use leasehold::{Extension, Lease, LeaseStore, LockName, Release, Token};
+use leasehold::{
+    Lease, LeaseStore, LockName,
+    store::{Extension, Release, Token},
+};
 use tokio::time::{Instant, sleep};
 
 use super::support::{EARLY, SLACK, ms, ok};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leasehold::{Error, NameError, Release};
+use leasehold::{Error, error::NameError, store::Release};
 
 use super::support::{elected, ms, node, ok, skipped};
 use crate::factory::StoreFactory;

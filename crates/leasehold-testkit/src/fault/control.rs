@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use leasehold::{ErrorKind, StoreError};
+use leasehold::{ErrorKind, store::StoreError};
 
 /// A store operation that faults can be injected into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

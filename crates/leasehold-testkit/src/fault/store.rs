@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{AcquireRequest, ReleaseSignal, StoreResult};
-use leasehold::{Extension, Holder, Lease, LeaseStore, LockName, LockState, Release};
+use leasehold::{
+    Holder, Lease, LeaseStore, LockName,
+    store::{Extension, LockState, Release},
+};
 use tracing::debug;
 
 use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leasehold::{ElectionOptions, OptionsError};
+use leasehold::{ElectionOptions, error::OptionsError};
 
 /// The shape of a safety run.
 ///

@@ -8,13 +8,16 @@
 //! no caller, so they are added when the recorder drains the journal, at the instant the lease
 //! ended (see [`Journal::drain`]).
 //!
-//! [`ObservedStore`]: leasehold::ObservedStore
+//! [`ObservedStore`]: leasehold::store::ObservedStore
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
-use leasehold::{Extension, Lease, LostReason, Release, StoreObserver};
+use leasehold::{
+    Lease, LostReason,
+    store::{Extension, Release, StoreObserver},
+};
 use tokio::time::Instant;
 
 use crate::sim::resource::FencedResource;
@@ -305,7 +308,7 @@ impl Journal {
     }
 }
 
-/// The store's answers, as [`ObservedStore`](leasehold::ObservedStore) passes them on (errors are
+/// The store's answers, as [`ObservedStore`](leasehold::store::ObservedStore) passes them on (errors are
 /// not journaled: the memory store never fails).
 impl StoreObserver for Journal {
     /// Notes the store's answer to an acquisition attempt.
@@ -416,7 +419,7 @@ impl StoreObserver for Journal {
 mod tests {
     use std::time::UNIX_EPOCH;
 
-    use leasehold::{LockName, PeriodRecord, Token};
+    use leasehold::{LockName, PeriodRecord, store::Token};
 
     use super::*;
 

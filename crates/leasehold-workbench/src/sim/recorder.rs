@@ -1,6 +1,6 @@
 //! Turns the journal and the store's state into frames and timeline events.
 
-use leasehold::{LockState, LostReason};
+use leasehold::{LostReason, store::LockState};
 
 use crate::sim::clock::Clock;
 use crate::sim::journal::{Entry, Journal, What};

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    ElectionOptions, Elector, Event, LeaderContext, LockState, MemoryStore, ObservedStore, Outcome,
-    Period, RetryPolicy,
+    ElectionOptions, Elector, Event, LeaderContext, MemoryStore, Outcome, Period, RetryPolicy,
+    store::{LockState, ObservedStore},
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};

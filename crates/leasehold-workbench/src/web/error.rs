@@ -45,7 +45,7 @@ pub enum WebError {
     Management(#[from] leasehold_axum::Error),
     /// The live view's slot count was refused by the group options.
     #[error("invalid live view options: {0}")]
-    Options(#[source] leasehold::OptionsError),
+    Options(#[source] leasehold::error::OptionsError),
     /// No lock was given to the live view.
     #[error("the live view needs at least one lock (--lock NAME)")]
     NoLocks,

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures::future::join_all;
-use leasehold::{Elector, Holder, LeaseStore, LockName, LockState};
+use leasehold::{Elector, Holder, LeaseStore, LockName, store::LockState};
 use leasehold_axum::Management;
 use serde::Serialize;
 
@@ -403,42 +403,42 @@ mod tests {
             &self,
             _: &leasehold::store::AcquireRequest,
         ) -> leasehold::store::StoreResult<leasehold::store::Acquisition> {
-            Err(leasehold::StoreError::transient("unreadable"))
+            Err(leasehold::store::StoreError::transient("unreadable"))
         }
         async fn extend(
             &self,
             _: &leasehold::Lease,
             _: Duration,
-        ) -> leasehold::store::StoreResult<leasehold::Extension> {
-            Err(leasehold::StoreError::transient("unreadable"))
+        ) -> leasehold::store::StoreResult<leasehold::store::Extension> {
+            Err(leasehold::store::StoreError::transient("unreadable"))
         }
         async fn release(
             &self,
             _: &leasehold::Lease,
             _: Duration,
-        ) -> leasehold::store::StoreResult<leasehold::Release> {
-            Err(leasehold::StoreError::transient("unreadable"))
+        ) -> leasehold::store::StoreResult<leasehold::store::Release> {
+            Err(leasehold::store::StoreError::transient("unreadable"))
         }
         async fn start_period(
             &self,
             _: &leasehold::Lease,
         ) -> leasehold::store::StoreResult<leasehold::store::PeriodStart> {
-            Err(leasehold::StoreError::transient("unreadable"))
+            Err(leasehold::store::StoreError::transient("unreadable"))
         }
         async fn period_record(
             &self,
             _: &LockName,
         ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
-            Err(leasehold::StoreError::transient("unreadable"))
+            Err(leasehold::store::StoreError::transient("unreadable"))
         }
         async fn clear_period_ledger(
             &self,
             _: &LockName,
         ) -> leasehold::store::StoreResult<Option<leasehold::PeriodRecord>> {
-            Err(leasehold::StoreError::transient("unreadable"))
+            Err(leasehold::store::StoreError::transient("unreadable"))
         }
         async fn state(&self, _: &LockName, _: u32) -> leasehold::store::StoreResult<LockState> {
-            Err(leasehold::StoreError::transient(format!(
+            Err(leasehold::store::StoreError::transient(format!(
                 "cannot reach {URL}: password hun'ter 2 refused"
             )))
         }
@@ -489,7 +489,8 @@ mod tests {
     }
 
     #[test]
-    fn holders_report_time_left_against_the_given_clock() -> Result<(), leasehold::NameError> {
+    fn holders_report_time_left_against_the_given_clock() -> Result<(), leasehold::error::NameError>
+    {
         let t0 = UNIX_EPOCH + Duration::from_secs(1_000);
         let state = LockState {
             lock: LockName::new("job")?,

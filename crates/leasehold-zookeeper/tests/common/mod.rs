@@ -34,7 +34,7 @@ pub fn options() -> ZooKeeperOptions {
     ZooKeeperOptions::default()
         .prefix(format!(
             "/lhtest-{}",
-            &leasehold::Token::random().to_hex()[..12]
+            &leasehold::store::Token::random().to_hex()[..12]
         ))
         .request_timeout(Duration::from_secs(2))
         .session_timeout(Duration::from_secs(6))

@@ -33,7 +33,7 @@ use crate::store::lease::{Lease, Release, Token};
 /// stopped waiting, or an acquisition attempt answered with an error that the store may have
 /// applied. Never past the lease's end. A store that has not answered by then is treated as
 /// unreachable, and the lease ends at its expiry. The stop paths wait for this work (within
-/// [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)), so an unreachable store delays them by at most
+/// [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)), so an unreachable store delays them by at most
 /// this much.
 pub const LET_GO_PATIENCE: Duration = Duration::from_secs(3);
 

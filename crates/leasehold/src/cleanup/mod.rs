@@ -11,7 +11,7 @@
 //! * [`in_doubt`]: an acquisition whose attempt was answered with a transient error, and which
 //!   ends without a definite answer, frees whatever lease its token may hold;
 //! * [`background_release`]: the release itself, retried through transient errors for at most
-//!   [`LET_GO_PATIENCE`](crate::LET_GO_PATIENCE); a failed release of a guard goes the same way.
+//!   [`LET_GO_PATIENCE`](crate::limits::LET_GO_PATIENCE); a failed release of a guard goes the same way.
 //!
 //! [`Cleanup`] counts those tasks (and a dropped guard's release), so that the stop paths can
 //! wait for them (`Elector::settled`). It is a small equivalent of

@@ -79,7 +79,7 @@ impl Elector {
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
     /// let quick = elector.reconfigured(ElectionOptions::builder().wait(Duration::ZERO).build()?);
     /// assert_eq!(quick.options().wait(), Duration::ZERO);
-    /// # Ok::<(), leasehold::OptionsError>(())
+    /// # Ok::<(), leasehold::error::OptionsError>(())
     /// ```
     pub fn reconfigured(&self, options: ElectionOptions) -> Self {
         Self {
@@ -111,7 +111,7 @@ impl Elector {
     /// records the period atomically with the lease (see [`Period`]). Another node's run for this
     /// period is [`Outcome::AlreadyRan`] with when (store clock) and by whom it ran —
     /// returned at once, without waiting, since waiting could never change it. A lock held for
-    /// the whole wait without such a record is [`Outcome::Taken(None)`].
+    /// the whole wait without such a record is [`Outcome::Taken`].
     ///
     /// The lease is released when the action ends, as with [`run`](Self::run); the period stays
     /// recorded. The granted period id is on the context's lease
@@ -394,13 +394,13 @@ impl Elector {
     /// * freeing a lease the store may hold for this elector after a transient error: a release
     ///   that failed, or an acquisition that ended (gave up, failed or was dropped) after an
     ///   attempt answered with an error, which the store may have applied all the same. Those
-    ///   are retried for at most [`LET_GO_PATIENCE`](crate::LET_GO_PATIENCE).
+    ///   are retried for at most [`LET_GO_PATIENCE`](crate::limits::LET_GO_PATIENCE).
     ///
     /// Await it after stopping your own work and before the process exits, so that no lease
     /// outlives the process for a whole lease period. Guards still held (and their renewal)
     /// are the caller's, not waited for: release them first. It waits as long as the store
     /// takes to answer; [`settled_within`](Self::settled_within) bounds the wait.
-    /// [`ScheduleHandle::stopped`](crate::ScheduleHandle::stopped), the blocking facade and
+    /// [`ScheduleHandle::stopped`](crate::schedule::ScheduleHandle::stopped), the blocking facade and
     /// the integrations do this for you.
     ///
     /// # Cancel safety
@@ -423,7 +423,7 @@ impl Elector {
     }
 
     /// [`settled`](Self::settled), waiting at most `limit` (the integrations use
-    /// [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)). True if everything finished; false, with a
+    /// [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)). True if everything finished; false, with a
     /// warning logged, if the store did not answer in time: a lease it grants or keeps then
     /// ends at its expiry.
     ///
@@ -434,7 +434,7 @@ impl Elector {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// use std::sync::Arc;
-    /// use leasehold::{Elector, MemoryStore, SETTLE_TIMEOUT};
+    /// use leasehold::{Elector, MemoryStore, limits::SETTLE_TIMEOUT};
     ///
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
     /// assert!(elector.settled_within(SETTLE_TIMEOUT).await);
@@ -503,7 +503,7 @@ impl Elector {
     ///
     /// Dropping the future drops the action and releases the lease in the background (tracked:
     /// [`settled`](Self::settled) waits for it). Cancelling `stop` is the graceful way: `lead`
-    /// then releases the lease and waits (at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT)) for
+    /// then releases the lease and waits (at most [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)) for
     /// this elector's cleanup before returning, so nothing it started outlives it.
     ///
     /// [`RetryPolicy`]: crate::RetryPolicy
@@ -529,14 +529,14 @@ impl Elector {
     /// lease is renewed while items flow when `auto_extend` is on; without it the stream is
     /// bounded by one lease. The stream ends when the inner stream ends (the lease is released
     /// first), when the lease is lost (no item is read after that), or at once when another
-    /// node holds the lock; [`GuardedStream::end`](crate::GuardedStream::end) says which.
+    /// node holds the lock; [`GuardedStream::end`](crate::lead::GuardedStream::end) says which.
     /// Dropping it releases the lease.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
     /// use std::sync::Arc;
     /// use futures::StreamExt;
-    /// use leasehold::{Elector, MemoryStore, StreamEnd};
+    /// use leasehold::{Elector, MemoryStore, lead::StreamEnd};
     ///
     /// let elector = Elector::new(Arc::new(MemoryStore::new()));
     /// let mut orders = elector.guarded_stream("orders-consumer", |ctx| {
@@ -552,25 +552,29 @@ impl Elector {
     /// # Errors
     ///
     /// [`Error::Name`](crate::Error::Name) for an invalid lock name. Store errors while electing
-    /// or releasing end the stream with [`StreamEnd::Failed`](crate::StreamEnd::Failed).
+    /// or releasing end the stream with [`StreamEnd::Failed`](crate::lead::StreamEnd::Failed).
     pub fn guarded_stream<S, F>(
         &self,
         name: impl IntoLockName,
         make: F,
-    ) -> Result<crate::GuardedStream<S::Item>>
+    ) -> Result<crate::lead::GuardedStream<S::Item>>
     where
         S: futures::Stream + Send + 'static,
         S::Item: Send + 'static,
         F: FnOnce(LeaderContext) -> S + Send + 'static,
     {
         let lock = self.engine.lock_name(name)?;
-        Ok(crate::GuardedStream::new(self.engine.clone(), lock, make))
+        Ok(crate::lead::GuardedStream::new(
+            self.engine.clone(),
+            lock,
+            make,
+        ))
     }
 
     /// A stream of the leadership of `name`, as any process sees it in the store: the current
-    /// [`Leadership`](crate::Leadership) first, then one item each time the holder changes (a new fence — a new
+    /// [`Leadership`](crate::lead::Leadership) first, then one item each time the holder changes (a new fence — a new
     /// term, also of the same node — or the lock becoming free). Polls the store's state every
-    /// [`DEFAULT_LEADERSHIP_POLL`](crate::DEFAULT_LEADERSHIP_POLL) (1 s); see
+    /// [`DEFAULT_LEADERSHIP_POLL`](crate::lead::DEFAULT_LEADERSHIP_POLL) (1 s); see
     /// [`leadership_every`](Self::leadership_every) for the lag and another interval. With
     /// `max_leaders` above 1 it follows slot 0's holder.
     ///
@@ -627,8 +631,8 @@ impl Elector {
     ///
     /// [`Error::Name`](crate::Error::Name) for an invalid lock name;
     /// [`Error::Limit`](crate::Error::Limit) for a `poll` shorter than
-    /// [`MIN_LEADERSHIP_POLL`](crate::MIN_LEADERSHIP_POLL) or longer than
-    /// [`MAX_DURATION`](crate::MAX_DURATION).
+    /// [`MIN_LEADERSHIP_POLL`](crate::limits::MIN_LEADERSHIP_POLL) or longer than
+    /// [`MAX_DURATION`](crate::limits::MAX_DURATION).
     pub fn leadership_every(
         &self,
         name: impl IntoLockName,

@@ -149,13 +149,13 @@ where
 ///
 /// ```
 /// use std::time::SystemTime;
-/// use leasehold::{Holder, Leadership, LockName};
+/// use leasehold::{Holder, LockName, lead::Leadership};
 /// let t = SystemTime::UNIX_EPOCH;
 /// let holder = Holder { slot: 0, owner: "node-a".into(), fence: 7, acquired_at: t, expires_at: t };
 /// let change = Leadership::new(LockName::new("reconciler")?, Some(holder));
 /// assert_eq!((change.owner(), change.fence(), change.since()), (Some("node-a"), Some(7), Some(t)));
 /// assert!(Leadership::new(LockName::new("reconciler")?, None).is_free());
-/// # Ok::<(), leasehold::NameError>(())
+/// # Ok::<(), leasehold::error::NameError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leadership {

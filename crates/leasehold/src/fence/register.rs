@@ -96,7 +96,7 @@ pub trait FenceRegister: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`StoreError`](crate::StoreError) when a store-backed register cannot reach its store; the
+    /// [`StoreError`](crate::store::StoreError) when a store-backed register cannot reach its store; the
     /// write must then be refused too.
     ///
     /// # Cancel safety
@@ -109,7 +109,7 @@ pub trait FenceRegister: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`StoreError`](crate::StoreError) when a store-backed register cannot reach its store.
+    /// [`StoreError`](crate::store::StoreError) when a store-backed register cannot reach its store.
     ///
     /// # Cancel safety
     ///

@@ -72,7 +72,7 @@ impl LeaderGuard {
     ///
     /// [`Error::Store`](crate::Error::Store) when the store fails. After a transient error the
     /// release is retried in the background, for at most
-    /// [`LET_GO_PATIENCE`](crate::LET_GO_PATIENCE) and not past the lease's end (the stop paths
+    /// [`LET_GO_PATIENCE`](crate::limits::LET_GO_PATIENCE) and not past the lease's end (the stop paths
     /// wait for it, see [`Elector::settled`](crate::Elector::settled)); after a permanent one,
     /// or if those tries fail too, the lease ends at its expiry.
     ///
@@ -222,7 +222,7 @@ impl LeaderContext {
     /// # Errors
     ///
     /// [`Error::Limit`](crate::Error::Limit) for a `ttl` beyond
-    /// [`MAX_DURATION`](crate::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
+    /// [`MAX_DURATION`](crate::limits::MAX_DURATION) (nothing is sent); [`Error::Store`](crate::Error::Store)
     /// when the store fails.
     ///
     /// # Cancel safety

@@ -8,7 +8,7 @@ use crate::limits::LimitError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OptionsError {
-    /// The lease was shorter than [`MIN_LEASE`](crate::MIN_LEASE).
+    /// The lease was shorter than [`MIN_LEASE`](crate::limits::MIN_LEASE).
     #[error("lease must be at least 1ms, got {0:?}")]
     LeaseTooShort(Duration),
     /// `min_lease` exceeded `lease`.
@@ -37,9 +37,9 @@ pub enum OptionsError {
     #[error("node_id must be non-empty printable text without control characters, got {0:?}")]
     BadNodeId(String),
     /// A value was beyond one of the [limits](crate::limits): a duration longer than
-    /// [`MAX_DURATION`](crate::MAX_DURATION), `max_leaders` above
-    /// [`MAX_SLOTS`](crate::MAX_SLOTS), or a node id longer than
-    /// [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes.
+    /// [`MAX_DURATION`](crate::limits::MAX_DURATION), `max_leaders` above
+    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS), or a node id longer than
+    /// [`MAX_NODE_ID_LEN`](crate::limits::MAX_NODE_ID_LEN) bytes.
     #[error(transparent)]
     Limit(#[from] LimitError),
     /// A scheduled job had a zero period.

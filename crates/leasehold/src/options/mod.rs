@@ -26,7 +26,7 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 ///
 /// | option | default | rule |
 /// |---|---|---|
-/// | `max_leaders` | 1 | 1 to [`MAX_SLOTS`](crate::MAX_SLOTS): how many nodes may hold the lock at once, each in its own slot with its own fence |
+/// | `max_leaders` | 1 | 1 to [`MAX_SLOTS`](crate::limits::MAX_SLOTS): how many nodes may hold the lock at once, each in its own slot with its own fence |
 /// | `wait` | 0 (one attempt, skip at once) | ≥ 0: how long to keep trying before skipping; set it only for mutual exclusion with waiting |
 /// | `lease` | 15 s ([`DEFAULT_LEASE`]) | ≥ 1 ms: how long the store keeps the lock without renewal |
 /// | `min_lease` | 0 | ≤ `lease`: hold the lock at least this long after acquisition |
@@ -37,8 +37,8 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 /// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
 /// | `fair_turns` | **on** | waiters in different processes take turns in rounds, and a store that can hands the lock to the longest waiter |
 ///
-/// Every duration is at most [`MAX_DURATION`](crate::MAX_DURATION) (100 years) and the node id at
-/// most [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes; beyond that `build` answers
+/// Every duration is at most [`MAX_DURATION`](crate::limits::MAX_DURATION) (100 years) and the node id at
+/// most [`MAX_NODE_ID_LEN`] bytes; beyond that `build` answers
 /// [`OptionsError::Limit`].
 ///
 /// **The defaults keep the promise "one holder at a time"** for a user who sets no option: a lease
@@ -68,7 +68,7 @@ pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 ///
 /// let bad = ElectionOptions::builder().lease(Duration::from_secs(1)).min_lease(Duration::from_secs(2)).build();
 /// assert!(bad.is_err());
-/// # Ok::<(), leasehold::OptionsError>(())
+/// # Ok::<(), leasehold::error::OptionsError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElectionOptions {
@@ -116,7 +116,7 @@ impl ElectionOptions {
     /// let base = ElectionOptions::default();
     /// let quick = base.to_builder().wait(Duration::ZERO).build()?;
     /// assert_eq!(quick.lease(), base.lease());
-    /// # Ok::<(), leasehold::OptionsError>(())
+    /// # Ok::<(), leasehold::error::OptionsError>(())
     /// ```
     pub fn to_builder(&self) -> ElectionOptionsBuilder {
         ElectionOptionsBuilder(self.clone())
@@ -234,7 +234,7 @@ impl LeaseFault {
     /// What was wrong and what is allowed (the [`OptionsError`] message without the values).
     pub const fn message(self) -> &'static str {
         match self {
-            Self::TooShort => "lease must be at least 1ms (leasehold::MIN_LEASE)",
+            Self::TooShort => "lease must be at least 1ms (leasehold::limits::MIN_LEASE)",
             Self::MinLeaseExceedsLease => "min_lease must not exceed lease",
             Self::TooShortForAutoExtend => {
                 "auto_extend (on by default) needs a lease of at least 75ms (three renewals of \
@@ -316,7 +316,7 @@ impl ElectionOptionsBuilder {
         self
     }
     /// The owner recorded with each lease (default `hostname:pid`): 1 to
-    /// [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes without control characters (see
+    /// [`MAX_NODE_ID_LEN`] bytes without control characters (see
     /// [`validate_node_id`]).
     pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
         self.0.node_id = Arc::from(node_id.into());
@@ -328,16 +328,16 @@ impl ElectionOptionsBuilder {
         self
     }
     /// How many nodes may hold the lock at once (default 1, at most
-    /// [`MAX_SLOTS`](crate::MAX_SLOTS)). With N, up to N holders run at once, each in its own
+    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS)). With N, up to N holders run at once, each in its own
     /// slot ([`LeaderContext::slot`](crate::LeaderContext::slot)) with its own fence; period claims
     /// ([`Elector::run_once_per`](crate::Elector::run_once_per), aligned
     /// [`Schedule`](crate::Schedule) jobs) need 1.
     ///
     /// ```
-    /// use leasehold::{ElectionOptions, OptionsError};
+    /// use leasehold::{ElectionOptions, error::OptionsError};
     /// assert_eq!(ElectionOptions::builder().max_leaders(3).build()?.max_leaders(), 3);
     /// assert!(matches!(ElectionOptions::builder().max_leaders(0).build(), Err(OptionsError::NoLeaders)));
-    /// assert!(ElectionOptions::builder().max_leaders(leasehold::MAX_SLOTS + 1).build().is_err());
+    /// assert!(ElectionOptions::builder().max_leaders(leasehold::limits::MAX_SLOTS + 1).build().is_err());
     /// # Ok::<(), OptionsError>(())
     /// ```
     pub fn max_leaders(mut self, n: u32) -> Self {
@@ -351,7 +351,7 @@ impl ElectionOptionsBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use leasehold::{ElectionOptions, OptionsError};
+    /// use leasehold::{ElectionOptions, error::OptionsError};
     /// let o = ElectionOptions::builder().attempt_timeout(Duration::from_secs(2)).build()?;
     /// assert_eq!(o.attempt_timeout(), Duration::from_secs(2));
     /// assert!(ElectionOptions::builder().attempt_timeout(Duration::ZERO).build().is_err());
@@ -375,7 +375,7 @@ impl ElectionOptionsBuilder {
     /// assert!(ElectionOptions::default().fair_turns());
     /// let o = ElectionOptions::builder().fair_turns(false).build()?;
     /// assert!(!o.fair_turns());
-    /// # Ok::<(), leasehold::OptionsError>(())
+    /// # Ok::<(), leasehold::error::OptionsError>(())
     /// ```
     pub fn fair_turns(mut self, on: bool) -> Self {
         self.0.fair_turns = on;
@@ -389,17 +389,17 @@ impl ElectionOptionsBuilder {
 }
 
 /// Checks a node id: non-empty, not only whitespace, no control characters, and at most
-/// [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN) bytes — what every store can record as a lease's
+/// [`MAX_NODE_ID_LEN`] bytes — what every store can record as a lease's
 /// owner. The options builders apply it; it is public so that a program (or a command-line flag)
 /// can reject a bad id where it enters.
 ///
 /// # Errors
 ///
 /// [`OptionsError::BadNodeId`] for an empty id or one with control characters,
-/// [`OptionsError::Limit`] ([`LimitError::NodeIdTooLong`](crate::LimitError::NodeIdTooLong)) for one that is too long.
+/// [`OptionsError::Limit`] ([`LimitError::NodeIdTooLong`](crate::limits::LimitError::NodeIdTooLong)) for one that is too long.
 ///
 /// ```
-/// use leasehold::{LimitError, OptionsError, validate_node_id};
+/// use leasehold::{limits::LimitError, error::OptionsError, options::validate_node_id};
 ///
 /// assert!(validate_node_id("web-1:4242").is_ok());
 /// assert!(matches!(validate_node_id(""), Err(OptionsError::BadNodeId(_))));
@@ -418,10 +418,10 @@ pub fn validate_node_id(id: &str) -> Result<(), OptionsError> {
 }
 
 /// The default node id, `hostname:pid`, computed once per process (the host name is shortened
-/// if needed so that the id fits [`MAX_NODE_ID_LEN`](crate::MAX_NODE_ID_LEN)).
+/// if needed so that the id fits [`MAX_NODE_ID_LEN`]).
 ///
 /// ```
-/// let id = leasehold::default_node_id();
+/// let id = leasehold::options::default_node_id();
 /// assert!(id.ends_with(&format!(":{}", std::process::id())));
 /// ```
 pub fn default_node_id() -> Arc<str> {
@@ -519,8 +519,10 @@ mod tests {
         ));
         assert_eq!(b().max_leaders(0).build(), Err(OptionsError::NoLeaders));
         assert!(matches!(
-            b().max_leaders(crate::MAX_SLOTS + 1).build(),
-            Err(OptionsError::Limit(crate::LimitError::TooManySlots { .. }))
+            b().max_leaders(crate::limits::MAX_SLOTS + 1).build(),
+            Err(OptionsError::Limit(
+                crate::limits::LimitError::TooManySlots { .. }
+            ))
         ));
     }
 }

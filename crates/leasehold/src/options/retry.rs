@@ -29,7 +29,7 @@ use crate::options::error::OptionsError;
 ///
 /// let p = RetryPolicy::new(Duration::from_millis(10), Duration::from_millis(100), 0.5)?;
 /// assert_eq!(p.max(), Duration::from_millis(100));
-/// # Ok::<(), leasehold::OptionsError>(())
+/// # Ok::<(), leasehold::error::OptionsError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
@@ -56,12 +56,12 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// A policy; `initial` must be > 0 and ≤ `max`, `max` at most
-    /// [`MAX_DURATION`](crate::MAX_DURATION), `jitter` within `0.0..=1.0`.
+    /// [`MAX_DURATION`](crate::limits::MAX_DURATION), `jitter` within `0.0..=1.0`.
     ///
     /// # Errors
     ///
     /// [`OptionsError::Retry`] for an inconsistent policy, [`OptionsError::Limit`] for a `max`
-    /// beyond [`MAX_DURATION`](crate::MAX_DURATION).
+    /// beyond [`MAX_DURATION`](crate::limits::MAX_DURATION).
     pub fn new(initial: Duration, max: Duration, jitter: f64) -> Result<Self, OptionsError> {
         let p = Self {
             initial,
@@ -85,7 +85,7 @@ impl RetryPolicy {
     }
 
     /// The same policy with each pause `growth` times the previous one (before jitter) instead
-    /// of twice; `growth` within `1.0..=`[`MAX_RETRY_GROWTH`](crate::MAX_RETRY_GROWTH) (1.0: a
+    /// of twice; `growth` within `1.0..=`[`MAX_RETRY_GROWTH`](crate::limits::MAX_RETRY_GROWTH) (1.0: a
     /// constant pause).
     ///
     /// ```
@@ -96,13 +96,13 @@ impl RetryPolicy {
     ///     .with_growth(1.5)?;
     /// assert_eq!(p.growth(), 1.5);
     /// assert!(RetryPolicy::default().with_growth(0.5).is_err());
-    /// # Ok::<(), leasehold::OptionsError>(())
+    /// # Ok::<(), leasehold::error::OptionsError>(())
     /// ```
     ///
     /// # Errors
     ///
     /// [`OptionsError::Retry`] for a growth outside
-    /// `1.0..=`[`MAX_RETRY_GROWTH`](crate::MAX_RETRY_GROWTH) (or not a number).
+    /// `1.0..=`[`MAX_RETRY_GROWTH`](crate::limits::MAX_RETRY_GROWTH) (or not a number).
     pub fn with_growth(self, growth: f64) -> Result<Self, OptionsError> {
         let p = Self { growth, ..self };
         p.validate()?;

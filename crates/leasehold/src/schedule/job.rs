@@ -29,7 +29,7 @@ pub const DEFAULT_MAX_JITTER: Duration = Duration::from_millis(500);
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{Job, MissedPeriods};
+/// use leasehold::{Job, schedule::MissedPeriods};
 ///
 /// // A nightly job that must not run at a random time of day after a deploy:
 /// let job = Job::every("nightly", Duration::from_secs(86_400), |_| async { Ok::<_, String>(()) })
@@ -56,7 +56,7 @@ pub enum MissedPeriods {
 /// epoch (shifted by an [`offset`](Self::offset)): every replica attempts each period near its
 /// start (within a random [jitter](Self::jitter)), and the store's period ledger grants the run
 /// to the first of them only — a replica whose timer or clock is late finds the period
-/// already run ([`JobEvent::AlreadyRan`](crate::JobEvent::AlreadyRan)) rather than running it
+/// already run ([`JobEvent::AlreadyRan`](crate::schedule::JobEvent::AlreadyRan)) rather than running it
 /// again. The lease is held only while the action runs. At start, the current period is
 /// attempted at once ([`MissedPeriods::RunOnce`]) unless [`missed`](Self::missed) says
 /// otherwise. Periods are whole milliseconds.

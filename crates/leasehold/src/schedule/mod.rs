@@ -122,7 +122,7 @@ impl Schedule {
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};
-    /// # use leasehold::{Elector, JobEvent, MemoryStore, Schedule};
+    /// # use leasehold::{Elector, MemoryStore, Schedule, schedule::JobEvent};
     /// let schedule = Schedule::new(Elector::new(Arc::new(MemoryStore::new())))
     ///     .observe(|job, event| {
     ///         if matches!(event, JobEvent::Skipped) {
@@ -161,7 +161,7 @@ impl Schedule {
     /// ([`Error::Options`]); a period or offset that is not whole milliseconds, or an offset not
     /// below the period, or a period-aligned job on an elector with `max_leaders` above 1
     /// ([`Error::Period`]); a period, initial delay or grace period beyond
-    /// [`MAX_DURATION`](crate::MAX_DURATION) ([`Error::Limit`]).
+    /// [`MAX_DURATION`](crate::limits::MAX_DURATION) ([`Error::Limit`]).
     pub fn start(self, stop: CancellationToken) -> Result<ScheduleHandle> {
         if let Some(grace) = self.grace {
             check_duration("grace_period", grace)?;
@@ -240,7 +240,7 @@ impl ScheduleHandle {
     /// Resolves when every job has stopped (after the token is cancelled) and released its lease,
     /// and the elector has [settled](Elector::settled): an attempt that was in flight when the
     /// token was cancelled has had its answer, and a lease it was granted late has been released
-    /// (waiting at most [`SETTLE_TIMEOUT`](crate::SETTLE_TIMEOUT) for the store). Nothing the
+    /// (waiting at most [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT) for the store). Nothing the
     /// schedule started outlives this.
     ///
     /// # Cancel safety
@@ -250,7 +250,9 @@ impl ScheduleHandle {
     /// it to the end before the process exits.
     pub async fn stopped(mut self) {
         while self.tasks.join_next().await.is_some() {}
-        self.elector.settled_within(crate::SETTLE_TIMEOUT).await;
+        self.elector
+            .settled_within(crate::limits::SETTLE_TIMEOUT)
+            .await;
     }
 
     /// Cancels the token and waits for [`stopped`](Self::stopped).

@@ -154,7 +154,7 @@ pub trait LeaseStore: Send + Sync + 'static {
     ///
     /// # Errors
     ///
-    /// A [`StoreError`](crate::StoreError): transient when the store could not be reached or the
+    /// A [`StoreError`](crate::store::StoreError): transient when the store could not be reached or the
     /// record kept changing under the clear (nothing was deleted then, or the clear completed
     /// and its answer was lost; asking again is safe), permanent for a configuration problem.
     ///
@@ -180,7 +180,7 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// Every live holder of `lock`, whatever its slot count (for a group lock whose size the
     /// caller does not know), ordered by slot. Same liveness as [`state`](Self::state).
     ///
-    /// The default asks `state` for all [`MAX_SLOTS`](crate::MAX_SLOTS) slots, which every
+    /// The default asks `state` for all [`MAX_SLOTS`](crate::limits::MAX_SLOTS) slots, which every
     /// store answers (no lock has more); a store overrides it where that is not the cheapest
     /// read.
     async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
@@ -208,8 +208,8 @@ pub trait LeaseStore: Send + Sync + 'static {
     ///   carrying a [`CursorError`](crate::store::CursorError).
     ///
     /// The default answers that the store does not support listing: a permanent
-    /// [`StoreError`](crate::StoreError) carrying [`Unsupported`] (see
-    /// [`StoreError::unsupported`](crate::StoreError::unsupported)).
+    /// [`StoreError`](crate::store::StoreError) carrying [`Unsupported`] (see
+    /// [`StoreError::unsupported`](crate::store::StoreError::unsupported)).
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
         let _ = after;
         Err(Unsupported::new(self.describe(), "listing locks").into())

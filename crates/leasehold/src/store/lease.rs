@@ -16,7 +16,7 @@ use crate::store::period::Period;
 /// form is abbreviated so logs do not carry the full secret.
 ///
 /// ```
-/// use leasehold::Token;
+/// use leasehold::store::Token;
 /// let (a, b) = (Token::random(), Token::random());
 /// assert_ne!(a, b);
 /// assert_eq!(a.to_hex().len(), 32);
@@ -83,7 +83,7 @@ pub struct Lease {
 ///
 /// ```
 /// use std::time::Duration;
-/// use leasehold::{LockName, Period, Token};
+/// use leasehold::{LockName, Period, store::Token};
 /// use leasehold::store::{AcquireRequest};
 ///
 /// let req = AcquireRequest::new(LockName::new("nightly")?, 1, "node-a", Token::random(), Duration::from_secs(30))
@@ -166,12 +166,12 @@ impl AcquireRequest {
     }
 
     /// The checks every store runs first in `try_acquire`: the slot count against
-    /// [`MAX_SLOTS`](crate::MAX_SLOTS), and a period claim only with one slot.
+    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS), and a period claim only with one slot.
     ///
     /// # Errors
     ///
-    /// A permanent [`StoreError`](crate::StoreError) carrying a
-    /// [`LimitError`](crate::LimitError) or a [`PeriodError`](crate::PeriodError).
+    /// A permanent [`StoreError`](crate::store::StoreError) carrying a
+    /// [`LimitError`](crate::limits::LimitError) or a [`PeriodError`](crate::error::PeriodError).
     pub fn check(&self) -> crate::error::StoreResult<u32> {
         let slots = crate::limits::check_slots(self.slots)?;
         if self.period.is_some() {
@@ -275,10 +275,10 @@ impl LockState {
     /// An empty snapshot.
     ///
     /// ```
-    /// # use leasehold::{LockName, LockState};
+    /// # use leasehold::{LockName, store::LockState};
     /// let s = LockState::empty(LockName::new("x")?, 1);
     /// assert!(s.is_free() && s.available() == 1);
-    /// # Ok::<(), leasehold::NameError>(())
+    /// # Ok::<(), leasehold::error::NameError>(())
     /// ```
     pub fn empty(lock: LockName, slots: u32) -> Self {
         Self {

@@ -19,7 +19,7 @@ const CLAIM_TAG: &str = "claim";
 /// The first line is the whole value earlier versions wrote and read (they judge claims by that
 /// period id and read the rest of the value as the owner, which only their messages show): it
 /// is kept so that a fleet in the middle of an upgrade still refuses a period the new version
-/// ran. Owners hold no control characters ([`validate_node_id`](crate::validate_node_id)), so
+/// ran. Owners hold no control characters ([`validate_node_id`](crate::options::validate_node_id)), so
 /// the line break is unambiguous. A value without the second line reads as a claim that started
 /// (a claim was a run then), its window unknown. The last field, when the latest claim that
 /// started was granted, is written once a claim of the lock has started; versions that wrote
@@ -36,7 +36,7 @@ const CLAIM_TAG: &str = "claim";
 /// assert_eq!(LedgerText::decode(&next.encode()).and_then(|c| c.ran_at_ms), Some(90_000));
 /// let old = LedgerText::decode("leasehold-ledger/1 1 90000 host-a").expect("an older value");
 /// assert!(old.started && old.window.is_none());
-/// # Ok::<(), leasehold::PeriodError>(())
+/// # Ok::<(), leasehold::error::PeriodError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerText {

@@ -116,7 +116,7 @@ impl ListCursor {
     /// use leasehold::store::ListCursor;
     /// let c = ListCursor::after_lock(&LockName::new("a.b")?);
     /// assert_eq!(c.as_str(), "a.b");
-    /// # Ok::<(), leasehold::NameError>(())
+    /// # Ok::<(), leasehold::error::NameError>(())
     /// ```
     pub fn after_lock(lock: &LockName) -> Self {
         Self(lock.as_str().to_owned())
@@ -204,7 +204,7 @@ impl LockPage {
 /// assert_eq!(locks.len(), 2);
 /// assert_eq!((locks[0].lock.as_str(), locks[0].holders.len()), ("a", 1));
 /// assert_eq!((locks[1].lock.as_str(), locks[1].holders.len()), ("b", 2));
-/// # Ok::<(), leasehold::NameError>(())
+/// # Ok::<(), leasehold::error::NameError>(())
 /// ```
 pub fn group_holders(pairs: impl IntoIterator<Item = (LockName, Holder)>) -> Vec<ListedLock> {
     let mut by_lock: std::collections::BTreeMap<LockName, Vec<Holder>> =
@@ -255,7 +255,7 @@ mod tests {
     }
 
     #[test]
-    fn pages_sort_locks_and_holders() -> Result<(), crate::NameError> {
+    fn pages_sort_locks_and_holders() -> Result<(), crate::error::NameError> {
         let t = std::time::UNIX_EPOCH;
         let h = |slot| Holder {
             slot,

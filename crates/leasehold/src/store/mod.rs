@@ -9,7 +9,7 @@
 //!     AcquireRequest, Acquisition, ErrorKind, LeaseStore, StoreError, StoreOpener, StoreResult,
 //!     StoreUrl, check_slots,
 //! };
-//! assert!(check_slots(leasehold::MAX_SLOTS).is_ok());
+//! assert!(check_slots(leasehold::limits::MAX_SLOTS).is_ok());
 //! assert_eq!(StoreError::transient("timed out").kind(), ErrorKind::Transient);
 //! ```
 
@@ -42,15 +42,18 @@ pub use lease::{
 };
 pub use ledger_text::LedgerText;
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
+pub use memory::MemoryStore;
+pub use observe::{ObservedStore, StoreObserver};
 pub use option_error::InvalidOption;
 pub use period::{
     ClaimVerdict, MIN_PERIOD, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow,
-    check_period_slots, epoch_ms, from_epoch_ms, judge_claim,
+    check_period_slots, epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use unsupported::Unsupported;
 pub use url::{
-    MIN_SCRUBBED_SECRET_LEN, OpenError, StoreOpener, StoreUrl, UrlError, UrlOptions, host_port,
-    percent_decode, redact_url, scrub, scrub_secrets, url_secrets,
+    MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,
+    UrlError, UrlOptions, host_port, percent_decode, redact_url, redact_urls_in, scrub,
+    scrub_secrets, url_secrets,
 };

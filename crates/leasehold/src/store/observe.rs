@@ -22,7 +22,7 @@ use crate::store::signal::ReleaseSignal;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
-/// use leasehold::{StoreObserver};
+/// use leasehold::store::StoreObserver;
 /// use leasehold::store::{Acquisition, AcquireRequest, StoreResult};
 ///
 /// #[derive(Default)]
@@ -55,7 +55,7 @@ pub trait StoreObserver: Send + Sync {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
 /// use std::sync::{Arc, Mutex};
-/// use leasehold::{Elector, MemoryStore, ObservedStore, StoreObserver};
+/// use leasehold::{Elector, MemoryStore, store::{ObservedStore, StoreObserver}};
 /// use leasehold::store::{Acquisition, AcquireRequest, StoreResult};
 ///
 /// #[derive(Default)]

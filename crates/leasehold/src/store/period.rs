@@ -45,7 +45,7 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// assert_eq!(hourly.id_at(UNIX_EPOCH + Duration::from_secs(3600 + 300)), 1);
 /// assert_eq!(hourly.start_of(1), UNIX_EPOCH + Duration::from_secs(3900));
 /// assert!(Period::every(Duration::from_micros(500)).is_err());
-/// # Ok::<(), leasehold::PeriodError>(())
+/// # Ok::<(), leasehold::error::PeriodError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Period {
@@ -151,7 +151,7 @@ impl Period {
     /// let p = Period::every(Duration::from_secs(10))?.offset(Duration::from_secs(3))?;
     /// let w = p.window_at_ms(25_000);
     /// assert_eq!((w.id, w.from_ms, w.until_ms), (2, 23_000, 33_000));
-    /// # Ok::<(), leasehold::PeriodError>(())
+    /// # Ok::<(), leasehold::error::PeriodError>(())
     /// ```
     pub fn window_at_ms(&self, epoch_ms: i64) -> PeriodWindow {
         let id = self.id_at_ms(epoch_ms);
@@ -207,7 +207,7 @@ pub fn from_epoch_ms(ms: i64) -> SystemTime {
 pub enum PeriodError {
     /// Shorter than [`MIN_PERIOD`].
     #[error(
-        "period length of {length:?} is too short; the minimum is {min:?} (leasehold::MIN_PERIOD)"
+        "period length of {length:?} is too short; the minimum is {min:?} (leasehold::limits::MIN_PERIOD)"
     )]
     TooShort {
         /// The length given.
@@ -217,7 +217,7 @@ pub enum PeriodError {
     },
     /// Longer than [`MAX_DURATION`].
     #[error(
-        "period length of {} is longer than the maximum of {} (leasehold::MAX_DURATION)",
+        "period length of {} is longer than the maximum of {} (leasehold::limits::MAX_DURATION)",
         Human(*length),
         Human(*max)
     )]
@@ -437,7 +437,7 @@ pub enum PeriodStart {
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
 /// assert_eq!(
-///     leasehold::format_utc(UNIX_EPOCH + Duration::from_millis(1_796_043_600_250)),
+///     leasehold::store::format_utc(UNIX_EPOCH + Duration::from_millis(1_796_043_600_250)),
 ///     "2026-11-30T13:00:00.250Z"
 /// );
 /// ```

@@ -69,7 +69,7 @@ impl ReleaseSignal {
 /// A per-lock fan-out of release notifications, for store implementations.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::NameError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::error::NameError> {
 /// use leasehold::{LockName};
 /// use leasehold::store::{ReleaseNotifier};
 /// let notifier = ReleaseNotifier::default();

@@ -3,11 +3,11 @@
 /// A store does not offer an optional operation (such as
 /// [`list_locks`](crate::LeaseStore::list_locks) or
 /// [`force_release`](crate::LeaseStore::force_release)): the answer of the trait's default
-/// implementations. It travels inside a permanent [`StoreError`](crate::StoreError); find it with
-/// [`StoreError::unsupported`](crate::StoreError::unsupported).
+/// implementations. It travels inside a permanent [`StoreError`](crate::store::StoreError); find it with
+/// [`StoreError::unsupported`](crate::store::StoreError::unsupported).
 ///
 /// ```
-/// use leasehold::StoreError;
+/// use leasehold::store::StoreError;
 /// use leasehold::store::Unsupported;
 ///
 /// let e: StoreError = Unsupported::new("kv://x", "listing locks").into();

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::{Elector, MemoryStore, MAX_DURATION};
+use leasehold::{Elector, MemoryStore, limits::MAX_DURATION};
 
 #[leasehold::leader_only(elector = e, lock = "a", lease = "1ms", wait = "0", auto_extend = false)]
 async fn shortest(e: &Elector) {}

@@ -8,8 +8,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{
-    ElectionOptions, Elector, Event, Extension, LeaderContext, Lease, LeaseStore, LockName,
-    MemoryStore, ObservedStore, Outcome, Period, Release, RetryPolicy, StoreObserver,
+    ElectionOptions, Elector, Event, LeaderContext, Lease, LeaseStore, LockName, MemoryStore,
+    Outcome, Period, RetryPolicy,
+    store::{Extension, ObservedStore, Release, StoreObserver},
 };
 use tokio::sync::broadcast;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -286,7 +287,7 @@ fn options(
 async fn drive(seed: u64, config: &SeedConfig) -> Result<SeedReport, SimError> {
     let t0 = Instant::now();
     let clock = Clock::new(t0);
-    let lease = leasehold::DEFAULT_LEASE;
+    let lease = leasehold::options::DEFAULT_LEASE;
     let workload = Workload::plan(seed, lease, config.attempts_until());
     let horizon_ticks = u32::try_from(config.horizon.as_secs())
         .unwrap_or(u32::MAX)
@@ -476,7 +477,7 @@ fn timeline(
         scenario: "seed".to_owned(),
         params: Params {
             action: in_ticks(lock.plan.longest_action),
-            lease: in_ticks(leasehold::DEFAULT_LEASE),
+            lease: in_ticks(leasehold::options::DEFAULT_LEASE),
             wait: task.map_or(0, |t| in_ticks(t.wait)),
             min_lease: 0,
             auto_extend: config.auto_extend.unwrap_or(true),
@@ -538,7 +539,7 @@ impl Task {
     /// longest), so that the watchdog must renew.
     fn action_length(&mut self) -> Duration {
         let longest = self.lock.plan.longest_action;
-        let lease = leasehold::DEFAULT_LEASE;
+        let lease = leasehold::options::DEFAULT_LEASE;
         let short = lease.min(longest);
         if longest > lease && self.rng.chance(1.0 / 3.0) {
             self.rng.millis(lease, longest)

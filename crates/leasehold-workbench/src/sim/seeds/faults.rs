@@ -44,7 +44,10 @@ use leasehold::store::{
     AcquireRequest, Acquisition, ClockSource, HandOff, ListCursor, LockPage, PeriodStart,
     ReleaseSignal, ReleasedTo, StoreError, StoreResult,
 };
-use leasehold::{Extension, Holder, Lease, LeaseStore, LockName, LockState, PeriodRecord, Release};
+use leasehold::{
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    store::{Extension, LockState, Release},
+};
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep};
@@ -102,7 +105,7 @@ impl Default for FaultRates {
             duplicate: 0.03,
             pause: 0.01,
             max_delay: Duration::from_secs(2),
-            max_pause: leasehold::DEFAULT_LEASE * 2,
+            max_pause: leasehold::options::DEFAULT_LEASE * 2,
             max_drift: 0.05,
         }
     }
@@ -285,7 +288,7 @@ pub struct FaultSetup {
 }
 
 /// A [`LeaseStore`] that forwards to another store, injecting faults and clock drift into the
-/// requests of one elector (see the [module documentation](self)).
+/// requests of one elector (see the module `sim::seeds::faults`).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> leasehold::Result<()> {
@@ -630,7 +633,7 @@ impl LeaseStore for FaultyStore {
 
 #[cfg(test)]
 mod tests {
-    use leasehold::{MemoryStore, Token};
+    use leasehold::{MemoryStore, store::Token};
 
     use super::*;
 

@@ -147,7 +147,7 @@ impl SeedConfig {
     pub fn liveness_from(&self) -> Duration {
         self.faults_stop
             + self.faults.longest_tail()
-            + leasehold::DEFAULT_LEASE
+            + leasehold::options::DEFAULT_LEASE
             + Duration::from_secs(1)
     }
 

@@ -108,8 +108,8 @@ impl StoreOpener for MemoryOpener {
 /// Maps URL schemes to store openers. Starts with `memory:`; store crates register theirs.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::OpenError> {
-/// use leasehold::StoreRegistry;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::store::OpenError> {
+/// use leasehold::store::StoreRegistry;
 ///
 /// let registry = StoreRegistry::new();
 /// let store = registry.open("memory:").await?;

@@ -103,7 +103,7 @@ impl UrlError {
     }
 }
 
-/// A parsed store URL. See the [module documentation](self).
+/// A parsed store URL. See the module documentation of `leasehold::store` (store URLs).
 #[derive(Clone)]
 pub struct StoreUrl {
     url: ::url::Url,
@@ -207,7 +207,7 @@ fn userinfo_is_ambiguous(raw: &str, parsed: &::url::Url) -> bool {
 }
 
 /// The options of a query string (`key=value&…`), decoded, each key known and given once. See
-/// the [module documentation](self).
+/// the module documentation of `leasehold::store` (store URLs).
 ///
 /// A known key ending in `*` stands for every key with that prefix (`options[*` would accept
 /// `options[search_path]`).

@@ -122,7 +122,7 @@ pub(crate) fn is_secret_param(name: &str) -> bool {
 /// `postgres://u:***`). Every store and the CLI print URLs only through this function.
 ///
 /// ```
-/// use leasehold::redact_url;
+/// use leasehold::store::redact_url;
 /// assert_eq!(redact_url("postgres://app:s3cret@db:5432/x"), "postgres://app:***@db:5432/x");
 /// assert_eq!(redact_url("postgres://u:s3c/r3t@host/db"), "postgres://u:***@host/db");
 /// assert_eq!(redact_url("redis://h/0?password=abc&db=1"), "redis://h/0?password=***&db=1");
@@ -169,7 +169,7 @@ pub fn url_secrets(url: &str) -> Vec<String> {
 /// [`redact_url`]: for messages that may quote a URL.
 ///
 /// ```
-/// use leasehold::redact_urls_in;
+/// use leasehold::store::redact_urls_in;
 /// assert_eq!(
 ///     redact_urls_in("cannot open 'mysql://root:pw@db/x': refused"),
 ///     "cannot open 'mysql://root:***@db/x': refused"
