@@ -33,7 +33,10 @@ impl Refresher {
         let (stop, mut stopped) = oneshot::channel::<()>();
         runtime.spawn(async move {
             loop {
+                // The stop signal first: a count that ends as the store is dropped is not
+                // recorded.
                 tokio::select! {
+                    biased;
                     _ = &mut stopped => break,
                     counted = counter.stale_items_within(pages) => match counted {
                         Ok(count) => {
@@ -53,6 +56,7 @@ impl Refresher {
                     },
                 }
                 tokio::select! {
+                    biased;
                     _ = &mut stopped => break,
                     () = tokio::time::sleep(interval) => {}
                 }
