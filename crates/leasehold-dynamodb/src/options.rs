@@ -26,8 +26,8 @@ pub const MAX_STALE_REFRESH_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// The interval of [`DynamoDbOptions::stale_refresh_default`]: 5 minutes.
 pub const DEFAULT_STALE_REFRESH_INTERVAL: Duration = Duration::from_secs(300);
 /// The default page cap of each refresh of the stale-item gauge: 10 pages of 1 000 items per
-/// scan, so a refresh reads at most 20 000 items (about 600 read capacity units at most, about
-/// 2 per 100 lease items actually in the table).
+/// scan, so a refresh reads at most 20 000 items: with lease items of about 250 bytes, about
+/// 60 read capacity units per 1 000 items in the table (both scans), 600 at most.
 pub const DEFAULT_STALE_REFRESH_PAGES: u32 = 10;
 
 /// Invalid [`DynamoDbOptions`]: names the rule and the offending value.
