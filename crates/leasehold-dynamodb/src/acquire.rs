@@ -2,7 +2,9 @@
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
+};
 use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{Lease, Period, store::StoreError};
 use tracing::debug;
@@ -14,6 +16,7 @@ use crate::expressions::{
     PERIOD_UPDATE,
 };
 use crate::item::{Attributes, Item, n, ni, s};
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -59,39 +62,49 @@ impl DynamoDbStore {
             None => (ACQUIRE_CONDITION, ACQUIRE_UPDATE, ACQUIRE_NAMES),
         };
         let sent = self
-            .client
-            .update_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key.as_str()))
-            .condition_expression(condition)
-            .update_expression(update)
-            .set_expression_attribute_names(Some(Self::names(names)))
-            .set_expression_attribute_values(Some(
-                window
-                    .map(|w| {
-                        [
-                            (":period".to_owned(), ni(w.id)),
-                            (":from".to_owned(), ni(w.from_ms)),
-                            (":until".to_owned(), ni(w.until_ms)),
-                            (":zero".to_owned(), n(0)),
-                        ]
-                        .into_iter()
-                        .collect()
-                    })
-                    .unwrap_or_default(),
-            ))
-            .expression_attribute_values(":owner", s(&*req.owner))
-            .expression_attribute_values(":token", s(token.as_str()))
-            .expression_attribute_values(":node", s(&*self.options.node_id))
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":stale", n(stale))
-            .expression_attribute_values(":expiry", n(expiry))
-            .expression_attribute_values(":ttl", n(ttl_seconds(expiry, self.options.ttl_padding)))
-            .expression_attribute_values(":seed", n(fence_seed(now)))
-            .expression_attribute_values(":one", n(1))
-            .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
+            .metered(Operation::Acquire, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key.as_str()))
+                    .condition_expression(condition)
+                    .update_expression(update)
+                    .set_expression_attribute_names(Some(Self::names(names)))
+                    .set_expression_attribute_values(Some(
+                        window
+                            .map(|w| {
+                                [
+                                    (":period".to_owned(), ni(w.id)),
+                                    (":from".to_owned(), ni(w.from_ms)),
+                                    (":until".to_owned(), ni(w.until_ms)),
+                                    (":zero".to_owned(), n(0)),
+                                ]
+                                .into_iter()
+                                .collect()
+                            })
+                            .unwrap_or_default(),
+                    ))
+                    .expression_attribute_values(":owner", s(&*req.owner))
+                    .expression_attribute_values(":token", s(token.as_str()))
+                    .expression_attribute_values(":node", s(&*self.options.node_id))
+                    .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":stale", n(stale))
+                    .expression_attribute_values(":expiry", n(expiry))
+                    .expression_attribute_values(
+                        ":ttl",
+                        n(ttl_seconds(expiry, self.options.ttl_padding)),
+                    )
+                    .expression_attribute_values(":seed", n(fence_seed(now)))
+                    .expression_attribute_values(":one", n(1))
+                    .return_values(ReturnValue::AllNew)
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    )
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await;
         match sent {
             Ok(out) => {

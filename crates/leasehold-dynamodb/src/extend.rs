@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use leasehold::store::StoreResult;
 use leasehold::{Lease, store::Extension};
 
@@ -9,6 +10,7 @@ use crate::acquire::conditional_failure;
 use crate::clock::{ms, now_ms, time, ttl_seconds};
 use crate::expressions::{EXTEND_NAMES, EXTEND_UPDATE, HELD_CONDITION, LOCK_NAME};
 use crate::item::{n, s};
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -22,18 +24,26 @@ impl DynamoDbStore {
         let now = now_ms();
         let expiry = now.saturating_add(ms(ttl));
         let sent = self
-            .client
-            .update_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key))
-            .condition_expression(HELD_CONDITION)
-            .update_expression(EXTEND_UPDATE)
-            .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
-            .expression_attribute_values(":token", s(lease.token.to_hex()))
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":expiry", n(expiry))
-            .expression_attribute_values(":ttl", n(ttl_seconds(expiry, self.options.ttl_padding)))
-            .send()
+            .metered(Operation::Extend, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key))
+                    .condition_expression(HELD_CONDITION)
+                    .update_expression(EXTEND_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
+                    .expression_attribute_values(":token", s(lease.token.to_hex()))
+                    .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":expiry", n(expiry))
+                    .expression_attribute_values(
+                        ":ttl",
+                        n(ttl_seconds(expiry, self.options.ttl_padding)),
+                    )
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await;
         match sent {
             Ok(_) => Ok(Extension::Extended {

@@ -3,7 +3,7 @@
 //! conditional `UpdateItem` returning the item as it was). Claims themselves are made by the
 //! acquiring `UpdateItem` (see the `acquire` module).
 
-use aws_sdk_dynamodb::types::ReturnValue;
+use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
 use leasehold::store::{PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
@@ -14,6 +14,7 @@ use crate::expressions::{
     START_UPDATE,
 };
 use crate::item::{Item, Ledger, n, s};
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -25,17 +26,22 @@ impl DynamoDbStore {
         }
         let key = self.key(&lease.lock, 0);
         let sent = self
-            .client
-            .update_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key))
-            .condition_expression(START_CONDITION)
-            .update_expression(START_UPDATE)
-            .set_expression_attribute_names(Some(Self::names(START_NAMES)))
-            .expression_attribute_values(":token", s(lease.token.to_hex()))
-            .expression_attribute_values(":now", n(now_ms()))
-            .expression_attribute_values(":one", n(1))
-            .send()
+            .metered(Operation::StartPeriod, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key))
+                    .condition_expression(START_CONDITION)
+                    .update_expression(START_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(START_NAMES)))
+                    .expression_attribute_values(":token", s(lease.token.to_hex()))
+                    .expression_attribute_values(":now", n(now_ms()))
+                    .expression_attribute_values(":one", n(1))
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await;
         match sent {
             Ok(_) => Ok(PeriodStart::Started),
@@ -49,15 +55,20 @@ impl DynamoDbStore {
     pub(crate) async fn clear_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         let key = self.key(lock, 0);
         let sent = self
-            .client
-            .update_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key.as_str()))
-            .condition_expression(CLEAR_CONDITION)
-            .update_expression(CLEAR_UPDATE)
-            .set_expression_attribute_names(Some(Self::names(CLEAR_NAMES)))
-            .return_values(ReturnValue::AllOld)
-            .send()
+            .metered(Operation::ClearLedger, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key.as_str()))
+                    .condition_expression(CLEAR_CONDITION)
+                    .update_expression(CLEAR_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(CLEAR_NAMES)))
+                    .return_values(ReturnValue::AllOld)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await;
         match sent {
             Ok(out) => {

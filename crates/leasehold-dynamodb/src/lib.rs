@@ -20,6 +20,9 @@
 //! and validation failures permanent ones. DynamoDB conditions have no server clock, so expiry is
 //! decided by client clocks with a [clock-skew tolerance](DynamoDbOptions::clock_skew_tolerance).
 //!
+//! The store measures its own requests ([`metrics`]): latency, throttles, conditional failures,
+//! consumed capacity, the clock skew to DynamoDB, and (on request) the stale items in the table.
+//!
 //! [`fence`] makes the application's own writes refuse a holder whose lease has ended: a condition
 //! builder for `PutItem` / `UpdateItem` on any table, and `TransactWriteItems` conditioned on the
 //! lease item.
@@ -49,9 +52,11 @@ mod item;
 mod key;
 mod ledger;
 mod list;
+pub mod metrics;
 mod opener;
 mod options;
 mod read;
+mod refresh;
 mod release;
 mod stale;
 mod store;
@@ -63,7 +68,9 @@ pub use key::{MAX_PREFIX_LEN, item_key};
 pub use opener::DynamoDbOpener;
 pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_RETRY_DELAY, DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptions, DynamoDbOptionsError,
+    DEFAULT_RETRY_DELAY, DEFAULT_STALE_REFRESH_INTERVAL, DEFAULT_STALE_REFRESH_PAGES,
+    DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptions, DynamoDbOptionsError,
+    MAX_STALE_REFRESH_INTERVAL, MIN_STALE_REFRESH_INTERVAL,
 };
 pub use stale::{MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount};
 pub use store::{DynamoDbStore, MAX_SLOTS};

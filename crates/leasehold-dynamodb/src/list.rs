@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use leasehold::store::{
     CursorError, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN, StoreResult,
 };
@@ -20,6 +20,7 @@ use crate::clock::{ms, now_ms};
 use crate::expressions::{LIST_FILTER, LIST_FILTER_PREFIXED, LIST_NAMES, LOCK_NAME};
 use crate::item::{Item, n, s};
 use crate::key::{KeyScope, parse_key};
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -51,7 +52,13 @@ impl DynamoDbStore {
         if let Some(key) = start {
             scan = scan.exclusive_start_key(LOCK_NAME, s(key));
         }
-        let out = scan.send().await.map_err(|e| classify("Scan", table, e))?;
+        let scan = scan.return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let out = self
+            .metered(Operation::List, |probe| {
+                scan.customize().interceptor(probe).send()
+            })
+            .await
+            .map_err(|e| classify("Scan", table, e))?;
         let mut found: BTreeMap<LockName, Vec<Holder>> = BTreeMap::new();
         let mut used: Option<String> = None;
         let mut full = false;

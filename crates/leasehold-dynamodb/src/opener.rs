@@ -29,6 +29,7 @@ const EMULATOR_REGION: &str = "us-east-1";
 /// | `prefix` | key prefix (see [`DynamoDbOptions::key_prefix`](crate::DynamoDbOptions::key_prefix)) |
 /// | `skew`, `ttl_padding`, `retry_delay`, `attempt_timeout` | durations such as `500ms`, `1h` |
 /// | `max_attempts`, `node_id` | see [`DynamoDbOptions`](crate::DynamoDbOptions) |
+/// | `stale_refresh`, `stale_refresh_pages` | refresh the stale-item gauge every duration, with this page cap (see [`DynamoDbOptions::stale_refresh`](crate::DynamoDbOptions::stale_refresh)) |
 /// | `create_table` | `true` to create the table if missing (development only) |
 ///
 /// Credentials never go in the URL. For a loopback endpoint (an emulator) without configured

@@ -18,6 +18,18 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// The default time limit of one attempt of a request.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// The shortest interval between two refreshes of the stale-item gauge
+/// ([`DynamoDbOptions::stale_refresh`]).
+pub const MIN_STALE_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// The longest interval between two refreshes of the stale-item gauge.
+pub const MAX_STALE_REFRESH_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The interval of [`DynamoDbOptions::stale_refresh_default`]: 5 minutes.
+pub const DEFAULT_STALE_REFRESH_INTERVAL: Duration = Duration::from_secs(300);
+/// The default page cap of each refresh of the stale-item gauge: 10 pages of 1 000 items per
+/// scan, so a refresh reads at most 20 000 items: with lease items of about 250 bytes, about
+/// 60 read capacity units per 1 000 items in the table (both scans), 600 at most.
+pub const DEFAULT_STALE_REFRESH_PAGES: u32 = 10;
+
 /// Invalid [`DynamoDbOptions`]: names the rule and the offending value.
 ///
 /// ```
@@ -55,6 +67,10 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> Dynamo
 ///   counts as a transient failure (and is retried), so a stalled connection cannot hold up an
 ///   acquisition or a release indefinitely.
 /// * `node_id` (default `hostname:pid`): recorded as `nodeId` on items this client writes.
+/// * `stale_refresh` (default off) and `stale_refresh_pages` (default 10): a background task
+///   counts the stale items ([`DynamoDbStore::stale_items_within`](crate::DynamoDbStore::stale_items_within))
+///   every `stale_refresh` and exports the count as the `leasehold_dynamodb_stale_items` gauge
+///   (see [`metrics`](crate::metrics)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -77,6 +93,8 @@ pub struct DynamoDbOptions {
     pub(crate) max_attempts: u32,
     pub(crate) attempt_timeout: Duration,
     pub(crate) node_id: Arc<str>,
+    pub(crate) stale_refresh: Option<Duration>,
+    pub(crate) stale_refresh_pages: u32,
 }
 
 impl Default for DynamoDbOptions {
@@ -90,6 +108,8 @@ impl Default for DynamoDbOptions {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             node_id: leasehold::options::default_node_id(),
+            stale_refresh: None,
+            stale_refresh_pages: DEFAULT_STALE_REFRESH_PAGES,
         }
     }
 }
@@ -141,6 +161,46 @@ impl DynamoDbOptions {
     #[must_use]
     pub fn node_id(mut self, node_id: impl Into<Arc<str>>) -> Self {
         self.node_id = node_id.into();
+        self
+    }
+
+    /// Refreshes the `leasehold_dynamodb_stale_items` gauge every `interval`
+    /// ([`MIN_STALE_REFRESH_INTERVAL`] to [`MAX_STALE_REFRESH_INTERVAL`]; off by default).
+    ///
+    /// The store then runs a background task, started by
+    /// [`DynamoDbStore::new`](crate::DynamoDbStore::new) (which must then be called within a
+    /// tokio runtime) and stopped when the store is dropped. It counts at once, then
+    /// `interval` after each count ends, so two counts never overlap. Each count is
+    /// [`stale_items_within`](crate::DynamoDbStore::stale_items_within) the
+    /// [`stale_refresh_pages`](Self::stale_refresh_pages) cap: two `Scan`s of at most that many
+    /// pages of 1 000 items, read whatever the table holds. Turn it on in one process per
+    /// table and key prefix (an operator job, or one replica), not in every replica; the IAM
+    /// role needs `dynamodb:Scan`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leasehold_dynamodb::DynamoDbOptions;
+    /// let o = DynamoDbOptions::default().stale_refresh(Duration::from_secs(600));
+    /// assert_eq!(o.stale_refresh_value(), Some(Duration::from_secs(600)));
+    /// assert!(DynamoDbOptions::default().stale_refresh(Duration::from_secs(1)).validate().is_err());
+    /// ```
+    #[must_use]
+    pub fn stale_refresh(mut self, interval: Duration) -> Self {
+        self.stale_refresh = Some(interval);
+        self
+    }
+    /// Refreshes the stale-item gauge every [`DEFAULT_STALE_REFRESH_INTERVAL`] (5 minutes).
+    #[must_use]
+    pub fn stale_refresh_default(self) -> Self {
+        self.stale_refresh(DEFAULT_STALE_REFRESH_INTERVAL)
+    }
+    /// The page cap of each refresh's scans (1 to
+    /// [`MAX_STALE_SCAN_PAGES`](crate::MAX_STALE_SCAN_PAGES); default
+    /// [`DEFAULT_STALE_REFRESH_PAGES`]). A count that reaches it is a lower bound, counted as a
+    /// `truncated` refresh.
+    #[must_use]
+    pub fn stale_refresh_pages(mut self, pages: u32) -> Self {
+        self.stale_refresh_pages = pages;
         self
     }
 
@@ -218,6 +278,23 @@ impl DynamoDbOptions {
     pub fn node_id_str(&self) -> &str {
         &self.node_id
     }
+    /// The interval of the stale-item gauge's refreshes, `None` when off.
+    ///
+    /// ```
+    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().stale_refresh_value(), None);
+    /// ```
+    pub fn stale_refresh_value(&self) -> Option<Duration> {
+        self.stale_refresh
+    }
+    /// The page cap of each refresh's scans.
+    ///
+    /// ```
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default();
+    /// assert_eq!(o.stale_refresh_pages_value(), leasehold_dynamodb::DEFAULT_STALE_REFRESH_PAGES);
+    /// ```
+    pub fn stale_refresh_pages_value(&self) -> u32 {
+        self.stale_refresh_pages
+    }
     /// The key prefix (empty for none).
     #[deprecated(note = "use `key_prefix_str`, named like the other stores' option getters")]
     pub fn prefix(&self) -> &str {
@@ -294,6 +371,27 @@ impl DynamoDbOptions {
                 format!("{:?} must be at least 10ms", self.attempt_timeout),
             ));
         }
+        if let Some(interval) = self.stale_refresh
+            && !(MIN_STALE_REFRESH_INTERVAL..=MAX_STALE_REFRESH_INTERVAL).contains(&interval)
+        {
+            return Err(invalid(
+                "stale_refresh",
+                format!(
+                    "{interval:?} must be between {MIN_STALE_REFRESH_INTERVAL:?} and \
+                     {MAX_STALE_REFRESH_INTERVAL:?}: each refresh scans the table"
+                ),
+            ));
+        }
+        if !(1..=crate::MAX_STALE_SCAN_PAGES).contains(&self.stale_refresh_pages) {
+            return Err(invalid(
+                "stale_refresh_pages",
+                format!(
+                    "{} must be between 1 and {}",
+                    self.stale_refresh_pages,
+                    crate::MAX_STALE_SCAN_PAGES
+                ),
+            ));
+        }
         leasehold::options::validate_node_id(&self.node_id)
             .map_err(|e| invalid("node_id", e.to_string()))?;
         for (name, d) in [
@@ -350,6 +448,13 @@ mod tests {
             (o().node_id("n".repeat(256)), "node_id"),
             (o().ttl_padding(Duration::MAX), "ttl_padding"),
             (o().attempt_timeout(Duration::MAX), "attempt_timeout"),
+            (o().stale_refresh(Duration::from_secs(4)), "stale_refresh"),
+            (
+                o().stale_refresh(Duration::from_secs(86_401)),
+                "stale_refresh",
+            ),
+            (o().stale_refresh_pages(0), "stale_refresh_pages"),
+            (o().stale_refresh_pages(101), "stale_refresh_pages"),
         ];
         for (options, option) in bad {
             let err = options.validate().err();

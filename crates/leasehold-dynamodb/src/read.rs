@@ -3,13 +3,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::KeysAndAttributes;
+use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 use leasehold::store::StoreResult;
 use leasehold::{LockName, store::StoreError};
 
 use crate::classify::classify;
 use crate::expressions::LOCK_NAME;
 use crate::item::{Attributes, Item, s};
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 /// `BatchGetItem` takes at most 100 keys per request.
@@ -21,12 +22,17 @@ impl DynamoDbStore {
     /// The item under `key`, read consistently.
     pub(crate) async fn read_item(&self, key: &str) -> StoreResult<Option<Item>> {
         let out = self
-            .client
-            .get_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key))
-            .consistent_read(true)
-            .send()
+            .metered(Operation::Read, |probe| {
+                self.client
+                    .get_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key))
+                    .consistent_read(true)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await
             .map_err(|e| classify("GetItem", &self.options.table, e))?;
         out.item.map(|attrs| Item::parse(key, &attrs)).transpose()
@@ -87,10 +93,15 @@ impl DynamoDbStore {
                 .build()
                 .map_err(|e| StoreError::permanent(format!("BatchGetItem request: {e}")))?;
             let out = self
-                .client
-                .batch_get_item()
-                .request_items(table, request)
-                .send()
+                .metered(Operation::ReadBatch, |probe| {
+                    self.client
+                        .batch_get_item()
+                        .request_items(table, request)
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .customize()
+                        .interceptor(probe)
+                        .send()
+                })
                 .await
                 .map_err(|e| classify("BatchGetItem", table, e))?;
             if let Some(mut responses) = out.responses {

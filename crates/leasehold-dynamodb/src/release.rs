@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
+};
 use leasehold::store::StoreResult;
 use leasehold::{Holder, Lease, LockName, store::Release};
 use tracing::info;
@@ -15,6 +17,7 @@ use crate::expressions::{
     LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES, RELEASE_UPDATE,
 };
 use crate::item::{Item, n, s};
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -26,17 +29,25 @@ impl DynamoDbStore {
         let token = lease.token.to_hex();
         let now = now_ms();
         let sent = self
-            .client
-            .update_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key.as_str()))
-            .condition_expression(HELD_CONDITION)
-            .update_expression(RELEASE_UPDATE)
-            .set_expression_attribute_names(Some(Self::names(RELEASE_NAMES)))
-            .expression_attribute_values(":token", s(token.as_str()))
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":ttl", n(ttl_seconds(now, self.options.ttl_padding)))
-            .send()
+            .metered(Operation::Release, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key.as_str()))
+                    .condition_expression(HELD_CONDITION)
+                    .update_expression(RELEASE_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(RELEASE_NAMES)))
+                    .expression_attribute_values(":token", s(token.as_str()))
+                    .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(
+                        ":ttl",
+                        n(ttl_seconds(now, self.options.ttl_padding)),
+                    )
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await;
         match sent {
             Ok(_) => Ok(Release::Released),
@@ -56,19 +67,29 @@ impl DynamoDbStore {
         let now = now_ms();
         let expiry = now.saturating_add(ms(linger));
         let sent = self
-            .client
-            .update_item()
-            .table_name(&self.options.table)
-            .key(LOCK_NAME, s(key.as_str()))
-            .condition_expression(LINGER_CONDITION)
-            .update_expression(LINGER_UPDATE)
-            .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
-            .expression_attribute_values(":token", s(token.as_str()))
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":expiry", n(expiry))
-            .expression_attribute_values(":ttl", n(ttl_seconds(expiry, self.options.ttl_padding)))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
+            .metered(Operation::Release, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key.as_str()))
+                    .condition_expression(LINGER_CONDITION)
+                    .update_expression(LINGER_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
+                    .expression_attribute_values(":token", s(token.as_str()))
+                    .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":expiry", n(expiry))
+                    .expression_attribute_values(
+                        ":ttl",
+                        n(ttl_seconds(expiry, self.options.ttl_padding)),
+                    )
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    )
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
             .await;
         match sent {
             Ok(_) => Ok(Release::Released),
@@ -100,17 +121,25 @@ impl DynamoDbStore {
             let now = now_ms();
             let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
             let sent = self
-                .client
-                .update_item()
-                .table_name(&self.options.table)
-                .key(LOCK_NAME, s(key.as_str()))
-                .condition_expression(FORCE_CONDITION)
-                .update_expression(FORCE_UPDATE)
-                .set_expression_attribute_names(Some(Self::names(FORCE_NAMES)))
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":ttl", n(ttl_seconds(now, self.options.ttl_padding)))
-                .return_values(ReturnValue::AllOld)
-                .send()
+                .metered(Operation::ForceRelease, |probe| {
+                    self.client
+                        .update_item()
+                        .table_name(&self.options.table)
+                        .key(LOCK_NAME, s(key.as_str()))
+                        .condition_expression(FORCE_CONDITION)
+                        .update_expression(FORCE_UPDATE)
+                        .set_expression_attribute_names(Some(Self::names(FORCE_NAMES)))
+                        .expression_attribute_values(":now", n(now))
+                        .expression_attribute_values(
+                            ":ttl",
+                            n(ttl_seconds(now, self.options.ttl_padding)),
+                        )
+                        .return_values(ReturnValue::AllOld)
+                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                        .customize()
+                        .interceptor(probe)
+                        .send()
+                })
                 .await;
             match sent {
                 Ok(out) => {

@@ -19,6 +19,7 @@ use crate::expressions::{
 };
 use crate::item::{Attributes, n};
 use crate::key::KeyScope;
+use crate::metrics::Operation;
 use crate::store::DynamoDbStore;
 
 /// The items one page of a stale count reads: the `Scan`'s `Limit`.
@@ -208,7 +209,7 @@ impl DynamoDbStore {
         let mut tally = Tally::default();
         let mut start: Option<Attributes> = None;
         loop {
-            let out = self
+            let request = self
                 .client
                 .scan()
                 .table_name(table)
@@ -219,8 +220,11 @@ impl DynamoDbStore {
                 .expression_attribute_values(name, value.clone())
                 .expression_attribute_values(scope, scoped.clone())
                 .set_exclusive_start_key(start.take())
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
+                .return_consumed_capacity(ReturnConsumedCapacity::Total);
+            let out = self
+                .metered(Operation::StaleCount, |probe| {
+                    request.customize().interceptor(probe).send()
+                })
                 .await
                 .map_err(|e| classify("Scan", table, e))?;
             let counted = |n: i32| u64::try_from(n).unwrap_or(0);

@@ -1,12 +1,16 @@
 //! `DynamoDbStore`: one item per `(lock, slot)`, conditional `UpdateItem` for every change.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use leasehold::store::{
     AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
     StoreResult,
@@ -18,6 +22,7 @@ use leasehold::{
 
 use crate::expressions;
 use crate::key::item_key;
+use crate::metrics::{AttemptProbe, Consumed, Operation, StoreMetrics};
 use crate::options::{DynamoDbOptions, DynamoDbOptionsError};
 
 /// The largest group a [`DynamoDbStore`] serves: the core's limit, [`leasehold::limits::MAX_SLOTS`], as
@@ -50,6 +55,9 @@ pub use leasehold::limits::MAX_SLOTS;
 ///   ended less than the clock-skew tolerance ago.
 /// * DynamoDB has no change notifications: waiters on other clients poll; waiters sharing this
 ///   store instance are woken on release.
+/// * Every request is measured ([`metrics`](crate::metrics)): latency by operation and outcome,
+///   throttled attempts, failed conditions, consumed capacity and the clock skew to DynamoDB;
+///   with [`stale_refresh`](DynamoDbOptions::stale_refresh), the stale items too.
 ///
 /// The application owns the client; the store derives its own handle from it (same connection
 /// pool, credentials and endpoint) with the store's retry and timeout settings.
@@ -72,6 +80,9 @@ pub struct DynamoDbStore {
     pub(crate) options: DynamoDbOptions,
     notifier: ReleaseNotifier,
     description: String,
+    pub(crate) metrics: Arc<StoreMetrics>,
+    /// The stale-item refresher's stop signal: dropping the store stops it.
+    refresher: Option<crate::refresh::Refresher>,
 }
 
 impl std::fmt::Debug for DynamoDbStore {
@@ -84,11 +95,15 @@ impl std::fmt::Debug for DynamoDbStore {
 }
 
 impl DynamoDbStore {
-    /// A store on the application's `client`, after checking `options`.
+    /// A store on the application's `client`, after checking `options`. It registers its
+    /// [metrics](crate::metrics) with the `metrics` recorder in effect, and with
+    /// [`stale_refresh`](DynamoDbOptions::stale_refresh) starts the stale-item refresher on the
+    /// current tokio runtime.
     ///
     /// # Errors
     ///
-    /// A [`DynamoDbOptionsError`] when `options` break a rule ([`DynamoDbOptions::validate`]).
+    /// A [`DynamoDbOptionsError`] when `options` break a rule ([`DynamoDbOptions::validate`]),
+    /// or name `stale_refresh` when it is set and this is not called within a tokio runtime.
     ///
     /// ```
     /// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
@@ -113,12 +128,47 @@ impl DynamoDbStore {
         if let Some(region) = client.config().region() {
             description.push_str(&format!("?region={region}"));
         }
-        Ok(Self {
+        let mut store = Self {
             client,
             options,
             notifier: ReleaseNotifier::default(),
             description,
-        })
+            metrics: StoreMetrics::register(),
+            refresher: None,
+        };
+        store.refresher = crate::refresh::Refresher::start(&store)?;
+        Ok(store)
+    }
+
+    /// A second handle on the same client, options and metrics, without a refresher: what the
+    /// refresher counts with.
+    pub(crate) fn sibling(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            options: self.options.clone(),
+            notifier: ReleaseNotifier::default(),
+            description: self.description.clone(),
+            metrics: Arc::clone(&self.metrics),
+            refresher: None,
+        }
+    }
+
+    /// Sends one request of `operation` (`send` attaches the probe to it and sends it) and
+    /// records its latency, outcome and consumed capacity.
+    pub(crate) async fn metered<T, E, Fut>(
+        &self,
+        operation: Operation,
+        send: impl FnOnce(AttemptProbe) -> Fut,
+    ) -> Result<T, SdkError<E, HttpResponse>>
+    where
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        T: Consumed,
+        E: ProvideErrorMetadata,
+    {
+        let started = Instant::now();
+        let result = send(self.metrics.probe(operation)).await;
+        self.metrics.finished(operation, started.elapsed(), &result);
+        result
     }
 
     /// Opens a store for a `dynamodb://TABLE?…` URL and checks that the table answers; see

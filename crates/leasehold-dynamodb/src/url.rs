@@ -42,6 +42,8 @@ pub(crate) const PARAMETERS: &[&str] = &[
     "attempt_timeout",
     "node_id",
     "create_table",
+    "stale_refresh",
+    "stale_refresh_pages",
 ];
 
 impl DynamoDbUrl {
@@ -100,6 +102,12 @@ impl DynamoDbUrl {
         if let Some(node) = q.text("node_id")? {
             o = o.node_id(node);
         }
+        if let Some(d) = q.duration("stale_refresh")? {
+            o = o.stale_refresh(d);
+        }
+        if let Some(n) = q.integer::<u32>("stale_refresh_pages")? {
+            o = o.stale_refresh_pages(n);
+        }
         let endpoint = q.typed(
             "endpoint",
             "an http:// or https:// URL, e.g. http://127.0.0.1:8000",
@@ -132,7 +140,8 @@ mod tests {
         let u = DynamoDbUrl::parse(
             "dynamodb://ops_leases?region=eu-west-1&endpoint=http%3A%2F%2F127.0.0.1%3A8000\
              &prefix=billing&skew=500ms&ttl_padding=10m&retry_delay=20ms&max_attempts=5\
-             &attempt_timeout=1s&node_id=n1&create_table=true&profile=dev",
+             &attempt_timeout=1s&node_id=n1&create_table=true&profile=dev\
+             &stale_refresh=10m&stale_refresh_pages=3",
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(u.options.table_name(), "ops_leases");
@@ -140,6 +149,11 @@ mod tests {
         assert_eq!(u.endpoint.as_deref(), Some("http://127.0.0.1:8000"));
         assert_eq!(u.profile.as_deref(), Some("dev"));
         assert_eq!(u.options.key_prefix_str(), "billing");
+        assert_eq!(
+            u.options.stale_refresh_value(),
+            Some(std::time::Duration::from_secs(600))
+        );
+        assert_eq!(u.options.stale_refresh_pages_value(), 3);
         assert_eq!(
             u.options.clock_skew_tolerance_value(),
             Duration::from_millis(500)

@@ -89,6 +89,21 @@ pub const RUN_SKIPPED: &str = "leasehold_job_skipped";
 /// `leasehold_job_fence` (`leasehold run --metrics-file`)
 pub const RUN_FENCE: &str = "leasehold_job_fence";
 
+/// `leasehold_dynamodb_request_seconds` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_REQUEST_SECONDS: &str = "leasehold_dynamodb_request_seconds";
+/// `leasehold_dynamodb_throttles_total` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_THROTTLES: &str = "leasehold_dynamodb_throttles_total";
+/// `leasehold_dynamodb_conditional_failures_total` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_CONDITIONAL_FAILURES: &str = "leasehold_dynamodb_conditional_failures_total";
+/// `leasehold_dynamodb_consumed_capacity_units` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_CONSUMED_CAPACITY: &str = "leasehold_dynamodb_consumed_capacity_units";
+/// `leasehold_dynamodb_stale_items` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_STALE_ITEMS: &str = "leasehold_dynamodb_stale_items";
+/// `leasehold_dynamodb_stale_refreshes_total` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_STALE_REFRESHES: &str = "leasehold_dynamodb_stale_refreshes_total";
+/// `leasehold_dynamodb_clock_skew_seconds` (leasehold-dynamodb's `DynamoDbStore`)
+pub const DYNAMODB_CLOCK_SKEW_SECONDS: &str = "leasehold_dynamodb_clock_skew_seconds";
+
 /// Buckets of `leasehold_acquire_seconds` (seconds). An uncontended acquisition is one store
 /// round trip, a millisecond to a few tens of them; one that waited for a holder waits up to a
 /// lease (15 s by default) or its `wait`; a `lead` campaign's follower may wait minutes.
@@ -119,6 +134,19 @@ pub const MARGIN_BUCKETS: &[f64] = &[
 pub const SHUTDOWN_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0,
 ];
+
+/// Buckets of `leasehold_dynamodb_request_seconds` (seconds): a DynamoDB request answers in a
+/// few milliseconds inside a region; with the SDK's retries (3 attempts of at most 3 s each by
+/// default, with back-off) one can take about ten seconds before it fails.
+pub const DYNAMODB_REQUEST_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Buckets of `leasehold_dynamodb_consumed_capacity_units` (capacity units per request): a lease
+/// write or a consistent read of a lease item costs 1 unit (an eventually consistent read 0.5);
+/// a group's `BatchGetItem` up to 100, a page of a `Scan` of 1 000 items about 30 to 60.
+pub const DYNAMODB_CAPACITY_BUCKETS: &[f64] =
+    &[0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 1000.0];
 
 /// What kind of Prometheus metric a family is (its `# TYPE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -163,6 +191,10 @@ pub enum Source {
     /// `leasehold run --metrics-file`: the outcome of the last run, for node_exporter's textfile
     /// collector.
     RunFile,
+    /// leasehold-dynamodb's `DynamoDbStore`: its requests to DynamoDB (latency, throttles,
+    /// conditional failures, consumed capacity), its clock skew estimate and its stale-item
+    /// count, through the `metrics` facade.
+    DynamoDb,
 }
 
 /// One metric family: everything an exporter needs to write its `# HELP` and `# TYPE` lines and,
@@ -223,7 +255,7 @@ const JOB: &[&str] = &["job"];
 const JOB_REASON: &[&str] = &["job", "reason"];
 
 use Kind::{Counter, Gauge, Histogram};
-use Source::{Elector, Holders, Jobs, RunFile};
+use Source::{DynamoDb, Elector, Holders, Jobs, RunFile};
 
 /// Every metric family leasehold exports, grouped by [`Source`] in the order the manual lists
 /// them.
@@ -507,6 +539,59 @@ pub const FAMILIES: &[Family] = &[
         LOCK,
         "The fence of the lease the last run acquired (absent if it acquired none).",
     ),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_REQUEST_SECONDS,
+        Histogram,
+        &["operation", "outcome"],
+        "Time of one DynamoDB request of the store, SDK retries included, by operation and outcome: ok, conditional_failed (contention or not held), throttled, error.",
+    )
+    .seconds()
+    .buckets(DYNAMODB_REQUEST_BUCKETS),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_THROTTLES,
+        Counter,
+        &["operation"],
+        "Attempts DynamoDB throttled (ProvisionedThroughputExceeded, RequestLimitExceeded, ThrottlingException), counting those the SDK retried.",
+    ),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_CONDITIONAL_FAILURES,
+        Counter,
+        &["operation"],
+        "Requests whose condition failed: contention on acquire, a lease no longer held on extend or release; normal, not errors.",
+    ),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_CONSUMED_CAPACITY,
+        Histogram,
+        &["operation", "kind"],
+        "Capacity units DynamoDB reported a successful request consumed, by operation and kind (read or write); the sum is the units used.",
+    )
+    .buckets(DYNAMODB_CAPACITY_BUCKETS),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_STALE_ITEMS,
+        Gauge,
+        &["state"],
+        "Lease items that hold no lease but are still in the table (state expired), and those of them past their ttl (state past_ttl), at the last refresh.",
+    ),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_STALE_REFRESHES,
+        Counter,
+        &["outcome"],
+        "Refreshes of the stale-item count, by outcome: ok, truncated (stopped at the page cap, a lower bound), error.",
+    ),
+    Family::new(
+        DynamoDb,
+        DYNAMODB_CLOCK_SKEW_SECONDS,
+        Gauge,
+        &["bound"],
+        "DynamoDB's clock minus this host's, from the Date headers of its answers: lower and upper bounds and their midpoint (bound estimate).",
+    )
+    .seconds(),
 ];
 
 /// The family named `name`, if leasehold exports one.

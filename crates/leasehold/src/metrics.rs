@@ -21,8 +21,8 @@
 //! | `leasehold_store_clock_offset_seconds` | gauge | `lock` | the store's clock minus this host's, estimated at each renewal; only for stores that read their own clock (see [`ClockSource`](crate::store::ClockSource)) |
 //! | `leader_election_master_status` | gauge | `name` | 1 while this process leads the lock (holds a lease of it that is neither lost nor released), else 0: client-go's gauge of the same name, `name` being the full lock name |
 //!
-//! Every family leasehold exports (these, leasehold-axum's jobs', `leasehold serve`'s and
-//! `leasehold run --metrics-file`'s) is in one registry, [`FAMILIES`]: name, type, labels, unit,
+//! Every family leasehold exports (these, leasehold-axum's jobs', `leasehold serve`'s,
+//! `leasehold run --metrics-file`'s and leasehold-dynamodb's store's) is in one registry, [`FAMILIES`]: name, type, labels, unit,
 //! help text and, for the histograms, buckets. Exporters take their `# HELP` lines and buckets
 //! from it; [`describe`] hands the help texts to the recorder in effect.
 //!
@@ -62,11 +62,14 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 use crate::events::LostReason;
 pub use crate::metric_families::{
     ACQUIRE_BUCKETS, ACQUIRE_SECONDS, ACQUIRED, ACTION_BUCKETS, ACTION_FAILURES, ACTION_SECONDS,
-    ACTIVE, AT_RISK, ATTEMPTS, EXTENDED, FAMILIES, Family, JOB_ATTEMPTS, JOB_DURATION_SECONDS,
-    JOB_FAILURES, JOB_PERIOD, JOB_RUNS, JOB_SHUTDOWN_SECONDS, JOB_SHUTDOWNS, JOB_SKIPS, Kind,
-    LOCK_EXPIRES_AT_SECONDS, LOCK_FENCE, LOCK_HOLDER_INFO, LOCK_HOLDERS, LOCK_SLOTS, LOCK_STATE_OK,
-    LOCK_TIME_LEFT_SECONDS, LOST, MARGIN_BUCKETS, MASTER_STATUS, NOT_ACQUIRED, RELEASED,
-    RENEWAL_AT_RISK, RENEWAL_MARGIN_SECONDS, RUN_EXIT_CODE, RUN_FENCE, RUN_LAST_DURATION_SECONDS,
+    ACTIVE, AT_RISK, ATTEMPTS, DYNAMODB_CAPACITY_BUCKETS, DYNAMODB_CLOCK_SKEW_SECONDS,
+    DYNAMODB_CONDITIONAL_FAILURES, DYNAMODB_CONSUMED_CAPACITY, DYNAMODB_REQUEST_BUCKETS,
+    DYNAMODB_REQUEST_SECONDS, DYNAMODB_STALE_ITEMS, DYNAMODB_STALE_REFRESHES, DYNAMODB_THROTTLES,
+    EXTENDED, FAMILIES, Family, JOB_ATTEMPTS, JOB_DURATION_SECONDS, JOB_FAILURES, JOB_PERIOD,
+    JOB_RUNS, JOB_SHUTDOWN_SECONDS, JOB_SHUTDOWNS, JOB_SKIPS, Kind, LOCK_EXPIRES_AT_SECONDS,
+    LOCK_FENCE, LOCK_HOLDER_INFO, LOCK_HOLDERS, LOCK_SLOTS, LOCK_STATE_OK, LOCK_TIME_LEFT_SECONDS,
+    LOST, MARGIN_BUCKETS, MASTER_STATUS, NOT_ACQUIRED, RELEASED, RENEWAL_AT_RISK,
+    RENEWAL_MARGIN_SECONDS, RUN_EXIT_CODE, RUN_FENCE, RUN_LAST_DURATION_SECONDS,
     RUN_LAST_RUN_TIMESTAMP_SECONDS, RUN_LAST_SUCCESS_TIMESTAMP_SECONDS, RUN_RAN, RUN_SKIPPED,
     RUN_START_TIMESTAMP_SECONDS, SHUTDOWN_BUCKETS, STORE_CLOCK_OFFSET_SECONDS, Source, describe,
     families_of, family,

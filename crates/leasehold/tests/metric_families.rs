@@ -289,6 +289,11 @@ fn the_manual_lists_exactly_the_families_of_the_registry() {
         table_names(&cli, "### Cron monitoring (`--metrics-file`)\n"),
         names_of(Source::RunFile)
     );
+    let dynamodb = page("leasehold-dynamodb.md");
+    assert_eq!(
+        table_names(&dynamodb, "### Metrics\n"),
+        names_of(Source::DynamoDb)
+    );
     // The module docs of leasehold::metrics list the core's families too.
     let module =
         std::fs::read_to_string(format!("{}/src/metrics.rs", env!("CARGO_MANIFEST_DIR"))).unwrap();
