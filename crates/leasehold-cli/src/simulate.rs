@@ -80,6 +80,7 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
         auto_extend: args.auto_extend,
         slots: args.slots,
         period: args.period,
+        ..Overrides::default()
     };
     let scenario = args.scenario.clone();
     let timeline = tokio::task::spawn_blocking(move || sim::simulate(&scenario, &overrides))
