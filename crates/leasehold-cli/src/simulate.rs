@@ -20,7 +20,11 @@ of it. Same input, same output.
 
 Scenarios: contention, expiry, extension, group, fencing, period. Options not given take the
 scenario's preset. Limits: --action 1-30, --lease 2-30, --wait 0-20, --min-lease 0 up to the
-lease, --slots 1-3 (group only), --period 6-12 (period only). Durations are in ticks. Without --json: a table (tick, candidate,
+lease, --slots 1-3 (group only), --period 6-12 (period only), --outage-ticks 0-12 (the outage must
+end by the run's last tick). --fail-action NODE makes every action of that node return an error
+(it calls run: the run ends in `fail action_failed`); --outage-from/--outage-ticks make the store
+answer every write with a transient error for those ticks (a run whose wait ends in one ends in
+`fail store_error`, never in a skip). Durations are in ticks. Without --json: a table (tick, candidate,
 operation, token, fence, ttl, outcome) and a one-line summary; with --json: the timeline
 document that the workbench page's /api/simulate serves. See docs/workbench.md.
 
@@ -28,7 +32,9 @@ Examples:
   leasehold simulate --scenario expiry
   leasehold simulate --scenario contention --min-lease 10
   leasehold simulate --scenario group --slots 3 --json
-  leasehold simulate --scenario period --period 6";
+  leasehold simulate --scenario period --period 6
+  leasehold simulate --scenario contention --fail-action node-c
+  leasehold simulate --scenario contention --outage-from 1 --outage-ticks 3";
 
 /// `leasehold simulate`.
 #[derive(Debug, Args)]
@@ -65,6 +71,18 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "N")]
     pub(crate) period: Option<u32>,
 
+    /// The node whose every action returns an error (node-a, node-b, ... or its letter)
+    #[arg(long, value_name = "NODE")]
+    pub(crate) fail_action: Option<String>,
+
+    /// The first tick of a store outage
+    #[arg(long, value_name = "TICK")]
+    pub(crate) outage_from: Option<u32>,
+
+    /// How many ticks the store cannot be reached, from --outage-from (0-12, 0 = never)
+    #[arg(long, value_name = "N")]
+    pub(crate) outage_ticks: Option<u32>,
+
     /// Print the timeline as JSON
     #[arg(long)]
     pub(crate) json: bool,
@@ -72,6 +90,14 @@ pub(crate) struct SimulateArgs {
 
 /// Runs `leasehold simulate`.
 pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
+    let fail_action = match &args.fail_action {
+        Some(node) => Some(
+            sim::Scenario::parse(&args.scenario)
+                .and_then(|s| s.candidate_letter(node))
+                .map_err(|e| Failure::usage(e.to_string()))?,
+        ),
+        None => None,
+    };
     let overrides = Overrides {
         action: args.action,
         lease: args.lease,
@@ -80,6 +106,9 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
         auto_extend: args.auto_extend,
         slots: args.slots,
         period: args.period,
+        fail_action,
+        outage_from: args.outage_from,
+        outage_ticks: args.outage_ticks,
     };
     let scenario = args.scenario.clone();
     let timeline = tokio::task::spawn_blocking(move || sim::simulate(&scenario, &overrides))

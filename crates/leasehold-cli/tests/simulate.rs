@@ -190,3 +190,71 @@ fn bad_input_exits_125_with_the_reason() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_failing_action_and_a_store_outage_are_errors_not_skips() {
+    let env = Env::new();
+    let rows = |args: &[&str]| -> Vec<Vec<String>> {
+        let out = env.output(args);
+        assert_eq!(code(&out.status), 0, "stderr: {}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    let failed = rows(&[
+        "simulate",
+        "--scenario",
+        "contention",
+        "--fail-action",
+        "node-c",
+    ]);
+    assert!(
+        failed.contains(
+            &["17", "node-c", "fail", "c·2", "2", "-", "action_failed"]
+                .map(String::from)
+                .to_vec()
+        ),
+        "{failed:?}"
+    );
+    let down = rows(&[
+        "simulate",
+        "--scenario",
+        "contention",
+        "--outage-from",
+        "1",
+        "--outage-ticks",
+        "3",
+    ]);
+    assert!(
+        down.contains(
+            &["3", "node-b", "fail", "-", "-", "-", "store_error"]
+                .map(String::from)
+                .to_vec()
+        ),
+        "{down:?}"
+    );
+    assert!(
+        !down
+            .iter()
+            .any(|r| r.get(1).is_some_and(|c| c == "node-b")
+                && r.get(2).is_some_and(|o| o == "skip"))
+    );
+    for (args, needle) in [
+        (&["--fail-action", "node-d"][..], "node-a, node-b, node-c"),
+        (
+            &["--outage-from", "21", "--outage-ticks", "3"][..],
+            "ticks 0 to 22",
+        ),
+    ] {
+        let mut all = vec!["simulate", "--scenario", "contention"];
+        all.extend_from_slice(args);
+        let out = env.output(&all);
+        assert_eq!(code(&out.status), 125, "{args:?}");
+        assert!(
+            text(&out.stderr).contains(needle),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -74,6 +74,60 @@ const LESSONS = [
       assert.deepEqual(await page.$$eval(".record", (rs) => rs.map((r) => r.dataset.owner)), ["node-a", "node-b"]);
       assert.deepEqual(await statuses(page), ["running", "running", "waiting", "idle"]);
     } },
+  { scenario: "contention", params: { action: 2, lease: 10, wait: 2, min_lease: 6, auto_extend: false }, tick: 3, code: "settings",
+    en: { title: "Wait, lease, min lease, action: what each one decides", name: "Contention", text: /min lease keeps the record until tick 6/ },
+    ko: { title: "대기 시간, 리스, 최소 리스, 작업 시간: 각각이 정하는 것", name: "락 경쟁", text: /최소 리스 때문에/ },
+    fact: async (page) => {
+      // node-a is done, yet its min lease keeps the record, and node-b skipped.
+      assert.deepEqual(await statuses(page), ["completed", "skipped", "idle"]);
+      assert.equal(await page.getAttribute(".record", "data-owner"), "node-a");
+      assert.equal(await page.getAttribute('#events tr[data-tick="2"][data-operation="release"]', "data-outcome"), "lingered");
+      assert.equal(await page.getAttribute('#events tr[data-operation="skip"]', "data-candidate"), "node-b");
+      assert.match(await page.textContent("#lesson-code-text"), /\.min_lease\(Duration::from_secs\(6\)\)/);
+    } },
+  { scenario: "contention", params: { action: 8, lease: 10, wait: 2, min_lease: 0, auto_extend: false, fail_action: "c" }, tick: 17, code: "direct",
+    en: { title: "Two ways to call: an Option, or an outcome that names each case", name: "Contention", text: /Ok\(None\) when another node kept the lock/ },
+    ko: { title: "두 가지 호출 방식: Option, 또는 경우마다 이름이 있는 결과", name: "락 경쟁", text: /Outcome/ },
+    fact: async (page) => {
+      assert.deepEqual(await statuses(page), ["completed", "skipped", "action_failed"]);
+      assert.equal(await page.getAttribute('#events tr[data-operation="fail"]', "data-outcome"), "action_failed");
+      assert.equal(await page.getAttribute('#events tr[data-operation="skip"]', "data-candidate"), "node-b");
+      const code = await page.textContent("#lesson-code-text");
+      for (const name of ["elector.run_if_leader(", "elector.run(", "Outcome::Elected", "Outcome::Taken(None)", "Outcome::ActionFailed"]) {
+        assert.ok(code.includes(name), `the code shows ${name}`);
+      }
+    } },
+  { scenario: "contention", params: { action: 4, lease: 10, wait: 4, min_lease: 0, auto_extend: false, fail_action: "a" }, tick: 4, code: "direct",
+    en: { title: "A failed action still gives the lock back", name: "Contention", text: /Outcome::ActionFailed/ },
+    ko: { title: "작업이 실패해도 락은 반환됩니다", name: "락 경쟁", text: /ActionFailed/ },
+    fact: async (page) => {
+      assert.deepEqual(await statuses(page), ["action_failed", "running", "idle"]);
+      const fail = '#events tr[data-tick="4"][data-operation="fail"]';
+      assert.equal(await page.getAttribute(fail, "data-candidate"), "node-a");
+      assert.equal(await page.getAttribute(fail, "data-outcome"), "action_failed");
+      assert.match(await page.getAttribute(fail, "class"), /\bbad\b/);
+      assert.equal(await page.getAttribute('#events tr[data-tick="4"][data-operation="acquire"]', "data-candidate"), "node-b");
+      assert.equal(await page.$$eval('#events tr[data-outcome="skipped"]', (trs) => trs.length), 0);
+      assert.equal(await page.getAttribute("#action-box", "data-failed"), "node-a:action_failed");
+    } },
+  { scenario: "contention", params: { action: 8, lease: 10, wait: 2, min_lease: 0, auto_extend: false, outage_from: 1, outage_ticks: 3 }, tick: 3, code: "errors",
+    en: { title: "A store error is never reported as contention", name: "Contention", text: /returns Err \(a store error\), not Ok\(None\)/ },
+    ko: { title: "저장소 오류는 절대 락 경쟁으로 보고되지 않습니다", name: "락 경쟁", text: /Ok\(None\)이 아니라/ },
+    fact: async (page) => {
+      assert.deepEqual(await statuses(page), ["running", "store_error", "idle"]);
+      const b = await page.$$eval('#events tr[data-candidate="node-b"]', (trs) => trs.map((tr) => [tr.dataset.tick, tr.dataset.operation, tr.dataset.outcome]).reverse());
+      assert.deepEqual(b, [["1", "try_acquire", "store_error"], ["3", "fail", "store_error"]]);
+      assert.equal(await page.getAttribute("#action-box", "data-failed"), "node-b:store_error");
+      assert.match(await page.textContent("#lesson-code-text"), /Error::Store/);
+    } },
+  { scenario: "contention", params: { action: 8, lease: 10, wait: 2, min_lease: 0, auto_extend: false }, tick: 3, code: "attribute",
+    en: { title: "#[leader_only]: the same boundary, written on the function", name: "Contention", text: /expands to that very call/ },
+    ko: { title: "#[leader_only]: 같은 경계를 함수에 적습니다", name: "락 경쟁", text: /펼쳐지므로/ },
+    fact: async (page) => {
+      // Step 1's run, computed with the closure: the attribute expands to the same call.
+      assert.deepEqual(await statuses(page), ["running", "skipped", "idle"]);
+      assert.match(await page.textContent("#lesson-code-text"), /#\[leasehold::leader_only\(elector = self\.elector, lock = "invoice-close"/);
+    } },
 ];
 /** The query string the page sends for a lesson (same parameter order as the page). */
 function lessonQuery(l) {
@@ -81,6 +135,11 @@ function lessonQuery(l) {
   for (const k of ["action", "lease", "wait", "min_lease"]) q.set(k, String(l.params[k]));
   q.set("auto_extend", String(l.params.auto_extend));
   if (l.params.slots !== undefined) q.set("slots", String(l.params.slots));
+  if (l.params.fail_action) q.set("fail_action", l.params.fail_action);
+  if (l.params.outage_ticks) {
+    q.set("outage_from", String(l.params.outage_from));
+    q.set("outage_ticks", String(l.params.outage_ticks));
+  }
   return q.toString();
 }
 async function statuses(page) {
@@ -371,7 +430,8 @@ describe("workbench page", () => {
       await ready(page);
       assert.equal(await page.isVisible("#lesson"), false, "no step is open until one is chosen");
       const steps = await page.$$eval("#steps button", (bs) => bs.map((b) => [b.dataset.lesson, b.textContent]));
-      assert.deepEqual(steps.map(([n]) => n), ["1", "2", "3", "4", "5"]);
+      assert.deepEqual(steps.map(([n]) => n), LESSONS.map((_, i) => String(i + 1)));
+      assert.equal(steps[9][1], lang === "en" ? "10 Attribute" : "10 속성");
       await page.click('#steps button[data-lesson="1"]');
       for (let i = 0; i < LESSONS.length; i++) {
         const l = LESSONS[i], words = l[lang];
@@ -394,7 +454,11 @@ describe("workbench page", () => {
         assert.match(loads, lang === "en" ? /Lease 10 ticks|Lease 6 ticks|Lease 4 ticks/ : /리스 \d+틱/);
         assert.match(await page.textContent("#lesson-look-label"), lang === "en" ? new RegExp(`^Look at tick ${l.tick}$`) : new RegExp(`^틱 ${l.tick}에서 볼 것$`));
         assert.ok((await page.textContent("#lesson-look")).length > 20);
-        assert.match(await page.textContent("#lesson-eyebrow"), lang === "en" ? new RegExp(`Step ${i + 1} of 5`) : new RegExp(`5단계 중 ${i + 1}단계`));
+        assert.match(await page.textContent("#lesson-eyebrow"), lang === "en" ? new RegExp(`Step ${i + 1} of 10`) : new RegExp(`10단계 중 ${i + 1}단계`));
+        // The code block shows for the steps that have code, in Rust whatever the language.
+        assert.equal(await page.isVisible("#lesson-code"), !!l.code, `step ${i + 1}: code block`);
+        assert.equal(await page.getAttribute("#lesson-code", "data-snippet"), l.code ?? "");
+        if (l.code) assert.equal(await page.textContent("#lesson-code figcaption"), lang === "en" ? "The code (Rust)" : "코드 (Rust)");
         assert.equal(await page.isVisible("#lesson-changed"), false);
         const status = await page.textContent("#status");
         assert.ok(status.includes(words.title), `the status line names the step: ${status}`);
@@ -403,14 +467,105 @@ describe("workbench page", () => {
         assert.equal(await page.isDisabled("#lesson-next"), i === LESSONS.length - 1);
         if (lang === "en" && i === 3) await page.screenshot({ path: path.join(SHOTS, "lesson-fencing.png"), fullPage: true });
         if (lang === "ko" && i === 0) await page.screenshot({ path: path.join(SHOTS, "lesson-ko.png"), fullPage: true });
+        if (i >= 5) await page.screenshot({ path: path.join(SHOTS, `lesson-${i + 1}-${lang}.png`), fullPage: true });
         if (i < LESSONS.length - 1) await page.click("#lesson-next");
       }
       // Back one step.
       await page.click("#lesson-prev");
-      await page.waitForFunction(() => document.body.dataset.lesson === "4" && document.body.dataset.state === "ready", null, { timeout: PATIENCE });
-      assert.equal(await tickOf(page), LESSONS[3].tick);
+      await page.waitForFunction(() => document.body.dataset.lesson === "9" && document.body.dataset.state === "ready", null, { timeout: PATIENCE });
+      assert.equal(await tickOf(page), LESSONS[8].tick);
     });
   }
+
+  test("lesson 6: the min lease keeps node-b skipping; without it node-b is elected when node-a releases", async () => {
+    await page.goto(`${base}?lesson=6&lang=en`);
+    await shows(page, lessonQuery(LESSONS[5]));
+    assert.equal(await tickOf(page), 3);
+    assert.match(await page.textContent("#action-box"), /node-a has finished, yet the store keeps its record until tick 6 \(minimum lease\)/);
+    assert.match(await page.textContent("#lesson-loads"), /Min lease 6 ticks/);
+    const record = await page.textContent(".record");
+    assert.match(record, /tick 6/);
+    await page.fill("#in-min_lease", "0");
+    await shows(page, "min_lease=0");
+    assert.equal(await tickOf(page), 3);
+    assert.equal(await page.getAttribute('#events tr[data-candidate="node-b"][data-operation="acquire"]', "data-tick"), "2");
+    assert.deepEqual(await statuses(page), ["completed", "running", "idle"]);
+    assert.equal(await page.isVisible("#lesson-changed"), true, "no longer the step's timeline");
+  });
+
+  for (const lang of ["en", "ko"]) {
+    test(`failures (${lang}): a failed action and a store error show as errors, never as skips`, async () => {
+      const words = {
+        en: { action: "action failed", store: "store error", fail: "fail", skip: "skipped",
+          actionNote: /node-a: its action returned an error, so run reported Outcome::ActionFailed/,
+          storeNote: /node-b: the store failed until its wait ran out, so its call returned Err \(a store error\), not Ok\(None\): a store error is never reported as contention/,
+          down: /The store cannot be reached in this tick \(store outage, ticks 1–3\)/, loads: /store down in ticks 1–3/, failLoads: /Failing action node-a/ },
+        ko: { action: "작업 실패", store: "저장소 오류", fail: "실패", skip: "건너뜀",
+          actionNote: /node-a: 작업이 오류를 돌려주어 run이 Outcome::ActionFailed를 보고했고/,
+          storeNote: /node-b: 대기 시간이 끝날 때까지 저장소가 실패하여, 호출은 Ok\(None\)이 아니라 Err\(저장소 오류\)를 돌려주었습니다\. 저장소 오류는 절대 락 경쟁으로 보고되지 않습니다/,
+          down: /이 틱에는 저장소에 연결할 수 없습니다\(저장소 장애, 틱 1~3\)/, loads: /저장소 장애 틱 1~3/, failLoads: /실패하는 작업 node-a/ },
+      }[lang];
+      // Step 8: node-a's action fails at tick 4.
+      await page.goto(`${base}?lesson=8&lang=${lang}`);
+      await shows(page, lessonQuery(LESSONS[7]));
+      const fail = '#events tr[data-candidate="node-a"][data-operation="fail"]';
+      assert.equal(await page.textContent(`${fail} td.outcome`), words.action);
+      assert.equal(await page.textContent(`${fail} td:nth-child(3)`), words.fail);
+      assert.match(await page.getAttribute(fail, "class"), /\bbad\b/);
+      assert.equal(await page.textContent('.node[data-node="node-a"] .word'), words.action);
+      assert.match(await page.textContent('#action-box .failnote[data-node="node-a"]'), words.actionNote);
+      assert.match(await page.textContent("#lesson-loads"), words.failLoads);
+      assert.equal(await page.inputValue("#in-fail_action"), "a");
+      assert.match(await page.textContent("#legend"), new RegExp(`F = ${words.action}`));
+      // Step 9: the store is down in ticks 1 to 3; node-b's call ends in a store error.
+      await page.click("#lesson-next");
+      await shows(page, lessonQuery(LESSONS[8]));
+      assert.equal(await tickOf(page), 3);
+      const b = '#events tr[data-candidate="node-b"]';
+      assert.deepEqual(await page.$$eval(`${b} td.outcome`, (tds) => tds.map((td) => td.textContent)), [words.store, words.store]);
+      assert.deepEqual(await page.$$eval(b, (trs) => trs.map((tr) => tr.className.includes("bad"))), [true, true]);
+      assert.equal(await page.$$eval(`${b}[data-outcome="skipped"], ${b}[data-outcome="contended"]`, (trs) => trs.length), 0);
+      assert.ok(!(await page.textContent(`${b}[data-operation="fail"]`)).includes(words.skip));
+      assert.equal(await page.textContent('.node[data-node="node-b"] .word'), words.store);
+      assert.match(await page.textContent('#action-box .failnote[data-node="node-b"]'), words.storeNote);
+      assert.match(await page.textContent("#action-box"), words.down);
+      assert.match(await page.textContent("#lesson-loads"), words.loads);
+      assert.deepEqual([await page.inputValue("#in-outage_from"), await page.inputValue("#in-outage_ticks")], ["1", "3"]);
+      await page.screenshot({ path: path.join(SHOTS, `store-error-${lang}.png`), fullPage: true });
+      // After the outage the store note is gone from the action box, and the error stays.
+      await page.click("#step");
+      assert.doesNotMatch(await page.textContent("#action-box"), words.down);
+      assert.equal(await page.getAttribute("#action-box", "data-failed"), "node-b:store_error");
+    });
+  }
+
+  test("the failure options: choosing a failing node and an outage recomputes, within the run's ticks", async () => {
+    await page.goto(`${base}?scenario=contention`);
+    await ready(page);
+    const choices = await page.$$eval("#in-fail_action option", (os) => os.map((o) => [o.value, o.textContent]));
+    assert.deepEqual(choices, [["", "none"], ["a", "node-a"], ["b", "node-b"], ["c", "node-c"]]);
+    await page.selectOption("#in-fail_action", "c");
+    await shows(page, "fail_action=c");
+    const tl = await shownTimeline(page, base);
+    assert.equal(tl.params.fail_action, "c");
+    assert.ok(tl.events.some((e) => e.candidate === "node-c" && e.outcome === "action_failed"));
+    await page.selectOption("#in-fail_action", "");
+    await page.waitForFunction(() => document.body.dataset.state === "ready" && !document.body.dataset.query.includes("fail_action"), null, { timeout: PATIENCE });
+    // The outage's length slider ends where the run does: 22 + 1 - 20 = 3 ticks from tick 20.
+    await page.fill("#in-outage_from", "20");
+    await shows(page, "outage_from=20&outage_ticks=0");
+    assert.equal(await page.getAttribute("#in-outage_ticks", "max"), "3");
+    await page.fill("#in-outage_ticks", "3");
+    await shows(page, "outage_ticks=3");
+    assert.equal(await page.isHidden("#error"), true);
+    await page.fill("#in-outage_ticks", "0");
+    await page.fill("#in-outage_from", "0");
+    await page.waitForFunction(() => document.body.dataset.state === "ready" && !document.body.dataset.query.includes("outage"), null, { timeout: PATIENCE });
+    // The group offers its fourth node.
+    await page.click('button[data-scenario="group"]');
+    await shows(page, "scenario=group");
+    assert.equal(await page.$$eval("#in-fail_action option", (os) => os.length), 5);
+  });
 
   test("guided lessons: a deep link opens a step, a changed option is noticed, and Show loads the step again", async () => {
     await page.goto(`${base}?lesson=3`);
@@ -493,6 +648,8 @@ describe("workbench page", () => {
       ["scenario=contention&wait=1&wait=2", "duplicate_parameter", /매개변수 “wait”가 두 번 주어졌습니다/],
       ["scenario=contention&lease=ten", "not_a_number", /매개변수 “lease”에는 정수.*받은 값: “ten”/],
       ["scenario=contention&auto_extend=maybe", "not_a_flag", /매개변수 “auto_extend”에는 true 또는 false를/],
+      ["scenario=contention&outage_from=21&outage_ticks=3", "outage_beyond_run", /저장소 장애 구간은 실행 범위\(틱 0~22\) 안에 있어야 합니다\(받은 값: 시작 틱 21, 길이 3틱\)/],
+      ["scenario=contention&fail_action=node-d", "unknown_candidate", /실패하는 작업\(fail_action\)은 락 경쟁\(contention\) 시나리오의 후보\(node-a, node-b, node-c\) 중 하나여야 합니다\(받은 값: “node-d”\)/],
     ];
     const seen = new Set();
     for (const [i, [query, code, korean]] of refusals.entries()) {
@@ -524,7 +681,7 @@ describe("workbench page", () => {
         assert.match((await error()).text, korean, "switching back words it in Korean again");
       }
     }
-    assert.equal(seen.size, 10);
+    assert.equal(seen.size, 12);
     // A code the page has no sentence for: the server's text, as it is.
     const handler = (route) => route.fulfill({ status: 400, contentType: "application/json",
       body: JSON.stringify({ error: "`x` is new", code: "some_new_refusal", details: {} }) });

@@ -712,6 +712,7 @@ fn grid() -> Vec<(Scenario, Overrides)> {
                                             auto_extend: Some(auto_extend),
                                             slots: Some(s),
                                             period,
+                                            ..Overrides::default()
                                         },
                                     ));
                                 }

@@ -108,6 +108,7 @@ fn the_pages_sliders_offer_the_ranges_the_server_accepts() {
         ("wait", sim::WAIT_TICKS),
         ("slots", sim::GROUP_SLOTS),
         ("period", sim::PERIOD_TICKS),
+        ("outage_ticks", sim::OUTAGE_TICKS),
     ] {
         assert_eq!(
             slider_range(html, name),
@@ -366,6 +367,58 @@ async fn overrides_reach_the_simulation() {
     assert_eq!(refused["ledger"]["by"], "node-a");
     assert_eq!(refused["ledger"]["period"], 0);
     assert_eq!(refused["ledger"]["tick"], 0);
+
+    // A failing action and a store outage, by node id or letter; `none` is no failing action.
+    for (query, fail_action) in [
+        ("fail_action=node-c", Some("c")),
+        ("fail_action=c", Some("c")),
+        ("fail_action=none", None),
+    ] {
+        let answer = get(&app, &format!("/api/simulate?scenario=contention&{query}")).await;
+        assert_eq!(answer.status, StatusCode::OK, "{query}: {}", answer.text());
+        let t = answer.json();
+        assert_eq!(t["params"]["fail_action"].as_str(), fail_action, "{query}");
+        let failed = t["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["operation"] == "fail" && e["outcome"] == "action_failed");
+        assert_eq!(failed, fail_action.is_some(), "{query}");
+    }
+    let down = get(
+        &app,
+        "/api/simulate?scenario=contention&outage_from=1&outage_ticks=3",
+    )
+    .await;
+    assert_eq!(down.status, StatusCode::OK, "{}", down.text());
+    let t = down.json();
+    assert_eq!(
+        (
+            t["params"]["outage_from"].as_u64(),
+            t["params"]["outage_ticks"].as_u64()
+        ),
+        (Some(1), Some(3))
+    );
+    let b: Vec<(u64, &str, &str)> = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["candidate"] == "node-b")
+        .map(|e| {
+            (
+                e["tick"].as_u64().unwrap(),
+                e["operation"].as_str().unwrap(),
+                e["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        b,
+        [
+            (1, "try_acquire", "store_error"),
+            (3, "fail", "store_error")
+        ]
+    );
 }
 
 #[tokio::test]
@@ -414,6 +467,32 @@ async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
             "out_of_range",
         ),
         ("scenario=period&period=x", "period", "not_a_number"),
+        (
+            "scenario=contention&outage_ticks=13",
+            "`outage_ticks` must be between 0 and 12 ticks",
+            "out_of_range",
+        ),
+        (
+            "scenario=contention&outage_from=21&outage_ticks=3",
+            "ticks 0 to 22",
+            "outage_beyond_run",
+        ),
+        (
+            "scenario=contention&outage_from=x",
+            "outage_from",
+            "not_a_number",
+        ),
+        (
+            "scenario=contention&fail_action=node-d",
+            "node-d",
+            "unknown_candidate",
+        ),
+        ("scenario=expiry&fail_action=zz", "zz", "unknown_candidate"),
+        (
+            "scenario=nope&fail_action=node-a",
+            "nope",
+            "unknown_scenario",
+        ),
     ] {
         let answer = get(&app, &format!("/api/simulate?{query}")).await;
         assert_eq!(
@@ -453,6 +532,18 @@ async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
             "given": "nope",
             "expected": ["contention", "expiry", "extension", "group", "fencing", "period"]
         })
+    );
+    assert_eq!(
+        details("scenario=contention&fail_action=node-d").await,
+        serde_json::json!({
+            "scenario": "contention",
+            "given": "node-d",
+            "expected": ["node-a", "node-b", "node-c"]
+        })
+    );
+    assert_eq!(
+        details("scenario=contention&outage_from=21&outage_ticks=3").await,
+        serde_json::json!({ "outage_from": 21, "outage_ticks": 3, "max_tick": 22 })
     );
     assert_eq!(
         details("scenario=group&slots=x").await,

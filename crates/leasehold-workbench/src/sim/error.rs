@@ -27,7 +27,8 @@ pub enum SimError {
     /// A parameter was outside its range.
     #[error("`{parameter}` must be between {min} and {max} {unit}, got {value}")]
     OutOfRange {
-        /// The parameter's name (`action`, `lease`, `wait`, `slots` or `period`).
+        /// The parameter's name (`action`, `lease`, `wait`, `slots`, `period` or
+        /// `outage_ticks`).
         parameter: &'static str,
         /// What was given.
         value: u32,
@@ -73,6 +74,31 @@ pub enum SimError {
         PERIOD_TICKS.end()
     )]
     MissingPeriod,
+    /// The store outage does not lie within the run: it must start by the last tick and end
+    /// with it at the latest.
+    #[error(
+        "the store outage must lie within the run's ticks 0 to {max_tick}: `outage_from` {outage_from} with `outage_ticks` {outage_ticks} does not"
+    )]
+    OutageBeyondRun {
+        /// The outage's first tick, as given.
+        outage_from: u32,
+        /// Its length, as given.
+        outage_ticks: u32,
+        /// The scenario's last tick.
+        max_tick: u32,
+    },
+    /// `fail_action` named no candidate of the scenario.
+    #[error(
+        "`fail_action` must name a candidate of the `{scenario}` scenario (one of: {expected}), got `{given}`"
+    )]
+    UnknownCandidate {
+        /// The scenario.
+        scenario: &'static str,
+        /// What was given.
+        given: String,
+        /// The scenario's node ids, comma-separated.
+        expected: String,
+    },
     /// The simulation itself failed (its runtime could not start, or the store answered with
     /// an error). Not the caller's fault; report it.
     #[error("the simulation failed: {0}")]

@@ -71,6 +71,15 @@ pub(crate) enum What {
     Wrote { lease: usize, accepted: bool },
     /// The node's run returned after its action (and release).
     Finished,
+    /// The store answered an acquisition attempt of the node's current run with an error (the
+    /// first such answer of the run).
+    AcquireFailed,
+    /// The store answered an extension of `lease` with an error (the first one per lease).
+    ExtendFailed { lease: usize },
+    /// The store answered a release of `lease` with an error (the first one per lease).
+    ReleaseFailed { lease: usize },
+    /// The node's run returned an error: its action's (`store` false) or the store's.
+    RunFailed { store: bool },
 }
 
 /// One granted lease.
@@ -89,6 +98,10 @@ pub(crate) struct LeaseRecord {
     expires: Instant,
     /// Freed by a release, or its expiry was journalled.
     ended: bool,
+    /// A store error answering an extension of it was journalled.
+    extend_failed: bool,
+    /// A store error answering a release of it was journalled.
+    release_failed: bool,
 }
 
 impl LeaseRecord {
@@ -111,6 +124,8 @@ struct Log {
     leases: Vec<LeaseRecord>,
     /// Per candidate: the contended first attempt of its current run was journalled.
     contended: Vec<bool>,
+    /// Per candidate: a store error answering an attempt of its current run was journalled.
+    acquire_failed: Vec<bool>,
     resource: FencedResource,
     failure: Option<String>,
 }
@@ -155,6 +170,7 @@ impl Journal {
     pub(crate) fn new(names: &[String]) -> Self {
         let log = Log {
             contended: vec![false; names.len()],
+            acquire_failed: vec![false; names.len()],
             ..Log::default()
         };
         Self {
@@ -181,8 +197,12 @@ impl Journal {
 
     /// Notes that candidate `node` starts a run (its first contended attempt will be journalled).
     pub(crate) fn attempting(&self, node: usize) {
-        if let Some(contended) = self.log().contended.get_mut(node) {
+        let mut log = self.log();
+        if let Some(contended) = log.contended.get_mut(node) {
             *contended = false;
+        }
+        if let Some(failed) = log.acquire_failed.get_mut(node) {
+            *failed = false;
         }
     }
 
@@ -240,6 +260,12 @@ impl Journal {
     /// Notes that candidate `node`'s run returned after its action.
     pub(crate) fn finished(&self, node: usize) {
         self.log().push(node, What::Finished);
+    }
+
+    /// Notes that candidate `node`'s run returned an error: its action's, or (`store`) the
+    /// store's.
+    pub(crate) fn run_failed(&self, node: usize, store: bool) {
+        self.log().push(node, What::RunFailed { store });
     }
 
     /// Notes a failure that makes the run unusable (the first one is kept).
@@ -308,18 +334,25 @@ impl Journal {
     }
 }
 
-/// The store's answers, as [`ObservedStore`](leasehold::store::ObservedStore) passes them on (errors are
-/// not journaled: the memory store never fails).
+/// The store's answers, as [`ObservedStore`](leasehold::store::ObservedStore) passes them on. The
+/// memory store never fails; errors come from the store outage, and the first one of a run (or
+/// of a lease) is journalled.
 impl StoreObserver for Journal {
     /// Notes the store's answer to an acquisition attempt.
     fn acquired(&self, req: &AcquireRequest, answer: &StoreResult<Acquisition>) {
-        let Ok(answer) = answer else {
-            return;
-        };
         let Some(node) = self.node_of(&req.owner) else {
             return;
         };
         let mut log = self.log();
+        let Ok(answer) = answer else {
+            if let Some(noted) = log.acquire_failed.get_mut(node)
+                && !*noted
+            {
+                *noted = true;
+                log.push(node, What::AcquireFailed);
+            }
+            return;
+        };
         match answer {
             Acquisition::Elected(lease) => {
                 if log.find(lease.slot, lease.fence).is_some() {
@@ -337,6 +370,8 @@ impl StoreObserver for Journal {
                     acquired_wall: lease.acquired_at,
                     expires: now,
                     ended: false,
+                    extend_failed: false,
+                    release_failed: false,
                 };
                 let expires = record.instant_of(lease.expires_at);
                 log.leases.push(LeaseRecord { expires, ..record });
@@ -373,10 +408,13 @@ impl StoreObserver for Journal {
 
     /// Notes the store's answer to an extension.
     fn extended(&self, lease: &Lease, _ttl: Duration, answer: &StoreResult<Extension>) {
-        let Ok(answer) = answer else {
+        let Some((mut log, id, node)) = self.recorded(lease) else {
             return;
         };
-        let Some((mut log, id, node)) = self.recorded(lease) else {
+        let Ok(answer) = answer else {
+            if !std::mem::replace(&mut log.leases[id].extend_failed, true) {
+                log.push(node, What::ExtendFailed { lease: id });
+            }
             return;
         };
         match answer {
@@ -391,10 +429,13 @@ impl StoreObserver for Journal {
 
     /// Notes the store's answer to a release asking to keep the lease for `linger`.
     fn released(&self, lease: &Lease, linger: Duration, answer: &StoreResult<Release>) {
-        let Ok(answer) = answer else {
+        let Some((mut log, id, node)) = self.recorded(lease) else {
             return;
         };
-        let Some((mut log, id, node)) = self.recorded(lease) else {
+        let Ok(answer) = answer else {
+            if !std::mem::replace(&mut log.leases[id].release_failed, true) {
+                log.push(node, What::ReleaseFailed { lease: id });
+            }
             return;
         };
         match answer {

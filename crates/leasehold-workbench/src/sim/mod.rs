@@ -19,6 +19,14 @@
 //!   signal); an expiry is noticed at the next retry. The action writes to a fenced resource,
 //!   sleeps `action` ticks and writes again; then the core releases the lease (or shortens it to
 //!   the minimum lease).
+//! * **Failures.** The node named by [`Params::fail_action`] calls
+//!   [`run`](leasehold::Elector::run) instead, with an action that returns an error where the
+//!   others make their last write: the elector releases the lease as after a success and reports
+//!   [`Outcome::ActionFailed`](leasehold::Outcome::ActionFailed), journalled as `fail` /
+//!   `action_failed`. During the [store outage](Params::outage_ticks) every write a node sends to
+//!   the store is answered with a transient error; the elector retries within the wait, and a
+//!   run whose last attempt failed returns `Err` (a store error), journalled as `fail` /
+//!   `store_error` — never as a skip.
 //! * **Recording.** A pass-through wrapper around the store journals the store's answers
 //!   (grants, contended first attempts, claims the period ledger refused, renewals, releases —
 //!   including refused ones); each
@@ -53,6 +61,7 @@
 mod clock;
 mod error;
 mod journal;
+mod outage;
 mod params;
 mod recorder;
 mod resource;
@@ -64,7 +73,8 @@ mod timeline;
 pub use clock::{STORE_ORIGIN, TICK};
 pub use error::SimError;
 pub use params::{
-    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, Overrides, PERIOD_TICKS, Params, WAIT_TICKS,
+    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, OUTAGE_TICKS, Overrides, PERIOD_TICKS, Params,
+    WAIT_TICKS,
 };
 pub use scenario::{LOCK, Scenario, ScenarioInfo, scenarios};
 pub use timeline::{

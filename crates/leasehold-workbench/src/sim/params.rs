@@ -41,6 +41,12 @@ pub const GROUP_SLOTS: RangeInclusive<u32> = 1..=3;
 /// assert_eq!(leasehold_workbench::sim::PERIOD_TICKS, 6..=12);
 /// ```
 pub const PERIOD_TICKS: RangeInclusive<u32> = 6..=12;
+/// Allowed lengths of a store outage, in ticks (0 = the store never fails).
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::OUTAGE_TICKS, 0..=12);
+/// ```
+pub const OUTAGE_TICKS: RangeInclusive<u32> = 0..=12;
 
 /// The parameters of a run. Durations are in ticks (see [`TICK`](crate::sim::TICK)).
 ///
@@ -51,6 +57,7 @@ pub const PERIOD_TICKS: RangeInclusive<u32> = 6..=12;
 /// assert_eq!((p.action, p.lease, p.wait, p.min_lease, p.auto_extend, p.slots), (8, 10, 2, 0, false, 1));
 /// assert_eq!(p.period, None);
 /// assert_eq!(Scenario::Period.preset().period, Some(8));
+/// assert_eq!((p.fail_action, p.outage_from, p.outage_ticks), (None, 0, 0));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Params {
@@ -72,6 +79,29 @@ pub struct Params {
     /// from the JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period: Option<u32>,
+    /// The candidate whose every action fails, by the letter of its node id (`'c'` for
+    /// `node-c`): its action writes, works for `action` ticks and then returns an error instead
+    /// of its last write, so the elector reports the run as failed
+    /// ([`Outcome::ActionFailed`](leasehold::Outcome::ActionFailed); that node calls
+    /// [`run`](leasehold::Elector::run) rather than `run_if_leader`). `None` in every preset, and
+    /// then absent from the JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_action: Option<char>,
+    /// The first tick of the store outage (see [`outage_ticks`](Self::outage_ticks)); 0 and
+    /// absent from the JSON when there is none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outage_from: u32,
+    /// How many ticks the store is unreachable, from [`outage_from`](Self::outage_from) on
+    /// (0–12, 0 = never): every acquisition, extension and release the nodes send meanwhile is
+    /// answered with a transient store error and not applied. 0 in every preset, and then absent
+    /// from the JSON.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outage_ticks: u32,
+}
+
+/// Takes a reference, as `skip_serializing_if` passes it.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Values that replace a scenario's preset; `None` keeps the preset's value.
@@ -101,6 +131,13 @@ pub struct Overrides {
     pub slots: Option<u32>,
     /// Replaces [`Params::period`] (the `period` scenario only).
     pub period: Option<u32>,
+    /// Replaces [`Params::fail_action`] (a candidate's letter; see
+    /// [`Scenario::candidate_letter`](crate::sim::Scenario::candidate_letter)).
+    pub fail_action: Option<char>,
+    /// Replaces [`Params::outage_from`].
+    pub outage_from: Option<u32>,
+    /// Replaces [`Params::outage_ticks`].
+    pub outage_ticks: Option<u32>,
 }
 
 impl Overrides {
@@ -122,6 +159,9 @@ impl Overrides {
             auto_extend: self.auto_extend.unwrap_or(preset.auto_extend),
             slots: self.slots.unwrap_or(preset.slots),
             period: self.period.or(preset.period),
+            fail_action: self.fail_action.or(preset.fail_action),
+            outage_from: self.outage_from.unwrap_or(preset.outage_from),
+            outage_ticks: self.outage_ticks.unwrap_or(preset.outage_ticks),
         };
         params.validate(scenario)?;
         Ok(params)
@@ -129,8 +169,9 @@ impl Overrides {
 }
 
 impl Params {
-    /// Checks every limit, in the order action, lease, wait, min_lease, slots, period, and names
-    /// the first parameter that is out of range.
+    /// Checks every limit, in the order action, lease, wait, min_lease, slots, period,
+    /// outage_ticks, the outage's place in the run, fail_action, and names the first parameter
+    /// that is out of range.
     ///
     /// ```
     /// use leasehold_workbench::sim::{Scenario, SimError};
@@ -146,6 +187,17 @@ impl Params {
     /// assert!(p.validate(Scenario::Period).is_ok());
     /// p.period = None;
     /// assert_eq!(p.validate(Scenario::Period), Err(SimError::MissingPeriod));
+    ///
+    /// // An outage must end by the run's last tick; a failing action needs a candidate.
+    /// let mut p = Scenario::Contention.preset();
+    /// (p.outage_from, p.outage_ticks) = (20, 3);
+    /// assert!(p.validate(Scenario::Contention).is_ok());
+    /// p.outage_ticks = 4;
+    /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::OutageBeyondRun { max_tick: 22, .. })));
+    /// let mut p = Scenario::Contention.preset();
+    /// p.fail_action = Some('d');
+    /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::UnknownCandidate { .. })));
+    /// assert!(p.validate(Scenario::Group).is_ok());
     /// ```
     pub fn validate(&self, scenario: Scenario) -> Result<(), SimError> {
         within("action", self.action, &ACTION_TICKS, "ticks")?;
@@ -166,14 +218,30 @@ impl Params {
             });
         }
         match (scenario.is_period(), self.period) {
-            (true, Some(period)) => within("period", period, &PERIOD_TICKS, "ticks"),
-            (true, None) => Err(SimError::MissingPeriod),
-            (false, Some(period)) => Err(SimError::PeriodOutsidePeriodScenario {
-                scenario: scenario.id(),
-                period,
-            }),
-            (false, None) => Ok(()),
+            (true, Some(period)) => within("period", period, &PERIOD_TICKS, "ticks")?,
+            (true, None) => return Err(SimError::MissingPeriod),
+            (false, Some(period)) => {
+                return Err(SimError::PeriodOutsidePeriodScenario {
+                    scenario: scenario.id(),
+                    period,
+                });
+            }
+            (false, None) => {}
         }
+        within("outage_ticks", self.outage_ticks, &OUTAGE_TICKS, "ticks")?;
+        let last = scenario.max_tick();
+        if self.outage_from > last || self.outage_from.saturating_add(self.outage_ticks) > last + 1
+        {
+            return Err(SimError::OutageBeyondRun {
+                outage_from: self.outage_from,
+                outage_ticks: self.outage_ticks,
+                max_tick: last,
+            });
+        }
+        if let Some(letter) = self.fail_action {
+            scenario.candidate_letter(&letter.to_string())?;
+        }
+        Ok(())
     }
 }
 

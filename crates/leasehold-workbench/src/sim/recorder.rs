@@ -91,7 +91,11 @@ impl Recorder {
     fn node_state(&self, id: &str, track: Track) -> NodeState {
         let shows_lease = matches!(
             track.status,
-            Status::Running | Status::Stale | Status::Completed | Status::FinishedStale
+            Status::Running
+                | Status::Stale
+                | Status::Completed
+                | Status::FinishedStale
+                | Status::ActionFailed
         );
         let lease = track
             .lease
@@ -206,6 +210,26 @@ impl Recorder {
                     Outcome::RejectedFence
                 };
                 (Operation::Write, outcome, Some(lease), None)
+            }
+            What::AcquireFailed => {
+                self.set(entry.node, Status::Waiting, None);
+                (Operation::TryAcquire, Outcome::StoreError, None, None)
+            }
+            What::ExtendFailed { lease } => {
+                (Operation::Extend, Outcome::StoreError, Some(lease), None)
+            }
+            What::ReleaseFailed { lease } => {
+                (Operation::Release, Outcome::StoreError, Some(lease), None)
+            }
+            What::RunFailed { store: false } => {
+                // Elected, and the action failed: the lease of the run is the one it ran under.
+                let track = &mut self.nodes[entry.node];
+                track.status = Status::ActionFailed;
+                (Operation::Fail, Outcome::ActionFailed, track.lease, None)
+            }
+            What::RunFailed { store: true } => {
+                self.set(entry.node, Status::StoreError, None);
+                (Operation::Fail, Outcome::StoreError, None, None)
             }
             What::Finished => {
                 // The action has ended: a node that lost its lease meanwhile no longer runs

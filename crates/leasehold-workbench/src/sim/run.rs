@@ -13,6 +13,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::sim::clock::{Clock, RETRY, STORE_ORIGIN, TICK};
 use crate::sim::error::SimError;
 use crate::sim::journal::Journal;
+use crate::sim::outage::OutageStore;
 use crate::sim::params::Params;
 use crate::sim::recorder::Recorder;
 use crate::sim::scenario::{LOCK, Scenario};
@@ -47,13 +48,26 @@ fn run_quietly(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
     runtime.block_on(drive(scenario, params))
 }
 
-/// One candidate's elector (with `slots` holders in the group scenario), and the period of the
-/// ledger it claims in the period scenario.
+/// One candidate's elector (with `slots` holders in the group scenario), the period of the
+/// ledger it claims in the period scenario, and whether its action fails.
 #[derive(Clone)]
 struct NodeElector {
     elector: Elector,
     period: Option<Period>,
+    fails: bool,
 }
+
+/// The error a failing action returns ([`Params::fail_action`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ActionError;
+
+impl std::fmt::Display for ActionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the simulated action failed")
+    }
+}
+
+impl std::error::Error for ActionError {}
 
 /// How one run ended.
 enum RunEnd {
@@ -63,6 +77,8 @@ enum RunEnd {
     Skipped,
     /// The period ledger refused the claim (the journal has the store's answer).
     AlreadyRan,
+    /// The action ran and returned an error (the lease was released).
+    ActionFailed,
 }
 
 impl NodeElector {
@@ -93,9 +109,15 @@ impl NodeElector {
             Some(ticks) => Some(Period::every(TICK * ticks).map_err(failed)?),
             None => None,
         };
+        let fails = params.fail_action.is_some_and(|letter| {
+            node_id
+                .strip_prefix("node-")
+                .is_some_and(|l| l.len() == letter.len_utf8() && l.starts_with(letter))
+        });
         Ok(Self {
             elector: Elector::with_options(store, options),
             period,
+            fails,
         })
     }
 
@@ -107,30 +129,36 @@ impl NodeElector {
         self.elector.state(LOCK).await
     }
 
-    /// One run: the action writes to the resource, works for `action`, writes again.
+    /// One run: the action writes to the resource, works for `action`, writes again (or, if
+    /// this node's action fails, returns an error instead). A node whose action cannot fail calls
+    /// `run_if_leader`; one whose action fails calls `run`, which reports the failure; in the
+    /// period scenario every node calls `run_once_per`.
     async fn run(
         &self,
         node: usize,
         action: Duration,
         journal: &Journal,
     ) -> leasehold::Result<RunEnd> {
-        let work = |ctx: LeaderContext| work(ctx, node, action, journal.clone());
-        let ran = match self.period {
-            None => self.elector.run_if_leader(LOCK, work).await?,
-            Some(period) => {
-                let work = |ctx| async move {
-                    work(ctx).await;
-                    Ok::<(), std::convert::Infallible>(())
-                };
-                return Ok(match self.elector.run_once_per(LOCK, period, work).await? {
-                    Outcome::Taken(_) => RunEnd::Skipped,
-                    Outcome::AlreadyRan(_) => RunEnd::AlreadyRan,
-                    _ => RunEnd::Finished,
-                });
-            }
-        };
-        Ok(match ran {
-            Some(()) => RunEnd::Finished,
+        let fails = self.fails;
+        let work = |ctx: LeaderContext| work(ctx, node, action, journal.clone(), fails);
+        if let Some(period) = self.period {
+            return Ok(match self.elector.run_once_per(LOCK, period, work).await? {
+                Outcome::Taken(_) => RunEnd::Skipped,
+                Outcome::AlreadyRan(_) => RunEnd::AlreadyRan,
+                Outcome::ActionFailed(ActionError) => RunEnd::ActionFailed,
+                _ => RunEnd::Finished,
+            });
+        }
+        if fails {
+            return Ok(match self.elector.run(LOCK, work).await? {
+                Outcome::Elected(()) => RunEnd::Finished,
+                Outcome::Taken(_) | Outcome::AlreadyRan(_) => RunEnd::Skipped,
+                Outcome::ActionFailed(ActionError) => RunEnd::ActionFailed,
+            });
+        }
+        Ok(match self.elector.run_if_leader(LOCK, work).await? {
+            Some(Ok(())) => RunEnd::Finished,
+            Some(Err(ActionError)) => RunEnd::ActionFailed,
             None => RunEnd::Skipped,
         })
     }
@@ -140,13 +168,24 @@ fn failed(e: impl std::fmt::Display) -> SimError {
     SimError::Failed(e.to_string())
 }
 
-/// The protected action: a write when it starts, `action` of work, a write when it ends. The
-/// lease is not checked in between (like real work, it does not stop when the lease is lost);
-/// the fence is what protects the resource.
-async fn work(ctx: LeaderContext, node: usize, action: Duration, journal: Journal) {
+/// The protected action: a write when it starts, `action` of work, a write when it ends — or,
+/// if it `fails`, an error where that last write would be. The lease is not checked in between
+/// (like real work, it does not stop when the lease is lost); the fence is what protects the
+/// resource.
+async fn work(
+    ctx: LeaderContext,
+    node: usize,
+    action: Duration,
+    journal: Journal,
+    fails: bool,
+) -> Result<(), ActionError> {
     journal.write(node, ctx.slot(), ctx.fence());
     sleep(action).await;
+    if fails {
+        return Err(ActionError);
+    }
     journal.write(node, ctx.slot(), ctx.fence());
+    Ok(())
 }
 
 /// Journals the `Lost` events of candidate `node`'s elector.
@@ -167,13 +206,15 @@ async fn listen(mut events: broadcast::Receiver<Event>, node: usize, journal: Jo
 
 /// Candidate `node` waits for each of its attempts in turn (one after the other: an attempt
 /// whose time came during the previous run starts when that run ends), runs, and journals how
-/// each run ended.
+/// each run ended. A store error is an ending of its own when the run has a store outage
+/// (`outage`); otherwise, like any other error, it makes the simulation fail.
 async fn attempt(
     elector: NodeElector,
     node: usize,
     at: Vec<Instant>,
     action: Duration,
     journal: Journal,
+    outage: bool,
 ) {
     for at in at {
         sleep_until(at).await;
@@ -183,6 +224,8 @@ async fn attempt(
             Ok(RunEnd::Skipped) => journal.skipped(node),
             // The store's refusal is journalled as it answered, with its ledger record.
             Ok(RunEnd::AlreadyRan) => {}
+            Ok(RunEnd::ActionFailed) => journal.run_failed(node, false),
+            Err(leasehold::Error::Store { .. }) if outage => journal.run_failed(node, true),
             Err(e) => journal.failed(e.to_string()),
         }
     }
@@ -196,10 +239,20 @@ async fn drive(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
         .map(|&n| n.to_owned())
         .collect();
     let journal = Journal::new(&names);
-    let store = Arc::new(ObservedStore::new(
-        Arc::new(MemoryStore::with_clock_origin(STORE_ORIGIN)),
-        journal.clone(),
-    ));
+    let memory: Arc<dyn leasehold::LeaseStore> =
+        Arc::new(MemoryStore::with_clock_origin(STORE_ORIGIN));
+    let outage = params.outage_ticks > 0;
+    let inner: Arc<dyn leasehold::LeaseStore> = if outage {
+        Arc::new(OutageStore::new(
+            memory,
+            clock,
+            params.outage_from,
+            params.outage_ticks,
+        ))
+    } else {
+        memory
+    };
+    let store = Arc::new(ObservedStore::new(inner, journal.clone()));
 
     let mut electors = Vec::with_capacity(names.len());
     for (node, (name, ticks)) in names.iter().zip(scenario.attempts(&params)).enumerate() {
@@ -212,6 +265,7 @@ async fn drive(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
             at,
             TICK * params.action,
             journal.clone(),
+            outage,
         ));
         electors.push(elector);
     }

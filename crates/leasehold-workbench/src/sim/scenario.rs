@@ -30,7 +30,9 @@ const FOUR: &[&str] = &["node-a", "node-b", "node-c", "node-d"];
 /// | `fencing` | a 0, b 1, c 9 | 10 | 4 | 4 | off | 1 | – | 22 |
 /// | `period` | a 0, b 3, c 5, then every `period` | 2 | 6 | 2 | off | 1 | 8 | 23 |
 ///
-/// `min_lease` is 0 in every preset. In `period` each candidate calls
+/// `min_lease` is 0 in every preset, no action fails
+/// ([`fail_action`](Params::fail_action)) and the store never fails
+/// ([`outage_ticks`](Params::outage_ticks)); the lessons set them. In `period` each candidate calls
 /// [`run_once_per`](leasehold::Elector::run_once_per) with periods of `period` ticks (6–12,
 /// [`PERIOD_TICKS`](crate::sim::PERIOD_TICKS)); tick 0 is the start of period 0, so period `k`
 /// starts at tick `k × period`.
@@ -135,6 +137,9 @@ impl Scenario {
             auto_extend,
             slots,
             period: self.is_period().then_some(8),
+            fail_action: None,
+            outage_from: 0,
+            outage_ticks: 0,
         }
     }
 
@@ -148,6 +153,32 @@ impl Scenario {
             Self::Group => FOUR,
             _ => THREE,
         }
+    }
+
+    /// The letter of the candidate named by `given`, its node id (`node-c`) or the letter alone
+    /// (`c`): how [`Params::fail_action`] names a candidate.
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::{Scenario, SimError};
+    ///
+    /// assert_eq!(Scenario::Contention.candidate_letter("node-c"), Ok('c'));
+    /// assert_eq!(Scenario::Contention.candidate_letter("b"), Ok('b'));
+    /// assert!(matches!(Scenario::Contention.candidate_letter("node-d"), Err(SimError::UnknownCandidate { .. })));
+    /// assert_eq!(Scenario::Group.candidate_letter("d"), Ok('d'));
+    /// ```
+    pub fn candidate_letter(self, given: &str) -> Result<char, SimError> {
+        let trimmed = given.trim();
+        let letter = trimmed.strip_prefix("node-").unwrap_or(trimmed);
+        self.candidates()
+            .iter()
+            .filter_map(|id| id.strip_prefix("node-"))
+            .find(|l| *l == letter)
+            .and_then(|l| l.chars().next())
+            .ok_or_else(|| SimError::UnknownCandidate {
+                scenario: self.id(),
+                given: given.to_owned(),
+                expected: self.candidates().join(", "),
+            })
     }
 
     /// The tick at which each candidate (same order) makes its one attempt; in the `period`

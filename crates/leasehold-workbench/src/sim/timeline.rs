@@ -105,7 +105,7 @@ pub struct NodeState {
     /// The node id.
     pub id: String,
     /// A [`Status`] word: `idle`, `waiting`, `running`, `skipped`, `stale`, `completed`,
-    /// `finished_stale` or `already_ran`.
+    /// `finished_stale`, `already_ran`, `action_failed` or `store_error`.
     pub status: String,
     /// The display label of the node's lease (running, stale, completed or finished-stale
     /// nodes).
@@ -342,7 +342,7 @@ words! {
     /// use leasehold_workbench::sim::Status;
     /// assert_eq!(Status::Stale.as_str(), "stale");
     /// assert_eq!(Status::FinishedStale.as_str(), "finished_stale");
-    /// assert_eq!(Status::ALL.len(), 8);
+    /// assert_eq!(Status::ALL.len(), 10);
     /// ```
     Status {
         /// Has not tried yet.
@@ -367,6 +367,13 @@ words! {
         /// later one) already ran, here or on another node. Its action did not run; it did not
         /// wait, whether or not the lock was held.
         AlreadyRan => "already_ran",
+        /// It was elected and its action returned an error: the run reported
+        /// [`Outcome::ActionFailed`](leasehold::Outcome::ActionFailed) and the lease was
+        /// released (or kept for the minimum lease) as after a success.
+        ActionFailed => "action_failed",
+        /// Its run returned a store error: the store failed on the run's last attempt (the
+        /// store outage). Not a skip: nobody said the lock was taken.
+        StoreError => "store_error",
     }
 }
 
@@ -395,6 +402,9 @@ words! {
         Lost => "lost",
         /// The action wrote to the fenced resource.
         Write => "write",
+        /// The run ended in an error returned to its caller: the action's own error
+        /// (`action_failed`) or the store's (`store_error`).
+        Fail => "fail",
     }
 }
 
@@ -436,5 +446,12 @@ words! {
         Accepted => "accepted",
         /// `write`: the resource had already accepted a higher fence.
         RejectedFence => "rejected_fence",
+        /// `fail`: the action returned an error
+        /// ([`Outcome::ActionFailed`](leasehold::Outcome::ActionFailed)).
+        ActionFailed => "action_failed",
+        /// `try_acquire`, `extend` or `release`: the store answered with an error (the first one
+        /// of the run, or of the lease, is shown); `fail`: the run returned the store's error.
+        /// Never contention: the store did not say the lock was taken.
+        StoreError => "store_error",
     }
 }

@@ -14,7 +14,7 @@ use crate::web::error::ApiError;
 use crate::web::page;
 
 /// The query parameters `/api/simulate` accepts, in the order the error message lists them.
-const PARAMETERS: [&str; 8] = [
+const PARAMETERS: [&str; 11] = [
     "scenario",
     "action",
     "lease",
@@ -23,12 +23,16 @@ const PARAMETERS: [&str; 8] = [
     "auto_extend",
     "slots",
     "period",
+    "fail_action",
+    "outage_from",
+    "outage_ticks",
 ];
 
 /// The workbench: `GET /` (the page), `GET /api/version` (`{"name": "leasehold", "version":
 /// "…"}`, [`VERSION`](crate::web::VERSION)), `GET /api/scenarios` (the scenarios and their
 /// presets, in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
-/// &auto_extend=true|false&slots=N&period=P]` (the [`sim::Timeline`]; 400 with
+/// &auto_extend=true|false&slots=N&period=P&fail_action=NODE&outage_from=T&outage_ticks=N]` (the
+/// [`sim::Timeline`]; `fail_action` names a candidate, `node-c` or `c`, or `none`; 400 with
 /// `{"error": "...", "code": "...", "details": {...}}` on bad input, the code and its details
 /// one of [`ERROR_CODES`](crate::web::ERROR_CODES); `slots` above 1 only for `group`, `period`
 /// only for `period`). Each simulation runs on a blocking thread, since it drives its own
@@ -108,6 +112,9 @@ async fn run(
 struct SimulateRequest {
     scenario: String,
     overrides: sim::Overrides,
+    /// `fail_action` as given (a node id or letter; `none` is not kept): which candidates there
+    /// are depends on the scenario.
+    fail_action: Option<String>,
 }
 
 impl SimulateRequest {
@@ -115,6 +122,7 @@ impl SimulateRequest {
         let mut seen: Vec<&str> = Vec::new();
         let mut scenario = None;
         let mut o = sim::Overrides::default();
+        let mut fail_action = None;
         for (key, value) in pairs {
             let Some(&name) = PARAMETERS.iter().find(|p| **p == key.as_str()) else {
                 return Err(ApiError::bad_request(
@@ -142,6 +150,12 @@ impl SimulateRequest {
                 "min_lease" => o.min_lease = Some(ticks(name, value)?),
                 "slots" => o.slots = Some(ticks(name, value)?),
                 "period" => o.period = Some(ticks(name, value)?),
+                "outage_from" => o.outage_from = Some(ticks(name, value)?),
+                "outage_ticks" => o.outage_ticks = Some(ticks(name, value)?),
+                "fail_action" => {
+                    fail_action =
+                        Some(value.trim().to_owned()).filter(|v| v != "none" && !v.is_empty());
+                }
                 _ => o.auto_extend = Some(flag(name, value)?),
             }
         }
@@ -158,11 +172,17 @@ impl SimulateRequest {
         Ok(Self {
             scenario,
             overrides: o,
+            fail_action,
         })
     }
 
     fn simulate(&self) -> Result<sim::Timeline, ApiError> {
-        sim::simulate(&self.scenario, &self.overrides).map_err(|e| {
+        let mut overrides = self.overrides;
+        if let Some(given) = &self.fail_action {
+            let scenario = sim::Scenario::parse(&self.scenario)?;
+            overrides.fail_action = Some(scenario.candidate_letter(given)?);
+        }
+        sim::simulate(&self.scenario, &overrides).map_err(|e| {
             if !e.is_usage() {
                 tracing::error!(error = %e, "leasehold workbench: a simulation failed");
             }

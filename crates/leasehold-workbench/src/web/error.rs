@@ -72,7 +72,7 @@ pub(crate) struct ApiError {
 /// let codes = leasehold_workbench::web::ERROR_CODES;
 /// assert!(codes.iter().any(|(code, _)| *code == "min_lease_above_lease"));
 /// ```
-pub const ERROR_CODES: [(&str, &[&str]); 13] = [
+pub const ERROR_CODES: [(&str, &[&str]); 15] = [
     ("bad_query", &[]),
     ("unknown_parameter", &["parameter", "allowed"]),
     ("duplicate_parameter", &["parameter"]),
@@ -88,6 +88,11 @@ pub const ERROR_CODES: [(&str, &[&str]); 13] = [
     ("slots_outside_group", &["scenario", "slots"]),
     ("period_outside_period_scenario", &["scenario", "period"]),
     ("missing_period", &["min", "max"]),
+    (
+        "outage_beyond_run",
+        &["outage_from", "outage_ticks", "max_tick"],
+    ),
+    ("unknown_candidate", &["scenario", "given", "expected"]),
     ("simulation_failed", &[]),
 ];
 
@@ -152,6 +157,23 @@ impl From<SimError> for ApiError {
                 "missing_period",
                 json!({ "min": PERIOD_TICKS.start(), "max": PERIOD_TICKS.end() }),
             ),
+            SimError::OutageBeyondRun {
+                outage_from,
+                outage_ticks,
+                max_tick,
+            } => (
+                "outage_beyond_run",
+                json!({ "outage_from": outage_from, "outage_ticks": outage_ticks, "max_tick": max_tick }),
+            ),
+            SimError::UnknownCandidate {
+                scenario, given, ..
+            } => {
+                let expected = Scenario::parse(scenario).map_or(&[][..], Scenario::candidates);
+                (
+                    "unknown_candidate",
+                    json!({ "scenario": scenario, "given": given, "expected": expected }),
+                )
+            }
             SimError::Failed(_) => return Self::internal(e.to_string()),
         };
         Self::bad_request(code, e.to_string(), details)
@@ -199,6 +221,16 @@ mod tests {
                 period: 8,
             },
             SimError::MissingPeriod,
+            SimError::OutageBeyondRun {
+                outage_from: 20,
+                outage_ticks: 4,
+                max_tick: 22,
+            },
+            SimError::UnknownCandidate {
+                scenario: "contention",
+                given: "node-d".into(),
+                expected: "node-a, node-b, node-c".into(),
+            },
             SimError::Failed("no runtime".into()),
         ];
         for e in errors {

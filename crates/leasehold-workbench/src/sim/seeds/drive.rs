@@ -483,6 +483,9 @@ fn timeline(
             auto_extend: config.auto_extend.unwrap_or(true),
             slots: lock.plan.max_leaders,
             period: task.and_then(|t| t.period).map(in_ticks),
+            fail_action: None,
+            outage_from: 0,
+            outage_ticks: 0,
         },
         lock: lock.name.as_str().to_owned(),
         candidates: lock
