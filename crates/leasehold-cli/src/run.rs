@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::{
-    DEFAULT_LEASE, ElectionOptions, Elector, LET_GO_PATIENCE, LeaderGuard, LeaseStore, LockName,
-    OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
+    DEFAULT_LEASE, ElectionOptions, Elector, LET_GO_PATIENCE, LeaderGuard, LeaseError, LeaseStore,
+    LockName, OptionsError, Period, PeriodRecord, Release, SETTLE_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use tokio::time::timeout;
@@ -252,18 +252,18 @@ fn options(args: &RunArgs) -> Result<ElectionOptions, Failure> {
     }
     builder.build().map_err(|e| {
         Failure::usage(match e {
-            OptionsError::MinLeaseExceedsLease { min_lease, lease } => format!(
+            OptionsError::Lease(LeaseError::MinLeaseExceedsLease { min_lease, lease }) => format!(
                 "--min-lease ({}) must not exceed --lease ({})",
                 human(min_lease),
                 human(lease)
             ),
-            OptionsError::LeaseTooShortForAutoExtend { lease, min } => format!(
+            OptionsError::Lease(LeaseError::TooShortForAutoExtend { lease, min }) => format!(
                 "--lease {} is too short to renew while the command runs: use at least {} \
                  or pass --no-auto-extend",
                 human(lease),
                 human(min)
             ),
-            OptionsError::LeaseTooShort(lease) => {
+            OptionsError::Lease(LeaseError::TooShort { lease }) => {
                 format!("--lease must be at least 1ms, got {}", human(lease))
             }
             OptionsError::BadNodeId(id) => format!(

@@ -91,7 +91,7 @@ impl fmt::Display for NameError {
             Self::TooLong { len, max, prefix } => write!(
                 f,
                 "lock name is {len} bytes long; at most {max} bytes are allowed \
-                 (leasehold::MAX_LOCK_NAME_LEN; the name starts with {prefix:?})"
+                 (leasehold::MAX_LOCK_NAME_LEN; the name starts with {prefix:?}); allowed: {rule}"
             ),
             Self::BadFirstChar { name, found } => write!(
                 f,
@@ -277,8 +277,9 @@ mod tests {
             refused(&long).to_string(),
             format!(
                 "lock name is 256 bytes long; at most 255 bytes are allowed \
-                 (leasehold::MAX_LOCK_NAME_LEN; the name starts with {:?})",
-                "a".repeat(32)
+                 (leasehold::MAX_LOCK_NAME_LEN; the name starts with {:?}); allowed: {}",
+                "a".repeat(32),
+                LOCK_NAME_RULE
             )
         );
     }
@@ -422,13 +423,17 @@ mod tests {
         ));
     }
 
+    /// Every refusal names the name (or its start, when too long) and states the whole rule.
     #[test]
-    fn every_message_about_characters_states_the_rule() {
+    fn every_message_states_the_rule() {
         for bad in ["a b", "a//b", "a..b", "", "-a"] {
             let msg = refused(bad).to_string();
             assert!(msg.contains(&format!("{bad:?}")) || bad.is_empty(), "{msg}");
             assert!(msg.contains(LOCK_NAME_RULE), "{msg}");
         }
+        let long = refused(&"x".repeat(MAX_LOCK_NAME_LEN + 1)).to_string();
+        assert!(long.contains(&format!("{:?}", "x".repeat(32))), "{long}");
+        assert!(long.contains(LOCK_NAME_RULE), "{long}");
         assert!(LOCK_NAME_RULE.starts_with(&format!("1-{MAX_LOCK_NAME_LEN} bytes")));
     }
 }

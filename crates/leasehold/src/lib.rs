@@ -47,7 +47,6 @@
 
 pub mod blocking;
 mod cleanup;
-mod duration;
 mod elect;
 mod error;
 mod events;
@@ -69,7 +68,6 @@ pub mod store;
 mod tenant;
 
 pub use cleanup::SETTLE_TIMEOUT;
-pub use duration::{DurationError, parse_duration};
 pub use elect::elector::Elector;
 pub use elect::guarded_stream::{GuardedStream, StreamEnd};
 pub use elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
@@ -77,6 +75,7 @@ pub use error::{Error, ErrorKind, Result, StoreError};
 pub use events::{EVENT_BUFFER, Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use hold::held::HeldLease;
+pub use leasehold_rules::{DurationError, LeaseError, MIN_AUTO_EXTEND_LEASE, parse_duration};
 pub use let_go::LET_GO_PATIENCE;
 pub use limits::{
     LimitError, MAX_DURATION, MAX_LIST_LOCKS, MAX_NODE_ID_LEN, MAX_RETRY_GROWTH, MAX_SLOTS,
@@ -109,14 +108,12 @@ pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "macros")]
 pub use leasehold_macros::leader_only;
 
-/// Not public API: what the expansion of `#[leader_only]` refers to. It
-/// changes with `leasehold-macros`, whose version `leasehold` pins.
+/// Not public API: what the expansion of `#[leader_only]` calls at run time (its literals are
+/// checked while it expands, by `leasehold-rules`). It changes with `leasehold-macros`, whose
+/// version `leasehold` pins.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::duration::{DurationFault, parse_duration_const};
     pub use crate::macro_support::{Overrides, configure};
-    pub use crate::name::{NameFault, check_lock_name};
-    pub use crate::options::{LeaseFault, check_lease};
 }
 
 /// The manual page `docs/leasehold.md`, compiled as doc tests so its code stays true.
