@@ -26,12 +26,12 @@ const SECS_PER_DAY: u64 = 86_400;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DurationError {
     input: String,
-    fault: Fault,
+    reason: Reason,
 }
 
 /// What was wrong with a duration text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
+enum Reason {
     /// Nothing but whitespace.
     Empty,
     /// A leading `-`.
@@ -68,28 +68,28 @@ impl DurationError {
     /// assert!(!leasehold_rules::parse_duration("5x").unwrap_err().is_too_long());
     /// ```
     pub fn is_too_long(&self) -> bool {
-        self.fault == Fault::TooLong
+        self.reason == Reason::TooLong
     }
 }
 
 impl fmt::Display for DurationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "invalid duration {:?}: ", self.input)?;
-        let reason = match self.fault {
-            Fault::TooLong => {
+        let reason = match self.reason {
+            Reason::TooLong => {
                 return write!(
                     f,
                     "longer than the maximum of {}d (100 years; leasehold::MAX_DURATION)",
                     MAX_DURATION.as_secs() / SECS_PER_DAY
                 );
             }
-            Fault::Empty => "empty",
-            Fault::Negative => "negative durations are not allowed",
-            Fault::MissingUnit => "missing unit (ms, s, m, h or d)",
-            Fault::ExpectedNumber => "expected a number",
-            Fault::BadNumber => "bad number",
-            Fault::UnknownUnit => "unknown unit (use ms, s, m, h or d)",
-            Fault::NotIso => "not a valid ISO-8601 duration",
+            Reason::Empty => "empty",
+            Reason::Negative => "negative durations are not allowed",
+            Reason::MissingUnit => "missing unit (ms, s, m, h or d)",
+            Reason::ExpectedNumber => "expected a number",
+            Reason::BadNumber => "bad number",
+            Reason::UnknownUnit => "unknown unit (use ms, s, m, h or d)",
+            Reason::NotIso => "not a valid ISO-8601 duration",
         };
         write!(
             f,
@@ -125,22 +125,22 @@ impl Error for DurationError {}
 /// # Ok::<(), leasehold_rules::DurationError>(())
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
-    grammar(text).map_err(|fault| DurationError {
+    grammar(text).map_err(|reason| DurationError {
         input: text.to_owned(),
-        fault,
+        reason,
     })
 }
 
-fn grammar(text: &str) -> Result<Duration, Fault> {
+fn grammar(text: &str) -> Result<Duration, Reason> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(Fault::Empty);
+        return Err(Reason::Empty);
     }
     if text == "0" {
         return Ok(Duration::ZERO);
     }
     if text.starts_with('-') {
-        return Err(Fault::Negative);
+        return Err(Reason::Negative);
     }
     let nanos = match text.strip_prefix(['P', 'p']) {
         Some(iso) => parse_iso(iso.as_bytes())?,
@@ -149,7 +149,7 @@ fn grammar(text: &str) -> Result<Duration, Fault> {
     // At most MAX_NANOS, which fits in a u64 (checked below).
     u64::try_from(nanos)
         .map(Duration::from_nanos)
-        .map_err(|_| Fault::TooLong)
+        .map_err(|_| Reason::TooLong)
 }
 
 /// [`MAX_DURATION`] in nanoseconds.
@@ -207,29 +207,29 @@ impl Decimal {
 }
 
 /// `total + value × unit`, rounded to the nearest nanosecond; `TooLong` beyond [`MAX_DURATION`].
-fn add_part(total: u128, value: Decimal, unit: u128) -> Result<u128, Fault> {
+fn add_part(total: u128, value: Decimal, unit: u128) -> Result<u128, Reason> {
     // whole ≤ MAX_NANOS + 1 < 2^62 and unit < 2^50; numerator < 10^20 < 2^67: no overflow.
     let fraction = (value.numerator * unit * 2 + value.denominator) / (value.denominator * 2);
     let sum = total + value.whole * unit + fraction;
     if sum > MAX_NANOS {
-        Err(Fault::TooLong)
+        Err(Reason::TooLong)
     } else {
         Ok(sum)
     }
 }
 
 /// `500ms`, `1m30s`, …: numbers (`[0-9.]+`), each followed by its unit.
-fn parse_simple(mut rest: &[u8]) -> Result<u128, Fault> {
+fn parse_simple(mut rest: &[u8]) -> Result<u128, Reason> {
     let mut total = 0;
     while !rest.is_empty() {
         let number_len = rest
             .iter()
             .position(|&c| !(c.is_ascii_digit() || c == b'.'))
-            .ok_or(Fault::MissingUnit)?;
+            .ok_or(Reason::MissingUnit)?;
         if number_len == 0 {
-            return Err(Fault::ExpectedNumber);
+            return Err(Reason::ExpectedNumber);
         }
-        let value = Decimal::read(&rest[..number_len], false).ok_or(Fault::BadNumber)?;
+        let value = Decimal::read(&rest[..number_len], false).ok_or(Reason::BadNumber)?;
         let after = &rest[number_len..];
         let unit_len = after
             .iter()
@@ -241,7 +241,7 @@ fn parse_simple(mut rest: &[u8]) -> Result<u128, Fault> {
             b"m" => NANOS_PER_M,
             b"h" => NANOS_PER_H,
             b"d" => NANOS_PER_D,
-            _ => return Err(Fault::UnknownUnit),
+            _ => return Err(Reason::UnknownUnit),
         };
         total = add_part(total, value, unit)?;
         rest = &after[unit_len..];
@@ -251,15 +251,15 @@ fn parse_simple(mut rest: &[u8]) -> Result<u128, Fault> {
 
 /// ISO-8601 after the `P` (case-insensitive): `[nD][nW][T[nH][nM][nS]]`, numbers may have a `.`
 /// or `,` fraction.
-fn parse_iso(text: &[u8]) -> Result<u128, Fault> {
+fn parse_iso(text: &[u8]) -> Result<u128, Reason> {
     match text.iter().position(|c| c.eq_ignore_ascii_case(&b'T')) {
-        None if text.is_empty() => Err(Fault::NotIso),
+        None if text.is_empty() => Err(Reason::NotIso),
         None => iso_part(0, text, b"DW"),
         Some(t) => {
             let total = iso_part(0, &text[..t], b"DW")?;
             let time = &text[t + 1..];
             if time.is_empty() {
-                return Err(Fault::NotIso);
+                return Err(Reason::NotIso);
             }
             iso_part(total, time, b"HMS")
         }
@@ -268,16 +268,16 @@ fn parse_iso(text: &[u8]) -> Result<u128, Fault> {
 
 /// Numbers each followed by one of `units` (`D`, `W`, `H`, `M`, `S`; either case), added to
 /// `total`.
-fn iso_part(mut total: u128, mut rest: &[u8], units: &[u8]) -> Result<u128, Fault> {
+fn iso_part(mut total: u128, mut rest: &[u8], units: &[u8]) -> Result<u128, Reason> {
     while !rest.is_empty() {
         let unit_at = rest
             .iter()
             .position(u8::is_ascii_alphabetic)
-            .ok_or(Fault::NotIso)?;
-        let value = Decimal::read(&rest[..unit_at], true).ok_or(Fault::NotIso)?;
+            .ok_or(Reason::NotIso)?;
+        let value = Decimal::read(&rest[..unit_at], true).ok_or(Reason::NotIso)?;
         let letter = rest[unit_at].to_ascii_uppercase();
         let unit = match letter {
-            _ if !units.contains(&letter) => return Err(Fault::NotIso),
+            _ if !units.contains(&letter) => return Err(Reason::NotIso),
             b'D' => NANOS_PER_D,
             b'W' => NANOS_PER_W,
             b'H' => NANOS_PER_H,
@@ -356,10 +356,10 @@ mod tests {
         }
     }
 
-    /// One case per fault: the refused text and the whole message, which names the text, what
+    /// One case per reason: the refused text and the whole message, which names the text, what
     /// was wrong and what is allowed.
     #[test]
-    fn every_fault_has_its_message() {
+    fn every_reason_has_its_message() {
         const FORMS: &str = "; use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S";
         let cases = [
             ("", "empty"),
