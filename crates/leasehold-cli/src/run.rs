@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use leasehold::{
     ElectionOptions, Elector, LeaderGuard, LeaseStore, LockName, Outcome, Period, PeriodRecord,
-    error::OptionsError,
+    error::{LeaseError, OptionsError},
     limits::{LET_GO_PATIENCE, SETTLE_TIMEOUT},
     options::DEFAULT_LEASE,
     store::Release,
@@ -257,18 +257,18 @@ fn options(args: &RunArgs) -> Result<ElectionOptions, Failure> {
     }
     builder.build().map_err(|e| {
         Failure::usage(match e {
-            OptionsError::MinLeaseExceedsLease { min_lease, lease } => format!(
+            OptionsError::Lease(LeaseError::MinLeaseExceedsLease { min_lease, lease }) => format!(
                 "--min-lease ({}) must not exceed --lease ({})",
                 human(min_lease),
                 human(lease)
             ),
-            OptionsError::LeaseTooShortForAutoExtend { lease, min } => format!(
+            OptionsError::Lease(LeaseError::TooShortForAutoExtend { lease, min }) => format!(
                 "--lease {} is too short to renew while the command runs: use at least {} \
                  or pass --no-auto-extend",
                 human(lease),
                 human(min)
             ),
-            OptionsError::LeaseTooShort(lease) => {
+            OptionsError::Lease(LeaseError::TooShort { lease }) => {
                 format!("--lease must be at least 1ms, got {}", human(lease))
             }
             OptionsError::BadNodeId(id) => format!(

@@ -1,6 +1,10 @@
-//! The options of `#[leader_only(...)]`: parsed, each key checked once, with errors spanned at
-//! the offending token.
+//! The options of `#[leader_only(...)]`: parsed, each key checked once, and the lock name and
+//! duration literals checked by leasehold's input rules (`leasehold-rules`), with errors spanned
+//! at the offending token.
 
+use std::time::Duration;
+
+use leasehold_rules::{LeaseError, check_lease, check_lock_name, parse_duration};
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::parse::{Parse, ParseStream};
@@ -14,17 +18,28 @@ const KEYS: &str = "elector, lock, lease, wait, min_lease, auto_extend, cancel_o
 pub(crate) struct Args {
     /// `elector = <expr>`: the elector, evaluated at the start of each call.
     pub(crate) elector: Expr,
-    /// `lock = "name"`.
+    /// `lock = "name"`: a name the lock-name rule accepts.
     pub(crate) lock: LitStr,
-    pub(crate) lease: Option<LitStr>,
-    pub(crate) wait: Option<LitStr>,
-    pub(crate) min_lease: Option<LitStr>,
+    /// `lease = "30s"`: within the lease bounds that the attribute's own options decide.
+    pub(crate) lease: Option<DurationArg>,
+    /// `wait = "5s"`.
+    pub(crate) wait: Option<DurationArg>,
+    /// `min_lease = "10s"`: at most `lease` when that is given.
+    pub(crate) min_lease: Option<DurationArg>,
     /// `Some(on)` when given (`auto_extend` alone is `Some(true)`); `None`: the elector's.
     pub(crate) auto_extend: Option<bool>,
     /// As `auto_extend`.
     pub(crate) cancel_on_lost: Option<bool>,
     /// `context = ident`: the name the body sees the `LeaderContext` under.
     pub(crate) context: Option<Ident>,
+}
+
+/// A duration literal and the duration `leasehold_rules::parse_duration` reads in it.
+pub(crate) struct DurationArg {
+    /// The literal as written: where errors about it point.
+    pub(crate) literal: LitStr,
+    /// What it says.
+    pub(crate) value: Duration,
 }
 
 /// One `key` or `key = value`.
@@ -124,16 +139,28 @@ impl Args {
                     ),
                 },
                 (_, Some((_, expr))) => match string_literal(&expr) {
-                    Some(lit) => match name.as_str() {
-                        "lock" => lock = Some(lit),
-                        "lease" => lease = Some(lit),
-                        "wait" => wait = Some(lit),
-                        _ => min_lease = Some(lit),
+                    // A refused literal is reported here and counts as given (no "missing
+                    // `lock`" besides).
+                    Some(lit) if name == "lock" => match check_lock_name(&lit.value()) {
+                        Ok(()) => lock = Some(lit),
+                        Err(refused) => errors.push_spanned(&lit, refused),
+                    },
+                    Some(literal) => match parse_duration(&literal.value()) {
+                        Ok(value) => {
+                            let arg = Some(DurationArg { literal, value });
+                            match name.as_str() {
+                                "lease" => lease = arg,
+                                "wait" => wait = arg,
+                                _ => min_lease = arg,
+                            }
+                        }
+                        Err(refused) => errors.push_spanned(&literal, refused),
                     },
                     None => errors.push_spanned(&expr, needs_literal(&name)),
                 },
             }
         }
+        check_lease_bounds(&mut errors, lease.as_ref(), min_lease.as_ref(), auto_extend);
         if elector.is_none() && !seen.iter().any(|k| k == "elector") {
             errors.push(
                 attr_span,
@@ -164,6 +191,32 @@ impl Args {
             // A missing key was reported above.
             (None, _, _) => Err(syn::Error::new(attr_span, "missing `elector` or `lock`")),
         }
+    }
+}
+
+/// The lease bounds that the attribute's literals decide, when `lease` is given: the lease's own
+/// (at least `MIN_LEASE`; with `auto_extend` turned on here, at least `MIN_AUTO_EXTEND_LEASE`)
+/// reported at the lease, `min_lease` ≤ `lease` at the min_lease. An `auto_extend` left to the
+/// elector, and a `min_lease` without a `lease`, are checked against the elector's options when
+/// the call builds them.
+fn check_lease_bounds(
+    errors: &mut Errors,
+    lease: Option<&DurationArg>,
+    min_lease: Option<&DurationArg>,
+    auto_extend: Option<bool>,
+) {
+    let Some(lease) = lease else { return };
+    let auto_extend = auto_extend == Some(true);
+    if let Err(refused) = check_lease(lease.value, Duration::ZERO, auto_extend) {
+        errors.push_spanned(&lease.literal, refused);
+        return;
+    }
+    // The lease's own bounds passed above: what is left to break is `min_lease` ≤ `lease`.
+    if let Some(min_lease) = min_lease
+        && let Err(refused @ LeaseError::MinLeaseExceedsLease { .. }) =
+            check_lease(lease.value, min_lease.value, auto_extend)
+    {
+        errors.push_spanned(&min_lease.literal, refused);
     }
 }
 

@@ -1,11 +1,13 @@
-//! The expansion: the function's body runs inside `Elector::run_if_leader`, behind compile-time
-//! checks of every literal by the core's own `const fn` rules.
+//! The expansion: the function's body runs inside `Elector::run_if_leader`, with the options
+//! the attribute gives. Its literals were checked while parsing them (`args`), so the expansion
+//! holds values the rules accept: the lock name as written, each duration as a
+//! `Duration::new(secs, nanos)`.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
-use syn::{ItemFn, LitStr, ReturnType, Type};
+use syn::{ItemFn, ReturnType, Type};
 
-use crate::args::Args;
+use crate::args::{Args, DurationArg};
 
 /// Expands `#[leader_only(args)] item`, or answers the errors to report.
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
@@ -57,64 +59,27 @@ fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
         -> ::leasehold::Result<::core::option::Option<#written>>
     );
 
-    // Items (consts) resolve at the call site; these names cannot meet the user's, which are in
+    // Items (consts) resolve at the call site; this name cannot meet the user's, which are in
     // the body's own block.
-    let lock_const = format_ident!("__LEASEHOLD_LOCK");
     let overrides_const = format_ident!("__LEASEHOLD_OVERRIDES");
-    let mut consts = vec![lock_check(&lock_const, &args.lock)];
+    let lock = &args.lock;
     let mut overrides = quote!(::leasehold::__private::Overrides::NONE);
-    let mut lease_rules = Vec::new();
     let durations = [
         ("lease", &args.lease),
         ("wait", &args.wait),
         ("min_lease", &args.min_lease),
     ];
-    for (key, lit) in durations {
-        let Some(lit) = lit else { continue };
-        let name = format_ident!("__LEASEHOLD_{}", key.to_uppercase());
-        consts.push(duration_const(&name, lit));
+    for (key, arg) in durations {
+        let Some(arg) = arg else { continue };
         let setter = format_ident!("{key}");
-        overrides.extend(quote!(.#setter(#name)));
+        let value = duration(arg);
+        overrides.extend(quote!(.#setter(#value)));
     }
     if let Some(on) = args.auto_extend {
         overrides.extend(quote!(.auto_extend(#on)));
     }
     if let Some(on) = args.cancel_on_lost {
         overrides.extend(quote!(.cancel_on_lost(#on)));
-    }
-    // The builder's rules between lease, min_lease and auto_extend, when the lease is known:
-    // the lease's own ones at the lease, `min_lease` ≤ `lease` at the min_lease.
-    if let Some(lease) = &args.lease {
-        // Checked here only when turned on explicitly; otherwise the elector's own setting is
-        // checked when the call builds its options.
-        let auto_extend = args.auto_extend == Some(true);
-        let at = site(lease.span());
-        lease_rules.push(quote_spanned! {at=>
-            const _: () = match ::leasehold::__private::check_lease(
-                __LEASEHOLD_LEASE,
-                ::core::time::Duration::ZERO,
-                #auto_extend,
-            ) {
-                ::core::result::Result::Ok(()) => (),
-                ::core::result::Result::Err(fault) => ::core::panic!("{}", fault.message()),
-            };
-        });
-        if let Some(min_lease) = &args.min_lease {
-            let at = site(min_lease.span());
-            lease_rules.push(quote_spanned! {at=>
-                const _: () = match ::leasehold::__private::check_lease(
-                    __LEASEHOLD_LEASE,
-                    __LEASEHOLD_MIN_LEASE,
-                    #auto_extend,
-                ) {
-                    ::core::result::Result::Err(
-                        fault @ ::leasehold::__private::LeaseFault::MinLeaseExceedsLease,
-                    ) => ::core::panic!("{}", fault.message()),
-                    // Reported at the lease.
-                    _ => (),
-                };
-            });
-        }
     }
 
     let local = Span::mixed_site();
@@ -144,14 +109,12 @@ fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
         #(#outer)*
         #vis #sig {
             #(#inner)*
-            #(#consts)*
-            #(#lease_rules)*
             const #overrides_const: ::leasehold::__private::Overrides = #overrides;
             let #elector_var =
                 ::leasehold::__private::configure(&(#elector), &#overrides_const)?;
             #elector_var
                 .run_if_leader(
-                    #lock_const,
+                    #lock,
                     move |#context: ::leasehold::LeaderContext| async move {
                         #pin
                         #(#statements)*
@@ -162,35 +125,10 @@ fn rewrite(function: ItemFn, args: &Args) -> TokenStream {
     }
 }
 
-/// Where a compile-time check's error points: at the literal, with the macro's own edition for
-/// the `panic!` (its `"{}"` form is `const` in every edition the user may write in).
-fn site(literal: Span) -> Span {
-    Span::mixed_site().located_at(literal)
-}
-
-/// `const NAME: &str = "<lock>";`, a compile error at the literal unless the core's
-/// `check_lock_name` accepts it.
-fn lock_check(name: &syn::Ident, lit: &LitStr) -> TokenStream {
-    let at = site(lit.span());
-    quote_spanned! {at=>
-        const #name: &str = match ::leasehold::__private::check_lock_name(#lit) {
-            ::core::result::Result::Ok(()) => #lit,
-            ::core::result::Result::Err(fault) => ::core::panic!("{}", fault.message()),
-        };
-    }
-}
-
-/// `const NAME: Duration = <the literal, parsed by the core's parse_duration_const>;`, a compile
-/// error at the literal when it does not parse.
-fn duration_const(name: &syn::Ident, lit: &LitStr) -> TokenStream {
-    let at = site(lit.span());
-    quote_spanned! {at=>
-        const #name: ::core::time::Duration =
-            match ::leasehold::__private::parse_duration_const(#lit) {
-                ::core::result::Result::Ok(duration) => duration,
-                ::core::result::Result::Err(fault) => ::core::panic!("{}", fault.message()),
-            };
-    }
+/// The duration of a checked literal as a `const` expression: `Duration::new(secs, nanos)`.
+fn duration(arg: &DurationArg) -> TokenStream {
+    let (secs, nanos) = (arg.value.as_secs(), arg.value.subsec_nanos());
+    quote!(::core::time::Duration::new(#secs, #nanos))
 }
 
 /// True when the type contains `impl Trait`, which cannot be named inside the body.

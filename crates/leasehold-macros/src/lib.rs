@@ -80,7 +80,7 @@ use proc_macro::TokenStream;
 /// | option | value | meaning |
 /// |---|---|---|
 /// | `elector` | any expression (required) | the elector to run with (an `Elector`, `&Elector` or `Arc<Elector>`): `self.elector`, a parameter, a function call; evaluated at the start of every call. There is no hidden global elector. |
-/// | `lock` | string literal (required) | the lock name, checked at compile time by the lock-name rule of [`LockName`] |
+/// | `lock` | string literal (required) | the lock name, checked at compile time by the lock-name rule of [`LockName`] (1-255 bytes of `[A-Za-z0-9_.:/-]`, starting with a letter or digit, every `/` followed by a letter or digit, no `..`) |
 /// | `lease` | duration literal | the lease for this call ([`ElectionOptionsBuilder::lease`]) |
 /// | `wait` | duration literal | how long to keep trying before skipping ([`ElectionOptionsBuilder::wait`]) |
 /// | `min_lease` | duration literal | hold the lock at least this long ([`ElectionOptionsBuilder::min_lease`]) |
@@ -104,15 +104,22 @@ use proc_macro::TokenStream;
 ///
 /// # Checked at compile time
 ///
-/// The lock name and every duration are string literals, checked while compiling by the same
-/// `const fn`s that [`LockName::new`] and [`parse_duration`] run (one rule each, in the core):
-/// a bad one is a compile error at the literal with the core's message, e.g.
+/// The lock name and every duration are string literals, checked while the attribute expands by
+/// leasehold's input rules — the crate `leasehold-rules`, the very rules that [`LockName::new`],
+/// [`parse_duration`] and the options builder apply at run time: a bad one is a compile error at
+/// the literal with the message the library gives at run time for the same text, e.g.
 ///
 /// ```text
-/// error[E0080]: evaluation panicked: invalid duration: unknown unit (use ms, s, m, h or d); use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S
-///   |     #[leasehold::leader_only(elector = self.elector, lock = "x", lease = "30x")]
-///   |                                                                      ^^^^^ evaluation of `…::__LEASEHOLD_LEASE` failed here
+/// error: invalid duration "30x": unknown unit (use ms, s, m, h or d); use forms like 500ms, 10s, 5m, 1h30m, 2d or ISO-8601 PT10S
+///  --> src/billing.rs:3:70
+///   |
+/// 3 | #[leasehold::leader_only(elector = self.elector, lock = "x", lease = "30x")]
+///   |                                                                      ^^^^^
 /// ```
+///
+/// Every refused literal of one attribute is reported, each at its own literal. The expansion
+/// holds what the rules read: the lock name as written, each duration as a
+/// `Duration::new(secs, nanos)`.
 ///
 /// When `lease` is given, the builder's rules that the literals decide are checked too: a lease
 /// of at least 1 ms, `min_lease` ≤ `lease`, and with `auto_extend` a lease of at least 75 ms.

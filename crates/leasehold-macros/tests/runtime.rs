@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::{ElectionOptions, Elector, Error, MemoryStore, error::OptionsError};
+use leasehold::{
+    ElectionOptions, Elector, Error, MemoryStore,
+    error::{LeaseError, OptionsError},
+};
 use tokio::time::sleep;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -335,7 +338,9 @@ async fn options_that_do_not_combine_with_the_elector_are_an_error() -> leasehol
     assert!(
         matches!(
             got,
-            Err(Error::Options(OptionsError::MinLeaseExceedsLease { .. }))
+            Err(Error::Options(OptionsError::Lease(
+                LeaseError::MinLeaseExceedsLease { .. }
+            )))
         ),
         "{got:?}"
     );

@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-pub use crate::duration::DurationError;
 use crate::limits::LimitError;
 pub use crate::name::NameError;
 pub use crate::options::error::OptionsError;
 pub use crate::store::period::PeriodError;
+pub use leasehold_rules::{DurationError, LeaseError};
 
 /// Whether retrying can help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -50,7 +50,6 @@
 
 pub mod blocking;
 mod cleanup;
-mod duration;
 mod elect;
 pub mod error;
 mod events;
@@ -78,13 +77,13 @@ pub mod lead {
     pub use crate::elect::lead::{DEFAULT_LEADERSHIP_POLL, Leadership, LeadershipStream, TermEnd};
 }
 
-pub use duration::parse_duration;
 pub use elect::elector::Elector;
 pub use elect::lead::TermEnd;
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, LostReason};
 pub use hold::guard::{LeaderContext, LeaderGuard};
 pub use hold::held::HeldLease;
+pub use leasehold_rules::parse_duration;
 pub use name::{IntoLockName, LockName};
 pub use options::retry::RetryPolicy;
 pub use options::{ElectionOptions, ElectionOptionsBuilder};
@@ -105,14 +104,12 @@ pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "macros")]
 pub use leasehold_macros::leader_only;
 
-/// Not public API: what the expansion of `#[leader_only]` refers to. It
-/// changes with `leasehold-macros`, whose version `leasehold` pins.
+/// Not public API: what the expansion of `#[leader_only]` calls at run time (its literals are
+/// checked while it expands, by `leasehold-rules`). It changes with `leasehold-macros`, whose
+/// version `leasehold` pins.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::duration::{DurationFault, parse_duration_const};
     pub use crate::macro_support::{Overrides, configure};
-    pub use crate::name::{NameFault, check_lock_name};
-    pub use crate::options::{LeaseFault, check_lease};
 }
 
 /// The manual page `docs/leasehold.md`, compiled as doc tests so its code stays true.

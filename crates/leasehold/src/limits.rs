@@ -47,17 +47,8 @@ pub use crate::tenant::DEFAULT_TENANT_PREFIX;
 /// pools belong in a work queue or a semaphore service.
 pub const MAX_SLOTS: u32 = 1024;
 
-/// The longest duration the library and the CLI accept: 36500 days (100 years), for every lease,
-/// wait, minimum lease, extension, retry pause, job period, initial delay and grace period, and
-/// every duration text ([`parse_duration`](crate::parse_duration)).
-///
-/// Why 100 years: it is longer than any lease or wait a program means ("forever" in practice),
-/// and short enough to be safe everywhere a duration goes — added to a monotonic
-/// [`Instant`] on every platform (whose range is centuries from boot), to a
-/// [`SystemTime`](std::time::SystemTime), in milliseconds since 1970 in the stores' 64-bit
-/// columns, Redis `PX`/`PEXPIRE` arguments and Lua numbers (doubles, exact to 2^53 ms ≈ 285,000
-/// years), and in DynamoDB number attributes.
-pub const MAX_DURATION: Duration = Duration::from_secs(36_500 * 86_400);
+// The longest duration: one of the input rules, with `parse_duration` (leasehold-rules).
+pub use leasehold_rules::{MAX_DURATION, MIN_AUTO_EXTEND_LEASE};
 
 /// The shortest poll interval of a [`LeadershipStream`](crate::lead::LeadershipStream)
 /// ([`Elector::leadership_every`](crate::Elector::leadership_every)): 10 ms. Each reading is a
@@ -326,6 +317,20 @@ mod tests {
         let msg = check_slots(u32::MAX).unwrap_err().to_string();
         assert!(
             msg.contains("4294967295") && msg.contains("1024") && msg.contains("MAX_SLOTS"),
+            "{msg}"
+        );
+    }
+
+    /// The duration grammar's message for a text beyond the maximum states it as the limits
+    /// print it (the rules crate writes it without `Human`).
+    #[test]
+    fn the_duration_texts_maximum_is_stated_as_the_limits_state_it() {
+        let msg = crate::parse_duration("36501d")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains(&format!("maximum of {} ", Human(MAX_DURATION))),
             "{msg}"
         );
     }

@@ -4,19 +4,8 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
-/// The longest lock name, in bytes.
-pub const MAX_LOCK_NAME_LEN: usize = 255;
-
-/// The lock-name rule in one line, as a literal (for the `concat!`s of [`NameFault::message`]).
-macro_rules! lock_name_rule {
-    () => {
-        "1-255 bytes of [A-Za-z0-9_.:/-], starting with a letter or digit, every '/' followed by a \
-         letter or digit, and no '..'"
-    };
-}
-
-/// The lock-name rule in one line, as error messages and manual pages state it.
-pub(crate) const LOCK_NAME_RULE: &str = lock_name_rule!();
+use leasehold_rules::check_lock_name;
+pub use leasehold_rules::{MAX_LOCK_NAME_LEN, NameError};
 
 /// A validated lock name.
 ///
@@ -54,99 +43,6 @@ pub(crate) const LOCK_NAME_RULE: &str = lock_name_rule!();
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LockName(Arc<str>);
 
-/// Why a lock name or tenant part was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NameError {
-    /// The name was empty.
-    #[error("lock name must not be empty (allowed: {})", LOCK_NAME_RULE)]
-    Empty,
-    /// The name was longer than [`MAX_LOCK_NAME_LEN`].
-    #[error(
-        "lock name is {len} bytes long; at most {max} bytes are allowed (name starts with {prefix:?})"
-    )]
-    TooLong {
-        /// Length of the rejected name in bytes.
-        len: usize,
-        /// The limit.
-        max: usize,
-        /// The first characters of the rejected name.
-        prefix: String,
-    },
-    /// The first character was not an ASCII letter or digit.
-    #[error(
-        "lock name {name:?} must start with an ASCII letter or digit, found {found:?}; allowed: {}",
-        LOCK_NAME_RULE
-    )]
-    BadFirstChar {
-        /// The rejected name.
-        name: String,
-        /// The offending character.
-        found: char,
-    },
-    /// A character other than `[A-Za-z0-9_.:/-]` was found.
-    #[error(
-        "lock name {name:?} contains {found:?} at byte {index}; allowed: {}",
-        LOCK_NAME_RULE
-    )]
-    BadChar {
-        /// The rejected name.
-        name: String,
-        /// The offending character.
-        found: char,
-        /// Its byte offset.
-        index: usize,
-    },
-    /// A `/` that is not followed by a letter or digit: a trailing `/`, an empty segment (`//`)
-    /// or a segment starting with another character (`/.`, `/..`, `/-`).
-    #[error(
-        "lock name {name:?} has a '/' at byte {index} that is not followed by a letter or digit \
-         (no trailing '/', no '//', no segment starting with '.', '_', '-' or ':'); allowed: {}",
-        LOCK_NAME_RULE
-    )]
-    BadSegment {
-        /// The rejected name.
-        name: String,
-        /// The byte offset of the `/`.
-        index: usize,
-    },
-    /// Two dots in a row (`..`).
-    #[error(
-        "lock name {name:?} has '..' at byte {index}; dots may not follow each other; allowed: {}",
-        LOCK_NAME_RULE
-    )]
-    DoubleDot {
-        /// The rejected name.
-        name: String,
-        /// The byte offset of the first dot.
-        index: usize,
-    },
-    /// A tenant prefix, tenant id or caller lock name contained the reserved `:` separator.
-    #[error(
-        "{part} {value:?} must not contain ':' because ':' separates the parts of a tenant lock name"
-    )]
-    ReservedSeparator {
-        /// Which part: `"tenant prefix"`, `"tenant id"` or `"lock name"`.
-        part: &'static str,
-        /// The rejected value.
-        value: String,
-    },
-    /// The namespaced name would be longer than [`MAX_LOCK_NAME_LEN`].
-    #[error(
-        "lock name {name:?} is {len} bytes; with tenant {tenant:?} at most {budget} bytes are left for it"
-    )]
-    OverTenantBudget {
-        /// The caller's lock name.
-        name: String,
-        /// Its length in bytes.
-        len: usize,
-        /// The tenant namespace (`prefix:id`).
-        tenant: String,
-        /// The bytes left for the lock name.
-        budget: usize,
-    },
-}
-
 impl LockName {
     /// Validates `name` and wraps it.
     ///
@@ -160,7 +56,7 @@ impl LockName {
     /// ```
     pub fn new(name: impl AsRef<str>) -> Result<Self, NameError> {
         let name = name.as_ref();
-        validate(name)?;
+        check_lock_name(name)?;
         Ok(Self(Arc::from(name)))
     }
 
@@ -173,142 +69,6 @@ impl LockName {
     pub(crate) fn shared(&self) -> Arc<str> {
         Arc::clone(&self.0)
     }
-}
-
-/// Checks `name` against the lock-name rule without allocating.
-pub(crate) fn validate(name: &str) -> Result<(), NameError> {
-    let Err(fault) = check_lock_name(name) else {
-        return Ok(());
-    };
-    // Every index a fault names is a char boundary: every byte before it is ASCII.
-    let found = |index: usize| name.get(index..).and_then(|s| s.chars().next());
-    Err(match fault {
-        NameFault::Empty => NameError::Empty,
-        NameFault::TooLong => NameError::TooLong {
-            len: name.len(),
-            max: MAX_LOCK_NAME_LEN,
-            prefix: name.chars().take(32).collect(),
-        },
-        NameFault::BadFirstChar => NameError::BadFirstChar {
-            name: name.to_owned(),
-            found: found(0).unwrap_or_default(),
-        },
-        NameFault::BadChar { index } => NameError::BadChar {
-            name: name.to_owned(),
-            found: found(index).unwrap_or_default(),
-            index,
-        },
-        NameFault::BadSegment { index } => NameError::BadSegment {
-            name: name.to_owned(),
-            index,
-        },
-        NameFault::DoubleDot { index } => NameError::DoubleDot {
-            name: name.to_owned(),
-            index,
-        },
-    })
-}
-
-/// What was wrong with a lock name, without the name: what a compile-time check can say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameFault {
-    /// See [`NameError::Empty`].
-    Empty,
-    /// See [`NameError::TooLong`].
-    TooLong,
-    /// See [`NameError::BadFirstChar`].
-    BadFirstChar,
-    /// See [`NameError::BadChar`].
-    BadChar {
-        /// The byte offset of the offending character.
-        index: usize,
-    },
-    /// See [`NameError::BadSegment`].
-    BadSegment {
-        /// The byte offset of the `/`.
-        index: usize,
-    },
-    /// See [`NameError::DoubleDot`].
-    DoubleDot {
-        /// The byte offset of the first dot.
-        index: usize,
-    },
-}
-
-impl NameFault {
-    /// What was wrong and what is allowed (the [`NameError`] message without the name).
-    pub const fn message(self) -> &'static str {
-        match self {
-            Self::Empty => concat!(
-                "lock name must not be empty (allowed: ",
-                lock_name_rule!(),
-                ")"
-            ),
-            Self::TooLong => concat!(
-                "lock name is longer than 255 bytes (leasehold::limits::MAX_LOCK_NAME_LEN); allowed: ",
-                lock_name_rule!()
-            ),
-            Self::BadFirstChar => concat!(
-                "lock name must start with an ASCII letter or digit; allowed: ",
-                lock_name_rule!()
-            ),
-            Self::BadChar { .. } => concat!(
-                "lock name contains a character outside [A-Za-z0-9_.:/-]; allowed: ",
-                lock_name_rule!()
-            ),
-            Self::BadSegment { .. } => concat!(
-                "lock name has a '/' that is not followed by a letter or digit (no trailing '/', \
-                 no '//', no segment starting with '.', '_', '-' or ':'); allowed: ",
-                lock_name_rule!()
-            ),
-            Self::DoubleDot { .. } => concat!(
-                "lock name has '..'; dots may not follow each other; allowed: ",
-                lock_name_rule!()
-            ),
-        }
-    }
-}
-
-/// The lock-name rule as a `const fn`: the one implementation, which [`LockName::new`] calls at
-/// run time and `#[leasehold::leader_only]` evaluates at compile time (through
-/// `leasehold::__private`).
-pub const fn check_lock_name(name: &str) -> Result<(), NameFault> {
-    let bytes = name.as_bytes();
-    if bytes.is_empty() {
-        return Err(NameFault::Empty);
-    }
-    if bytes.len() > MAX_LOCK_NAME_LEN {
-        return Err(NameFault::TooLong);
-    }
-    if !bytes[0].is_ascii_alphanumeric() {
-        return Err(NameFault::BadFirstChar);
-    }
-    let mut index = 0;
-    while index < bytes.len() {
-        let b = bytes[index];
-        if !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'/')) {
-            return Err(NameFault::BadChar { index });
-        }
-        index += 1;
-    }
-    // Every byte is ASCII from here on.
-    let mut index = 0;
-    while index + 1 < bytes.len() {
-        match (bytes[index], bytes[index + 1]) {
-            (b'/', next) if !next.is_ascii_alphanumeric() => {
-                return Err(NameFault::BadSegment { index });
-            }
-            (b'.', b'.') => return Err(NameFault::DoubleDot { index }),
-            _ => {}
-        }
-        index += 1;
-    }
-    if bytes[bytes.len() - 1] == b'/' {
-        return Err(NameFault::BadSegment {
-            index: bytes.len() - 1,
-        });
-    }
-    Ok(())
 }
 
 impl fmt::Display for LockName {
@@ -396,6 +156,8 @@ impl IntoLockName for &String {
 
 #[cfg(test)]
 mod tests {
+    use leasehold_rules::LOCK_NAME_RULE;
+
     use super::*;
 
     #[test]

@@ -1,6 +1,8 @@
 //! Tenant namespaces: `tenant:<id>:<lock>`.
 
-use crate::name::{LockName, MAX_LOCK_NAME_LEN, NameError, validate};
+use leasehold_rules::check_lock_name;
+
+use crate::name::{LockName, MAX_LOCK_NAME_LEN, NameError};
 
 /// The default namespace prefix.
 pub const DEFAULT_TENANT_PREFIX: &str = "tenant";
@@ -86,7 +88,7 @@ fn check_part(part: &'static str, value: &str) -> Result<(), NameError> {
             value: value.to_owned(),
         });
     }
-    validate(value)
+    check_lock_name(value)
 }
 
 #[cfg(test)]

@@ -2,34 +2,20 @@
 
 use std::time::Duration;
 
+use leasehold_rules::LeaseError;
+
 use crate::limits::LimitError;
 
 /// Why options were rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OptionsError {
-    /// The lease was shorter than [`MIN_LEASE`](crate::limits::MIN_LEASE).
-    #[error("lease must be at least 1ms, got {0:?}")]
-    LeaseTooShort(Duration),
-    /// `min_lease` exceeded `lease`.
-    #[error("min_lease ({min_lease:?}) must not exceed lease ({lease:?})")]
-    MinLeaseExceedsLease {
-        /// The requested minimum.
-        min_lease: Duration,
-        /// The lease.
-        lease: Duration,
-    },
-    /// `auto_extend` was asked for with a lease too short to renew in time.
-    #[error(
-        "auto_extend (on by default) needs a lease of at least {min:?} (three renewals of 25ms), \
-         got {lease:?}; set auto_extend(false) for a shorter lease, which then bounds the action"
-    )]
-    LeaseTooShortForAutoExtend {
-        /// The lease.
-        lease: Duration,
-        /// The smallest lease that auto-extension supports.
-        min: Duration,
-    },
+    /// `lease`, `min_lease` and `auto_extend` broke one of the lease bounds
+    /// ([`LeaseError`](crate::error::LeaseError)): a lease shorter than
+    /// [`MIN_LEASE`](crate::limits::MIN_LEASE), a `min_lease` longer than the lease, or `auto_extend` on
+    /// a lease shorter than [`MIN_AUTO_EXTEND_LEASE`](crate::limits::MIN_AUTO_EXTEND_LEASE).
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
     /// `max_leaders` was zero.
     #[error("max_leaders must be at least 1, got 0")]
     NoLeaders,

@@ -6,12 +6,13 @@ pub(crate) mod retry;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use leasehold_rules::check_lease;
+pub use leasehold_rules::{MIN_LEASE, MIN_RENEWAL_PERIOD};
+
 use crate::limits::{MAX_NODE_ID_LEN, check_duration, check_node_id_len, check_slots};
 use crate::options::retry::RetryPolicy;
 pub use error::OptionsError;
 
-/// The smallest lease the core accepts.
-pub const MIN_LEASE: Duration = Duration::from_millis(1);
 /// The lease when none is set: 15 s, renewed every 5 s while the action runs (as client-go's
 /// leader election), so that a crashed holder is replaced within about 15 s plus the next
 /// contender's attempt.
@@ -19,8 +20,6 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// How long an elector waits for one acquisition attempt's answer unless
 /// [`attempt_timeout`](ElectionOptionsBuilder::attempt_timeout) says otherwise.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The shortest interval between watchdog renewals.
-pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(25);
 
 /// Options for election.
 ///
@@ -199,70 +198,10 @@ impl ElectionOptions {
         check_duration("wait", self.wait)?;
         check_duration("lease", self.lease)?;
         check_duration("min_lease", self.min_lease)?;
-        check_lease(self.lease, self.min_lease, self.auto_extend).map_err(|fault| match fault {
-            LeaseFault::TooShort => OptionsError::LeaseTooShort(self.lease),
-            LeaseFault::MinLeaseExceedsLease => OptionsError::MinLeaseExceedsLease {
-                min_lease: self.min_lease,
-                lease: self.lease,
-            },
-            LeaseFault::TooShortForAutoExtend => OptionsError::LeaseTooShortForAutoExtend {
-                lease: self.lease,
-                min: MIN_AUTO_EXTEND_LEASE,
-            },
-        })?;
+        check_lease(self.lease, self.min_lease, self.auto_extend)?;
         validate_node_id(&self.node_id)?;
         self.retry.as_ref().map_or(Ok(()), RetryPolicy::validate)
     }
-}
-
-/// The shortest lease `auto_extend` accepts: three renewal periods.
-const MIN_AUTO_EXTEND_LEASE: Duration =
-    Duration::from_nanos(MIN_RENEWAL_PERIOD.as_nanos() as u64 * 3);
-
-/// Which rule between `lease`, `min_lease` and `auto_extend` was broken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseFault {
-    /// See [`OptionsError::LeaseTooShort`].
-    TooShort,
-    /// See [`OptionsError::MinLeaseExceedsLease`].
-    MinLeaseExceedsLease,
-    /// See [`OptionsError::LeaseTooShortForAutoExtend`].
-    TooShortForAutoExtend,
-}
-
-impl LeaseFault {
-    /// What was wrong and what is allowed (the [`OptionsError`] message without the values).
-    pub const fn message(self) -> &'static str {
-        match self {
-            Self::TooShort => "lease must be at least 1ms (leasehold::limits::MIN_LEASE)",
-            Self::MinLeaseExceedsLease => "min_lease must not exceed lease",
-            Self::TooShortForAutoExtend => {
-                "auto_extend (on by default) needs a lease of at least 75ms (three renewals of \
-                 25ms); set auto_extend(false) for a shorter lease, which then bounds the action"
-            }
-        }
-    }
-}
-
-/// The rules between `lease`, `min_lease` and `auto_extend` as a `const fn`: the one
-/// implementation, which [`ElectionOptionsBuilder::build`] calls at run time and
-/// `#[leasehold::leader_only]` evaluates at compile time (through `leasehold::__private`) when
-/// its literals give the values.
-pub const fn check_lease(
-    lease: Duration,
-    min_lease: Duration,
-    auto_extend: bool,
-) -> Result<(), LeaseFault> {
-    if lease.as_nanos() < MIN_LEASE.as_nanos() {
-        return Err(LeaseFault::TooShort);
-    }
-    if min_lease.as_nanos() > lease.as_nanos() {
-        return Err(LeaseFault::MinLeaseExceedsLease);
-    }
-    if auto_extend && lease.as_nanos() < MIN_AUTO_EXTEND_LEASE.as_nanos() {
-        return Err(LeaseFault::TooShortForAutoExtend);
-    }
-    Ok(())
 }
 
 /// Builder for [`ElectionOptions`]; validated by [`build`](Self::build).
@@ -475,16 +414,20 @@ mod tests {
 
     #[test]
     fn each_invariant_has_its_error() {
+        use leasehold_rules::LeaseError;
+
         let b = ElectionOptions::builder;
         assert_eq!(
             b().lease(Duration::ZERO).build(),
-            Err(OptionsError::LeaseTooShort(Duration::ZERO))
+            Err(OptionsError::Lease(LeaseError::TooShort {
+                lease: Duration::ZERO
+            }))
         );
         assert!(matches!(
             b().lease(Duration::from_secs(1))
                 .min_lease(Duration::from_secs(2))
                 .build(),
-            Err(OptionsError::MinLeaseExceedsLease { .. })
+            Err(OptionsError::Lease(LeaseError::MinLeaseExceedsLease { .. }))
         ));
         assert!(
             b().lease(Duration::from_secs(1))
@@ -496,12 +439,16 @@ mod tests {
             b().lease(Duration::from_millis(50))
                 .auto_extend(true)
                 .build(),
-            Err(OptionsError::LeaseTooShortForAutoExtend { .. })
+            Err(OptionsError::Lease(
+                LeaseError::TooShortForAutoExtend { .. }
+            ))
         ));
         // On by default: a short lease without renewal is asked for explicitly.
         assert!(matches!(
             b().lease(Duration::from_millis(50)).build(),
-            Err(OptionsError::LeaseTooShortForAutoExtend { .. })
+            Err(OptionsError::Lease(
+                LeaseError::TooShortForAutoExtend { .. }
+            ))
         ));
         assert!(
             b().lease(Duration::from_millis(50))

@@ -18,4 +18,10 @@ async fn not_iso(elector: &Elector) {}
 #[leasehold::leader_only(elector = elector, lock = "f", wait = "")]
 async fn empty(elector: &Elector) {}
 
+#[leasehold::leader_only(elector = elector, lock = "g", lease = "ms")]
+async fn no_number(elector: &Elector) {}
+
+#[leasehold::leader_only(elector = elector, lock = "h", wait = "1.2.3s")]
+async fn bad_number(elector: &Elector) {}
+
 fn main() {}

@@ -21,6 +21,12 @@ async fn longest(e: &Elector) -> Duration {
     ctx.lease().expires_at.duration_since(ctx.lease().acquired_at).unwrap_or_default()
 }
 
+// The expansion passes the parsed value, nanoseconds included.
+#[leasehold::leader_only(elector = e, lock = "f", lease = "1.000000001s", context = ctx)]
+async fn fractional(e: &Elector) -> Duration {
+    ctx.lease().expires_at.duration_since(ctx.lease().acquired_at).unwrap_or_default()
+}
+
 #[leasehold::leader_only(
     elector = e,
     lock = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -36,6 +42,7 @@ async fn main() -> leasehold::Result<()> {
     assert_eq!(shortest(&e).await?, Some(()));
     assert_eq!(shortest_extended(&e).await?, Some(()));
     assert_eq!(longest(&e).await?, Some(MAX_DURATION));
+    assert_eq!(fractional(&e).await?, Some(Duration::new(1, 1)));
     assert_eq!(longest_name(&e).await?, Some(()));
     assert_eq!(separators(&e).await?, Some(()));
     Ok(())

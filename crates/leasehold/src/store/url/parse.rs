@@ -36,10 +36,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use leasehold_rules::parse_duration;
+
 use super::decode::{percent_decode, percent_decode_lossy};
 use super::open::OpenError;
 use super::redact::{is_secret_param, redact_url};
-use crate::duration::parse_duration;
 
 /// Why a store URL is not acceptable. The message says what is wrong and what is allowed, and
 /// never quotes a secret.
