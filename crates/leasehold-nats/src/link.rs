@@ -129,9 +129,9 @@ impl Link {
         match &self.credentials {
             Credentials::None => {}
             Credentials::UserPassword(user, password) => {
-                options = options.user_and_password(user.clone(), password.clone());
+                options = options.user_and_password(user.clone(), password.expose().to_owned());
             }
-            Credentials::Token(token) => options = options.token(token.clone()),
+            Credentials::Token(token) => options = options.token(token.expose().to_owned()),
         }
         let budget = self.connect_timeout;
         let client = tokio::time::timeout(budget, options.connect(self.server.as_str()))

@@ -2,7 +2,7 @@
 //! [`StoreUrl`] parser (the same decoding, user-info checks and unknown/duplicate-parameter
 //! errors as every store).
 
-use leasehold::store::{StoreUrl, UrlError, percent_decode};
+use leasehold::store::{Secret, StoreUrl, UrlError, UserInfo, percent_decode};
 
 use crate::options::NatsOptions;
 
@@ -21,25 +21,14 @@ pub(crate) const KNOWN_PARAMS: &[&str] = &[
 /// The form of a NATS URL, for error messages.
 const EXPECTED: &str = "nats://[USER:PASSWORD@]HOST[:PORT][/BUCKET][?token=TOKEN&…]";
 
-/// How the client authenticates.
-#[derive(Clone, PartialEq, Eq)]
+/// How the client authenticates. The secrets are [`Secret`]s: `Debug` shows `***`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Credentials {
     None,
     /// `user:password@`.
-    UserPassword(String, String),
+    UserPassword(String, Secret),
     /// `?token=` (never in the user-info, where URL redaction would not hide it).
-    Token(String),
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never a secret, whatever it holds.
-        match self {
-            Self::None => f.write_str("None"),
-            Self::UserPassword(user, _) => write!(f, "UserPassword({user:?}, ***)"),
-            Self::Token(_) => f.write_str("Token(***)"),
-        }
-    }
+    Token(Secret),
 }
 
 /// What a NATS URL says.
@@ -80,7 +69,7 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
         options = options.bucket(bucket);
     }
     let mut query = parsed.options(KNOWN_PARAMS)?;
-    if let Some(token) = query.take("token") {
+    if let Some(token) = query.secret("token")? {
         if credentials != Credentials::None {
             return Err(syntax("give either USER:PASSWORD@ or ?token=, not both"));
         }
@@ -107,27 +96,18 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
 
 /// The user name and password, percent-decoded.
 fn credentials(parsed: &StoreUrl) -> Result<Credentials, UrlError> {
-    let url = parsed.url();
-    let password = url.password().unwrap_or_default();
-    if url.username().is_empty() {
-        if password.is_empty() {
-            return Ok(Credentials::None);
-        }
-        return Err(syntax(
-            "a password needs a user name (nats://USER:PASSWORD@HOST)",
-        ));
-    }
-    if url.password().is_none() {
+    match parsed.user_info()? {
+        None => Ok(Credentials::None),
+        Some(UserInfo {
+            user,
+            password: Some(password),
+            ..
+        }) => Ok(Credentials::UserPassword(user, password)),
         // `nats://TOKEN@HOST` is NATS's own form, but a user name is shown in messages.
-        return Err(syntax(
+        Some(_) => Err(syntax(
             "a user name needs a password (nats://USER:PASSWORD@HOST); give a token as ?token=TOKEN, never before the host",
-        ));
+        )),
     }
-    let name = percent_decode(url.username())
-        .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
-    let password = percent_decode(password)
-        .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
-    Ok(Credentials::UserPassword(name, password))
 }
 
 #[cfg(test)]
@@ -160,7 +140,7 @@ mod tests {
         assert_eq!(t.server, "nats://nats.example:4333");
         assert_eq!(
             t.credentials,
-            Credentials::UserPassword("app".to_owned(), "p@ss".to_owned())
+            Credentials::UserPassword("app".to_owned(), Secret::new("p@ss"))
         );
         assert_eq!(t.options.bucket_str(), "jobs");
         assert_eq!(
@@ -170,7 +150,7 @@ mod tests {
         assert!(!t.options.notifications_enabled());
         let t = parsed("nats://127.0.0.1?token=s3cr3t");
         assert_eq!(t.server, "nats://127.0.0.1:4222");
-        assert_eq!(t.credentials, Credentials::Token("s3cr3t".to_owned()));
+        assert_eq!(t.credentials, Credentials::Token(Secret::new("s3cr3t")));
         assert!(!format!("{t:?}").contains("s3cr3t"), "no secret in Debug");
         assert_eq!(
             leasehold::store::redact_url("nats://127.0.0.1?token=s3cr3t"),

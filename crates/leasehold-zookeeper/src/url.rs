@@ -100,21 +100,9 @@ pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlErro
 
 /// The user name and password, percent-decoded (a password needs a user name).
 fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> {
-    let url = parsed.url();
-    let password = url.password().unwrap_or_default();
-    if url.username().is_empty() {
-        if password.is_empty() {
-            return Ok(None);
-        }
-        return Err(syntax(
-            "a password needs a user name (zk://USER:PASSWORD@HOST)",
-        ));
-    }
-    let name = percent_decode(url.username())
-        .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8"))?;
-    let password = percent_decode(password)
-        .ok_or_else(|| syntax("the password is not valid percent-encoded UTF-8"))?;
-    Ok(Some((name, Secret::new(password))))
+    Ok(parsed
+        .user_info()?
+        .map(|info| (info.user, info.password.unwrap_or_default())))
 }
 
 fn store_options(query: &mut UrlOptions, options: &mut ZooKeeperOptions) -> Result<(), UrlError> {

@@ -9,7 +9,7 @@ pub(crate) mod redact;
 
 pub use decode::percent_decode;
 pub use open::{MemoryOpener, OpenError, StoreOpener, StoreRegistry};
-pub use parse::{StoreUrl, UrlError, UrlOptions, host_port};
+pub use parse::{StoreUrl, UrlError, UrlOptions, UserInfo, host_port};
 pub use redact::{
     MIN_SCRUBBED_SECRET_LEN, redact_url, redact_urls_in, scrub, scrub_secrets, url_secrets,
 };

@@ -41,6 +41,7 @@ use leasehold_rules::parse_duration;
 use super::decode::{percent_decode, percent_decode_lossy};
 use super::open::OpenError;
 use super::redact::{is_secret_param, redact_url};
+use crate::store::secret::Secret;
 
 /// Why a store URL is not acceptable. The message says what is wrong and what is allowed, and
 /// never quotes a secret.
@@ -174,6 +175,48 @@ impl StoreUrl {
         &self.url
     }
 
+    /// The user name and password of the URL's user-info (`scheme://USER:PASSWORD@HOST`),
+    /// percent-decoded, the password held as a [`Secret`] that never prints; `None` when the URL
+    /// has no user-info. A store decides whether a user name without a password is allowed.
+    ///
+    /// ```
+    /// use leasehold::store::StoreUrl;
+    /// let url = StoreUrl::parse("etcd://app:p%40ss@10.0.0.1:2379")?;
+    /// let info = url.user_info()?.expect("user-info");
+    /// assert_eq!(info.user, "app");
+    /// let password = info.password.expect("a password");
+    /// assert_eq!((password.expose(), format!("{password:?}").as_str()), ("p@ss", "***"));
+    /// assert!(StoreUrl::parse("etcd://10.0.0.1")?.user_info()?.is_none());
+    /// # Ok::<(), leasehold::store::UrlError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::Syntax`] for a password without a user name (`scheme://:PASSWORD@HOST`) or
+    /// user-info that is not valid percent-encoded UTF-8; the message never quotes it.
+    pub fn user_info(&self) -> Result<Option<UserInfo>, UrlError> {
+        let syntax = |reason: String| UrlError::Syntax { reason };
+        let password = self.url.password().filter(|p| !p.is_empty());
+        if self.url.username().is_empty() {
+            return match password {
+                None => Ok(None),
+                Some(_) => Err(syntax(format!(
+                    "a password needs a user name ({}://USER:PASSWORD@HOST)",
+                    self.scheme()
+                ))),
+            };
+        }
+        let user = percent_decode(self.url.username())
+            .ok_or_else(|| syntax("the user name is not valid percent-encoded UTF-8".into()))?;
+        let password = match self.url.password() {
+            None => None,
+            Some(raw) => Some(Secret::new(percent_decode(raw).ok_or_else(|| {
+                syntax("the password is not valid percent-encoded UTF-8".into())
+            })?)),
+        };
+        Ok(Some(UserInfo { user, password }))
+    }
+
     /// The query string's options, checked against the keys the store knows.
     ///
     /// # Errors
@@ -182,6 +225,17 @@ impl StoreUrl {
     pub fn options(&self, known: &[&str]) -> Result<UrlOptions, UrlError> {
         UrlOptions::parse(self.url.query().unwrap_or(""), known)
     }
+}
+
+/// The user-info of a store URL, decoded ([`StoreUrl::user_info`]). Its `Debug` shows the
+/// password as `***`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UserInfo {
+    /// The user name.
+    pub user: String,
+    /// The password, if the URL gives one (`USER:@HOST` gives an empty one).
+    pub password: Option<Secret>,
 }
 
 /// True when the user-info as meant (up to the last `@`) is not the one the parser found: a
@@ -381,6 +435,22 @@ impl UrlOptions {
         })
     }
 
+    /// Takes `key` as a non-empty secret (a token, a password): held as a [`Secret`], which
+    /// never prints; an error about it shows `***`.
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] when the value is empty.
+    pub fn secret(&mut self, key: &str) -> Result<Option<Secret>, UrlError> {
+        self.typed(key, "a non-empty value", |v| {
+            if v.is_empty() {
+                Err(())
+            } else {
+                Ok(Secret::new(v))
+            }
+        })
+    }
+
     /// Takes `key` as a duration in [`parse_duration`]'s syntax (`500ms`, `2s`, `1m30s`).
     ///
     /// # Errors
@@ -447,6 +517,47 @@ mod tests {
 
     fn options(query: &str) -> Result<UrlOptions, UrlError> {
         UrlOptions::parse(query, KNOWN)
+    }
+
+    #[test]
+    fn user_info_holds_the_password_as_a_secret_and_never_quotes_it() -> Result<(), UrlError> {
+        let url = StoreUrl::parse("zk://u%3Aser:p%2Fw%3F@h:2181")?;
+        let info = url.user_info()?.ok_or(UrlError::Syntax {
+            reason: "no user-info".into(),
+        })?;
+        assert_eq!(info.user, "u:ser");
+        assert_eq!(info.password.as_ref().map(Secret::expose), Some("p/w?"));
+        assert!(!format!("{info:?}").contains("p/w?"), "{info:?}");
+        // A user name alone: no password; none at all: no user-info.
+        let alone = StoreUrl::parse("nats://app@h")?.user_info()?;
+        assert_eq!(
+            alone.map(|i| (i.user, i.password)),
+            Some(("app".into(), None))
+        );
+        assert_eq!(StoreUrl::parse("etcd://h")?.user_info()?, None);
+        // A password without a user name, or one that does not decode: refused, not quoted.
+        for (url, quoted) in [
+            ("etcd://:hunter22@h", "hunter22"),
+            ("etcd://u:%FFhunter@h", "hunter"),
+        ] {
+            let Err(e) = StoreUrl::parse(url)?.user_info() else {
+                panic!("{url} must be refused");
+            };
+            assert!(!e.to_string().contains(quoted), "{e}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_secret_option_is_a_secret() -> Result<(), UrlError> {
+        let mut o = options("password=s3cr3t&a=")?;
+        let secret = o
+            .secret("password")?
+            .map(|s| format!("{s:?} {}", s.expose()));
+        assert_eq!(secret.as_deref(), Some("*** s3cr3t"));
+        assert!(options("password=")?.secret("password").is_err());
+        assert_eq!(o.secret("password")?, None, "taken once");
+        Ok(())
     }
 
     #[test]
