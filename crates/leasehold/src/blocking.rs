@@ -82,7 +82,7 @@ impl Drop for Private {
         // anyway); there, the runtime's tasks end with it.
         if !self.cleanup.is_settled() && tokio::runtime::Handle::try_current().is_err() {
             self.runtime
-                .block_on(self.cleanup.settled_within(crate::cleanup::SETTLE_TIMEOUT));
+                .block_on(self.cleanup.settled_within(crate::limits::SETTLE_TIMEOUT));
         }
     }
 }

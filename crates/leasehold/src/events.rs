@@ -7,11 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::broadcast;
 
+use crate::limits::EVENT_BUFFER;
 use crate::name::LockName;
-
-/// How many events a slow listener may fall behind before it misses some
-/// (it then sees [`broadcast::error::RecvError::Lagged`]).
-pub const EVENT_BUFFER: usize = 256;
 
 /// Why a lease was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

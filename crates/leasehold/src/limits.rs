@@ -26,13 +26,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use crate::cleanup::SETTLE_TIMEOUT;
-pub use crate::cleanup::background_release::LET_GO_PATIENCE;
-pub use crate::events::EVENT_BUFFER;
-pub use crate::name::MAX_LOCK_NAME_LEN;
-pub use crate::options::{MIN_LEASE, MIN_RENEWAL_PERIOD};
-pub use crate::store::period::MIN_PERIOD;
-pub use crate::tenant::DEFAULT_TENANT_PREFIX;
+pub use leasehold_rules::{MAX_LOCK_NAME_LEN, MIN_LEASE, MIN_RENEWAL_PERIOD};
 
 /// The most slots a lock may have: the largest
 /// [`max_leaders`](crate::ElectionOptionsBuilder::max_leaders), the largest `slots` a store's `try_acquire`, `state`
@@ -269,6 +263,35 @@ impl fmt::Display for Human {
         }
     }
 }
+
+// Tuning constants of the background work and of what listeners and tenants get.
+
+/// How long the stop paths of [`Schedule`](crate::Schedule), the blocking facade and the
+/// integrations (`leasehold-axum`, the CLI) wait at most for an elector to
+/// [settle](crate::Elector::settled): for the store to answer an acquisition that was in flight
+/// when they stopped, and the release of a lease it granted late. A store that has not answered
+/// by then is treated as unreachable; such a lease then ends at its expiry.
+pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the core keeps trying, in the background, to free a lease it no longer wants while
+/// the store fails transiently: a release that failed, a grant that came after its caller
+/// stopped waiting, or an acquisition attempt answered with an error that the store may have
+/// applied. Never past the lease's end. A store that has not answered by then is treated as
+/// unreachable, and the lease ends at its expiry. The stop paths wait for this work (within
+/// [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)), so an unreachable store delays them by at most
+/// this much.
+pub const LET_GO_PATIENCE: Duration = Duration::from_secs(3);
+
+/// How many events a slow listener may fall behind before it misses some
+/// (it then sees [`broadcast::error::RecvError::Lagged`]).
+pub const EVENT_BUFFER: usize = 256;
+
+/// The shortest period length: 1 ms (period ids are counted in whole milliseconds of the store
+/// clock).
+pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// The default namespace prefix.
+pub const DEFAULT_TENANT_PREFIX: &str = "tenant";
 
 #[cfg(test)]
 mod tests {

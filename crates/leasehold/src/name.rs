@@ -4,8 +4,8 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
+pub use leasehold_rules::NameError;
 use leasehold_rules::check_lock_name;
-pub use leasehold_rules::{MAX_LOCK_NAME_LEN, NameError};
 
 /// A validated lock name.
 ///

@@ -2,10 +2,9 @@
 
 use leasehold_rules::check_lock_name;
 
-use crate::name::{LockName, MAX_LOCK_NAME_LEN, NameError};
-
-/// The default namespace prefix.
-pub const DEFAULT_TENANT_PREFIX: &str = "tenant";
+use crate::limits::DEFAULT_TENANT_PREFIX;
+use crate::limits::MAX_LOCK_NAME_LEN;
+use crate::name::{LockName, NameError};
 
 /// A tenant namespace that maps a caller's lock name `job` to `<prefix>:<tenant>:job`.
 ///

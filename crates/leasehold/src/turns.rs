@@ -23,7 +23,6 @@ use futures::future::OptionFuture;
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, sleep_until, timeout_at};
 
-use crate::elect::shared::ElectorShared;
 use crate::hold::held::HeldLeases;
 use crate::name::LockName;
 use crate::store::hand_off::{HandOff, WaiterId};
@@ -372,19 +371,20 @@ pub(crate) struct TurnTaking<'a> {
 }
 
 impl<'a> TurnTaking<'a> {
-    /// An acquisition of `lock` (with `slots`) by the elector sharing `shared`. Tasks of this
-    /// elector already waiting for the lock go first: it joins the back of their line.
+    /// An acquisition of `lock` (with `slots`) by the elector whose turns and held leases these
+    /// are. Tasks of this elector already waiting for the lock go first: it joins the back of
+    /// their line.
     pub(crate) fn new(
-        shared: &'a ElectorShared,
+        turns: &'a Arc<Turns>,
+        held: &'a HeldLeases,
         lock: &'a LockName,
         slots: u32,
         rules: TurnRules,
     ) -> Self {
-        let turns = &shared.turns;
         let place = (rules.line && turns.is_busy(lock)).then(|| turns.join(lock, slots));
         Self {
             turns,
-            held: &shared.held,
+            held,
             lock,
             slots,
             rules,

@@ -24,18 +24,10 @@ use tracing::{debug, warn};
 
 use crate::cleanup::Cleanup;
 use crate::error::StoreResult;
+use crate::limits::LET_GO_PATIENCE;
 use crate::name::LockName;
 use crate::store::contract::LeaseStore;
 use crate::store::lease::{Lease, Release, Token};
-
-/// How long the core keeps trying, in the background, to free a lease it no longer wants while
-/// the store fails transiently: a release that failed, a grant that came after its caller
-/// stopped waiting, or an acquisition attempt answered with an error that the store may have
-/// applied. Never past the lease's end. A store that has not answered by then is treated as
-/// unreachable, and the lease ends at its expiry. The stop paths wait for this work (within
-/// [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)), so an unreachable store delays them by at most
-/// this much.
-pub const LET_GO_PATIENCE: Duration = Duration::from_secs(3);
 
 /// The first pause between tries; each following one doubles, up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(50);

@@ -31,13 +31,6 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-/// How long the stop paths of [`Schedule`](crate::Schedule), the blocking facade and the
-/// integrations (`leasehold-axum`, the CLI) wait at most for an elector to
-/// [settle](crate::Elector::settled): for the store to answer an acquisition that was in flight
-/// when they stopped, and the release of a lease it granted late. A store that has not answered
-/// by then is treated as unreachable; such a lease then ends at its expiry.
-pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Counts the cleanup tasks of one elector and its clones, tenants and reconfigured copies.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cleanup(Arc<watch::Sender<usize>>);

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::cleanup::attempts::{Attempted, Attempts};
-use crate::elect::engine::Engine;
+use crate::elect::engine::{Engine, Patience};
 use crate::error::{Error, Result, StoreError};
 use crate::events::Event;
 use crate::hold::guard::LeaderGuard;
@@ -29,19 +29,6 @@ use crate::store::lease::{AcquireRequest, Token};
 use crate::store::period::Period;
 use crate::store::signal::{ReleaseSignal, SignalReach};
 use crate::turns::{TurnRules, TurnTaking};
-
-/// How long an acquisition keeps trying.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Patience {
-    /// For the elector's `wait` (one attempt when it is zero), in the local line. A refusal
-    /// throughout is `Outcome::Taken`; transient errors until the end are that error.
-    Wait,
-    /// Until elected: the stable leader's campaign. Transient errors are retried (a warning
-    /// when they start, another when the store answers again). Once the earliest unanswered
-    /// attempt is half a lease ago, the campaign goes on with a new token, so that a long outage
-    /// does not end in a term lost the moment it begins.
-    Campaign,
-}
 
 impl Engine {
     /// Tries `lock` (claiming `period` in its ledger, if given) with `patience`. A permanent
@@ -70,7 +57,8 @@ impl Engine {
         let retry = opts.retry_for(everyone);
         let fair = opts.fair_turns && !campaign;
         let mut turns = TurnTaking::new(
-            shared,
+            &shared.turns,
+            &shared.held,
             lock,
             self.slots,
             TurnRules {

@@ -10,7 +10,6 @@ use futures::future::OptionFuture;
 use tokio::time::Instant;
 use tracing::{Instrument, debug};
 
-use crate::elect::acquire::Patience;
 use crate::elect::shared::ElectorShared;
 use crate::error::{Error, Result};
 use crate::events::Event;
@@ -25,6 +24,19 @@ use crate::store::contract::LeaseStore;
 use crate::store::lease::{Lease, LockState};
 use crate::store::period::{Period, check_period_slots};
 use crate::tenant::Tenant;
+
+/// How long an acquisition keeps trying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// For the elector's `wait` (one attempt when it is zero), in the local line. A refusal
+    /// throughout is `Outcome::Taken`; transient errors until the end are that error.
+    Wait,
+    /// Until elected: the stable leader's campaign. Transient errors are retried (a warning
+    /// when they start, another when the store answers again). Once the earliest unanswered
+    /// attempt is half a lease ago, the campaign goes on with a new token, so that a long outage
+    /// does not end in a term lost the moment it begins.
+    Campaign,
+}
 
 /// An elector's configuration over its shared state: what `Elector` and its blocking facade
 /// delegate to.

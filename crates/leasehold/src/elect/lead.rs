@@ -16,11 +16,11 @@ use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, warn};
 
-use crate::cleanup::SETTLE_TIMEOUT;
 use crate::elect::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::LostReason;
 use crate::hold::guard::LeaderContext;
+use crate::limits::SETTLE_TIMEOUT;
 use crate::limits::{LimitError, MIN_LEADERSHIP_POLL, check_duration};
 use crate::name::{IntoLockName, LockName};
 use crate::store::contract::LeaseStore;

@@ -31,8 +31,8 @@ pub use async_trait::async_trait;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
 pub use crate::limits::{
-    LimitError, MAX_LIST_CURSOR_LEN, MAX_LIST_LOCKS, MAX_LIST_SCAN, MAX_SLOTS, check_duration,
-    check_slots, deadline_after,
+    LimitError, MAX_LIST_CURSOR_LEN, MAX_LIST_LOCKS, MAX_LIST_SCAN, MAX_SLOTS, MIN_PERIOD,
+    check_duration, check_slots, deadline_after,
 };
 pub use crate::name::LockName;
 pub use contract::{ClockSource, LeaseStore};
@@ -46,8 +46,8 @@ pub use memory::MemoryStore;
 pub use observe::{ObservedStore, StoreObserver};
 pub use option_error::InvalidOption;
 pub use period::{
-    ClaimVerdict, MIN_PERIOD, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow,
-    check_period_slots, epoch_ms, format_utc, from_epoch_ms, judge_claim,
+    ClaimVerdict, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow, check_period_slots,
+    epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};

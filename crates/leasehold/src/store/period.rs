@@ -22,11 +22,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::limits::{Human, MAX_DURATION};
-
-/// The shortest period length: 1 ms (period ids are counted in whole milliseconds of the store
-/// clock).
-pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+use crate::limits::{Human, MAX_DURATION, MIN_PERIOD};
 
 /// A period definition for the ledger: consecutive windows of `length`, shifted by `offset`, on
 /// the store's clock (milliseconds since the Unix epoch). Period `p` covers store times
