@@ -153,11 +153,7 @@ impl Elector {
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
     {
-        let ran = self
-            .engine
-            .run_claimed(name, Some(period), action, |r| r.is_err())
-            .await?;
-        Ok(action_result(ran))
+        self.run_result(name, Some(period), action).await
     }
 
     /// Acquires the lock for `period` of the ledger and returns the guard (for code that manages
@@ -180,6 +176,25 @@ impl Elector {
     ) -> Result<Outcome<LeaderGuard>> {
         let lock = self.engine.lock_name(name)?;
         self.engine.claim(&lock, Some(period)).await
+    }
+
+    /// [`run`](Self::run), claiming `period` if given: the action's `Err` is
+    /// [`Outcome::ActionFailed`].
+    async fn run_result<T, E, F, Fut>(
+        &self,
+        name: impl IntoLockName,
+        period: Option<Period>,
+        action: F,
+    ) -> Result<Outcome<T, E>>
+    where
+        F: FnOnce(LeaderContext) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+    {
+        let ran = self
+            .engine
+            .run_claimed(name, period, action, |r| r.is_err())
+            .await?;
+        Ok(action_result(ran))
     }
 
     /// Runs `action` if this node wins the lock within `wait`; `Ok(None)` if another holder
@@ -230,11 +245,7 @@ impl Elector {
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
     {
-        let ran = self
-            .engine
-            .run_claimed(name, None, action, |r| r.is_err())
-            .await?;
-        Ok(action_result(ran))
+        self.run_result(name, None, action).await
     }
 
     /// Acquires the lock (waiting up to `wait`) and returns the guard, for code that manages
