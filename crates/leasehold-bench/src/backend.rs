@@ -118,23 +118,23 @@ impl Backend {
 /// Options for benchmark Redis stores: their own key prefix, cleaned up a minute after use.
 pub(crate) fn redis_options() -> RedisOptions {
     RedisOptions::default()
-        .prefix("leasehold-bench")
-        .idle_retention(std::time::Duration::from_secs(60))
+        .with_prefix("leasehold-bench")
+        .with_idle_retention(std::time::Duration::from_secs(60))
 }
 
 /// Options for benchmark etcd stores: their own key prefix (a URL's path or `prefix` overrides it).
 pub(crate) fn etcd_options() -> EtcdOptions {
-    EtcdOptions::default().prefix("leasehold-bench")
+    EtcdOptions::default().with_prefix("leasehold-bench")
 }
 
 /// Options for benchmark NATS stores: their own bucket (a URL's path or `bucket` overrides it).
 pub(crate) fn nats_options() -> NatsOptions {
-    NatsOptions::default().bucket("leasehold-bench")
+    NatsOptions::default().with_bucket("leasehold-bench")
 }
 
 /// Options for benchmark ZooKeeper stores: their own prefix (a URL's `prefix` overrides it).
 pub(crate) fn zookeeper_options() -> ZooKeeperOptions {
-    ZooKeeperOptions::default().prefix("/leasehold-bench")
+    ZooKeeperOptions::default().with_prefix("/leasehold-bench")
 }
 
 /// Opens a new client of `backend` at `url`, with its own connections. The memory store has no

@@ -133,9 +133,9 @@ async fn node(
     let store = DynamoDbStore::new(
         client(&args.endpoint).await,
         DynamoDbOptions::default()
-            .table(args.table.clone())
-            .clock_skew_tolerance(SKEW)
-            .node_id(name.clone()),
+            .with_table(args.table.clone())
+            .with_clock_skew_tolerance(SKEW)
+            .with_node_id(name.clone()),
     )?;
     let options = ElectionOptions::builder()
         .node_id(name.clone())
@@ -170,8 +170,8 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     let setup = DynamoDbStore::new(
         client(&args.endpoint).await,
         DynamoDbOptions::default()
-            .table(args.table.clone())
-            .clock_skew_tolerance(SKEW),
+            .with_table(args.table.clone())
+            .with_clock_skew_tolerance(SKEW),
     )?;
     setup.create_table().await?;
     println!(

@@ -36,7 +36,7 @@ pub const DEFAULT_STALE_REFRESH_PAGES: u32 = 10;
 /// use std::time::Duration;
 /// use leasehold_dynamodb::DynamoDbOptions;
 ///
-/// let err = DynamoDbOptions::default().table("x").validate().unwrap_err();
+/// let err = DynamoDbOptions::default().with_table("x").validate().unwrap_err();
 /// assert_eq!(err.option(), "table");
 /// assert!(err.to_string().contains("3-255"));
 /// ```
@@ -77,9 +77,9 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> Dynamo
 /// use leasehold_dynamodb::DynamoDbOptions;
 ///
 /// let options = DynamoDbOptions::default()
-///     .table("ops_leases")
-///     .key_prefix("billing")
-///     .clock_skew_tolerance(Duration::from_millis(500));
+///     .with_table("ops_leases")
+///     .with_key_prefix("billing")
+///     .with_clock_skew_tolerance(Duration::from_millis(500));
 /// assert!(options.validate().is_ok());
 /// assert_eq!(options.table_name(), "ops_leases");
 /// ```
@@ -117,49 +117,49 @@ impl Default for DynamoDbOptions {
 impl DynamoDbOptions {
     /// The table (3–255 characters of `[A-Za-z0-9_.-]`).
     #[must_use]
-    pub fn table(mut self, table: impl Into<String>) -> Self {
+    pub fn with_table(mut self, table: impl Into<String>) -> Self {
         self.table = table.into();
         self
     }
     /// A prefix for every item key (`PREFIX/lock`); trailing `/` are trimmed; empty for none.
     #[must_use]
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.key_prefix = prefix.into().trim_end_matches('/').to_owned();
         self
     }
     /// The largest clock difference tolerated between clients (see the type's docs).
     #[must_use]
-    pub fn clock_skew_tolerance(mut self, tolerance: Duration) -> Self {
+    pub fn with_clock_skew_tolerance(mut self, tolerance: Duration) -> Self {
         self.clock_skew_tolerance = tolerance;
         self
     }
     /// How long after a lease's end DynamoDB TTL may delete its item.
     #[must_use]
-    pub fn ttl_padding(mut self, padding: Duration) -> Self {
+    pub fn with_ttl_padding(mut self, padding: Duration) -> Self {
         self.ttl_padding = padding;
         self
     }
     /// The back-off before the first retry of a failed request (then doubling, full jitter).
     #[must_use]
-    pub fn retry_delay(mut self, delay: Duration) -> Self {
+    pub fn with_retry_delay(mut self, delay: Duration) -> Self {
         self.retry_delay = delay;
         self
     }
     /// Attempts per request, the first included (1 disables retries).
     #[must_use]
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts;
         self
     }
     /// The time limit of one attempt of a request (default 3 s).
     #[must_use]
-    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = timeout;
         self
     }
     /// The node id recorded on items this client writes (default `hostname:pid`).
     #[must_use]
-    pub fn node_id(mut self, node_id: impl Into<Arc<str>>) -> Self {
+    pub fn with_node_id(mut self, node_id: impl Into<Arc<str>>) -> Self {
         self.node_id = node_id.into();
         self
     }
@@ -180,26 +180,26 @@ impl DynamoDbOptions {
     /// ```
     /// use std::time::Duration;
     /// use leasehold_dynamodb::DynamoDbOptions;
-    /// let o = DynamoDbOptions::default().stale_refresh(Duration::from_secs(600));
-    /// assert_eq!(o.stale_refresh_value(), Some(Duration::from_secs(600)));
-    /// assert!(DynamoDbOptions::default().stale_refresh(Duration::from_secs(1)).validate().is_err());
+    /// let o = DynamoDbOptions::default().with_stale_refresh(Duration::from_secs(600));
+    /// assert_eq!(o.stale_refresh(), Some(Duration::from_secs(600)));
+    /// assert!(DynamoDbOptions::default().with_stale_refresh(Duration::from_secs(1)).validate().is_err());
     /// ```
     #[must_use]
-    pub fn stale_refresh(mut self, interval: Duration) -> Self {
+    pub fn with_stale_refresh(mut self, interval: Duration) -> Self {
         self.stale_refresh = Some(interval);
         self
     }
     /// Refreshes the stale-item gauge every [`DEFAULT_STALE_REFRESH_INTERVAL`] (5 minutes).
     #[must_use]
     pub fn stale_refresh_default(self) -> Self {
-        self.stale_refresh(DEFAULT_STALE_REFRESH_INTERVAL)
+        self.with_stale_refresh(DEFAULT_STALE_REFRESH_INTERVAL)
     }
     /// The page cap of each refresh's scans (1 to
     /// [`MAX_STALE_SCAN_PAGES`](crate::MAX_STALE_SCAN_PAGES); default
     /// [`DEFAULT_STALE_REFRESH_PAGES`]). A count that reaches it is a lower bound, counted as a
     /// `truncated` refresh.
     #[must_use]
-    pub fn stale_refresh_pages(mut self, pages: u32) -> Self {
+    pub fn with_stale_refresh_pages(mut self, pages: u32) -> Self {
         self.stale_refresh_pages = pages;
         self
     }
@@ -215,10 +215,10 @@ impl DynamoDbOptions {
     /// The key prefix (empty for none).
     ///
     /// ```
-    /// let o = leasehold_dynamodb::DynamoDbOptions::default().key_prefix("billing/");
-    /// assert_eq!(o.key_prefix_str(), "billing");
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default().with_key_prefix("billing/");
+    /// assert_eq!(o.key_prefix(), "billing");
     /// ```
-    pub fn key_prefix_str(&self) -> &str {
+    pub fn key_prefix(&self) -> &str {
         &self.key_prefix
     }
     /// The clock-skew tolerance.
@@ -226,9 +226,9 @@ impl DynamoDbOptions {
     /// ```
     /// # use std::time::Duration;
     /// let o = leasehold_dynamodb::DynamoDbOptions::default();
-    /// assert_eq!(o.clock_skew_tolerance_value(), Duration::from_secs(2));
+    /// assert_eq!(o.clock_skew_tolerance(), Duration::from_secs(2));
     /// ```
-    pub fn clock_skew_tolerance_value(&self) -> Duration {
+    pub fn clock_skew_tolerance(&self) -> Duration {
         self.clock_skew_tolerance
     }
     /// The TTL padding.
@@ -236,9 +236,9 @@ impl DynamoDbOptions {
     /// ```
     /// # use std::time::Duration;
     /// let o = leasehold_dynamodb::DynamoDbOptions::default();
-    /// assert_eq!(o.ttl_padding_value(), Duration::from_secs(3600));
+    /// assert_eq!(o.ttl_padding(), Duration::from_secs(3600));
     /// ```
-    pub fn ttl_padding_value(&self) -> Duration {
+    pub fn ttl_padding(&self) -> Duration {
         self.ttl_padding
     }
     /// The back-off before the first retry of a failed request.
@@ -246,17 +246,17 @@ impl DynamoDbOptions {
     /// ```
     /// # use std::time::Duration;
     /// let o = leasehold_dynamodb::DynamoDbOptions::default();
-    /// assert_eq!(o.retry_delay_value(), Duration::from_millis(50));
+    /// assert_eq!(o.retry_delay(), Duration::from_millis(50));
     /// ```
-    pub fn retry_delay_value(&self) -> Duration {
+    pub fn retry_delay(&self) -> Duration {
         self.retry_delay
     }
     /// Attempts per request, the first included.
     ///
     /// ```
-    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().max_attempts_value(), 3);
+    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().max_attempts(), 3);
     /// ```
-    pub fn max_attempts_value(&self) -> u32 {
+    pub fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
     /// The time limit of one attempt of a request.
@@ -264,53 +264,53 @@ impl DynamoDbOptions {
     /// ```
     /// # use std::time::Duration;
     /// let o = leasehold_dynamodb::DynamoDbOptions::default();
-    /// assert_eq!(o.attempt_timeout_value(), Duration::from_secs(3));
+    /// assert_eq!(o.attempt_timeout(), Duration::from_secs(3));
     /// ```
-    pub fn attempt_timeout_value(&self) -> Duration {
+    pub fn attempt_timeout(&self) -> Duration {
         self.attempt_timeout
     }
     /// The node id recorded on items this client writes.
     ///
     /// ```
-    /// let o = leasehold_dynamodb::DynamoDbOptions::default().node_id("worker-1");
-    /// assert_eq!(o.node_id_str(), "worker-1");
+    /// let o = leasehold_dynamodb::DynamoDbOptions::default().with_node_id("worker-1");
+    /// assert_eq!(o.node_id(), "worker-1");
     /// ```
-    pub fn node_id_str(&self) -> &str {
+    pub fn node_id(&self) -> &str {
         &self.node_id
     }
     /// The interval of the stale-item gauge's refreshes, `None` when off.
     ///
     /// ```
-    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().stale_refresh_value(), None);
+    /// assert_eq!(leasehold_dynamodb::DynamoDbOptions::default().stale_refresh(), None);
     /// ```
-    pub fn stale_refresh_value(&self) -> Option<Duration> {
+    pub fn stale_refresh(&self) -> Option<Duration> {
         self.stale_refresh
     }
     /// The page cap of each refresh's scans.
     ///
     /// ```
     /// let o = leasehold_dynamodb::DynamoDbOptions::default();
-    /// assert_eq!(o.stale_refresh_pages_value(), leasehold_dynamodb::DEFAULT_STALE_REFRESH_PAGES);
+    /// assert_eq!(o.stale_refresh_pages(), leasehold_dynamodb::DEFAULT_STALE_REFRESH_PAGES);
     /// ```
-    pub fn stale_refresh_pages_value(&self) -> u32 {
+    pub fn stale_refresh_pages(&self) -> u32 {
         self.stale_refresh_pages
     }
     /// The key prefix (empty for none).
     #[deprecated(note = "use `key_prefix_str`, named like the other stores' option getters")]
     pub fn prefix(&self) -> &str {
-        self.key_prefix_str()
+        self.key_prefix()
     }
     /// The clock-skew tolerance.
     #[deprecated(
         note = "use `clock_skew_tolerance_value`, named like the other stores' option getters"
     )]
     pub fn skew_tolerance(&self) -> Duration {
-        self.clock_skew_tolerance_value()
+        self.clock_skew_tolerance()
     }
     /// The TTL padding.
     #[deprecated(note = "use `ttl_padding_value`, named like the other stores' option getters")]
     pub fn padding(&self) -> Duration {
-        self.ttl_padding_value()
+        self.ttl_padding()
     }
     /// The shortest lease this store accepts is anything longer than this: twice the clock-skew
     /// tolerance.
@@ -318,7 +318,7 @@ impl DynamoDbOptions {
     /// ```
     /// use std::time::Duration;
     /// use leasehold_dynamodb::DynamoDbOptions;
-    /// let o = DynamoDbOptions::default().clock_skew_tolerance(Duration::from_secs(1));
+    /// let o = DynamoDbOptions::default().with_clock_skew_tolerance(Duration::from_secs(1));
     /// assert_eq!(o.lease_floor(), Duration::from_secs(2));
     /// ```
     pub fn lease_floor(&self) -> Duration {
@@ -433,28 +433,34 @@ mod tests {
     fn each_rule_names_its_option() {
         let o = DynamoDbOptions::default;
         let bad = [
-            (o().table("ab"), "table"),
-            (o().table("a b c"), "table"),
-            (o().key_prefix("a#b"), "key_prefix"),
-            (o().ttl_padding(Duration::from_millis(10)), "ttl_padding"),
+            (o().with_table("ab"), "table"),
+            (o().with_table("a b c"), "table"),
+            (o().with_key_prefix("a#b"), "key_prefix"),
             (
-                o().clock_skew_tolerance(Duration::from_secs(5000)),
+                o().with_ttl_padding(Duration::from_millis(10)),
+                "ttl_padding",
+            ),
+            (
+                o().with_clock_skew_tolerance(Duration::from_secs(5000)),
                 "clock_skew_tolerance",
             ),
-            (o().retry_delay(Duration::ZERO), "retry_delay"),
-            (o().max_attempts(0), "max_attempts"),
-            (o().attempt_timeout(Duration::ZERO), "attempt_timeout"),
-            (o().node_id(""), "node_id"),
-            (o().node_id("n".repeat(256)), "node_id"),
-            (o().ttl_padding(Duration::MAX), "ttl_padding"),
-            (o().attempt_timeout(Duration::MAX), "attempt_timeout"),
-            (o().stale_refresh(Duration::from_secs(4)), "stale_refresh"),
+            (o().with_retry_delay(Duration::ZERO), "retry_delay"),
+            (o().with_max_attempts(0), "max_attempts"),
+            (o().with_attempt_timeout(Duration::ZERO), "attempt_timeout"),
+            (o().with_node_id(""), "node_id"),
+            (o().with_node_id("n".repeat(256)), "node_id"),
+            (o().with_ttl_padding(Duration::MAX), "ttl_padding"),
+            (o().with_attempt_timeout(Duration::MAX), "attempt_timeout"),
             (
-                o().stale_refresh(Duration::from_secs(86_401)),
+                o().with_stale_refresh(Duration::from_secs(4)),
                 "stale_refresh",
             ),
-            (o().stale_refresh_pages(0), "stale_refresh_pages"),
-            (o().stale_refresh_pages(101), "stale_refresh_pages"),
+            (
+                o().with_stale_refresh(Duration::from_secs(86_401)),
+                "stale_refresh",
+            ),
+            (o().with_stale_refresh_pages(0), "stale_refresh_pages"),
+            (o().with_stale_refresh_pages(101), "stale_refresh_pages"),
         ];
         for (options, option) in bad {
             let err = options.validate().err();
@@ -470,8 +476,8 @@ mod tests {
     fn prefix_trailing_slashes_are_trimmed() {
         assert_eq!(
             DynamoDbOptions::default()
-                .key_prefix("app//")
-                .key_prefix_str(),
+                .with_key_prefix("app//")
+                .key_prefix(),
             "app"
         );
     }

@@ -118,7 +118,7 @@ impl DynamoDbStore {
     /// let client = aws_sdk_dynamodb::Client::from_conf(config);
     /// let store = DynamoDbStore::new(client.clone(), DynamoDbOptions::default())?;
     /// assert_eq!(store.table(), "leasehold_leases");
-    /// assert!(DynamoDbStore::new(client, DynamoDbOptions::default().table("no")).is_err());
+    /// assert!(DynamoDbStore::new(client, DynamoDbOptions::default().with_table("no")).is_err());
     /// # Ok::<(), leasehold_dynamodb::DynamoDbOptionsError>(())
     /// ```
     pub fn new(client: Client, options: DynamoDbOptions) -> Result<Self, DynamoDbOptionsError> {
@@ -245,7 +245,7 @@ impl DynamoDbStore {
     /// use leasehold::LockName;
     /// use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
     ///
-    /// let store = DynamoDbStore::new(client, DynamoDbOptions::default().key_prefix("billing"))?;
+    /// let store = DynamoDbStore::new(client, DynamoDbOptions::default().with_key_prefix("billing"))?;
     /// assert_eq!(store.key(&LockName::new("export")?, 1), "billing/export#slot-1");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -76,37 +76,37 @@ impl DynamoDbUrl {
     }
 
     fn from_options(q: &mut UrlOptions, table: String) -> Result<Self, UrlError> {
-        let mut o = DynamoDbOptions::default().table(if table.is_empty() {
+        let mut o = DynamoDbOptions::default().with_table(if table.is_empty() {
             DEFAULT_TABLE.to_owned()
         } else {
             table
         });
         if let Some(prefix) = q.take("prefix") {
-            o = o.key_prefix(prefix);
+            o = o.with_key_prefix(prefix);
         }
         if let Some(d) = q.duration("skew")? {
-            o = o.clock_skew_tolerance(d);
+            o = o.with_clock_skew_tolerance(d);
         }
         if let Some(d) = q.duration("ttl_padding")? {
-            o = o.ttl_padding(d);
+            o = o.with_ttl_padding(d);
         }
         if let Some(d) = q.duration("retry_delay")? {
-            o = o.retry_delay(d);
+            o = o.with_retry_delay(d);
         }
         if let Some(d) = q.duration("attempt_timeout")? {
-            o = o.attempt_timeout(d);
+            o = o.with_attempt_timeout(d);
         }
         if let Some(n) = q.integer::<u32>("max_attempts")? {
-            o = o.max_attempts(n);
+            o = o.with_max_attempts(n);
         }
         if let Some(node) = q.text("node_id")? {
-            o = o.node_id(node);
+            o = o.with_node_id(node);
         }
         if let Some(d) = q.duration("stale_refresh")? {
-            o = o.stale_refresh(d);
+            o = o.with_stale_refresh(d);
         }
         if let Some(n) = q.integer::<u32>("stale_refresh_pages")? {
-            o = o.stale_refresh_pages(n);
+            o = o.with_stale_refresh_pages(n);
         }
         let endpoint = q.typed(
             "endpoint",
@@ -148,16 +148,13 @@ mod tests {
         assert_eq!(u.region.as_deref(), Some("eu-west-1"));
         assert_eq!(u.endpoint.as_deref(), Some("http://127.0.0.1:8000"));
         assert_eq!(u.profile.as_deref(), Some("dev"));
-        assert_eq!(u.options.key_prefix_str(), "billing");
+        assert_eq!(u.options.key_prefix(), "billing");
         assert_eq!(
-            u.options.stale_refresh_value(),
+            u.options.stale_refresh(),
             Some(std::time::Duration::from_secs(600))
         );
-        assert_eq!(u.options.stale_refresh_pages_value(), 3);
-        assert_eq!(
-            u.options.clock_skew_tolerance_value(),
-            Duration::from_millis(500)
-        );
+        assert_eq!(u.options.stale_refresh_pages(), 3);
+        assert_eq!(u.options.clock_skew_tolerance(), Duration::from_millis(500));
         assert!(u.create_table);
         let u = DynamoDbUrl::parse("dynamodb://tab?endpoint=http://id:hunter2@127.0.0.1:8000")
             .unwrap_or_else(|e| panic!("{e}"));

@@ -344,9 +344,9 @@ fn the_stale_gauge_shows_an_expired_item_after_a_refresh_and_stops_with_the_stor
         let client = common::client(&endpoint);
         let table = fresh_table(&client).await;
         let options = common::options()
-            .table(&table)
-            .stale_refresh(MIN_STALE_REFRESH_INTERVAL)
-            .stale_refresh_pages(1);
+            .with_table(&table)
+            .with_stale_refresh(MIN_STALE_REFRESH_INTERVAL)
+            .with_stale_refresh_pages(1);
         let store = DynamoDbStore::new(client.clone(), options).unwrap();
         // The first count runs at once, on an empty table.
         let first = until(&snapshotter, Duration::from_secs(30), |counted, gauges| {
@@ -425,7 +425,7 @@ fn stale_counts_are_requests_of_their_own_operation() {
 fn a_refresher_needs_a_runtime_and_names_its_option() {
     // No server needed: nothing is sent.
     let client = common::client("http://127.0.0.1:9");
-    let options = common::options().stale_refresh(MIN_STALE_REFRESH_INTERVAL);
+    let options = common::options().with_stale_refresh(MIN_STALE_REFRESH_INTERVAL);
     let err = DynamoDbStore::new(client.clone(), options.clone()).unwrap_err();
     assert_eq!(err.option(), "stale_refresh");
     assert!(err.to_string().contains("tokio"), "{err}");

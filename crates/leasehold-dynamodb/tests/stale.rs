@@ -121,9 +121,9 @@ async fn counts_free_expired_and_past_ttl_items_of_the_stores_scope() {
     };
     let client = common::client(&endpoint);
     let table = fresh_table(&client, "counts").await;
-    let options = common::options().table(&table); // 100 ms skew tolerance, 1 h TTL padding
+    let options = common::options().with_table(&table); // 100 ms skew tolerance, 1 h TTL padding
     let plain = store(&client, options.clone());
-    let team = store(&client, options.key_prefix("team"));
+    let team = store(&client, options.with_key_prefix("team"));
     assert_eq!(
         counts(&plain.stale_items().await.unwrap()),
         (0, 0, 0, false)
@@ -220,7 +220,7 @@ async fn a_count_stops_at_its_page_cap_and_says_so() {
     };
     let client = common::client(&endpoint);
     let table = fresh_table(&client, "cap").await;
-    let plain = store(&client, common::options().table(&table));
+    let plain = store(&client, common::options().with_table(&table));
 
     // One page and one item more, all free and kept (their `ttl` is an hour ahead).
     let total = STALE_SCAN_PAGE_ITEMS + 1;

@@ -108,7 +108,7 @@ async fn items_carry_the_documented_attributes_and_keep_the_fence_on_release() {
     assert!(expiry >= before + 10_000 && expiry <= now_ms() + 10_000);
     assert_eq!(
         number(&item, x::TTL),
-        (expiry + u64::try_from(common::options().ttl_padding_value().as_millis()).unwrap())
+        (expiry + u64::try_from(common::options().ttl_padding().as_millis()).unwrap())
             .div_ceil(1000),
         "ttl = leaseExpiry + padding, in seconds"
     );
@@ -258,7 +258,7 @@ async fn group_slots_and_prefixes_use_their_own_items() {
     };
     let prefixed = DynamoDbStore::new(
         common::client(&endpoint),
-        common::options().key_prefix("team-a/app"),
+        common::options().with_key_prefix("team-a/app"),
     )
     .unwrap();
     let plain = common::store(&endpoint);
@@ -310,7 +310,7 @@ async fn a_missing_table_is_a_permanent_error_that_says_so() {
     };
     let store = DynamoDbStore::new(
         common::client(&endpoint),
-        common::options().table("leasehold_no_such_table"),
+        common::options().with_table("leasehold_no_such_table"),
     )
     .unwrap();
     let err = store
@@ -333,7 +333,7 @@ async fn an_unreachable_endpoint_is_a_transient_error() {
     drop(listener);
     let store = DynamoDbStore::new(
         common::client(&format!("http://127.0.0.1:{port}")),
-        common::options().max_attempts(1),
+        common::options().with_max_attempts(1),
     )
     .unwrap();
     let err = store
@@ -417,7 +417,7 @@ async fn the_ledger_is_on_the_item_and_periods_fit_the_ttl_padding() {
     };
     let store = common::store(&endpoint);
     let name = lock("ledger");
-    let padding = common::options().ttl_padding_value();
+    let padding = common::options().ttl_padding();
     let fits = leasehold::Period::every(padding).unwrap();
     let req = request(&name, 1, Duration::from_secs(30)).with_period(fits);
     let lease = store.try_acquire(&req).await.unwrap().elected().unwrap();

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// The default key prefix: slot `n` of lock `L` is the key `leasehold/L/n`.
 ///
 /// ```
-/// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix_str(), leasehold_etcd::DEFAULT_PREFIX);
+/// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix(), leasehold_etcd::DEFAULT_PREFIX);
 /// ```
 pub const DEFAULT_PREFIX: &str = "leasehold";
 
@@ -24,7 +24,7 @@ pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600)
 /// ```
 /// use leasehold_etcd::EtcdOptions;
 ///
-/// let err = EtcdOptions::default().prefix("/jobs").validate().unwrap_err();
+/// let err = EtcdOptions::default().with_prefix("/jobs").validate().unwrap_err();
 /// assert_eq!(err.option(), "prefix");
 /// assert!(err.to_string().contains("must not start or end with '/'"));
 /// ```
@@ -55,11 +55,11 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> EtcdOp
 /// use leasehold_etcd::EtcdOptions;
 ///
 /// let options = EtcdOptions::default()
-///     .prefix("billing")
-///     .request_timeout(Duration::from_millis(500))
-///     .notifications(false);
-/// assert_eq!(options.prefix_str(), "billing");
-/// assert!(!options.notifications_enabled());
+///     .with_prefix("billing")
+///     .with_request_timeout(Duration::from_millis(500))
+///     .with_notifications(false);
+/// assert_eq!(options.prefix(), "billing");
+/// assert!(!options.notifications());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtcdOptions {
@@ -91,10 +91,10 @@ impl EtcdOptions {
     /// without spaces; it must not start or end with `/`.
     ///
     /// ```
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix("apps/billing").prefix_str(), "apps/billing");
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().with_prefix("apps/billing").prefix(), "apps/billing");
     /// ```
     #[must_use]
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
@@ -106,11 +106,11 @@ impl EtcdOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_etcd::EtcdOptions::default().request_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.request_timeout_value(), Duration::from_millis(300));
+    /// let o = leasehold_etcd::EtcdOptions::default().with_request_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
     /// ```
     #[must_use]
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
@@ -119,11 +119,11 @@ impl EtcdOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_etcd::EtcdOptions::default().connect_timeout(Duration::from_secs(3));
-    /// assert_eq!(o.connect_timeout_value(), Duration::from_secs(3));
+    /// let o = leasehold_etcd::EtcdOptions::default().with_connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
     /// ```
     #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
@@ -132,10 +132,10 @@ impl EtcdOptions {
     /// with the elector's jittered retry policy.
     ///
     /// ```
-    /// assert!(!leasehold_etcd::EtcdOptions::default().notifications(false).notifications_enabled());
+    /// assert!(!leasehold_etcd::EtcdOptions::default().with_notifications(false).notifications());
     /// ```
     #[must_use]
-    pub fn notifications(mut self, on: bool) -> Self {
+    pub fn with_notifications(mut self, on: bool) -> Self {
         self.notifications = on;
         self
     }
@@ -143,11 +143,11 @@ impl EtcdOptions {
     /// A PEM file of CA certificates to trust for `etcds://` (in addition to the system roots).
     ///
     /// ```
-    /// let o = leasehold_etcd::EtcdOptions::default().ca_file("/etc/etcd/ca.pem");
-    /// assert_eq!(o.ca_file_value(), Some(std::path::Path::new("/etc/etcd/ca.pem")));
+    /// let o = leasehold_etcd::EtcdOptions::default().with_ca_file("/etc/etcd/ca.pem");
+    /// assert_eq!(o.ca_file(), Some(std::path::Path::new("/etc/etcd/ca.pem")));
     /// ```
     #[must_use]
-    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+    pub fn with_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
         self
     }
@@ -155,11 +155,15 @@ impl EtcdOptions {
     /// A PEM client certificate and its key for mutual TLS with `etcds://`.
     ///
     /// ```
-    /// let o = leasehold_etcd::EtcdOptions::default().client_identity("/etc/etcd/me.pem", "/etc/etcd/me-key.pem");
-    /// assert!(o.ca_file_value().is_none());
+    /// let o = leasehold_etcd::EtcdOptions::default().with_client_identity("/etc/etcd/me.pem", "/etc/etcd/me-key.pem");
+    /// assert!(o.ca_file().is_none());
     /// ```
     #[must_use]
-    pub fn client_identity(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+    pub fn with_client_identity(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Self {
         self.cert_file = Some(cert.into());
         self.key_file = Some(key.into());
         self
@@ -168,43 +172,43 @@ impl EtcdOptions {
     /// The key prefix.
     ///
     /// ```
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix_str(), "leasehold");
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix(), "leasehold");
     /// ```
-    pub fn prefix_str(&self) -> &str {
+    pub fn prefix(&self) -> &str {
         &self.prefix
     }
     /// The request timeout.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().request_timeout_value(), Duration::from_secs(2));
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().request_timeout(), Duration::from_secs(2));
     /// ```
-    pub fn request_timeout_value(&self) -> Duration {
+    pub fn request_timeout(&self) -> Duration {
         self.request_timeout
     }
     /// The connect timeout.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().connect_timeout_value(), Duration::from_secs(2));
+    /// assert_eq!(leasehold_etcd::EtcdOptions::default().connect_timeout(), Duration::from_secs(2));
     /// ```
-    pub fn connect_timeout_value(&self) -> Duration {
+    pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
     /// Whether release notifications are on.
     ///
     /// ```
-    /// assert!(leasehold_etcd::EtcdOptions::default().notifications_enabled());
+    /// assert!(leasehold_etcd::EtcdOptions::default().notifications());
     /// ```
-    pub fn notifications_enabled(&self) -> bool {
+    pub fn notifications(&self) -> bool {
         self.notifications
     }
     /// The CA file, if any.
     ///
     /// ```
-    /// assert!(leasehold_etcd::EtcdOptions::default().ca_file_value().is_none());
+    /// assert!(leasehold_etcd::EtcdOptions::default().ca_file().is_none());
     /// ```
-    pub fn ca_file_value(&self) -> Option<&std::path::Path> {
+    pub fn ca_file(&self) -> Option<&std::path::Path> {
         self.ca_file.as_deref()
     }
 
@@ -224,7 +228,7 @@ impl EtcdOptions {
     /// use leasehold_etcd::EtcdOptions;
     ///
     /// assert!(EtcdOptions::default().validate().is_ok());
-    /// let err = EtcdOptions::default().request_timeout(Duration::ZERO).validate().unwrap_err();
+    /// let err = EtcdOptions::default().with_request_timeout(Duration::ZERO).validate().unwrap_err();
     /// assert_eq!(err.option(), "request_timeout");
     /// ```
     pub fn validate(&self) -> Result<(), EtcdOptionsError> {
@@ -283,27 +287,27 @@ mod tests {
     #[test]
     fn prefixes_must_make_unambiguous_keys() {
         assert!(EtcdOptions::default().validate().is_ok());
-        assert!(EtcdOptions::default().prefix("a/b").validate().is_ok());
+        assert!(EtcdOptions::default().with_prefix("a/b").validate().is_ok());
         for bad in ["", "/a", "a/", "a//b", "a b", "ä", &"x".repeat(129)] {
-            let e = EtcdOptions::default().prefix(bad).validate();
+            let e = EtcdOptions::default().with_prefix(bad).validate();
             assert!(e.is_err(), "{bad:?} must be rejected");
         }
         let e = EtcdOptions::default()
-            .request_timeout(Duration::ZERO)
+            .with_request_timeout(Duration::ZERO)
             .validate()
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("request_timeout"), "{e}");
         let e = EtcdOptions::default()
-            .connect_timeout(Duration::from_secs(601))
+            .with_connect_timeout(Duration::from_secs(601))
             .validate()
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
         let e = EtcdOptions::default()
-            .request_timeout(Duration::MAX)
+            .with_request_timeout(Duration::MAX)
             .validate()
             .err()
             .map(|e| e.to_string())

@@ -109,7 +109,7 @@ impl EtcdStore {
     /// ```no_run
     /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_etcd::{EtcdOptions, EtcdStore};
-    /// let store = EtcdStore::connect_with("etcd://127.0.0.1:2379", EtcdOptions::default().prefix("jobs")).await?;
+    /// let store = EtcdStore::connect_with("etcd://127.0.0.1:2379", EtcdOptions::default().with_prefix("jobs")).await?;
     /// # Ok(()) }
     /// ```
     pub async fn connect_with(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
@@ -131,7 +131,7 @@ impl EtcdStore {
     /// use leasehold_etcd::{EtcdOptions, EtcdStore};
     /// let store = EtcdStore::connect_lazy("etcd://app:hunter2@127.0.0.1:2379,127.0.0.2:2379/jobs", EtcdOptions::default())?;
     /// assert_eq!(leasehold::LeaseStore::describe(&store), "etcd://app:***@127.0.0.1:2379,127.0.0.2:2379/jobs");
-    /// assert_eq!(store.options().prefix_str(), "jobs");
+    /// assert_eq!(store.options().prefix(), "jobs");
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
@@ -197,7 +197,7 @@ impl EtcdStore {
     ///
     /// ```
     /// # let store = leasehold_etcd::EtcdStore::connect_lazy("etcd://h?prefix=x", Default::default())?;
-    /// assert_eq!(store.options().prefix_str(), "x");
+    /// assert_eq!(store.options().prefix(), "x");
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &EtcdOptions {

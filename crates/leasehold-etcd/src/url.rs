@@ -92,7 +92,7 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
         let prefix = percent_decode(path).ok_or_else(|| {
             syntax("the prefix is not valid percent-encoded UTF-8 (write `%` as %25)")
         })?;
-        options = options.prefix(prefix);
+        options = options.with_prefix(prefix);
     }
     let mut query = parsed.options(KNOWN_PARAMS)?;
     store_options(&mut query, &mut options, tls)?;
@@ -117,16 +117,16 @@ fn store_options(
     tls: bool,
 ) -> Result<(), UrlError> {
     if let Some(prefix) = query.take("prefix") {
-        *options = options.clone().prefix(prefix);
+        *options = options.clone().with_prefix(prefix);
     }
     if let Some(d) = query.duration("request_timeout")? {
-        *options = options.clone().request_timeout(d);
+        *options = options.clone().with_request_timeout(d);
     }
     if let Some(d) = query.duration("connect_timeout")? {
-        *options = options.clone().connect_timeout(d);
+        *options = options.clone().with_connect_timeout(d);
     }
     if let Some(on) = query.flag("notifications")? {
-        *options = options.clone().notifications(on);
+        *options = options.clone().with_notifications(on);
     }
     for key in ["ca_file", "cert_file", "key_file"] {
         let Some(path) = query.text(key)? else {
@@ -193,19 +193,13 @@ mod tests {
         assert_eq!(t.user, Some(("app".to_owned(), Secret::new("p@ss"))));
         let shown = format!("{t:?}");
         assert!(shown.contains("app") && !shown.contains("p@ss"), "{shown}");
-        assert_eq!(t.options.prefix_str(), "jobs/x");
-        assert_eq!(
-            t.options.request_timeout_value(),
-            Duration::from_millis(250)
-        );
-        assert!(!t.options.notifications_enabled());
-        assert_eq!(
-            t.options.ca_file_value(),
-            Some(std::path::Path::new("/ca.pem"))
-        );
+        assert_eq!(t.options.prefix(), "jobs/x");
+        assert_eq!(t.options.request_timeout(), Duration::from_millis(250));
+        assert!(!t.options.notifications());
+        assert_eq!(t.options.ca_file(), Some(std::path::Path::new("/ca.pem")));
         let t = parsed("etcd://127.0.0.1:2379");
         assert_eq!(t.endpoints, ["http://127.0.0.1:2379"]);
-        assert_eq!(t.options.prefix_str(), "leasehold");
+        assert_eq!(t.options.prefix(), "leasehold");
         assert_eq!(t.user, None);
     }
 
@@ -257,7 +251,7 @@ mod tests {
         let t = parsed("etcd://u%3Aser:p%2Fw%3F@a:1,b:2/team%2Fjobs?notifications=no");
         assert_eq!(t.user, Some(("u:ser".to_owned(), Secret::new("p/w?"))));
         assert_eq!(t.endpoints, ["http://a:1", "http://b:2"]);
-        assert_eq!(t.options.prefix_str(), "team/jobs");
-        assert!(!t.options.notifications_enabled());
+        assert_eq!(t.options.prefix(), "team/jobs");
+        assert!(!t.options.notifications());
     }
 }

@@ -29,9 +29,9 @@ use tokio::time::{Instant, sleep, timeout};
 
 fn options(prefix: &str) -> EtcdOptions {
     EtcdOptions::default()
-        .prefix(prefix)
-        .request_timeout(Duration::from_millis(800))
-        .connect_timeout(Duration::from_millis(500))
+        .with_prefix(prefix)
+        .with_request_timeout(Duration::from_millis(800))
+        .with_connect_timeout(Duration::from_millis(500))
 }
 
 fn store(endpoints: &str, prefix: &str) -> Arc<dyn LeaseStore> {

@@ -20,7 +20,7 @@ async fn run(sink: impl Fn(Arc<EtcdStore>, String) -> FencedEtcdSink) {
     let url = common::url(&endpoints);
     let options = common::options();
     let store = Arc::new(EtcdStore::connect_lazy(&url, options.clone()).unwrap());
-    let sink = sink(store, format!("{}-data/", options.prefix_str()));
+    let sink = sink(store, format!("{}-data/", options.prefix()));
     let config = StaleHolderConfig {
         rounds: 300,
         ..StaleHolderConfig::default()

@@ -59,11 +59,7 @@ async fn a_grant_is_a_key_on_an_etcd_lease_fenced_by_its_creation_revision() {
 
     // Another write to the cluster, then a new grant of the same slot: a higher fence.
     client
-        .put(
-            format!("{}/unrelated", store.options().prefix_str()),
-            "x",
-            None,
-        )
+        .put(format!("{}/unrelated", store.options().prefix()), "x", None)
         .await
         .unwrap();
     assert_eq!(
@@ -114,7 +110,7 @@ async fn foreign_keys_are_never_reported_nor_overwritten() {
     let lock = unique_name("foreign");
     let mut client = store.client().await.unwrap();
     for (suffix, value) in [("0", "not a lease"), ("01", "x"), ("x", "x"), ("1/2", "x")] {
-        let key = format!("{}/{lock}/{suffix}", store.options().prefix_str());
+        let key = format!("{}/{lock}/{suffix}", store.options().prefix());
         client.put(key, value, None).await.unwrap();
     }
     let state = store.state(&lock, 3).await.unwrap();

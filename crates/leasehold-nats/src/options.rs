@@ -5,7 +5,7 @@ use std::time::Duration;
 /// The default KV bucket: its JetStream stream is `KV_leasehold`.
 ///
 /// ```
-/// assert_eq!(leasehold_nats::NatsOptions::default().bucket_str(), leasehold_nats::DEFAULT_BUCKET);
+/// assert_eq!(leasehold_nats::NatsOptions::default().bucket(), leasehold_nats::DEFAULT_BUCKET);
 /// ```
 pub const DEFAULT_BUCKET: &str = "leasehold";
 
@@ -23,7 +23,7 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// ```
 /// use leasehold_nats::NatsOptions;
 ///
-/// let err = NatsOptions::default().bucket("a.b").validate().unwrap_err();
+/// let err = NatsOptions::default().with_bucket("a.b").validate().unwrap_err();
 /// assert_eq!(err.option(), "bucket");
 /// assert!(err.to_string().contains("letters, digits, '-' and '_'"));
 /// ```
@@ -51,11 +51,11 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> NatsOp
 /// use leasehold_nats::NatsOptions;
 ///
 /// let options = NatsOptions::default()
-///     .bucket("billing")
-///     .request_timeout(Duration::from_millis(500))
-///     .notifications(false);
-/// assert_eq!(options.bucket_str(), "billing");
-/// assert!(!options.notifications_enabled());
+///     .with_bucket("billing")
+///     .with_request_timeout(Duration::from_millis(500))
+///     .with_notifications(false);
+/// assert_eq!(options.bucket(), "billing");
+/// assert!(!options.notifications());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatsOptions {
@@ -81,10 +81,10 @@ impl NatsOptions {
     /// `_` (JetStream's rule for bucket names).
     ///
     /// ```
-    /// assert_eq!(leasehold_nats::NatsOptions::default().bucket("jobs").bucket_str(), "jobs");
+    /// assert_eq!(leasehold_nats::NatsOptions::default().with_bucket("jobs").bucket(), "jobs");
     /// ```
     #[must_use]
-    pub fn bucket(mut self, bucket: impl Into<String>) -> Self {
+    pub fn with_bucket(mut self, bucket: impl Into<String>) -> Self {
         self.bucket = bucket.into();
         self
     }
@@ -94,11 +94,11 @@ impl NatsOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_nats::NatsOptions::default().request_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.request_timeout_value(), Duration::from_millis(300));
+    /// let o = leasehold_nats::NatsOptions::default().with_request_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
     /// ```
     #[must_use]
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
@@ -107,11 +107,11 @@ impl NatsOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_nats::NatsOptions::default().connect_timeout(Duration::from_secs(3));
-    /// assert_eq!(o.connect_timeout_value(), Duration::from_secs(3));
+    /// let o = leasehold_nats::NatsOptions::default().with_connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
     /// ```
     #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
@@ -120,10 +120,10 @@ impl NatsOptions {
     /// with the elector's jittered retry policy.
     ///
     /// ```
-    /// assert!(!leasehold_nats::NatsOptions::default().notifications(false).notifications_enabled());
+    /// assert!(!leasehold_nats::NatsOptions::default().with_notifications(false).notifications());
     /// ```
     #[must_use]
-    pub fn notifications(mut self, on: bool) -> Self {
+    pub fn with_notifications(mut self, on: bool) -> Self {
         self.notifications = on;
         self
     }
@@ -131,9 +131,9 @@ impl NatsOptions {
     /// The bucket.
     ///
     /// ```
-    /// assert_eq!(leasehold_nats::NatsOptions::default().bucket_str(), "leasehold");
+    /// assert_eq!(leasehold_nats::NatsOptions::default().bucket(), "leasehold");
     /// ```
-    pub fn bucket_str(&self) -> &str {
+    pub fn bucket(&self) -> &str {
         &self.bucket
     }
 
@@ -141,9 +141,9 @@ impl NatsOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_nats::NatsOptions::default().request_timeout_value(), Duration::from_secs(2));
+    /// assert_eq!(leasehold_nats::NatsOptions::default().request_timeout(), Duration::from_secs(2));
     /// ```
-    pub fn request_timeout_value(&self) -> Duration {
+    pub fn request_timeout(&self) -> Duration {
         self.request_timeout
     }
 
@@ -151,18 +151,18 @@ impl NatsOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_nats::NatsOptions::default().connect_timeout_value(), Duration::from_secs(2));
+    /// assert_eq!(leasehold_nats::NatsOptions::default().connect_timeout(), Duration::from_secs(2));
     /// ```
-    pub fn connect_timeout_value(&self) -> Duration {
+    pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
 
     /// Whether release notifications are on.
     ///
     /// ```
-    /// assert!(leasehold_nats::NatsOptions::default().notifications_enabled());
+    /// assert!(leasehold_nats::NatsOptions::default().notifications());
     /// ```
-    pub fn notifications_enabled(&self) -> bool {
+    pub fn notifications(&self) -> bool {
         self.notifications
     }
 
@@ -177,7 +177,7 @@ impl NatsOptions {
     /// use leasehold_nats::NatsOptions;
     ///
     /// assert!(NatsOptions::default().validate().is_ok());
-    /// let err = NatsOptions::default().request_timeout(Duration::ZERO).validate().unwrap_err();
+    /// let err = NatsOptions::default().with_request_timeout(Duration::ZERO).validate().unwrap_err();
     /// assert_eq!(err.option(), "request_timeout");
     /// ```
     pub fn validate(&self) -> Result<(), NatsOptionsError> {
@@ -227,20 +227,25 @@ mod tests {
     #[test]
     fn buckets_and_timeouts_are_checked() {
         assert!(NatsOptions::default().validate().is_ok());
-        assert!(NatsOptions::default().bucket("a-b_C9").validate().is_ok());
+        assert!(
+            NatsOptions::default()
+                .with_bucket("a-b_C9")
+                .validate()
+                .is_ok()
+        );
         for bad in ["", "a.b", "a b", "a*", "a>", "ä", &"x".repeat(65)] {
-            let e = NatsOptions::default().bucket(bad).validate();
+            let e = NatsOptions::default().with_bucket(bad).validate();
             assert_eq!(e.map_err(|e| e.option()), Err("bucket"), "{bad:?}");
         }
         let e = NatsOptions::default()
-            .connect_timeout(Duration::from_secs(601))
+            .with_connect_timeout(Duration::from_secs(601))
             .validate()
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
         let e = NatsOptions::default()
-            .request_timeout(Duration::MAX)
+            .with_request_timeout(Duration::MAX)
             .validate()
             .err()
             .map(|e| e.to_string())

@@ -110,7 +110,7 @@ impl NatsStore {
     /// ```no_run
     /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_nats::{NatsOptions, NatsStore};
-    /// let store = NatsStore::connect_with("nats://127.0.0.1:4222", NatsOptions::default().bucket("jobs")).await?;
+    /// let store = NatsStore::connect_with("nats://127.0.0.1:4222", NatsOptions::default().with_bucket("jobs")).await?;
     /// # Ok(()) }
     /// ```
     pub async fn connect_with(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
@@ -133,7 +133,7 @@ impl NatsStore {
     /// use leasehold_nats::{NatsOptions, NatsStore};
     /// let store = NatsStore::connect_lazy("nats://app:hunter2@127.0.0.1:4222/jobs", NatsOptions::default())?;
     /// assert_eq!(leasehold::LeaseStore::describe(&store), "nats://app:***@127.0.0.1:4222/jobs");
-    /// assert_eq!(store.options().bucket_str(), "jobs");
+    /// assert_eq!(store.options().bucket(), "jobs");
     /// // A token goes in the query string, where it is redacted; before the host it is refused.
     /// let e = NatsStore::connect_lazy("nats://s3cr3t@127.0.0.1", NatsOptions::default()).unwrap_err();
     /// assert!(!e.to_string().contains("s3cr3t"), "{e}");
@@ -197,7 +197,7 @@ impl NatsStore {
     ///
     /// ```
     /// # let store = leasehold_nats::NatsStore::connect_lazy("nats://h?bucket=x", Default::default())?;
-    /// assert_eq!(store.options().bucket_str(), "x");
+    /// assert_eq!(store.options().bucket(), "x");
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &NatsOptions {

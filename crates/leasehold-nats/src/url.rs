@@ -66,7 +66,7 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
     if !path.is_empty() {
         let bucket = percent_decode(path)
             .ok_or_else(|| syntax("the bucket is not valid percent-encoded UTF-8"))?;
-        options = options.bucket(bucket);
+        options = options.with_bucket(bucket);
     }
     let mut query = parsed.options(KNOWN_PARAMS)?;
     if let Some(token) = query.secret("token")? {
@@ -76,16 +76,16 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
         credentials = Credentials::Token(token);
     }
     if let Some(bucket) = query.text("bucket")? {
-        options = options.bucket(bucket);
+        options = options.with_bucket(bucket);
     }
     if let Some(d) = query.duration("request_timeout")? {
-        options = options.request_timeout(d);
+        options = options.with_request_timeout(d);
     }
     if let Some(d) = query.duration("connect_timeout")? {
-        options = options.connect_timeout(d);
+        options = options.with_connect_timeout(d);
     }
     if let Some(on) = query.flag("notifications")? {
-        options = options.notifications(on);
+        options = options.with_notifications(on);
     }
     Ok(Target {
         server: format!("nats://{host}:{port}"),
@@ -142,12 +142,9 @@ mod tests {
             t.credentials,
             Credentials::UserPassword("app".to_owned(), Secret::new("p@ss"))
         );
-        assert_eq!(t.options.bucket_str(), "jobs");
-        assert_eq!(
-            t.options.request_timeout_value(),
-            Duration::from_millis(250)
-        );
-        assert!(!t.options.notifications_enabled());
+        assert_eq!(t.options.bucket(), "jobs");
+        assert_eq!(t.options.request_timeout(), Duration::from_millis(250));
+        assert!(!t.options.notifications());
         let t = parsed("nats://127.0.0.1?token=s3cr3t");
         assert_eq!(t.server, "nats://127.0.0.1:4222");
         assert_eq!(t.credentials, Credentials::Token(Secret::new("s3cr3t")));
@@ -156,8 +153,8 @@ mod tests {
             leasehold::store::redact_url("nats://127.0.0.1?token=s3cr3t"),
             "nats://127.0.0.1?token=***"
         );
-        assert_eq!(t.options.bucket_str(), "leasehold");
-        assert_eq!(parsed("nats://h?bucket=b2").options.bucket_str(), "b2");
+        assert_eq!(t.options.bucket(), "leasehold");
+        assert_eq!(parsed("nats://h?bucket=b2").options.bucket(), "b2");
     }
 
     #[test]

@@ -29,7 +29,7 @@ fn request(lock: &LockName, slots: u32, ttl: Duration) -> AcquireRequest {
 /// The stream sequence and headers of the latest message of `key` in `bucket`, read raw.
 async fn raw(store: &NatsStore, key: &str) -> Option<(u64, async_nats::HeaderMap)> {
     let client = store.client().await.unwrap();
-    let bucket = store.options().bucket_str();
+    let bucket = store.options().bucket();
     let msg = client
         .request(
             format!("$JS.API.DIRECT.GET.KV_{bucket}.$KV.{bucket}.{key}"),
@@ -148,7 +148,7 @@ async fn a_period_grant_and_its_ledger_commit_together() {
     };
     let client = store.client().await.unwrap();
     let js = async_nats::jetstream::new(client);
-    let bucket = store.options().bucket_str().to_owned();
+    let bucket = store.options().bucket().to_owned();
     let mut headers = async_nats::HeaderMap::new();
     headers.insert(
         "Nats-Expected-Last-Subject-Sequence",
@@ -250,7 +250,7 @@ async fn a_bucket_without_ttls_is_refused() {
         .await
         .unwrap();
     let js = async_nats::jetstream::new(client);
-    let bucket = options.bucket_str().to_owned();
+    let bucket = options.bucket().to_owned();
     js.create_key_value(async_nats::jetstream::kv::Config {
         bucket: bucket.clone(),
         history: 1,
@@ -278,7 +278,7 @@ async fn a_bucket_without_ttls_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_is_a_transient_error() {
     let port = leasehold_testkit::free_port().unwrap();
-    let options = NatsOptions::default().connect_timeout(Duration::from_millis(500));
+    let options = NatsOptions::default().with_connect_timeout(Duration::from_millis(500));
     let e = NatsStore::connect_with(&format!("nats://127.0.0.1:{port}"), options)
         .await
         .expect_err("nothing listens there");
@@ -303,7 +303,7 @@ async fn proxy(url: &str) -> FaultProxy {
 async fn a_cut_connection_is_transient_and_heals() {
     let Some(url) = common::url() else { return };
     let proxy = proxy(&url).await;
-    let options = common::options().request_timeout(Duration::from_millis(500));
+    let options = common::options().with_request_timeout(Duration::from_millis(500));
     let store = NatsStore::connect_with(&via(&proxy), options)
         .await
         .unwrap();
@@ -339,7 +339,7 @@ async fn a_cut_connection_is_transient_and_heals() {
 async fn safety_with_connections_cut_and_delayed() {
     let Some(url) = common::url() else { return };
     let proxy = Arc::new(proxy(&url).await);
-    let options = common::options().request_timeout(Duration::from_millis(500));
+    let options = common::options().with_request_timeout(Duration::from_millis(500));
     let factory = common::factory_with(via(&proxy), options);
     let done = Arc::new(AtomicBool::new(false));
     let chaos = {

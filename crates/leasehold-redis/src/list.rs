@@ -109,7 +109,7 @@ impl RedisStore {
             Some(cursor) => Position::parse(cursor, &leasehold::LeaseStore::describe(self))?,
             None => Position::start(),
         };
-        let prefix = self.options().prefix_str();
+        let prefix = self.options().prefix();
         let pattern = pattern(prefix);
         let mut names = std::mem::take(&mut at.pending);
         let mut looked = 0;

@@ -5,7 +5,7 @@ use std::time::Duration;
 /// The default key prefix: locks live in `leasehold:{<lock>}`.
 ///
 /// ```
-/// assert_eq!(leasehold_redis::RedisOptions::default().prefix_str(), leasehold_redis::DEFAULT_PREFIX);
+/// assert_eq!(leasehold_redis::RedisOptions::default().prefix(), leasehold_redis::DEFAULT_PREFIX);
 /// ```
 pub const DEFAULT_PREFIX: &str = "leasehold";
 
@@ -17,7 +17,7 @@ pub const MAX_PREFIX_LEN: usize = 128;
 /// ```
 /// use leasehold_redis::RedisOptions;
 ///
-/// let err = RedisOptions::default().prefix("a{b}").validate().unwrap_err();
+/// let err = RedisOptions::default().with_prefix("a{b}").validate().unwrap_err();
 /// assert_eq!(err.option(), "prefix");
 /// assert!(err.to_string().contains("braces"));
 /// ```
@@ -46,11 +46,11 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> RedisO
 /// use leasehold_redis::RedisOptions;
 ///
 /// let options = RedisOptions::default()
-///     .prefix("billing")
-///     .response_timeout(Duration::from_millis(500))
-///     .notifications(false);
-/// assert_eq!(options.prefix_str(), "billing");
-/// assert!(!options.notifications_enabled());
+///     .with_prefix("billing")
+///     .with_response_timeout(Duration::from_millis(500))
+///     .with_notifications(false);
+/// assert_eq!(options.prefix(), "billing");
+/// assert!(!options.notifications());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisOptions {
@@ -79,10 +79,10 @@ impl RedisOptions {
     /// in one cluster slot).
     ///
     /// ```
-    /// assert_eq!(leasehold_redis::RedisOptions::default().prefix("a:b").prefix_str(), "a:b");
+    /// assert_eq!(leasehold_redis::RedisOptions::default().with_prefix("a:b").prefix(), "a:b");
     /// ```
     #[must_use]
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
@@ -93,11 +93,11 @@ impl RedisOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_redis::RedisOptions::default().response_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.response_timeout_value(), Duration::from_millis(300));
+    /// let o = leasehold_redis::RedisOptions::default().with_response_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.response_timeout(), Duration::from_millis(300));
     /// ```
     #[must_use]
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
         self
     }
@@ -106,11 +106,11 @@ impl RedisOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_redis::RedisOptions::default().connect_timeout(Duration::from_secs(3));
-    /// assert_eq!(o.connect_timeout_value(), Duration::from_secs(3));
+    /// let o = leasehold_redis::RedisOptions::default().with_connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
     /// ```
     #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
@@ -121,11 +121,11 @@ impl RedisOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_redis::RedisOptions::default().idle_retention(Duration::from_secs(86_400));
-    /// assert_eq!(o.idle_retention_value(), Duration::from_secs(86_400));
+    /// let o = leasehold_redis::RedisOptions::default().with_idle_retention(Duration::from_secs(86_400));
+    /// assert_eq!(o.idle_retention(), Duration::from_secs(86_400));
     /// ```
     #[must_use]
-    pub fn idle_retention(mut self, retention: Duration) -> Self {
+    pub fn with_idle_retention(mut self, retention: Duration) -> Self {
         self.idle_retention = retention;
         self
     }
@@ -134,10 +134,10 @@ impl RedisOptions {
     /// elector's jittered retry policy.
     ///
     /// ```
-    /// assert!(!leasehold_redis::RedisOptions::default().notifications(false).notifications_enabled());
+    /// assert!(!leasehold_redis::RedisOptions::default().with_notifications(false).notifications());
     /// ```
     #[must_use]
-    pub fn notifications(mut self, on: bool) -> Self {
+    pub fn with_notifications(mut self, on: bool) -> Self {
         self.notifications = on;
         self
     }
@@ -145,44 +145,44 @@ impl RedisOptions {
     /// The key prefix.
     ///
     /// ```
-    /// assert_eq!(leasehold_redis::RedisOptions::default().prefix_str(), "leasehold");
+    /// assert_eq!(leasehold_redis::RedisOptions::default().prefix(), "leasehold");
     /// ```
-    pub fn prefix_str(&self) -> &str {
+    pub fn prefix(&self) -> &str {
         &self.prefix
     }
     /// The response timeout.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_redis::RedisOptions::default().response_timeout_value(), Duration::from_secs(1));
+    /// assert_eq!(leasehold_redis::RedisOptions::default().response_timeout(), Duration::from_secs(1));
     /// ```
-    pub fn response_timeout_value(&self) -> Duration {
+    pub fn response_timeout(&self) -> Duration {
         self.response_timeout
     }
     /// The connect timeout.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_redis::RedisOptions::default().connect_timeout_value(), Duration::from_secs(1));
+    /// assert_eq!(leasehold_redis::RedisOptions::default().connect_timeout(), Duration::from_secs(1));
     /// ```
-    pub fn connect_timeout_value(&self) -> Duration {
+    pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
     /// The idle retention.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_redis::RedisOptions::default().idle_retention_value(), Duration::from_secs(3600));
+    /// assert_eq!(leasehold_redis::RedisOptions::default().idle_retention(), Duration::from_secs(3600));
     /// ```
-    pub fn idle_retention_value(&self) -> Duration {
+    pub fn idle_retention(&self) -> Duration {
         self.idle_retention
     }
     /// Whether release notifications are on.
     ///
     /// ```
-    /// assert!(leasehold_redis::RedisOptions::default().notifications_enabled());
+    /// assert!(leasehold_redis::RedisOptions::default().notifications());
     /// ```
-    pub fn notifications_enabled(&self) -> bool {
+    pub fn notifications(&self) -> bool {
         self.notifications
     }
 
@@ -197,7 +197,7 @@ impl RedisOptions {
     /// use leasehold_redis::RedisOptions;
     ///
     /// assert!(RedisOptions::default().validate().is_ok());
-    /// let err = RedisOptions::default().response_timeout(Duration::ZERO).validate().unwrap_err();
+    /// let err = RedisOptions::default().with_response_timeout(Duration::ZERO).validate().unwrap_err();
     /// assert_eq!(err.option(), "response_timeout");
     /// ```
     pub fn validate(&self) -> Result<(), RedisOptionsError> {
@@ -245,13 +245,13 @@ mod tests {
         assert!(RedisOptions::default().validate().is_ok());
         for bad in ["", "a{b", "a}b", "a b", "ä"] {
             assert!(
-                RedisOptions::default().prefix(bad).validate().is_err(),
+                RedisOptions::default().with_prefix(bad).validate().is_err(),
                 "{bad}"
             );
         }
         assert!(
             RedisOptions::default()
-                .response_timeout(Duration::ZERO)
+                .with_response_timeout(Duration::ZERO)
                 .validate()
                 .is_err()
         );
@@ -261,16 +261,16 @@ mod tests {
     fn durations_are_bounded_by_the_core_maximum() {
         let o = RedisOptions::default;
         for (options, name) in [
-            (o().response_timeout(Duration::MAX), "response_timeout"),
-            (o().connect_timeout(Duration::MAX), "connect_timeout"),
-            (o().idle_retention(Duration::MAX), "idle_retention"),
+            (o().with_response_timeout(Duration::MAX), "response_timeout"),
+            (o().with_connect_timeout(Duration::MAX), "connect_timeout"),
+            (o().with_idle_retention(Duration::MAX), "idle_retention"),
         ] {
             let err = options.validate().unwrap_err();
             assert_eq!(err.option(), name);
             assert!(err.to_string().contains("MAX_DURATION"), "{err}");
         }
         assert!(
-            o().idle_retention(leasehold::limits::MAX_DURATION)
+            o().with_idle_retention(leasehold::limits::MAX_DURATION)
                 .validate()
                 .is_ok()
         );

@@ -116,7 +116,7 @@ impl RedisStore {
     /// ```no_run
     /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_redis::{RedisOptions, RedisStore};
-    /// let store = RedisStore::connect_with("redis://127.0.0.1", RedisOptions::default().prefix("jobs")).await?;
+    /// let store = RedisStore::connect_with("redis://127.0.0.1", RedisOptions::default().with_prefix("jobs")).await?;
     /// # Ok(()) }
     /// ```
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
@@ -185,7 +185,7 @@ impl RedisStore {
     ///
     /// ```
     /// # let store = leasehold_redis::RedisStore::connect_lazy("redis://h?prefix=x", Default::default())?;
-    /// assert_eq!(store.options().prefix_str(), "x");
+    /// assert_eq!(store.options().prefix(), "x");
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &RedisOptions {

@@ -64,19 +64,19 @@ pub(crate) fn split_options(
 fn store_options(query: &mut UrlOptions, base: RedisOptions) -> Result<RedisOptions, UrlError> {
     let mut options = base;
     if let Some(prefix) = query.take("prefix") {
-        options = options.prefix(prefix);
+        options = options.with_prefix(prefix);
     }
     if let Some(d) = query.duration("response_timeout")? {
-        options = options.response_timeout(d);
+        options = options.with_response_timeout(d);
     }
     if let Some(d) = query.duration("connect_timeout")? {
-        options = options.connect_timeout(d);
+        options = options.with_connect_timeout(d);
     }
     if let Some(d) = query.duration("idle_retention")? {
-        options = options.idle_retention(d);
+        options = options.with_idle_retention(d);
     }
     if let Some(on) = query.flag("notifications")? {
-        options = options.notifications(on);
+        options = options.with_notifications(on);
     }
     Ok(options)
 }
@@ -97,9 +97,9 @@ mod tests {
             "rediss://:pw@h:6380/2?prefix=app%2Fx&protocol=resp3&response_timeout=250ms&notifications=off#insecure",
         )?;
         assert_eq!(url, "rediss://:pw@h:6380/2?protocol=resp3#insecure");
-        assert_eq!(o.prefix_str(), "app/x");
-        assert_eq!(o.response_timeout_value(), Duration::from_millis(250));
-        assert!(!o.notifications_enabled());
+        assert_eq!(o.prefix(), "app/x");
+        assert_eq!(o.response_timeout(), Duration::from_millis(250));
+        assert!(!o.notifications());
         let (url, _) = split("redis://h")?;
         assert_eq!(url, "redis://h");
         let (url, _) = split("redis+unix:///run/redis.sock?db=2&prefix=p")?;

@@ -79,7 +79,9 @@ async fn blackholed_holder_is_lost_before_expiry_and_cannot_harm_its_successor()
     let holder_store = Arc::new(
         RedisStore::connect_lazy(
             &common::via(&url, proxy.addr()),
-            options.clone().response_timeout(Duration::from_millis(200)),
+            options
+                .clone()
+                .with_response_timeout(Duration::from_millis(200)),
         )
         .unwrap(),
     );
@@ -206,7 +208,7 @@ async fn slow_replies_time_out_transiently_and_the_store_recovers() {
     let proxy = FaultProxy::start(common::target(&url).await).await.unwrap();
     let store = RedisStore::connect_lazy(
         &common::via(&url, proxy.addr()),
-        common::options().response_timeout(Duration::from_millis(200)),
+        common::options().with_response_timeout(Duration::from_millis(200)),
     )
     .unwrap();
     let lock = unique_name("slow");
@@ -248,8 +250,8 @@ async fn restarted_server_is_survived_without_restarting_the_client() {
         return;
     };
     let options = RedisOptions::default()
-        .response_timeout(Duration::from_millis(500))
-        .connect_timeout(Duration::from_millis(500));
+        .with_response_timeout(Duration::from_millis(500))
+        .with_connect_timeout(Duration::from_millis(500));
     let store = Arc::new(RedisStore::connect_lazy(&server.url(), options.clone()).unwrap());
     let other = Arc::new(RedisStore::connect_lazy(&server.url(), options).unwrap());
     let lock = unique_name("restart");

@@ -17,7 +17,7 @@ async fn the_fenced_set_refuses_paused_stale_holders() {
     let keys = RedisStore::connect_lazy(&url, options.clone())
         .unwrap()
         .fenced_keys();
-    let sink = FencedSetSink::new(keys, format!("{}:data:", options.prefix_str()));
+    let sink = FencedSetSink::new(keys, format!("{}:data:", options.prefix()));
     let config = StaleHolderConfig {
         rounds: 300,
         ..StaleHolderConfig::default()

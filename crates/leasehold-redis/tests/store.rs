@@ -215,7 +215,8 @@ async fn release_and_forced_release_wake_waiters_on_other_stores_within_millisec
     assert!(forced < Duration::from_millis(200), "{forced:?}");
 
     // With notifications off the waiter polls, here once a second.
-    let polling = Arc::new(RedisStore::connect_lazy(&url, options.notifications(false)).unwrap());
+    let polling =
+        Arc::new(RedisStore::connect_lazy(&url, options.with_notifications(false)).unwrap());
     let slow = handoff(holder, polling, false).await;
     println!("hand-off by polling: {slow:?}");
     assert!(slow >= Duration::from_millis(500), "{slow:?}");

@@ -14,7 +14,7 @@ pub const DEFAULT_TABLE: &str = "leasehold_leases";
 /// use std::time::Duration;
 /// use leasehold_sql::SqlOptions;
 ///
-/// let opts = SqlOptions::default().table("ops.leases").create_schema(false).connect_timeout(Duration::from_secs(2));
+/// let opts = SqlOptions::default().with_table("ops.leases").with_create_schema(false).with_connect_timeout(Duration::from_secs(2));
 /// assert_eq!(opts.table_name(), "ops.leases");
 /// ```
 #[derive(Debug, Clone)]
@@ -39,27 +39,27 @@ impl Default for SqlOptions {
 impl SqlOptions {
     /// The table (default `leasehold_leases`; `TABLE` or `SCHEMA.TABLE`).
     #[must_use]
-    pub fn table(mut self, table: impl Into<String>) -> Self {
+    pub fn with_table(mut self, table: impl Into<String>) -> Self {
         self.table = table.into();
         self
     }
     /// Create the table on first use if it is missing (default on). Turn off when the schema is
     /// managed elsewhere; [`Dialect::create_table`] prints the DDL.
     #[must_use]
-    pub fn create_schema(mut self, on: bool) -> Self {
+    pub fn with_create_schema(mut self, on: bool) -> Self {
         self.create_schema = on;
         self
     }
     /// Pool size for pools built from URLs (default 8).
     #[must_use]
-    pub fn max_connections(mut self, n: u32) -> Self {
+    pub fn with_max_connections(mut self, n: u32) -> Self {
         self.max_connections = n.max(1);
         self
     }
     /// How long to wait for a connection before failing with a transient error (default 5 s; at
     /// most [`leasehold::limits::MAX_DURATION`]).
     #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
@@ -74,26 +74,26 @@ impl SqlOptions {
     /// Whether the table is created (and brought up to date) on first use.
     ///
     /// ```
-    /// assert!(!leasehold_sql::SqlOptions::default().create_schema(false).create_schema_enabled());
+    /// assert!(!leasehold_sql::SqlOptions::default().with_create_schema(false).create_schema());
     /// ```
-    pub fn create_schema_enabled(&self) -> bool {
+    pub fn create_schema(&self) -> bool {
         self.create_schema
     }
     /// The pool size for pools built from URLs.
     ///
     /// ```
-    /// assert_eq!(leasehold_sql::SqlOptions::default().max_connections(0).max_connections_value(), 1);
+    /// assert_eq!(leasehold_sql::SqlOptions::default().with_max_connections(0).max_connections(), 1);
     /// ```
-    pub fn max_connections_value(&self) -> u32 {
+    pub fn max_connections(&self) -> u32 {
         self.max_connections
     }
     /// The connect timeout.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_sql::SqlOptions::default().connect_timeout_value(), Duration::from_secs(5));
+    /// assert_eq!(leasehold_sql::SqlOptions::default().connect_timeout(), Duration::from_secs(5));
     /// ```
-    pub fn connect_timeout_value(&self) -> Duration {
+    pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
 }

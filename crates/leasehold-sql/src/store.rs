@@ -225,7 +225,7 @@ impl SqlStore {
     /// # async fn main() -> Result<(), leasehold::store::OpenError> {
     /// use leasehold_sql::{SqlOptions, SqlStore};
     /// // Lazily: nothing is opened before the first operation.
-    /// let store = SqlStore::connect_lazy("sqlite:///tmp/leases.db", SqlOptions::default().table("jobs"))?;
+    /// let store = SqlStore::connect_lazy("sqlite:///tmp/leases.db", SqlOptions::default().with_table("jobs"))?;
     /// assert_eq!(store.options().table_name(), "jobs");
     /// # Ok(()) }
     /// ```

@@ -26,7 +26,7 @@ async fn silent_server_times_out(scheme: &str) {
     let url = format!("{scheme}://user@{addr}/test");
     let timeout = Duration::from_secs(1);
     let started = Instant::now();
-    let err = SqlStore::connect_with(&url, common::options().connect_timeout(timeout))
+    let err = SqlStore::connect_with(&url, common::options().with_connect_timeout(timeout))
         .await
         .expect_err("nothing answers");
     let took = started.elapsed();

@@ -76,7 +76,7 @@ async fn line_of(c: &mut PgConnection, table: &str) -> (Vec<String>, String) {
 async fn fresh_table(tag: &str) -> Option<(String, String, SqlStore)> {
     let url = common::url("LEASEHOLD_TEST_POSTGRES_URL")?;
     let table = unique(tag);
-    let store = SqlStore::connect_with(&url, common::options().table(&table))
+    let store = SqlStore::connect_with(&url, common::options().with_table(&table))
         .await
         .unwrap();
     Some((url, table, store))
@@ -103,10 +103,14 @@ async fn postgres_old_tables_get_the_column_and_work_without_it() {
     // Schema managed elsewhere, the column missing: leases and releases work; a keep is only a
     // release (anyone may take the lock at once). A claim needs the ledger's claim columns,
     // which this table (of the version before them too) lacks: it names their statements.
-    let managed =
-        SqlStore::connect_with(&url, common::options().table(&table).create_schema(false))
-            .await
-            .unwrap();
+    let managed = SqlStore::connect_with(
+        &url,
+        common::options()
+            .with_table(&table)
+            .with_create_schema(false),
+    )
+    .await
+    .unwrap();
     let held = acquire(&managed, &lock, "a", Some(a))
         .await
         .expect("granted");
@@ -130,7 +134,7 @@ async fn postgres_old_tables_get_the_column_and_work_without_it() {
     }
 
     // The default adds the column on first use, and hands off.
-    let store = SqlStore::connect_with(&url, common::options().table(&table))
+    let store = SqlStore::connect_with(&url, common::options().with_table(&table))
         .await
         .unwrap();
     let claimed = store.try_acquire(&claim).await.unwrap();

@@ -87,9 +87,14 @@ async fn check(url: &str, dialect: Dialect) {
     execute(url, dialect, &old_table(dialect, &table, false)).await;
 
     // Schema managed elsewhere: plain leases work, a period claim names the statements.
-    let managed = SqlStore::connect_with(url, common::options().table(&table).create_schema(false))
-        .await
-        .unwrap();
+    let managed = SqlStore::connect_with(
+        url,
+        common::options()
+            .with_table(&table)
+            .with_create_schema(false),
+    )
+    .await
+    .unwrap();
     let plain = AcquireRequest::new(
         LockName::new("plain").unwrap(),
         1,
@@ -112,7 +117,7 @@ async fn check(url: &str, dialect: Dialect) {
     assert_eq!(managed.period_record(&lock).await.unwrap(), None);
 
     // The default adds the columns on first use, and the ledger works.
-    let store = SqlStore::connect_with(url, common::options().table(&table))
+    let store = SqlStore::connect_with(url, common::options().with_table(&table))
         .await
         .unwrap();
     let lease = store.try_acquire(&claim("a")).await.unwrap();
@@ -130,7 +135,7 @@ async fn check(url: &str, dialect: Dialect) {
         "{again:?}"
     );
     // A second open (another process) finds the columns there.
-    let other = SqlStore::connect_with(url, common::options().table(&table))
+    let other = SqlStore::connect_with(url, common::options().with_table(&table))
         .await
         .unwrap();
     assert!(
@@ -181,9 +186,14 @@ async fn check_before_claims(url: &str, dialect: Dialect) {
     .await;
     let lock = LockName::new("ledger-schema").unwrap();
 
-    let managed = SqlStore::connect_with(url, common::options().table(&table).create_schema(false))
-        .await
-        .unwrap();
+    let managed = SqlStore::connect_with(
+        url,
+        common::options()
+            .with_table(&table)
+            .with_create_schema(false),
+    )
+    .await
+    .unwrap();
     let record = managed
         .period_record(&lock)
         .await
@@ -206,7 +216,7 @@ async fn check_before_claims(url: &str, dialect: Dialect) {
         );
     }
 
-    let store = SqlStore::connect_with(url, common::options().table(&table))
+    let store = SqlStore::connect_with(url, common::options().with_table(&table))
         .await
         .unwrap();
     let refused = store.try_acquire(&claim("a")).await.unwrap();
@@ -292,9 +302,14 @@ async fn check_before_runs(url: &str, dialect: Dialect) {
         .collect::<Vec<_>>()
         .join("\n");
     execute(url, dialect, &ddl).await;
-    let managed = SqlStore::connect_with(url, common::options().table(&table).create_schema(false))
-        .await
-        .unwrap();
+    let managed = SqlStore::connect_with(
+        url,
+        common::options()
+            .with_table(&table)
+            .with_create_schema(false),
+    )
+    .await
+    .unwrap();
     let err = managed.try_acquire(&claim("a")).await.unwrap_err();
     let text = err.to_string();
     assert!(!err.is_transient(), "{text}");
@@ -311,7 +326,7 @@ async fn check_before_runs(url: &str, dialect: Dialect) {
         );
     }
 
-    let store = SqlStore::connect_with(url, common::options().table(&table))
+    let store = SqlStore::connect_with(url, common::options().with_table(&table))
         .await
         .unwrap();
     let ran = store

@@ -10,7 +10,7 @@ use leasehold_sql::{SqlOptions, SqlStore};
 #[tokio::test]
 async fn a_connect_timeout_beyond_the_maximum_is_rejected() {
     let url = common::sqlite_url("limits");
-    let options = SqlOptions::default().connect_timeout(Duration::MAX);
+    let options = SqlOptions::default().with_connect_timeout(Duration::MAX);
     match SqlStore::connect_lazy(&url, options) {
         Err(OpenError::Invalid { reason, .. }) => {
             assert!(
@@ -21,6 +21,6 @@ async fn a_connect_timeout_beyond_the_maximum_is_rejected() {
         Err(other) => panic!("expected an invalid-options error, got {other}"),
         Ok(_) => panic!("a connect timeout of Duration::MAX must be rejected"),
     }
-    let max = SqlOptions::default().connect_timeout(leasehold::limits::MAX_DURATION);
+    let max = SqlOptions::default().with_connect_timeout(leasehold::limits::MAX_DURATION);
     assert!(SqlStore::connect_lazy(&url, max).is_ok());
 }

@@ -41,14 +41,14 @@ async fn postgres_second_start_sends_no_ddl_notice() {
     let _guard = tracing::subscriber::set_default(Registry::default().with(events.clone()));
 
     // The first store creates the table; a notice here would be PostgreSQL's own business.
-    let first = SqlStore::connect_with(&url, common::options().table(&table))
+    let first = SqlStore::connect_with(&url, common::options().with_table(&table))
         .await
         .unwrap();
     first.state(&lock, 1).await.unwrap();
     events.0.lock().unwrap().clear();
 
     // Every later start (another replica, a restart) finds the table and creates nothing.
-    let second = SqlStore::connect_with(&url, common::options().table(&table))
+    let second = SqlStore::connect_with(&url, common::options().with_table(&table))
         .await
         .unwrap();
     second.state(&lock, 1).await.unwrap();

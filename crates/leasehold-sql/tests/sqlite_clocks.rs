@@ -259,7 +259,7 @@ async fn an_older_sqlite_table_gains_the_clock_columns() {
         conn.close().await.unwrap();
     }
     // Without permission to change the schema, the store says what to add.
-    let err = SqlStore::connect_with(&url, common::options().create_schema(false))
+    let err = SqlStore::connect_with(&url, common::options().with_create_schema(false))
         .await
         .expect_err("the columns are missing");
     assert!(err.to_string().contains("ADD COLUMN boot_id"), "{err}");
@@ -279,7 +279,7 @@ async fn an_older_sqlite_table_gains_the_clock_columns() {
             .is_none()
     );
     // Opening again (columns present) is a no-op.
-    SqlStore::connect_with(&url, SqlOptions::default().create_schema(false))
+    SqlStore::connect_with(&url, SqlOptions::default().with_create_schema(false))
         .await
         .unwrap();
 }

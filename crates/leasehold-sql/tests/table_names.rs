@@ -23,7 +23,7 @@ fn name(len: usize) -> String {
 /// Runs a lease through every operation on `table`, with a waiter on a second client that the
 /// release must wake (by NOTIFY on PostgreSQL, within 3 s of a 10 s poll).
 async fn everything_works(url: &str, table: &str) {
-    let options = common::options().table(table);
+    let options = common::options().with_table(table);
     let open = || async {
         Arc::new(
             SqlStore::connect_with(url, options.clone())
@@ -108,7 +108,7 @@ async fn everything_works(url: &str, table: &str) {
 }
 
 fn too_long(url: &str, table: &str, max: usize) {
-    let err = SqlStore::connect_lazy(url, common::options().table(table))
+    let err = SqlStore::connect_lazy(url, common::options().with_table(table))
         .expect_err("one byte over the limit");
     assert!(matches!(err, OpenError::Invalid { .. }), "{err:?}");
     assert!(err.to_string().contains(&format!("at most {max}")), "{err}");

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// `/leasehold/locks/L/slot-n`.
 ///
 /// ```
-/// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix_str(), leasehold_zookeeper::DEFAULT_PREFIX);
+/// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix(), leasehold_zookeeper::DEFAULT_PREFIX);
 /// ```
 pub const DEFAULT_PREFIX: &str = "/leasehold";
 
@@ -26,7 +26,7 @@ pub const MAX_CLOCK_SKEW_TOLERANCE: Duration = Duration::from_secs(3600);
 /// ```
 /// use leasehold_zookeeper::ZooKeeperOptions;
 ///
-/// let err = ZooKeeperOptions::default().prefix("jobs").validate().unwrap_err();
+/// let err = ZooKeeperOptions::default().with_prefix("jobs").validate().unwrap_err();
 /// assert_eq!(err.option(), "prefix");
 /// assert!(err.to_string().contains("must start with '/'"));
 /// ```
@@ -56,12 +56,12 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> ZooKee
 /// use leasehold_zookeeper::ZooKeeperOptions;
 ///
 /// let options = ZooKeeperOptions::default()
-///     .prefix("/billing")
-///     .clock_skew_tolerance(Duration::from_millis(200))
-///     .notifications(false);
-/// assert_eq!(options.prefix_str(), "/billing");
+///     .with_prefix("/billing")
+///     .with_clock_skew_tolerance(Duration::from_millis(200))
+///     .with_notifications(false);
+/// assert_eq!(options.prefix(), "/billing");
 /// assert_eq!(options.lease_floor(), Duration::from_millis(400));
-/// assert!(!options.notifications_enabled());
+/// assert!(!options.notifications());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZooKeeperOptions {
@@ -90,10 +90,10 @@ impl ZooKeeperOptions {
     /// empty, `.` or `..` parts.
     ///
     /// ```
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix("/apps/billing").prefix_str(), "/apps/billing");
+    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().with_prefix("/apps/billing").prefix(), "/apps/billing");
     /// ```
     #[must_use]
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
@@ -103,11 +103,11 @@ impl ZooKeeperOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().request_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.request_timeout_value(), Duration::from_millis(300));
+    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_request_timeout(Duration::from_millis(300));
+    /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
     /// ```
     #[must_use]
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
@@ -117,11 +117,11 @@ impl ZooKeeperOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().session_timeout(Duration::from_secs(4));
-    /// assert_eq!(o.session_timeout_value(), Duration::from_secs(4));
+    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_session_timeout(Duration::from_secs(4));
+    /// assert_eq!(o.session_timeout(), Duration::from_secs(4));
     /// ```
     #[must_use]
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
@@ -133,11 +133,11 @@ impl ZooKeeperOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().clock_skew_tolerance(Duration::from_millis(100));
-    /// assert_eq!(o.clock_skew_tolerance_value(), Duration::from_millis(100));
+    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_clock_skew_tolerance(Duration::from_millis(100));
+    /// assert_eq!(o.clock_skew_tolerance(), Duration::from_millis(100));
     /// ```
     #[must_use]
-    pub fn clock_skew_tolerance(mut self, tolerance: Duration) -> Self {
+    pub fn with_clock_skew_tolerance(mut self, tolerance: Duration) -> Self {
         self.clock_skew_tolerance = tolerance;
         self
     }
@@ -145,10 +145,10 @@ impl ZooKeeperOptions {
     /// Whether waiters are woken by a persistent recursive watch (default on; ZooKeeper ≥ 3.6).
     ///
     /// ```
-    /// assert!(!leasehold_zookeeper::ZooKeeperOptions::default().notifications(false).notifications_enabled());
+    /// assert!(!leasehold_zookeeper::ZooKeeperOptions::default().with_notifications(false).notifications());
     /// ```
     #[must_use]
-    pub fn notifications(mut self, on: bool) -> Self {
+    pub fn with_notifications(mut self, on: bool) -> Self {
         self.notifications = on;
         self
     }
@@ -156,9 +156,9 @@ impl ZooKeeperOptions {
     /// The node prefix.
     ///
     /// ```
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix_str(), "/leasehold");
+    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix(), "/leasehold");
     /// ```
-    pub fn prefix_str(&self) -> &str {
+    pub fn prefix(&self) -> &str {
         &self.prefix
     }
 
@@ -166,9 +166,9 @@ impl ZooKeeperOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().request_timeout_value(), Duration::from_secs(2));
+    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().request_timeout(), Duration::from_secs(2));
     /// ```
-    pub fn request_timeout_value(&self) -> Duration {
+    pub fn request_timeout(&self) -> Duration {
         self.request_timeout
     }
 
@@ -176,9 +176,9 @@ impl ZooKeeperOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().session_timeout_value(), Duration::from_secs(10));
+    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().session_timeout(), Duration::from_secs(10));
     /// ```
-    pub fn session_timeout_value(&self) -> Duration {
+    pub fn session_timeout(&self) -> Duration {
         self.session_timeout
     }
 
@@ -186,18 +186,18 @@ impl ZooKeeperOptions {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().clock_skew_tolerance_value(), Duration::from_millis(500));
+    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().clock_skew_tolerance(), Duration::from_millis(500));
     /// ```
-    pub fn clock_skew_tolerance_value(&self) -> Duration {
+    pub fn clock_skew_tolerance(&self) -> Duration {
         self.clock_skew_tolerance
     }
 
     /// Whether release notifications are on.
     ///
     /// ```
-    /// assert!(leasehold_zookeeper::ZooKeeperOptions::default().notifications_enabled());
+    /// assert!(leasehold_zookeeper::ZooKeeperOptions::default().notifications());
     /// ```
-    pub fn notifications_enabled(&self) -> bool {
+    pub fn notifications(&self) -> bool {
         self.notifications
     }
 
@@ -222,7 +222,7 @@ impl ZooKeeperOptions {
     /// # use std::time::Duration;
     /// use leasehold_zookeeper::ZooKeeperOptions;
     /// assert!(ZooKeeperOptions::default().validate().is_ok());
-    /// let err = ZooKeeperOptions::default().request_timeout(Duration::ZERO).validate().unwrap_err();
+    /// let err = ZooKeeperOptions::default().with_request_timeout(Duration::ZERO).validate().unwrap_err();
     /// assert_eq!(err.option(), "request_timeout");
     /// ```
     pub fn validate(&self) -> Result<(), ZooKeeperOptionsError> {

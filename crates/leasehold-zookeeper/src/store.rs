@@ -119,7 +119,7 @@ impl ZooKeeperStore {
     /// use leasehold_zookeeper::{ZooKeeperOptions, ZooKeeperStore};
     /// let store = ZooKeeperStore::connect_lazy("zk://app:hunter2@127.0.0.1:2181,127.0.0.2:2181/jobs", ZooKeeperOptions::default())?;
     /// assert_eq!(leasehold::LeaseStore::describe(&store), "zk://app:***@127.0.0.1:2181,127.0.0.2:2181/jobs");
-    /// assert_eq!(store.options().prefix_str(), "/leasehold");
+    /// assert_eq!(store.options().prefix(), "/leasehold");
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: ZooKeeperOptions) -> Result<Self, OpenError> {
@@ -152,7 +152,7 @@ impl ZooKeeperStore {
     ///
     /// ```
     /// # let store = leasehold_zookeeper::ZooKeeperStore::connect_lazy("zk://h?prefix=/x", Default::default())?;
-    /// assert_eq!(store.options().prefix_str(), "/x");
+    /// assert_eq!(store.options().prefix(), "/x");
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn options(&self) -> &ZooKeeperOptions {

@@ -107,21 +107,21 @@ fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> 
 
 fn store_options(query: &mut UrlOptions, options: &mut ZooKeeperOptions) -> Result<(), UrlError> {
     if let Some(prefix) = query.take("prefix") {
-        *options = options.clone().prefix(prefix);
+        *options = options.clone().with_prefix(prefix);
     }
     if let Some(d) = query.duration("request_timeout")? {
-        *options = options.clone().request_timeout(d);
+        *options = options.clone().with_request_timeout(d);
     }
     if let Some(d) = query.duration("session_timeout")? {
-        *options = options.clone().session_timeout(d);
+        *options = options.clone().with_session_timeout(d);
     }
     for key in ["skew", "clock_skew_tolerance"] {
         if let Some(d) = query.duration(key)? {
-            *options = options.clone().clock_skew_tolerance(d);
+            *options = options.clone().with_clock_skew_tolerance(d);
         }
     }
     if let Some(on) = query.flag("notifications")? {
-        *options = options.clone().notifications(on);
+        *options = options.clone().with_notifications(on);
     }
     Ok(())
 }

@@ -21,8 +21,8 @@ const LEASE: Duration = Duration::from_secs(3);
 
 fn elector(url: &str, node: &str, wait: Duration) -> Elector {
     let options = common::options()
-        .request_timeout(Duration::from_millis(800))
-        .clock_skew_tolerance(Duration::from_millis(250));
+        .with_request_timeout(Duration::from_millis(800))
+        .with_clock_skew_tolerance(Duration::from_millis(250));
     let store = Arc::new(ZooKeeperStore::connect_lazy(url, options).unwrap());
     Elector::with_options(
         store,
@@ -50,7 +50,7 @@ async fn killing_the_leader_never_gives_the_lock_to_two_holders() {
         return;
     }
     let mut ensemble = Ensemble::start().await;
-    let prefix = common::options().prefix_str().to_owned();
+    let prefix = common::options().prefix().to_owned();
     let url = format!("zk://{}?prefix={prefix}", ensemble.servers());
     let lock = unique_name("leader-kill");
     let resource = Arc::new(FencedResource::new("resource"));

@@ -82,7 +82,7 @@ async fn zookeeper_safety_while_the_proxy_cuts_connections() {
     };
     let (_, target) = loopback_authority(&url).expect("a loopback test server");
     let proxy = FaultProxy::start(target).await.unwrap();
-    let options = common::options().request_timeout(Duration::from_millis(400));
+    let options = common::options().with_request_timeout(Duration::from_millis(400));
     let factory = common::factory_with(via_proxy(&url, proxy.addr()).unwrap(), options);
     let flapping = proxy.clone();
     let flapper = tokio::spawn(async move {

@@ -89,7 +89,7 @@ async fn slot_nodes_live_under_the_chroot_and_are_marked_free_not_deleted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_shorter_than_twice_the_tolerance_are_refused() {
     let Some(url) = common::url() else { return };
-    let options = common::options().clock_skew_tolerance(Duration::from_millis(400));
+    let options = common::options().with_clock_skew_tolerance(Duration::from_millis(400));
     let store = ZooKeeperStore::connect_lazy(&url, options).unwrap();
     let lock = unique_name("floor");
     let e = store
@@ -111,7 +111,7 @@ async fn leases_shorter_than_twice_the_tolerance_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ended_lease_is_taken_over_only_after_the_tolerance() {
     let Some(url) = common::url() else { return };
-    let options = common::options().clock_skew_tolerance(Duration::from_millis(1500));
+    let options = common::options().with_clock_skew_tolerance(Duration::from_millis(1500));
     let a = ZooKeeperStore::connect_lazy(&url, options.clone()).unwrap();
     let b = ZooKeeperStore::connect_lazy(&url, options).unwrap();
     let lock = unique_name("tolerance");
@@ -170,7 +170,9 @@ async fn a_cut_holder_is_lost_at_its_deadline_before_any_successor() {
     let holder_store = Arc::new(
         ZooKeeperStore::connect_lazy(
             &via_proxy(&url, proxy.addr()).unwrap(),
-            options.clone().request_timeout(Duration::from_millis(300)),
+            options
+                .clone()
+                .with_request_timeout(Duration::from_millis(300)),
         )
         .unwrap(),
     );

@@ -16,11 +16,7 @@ use crate::BoxError;
 pub(super) type NatsSeq = u64;
 
 fn subject(store: &NatsStore, lock: &LockName) -> String {
-    format!(
-        "$KV.{}.{}",
-        store.options().bucket_str(),
-        store.key(lock, 0)
-    )
+    format!("$KV.{}.{}", store.options().bucket(), store.key(lock, 0))
 }
 
 async fn publish(
@@ -53,7 +49,7 @@ pub(super) async fn acquire(
 ) -> Result<Option<NatsSeq>, BoxError> {
     let client = store.client().await?;
     let subject = subject(store, lock);
-    let bucket = store.options().bucket_str();
+    let bucket = store.options().bucket();
     let last = client
         .request(
             format!("$JS.API.DIRECT.GET.KV_{bucket}.{subject}"),

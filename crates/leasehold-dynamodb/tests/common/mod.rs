@@ -58,8 +58,8 @@ pub fn client(endpoint: &str) -> Client {
 /// The options tests use.
 pub fn options() -> DynamoDbOptions {
     DynamoDbOptions::default()
-        .table(TABLE)
-        .clock_skew_tolerance(SKEW)
+        .with_table(TABLE)
+        .with_clock_skew_tolerance(SKEW)
 }
 
 /// A store on a new client.

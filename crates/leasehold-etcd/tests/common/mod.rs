@@ -48,12 +48,12 @@ pub fn url(endpoints: &str) -> String {
 /// Options with a key prefix unique to this test run, so runs sharing a server never meet.
 pub fn options() -> EtcdOptions {
     EtcdOptions::default()
-        .prefix(format!(
+        .with_prefix(format!(
             "lhtest-{}",
             &leasehold::store::Token::random().to_hex()[..12]
         ))
-        .request_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(2))
+        .with_request_timeout(Duration::from_secs(2))
+        .with_connect_timeout(Duration::from_secs(2))
 }
 
 /// A factory making a new store (its own connections) per call, as separate nodes would have;

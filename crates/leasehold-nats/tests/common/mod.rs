@@ -28,12 +28,12 @@ pub fn url() -> Option<String> {
 /// Options with a bucket unique to this test run, so runs sharing a server never meet.
 pub fn options() -> NatsOptions {
     NatsOptions::default()
-        .bucket(format!(
+        .with_bucket(format!(
             "lhtest-{}",
             &leasehold::store::Token::random().to_hex()[..12]
         ))
-        .request_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(2))
+        .with_request_timeout(Duration::from_secs(2))
+        .with_connect_timeout(Duration::from_secs(2))
 }
 
 /// A factory making a new store (its own connection) per call, as separate nodes would have;

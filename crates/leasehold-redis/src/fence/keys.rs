@@ -102,7 +102,7 @@ impl FencedKeys {
     /// use leasehold_redis::fence::FencedKeys;
     ///
     /// let client = redis::Client::open("redis://data.internal:6379")?;
-    /// let keys = FencedKeys::from_client(client, RedisOptions::default().prefix("billing"))?;
+    /// let keys = FencedKeys::from_client(client, RedisOptions::default().with_prefix("billing"))?;
     /// assert_eq!(keys.fence_key("invoices:7")?, "billing:fence:{invoices:7}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

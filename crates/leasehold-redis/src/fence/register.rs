@@ -70,7 +70,7 @@ impl RedisFences {
     /// use leasehold_redis::{RedisFences, RedisOptions};
     ///
     /// let client = redis::Client::open("redis://127.0.0.1:6379")?;
-    /// let fences = RedisFences::from_client(client, RedisOptions::default().prefix("api"))?;
+    /// let fences = RedisFences::from_client(client, RedisOptions::default().with_prefix("api"))?;
     /// assert_eq!(fences.key(&ResourceName::new("GET /reports")?), "api:fences:GET /reports");
     /// assert!(fences.describe().starts_with("redis fence register api:fences:*"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -42,13 +42,13 @@ pub fn url() -> Option<String> {
 /// Options with a key prefix unique to this test run, so runs sharing a server never meet.
 pub fn options() -> RedisOptions {
     RedisOptions::default()
-        .prefix(format!(
+        .with_prefix(format!(
             "lhtest-{}",
             &leasehold::store::Token::random().to_hex()[..12]
         ))
-        .response_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(2))
-        .idle_retention(Duration::from_secs(60))
+        .with_response_timeout(Duration::from_secs(2))
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_idle_retention(Duration::from_secs(60))
 }
 
 /// A factory making a new store (its own connections) per call, as separate nodes would have;

@@ -75,7 +75,7 @@ impl SqlFences {
     /// Fences in the store's database (its pool), in table `leasehold_fences`, created on
     /// first use unless the store's options turn schema creation off.
     pub fn new(store: &SqlStore) -> Self {
-        Self::from_pool(store.pool().clone()).create_schema(store.options().create_schema_enabled())
+        Self::from_pool(store.pool().clone()).create_schema(store.options().create_schema())
     }
 
     /// Fences in the database of `pool` (an `sqlx` pool or an [`SqlPool`]), in table

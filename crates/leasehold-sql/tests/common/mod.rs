@@ -38,8 +38,8 @@ pub fn sqlite_url(tag: &str) -> String {
 
 pub fn options() -> SqlOptions {
     SqlOptions::default()
-        .max_connections(4)
-        .connect_timeout(Duration::from_secs(10))
+        .with_max_connections(4)
+        .with_connect_timeout(Duration::from_secs(10))
 }
 
 /// A factory making a new store (its own pool) per call, as separate nodes would have.

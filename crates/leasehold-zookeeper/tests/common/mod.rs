@@ -32,13 +32,13 @@ pub fn url() -> Option<String> {
 /// Options with a node prefix unique to this test run, so runs sharing a server never meet.
 pub fn options() -> ZooKeeperOptions {
     ZooKeeperOptions::default()
-        .prefix(format!(
+        .with_prefix(format!(
             "/lhtest-{}",
             &leasehold::store::Token::random().to_hex()[..12]
         ))
-        .request_timeout(Duration::from_secs(2))
-        .session_timeout(Duration::from_secs(6))
-        .clock_skew_tolerance(SKEW)
+        .with_request_timeout(Duration::from_secs(2))
+        .with_session_timeout(Duration::from_secs(6))
+        .with_clock_skew_tolerance(SKEW)
 }
 
 /// A factory making a new store (its own session) per call, as separate nodes would have; all
