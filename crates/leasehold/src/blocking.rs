@@ -109,7 +109,7 @@ impl Elector {
             .thread_name("leasehold-blocking")
             .enable_all()
             .build()?;
-        let cleanup = inner.engine().shared.cleanup.clone();
+        let cleanup = inner.shared.cleanup.clone();
         Ok(Self {
             inner,
             runtime: Arc::new(Private { runtime, cleanup }),
@@ -171,7 +171,7 @@ impl Elector {
     ) -> Result<Outcome<T>> {
         let claimed = self
             .runtime
-            .block_on(self.inner.engine().begin_claim(name, period))?;
+            .block_on(self.inner.begin_claim(name, period))?;
         let running = match claimed {
             Outcome::Elected(running) => running,
             Outcome::Taken(holder) => return Ok(Outcome::Taken(holder)),

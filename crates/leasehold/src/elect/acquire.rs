@@ -17,7 +17,8 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::cleanup::attempts::{Attempted, Attempts};
-use crate::elect::engine::{Engine, Patience};
+use crate::elect::elector::Elector;
+use crate::elect::run::Patience;
 use crate::error::{Error, Result, StoreError};
 use crate::events::Event;
 use crate::hold::guard::LeaderGuard;
@@ -30,7 +31,7 @@ use crate::store::period::Period;
 use crate::store::signal::{ReleaseSignal, SignalReach};
 use crate::turns::{TurnRules, TurnTaking};
 
-impl Engine {
+impl Elector {
     /// Tries `lock` (claiming `period` in its ledger, if given) with `patience`. A permanent
     /// store error ends it at once, as does a refusal by the ledger (waiting can never make that
     /// succeed).

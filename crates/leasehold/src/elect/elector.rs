@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use crate::elect::engine::Engine;
 use crate::elect::lead::{LeadershipStream, TermEnd};
-use crate::error::Result;
+use crate::elect::shared::ElectorShared;
+use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::name::{IntoLockName, NameError};
@@ -44,14 +44,19 @@ use tokio_util::sync::CancellationToken;
 /// ```
 #[derive(Clone)]
 pub struct Elector {
-    engine: Engine,
+    /// Shared by this elector's clones, tenants and reconfigured copies, and the leases they
+    /// hold.
+    pub(crate) shared: Arc<ElectorShared>,
+    pub(crate) options: Arc<ElectionOptions>,
+    pub(crate) slots: u32,
+    pub(crate) tenant: Option<Arc<Tenant>>,
 }
 
 impl std::fmt::Debug for Elector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Elector")
-            .field("store", &self.engine.shared.store.describe())
-            .field("options", &self.engine.options)
+            .field("store", &self.shared.store.describe())
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -67,7 +72,10 @@ impl Elector {
     /// An elector with the given options.
     pub fn with_options(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
         Self {
-            engine: Engine::new(store, options),
+            shared: Arc::new(ElectorShared::new(store)),
+            slots: options.max_leaders,
+            options: Arc::new(options),
+            tenant: None,
         }
     }
 
@@ -83,26 +91,20 @@ impl Elector {
     /// ```
     pub fn reconfigured(&self, options: ElectionOptions) -> Self {
         Self {
-            engine: self.engine.reconfigured(options),
+            slots: options.max_leaders,
+            options: Arc::new(options),
+            ..self.clone()
         }
     }
 
     /// The options.
     pub fn options(&self) -> &ElectionOptions {
-        &self.engine.options
+        &self.options
     }
 
     /// How many nodes may hold a lock at once ([`ElectionOptions::max_leaders`]).
     pub fn max_leaders(&self) -> u32 {
-        self.engine.slots
-    }
-
-    fn with_engine(&self, engine: Engine) -> Self {
-        Self { engine }
-    }
-
-    pub(crate) fn engine(&self) -> &Engine {
-        &self.engine
+        self.slots
     }
 
     /// Runs `action` at most once per `period` of the lock across every node that uses the same
@@ -174,8 +176,8 @@ impl Elector {
         name: impl IntoLockName,
         period: Period,
     ) -> Result<Outcome<LeaderGuard>> {
-        let lock = self.engine.lock_name(name)?;
-        self.engine.claim(&lock, Some(period)).await
+        let lock = self.lock_name(name)?;
+        self.claim(&lock, Some(period)).await
     }
 
     /// [`run`](Self::run), claiming `period` if given: the action's `Err` is
@@ -191,7 +193,6 @@ impl Elector {
         Fut: Future<Output = std::result::Result<T, E>>,
     {
         let ran = self
-            .engine
             .run_claimed(name, period, action, |r| r.is_err())
             .await?;
         Ok(action_result(ran))
@@ -222,7 +223,7 @@ impl Elector {
         F: FnOnce(LeaderContext) -> Fut,
         Fut: Future<Output = T>,
     {
-        self.engine.run_guarded(name, action, |_| false).await
+        self.run_guarded(name, action, |_| false).await
     }
 
     /// Like [`run_if_leader`](Self::run_if_leader) for actions returning `Result`:
@@ -261,7 +262,8 @@ impl Elector {
     /// Dropping the future leaves no lease behind: a grant that arrives after the drop is
     /// released in the background ([`settled`](Self::settled) waits for it).
     pub async fn try_acquire(&self, name: impl IntoLockName) -> Result<Outcome<LeaderGuard>> {
-        self.engine.try_acquire(name).await
+        let lock = self.lock_name(name)?;
+        self.claim(&lock, None).await
     }
 
     /// A best-effort snapshot of the lock's holders (the full, namespaced name is reported).
@@ -274,7 +276,12 @@ impl Elector {
     ///
     /// Cancel-safe: it only reads.
     pub async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
-        self.engine.state(name).await
+        let lock = self.lock_name(name)?;
+        self.shared
+            .store
+            .state(&lock, self.slots)
+            .await
+            .map_err(|e| Error::store(&lock, e))
     }
 
     /// The lock's period ledger record: its latest claim of a period (the window, when and to
@@ -306,7 +313,12 @@ impl Elector {
         &self,
         name: impl IntoLockName,
     ) -> Result<Option<crate::PeriodRecord>> {
-        self.engine.period_record(name).await
+        let lock = self.lock_name(name)?;
+        self.shared
+            .store
+            .period_record(&lock)
+            .await
+            .map_err(|e| Error::store(&lock, e))
     }
 
     /// Break-glass for operators: deletes the lock's period ledger record (tenant name applied)
@@ -347,7 +359,17 @@ impl Elector {
         &self,
         name: impl IntoLockName,
     ) -> Result<Option<crate::PeriodRecord>> {
-        self.engine.clear_period_ledger(name).await
+        let lock = self.lock_name(name)?;
+        let cleared = self
+            .shared
+            .store
+            .clear_period_ledger(&lock)
+            .await
+            .map_err(|e| Error::store(&lock, e))?;
+        if let Some(r) = &cleared {
+            tracing::warn!(lock = %lock, period = r.period, by = %r.by, started = r.started, "period ledger cleared");
+        }
+        Ok(cleared)
     }
 
     /// Break-glass release for operators: frees every live slot of the lock (tenant name and
@@ -362,7 +384,17 @@ impl Elector {
     ///
     /// Dropping the future may leave the release applied or not; call it again to be sure.
     pub async fn force_release(&self, name: impl IntoLockName) -> Result<Vec<crate::Holder>> {
-        self.engine.force_release(name).await
+        let lock = self.lock_name(name)?;
+        let freed = self
+            .shared
+            .store
+            .force_release(&lock, self.slots)
+            .await
+            .map_err(|e| Error::store(&lock, e))?;
+        for h in &freed {
+            tracing::warn!(lock = %lock, slot = h.slot, owner = %h.owner, fence = h.fence, "lease force-released");
+        }
+        Ok(freed)
     }
 
     /// A copy that maps every lock name to `tenant:<id>:<name>`, sharing store and events.
@@ -372,12 +404,15 @@ impl Elector {
 
     /// A copy scoped to an explicit [`Tenant`] namespace (custom prefix).
     pub fn for_namespace(&self, tenant: Tenant) -> Self {
-        self.with_engine(self.engine.for_tenant(tenant))
+        Self {
+            tenant: Some(Arc::new(tenant)),
+            ..self.clone()
+        }
     }
 
     /// Subscribes to this elector's events (shared with its tenant and reconfigured copies).
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.engine.shared.events.subscribe()
+        self.shared.events.subscribe()
     }
 
     /// The leases this elector holds now (shared with its clones, tenant and reconfigured
@@ -385,12 +420,12 @@ impl Elector {
     /// fence. A lease stays here after it is lost until its guard is released, so a health check
     /// can tell a leader that stopped renewing (see [`HeldLease`](crate::HeldLease)).
     pub fn held_leases(&self) -> Vec<crate::HeldLease> {
-        self.engine.shared.held.snapshot()
+        self.shared.held.snapshot()
     }
 
     /// The store.
     pub fn store(&self) -> &Arc<dyn LeaseStore> {
-        &self.engine.shared.store
+        &self.shared.store
     }
 
     /// Resolves when the cleanup work this elector started in the background has finished
@@ -430,7 +465,7 @@ impl Elector {
     /// # Ok(()) }
     /// ```
     pub async fn settled(&self) {
-        self.engine.shared.cleanup.settled().await;
+        self.shared.cleanup.settled().await;
     }
 
     /// [`settled`](Self::settled), waiting at most `limit` (the integrations use
@@ -452,7 +487,7 @@ impl Elector {
     /// # }
     /// ```
     pub async fn settled_within(&self, limit: std::time::Duration) -> bool {
-        self.engine.shared.cleanup.settled_within(limit).await
+        self.shared.cleanup.settled_within(limit).await
     }
 
     /// Leads `name` as a **stable leader**: contends until elected, runs `action` for the term,
@@ -531,7 +566,7 @@ impl Elector {
         F: FnMut(LeaderContext) -> Fut,
         Fut: Future<Output = TermEnd>,
     {
-        crate::elect::lead::lead(&self.engine, name, stop, action).await
+        self.lead_terms(name, stop, action).await
     }
 
     /// Reads a stream only while this node holds `name`: the original library's guarded
@@ -574,12 +609,8 @@ impl Elector {
         S::Item: Send + 'static,
         F: FnOnce(LeaderContext) -> S + Send + 'static,
     {
-        let lock = self.engine.lock_name(name)?;
-        Ok(crate::lead::GuardedStream::new(
-            self.engine.clone(),
-            lock,
-            make,
-        ))
+        let lock = self.lock_name(name)?;
+        Ok(crate::lead::GuardedStream::new(self.clone(), lock, make))
     }
 
     /// A stream of the leadership of `name`, as any process sees it in the store: the current
@@ -610,11 +641,7 @@ impl Elector {
     /// watching are not items: they are logged (a warning per run of failures) and the reading
     /// is retried every poll interval.
     pub fn leadership(&self, name: impl IntoLockName) -> Result<LeadershipStream> {
-        crate::elect::lead::leadership(
-            &self.engine,
-            name,
-            crate::elect::lead::DEFAULT_LEADERSHIP_POLL,
-        )
+        self.leadership_stream(name, crate::elect::lead::DEFAULT_LEADERSHIP_POLL)
     }
 
     /// [`leadership`](Self::leadership), asking the store at least every `poll`.
@@ -649,7 +676,7 @@ impl Elector {
         name: impl IntoLockName,
         poll: std::time::Duration,
     ) -> Result<LeadershipStream> {
-        crate::elect::lead::leadership(&self.engine, name, poll)
+        self.leadership_stream(name, poll)
     }
 }
 

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 
-use crate::elect::engine::Engine;
+use crate::elect::elector::Elector;
 use crate::error::Error;
 use crate::events::LostReason;
 use crate::hold::guard::{LeaderContext, LeaderGuard};
@@ -30,7 +30,7 @@ pub enum StreamEnd {
 
 enum State<S, F> {
     Start {
-        engine: Engine,
+        elector: Elector,
         lock: LockName,
         make: F,
     },
@@ -67,7 +67,7 @@ impl<T> std::fmt::Debug for GuardedStream<T> {
 }
 
 impl<T: Send + 'static> GuardedStream<T> {
-    pub(crate) fn new<S, F>(engine: Engine, lock: LockName, make: F) -> Self
+    pub(crate) fn new<S, F>(elector: Elector, lock: LockName, make: F) -> Self
     where
         S: Stream<Item = T> + Send + 'static,
         F: FnOnce(LeaderContext) -> S + Send + 'static,
@@ -75,7 +75,7 @@ impl<T: Send + 'static> GuardedStream<T> {
         let end = Arc::new(Mutex::new(None));
         let record = Arc::clone(&end);
         let start = State::Start {
-            engine,
+            elector,
             lock: lock.clone(),
             make,
         };
@@ -129,7 +129,11 @@ where
     F: FnOnce(LeaderContext) -> S,
 {
     let (guard, mut inner) = match state {
-        State::Start { engine, lock, make } => match engine.acquire(&lock).await {
+        State::Start {
+            elector,
+            lock,
+            make,
+        } => match elector.acquire(&lock).await {
             Ok(Some(guard)) => {
                 let inner = Box::pin(make(LeaderContext::clone(&guard)));
                 (guard, inner)

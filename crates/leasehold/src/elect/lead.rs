@@ -1,9 +1,7 @@
-//! The stable leader: [`Elector::lead`](crate::Elector::lead) keeps a node leading until its
-//! action ends or its lease is lost, then contends again; [`LeadershipStream`] lets any process
-//! watch who leads.
+//! What the stable leader speaks: [`TermEnd`], which a term's action returns to
+//! [`Elector::lead`](crate::Elector::lead), and [`LeadershipStream`], with which any process
+//! watches who leads (the loops themselves are in `leading`).
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -11,18 +9,12 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::OptionFuture;
 use futures::stream::BoxStream;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use tokio::time::sleep;
-use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info, warn};
+use tracing::{info, warn};
 
-use crate::elect::engine::Engine;
-use crate::error::{Error, Result};
-use crate::events::LostReason;
-use crate::hold::guard::LeaderContext;
-use crate::limits::SETTLE_TIMEOUT;
 use crate::limits::{LimitError, MIN_LEADERSHIP_POLL, check_duration};
-use crate::name::{IntoLockName, LockName};
+use crate::name::LockName;
 use crate::store::contract::LeaseStore;
 use crate::store::lease::Holder;
 use crate::store::signal::ReleaseSignal;
@@ -46,103 +38,6 @@ pub enum TermEnd {
     Resign,
     /// Step down and stop leading: `lead` returns `Ok(())`.
     Stop,
-}
-
-/// How one term ended.
-enum Ended {
-    Stopped,
-    Lost(LostReason),
-    Returned(TermEnd),
-    Panicked(Box<dyn std::any::Any + Send>),
-}
-
-/// The loop behind [`Elector::lead`](crate::Elector::lead).
-pub(crate) async fn lead<F, Fut>(
-    engine: &Engine,
-    name: impl IntoLockName,
-    stop: CancellationToken,
-    action: F,
-) -> Result<()>
-where
-    F: FnMut(LeaderContext) -> Fut,
-    Fut: Future<Output = TermEnd>,
-{
-    let lock = engine.lock_name(name)?;
-    // A stable leader renews while it leads and leaves nothing behind when it steps down.
-    let options = engine
-        .options
-        .to_builder()
-        .auto_extend(true)
-        .min_lease(Duration::ZERO)
-        .build()?;
-    let engine = engine.reconfigured(options);
-    let span = tracing::info_span!("leasehold.lead", lock = %lock, node = engine.options.node_id());
-    let outcome = terms(&engine, &lock, &stop, action).instrument(span).await;
-    // A dropped guard's release or an abandoned acquisition may still be in flight: nothing
-    // started for this campaign outlives it (bounded, in case the store does not answer).
-    engine.shared.cleanup.settled_within(SETTLE_TIMEOUT).await;
-    outcome
-}
-
-async fn terms<F, Fut>(
-    engine: &Engine,
-    lock: &LockName,
-    stop: &CancellationToken,
-    mut action: F,
-) -> Result<()>
-where
-    F: FnMut(LeaderContext) -> Fut,
-    Fut: Future<Output = TermEnd>,
-{
-    loop {
-        let guard = tokio::select! {
-            biased;
-            () = stop.cancelled() => return Ok(()),
-            guard = engine.contend(lock) => guard?,
-        };
-        let fence = guard.fence();
-        info!(lock = %lock, fence, "elected; leading until the action ends or the lease is lost");
-        let ended = {
-            let term = AssertUnwindSafe(action(guard.context())).catch_unwind();
-            tokio::pin!(term);
-            tokio::select! {
-                biased;
-                () = stop.cancelled() => Ended::Stopped,
-                reason = guard.lost() => Ended::Lost(reason),
-                end = &mut term => end.map_or_else(Ended::Panicked, Ended::Returned),
-            }
-            // The action is dropped here, before the lease is released: it never runs
-            // without the lease.
-        };
-        guard.metrics().action_finished(
-            guard.acquired_at().elapsed(),
-            matches!(ended, Ended::Panicked(_)),
-        );
-        let _ = guard.release().await;
-        match ended {
-            Ended::Stopped => {
-                info!(lock = %lock, fence, "stopped leading; lease released");
-                return Ok(());
-            }
-            Ended::Lost(reason) => {
-                warn!(lock = %lock, fence, %reason, "leadership lost; the action was cancelled; contending again");
-            }
-            Ended::Returned(TermEnd::Stop) => {
-                info!(lock = %lock, fence, "the action stopped leading; lease released");
-                return Ok(());
-            }
-            Ended::Returned(TermEnd::Resign) => {
-                info!(lock = %lock, fence, "resigned; lease released; contending again");
-                let pause = engine.options.longest_pause();
-                tokio::select! {
-                    biased;
-                    () = stop.cancelled() => return Ok(()),
-                    () = sleep(pause) => {}
-                }
-            }
-            Ended::Panicked(panic) => std::panic::resume_unwind(panic),
-        }
-    }
 }
 
 /// A leadership change seen by a [`LeadershipStream`]: the lock's current holder, or none.
@@ -304,14 +199,4 @@ impl Watch {
             }
         }
     }
-}
-
-/// Builds the stream behind [`Elector::leadership`](crate::Elector::leadership).
-pub(crate) fn leadership(
-    engine: &Engine,
-    name: impl IntoLockName,
-    poll: Duration,
-) -> Result<LeadershipStream> {
-    let lock = engine.lock_name(name)?;
-    LeadershipStream::new(Arc::clone(&engine.shared.store), lock, poll).map_err(Error::from)
 }

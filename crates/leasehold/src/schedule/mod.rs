@@ -268,14 +268,14 @@ impl ScheduleHandle {
 
 impl Elector {
     pub(crate) fn lock_name_of(&self, name: &str) -> std::result::Result<LockName, Error> {
-        self.engine().lock_name(name)
+        self.lock_name(name)
     }
 
     pub(crate) async fn acquire_exact(
         &self,
         lock: &LockName,
     ) -> Result<Option<crate::LeaderGuard>> {
-        self.engine().acquire(lock).await
+        self.acquire(lock).await
     }
 
     pub(crate) async fn claim_exact(
@@ -283,6 +283,6 @@ impl Elector {
         lock: &LockName,
         period: Period,
     ) -> Result<Outcome<crate::LeaderGuard>> {
-        self.engine().claim(lock, Some(period)).await
+        self.claim(lock, Some(period)).await
     }
 }

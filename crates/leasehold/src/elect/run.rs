@@ -1,5 +1,6 @@
-//! The election engine behind `Elector` (one holder or up to N): waiting, retries, running an
-//! action under a lease, and releasing it whatever happens.
+//! Running work under a lease: claiming a lock (a bounded wait, a period claim, or `lead`'s
+//! campaign, all through the acquisition loop), running an action under the lease, and
+//! releasing it whatever happens.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -10,20 +11,17 @@ use futures::future::OptionFuture;
 use tokio::time::Instant;
 use tracing::{Instrument, debug};
 
-use crate::elect::shared::ElectorShared;
+use crate::elect::elector::Elector;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::hold::cell::{LeaseCell, LeaseTerms};
 use crate::hold::guard::{LeaderContext, LeaderGuard};
 use crate::metrics::LockMetrics;
 use crate::name::{IntoLockName, LockName};
-use crate::options::ElectionOptions;
 use crate::outcome::Outcome;
 use crate::spans::{self, Outcome as SpanOutcome};
-use crate::store::contract::LeaseStore;
-use crate::store::lease::{Lease, LockState};
+use crate::store::lease::Lease;
 use crate::store::period::{Period, check_period_slots};
-use crate::tenant::Tenant;
 
 /// How long an acquisition keeps trying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,43 +36,7 @@ pub(crate) enum Patience {
     Campaign,
 }
 
-/// An elector's configuration over its shared state: what `Elector` and its blocking facade
-/// delegate to.
-#[derive(Clone)]
-pub(crate) struct Engine {
-    /// Shared by this elector's clones, tenants and reconfigured copies, and the leases they
-    /// hold.
-    pub(crate) shared: Arc<ElectorShared>,
-    pub(crate) options: Arc<ElectionOptions>,
-    pub(crate) slots: u32,
-    pub(crate) tenant: Option<Arc<Tenant>>,
-}
-
-impl Engine {
-    pub(crate) fn new(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
-        Self {
-            shared: Arc::new(ElectorShared::new(store)),
-            slots: options.max_leaders,
-            options: Arc::new(options),
-            tenant: None,
-        }
-    }
-
-    pub(crate) fn reconfigured(&self, options: ElectionOptions) -> Self {
-        Self {
-            slots: options.max_leaders,
-            options: Arc::new(options),
-            ..self.clone()
-        }
-    }
-
-    pub(crate) fn for_tenant(&self, tenant: Tenant) -> Self {
-        Self {
-            tenant: Some(Arc::new(tenant)),
-            ..self.clone()
-        }
-    }
-
+impl Elector {
     /// Validates a caller's name and maps it into the tenant namespace, if any.
     pub(crate) fn lock_name(&self, name: impl IntoLockName) -> Result<LockName> {
         let name = name.into_lock_name()?;
@@ -82,69 +44,6 @@ impl Engine {
             Some(t) => t.scope(name.as_str())?,
             None => name,
         })
-    }
-
-    pub(crate) async fn state(&self, name: impl IntoLockName) -> Result<LockState> {
-        let lock = self.lock_name(name)?;
-        self.shared
-            .store
-            .state(&lock, self.slots)
-            .await
-            .map_err(|e| Error::store(&lock, e))
-    }
-
-    pub(crate) async fn period_record(
-        &self,
-        name: impl IntoLockName,
-    ) -> Result<Option<crate::PeriodRecord>> {
-        let lock = self.lock_name(name)?;
-        self.shared
-            .store
-            .period_record(&lock)
-            .await
-            .map_err(|e| Error::store(&lock, e))
-    }
-
-    pub(crate) async fn clear_period_ledger(
-        &self,
-        name: impl IntoLockName,
-    ) -> Result<Option<crate::PeriodRecord>> {
-        let lock = self.lock_name(name)?;
-        let cleared = self
-            .shared
-            .store
-            .clear_period_ledger(&lock)
-            .await
-            .map_err(|e| Error::store(&lock, e))?;
-        if let Some(r) = &cleared {
-            tracing::warn!(lock = %lock, period = r.period, by = %r.by, started = r.started, "period ledger cleared");
-        }
-        Ok(cleared)
-    }
-
-    pub(crate) async fn force_release(
-        &self,
-        name: impl IntoLockName,
-    ) -> Result<Vec<crate::Holder>> {
-        let lock = self.lock_name(name)?;
-        let freed = self
-            .shared
-            .store
-            .force_release(&lock, self.slots)
-            .await
-            .map_err(|e| Error::store(&lock, e))?;
-        for h in &freed {
-            tracing::warn!(lock = %lock, slot = h.slot, owner = %h.owner, fence = h.fence, "lease force-released");
-        }
-        Ok(freed)
-    }
-
-    pub(crate) async fn try_acquire(
-        &self,
-        name: impl IntoLockName,
-    ) -> Result<Outcome<LeaderGuard>> {
-        let lock = self.lock_name(name)?;
-        self.claim(&lock, None).await
     }
 
     /// Waits up to `wait` for a lease. Contention is `Ok(None)`; a store error is `Err`, also when
