@@ -278,12 +278,12 @@ pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// stopped waiting, or an acquisition attempt answered with an error that the store may have
 /// applied. Never past the lease's end. A store that has not answered by then is treated as
 /// unreachable, and the lease ends at its expiry. The stop paths wait for this work (within
-/// [`SETTLE_TIMEOUT`](crate::limits::SETTLE_TIMEOUT)), so an unreachable store delays them by at most
+/// [`SETTLE_TIMEOUT`]), so an unreachable store delays them by at most
 /// this much.
 pub const LET_GO_PATIENCE: Duration = Duration::from_secs(3);
 
 /// How many events a slow listener may fall behind before it misses some
-/// (it then sees [`broadcast::error::RecvError::Lagged`]).
+/// (it then sees [`RecvError::Lagged`](tokio::sync::broadcast::error::RecvError::Lagged)).
 pub const EVENT_BUFFER: usize = 256;
 
 /// The shortest period length: 1 ms (period ids are counted in whole milliseconds of the store
