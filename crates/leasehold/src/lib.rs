@@ -8,14 +8,16 @@
 //!   `Ok(None)` on contention; [`Elector::run`], [`Elector::run_once_per`] and
 //!   [`Elector::try_acquire`] answer with one [`Outcome`]: elected (with the value, or a
 //!   [`LeaderGuard`]), taken by another holder, already run this period, or the action failed.
-//! * Every lease carries a random [`Token`](store::Token) and a [`fence`](Lease::fence) that strictly increases
-//!   per lock: hand it to the resource so it can reject writes from a stale holder.
+//! * Every lease carries a random [`Token`](store::Token) and a [`fence`](Lease::fence) that
+//!   strictly increases per lock: hand it to the resource so it can reject writes from a stale
+//!   holder.
 //! * [`LeaderContext::lost`] (also on a [`LeaderGuard`]) resolves when the lease is lost or can
 //!   no longer be proven. By default a watchdog renews the lease while the action runs
 //!   (`auto_extend`) and the action is dropped at the loss (`cancel_on_lost`), before the store can
 //!   grant the lock again: one holder at a time with no option set.
 //! * Stores implement the small [`LeaseStore`] trait; [`MemoryStore`] is the in-process reference.
-//!   Other crates add SQL, Redis and DynamoDB stores.
+//!   Other crates add the SQL (SQLite, PostgreSQL, MySQL/MariaDB), Redis, DynamoDB, etcd,
+//!   ZooKeeper and NATS JetStream KV stores.
 //! * [`Elector::lead`] keeps a stable leader (contend, lead until the action ends or the lease is
 //!   lost, contend again); [`Elector::leadership`] streams leadership changes to any process.
 //! * With the `macros` feature, `#[leasehold::leader_only(elector = …, lock = "…", lease =
