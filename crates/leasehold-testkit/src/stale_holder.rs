@@ -30,29 +30,7 @@ use tokio::time::Instant;
 use crate::factory::StoreFactory;
 use crate::names::unique_name;
 
-/// Any error of a sink under test.
-pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A fenced sink under test: a resource that checks the writer's fence.
-///
-/// `write` returns `Ok(true)` when the sink accepted the write, `Ok(false)` when it refused it as
-/// stale, and `Err` for anything else (which the run counts as an error, not as a refusal).
-#[async_trait]
-pub trait FencedSink: Send + Sync {
-    /// Writes `value` to `resource` under the fence of `ctx`.
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError>;
-
-    /// The value of the last accepted write to `resource` (`None` before the first).
-    async fn read(&self, resource: &ResourceName) -> Result<Option<u64>, SinkError>;
-
-    /// The sink's name in reports ("sql table", "http", …).
-    fn describe(&self) -> String;
-}
+pub use leasehold::fence::{FencedSink, SinkError};
 
 /// How [`run`] runs.
 #[derive(Debug, Clone)]

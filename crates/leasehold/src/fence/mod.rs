@@ -17,6 +17,8 @@
 //!   ([`FENCE_HEADER`]).
 //! * [`FenceRegister`]: "the highest fence per resource", with [`MemoryFences`] in process and
 //!   store-backed registers in the store crates.
+//! * [`FencedSink`]: the one shape every shipped sink's adapter takes (write a value under a
+//!   holder's fence, read the last value back), so one scenario can drive them all.
 //!
 //! Fences are per `(lock, slot)`: a resource must be written under one lock (and one slot) only,
 //! because fences of different locks or slots are unrelated numbers.
@@ -24,7 +26,9 @@
 mod claim;
 mod register;
 mod resource;
+mod sink;
 
 pub use claim::{ClaimError, FENCE_HEADER, FenceClaim};
 pub use register::{Admission, FenceRegister, MemoryFences, StaleFence, admits};
 pub use resource::{ResourceName, ResourceNameError};
+pub use sink::{FencedSink, SinkError};
