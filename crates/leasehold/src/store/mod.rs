@@ -21,6 +21,7 @@ pub(crate) mod list;
 pub(crate) mod memory;
 pub(crate) mod observe;
 pub(crate) mod option_error;
+pub(crate) mod option_key;
 pub(crate) mod period;
 pub(crate) mod secret;
 pub(crate) mod signal;
@@ -45,6 +46,7 @@ pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use memory::MemoryStore;
 pub use observe::{ObservedStore, StoreObserver};
 pub use option_error::InvalidOption;
+pub use option_key::{OptionKey, OptionKind, OptionValue, StoreOptions};
 pub use period::{
     ClaimVerdict, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow, check_period_slots,
     epoch_ms, format_utc, from_epoch_ms, judge_claim,

@@ -36,11 +36,10 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use leasehold_rules::parse_duration;
-
 use super::decode::{percent_decode, percent_decode_lossy};
 use super::open::OpenError;
 use super::redact::{is_secret_param, redact_url};
+use crate::store::option_key::{OptionKind, OptionValue};
 use crate::store::secret::Secret;
 
 /// Why a store URL is not acceptable. The message says what is wrong and what is allowed, and
@@ -420,18 +419,35 @@ impl UrlOptions {
         })
     }
 
+    /// Takes `key` and reads its value as `kind` (the one reader of
+    /// [`StoreOptions`](crate::store::StoreOptions), so a URL, code and the environment spell
+    /// values alike).
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::BadValue`] naming the key and what is allowed.
+    pub fn read(&mut self, key: &str, kind: OptionKind) -> Result<Option<OptionValue>, UrlError> {
+        let Some(value) = self.take(key) else {
+            return Ok(None);
+        };
+        kind.read(&value)
+            .map(Some)
+            .map_err(|expected| UrlError::BadValue {
+                key: key.to_owned(),
+                value: shown(key, &value),
+                expected,
+            })
+    }
+
     /// Takes `key` as non-empty text.
     ///
     /// # Errors
     ///
     /// [`UrlError::BadValue`] when the value is empty.
     pub fn text(&mut self, key: &str) -> Result<Option<String>, UrlError> {
-        self.typed(key, "a non-empty value", |v| {
-            if v.is_empty() {
-                Err(())
-            } else {
-                Ok(v.to_owned())
-            }
+        Ok(match self.read(key, OptionKind::NonEmptyText)? {
+            Some(OptionValue::Text(t)) => Some(t),
+            _ => None,
         })
     }
 
@@ -442,31 +458,23 @@ impl UrlOptions {
     ///
     /// [`UrlError::BadValue`] when the value is empty.
     pub fn secret(&mut self, key: &str) -> Result<Option<Secret>, UrlError> {
-        self.typed(key, "a non-empty value", |v| {
-            if v.is_empty() {
-                Err(())
-            } else {
-                Ok(Secret::new(v))
-            }
+        Ok(match self.read(key, OptionKind::Secret)? {
+            Some(OptionValue::Secret(s)) => Some(s),
+            _ => None,
         })
     }
 
-    /// Takes `key` as a duration in [`parse_duration`]'s syntax (`500ms`, `2s`, `1m30s`).
+    /// Takes `key` as a duration in [`parse_duration`](leasehold_rules::parse_duration)'s syntax
+    /// (`500ms`, `2s`, `1m30s`).
     ///
     /// # Errors
     ///
     /// [`UrlError::BadValue`] naming the key and the parser's reason.
     pub fn duration(&mut self, key: &str) -> Result<Option<Duration>, UrlError> {
-        let Some(value) = self.take(key) else {
-            return Ok(None);
-        };
-        parse_duration(&value)
-            .map(Some)
-            .map_err(|e| UrlError::BadValue {
-                key: key.to_owned(),
-                value: shown(key, &value),
-                expected: format!("a duration such as 500ms, 2s or 1m ({e})"),
-            })
+        Ok(match self.read(key, OptionKind::Duration)? {
+            Some(OptionValue::Duration(d)) => Some(d),
+            _ => None,
+        })
     }
 
     /// Takes `key` as a whole number of type `T` (e.g. `u32`).
@@ -492,13 +500,9 @@ impl UrlOptions {
     ///
     /// [`UrlError::BadValue`] for any other value.
     pub fn flag(&mut self, key: &str) -> Result<Option<bool>, UrlError> {
-        self.typed(key, "true or false (also on/off, yes/no, 1/0)", |v| match v
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "" | "true" | "on" | "yes" | "1" => Ok(true),
-            "false" | "off" | "no" | "0" => Ok(false),
-            _ => Err(()),
+        Ok(match self.read(key, OptionKind::Flag)? {
+            Some(OptionValue::Flag(on)) => Some(on),
+            _ => None,
         })
     }
 
