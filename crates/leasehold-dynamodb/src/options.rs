@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+
 use crate::key::validate_prefix;
 
 /// The default table name.
@@ -45,6 +47,98 @@ pub type DynamoDbOptionsError = leasehold::store::InvalidOption;
 /// An invalid DynamoDB option named `option`, for `reason`.
 pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> DynamoDbOptionsError {
     leasehold::store::InvalidOption::new("DynamoDB", option, reason)
+}
+
+/// The options of [`DynamoDbOptions`] by name: the same names in a URL's query, in
+/// [`StoreOptions::with_option`] and in `LEASEHOLD_DYNAMODB_<NAME>` environment variables
+/// ([`StoreOptions::with_env`]).
+///
+/// ```
+/// use leasehold::store::{OptionKey, StoreOptions};
+/// use leasehold_dynamodb::{DynamoDbOptionKey, DynamoDbOptions};
+///
+/// let key = DynamoDbOptionKey::from_name("max_attempts")?;
+/// assert_eq!(key.env_var(), "LEASEHOLD_DYNAMODB_MAX_ATTEMPTS");
+/// let options = DynamoDbOptions::default().with_option(key, "5")?;
+/// assert_eq!(options.max_attempts(), 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DynamoDbOptionKey {
+    /// `prefix`: [`DynamoDbOptions::with_key_prefix`].
+    KeyPrefix,
+    /// `clock_skew_tolerance`: [`DynamoDbOptions::with_clock_skew_tolerance`] (also `skew` in URLs).
+    ClockSkewTolerance,
+    /// `ttl_padding`: [`DynamoDbOptions::with_ttl_padding`].
+    TtlPadding,
+    /// `retry_delay`: [`DynamoDbOptions::with_retry_delay`].
+    RetryDelay,
+    /// `max_attempts`: [`DynamoDbOptions::with_max_attempts`].
+    MaxAttempts,
+    /// `attempt_timeout`: [`DynamoDbOptions::with_attempt_timeout`].
+    AttemptTimeout,
+    /// `node_id`: [`DynamoDbOptions::with_node_id`].
+    NodeId,
+    /// `stale_refresh`: [`DynamoDbOptions::with_stale_refresh`].
+    StaleRefresh,
+    /// `stale_refresh_pages`: [`DynamoDbOptions::with_stale_refresh_pages`].
+    StaleRefreshPages,
+}
+
+impl OptionKey for DynamoDbOptionKey {
+    const STORE: &'static str = "DynamoDB";
+    const ENV_PREFIX: &'static str = "LEASEHOLD_DYNAMODB_";
+    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+        (Self::KeyPrefix, "prefix", OptionKind::Text),
+        (
+            Self::ClockSkewTolerance,
+            "clock_skew_tolerance",
+            OptionKind::Duration,
+        ),
+        (Self::TtlPadding, "ttl_padding", OptionKind::Duration),
+        (Self::RetryDelay, "retry_delay", OptionKind::Duration),
+        (Self::MaxAttempts, "max_attempts", OptionKind::Count),
+        (
+            Self::AttemptTimeout,
+            "attempt_timeout",
+            OptionKind::Duration,
+        ),
+        (Self::NodeId, "node_id", OptionKind::NonEmptyText),
+        (Self::StaleRefresh, "stale_refresh", OptionKind::Duration),
+        (
+            Self::StaleRefreshPages,
+            "stale_refresh_pages",
+            OptionKind::Count,
+        ),
+    ];
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Self::ClockSkewTolerance => &["skew"],
+            _ => &[],
+        }
+    }
+}
+
+impl StoreOptions for DynamoDbOptions {
+    type Key = DynamoDbOptionKey;
+
+    fn set(self, key: DynamoDbOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+        use DynamoDbOptionKey as K;
+        Ok(match (key, value) {
+            (K::KeyPrefix, OptionValue::Text(p)) => self.with_key_prefix(p),
+            (K::ClockSkewTolerance, OptionValue::Duration(d)) => self.with_clock_skew_tolerance(d),
+            (K::TtlPadding, OptionValue::Duration(d)) => self.with_ttl_padding(d),
+            (K::RetryDelay, OptionValue::Duration(d)) => self.with_retry_delay(d),
+            (K::MaxAttempts, OptionValue::Count(n)) => self.with_max_attempts(n),
+            (K::AttemptTimeout, OptionValue::Duration(d)) => self.with_attempt_timeout(d),
+            (K::NodeId, OptionValue::Text(node)) => self.with_node_id(node),
+            (K::StaleRefresh, OptionValue::Duration(d)) => self.with_stale_refresh(d),
+            (K::StaleRefreshPages, OptionValue::Count(n)) => self.with_stale_refresh_pages(n),
+            (key, value) => return Err(value.mismatch(key)),
+        })
+    }
 }
 
 /// Options for [`DynamoDbStore`](crate::DynamoDbStore).

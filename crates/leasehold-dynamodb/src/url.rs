@@ -1,6 +1,6 @@
 //! Parsing `dynamodb://TABLE?region=…&endpoint=…` store URLs.
 
-use leasehold::store::{UrlError, UrlOptions, percent_decode};
+use leasehold::store::{StoreOptions, UrlError, UrlOptions, percent_decode};
 
 use crate::options::{DEFAULT_TABLE, DynamoDbOptions};
 
@@ -29,22 +29,16 @@ impl std::fmt::Debug for DynamoDbUrl {
     }
 }
 
-/// The query parameters a `dynamodb:` URL accepts.
-pub(crate) const PARAMETERS: &[&str] = &[
-    "region",
-    "endpoint",
-    "profile",
-    "prefix",
-    "skew",
-    "ttl_padding",
-    "retry_delay",
-    "max_attempts",
-    "attempt_timeout",
-    "node_id",
-    "create_table",
-    "stale_refresh",
-    "stale_refresh_pages",
-];
+/// The query parameters of a `dynamodb:` URL beside the options' keys
+/// ([`DynamoDbOptionKey`](crate::DynamoDbOptionKey)): where and how to connect.
+const CONNECTION_PARAMETERS: &[&str] = &["region", "endpoint", "profile", "create_table"];
+
+/// Every query parameter a `dynamodb:` URL accepts.
+fn parameters() -> Vec<&'static str> {
+    let mut known = CONNECTION_PARAMETERS.to_vec();
+    known.extend(DynamoDbOptions::known_params());
+    known
+}
 
 impl DynamoDbUrl {
     /// Parses `dynamodb://TABLE?…` (or `dynamodb:` / `dynamodb://` for the default table). The
@@ -69,45 +63,19 @@ impl DynamoDbUrl {
                 "expected dynamodb://TABLE?PARAMETERS, found a path after the table in {table:?}"
             ));
         }
-        let mut query = UrlOptions::parse(query, PARAMETERS).map_err(|e| e.to_string())?;
+        let mut query = UrlOptions::parse(query, &parameters()).map_err(|e| e.to_string())?;
         let parsed = Self::from_options(&mut query, table).map_err(|e| e.to_string())?;
         parsed.options.validate().map_err(|e| e.to_string())?;
         Ok(parsed)
     }
 
     fn from_options(q: &mut UrlOptions, table: String) -> Result<Self, UrlError> {
-        let mut o = DynamoDbOptions::default().with_table(if table.is_empty() {
+        let o = DynamoDbOptions::default().with_table(if table.is_empty() {
             DEFAULT_TABLE.to_owned()
         } else {
             table
         });
-        if let Some(prefix) = q.take("prefix") {
-            o = o.with_key_prefix(prefix);
-        }
-        if let Some(d) = q.duration("skew")? {
-            o = o.with_clock_skew_tolerance(d);
-        }
-        if let Some(d) = q.duration("ttl_padding")? {
-            o = o.with_ttl_padding(d);
-        }
-        if let Some(d) = q.duration("retry_delay")? {
-            o = o.with_retry_delay(d);
-        }
-        if let Some(d) = q.duration("attempt_timeout")? {
-            o = o.with_attempt_timeout(d);
-        }
-        if let Some(n) = q.integer::<u32>("max_attempts")? {
-            o = o.with_max_attempts(n);
-        }
-        if let Some(node) = q.text("node_id")? {
-            o = o.with_node_id(node);
-        }
-        if let Some(d) = q.duration("stale_refresh")? {
-            o = o.with_stale_refresh(d);
-        }
-        if let Some(n) = q.integer::<u32>("stale_refresh_pages")? {
-            o = o.with_stale_refresh_pages(n);
-        }
+        let o = o.with_query(q)?;
         let endpoint = q.typed(
             "endpoint",
             "an http:// or https:// URL, e.g. http://127.0.0.1:8000",

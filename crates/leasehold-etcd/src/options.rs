@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+
 /// The default key prefix: slot `n` of lock `L` is the key `leasehold/L/n`.
 ///
 /// ```
@@ -33,6 +35,85 @@ pub type EtcdOptionsError = leasehold::store::InvalidOption;
 /// An invalid etcd option named `option`, for `reason`.
 pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> EtcdOptionsError {
     leasehold::store::InvalidOption::new("etcd", option, reason)
+}
+
+/// The options of [`EtcdOptions`] by name: the same names in a URL's query, in
+/// [`StoreOptions::with_option`] and in `LEASEHOLD_ETCD_<NAME>` environment variables
+/// ([`StoreOptions::with_env`]).
+///
+/// ```
+/// use leasehold::store::{OptionKey, StoreOptions};
+/// use leasehold_etcd::{EtcdOptionKey, EtcdOptions};
+///
+/// let key = EtcdOptionKey::from_name("request_timeout")?;
+/// assert_eq!(key.env_var(), "LEASEHOLD_ETCD_REQUEST_TIMEOUT");
+/// let options = EtcdOptions::default().with_option(key, "750ms")?;
+/// assert_eq!(options.request_timeout(), std::time::Duration::from_millis(750));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EtcdOptionKey {
+    /// `prefix`: [`EtcdOptions::with_prefix`].
+    Prefix,
+    /// `request_timeout`: [`EtcdOptions::with_request_timeout`].
+    RequestTimeout,
+    /// `connect_timeout`: [`EtcdOptions::with_connect_timeout`].
+    ConnectTimeout,
+    /// `notifications`: [`EtcdOptions::with_notifications`].
+    Notifications,
+    /// `ca_file`: [`EtcdOptions::with_ca_file`] (`etcds://` only).
+    CaFile,
+    /// `cert_file`: the certificate of [`EtcdOptions::with_client_identity`] (`etcds://` only).
+    CertFile,
+    /// `key_file`: the key of [`EtcdOptions::with_client_identity`] (`etcds://` only).
+    KeyFile,
+}
+
+impl OptionKey for EtcdOptionKey {
+    const STORE: &'static str = "etcd";
+    const ENV_PREFIX: &'static str = "LEASEHOLD_ETCD_";
+    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+        (Self::Prefix, "prefix", OptionKind::Text),
+        (
+            Self::RequestTimeout,
+            "request_timeout",
+            OptionKind::Duration,
+        ),
+        (
+            Self::ConnectTimeout,
+            "connect_timeout",
+            OptionKind::Duration,
+        ),
+        (Self::Notifications, "notifications", OptionKind::Flag),
+        (Self::CaFile, "ca_file", OptionKind::NonEmptyText),
+        (Self::CertFile, "cert_file", OptionKind::NonEmptyText),
+        (Self::KeyFile, "key_file", OptionKind::NonEmptyText),
+    ];
+}
+
+impl StoreOptions for EtcdOptions {
+    type Key = EtcdOptionKey;
+
+    fn set(self, key: EtcdOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+        use EtcdOptionKey as K;
+        Ok(match (key, value) {
+            (K::Prefix, OptionValue::Text(p)) => self.with_prefix(p),
+            (K::RequestTimeout, OptionValue::Duration(d)) => self.with_request_timeout(d),
+            (K::ConnectTimeout, OptionValue::Duration(d)) => self.with_connect_timeout(d),
+            (K::Notifications, OptionValue::Flag(on)) => self.with_notifications(on),
+            (K::CaFile, OptionValue::Text(path)) => self.with_ca_file(path),
+            (K::CertFile, OptionValue::Text(path)) => Self {
+                cert_file: Some(path.into()),
+                ..self
+            },
+            (K::KeyFile, OptionValue::Text(path)) => Self {
+                key_file: Some(path.into()),
+                ..self
+            },
+            (key, value) => return Err(value.mismatch(key)),
+        })
+    }
 }
 
 /// Options for [`EtcdStore`](crate::EtcdStore).

@@ -3,23 +3,15 @@
 //! unknown/duplicate-parameter errors as every store). Only the comma-separated endpoint list is
 //! etcd's own: the URL is parsed with its first endpoint, and every endpoint is checked here.
 
-use leasehold::store::{Secret, StoreUrl, UrlError, UrlOptions, percent_decode};
+use leasehold::store::{Secret, StoreOptions, StoreUrl, UrlError, UrlOptions, percent_decode};
 
 use crate::options::EtcdOptions;
 
 /// The port used when an endpoint gives none (etcd's client port).
 pub(crate) const DEFAULT_PORT: u16 = 2379;
 
-/// The query parameters a URL may carry.
-pub(crate) const KNOWN_PARAMS: &[&str] = &[
-    "prefix",
-    "request_timeout",
-    "connect_timeout",
-    "notifications",
-    "ca_file",
-    "cert_file",
-    "key_file",
-];
+/// The options a URL may set only with `etcds://`.
+const TLS_PARAMS: [&str; 3] = ["ca_file", "cert_file", "key_file"];
 
 /// The form of an etcd URL, for error messages.
 /// (Like the other stores' forms, it shows no `user:password@`: a message quoting one would be
@@ -94,8 +86,8 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
         })?;
         options = options.with_prefix(prefix);
     }
-    let mut query = parsed.options(KNOWN_PARAMS)?;
-    store_options(&mut query, &mut options, tls)?;
+    let mut query = parsed.options(&EtcdOptions::known_params())?;
+    let options = store_options(&mut query, options, tls)?;
     Ok(Target {
         endpoints,
         tls,
@@ -111,42 +103,25 @@ fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> 
         .map(|info| (info.user, info.password.unwrap_or_default())))
 }
 
+/// Sets the options the query gives ([`EtcdOptionKey`](crate::EtcdOptionKey)); TLS files only
+/// with `etcds://`.
 fn store_options(
     query: &mut UrlOptions,
-    options: &mut EtcdOptions,
+    options: EtcdOptions,
     tls: bool,
-) -> Result<(), UrlError> {
-    if let Some(prefix) = query.take("prefix") {
-        *options = options.clone().with_prefix(prefix);
-    }
-    if let Some(d) = query.duration("request_timeout")? {
-        *options = options.clone().with_request_timeout(d);
-    }
-    if let Some(d) = query.duration("connect_timeout")? {
-        *options = options.clone().with_connect_timeout(d);
-    }
-    if let Some(on) = query.flag("notifications")? {
-        *options = options.clone().with_notifications(on);
-    }
-    for key in ["ca_file", "cert_file", "key_file"] {
-        let Some(path) = query.text(key)? else {
-            continue;
-        };
-        if !tls {
-            return Err(UrlError::BadValue {
-                key: key.to_owned(),
-                value: path,
-                expected: "an etcds:// URL: TLS files apply to TLS connections only".to_owned(),
-            });
-        }
-        let path = Some(path.into());
-        match key {
-            "ca_file" => options.ca_file = path,
-            "cert_file" => options.cert_file = path,
-            _ => options.key_file = path,
+) -> Result<EtcdOptions, UrlError> {
+    if !tls {
+        for key in TLS_PARAMS {
+            if let Some(path) = query.text(key)? {
+                return Err(UrlError::BadValue {
+                    key: key.to_owned(),
+                    value: path,
+                    expected: "an etcds:// URL: TLS files apply to TLS connections only".to_owned(),
+                });
+            }
         }
     }
-    Ok(())
+    options.with_query(query)
 }
 
 /// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.

@@ -51,7 +51,9 @@ mod written;
 
 pub use link::BucketError;
 pub use opener::NatsOpener;
-pub use options::{DEFAULT_BUCKET, MAX_BUCKET_LEN, MAX_TIMEOUT, NatsOptions, NatsOptionsError};
+pub use options::{
+    DEFAULT_BUCKET, MAX_BUCKET_LEN, MAX_TIMEOUT, NatsOptionKey, NatsOptions, NatsOptionsError,
+};
 pub use store::NatsStore;
 
 /// The manual page `docs/leasehold-nats.md`, compiled as doc tests so its code stays true.

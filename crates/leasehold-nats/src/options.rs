@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+
 /// The default KV bucket: its JetStream stream is `KV_leasehold`.
 ///
 /// ```
@@ -32,6 +34,67 @@ pub type NatsOptionsError = leasehold::store::InvalidOption;
 /// An invalid NATS option named `option`, for `reason`.
 pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> NatsOptionsError {
     leasehold::store::InvalidOption::new("NATS", option, reason)
+}
+
+/// The options of [`NatsOptions`] by name: the same names in a URL's query, in
+/// [`StoreOptions::with_option`] and in `LEASEHOLD_NATS_<NAME>` environment variables
+/// ([`StoreOptions::with_env`]).
+///
+/// ```
+/// use leasehold::store::{OptionKey, StoreOptions};
+/// use leasehold_nats::{NatsOptionKey, NatsOptions};
+///
+/// let key = NatsOptionKey::from_name("request_timeout")?;
+/// assert_eq!(key.env_var(), "LEASEHOLD_NATS_REQUEST_TIMEOUT");
+/// let options = NatsOptions::default().with_option(key, "750ms")?;
+/// assert_eq!(options.request_timeout(), std::time::Duration::from_millis(750));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NatsOptionKey {
+    /// `bucket`: [`NatsOptions::with_bucket`].
+    Bucket,
+    /// `request_timeout`: [`NatsOptions::with_request_timeout`].
+    RequestTimeout,
+    /// `connect_timeout`: [`NatsOptions::with_connect_timeout`].
+    ConnectTimeout,
+    /// `notifications`: [`NatsOptions::with_notifications`].
+    Notifications,
+}
+
+impl OptionKey for NatsOptionKey {
+    const STORE: &'static str = "NATS";
+    const ENV_PREFIX: &'static str = "LEASEHOLD_NATS_";
+    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+        (Self::Bucket, "bucket", OptionKind::NonEmptyText),
+        (
+            Self::RequestTimeout,
+            "request_timeout",
+            OptionKind::Duration,
+        ),
+        (
+            Self::ConnectTimeout,
+            "connect_timeout",
+            OptionKind::Duration,
+        ),
+        (Self::Notifications, "notifications", OptionKind::Flag),
+    ];
+}
+
+impl StoreOptions for NatsOptions {
+    type Key = NatsOptionKey;
+
+    fn set(self, key: NatsOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+        use NatsOptionKey as K;
+        Ok(match (key, value) {
+            (K::Bucket, OptionValue::Text(b)) => self.with_bucket(b),
+            (K::RequestTimeout, OptionValue::Duration(d)) => self.with_request_timeout(d),
+            (K::ConnectTimeout, OptionValue::Duration(d)) => self.with_connect_timeout(d),
+            (K::Notifications, OptionValue::Flag(on)) => self.with_notifications(on),
+            (key, value) => return Err(value.mismatch(key)),
+        })
+    }
 }
 
 /// Options for [`NatsStore`](crate::NatsStore).

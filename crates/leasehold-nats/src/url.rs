@@ -4,19 +4,15 @@
 
 use leasehold::store::{Secret, StoreUrl, UrlError, UserInfo, percent_decode};
 
+use leasehold::store::StoreOptions;
+
 use crate::options::NatsOptions;
 
 /// The port used when the URL gives none (NATS's client port).
 pub(crate) const DEFAULT_PORT: u16 = 4222;
 
-/// The query parameters a URL may carry.
-pub(crate) const KNOWN_PARAMS: &[&str] = &[
-    "bucket",
-    "token",
-    "request_timeout",
-    "connect_timeout",
-    "notifications",
-];
+/// The query parameter a URL may carry besides the options' keys ([`NatsOptionKey`](crate::NatsOptionKey)).
+const TOKEN_PARAM: &str = "token";
 
 /// The form of a NATS URL, for error messages.
 const EXPECTED: &str = "nats://[USER:PASSWORD@]HOST[:PORT][/BUCKET][?token=TOKEN&…]";
@@ -68,25 +64,16 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
             .ok_or_else(|| syntax("the bucket is not valid percent-encoded UTF-8"))?;
         options = options.with_bucket(bucket);
     }
-    let mut query = parsed.options(KNOWN_PARAMS)?;
-    if let Some(token) = query.secret("token")? {
+    let mut known = NatsOptions::known_params();
+    known.push(TOKEN_PARAM);
+    let mut query = parsed.options(&known)?;
+    if let Some(token) = query.secret(TOKEN_PARAM)? {
         if credentials != Credentials::None {
             return Err(syntax("give either USER:PASSWORD@ or ?token=, not both"));
         }
         credentials = Credentials::Token(token);
     }
-    if let Some(bucket) = query.text("bucket")? {
-        options = options.with_bucket(bucket);
-    }
-    if let Some(d) = query.duration("request_timeout")? {
-        options = options.with_request_timeout(d);
-    }
-    if let Some(d) = query.duration("connect_timeout")? {
-        options = options.with_connect_timeout(d);
-    }
-    if let Some(on) = query.flag("notifications")? {
-        options = options.with_notifications(on);
-    }
+    let options = options.with_query(&mut query)?;
     Ok(Target {
         server: format!("nats://{host}:{port}"),
         credentials,

@@ -58,7 +58,9 @@ mod url;
 
 pub use fence::{FencedKeys, RedisFences};
 pub use opener::RedisOpener;
-pub use options::{DEFAULT_PREFIX, MAX_PREFIX_LEN, RedisOptions, RedisOptionsError};
+pub use options::{
+    DEFAULT_PREFIX, MAX_PREFIX_LEN, RedisOptionKey, RedisOptions, RedisOptionsError,
+};
 pub use scripts::{ScriptKind, Scripts};
 pub use store::RedisStore;
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+
 /// The default key prefix: locks live in `leasehold:{<lock>}`.
 ///
 /// ```
@@ -26,6 +28,71 @@ pub type RedisOptionsError = leasehold::store::InvalidOption;
 /// An invalid Redis option named `option`, for `reason`.
 pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> RedisOptionsError {
     leasehold::store::InvalidOption::new("Redis", option, reason)
+}
+
+/// The options of [`RedisOptions`] by name: the same names in a URL's query, in
+/// [`StoreOptions::with_option`] and in `LEASEHOLD_REDIS_<NAME>` environment variables
+/// ([`StoreOptions::with_env`]).
+///
+/// ```
+/// use leasehold::store::{OptionKey, StoreOptions};
+/// use leasehold_redis::{RedisOptionKey, RedisOptions};
+///
+/// let key = RedisOptionKey::from_name("response_timeout")?;
+/// assert_eq!(key.env_var(), "LEASEHOLD_REDIS_RESPONSE_TIMEOUT");
+/// let options = RedisOptions::default().with_option(key, "750ms")?;
+/// assert_eq!(options.response_timeout(), std::time::Duration::from_millis(750));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RedisOptionKey {
+    /// `prefix`: [`RedisOptions::with_prefix`].
+    Prefix,
+    /// `response_timeout`: [`RedisOptions::with_response_timeout`].
+    ResponseTimeout,
+    /// `connect_timeout`: [`RedisOptions::with_connect_timeout`].
+    ConnectTimeout,
+    /// `idle_retention`: [`RedisOptions::with_idle_retention`].
+    IdleRetention,
+    /// `notifications`: [`RedisOptions::with_notifications`].
+    Notifications,
+}
+
+impl OptionKey for RedisOptionKey {
+    const STORE: &'static str = "Redis";
+    const ENV_PREFIX: &'static str = "LEASEHOLD_REDIS_";
+    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+        (Self::Prefix, "prefix", OptionKind::Text),
+        (
+            Self::ResponseTimeout,
+            "response_timeout",
+            OptionKind::Duration,
+        ),
+        (
+            Self::ConnectTimeout,
+            "connect_timeout",
+            OptionKind::Duration,
+        ),
+        (Self::IdleRetention, "idle_retention", OptionKind::Duration),
+        (Self::Notifications, "notifications", OptionKind::Flag),
+    ];
+}
+
+impl StoreOptions for RedisOptions {
+    type Key = RedisOptionKey;
+
+    fn set(self, key: RedisOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+        use RedisOptionKey as K;
+        Ok(match (key, value) {
+            (K::Prefix, OptionValue::Text(p)) => self.with_prefix(p),
+            (K::ResponseTimeout, OptionValue::Duration(d)) => self.with_response_timeout(d),
+            (K::ConnectTimeout, OptionValue::Duration(d)) => self.with_connect_timeout(d),
+            (K::IdleRetention, OptionValue::Duration(d)) => self.with_idle_retention(d),
+            (K::Notifications, OptionValue::Flag(on)) => self.with_notifications(on),
+            (key, value) => return Err(value.mismatch(key)),
+        })
+    }
 }
 
 /// Options for [`RedisStore`](crate::RedisStore).

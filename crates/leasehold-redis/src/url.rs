@@ -1,32 +1,16 @@
 //! Store options carried in a Redis URL's query string, read with the core's
 //! [`StoreUrl`](leasehold::store::StoreUrl) parser.
 
-use leasehold::store::{StoreUrl, UrlError, UrlOptions};
+use leasehold::store::{StoreOptions, StoreUrl, UrlError};
 
 use crate::options::RedisOptions;
 
-/// Every parameter of a TCP URL: the store's and those redis-rs reads.
-const TCP_PARAMETERS: &[&str] = &[
-    "prefix",
-    "response_timeout",
-    "connect_timeout",
-    "idle_retention",
-    "notifications",
-    "protocol",
-];
+/// The parameters of a TCP URL that redis-rs reads (beside the store's
+/// [`RedisOptionKey`](crate::RedisOptionKey)s).
+const TCP_DRIVER_PARAMETERS: &[&str] = &["protocol"];
 
-/// Every parameter of a `redis+unix:` URL: the store's and those redis-rs reads.
-const UNIX_PARAMETERS: &[&str] = &[
-    "prefix",
-    "response_timeout",
-    "connect_timeout",
-    "idle_retention",
-    "notifications",
-    "protocol",
-    "db",
-    "user",
-    "pass",
-];
+/// The parameters of a `redis+unix:` URL that redis-rs reads.
+const UNIX_DRIVER_PARAMETERS: &[&str] = &["protocol", "db", "user", "pass"];
 
 /// Splits `url` into the URL for redis-rs and the store options from its query string, starting
 /// from `base`. A URL without a host (or, for `redis+unix:`, a socket path), an unknown or
@@ -43,12 +27,12 @@ pub(crate) fn split_options(
                 expected: "redis+unix:///PATH/TO/redis.sock".to_owned(),
             });
         }
-        parsed.options(UNIX_PARAMETERS)?
+        parsed.options(&known(UNIX_DRIVER_PARAMETERS))?
     } else {
         parsed.require_host(&format!("{}://[USER@]HOST[:PORT][/DB]", parsed.scheme()))?;
-        parsed.options(TCP_PARAMETERS)?
+        parsed.options(&known(TCP_DRIVER_PARAMETERS))?
     };
-    let options = store_options(&mut query, base)?;
+    let options = base.with_query(&mut query)?;
     let mut driver = parsed.url().clone();
     driver.set_query(None);
     let rest = query.remaining();
@@ -61,24 +45,11 @@ pub(crate) fn split_options(
     Ok((driver.to_string(), options))
 }
 
-fn store_options(query: &mut UrlOptions, base: RedisOptions) -> Result<RedisOptions, UrlError> {
-    let mut options = base;
-    if let Some(prefix) = query.take("prefix") {
-        options = options.with_prefix(prefix);
-    }
-    if let Some(d) = query.duration("response_timeout")? {
-        options = options.with_response_timeout(d);
-    }
-    if let Some(d) = query.duration("connect_timeout")? {
-        options = options.with_connect_timeout(d);
-    }
-    if let Some(d) = query.duration("idle_retention")? {
-        options = options.with_idle_retention(d);
-    }
-    if let Some(on) = query.flag("notifications")? {
-        options = options.with_notifications(on);
-    }
-    Ok(options)
+/// The store's parameters and the driver's.
+fn known(driver: &[&'static str]) -> Vec<&'static str> {
+    let mut known = RedisOptions::known_params();
+    known.extend_from_slice(driver);
+    known
 }
 
 #[cfg(test)]

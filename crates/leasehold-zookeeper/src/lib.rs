@@ -50,8 +50,8 @@ mod watch;
 
 pub use opener::ZooKeeperOpener;
 pub use options::{
-    DEFAULT_PREFIX, MAX_CLOCK_SKEW_TOLERANCE, MAX_PREFIX_LEN, MAX_TIMEOUT, ZooKeeperOptions,
-    ZooKeeperOptionsError,
+    DEFAULT_PREFIX, MAX_CLOCK_SKEW_TOLERANCE, MAX_PREFIX_LEN, MAX_TIMEOUT, ZooKeeperOptionKey,
+    ZooKeeperOptions, ZooKeeperOptionsError,
 };
 pub use store::ZooKeeperStore;
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+
 /// The default node prefix (under the URL's chroot): slot `n` of lock `L` is the node
 /// `/leasehold/locks/L/slot-n`.
 ///
@@ -35,6 +37,82 @@ pub type ZooKeeperOptionsError = leasehold::store::InvalidOption;
 /// An invalid ZooKeeper option named `option`, for `reason`.
 pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> ZooKeeperOptionsError {
     leasehold::store::InvalidOption::new("zookeeper", option, reason)
+}
+
+/// The options of [`ZooKeeperOptions`] by name: the same names in a URL's query, in
+/// [`StoreOptions::with_option`] and in `LEASEHOLD_ZOOKEEPER_<NAME>` environment variables
+/// ([`StoreOptions::with_env`]).
+///
+/// ```
+/// use leasehold::store::{OptionKey, StoreOptions};
+/// use leasehold_zookeeper::{ZooKeeperOptionKey, ZooKeeperOptions};
+///
+/// let key = ZooKeeperOptionKey::from_name("session_timeout")?;
+/// assert_eq!(key.env_var(), "LEASEHOLD_ZOOKEEPER_SESSION_TIMEOUT");
+/// let options = ZooKeeperOptions::default().with_option(key, "20s")?;
+/// assert_eq!(options.session_timeout(), std::time::Duration::from_secs(20));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ZooKeeperOptionKey {
+    /// `prefix`: [`ZooKeeperOptions::with_prefix`].
+    Prefix,
+    /// `request_timeout`: [`ZooKeeperOptions::with_request_timeout`].
+    RequestTimeout,
+    /// `session_timeout`: [`ZooKeeperOptions::with_session_timeout`].
+    SessionTimeout,
+    /// `clock_skew_tolerance`: [`ZooKeeperOptions::with_clock_skew_tolerance`] (also `skew` in URLs).
+    ClockSkewTolerance,
+    /// `notifications`: [`ZooKeeperOptions::with_notifications`].
+    Notifications,
+}
+
+impl OptionKey for ZooKeeperOptionKey {
+    const STORE: &'static str = "zookeeper";
+    const ENV_PREFIX: &'static str = "LEASEHOLD_ZOOKEEPER_";
+    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+        (Self::Prefix, "prefix", OptionKind::Text),
+        (
+            Self::RequestTimeout,
+            "request_timeout",
+            OptionKind::Duration,
+        ),
+        (
+            Self::SessionTimeout,
+            "session_timeout",
+            OptionKind::Duration,
+        ),
+        (
+            Self::ClockSkewTolerance,
+            "clock_skew_tolerance",
+            OptionKind::Duration,
+        ),
+        (Self::Notifications, "notifications", OptionKind::Flag),
+    ];
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Self::ClockSkewTolerance => &["skew"],
+            _ => &[],
+        }
+    }
+}
+
+impl StoreOptions for ZooKeeperOptions {
+    type Key = ZooKeeperOptionKey;
+
+    fn set(self, key: ZooKeeperOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+        use ZooKeeperOptionKey as K;
+        Ok(match (key, value) {
+            (K::Prefix, OptionValue::Text(p)) => self.with_prefix(p),
+            (K::RequestTimeout, OptionValue::Duration(d)) => self.with_request_timeout(d),
+            (K::SessionTimeout, OptionValue::Duration(d)) => self.with_session_timeout(d),
+            (K::ClockSkewTolerance, OptionValue::Duration(d)) => self.with_clock_skew_tolerance(d),
+            (K::Notifications, OptionValue::Flag(on)) => self.with_notifications(on),
+            (key, value) => return Err(value.mismatch(key)),
+        })
+    }
 }
 
 /// Options for [`ZooKeeperStore`](crate::ZooKeeperStore).

@@ -3,22 +3,12 @@
 //! errors as every store). Only the comma-separated server list is ZooKeeper's own: the URL is
 //! parsed with its first server, and every server is checked here.
 
-use leasehold::store::{Secret, StoreUrl, UrlError, UrlOptions, percent_decode};
+use leasehold::store::{Secret, StoreOptions, StoreUrl, UrlError, percent_decode};
 
 use crate::options::{ZooKeeperOptions, check_path};
 
 /// The port used when a server gives none (ZooKeeper's client port).
 pub(crate) const DEFAULT_PORT: u16 = 2181;
-
-/// The query parameters a URL may carry.
-pub(crate) const KNOWN_PARAMS: &[&str] = &[
-    "prefix",
-    "request_timeout",
-    "session_timeout",
-    "skew",
-    "clock_skew_tolerance",
-    "notifications",
-];
 
 /// The form of a ZooKeeper URL, for error messages.
 const EXPECTED: &str = "zk://[USER@]HOST[:PORT][,HOST[:PORT]…][/CHROOT]";
@@ -87,9 +77,8 @@ pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlErro
         check_path("chroot", &decoded).map_err(|e| syntax(e.to_string()))?;
         decoded
     };
-    let mut options = base;
-    let mut query = parsed.options(KNOWN_PARAMS)?;
-    store_options(&mut query, &mut options)?;
+    let mut query = parsed.options(&ZooKeeperOptions::known_params())?;
+    let options = base.with_query(&mut query)?;
     Ok(Target {
         servers,
         chroot,
@@ -103,27 +92,6 @@ fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> 
     Ok(parsed
         .user_info()?
         .map(|info| (info.user, info.password.unwrap_or_default())))
-}
-
-fn store_options(query: &mut UrlOptions, options: &mut ZooKeeperOptions) -> Result<(), UrlError> {
-    if let Some(prefix) = query.take("prefix") {
-        *options = options.clone().with_prefix(prefix);
-    }
-    if let Some(d) = query.duration("request_timeout")? {
-        *options = options.clone().with_request_timeout(d);
-    }
-    if let Some(d) = query.duration("session_timeout")? {
-        *options = options.clone().with_session_timeout(d);
-    }
-    for key in ["skew", "clock_skew_tolerance"] {
-        if let Some(d) = query.duration(key)? {
-            *options = options.clone().with_clock_skew_tolerance(d);
-        }
-    }
-    if let Some(on) = query.flag("notifications")? {
-        *options = options.clone().with_notifications(on);
-    }
-    Ok(())
 }
 
 /// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.

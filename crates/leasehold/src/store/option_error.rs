@@ -14,7 +14,7 @@
 #[error("invalid {store} store option {option}: {reason}")]
 pub struct InvalidOption {
     store: &'static str,
-    option: std::borrow::Cow<'static, str>,
+    option: &'static str,
     reason: String,
 }
 
@@ -23,17 +23,7 @@ impl InvalidOption {
     pub fn new(store: &'static str, option: &'static str, reason: impl Into<String>) -> Self {
         Self {
             store,
-            option: option.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Like [`new`](Self::new), for an option known only at run time (a name that matched no
-    /// key of the store).
-    pub fn named(store: &'static str, option: String, reason: impl Into<String>) -> Self {
-        Self {
-            store,
-            option: option.into(),
+            option,
             reason: reason.into(),
         }
     }
@@ -42,8 +32,8 @@ impl InvalidOption {
         self.store
     }
     /// The option that is wrong (e.g. `"prefix"`).
-    pub fn option(&self) -> &str {
-        &self.option
+    pub fn option(&self) -> &'static str {
+        self.option
     }
     /// What is wrong and what is allowed.
     pub fn reason(&self) -> &str {

@@ -19,13 +19,10 @@
 //! impl OptionKey for Key {
 //!     const STORE: &'static str = "Example";
 //!     const ENV_PREFIX: &'static str = "LEASEHOLD_EXAMPLE_";
-//!     const ALL: &'static [Self] = &[Key::Prefix, Key::Timeout];
-//!     fn name(self) -> &'static str {
-//!         match self { Key::Prefix => "prefix", Key::Timeout => "timeout" }
-//!     }
-//!     fn kind(self) -> OptionKind {
-//!         match self { Key::Prefix => OptionKind::Text, Key::Timeout => OptionKind::Duration }
-//!     }
+//!     const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+//!         (Key::Prefix, "prefix", OptionKind::Text),
+//!         (Key::Timeout, "timeout", OptionKind::Duration),
+//!     ];
 //! }
 //!
 //! #[derive(Debug, Clone, Default, PartialEq)]
@@ -171,14 +168,24 @@ pub trait OptionKey: Copy + Eq + Debug + Send + Sync + 'static {
     const STORE: &'static str;
     /// The prefix of the store's environment variables, ending in `_` (`"LEASEHOLD_ETCD_"`).
     const ENV_PREFIX: &'static str;
-    /// Every key, in the order messages list them.
-    const ALL: &'static [Self];
+    /// Every key with its name and the kind of value it takes, in the order messages list them.
+    const KEYS: &'static [(Self, &'static str, OptionKind)];
 
-    /// The key's name (`"request_timeout"`).
-    fn name(self) -> &'static str;
+    /// The key's name (`"request_timeout"`), from [`KEYS`](Self::KEYS).
+    fn name(self) -> &'static str {
+        Self::KEYS
+            .iter()
+            .find(|(k, _, _)| *k == self)
+            .map_or("", |(_, name, _)| name)
+    }
 
-    /// The kind of value it takes.
-    fn kind(self) -> OptionKind;
+    /// The kind of value it takes, from [`KEYS`](Self::KEYS).
+    fn kind(self) -> OptionKind {
+        Self::KEYS
+            .iter()
+            .find(|(k, _, _)| *k == self)
+            .map_or(OptionKind::Text, |(_, _, kind)| *kind)
+    }
 
     /// Other names a URL may give it (ZooKeeper's `skew` for `clock_skew_tolerance`); none by
     /// default.
@@ -190,19 +197,15 @@ pub trait OptionKey: Copy + Eq + Debug + Send + Sync + 'static {
     ///
     /// # Errors
     ///
-    /// An [`InvalidOption`] listing the known names when none matches.
-    fn from_name(name: &str) -> Result<Self, InvalidOption> {
-        Self::ALL
+    /// [`UrlError::UnknownKey`] listing the known names when none matches.
+    fn from_name(name: &str) -> Result<Self, UrlError> {
+        Self::KEYS
             .iter()
-            .copied()
+            .map(|(k, _, _)| *k)
             .find(|k| k.name() == name || k.aliases().contains(&name))
-            .ok_or_else(|| {
-                let known: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
-                InvalidOption::named(
-                    Self::STORE,
-                    name.to_owned(),
-                    format!("unknown option; known options are {}", known.join(", ")),
-                )
+            .ok_or_else(|| UrlError::UnknownKey {
+                key: super::url::redact_url(name),
+                known: Self::KEYS.iter().map(|(_, n, _)| (*n).to_owned()).collect(),
             })
     }
 
@@ -268,7 +271,7 @@ pub trait StoreOptions: Sized {
         mut self,
         mut var: impl FnMut(&str) -> Option<std::ffi::OsString>,
     ) -> Result<Self, InvalidOption> {
-        for key in <Self::Key as OptionKey>::ALL.iter().copied() {
+        for key in <Self::Key as OptionKey>::KEYS.iter().map(|(k, _, _)| *k) {
             let name = key.env_var();
             let Some(value) = var(&name) else { continue };
             let text = value.into_string().map_err(|_| {
@@ -289,7 +292,7 @@ pub trait StoreOptions: Sized {
     ///
     /// [`UrlError::BadValue`] naming the parameter and what is allowed.
     fn with_query(mut self, query: &mut UrlOptions) -> Result<Self, UrlError> {
-        for key in <Self::Key as OptionKey>::ALL.iter().copied() {
+        for key in <Self::Key as OptionKey>::KEYS.iter().map(|(k, _, _)| *k) {
             for name in std::iter::once(key.name()).chain(key.aliases().iter().copied()) {
                 if let Some(value) = query.read(name, key.kind())? {
                     self = self.set(key, value).map_err(|e| UrlError::BadValue {
@@ -307,9 +310,9 @@ pub trait StoreOptions: Sized {
     /// URL-only ones the store adds, such as a token).
     #[must_use]
     fn known_params() -> Vec<&'static str> {
-        <Self::Key as OptionKey>::ALL
+        <Self::Key as OptionKey>::KEYS
             .iter()
-            .flat_map(|k| std::iter::once(k.name()).chain(k.aliases().iter().copied()))
+            .flat_map(|(k, name, _)| std::iter::once(*name).chain(k.aliases().iter().copied()))
             .collect()
     }
 }
@@ -330,25 +333,13 @@ mod tests {
     impl OptionKey for Key {
         const STORE: &'static str = "Test";
         const ENV_PREFIX: &'static str = "LEASEHOLD_TEST_";
-        const ALL: &'static [Self] = &[Key::Name, Key::Token, Key::Wait, Key::On, Key::Count];
-        fn name(self) -> &'static str {
-            match self {
-                Key::Name => "name",
-                Key::Token => "token",
-                Key::Wait => "wait",
-                Key::On => "on",
-                Key::Count => "count",
-            }
-        }
-        fn kind(self) -> OptionKind {
-            match self {
-                Key::Name => OptionKind::NonEmptyText,
-                Key::Token => OptionKind::Secret,
-                Key::Wait => OptionKind::Duration,
-                Key::On => OptionKind::Flag,
-                Key::Count => OptionKind::Count,
-            }
-        }
+        const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
+            (Key::Name, "name", OptionKind::NonEmptyText),
+            (Key::Token, "token", OptionKind::Secret),
+            (Key::Wait, "wait", OptionKind::Duration),
+            (Key::On, "on", OptionKind::Flag),
+            (Key::Count, "count", OptionKind::Count),
+        ];
         fn aliases(self) -> &'static [&'static str] {
             if self == Key::Wait { &["w"] } else { &[] }
         }
@@ -402,12 +393,11 @@ mod tests {
             e.to_string().contains("\"many\": expected a whole number"),
             "{e}"
         );
-        let e = Key::from_name("colour").unwrap_err();
+        let e = Key::from_name("colour").unwrap_err().to_string();
         assert!(
-            e.to_string().contains("name, token, wait, on, count"),
+            e.contains("\"colour\"") && e.contains("name, token, wait, on, count"),
             "{e}"
         );
-        assert_eq!(e.option(), "colour");
         let mut query =
             UrlOptions::parse("token=", &Options::known_params()).unwrap_or_else(|e| panic!("{e}"));
         let e = Options::default()
