@@ -11,7 +11,6 @@ use leasehold::store::{
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    error::OptionsError,
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
@@ -249,22 +248,10 @@ impl NatsStore {
     }
 }
 
-/// Checks the owner recorded with a lease with the core's node-id rule
-/// ([`validate_node_id`](leasehold::options::validate_node_id)): a permanent error, typed as a
-/// [`LimitError`](leasehold::limits::LimitError) when it is too long.
-fn check_owner(owner: &str) -> StoreResult<()> {
-    match leasehold::options::validate_node_id(owner) {
-        Ok(()) => Ok(()),
-        Err(OptionsError::Limit(limit)) => Err(limit.into()),
-        Err(e) => Err(StoreError::permanent(e.to_string())),
-    }
-}
-
 #[async_trait]
 impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
-        check_owner(&req.owner)?;
         if let Some(period) = req.period {
             return kv::acquire_period(&self.link, &self.keys, &self.written, req, period).await;
         }

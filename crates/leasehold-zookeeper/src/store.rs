@@ -10,7 +10,6 @@ use leasehold::store::{
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    error::OptionsError,
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
@@ -223,20 +222,10 @@ impl ZooKeeperStore {
     }
 }
 
-/// Checks the owner recorded with a lease with the core's node-id rule.
-fn check_owner(owner: &str) -> StoreResult<()> {
-    match leasehold::options::validate_node_id(owner) {
-        Ok(()) => Ok(()),
-        Err(OptionsError::Limit(limit)) => Err(limit.into()),
-        Err(e) => Err(StoreError::permanent(e.to_string())),
-    }
-}
-
 #[async_trait]
 impl LeaseStore for ZooKeeperStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
-        check_owner(&req.owner)?;
         self.check_ttl(req.ttl)?;
         if let Some(period) = req.period {
             return self.protocol.acquire_period(req, period).await;

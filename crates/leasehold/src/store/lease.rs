@@ -166,14 +166,24 @@ impl AcquireRequest {
     }
 
     /// The checks every store runs first in `try_acquire`: the slot count against
-    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS), and a period claim only with one slot.
+    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS), the owner with the node-id rule
+    /// ([`validate_node_id`](crate::options::validate_node_id)), and a period claim only with
+    /// one slot.
     ///
     /// # Errors
     ///
     /// A permanent [`StoreError`](crate::store::StoreError) carrying a
-    /// [`LimitError`](crate::limits::LimitError) or a [`PeriodError`](crate::error::PeriodError).
+    /// [`LimitError`](crate::limits::LimitError) (too many slots, an owner longer than
+    /// [`MAX_NODE_ID_LEN`](crate::limits::MAX_NODE_ID_LEN)) or a
+    /// [`PeriodError`](crate::error::PeriodError), or one saying the owner is blank or holds
+    /// control characters.
     pub fn check(&self) -> crate::error::StoreResult<u32> {
         let slots = crate::limits::check_slots(self.slots)?;
+        match crate::options::validate_node_id(&self.owner) {
+            Ok(()) => {}
+            Err(crate::error::OptionsError::Limit(limit)) => return Err(limit.into()),
+            Err(e) => return Err(crate::error::StoreError::permanent(e.to_string())),
+        }
         if self.period.is_some() {
             crate::store::period::check_period_slots(slots)?;
         }
