@@ -52,7 +52,7 @@ fn check_sql(url: &StoreUrl) -> Result<(), Failure> {
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
-    if SqlOpener.schemes().contains(&scheme.as_str()) {
+    if SqlOpener::new().schemes().contains(&scheme.as_str()) {
         return Ok(());
     }
     Err(Failure::usage(format!(

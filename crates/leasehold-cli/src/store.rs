@@ -22,12 +22,12 @@ const DEFAULT_FILE: &str = "leases.db";
 /// The registry of every store the CLI can open.
 pub(crate) fn registry() -> StoreRegistry {
     StoreRegistry::new()
-        .with(leasehold_sql::SqlOpener)
-        .with(leasehold_redis::RedisOpener)
-        .with(leasehold_dynamodb::DynamoDbOpener)
-        .with(leasehold_etcd::EtcdOpener)
-        .with(leasehold_zookeeper::ZooKeeperOpener)
-        .with(leasehold_nats::NatsOpener)
+        .with(leasehold_sql::SqlOpener::new())
+        .with(leasehold_redis::RedisOpener::new())
+        .with(leasehold_dynamodb::DynamoDbOpener::new())
+        .with(leasehold_etcd::EtcdOpener::new())
+        .with(leasehold_zookeeper::ZooKeeperOpener::new())
+        .with(leasehold_nats::NatsOpener::new())
 }
 
 /// A store URL to open, with its redacted form for messages.

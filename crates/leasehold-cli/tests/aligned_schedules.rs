@@ -29,10 +29,10 @@ const STARTS_MS: [u64; 3] = [0, 450, 900];
 
 fn registry() -> StoreRegistry {
     StoreRegistry::new()
-        .with(leasehold_sql::SqlOpener)
-        .with(leasehold_redis::RedisOpener)
-        .with(leasehold_dynamodb::DynamoDbOpener)
-        .with(leasehold_etcd::EtcdOpener)
+        .with(leasehold_sql::SqlOpener::new())
+        .with(leasehold_redis::RedisOpener::new())
+        .with(leasehold_dynamodb::DynamoDbOpener::new())
+        .with(leasehold_etcd::EtcdOpener::new())
 }
 
 /// What the replicas saw: the runs (node, period granted) and the ledger's refusals.

@@ -31,8 +31,8 @@ const SLACK: Duration = Duration::from_millis(1500);
 
 fn registry() -> StoreRegistry {
     StoreRegistry::new()
-        .with(leasehold_sql::SqlOpener)
-        .with(leasehold_redis::RedisOpener)
+        .with(leasehold_sql::SqlOpener::new())
+        .with(leasehold_redis::RedisOpener::new())
 }
 
 fn options(node: &str) -> ElectionOptions {

@@ -1,13 +1,10 @@
 //! `dynamodb://` URLs through the core's store registry.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, ProvideCredentials, Region};
-use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, store::OpenError};
+use leasehold::store::{OpenError, UrlOpener, UrlStore};
 use tracing::debug;
 
 use crate::store::DynamoDbStore;
@@ -40,23 +37,20 @@ const EMULATOR_REGION: &str = "us-east-1";
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
 /// use leasehold::store::StoreRegistry;
-/// let registry = StoreRegistry::new().with(leasehold_dynamodb::DynamoDbOpener);
+/// let registry = StoreRegistry::new().with(leasehold_dynamodb::DynamoDbOpener::new());
 /// let store = registry
 ///     .open("dynamodb://leasehold_leases?endpoint=http://127.0.0.1:8000&create_table=true")
 ///     .await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct DynamoDbOpener;
+pub type DynamoDbOpener = UrlOpener<DynamoDbStore>;
 
 #[async_trait]
-impl StoreOpener for DynamoDbOpener {
-    fn schemes(&self) -> &'static [&'static str] {
-        &["dynamodb"]
-    }
+impl UrlStore for DynamoDbStore {
+    const SCHEMES: &'static [&'static str] = &["dynamodb"];
 
-    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
-        Ok(Arc::new(open(url).await?))
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
+        open(url).await
     }
 }
 

@@ -349,7 +349,7 @@ async fn urls_open_stores_through_the_registry() {
     let Some(endpoint) = common::ready().await else {
         return;
     };
-    let registry = StoreRegistry::new().with(DynamoDbOpener);
+    let registry = StoreRegistry::new().with(DynamoDbOpener::new());
     let url = format!(
         "dynamodb://{}?endpoint={endpoint}&region=us-east-1&skew=100ms&prefix=url-test",
         common::TABLE

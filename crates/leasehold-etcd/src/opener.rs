@@ -1,10 +1,7 @@
 //! `etcd://` and `etcds://` URLs through the core's store registry.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, store::OpenError};
+use leasehold::store::{OpenError, UrlOpener, UrlStore};
 
 use crate::store::EtcdStore;
 
@@ -15,21 +12,18 @@ use crate::store::EtcdStore;
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
 /// use leasehold::store::StoreRegistry;
-/// let registry = StoreRegistry::new().with(leasehold_etcd::EtcdOpener);
+/// let registry = StoreRegistry::new().with(leasehold_etcd::EtcdOpener::new());
 /// let store = registry.open("etcd://app:secret@10.0.0.1:2379,10.0.0.2:2379/jobs").await?;
 /// assert_eq!(store.describe(), "etcd://app:***@10.0.0.1:2379,10.0.0.2:2379/jobs");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct EtcdOpener;
+pub type EtcdOpener = UrlOpener<EtcdStore>;
 
 #[async_trait]
-impl StoreOpener for EtcdOpener {
-    fn schemes(&self) -> &'static [&'static str] {
-        &["etcd", "etcds"]
-    }
+impl UrlStore for EtcdStore {
+    const SCHEMES: &'static [&'static str] = &["etcd", "etcds"];
 
-    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
-        Ok(Arc::new(EtcdStore::connect(url).await?))
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
+        EtcdStore::connect(url).await
     }
 }

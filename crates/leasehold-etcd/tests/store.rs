@@ -196,7 +196,7 @@ async fn releases_wake_waiters_on_other_stores_through_the_watch() {
 /// parameters are refused with the list of known ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urls_open_through_the_registry_without_showing_passwords() {
-    let registry = StoreRegistry::new().with(EtcdOpener);
+    let registry = StoreRegistry::new().with(EtcdOpener::new());
     let e = registry
         .open("etcd://u:hunter2@127.0.0.1:1/p?colour=blue")
         .await

@@ -1,10 +1,7 @@
 //! `nats://` URLs through the core's store registry.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, store::OpenError};
+use leasehold::store::{OpenError, UrlOpener, UrlStore};
 
 use crate::store::NatsStore;
 
@@ -14,21 +11,18 @@ use crate::store::NatsStore;
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
 /// use leasehold::store::StoreRegistry;
-/// let registry = StoreRegistry::new().with(leasehold_nats::NatsOpener);
+/// let registry = StoreRegistry::new().with(leasehold_nats::NatsOpener::new());
 /// let store = registry.open("nats://app:secret@10.0.0.1:4222/jobs").await?;
 /// assert_eq!(store.describe(), "nats://app:***@10.0.0.1:4222/jobs");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NatsOpener;
+pub type NatsOpener = UrlOpener<NatsStore>;
 
 #[async_trait]
-impl StoreOpener for NatsOpener {
-    fn schemes(&self) -> &'static [&'static str] {
-        &["nats"]
-    }
+impl UrlStore for NatsStore {
+    const SCHEMES: &'static [&'static str] = &["nats"];
 
-    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
-        Ok(Arc::new(NatsStore::connect(url).await?))
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
+        NatsStore::connect(url).await
     }
 }

@@ -1,10 +1,7 @@
 //! `redis://` and `rediss://` URLs through the core's store registry.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, store::OpenError};
+use leasehold::store::{OpenError, UrlOpener, UrlStore};
 
 use crate::store::RedisStore;
 
@@ -14,21 +11,19 @@ use crate::store::RedisStore;
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
 /// use leasehold::store::StoreRegistry;
-/// let registry = StoreRegistry::new().with(leasehold_redis::RedisOpener);
+/// let registry = StoreRegistry::new().with(leasehold_redis::RedisOpener::new());
 /// let store = registry.open("rediss://:secret@cache.internal:6380/0?prefix=jobs").await?;
 /// assert_eq!(store.describe(), "rediss://:***@cache.internal:6380/0?prefix=jobs");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct RedisOpener;
+pub type RedisOpener = UrlOpener<RedisStore>;
 
 #[async_trait]
-impl StoreOpener for RedisOpener {
-    fn schemes(&self) -> &'static [&'static str] {
-        &["redis", "rediss", "valkey", "valkeys", "redis+unix"]
-    }
+impl UrlStore for RedisStore {
+    const SCHEMES: &'static [&'static str] =
+        &["redis", "rediss", "valkey", "valkeys", "redis+unix"];
 
-    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
-        Ok(Arc::new(RedisStore::connect(url).await?))
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
+        RedisStore::connect(url).await
     }
 }

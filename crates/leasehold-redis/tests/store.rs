@@ -96,7 +96,7 @@ async fn a_foreign_value_under_the_lock_key_is_a_permanent_error() {
 #[tokio::test]
 async fn urls_open_through_the_registry_and_never_show_the_password() {
     let Some(url) = common::url() else { return };
-    let registry = StoreRegistry::new().with(RedisOpener);
+    let registry = StoreRegistry::new().with(RedisOpener::new());
     let store = registry
         .open(&format!("{url}?prefix=lhtest-url"))
         .await

@@ -21,7 +21,7 @@ fn authority(url: &str) -> &str {
 
 #[tokio::test]
 async fn unknown_repeated_and_hostless_urls_are_refused_before_connecting() {
-    let registry = StoreRegistry::new().with(RedisOpener);
+    let registry = StoreRegistry::new().with(RedisOpener::new());
     for (url, says) in [
         (
             "redis://:hunter2@127.0.0.1:1?prefx=jobs",

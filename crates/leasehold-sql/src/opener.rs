@@ -1,10 +1,7 @@
 //! `sqlite:`, `postgres://` and `mysql://` URLs through the core's store registry.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, store::OpenError};
+use leasehold::store::{OpenError, UrlOpener, UrlStore};
 
 use crate::store::SqlStore;
 
@@ -13,20 +10,18 @@ use crate::store::SqlStore;
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
 /// use leasehold::store::StoreRegistry;
-/// let registry = StoreRegistry::new().with(leasehold_sql::SqlOpener);
+/// let registry = StoreRegistry::new().with(leasehold_sql::SqlOpener::new());
 /// let store = registry.open("sqlite:///var/lib/app/leases.db").await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SqlOpener;
+pub type SqlOpener = UrlOpener<SqlStore>;
 
 #[async_trait]
-impl StoreOpener for SqlOpener {
-    fn schemes(&self) -> &'static [&'static str] {
-        &["sqlite", "postgres", "postgresql", "mysql", "mariadb"]
-    }
+impl UrlStore for SqlStore {
+    const SCHEMES: &'static [&'static str] =
+        &["sqlite", "postgres", "postgresql", "mysql", "mariadb"];
 
-    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
-        Ok(Arc::new(SqlStore::connect(url).await?))
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
+        SqlStore::connect(url).await
     }
 }

@@ -54,7 +54,7 @@ fn assert_missing_driver<T>(url: &str, feature: &str, result: Result<T, OpenErro
 
 #[tokio::test]
 async fn a_url_without_its_driver_names_the_feature_to_enable() {
-    let registry = StoreRegistry::new().with(SqlOpener);
+    let registry = StoreRegistry::new().with(SqlOpener::new());
     for &(url, compiled, feature) in URLS {
         let lazy = SqlStore::connect_lazy(url, SqlOptions::default());
         if compiled {

@@ -1,10 +1,7 @@
 //! `zk://` URLs through the core's store registry.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use leasehold::store::StoreOpener;
-use leasehold::{LeaseStore, store::OpenError};
+use leasehold::store::{OpenError, UrlOpener, UrlStore};
 
 use crate::store::ZooKeeperStore;
 
@@ -15,21 +12,18 @@ use crate::store::ZooKeeperStore;
 /// ```no_run
 /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
 /// use leasehold::store::StoreRegistry;
-/// let registry = StoreRegistry::new().with(leasehold_zookeeper::ZooKeeperOpener);
+/// let registry = StoreRegistry::new().with(leasehold_zookeeper::ZooKeeperOpener::new());
 /// let store = registry.open("zk://10.0.0.1:2181,10.0.0.2:2181/apps").await?;
 /// assert_eq!(store.describe(), "zk://10.0.0.1:2181,10.0.0.2:2181/apps");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ZooKeeperOpener;
+pub type ZooKeeperOpener = UrlOpener<ZooKeeperStore>;
 
 #[async_trait]
-impl StoreOpener for ZooKeeperOpener {
-    fn schemes(&self) -> &'static [&'static str] {
-        &["zk"]
-    }
+impl UrlStore for ZooKeeperStore {
+    const SCHEMES: &'static [&'static str] = &["zk"];
 
-    async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
-        Ok(Arc::new(ZooKeeperStore::connect(url).await?))
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
+        ZooKeeperStore::connect(url).await
     }
 }

@@ -56,6 +56,6 @@ pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use unsupported::Unsupported;
 pub use url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,
-    UrlError, UrlOptions, UserInfo, host_port, percent_decode, redact_url, redact_urls_in, scrub,
-    scrub_secrets, url_secrets,
+    UrlError, UrlOpener, UrlOptions, UrlStore, UserInfo, host_port, percent_decode, redact_url,
+    redact_urls_in, scrub, scrub_secrets, url_secrets,
 };

@@ -8,7 +8,7 @@ pub(crate) mod parse;
 pub(crate) mod redact;
 
 pub use decode::percent_decode;
-pub use open::{MemoryOpener, OpenError, StoreOpener, StoreRegistry};
+pub use open::{MemoryOpener, OpenError, StoreOpener, StoreRegistry, UrlOpener, UrlStore};
 pub use parse::{StoreUrl, UrlError, UrlOptions, UserInfo, host_port};
 pub use redact::{
     MIN_SCRUBBED_SECRET_LEN, redact_url, redact_urls_in, scrub, scrub_secrets, url_secrets,

@@ -84,16 +84,91 @@ pub trait StoreOpener: Send + Sync + 'static {
     async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError>;
 }
 
-/// The `memory:` scheme: a fresh [`MemoryStore`] per open.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct MemoryOpener;
+/// A store that opens from a URL: its schemes and its `connect`, from which the toolkit derives
+/// its opener ([`UrlOpener`]).
+///
+/// A store crate implements it next to its `connect` and names its opener:
+///
+/// ```
+/// use leasehold::store::{MemoryStore, StoreOpener, UrlOpener, UrlStore};
+///
+/// // leasehold_etcd::EtcdOpener is UrlOpener<EtcdStore>; the memory store's is this one:
+/// let opener = UrlOpener::<MemoryStore>::new();
+/// assert_eq!(opener.schemes(), <MemoryStore as UrlStore>::SCHEMES);
+/// assert_eq!(opener.schemes(), ["memory"]);
+/// ```
+#[async_trait]
+pub trait UrlStore: LeaseStore + Sized + 'static {
+    /// The URL schemes it opens, without `:` (`["etcd", "etcds"]`).
+    const SCHEMES: &'static [&'static str];
+
+    /// Opens the store for `url` with its default options (URL parameters applied) and checks
+    /// that the server answers: the store's `connect`.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Invalid`] for a URL or option the store refuses, [`OpenError::Connect`] when
+    /// the server cannot be reached or refuses the credentials.
+    ///
+    /// # Cancel safety
+    ///
+    /// As the store's `connect`: dropping the future abandons the attempt.
+    async fn connect_url(url: &str) -> Result<Self, OpenError>;
+}
+
+/// The opener of any [`UrlStore`]: registers its schemes with a [`StoreRegistry`]. Each store
+/// crate names its own (`leasehold_etcd::EtcdOpener` is `UrlOpener<EtcdStore>`).
+pub struct UrlOpener<S>(std::marker::PhantomData<fn() -> S>);
+
+impl<S> UrlOpener<S> {
+    /// The opener.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<S> Default for UrlOpener<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S> Clone for UrlOpener<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for UrlOpener<S> {}
+
+impl<S> std::fmt::Debug for UrlOpener<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("UrlOpener")
+            .field(&std::any::type_name::<S>())
+            .finish()
+    }
+}
 
 #[async_trait]
-impl StoreOpener for MemoryOpener {
+impl<S: UrlStore> StoreOpener for UrlOpener<S> {
     fn schemes(&self) -> &'static [&'static str] {
-        &["memory"]
+        S::SCHEMES
     }
+
     async fn open(&self, url: &str) -> Result<Arc<dyn LeaseStore>, OpenError> {
+        Ok(Arc::new(S::connect_url(url).await?))
+    }
+}
+
+/// The `memory:` scheme: a fresh [`MemoryStore`] per open.
+pub type MemoryOpener = UrlOpener<MemoryStore>;
+
+#[async_trait]
+impl UrlStore for MemoryStore {
+    const SCHEMES: &'static [&'static str] = &["memory"];
+
+    async fn connect_url(url: &str) -> Result<Self, OpenError> {
         let rest = url.split_once(':').map_or("", |(_, r)| r);
         if !(rest.is_empty() || rest == "//") {
             return Err(OpenError::invalid(
@@ -101,7 +176,7 @@ impl StoreOpener for MemoryOpener {
                 "the memory store takes no options; write `memory:`",
             ));
         }
-        Ok(Arc::new(MemoryStore::new()))
+        Ok(MemoryStore::new())
     }
 }
 
@@ -142,7 +217,7 @@ impl StoreRegistry {
         Self {
             openers: BTreeMap::new(),
         }
-        .with(MemoryOpener)
+        .with(MemoryOpener::new())
     }
 
     /// Adds (or replaces) the opener for its schemes.
