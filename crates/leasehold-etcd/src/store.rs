@@ -135,10 +135,6 @@ impl EtcdStore {
     /// ```
     pub fn connect_lazy(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
         let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
-        target
-            .options
-            .validate()
-            .map_err(|r| OpenError::invalid(url, r))?;
         let mut connect = ConnectOptions::new();
         if let Some((user, password)) = &target.user {
             connect = connect

@@ -27,8 +27,8 @@ pub(crate) struct Target {
     pub(crate) tls: bool,
     /// User name and password, percent-decoded.
     pub(crate) user: Option<(String, Secret)>,
-    /// The options, starting from the caller's and overridden by the URL (not yet validated:
-    /// see [`EtcdOptions::validate`]).
+    /// The options, starting from the caller's and overridden by the URL (checked with
+    /// [`EtcdOptions::validate`]).
     pub(crate) options: EtcdOptions,
 }
 
@@ -88,6 +88,7 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
     }
     let mut query = parsed.options(&EtcdOptions::known_params())?;
     let options = store_options(&mut query, options, tls)?;
+    options.validate()?;
     Ok(Target {
         endpoints,
         tls,
@@ -140,15 +141,10 @@ mod tests {
     }
 
     fn error(url: &str) -> String {
-        match parse(url, EtcdOptions::default()) {
-            Ok(t) => t
-                .options
-                .validate()
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default(),
-            Err(e) => e.to_string(),
-        }
+        parse(url, EtcdOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 
     #[test]

@@ -141,10 +141,6 @@ impl NatsStore {
     pub fn connect_lazy(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
         let shown = redact_url(url);
         let target = parse(url, options).map_err(|e| e.into_open_error(&shown))?;
-        target
-            .options
-            .validate()
-            .map_err(|r| OpenError::invalid(&shown, r))?;
         let keys = Keys::new(&target.options.bucket);
         let link = Link::new(
             target.server,

@@ -33,8 +33,8 @@ pub(crate) struct Target {
     /// `nats://host:port`, without credentials.
     pub(crate) server: String,
     pub(crate) credentials: Credentials,
-    /// The options, starting from the caller's and overridden by the URL (not yet validated:
-    /// see [`NatsOptions::validate`]).
+    /// The options, starting from the caller's and overridden by the URL (checked with
+    /// [`NatsOptions::validate`]).
     pub(crate) options: NatsOptions,
 }
 
@@ -74,6 +74,7 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
         credentials = Credentials::Token(token);
     }
     let options = options.with_query(&mut query)?;
+    options.validate()?;
     Ok(Target {
         server: format!("nats://{host}:{port}"),
         credentials,
@@ -108,15 +109,10 @@ mod tests {
     }
 
     fn error(url: &str) -> String {
-        match parse(url, NatsOptions::default()) {
-            Ok(t) => t
-                .options
-                .validate()
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default(),
-            Err(e) => e.to_string(),
-        }
+        parse(url, NatsOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 
     #[test]

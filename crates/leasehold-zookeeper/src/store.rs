@@ -123,10 +123,6 @@ impl ZooKeeperStore {
     /// ```
     pub fn connect_lazy(url: &str, options: ZooKeeperOptions) -> Result<Self, OpenError> {
         let target = parse(url, options).map_err(|e| e.into_open_error(url))?;
-        target
-            .options
-            .validate()
-            .map_err(|r| OpenError::invalid(url, r))?;
         let paths = Paths::new(&target.chroot, &target.options.prefix);
         let session = Session {
             servers: target.servers,

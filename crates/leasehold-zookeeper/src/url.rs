@@ -22,7 +22,7 @@ pub(crate) struct Target {
     pub(crate) chroot: String,
     /// User name and password for ZooKeeper's `digest` scheme, percent-decoded.
     pub(crate) user: Option<(String, Secret)>,
-    /// The options, starting from the caller's and overridden by the URL (not yet validated).
+    /// The options, starting from the caller's and overridden by the URL (checked with `validate`).
     pub(crate) options: ZooKeeperOptions,
 }
 
@@ -79,6 +79,7 @@ pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlErro
     };
     let mut query = parsed.options(&ZooKeeperOptions::known_params())?;
     let options = base.with_query(&mut query)?;
+    options.validate()?;
     Ok(Target {
         servers,
         chroot,
@@ -110,15 +111,10 @@ mod tests {
     }
 
     fn error(url: &str) -> String {
-        match parse(url, ZooKeeperOptions::default()) {
-            Ok(t) => t
-                .options
-                .validate()
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default(),
-            Err(e) => e.to_string(),
-        }
+        parse(url, ZooKeeperOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 
     #[test]

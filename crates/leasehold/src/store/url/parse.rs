@@ -39,6 +39,7 @@ use std::time::Duration;
 use super::decode::{percent_decode, percent_decode_lossy};
 use super::open::OpenError;
 use super::redact::{is_secret_param, redact_url};
+use crate::store::option_error::InvalidOption;
 use crate::store::option_key::{OptionKind, OptionValue};
 use crate::store::secret::Secret;
 
@@ -94,6 +95,16 @@ pub enum UrlError {
         /// What is allowed, e.g. "a duration such as 500ms or 2s".
         expected: String,
     },
+    /// The options the URL gave (with the caller's) break a rule of the store: its
+    /// `validate()`, which a store's URL parser runs last.
+    #[error(transparent)]
+    InvalidOption(InvalidOption),
+}
+
+impl From<InvalidOption> for UrlError {
+    fn from(e: InvalidOption) -> Self {
+        Self::InvalidOption(e)
+    }
 }
 
 impl UrlError {
