@@ -41,43 +41,15 @@ fn syntax(reason: impl Into<String>) -> UrlError {
 /// Parses `etcd://[user:password@]host[:port][,host[:port]…][/prefix][?param=value&…]`.
 /// The error says what is wrong and what is allowed; it never contains the password.
 pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
-    let url = url.trim();
-    let Some((scheme, rest)) = url.split_once("://") else {
-        // `etcd:` or `etcd:/x`: no authority, so no endpoint.
-        return Err(UrlError::MissingHost {
-            expected: EXPECTED.to_owned(),
-        });
-    };
-    let tls = match scheme.to_ascii_lowercase().as_str() {
+    let (parsed, hosts) = StoreUrl::parse_servers(url, EXPECTED, DEFAULT_PORT, "endpoint")?;
+    let tls = match parsed.scheme().to_ascii_lowercase().as_str() {
         "etcd" => false,
         "etcds" => true,
         _ => return Err(syntax(format!("unsupported scheme; expected {EXPECTED}"))),
     };
-    // The authority ends at the first `/`, `?` or `#`; its hosts follow the last `@`.
-    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, after) = rest.split_at(authority_len);
-    let (userinfo, hosts) = match authority.rsplit_once('@') {
-        Some((info, hosts)) => (Some(info), hosts),
-        None => (None, authority),
-    };
-    // The core parser (user-info, decoding, options) reads the URL with its first endpoint.
-    let first = hosts.split(',').next().unwrap_or_default();
-    let single = format!(
-        "{scheme}://{}{first}{after}",
-        userinfo.map(|u| format!("{u}@")).unwrap_or_default()
-    );
-    let parsed = StoreUrl::parse(&single)?;
-    if hosts.is_empty() {
-        return Err(UrlError::MissingHost {
-            expected: EXPECTED.to_owned(),
-        });
-    }
     let user = credentials(&parsed)?;
     let http = if tls { "https" } else { "http" };
-    let endpoints = hosts
-        .split(',')
-        .map(|host| endpoint(host).map(|e| format!("{http}://{e}")))
-        .collect::<Result<Vec<_>, _>>()?;
+    let endpoints = hosts.iter().map(|e| format!("{http}://{e}")).collect();
     let mut options = base;
     let path = parsed.url().path().trim_start_matches('/');
     if !path.is_empty() {
@@ -123,11 +95,6 @@ fn store_options(
         }
     }
     options.with_query(query)
-}
-
-/// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.
-fn endpoint(host: &str) -> Result<String, UrlError> {
-    leasehold::store::host_port(host, DEFAULT_PORT, "endpoint")
 }
 
 #[cfg(test)]

@@ -35,38 +35,12 @@ fn syntax(reason: impl Into<String>) -> UrlError {
 /// Parses `zk://[user:password@]host[:port][,host[:port]…][/chroot][?param=value&…]`.
 /// The error says what is wrong and what is allowed; it never contains the password.
 pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlError> {
-    let url = url.trim();
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(UrlError::MissingHost {
-            expected: EXPECTED.to_owned(),
-        });
-    };
-    if !scheme.eq_ignore_ascii_case("zk") {
+    let (parsed, servers) = StoreUrl::parse_servers(url, EXPECTED, DEFAULT_PORT, "server")?;
+    if !parsed.scheme().eq_ignore_ascii_case("zk") {
         return Err(syntax(format!("unsupported scheme; expected {EXPECTED}")));
     }
-    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, after) = rest.split_at(authority_len);
-    let (userinfo, hosts) = match authority.rsplit_once('@') {
-        Some((info, hosts)) => (Some(info), hosts),
-        None => (None, authority),
-    };
-    let first = hosts.split(',').next().unwrap_or_default();
-    let single = format!(
-        "{scheme}://{}{first}{after}",
-        userinfo.map(|u| format!("{u}@")).unwrap_or_default()
-    );
-    let parsed = StoreUrl::parse(&single)?;
-    if hosts.is_empty() {
-        return Err(UrlError::MissingHost {
-            expected: EXPECTED.to_owned(),
-        });
-    }
     let user = credentials(&parsed)?;
-    let servers = hosts
-        .split(',')
-        .map(server)
-        .collect::<Result<Vec<_>, _>>()?
-        .join(",");
+    let servers = servers.join(",");
     let path = parsed.url().path();
     let chroot = if path.is_empty() || path == "/" {
         String::new()
@@ -93,11 +67,6 @@ fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> 
     Ok(parsed
         .user_info()?
         .map(|info| (info.user, info.password.unwrap_or_default())))
-}
-
-/// Checks one `host[:port]` (or `[v6]:port`) and adds the default port.
-fn server(host: &str) -> Result<String, UrlError> {
-    leasehold::store::host_port(host, DEFAULT_PORT, "server")
 }
 
 #[cfg(test)]

@@ -168,6 +168,60 @@ impl StoreUrl {
         self.url.host_str().filter(|h| !h.is_empty())
     }
 
+    /// Parses a URL whose authority lists several servers (etcd, ZooKeeper):
+    /// `scheme://[user[:password]@]host[:port][,host[:port]…][/path][?query]`. Returns the URL
+    /// read with its first server — its scheme, user-info, path and query, as [`parse`](Self::parse)
+    /// reads them — and every server as `host:port` ([`host_port`], `default_port` added where
+    /// none is given; `what` names a server in messages).
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::MissingHost`] naming `expected` when no server is given, or the errors of
+    /// [`parse`](Self::parse) and [`host_port`].
+    ///
+    /// ```
+    /// use leasehold::store::StoreUrl;
+    /// let (url, servers) = StoreUrl::parse_servers("zk://app:pw@a:2182,b,[::1]/jobs?x=1", "zk://HOST", 2181, "server")?;
+    /// assert_eq!(servers, ["a:2182", "b:2181", "[::1]:2181"]);
+    /// assert_eq!((url.scheme(), url.url().path()), ("zk", "/jobs"));
+    /// assert!(StoreUrl::parse_servers("zk://", "zk://HOST", 2181, "server").is_err());
+    /// # Ok::<(), leasehold::store::UrlError>(())
+    /// ```
+    pub fn parse_servers(
+        url: &str,
+        expected: &str,
+        default_port: u16,
+        what: &str,
+    ) -> Result<(Self, Vec<String>), UrlError> {
+        let missing = || UrlError::MissingHost {
+            expected: expected.to_owned(),
+        };
+        let url = url.trim();
+        // `etcd:` or `zk:/x`: no authority, so no server.
+        let (scheme, rest) = url.split_once("://").ok_or_else(missing)?;
+        // The authority ends at the first `/`, `?` or `#`; its servers follow the last `@`.
+        let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, after) = rest.split_at(authority_len);
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((info, hosts)) => (Some(info), hosts),
+            None => (None, authority),
+        };
+        let first = hosts.split(',').next().unwrap_or_default();
+        let single = format!(
+            "{scheme}://{}{first}{after}",
+            userinfo.map(|u| format!("{u}@")).unwrap_or_default()
+        );
+        let parsed = Self::parse(&single)?;
+        if hosts.is_empty() {
+            return Err(missing());
+        }
+        let servers = hosts
+            .split(',')
+            .map(|host| host_port(host, default_port, what))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((parsed, servers))
+    }
+
     /// The host.
     ///
     /// # Errors
