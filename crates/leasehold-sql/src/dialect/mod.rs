@@ -301,6 +301,7 @@ impl Dialect {
 
     /// The statement that opens a transaction that will write: `BEGIN IMMEDIATE` on SQLite
     /// (the database's write lock at once), `BEGIN` elsewhere.
+    #[cfg(feature = "fence")]
     pub(crate) fn begin_write(self) -> &'static str {
         self.sql().begin_write()
     }
@@ -654,16 +655,20 @@ trait WaitingLine {
     /// More of the take-over condition, at the statement's now `now`.
     fn take(&self, now: &str) -> String;
 
-    /// What the line writes, given the take-over condition `take`, the condition `retried` that
-    /// the row is already this request's and, for a period claim, the condition that the
-    /// ledger allows it; `None` for an upsert that keeps no line.
-    fn update(
-        &self,
-        now: &str,
-        take: &str,
-        retried: &str,
-        ledger_allows: Option<&str>,
-    ) -> Option<WaitingUpdate>;
+    /// What the line writes, given the upsert's terms; `None` for an upsert that keeps no line.
+    fn update(&self, terms: &UpsertTerms<'_>) -> Option<WaitingUpdate>;
+}
+
+/// The terms of an acquisition upsert that hand-off's part builds on.
+struct UpsertTerms<'a> {
+    /// The statement's now.
+    now: &'a str,
+    /// The take-over condition.
+    take: &'a str,
+    /// The condition that the row is already this request's.
+    retried: &'a str,
+    /// For a period claim, the condition that the ledger allows it.
+    ledger_allows: Option<&'a str>,
 }
 
 /// The line's writes in an acquisition upsert that keeps it.
@@ -735,14 +740,13 @@ fn upsert_on_conflict(
             "l.token = excluded.token".to_owned(),
         )
     };
-    let update = waiting.and_then(|w| {
-        w.update(
-            now,
-            &take,
-            &retried,
-            period.then_some(ledger_allows.as_str()),
-        )
-    });
+    let terms = UpsertTerms {
+        now,
+        take: &take,
+        retried: &retried,
+        ledger_allows: period.then_some(ledger_allows.as_str()),
+    };
+    let update = waiting.and_then(|w| w.update(&terms));
     let (line_set, record, returning) = match update {
         Some(line) => (
             line.set,

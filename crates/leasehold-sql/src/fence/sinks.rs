@@ -61,8 +61,9 @@ impl Values {
     /// Creates the table if it is missing.
     async fn open(pool: SqlPool) -> Result<Self, FenceError> {
         let [create, upsert, read] = sink_values(pool.dialect(), SINK_VALUES_TABLE);
-        with_pool!(&pool, p => p.execute(sqlx::raw_sql(&create)).await.map(|_| ()))
-            .map_err(classify)?;
+        let created: Result<(), sqlx::Error> =
+            with_pool!(&pool, p => p.execute(sqlx::raw_sql(&create)).await.map(|_| ()));
+        created.map_err(classify)?;
         Ok(Self { pool, upsert, read })
     }
 

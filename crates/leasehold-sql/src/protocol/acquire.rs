@@ -2,16 +2,13 @@
 //! read first.
 
 use leasehold::LockName;
-use leasehold::store::AcquireRequest;
-
-use super::Waiters;
-use crate::rows::{LeaseRow, SlotRow, lease_cols, ms, slots_i32};
-use leasehold::store::StoreResult;
+use leasehold::store::{AcquireRequest, StoreResult};
 use sqlx::Row;
 
-use super::Queries;
+use super::{Queries, Waiters};
 use crate::classify::classify;
 use crate::pool::SqlPool;
+use crate::rows::{LeaseRow, SlotRow, lease_cols, ms, slots_i32};
 
 impl Queries {
     /// For groups: the slots worth trying, in order — one this token already holds (a retried

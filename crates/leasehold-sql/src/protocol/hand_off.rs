@@ -1,16 +1,14 @@
 //! Hand-off's releases (PostgreSQL): keeping the freed lock for the releasing elector, or for
 //! the longest waiter.
 
-use leasehold::store::{HandOff, ReleasedTo};
-use leasehold::{Lease, LockName, store::Release};
-
-use crate::contended::Contended;
-use crate::dialect::HandOffStatements;
-use leasehold::store::StoreResult;
+use leasehold::store::{HandOff, Release, ReleasedTo, StoreResult};
+use leasehold::{Lease, LockName};
 use sqlx::Row;
 
 use super::Queries;
 use crate::classify::classify;
+use crate::contended::Contended;
+use crate::dialect::HandOffStatements;
 use crate::pool::SqlPool;
 
 impl Queries {

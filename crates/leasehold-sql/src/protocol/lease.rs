@@ -3,16 +3,15 @@
 use std::time::Duration;
 
 use leasehold::LockName;
-
-#[cfg(feature = "postgres")]
-use crate::dialect::POSTGRES_NOTIFY;
-use crate::rows::{HolderRow, ListRow, holder_cols, list_cols, ms, slots_i32};
 use leasehold::store::StoreResult;
 use sqlx::Row;
 
 use super::Queries;
 use crate::classify::classify;
+#[cfg(feature = "postgres")]
+use crate::dialect::POSTGRES_NOTIFY;
 use crate::pool::SqlPool;
+use crate::rows::{HolderRow, ListRow, holder_cols, list_cols, ms, slots_i32};
 
 impl Queries {
     /// Extends the lease `token` holds on `slot`: its new expiry, or `None` when not held.

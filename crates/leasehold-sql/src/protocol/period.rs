@@ -1,16 +1,16 @@
 //! The period ledger's requests: the claiming upsert, the read, the start and the clear.
 
-use leasehold::store::{AcquireRequest, Acquisition};
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{LockName, Period};
-
-use super::Waiters;
-use crate::rows::{LeaseRow, LedgerRow, Refusal, lease, lease_cols, ms};
-use leasehold::store::StoreResult;
+#[cfg(feature = "postgres")]
 use sqlx::Row;
 
-use super::Queries;
+use super::{Queries, Waiters};
 use crate::classify::classify;
 use crate::pool::SqlPool;
+#[cfg(feature = "sqlite")]
+use crate::rows::lease_cols;
+use crate::rows::{LeaseRow, LedgerRow, Refusal, lease, ms};
 
 impl Queries {
     /// A period claim of slot 0 by `req`: granted, refused because the period already ran, or

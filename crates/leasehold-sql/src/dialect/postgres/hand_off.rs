@@ -26,7 +26,7 @@
 
 use leasehold::store::{HAND_OFF_HOLD, MAX_WAITERS, WAITING_FRESH};
 
-use crate::dialect::{Sql, WaitingLine, WaitingUpdate};
+use crate::dialect::{Sql, UpsertTerms, WaitingLine, WaitingUpdate};
 
 /// The statements of hand-off, on a database whose table has its column (PostgreSQL).
 /// Parameters are numbered as in [`Statements`](crate::dialect::Statements).
@@ -154,17 +154,44 @@ impl WaitingLine for Upsert {
         }
     }
 
-    fn update(
-        &self,
-        now: &str,
-        take: &str,
-        retried: &str,
-        ledger_allows: Option<&str>,
-    ) -> Option<WaitingUpdate> {
-        match self {
-            Self::Alone => None,
-            Self::Keeps(w) => Some(waiter_entry(w, now, take, retried, ledger_allows)),
-        }
+    /// For [`Upsert::Keeps`], the waiter's entry in the line, written by a refused acquisition
+    /// of waiter `w` (as text); for a period claim only if the ledger allows it (a claim the
+    /// ledger refuses is not recorded as waiting: no waiting can help it).
+    fn update(&self, terms: &UpsertTerms<'_>) -> Option<WaitingUpdate> {
+        let Self::Keeps(w) = self else {
+            return None;
+        };
+        let UpsertTerms {
+            now,
+            take,
+            retried,
+            ledger_allows,
+        } = *terms;
+        let fresh = WAITING_FRESH.as_millis();
+        let refresh = fresh / 4;
+        let entry = format!("(l.waiting -> {w})");
+        let record = format!(
+            "({w} IS NOT NULL AND NOT {take} AND NOT COALESCE({retried}, false){ledger} AND \
+             CASE WHEN {entry} IS NULL \
+             THEN COALESCE(octet_length(CAST(l.waiting AS TEXT)), 0) <= {MAX_LINE_BYTES} \
+             ELSE {now} - CAST({entry} ->> 1 AS BIGINT) >= {refresh} END)",
+            ledger = ledger_allows
+                .map(|r| format!(" AND {r}"))
+                .unwrap_or_default(),
+        );
+        let since = format!(
+            "CASE WHEN {entry} IS NOT NULL AND {now} - CAST({entry} ->> 1 AS BIGINT) < {fresh} \
+             THEN CAST({entry} ->> 0 AS BIGINT) ELSE {now} END"
+        );
+        let set = format!(
+            ", waiting = CASE WHEN {take} THEN (CASE WHEN l.waiting IS NULL THEN NULL \
+             ELSE NULLIF(l.waiting - 'k' - COALESCE({w}, '') \
+             - COALESCE(l.waiting -> 'k' ->> 0, ''), '{{}}'::jsonb) END) \
+             WHEN {record} THEN COALESCE(l.waiting, '{{}}'::jsonb) \
+             || jsonb_build_object({w}, jsonb_build_array({since}, {now})) \
+             ELSE l.waiting END"
+        );
+        Some(WaitingUpdate { record, set })
     }
 }
 
@@ -176,43 +203,4 @@ fn not_kept(w: &str, now: &str) -> String {
         "(l.waiting IS NULL OR l.waiting -> 'k' IS NULL \
          OR CAST(l.waiting -> 'k' ->> 1 AS BIGINT) <= {now} OR l.waiting -> 'k' ->> 0 = {w})"
     )
-}
-
-/// The waiter's entry in the line, written by an acquisition whose waiter is `w` (as text) and
-/// whose now is `now`, given its take-over condition `take` and the condition `retried` that
-/// the row is already this request's; `ledger_allows`, for a period claim, that the ledger
-/// allows the claim (a claim the ledger refuses is not recorded as waiting: no waiting can help
-/// it).
-fn waiter_entry(
-    w: &str,
-    now: &str,
-    take: &str,
-    retried: &str,
-    ledger_allows: Option<&str>,
-) -> WaitingUpdate {
-    let fresh = WAITING_FRESH.as_millis();
-    let refresh = fresh / 4;
-    let entry = format!("(l.waiting -> {w})");
-    let record = format!(
-        "({w} IS NOT NULL AND NOT {take} AND NOT COALESCE({retried}, false){ledger} AND \
-         CASE WHEN {entry} IS NULL \
-         THEN COALESCE(octet_length(CAST(l.waiting AS TEXT)), 0) <= {MAX_LINE_BYTES} \
-         ELSE {now} - CAST({entry} ->> 1 AS BIGINT) >= {refresh} END)",
-        ledger = ledger_allows
-            .map(|r| format!(" AND {r}"))
-            .unwrap_or_default(),
-    );
-    let since = format!(
-        "CASE WHEN {entry} IS NOT NULL AND {now} - CAST({entry} ->> 1 AS BIGINT) < {fresh} \
-         THEN CAST({entry} ->> 0 AS BIGINT) ELSE {now} END"
-    );
-    let set = format!(
-        ", waiting = CASE WHEN {take} THEN (CASE WHEN l.waiting IS NULL THEN NULL \
-         ELSE NULLIF(l.waiting - 'k' - COALESCE({w}, '') \
-         - COALESCE(l.waiting -> 'k' ->> 0, ''), '{{}}'::jsonb) END) \
-         WHEN {record} THEN COALESCE(l.waiting, '{{}}'::jsonb) \
-         || jsonb_build_object({w}, jsonb_build_array({since}, {now})) \
-         ELSE l.waiting END"
-    );
-    WaitingUpdate { record, set }
 }
