@@ -19,11 +19,9 @@
 //! `/proc/uptime` has 10 ms resolution, so a reading is a range: comparisons use its low end and
 //! expiries written are counted from its high end, which can only make a lease last longer.
 //!
-//! [`HostClock`] is crate-internal unless the `bench-internals` feature exports it (for the
-//! benchmark's raw floor, which runs the statements itself).
-
-// Without `bench-internals` nothing re-exports `HostClock`; its items stay `pub` for the feature.
-#![cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))]
+//! [`HostClock`] is public (feature `sqlite`) for programs that run the store's SQLite
+//! [`Statements`](crate::Statements) themselves, as `leasehold-bench`'s raw floor does: every
+//! one of them takes these clocks as its last four parameters.
 
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,22 +37,16 @@ const UPTIME_RESOLUTION_MS: i64 = 10;
 /// [`Statements`](crate::Statements) takes after its own. Read it just before sending the
 /// statement: a reading taken early only makes leases look held longer, never shorter.
 ///
-/// Exported only with the `bench-internals` feature: not part of the supported API.
-#[cfg_attr(
-    feature = "bench-internals",
-    doc = r##"
-```
-# async fn demo(pool: sqlx::SqlitePool) -> Result<(), sqlx::Error> {
-use leasehold_sql::{Dialect, HostClock};
-let sql = Dialect::Sqlite.statements("leasehold_leases");
-let rows = HostClock::read()
-    .bind(sqlx::query(&sql.state).bind("nightly").bind(1i32))
-    .fetch_all(&pool)
-    .await?;
-# let _ = rows; Ok(()) }
-```
-"##
-)]
+/// ```
+/// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), sqlx::Error> {
+/// use leasehold_sql::{Dialect, HostClock};
+/// let sql = Dialect::Sqlite.statements("leasehold_leases");
+/// let rows = HostClock::read()
+///     .bind(sqlx::query(&sql.state).bind("nightly").bind(1i32))
+///     .fetch_all(&pool)
+///     .await?;
+/// # let _ = rows; Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct HostClock {
     wall_ms: i64,

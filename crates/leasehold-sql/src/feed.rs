@@ -9,9 +9,10 @@
 //! * MySQL/MariaDB, and SQLite in memory: none; waiters poll with
 //!   [`RetryPolicy::polling`](leasehold::RetryPolicy::polling).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use leasehold::store::ReleaseNotifier;
+use leasehold::LockName;
+use leasehold::store::{ReleaseNotifier, ReleaseSignal};
 use tokio::task::JoinHandle;
 
 use crate::pool::SqlPool;
@@ -21,6 +22,23 @@ use crate::pool::SqlPool;
 pub(crate) struct Feed(JoinHandle<()>);
 
 impl Feed {
+    /// A signal of `lock`'s releases from `notifier`, starting the store's feed (kept in `feed`)
+    /// on first use: every client's releases when the feed runs, else this store's own.
+    pub(crate) fn subscribe(
+        feed: &Mutex<Option<Self>>,
+        pool: &SqlPool,
+        channel: &str,
+        notifier: &Arc<ReleaseNotifier>,
+        lock: &LockName,
+    ) -> ReleaseSignal {
+        let signal = notifier.subscribe(lock);
+        let mut feed = feed.lock().unwrap_or_else(|p| p.into_inner());
+        if feed.is_none() {
+            *feed = Self::start(pool, channel, notifier);
+        }
+        signal.reaching_every_client_if(feed.is_some())
+    }
+
     /// Starts the feed for `pool`'s database, if it has one and a tokio runtime is available.
     #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub(crate) fn start(
@@ -44,6 +62,17 @@ impl Feed {
             _ => None,
         };
         task.map(Self)
+    }
+}
+
+/// True for an in-memory SQLite database (`sqlite::memory:`, `mode=memory`): this process's
+/// alone, so no other client's releases exist.
+pub(crate) fn process_local(pool: &SqlPool) -> bool {
+    match pool {
+        #[cfg(feature = "sqlite")]
+        SqlPool::Sqlite(pool) => crate::data_version::in_memory(pool),
+        #[allow(unreachable_patterns)] // PostgreSQL, MySQL, or no driver compiled in
+        _ => false,
     }
 }
 

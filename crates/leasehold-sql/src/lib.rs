@@ -33,12 +33,13 @@
 //!
 //! ## Fences enforced by the database
 //!
-//! A fence protects nothing until the resource checks it. [`SqlStore::begin_fenced`] opens a
+//! A fence protects nothing until the resource checks it. Every fenced write starts from the
+//! holder's [`LeaderContext`](leasehold::LeaderContext): [`SqlStore::fenced`] opens a
 //! transaction in the lock's own database that commits only while the lease is still held;
-//! [`SqlFences`] keeps the highest fence per resource in a table whose trigger refuses a lower
-//! one (also for writes from `psql`, `mysql` or `sqlite3`), hands out [`FencedWrite`]
-//! transactions, implements [`leasehold::fence::FenceRegister`], and protects fence columns of
-//! your own tables. See the [`fence`] module and the guide's "Fencing your writes".
+//! [`SqlFences::fenced`] one whose first statement advances the resource's fence in a table
+//! whose trigger refuses a lower one (also for writes from `psql`, `mysql` or `sqlite3`).
+//! [`SqlFences`] also implements [`leasehold::fence::FenceRegister`] and protects fence
+//! columns of your own tables. See the [`fence`] module and the guide's "Fencing your writes".
 //!
 //! ## Cargo features
 //!
@@ -58,14 +59,17 @@
 //! enable the `mysql` feature …"). [`SqlPool`] has a variant per enabled driver, so it is
 //! `#[non_exhaustive]`.
 //!
-//! Two more, off by default:
+//! One more, **on** by default:
 //!
-//! * `bench-internals` (implies `sqlite`): exports `HostClock`, the host clocks every SQLite
-//!   statement of [`Statements`] takes after its own, for `leasehold-bench`'s raw floor, which
-//!   runs the statements itself. Not part of the supported API: it may change in any release.
-//! * `testkit`: `fence::sinks`, adapters that let `leasehold-testkit`'s
-//!   paused-stale-holder scenario drive this crate's fenced sinks (for its tests and
-//!   `leasehold-bench`).
+//! * `fence`: the fenced-write wing — the [`fence`] module ([`SqlFences`],
+//!   [`LeaseTransaction`], [`FencedWrite`], [`FenceError`], the adapters of `fence::sinks`
+//!   implementing [`leasehold::fence::FencedSink`]), [`SqlStore::fenced`] and the fence table's
+//!   statements ([`FenceStatements`], [`Dialect::fence_guard`]). Need only election? Build
+//!   without it: `default-features = false`.
+//!
+//! ```toml
+//! leasehold-sql = { version = "0.1", default-features = false, features = ["postgres"] }
+//! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Built without any driver there is no pool, so the code that runs statements is unreachable: it
@@ -84,26 +88,34 @@ mod contended;
 mod data_version;
 mod dialect;
 mod feed;
+#[cfg(feature = "fence")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fence")))]
 pub mod fence;
+mod hand_off;
+mod list;
 #[cfg(feature = "postgres")]
 mod listen;
 mod opener;
 mod options;
+mod parts;
 mod pool;
-mod queries;
+mod protocol;
 mod rows;
 mod schema;
 mod store;
-mod table_name;
 mod url;
 
-#[cfg(all(feature = "bench-internals", feature = "sqlite"))]
+#[cfg(feature = "sqlite")]
 pub use clock::HostClock;
 pub use dialect::{
-    DEFAULT_FENCE_TABLE, Dialect, FenceStatements, HandOffStatements, MAX_LINE_BYTES,
-    MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, POSTGRES_STALE_FENCE_SQLSTATE, SQLITE_MAX_NAME_LEN,
-    STALE_FENCE_MESSAGE, Statements,
+    ColumnNameError, Dialect, HandOffStatements, MAX_LINE_BYTES, MYSQL_MAX_NAME_LEN,
+    POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN, Statements, TableNameError,
 };
+#[cfg(feature = "fence")]
+pub use dialect::{
+    DEFAULT_FENCE_TABLE, FenceStatements, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE,
+};
+#[cfg(feature = "fence")]
 pub use fence::{
     FenceError, FencedWrite, LeaseTransaction, MAX_SQL_FENCE, SqlFences, is_stale_fence_error,
 };
@@ -111,9 +123,8 @@ pub use opener::SqlOpener;
 pub use options::{DEFAULT_TABLE, SqlOptions};
 pub use pool::SqlPool;
 pub use store::SqlStore;
-pub use table_name::{ColumnNameError, TableNameError};
 
 /// The manual page `docs/leasehold-sql.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-sql.md")]
 pub struct ManualDoctests;

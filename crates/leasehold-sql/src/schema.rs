@@ -15,7 +15,7 @@ use crate::dialect::{sqlite_clock_columns, sqlite_clock_columns_probe};
 #[cfg(feature = "sqlite")]
 use crate::pool::SqlPool;
 use crate::pool::with_pool;
-use crate::queries::Queries;
+use crate::protocol::Queries;
 
 /// Which of the period ledger's columns a table has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +177,16 @@ impl Schema {
             (true, true) => LedgerColumns::All,
             (true, false) => LedgerColumns::WithoutClaims,
             (false, _) => LedgerColumns::None,
+        })
+    }
+
+    /// Whether the ledger has the claims' columns (else only an older version's first three);
+    /// `None` without a ledger.
+    pub(crate) async fn claims(&self, q: &Queries) -> StoreResult<Option<bool>> {
+        Ok(match self.ledger(q).await? {
+            LedgerColumns::All => Some(true),
+            LedgerColumns::WithoutClaims => Some(false),
+            LedgerColumns::None => None,
         })
     }
 

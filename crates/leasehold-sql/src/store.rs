@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, HandOff, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS,
-    MAX_LIST_SCAN, MAX_SLOTS, PeriodStart, ReleaseNotifier, ReleaseSignal, ReleasedTo, StoreResult,
-    WaiterId, check_slots,
+    AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
+    ReleaseSignal, ReleasedTo, StoreResult, WaiterId, check_slots,
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
@@ -15,14 +14,13 @@ use leasehold::{
 };
 
 use crate::classify::classify;
-use crate::dialect::{Dialect, Statements};
+use crate::dialect::{Dialect, notify_channel};
 use crate::feed::Feed;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
-use crate::queries::{Line, Queries};
-use crate::rows::{HolderRow, Refusal, holders, lease, slots_i32, time};
+use crate::protocol::{Queries, Waiters};
+use crate::rows::{holders, lease, slots_i32, time};
 use crate::schema::{LedgerColumns, Schema};
-use crate::table_name::notify_channel;
 
 /// A lease store on SQLite, PostgreSQL or MySQL/MariaDB.
 ///
@@ -53,26 +51,18 @@ use crate::table_name::notify_channel;
 /// # Ok(()) }
 /// ```
 pub struct SqlStore {
-    queries: Queries,
-    schema: Schema,
-    dialect: Dialect,
-    options: SqlOptions,
+    pub(crate) queries: Queries,
+    pub(crate) schema: Schema,
+    pub(crate) dialect: Dialect,
+    pub(crate) options: SqlOptions,
     /// Other clients' releases, where the database can report them (see `feed`).
     feed: Mutex<Option<Feed>>,
     notifier: Arc<ReleaseNotifier>,
-    description: String,
+    pub(crate) description: String,
     /// Whether acquisitions were recently refused and releases found waiters (hand-off on
     /// PostgreSQL).
     #[cfg(feature = "postgres")]
-    contended: crate::contended::Contended,
-}
-
-impl std::fmt::Debug for SqlStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqlStore")
-            .field("store", &self.description)
-            .finish_non_exhaustive()
-    }
+    pub(crate) contended: crate::contended::Contended,
 }
 
 fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
@@ -218,108 +208,6 @@ impl SqlStore {
         })
     }
 
-    /// The options in effect.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), leasehold::store::OpenError> {
-    /// use leasehold_sql::{SqlOptions, SqlStore};
-    /// // Lazily: nothing is opened before the first operation.
-    /// let store = SqlStore::connect_lazy("sqlite:///tmp/leases.db", SqlOptions::default().with_table("jobs"))?;
-    /// assert_eq!(store.options().table_name(), "jobs");
-    /// # Ok(()) }
-    /// ```
-    pub fn options(&self) -> &SqlOptions {
-        &self.options
-    }
-
-    /// The dialect.
-    pub fn dialect(&self) -> Dialect {
-        self.dialect
-    }
-
-    /// The pool.
-    pub fn pool(&self) -> &SqlPool {
-        self.queries.pool()
-    }
-
-    /// The SQL this store runs.
-    pub fn statements(&self) -> &Statements {
-        self.queries.statements()
-    }
-
-    /// The PostgreSQL `NOTIFY` channel releases are announced on: `leasehold_release_<table>`
-    /// (`.` written `_`), or, when that would pass PostgreSQL's 63-byte limit,
-    /// `leasehold_release_` + the table name's first 28 bytes + `_` + 16 hex digits of its hash.
-    pub fn notify_channel(&self) -> &str {
-        self.queries.channel()
-    }
-
-    /// Creates the table if it is missing (idempotent; safe to race with other processes).
-    /// With `create_schema(false)` it only checks that the table can be read.
-    ///
-    /// # Errors
-    ///
-    /// The classified error of the database: transient when it cannot be reached, permanent
-    /// when the table is missing (with `create_schema(false)`), cannot be created, or lacks
-    /// SQLite's boot-clock columns that may not be added.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: every statement it runs is idempotent, and an interrupted check runs again
-    /// on the next call.
-    pub async fn migrate(&self) -> StoreResult<()> {
-        self.schema.ensure(&self.queries).await
-    }
-
-    /// For groups: the slots worth trying, in order — one this token already holds (a retried
-    /// request that was applied), then missing or expired slots, lowest first.
-    async fn candidate_slots(&self, req: &AcquireRequest, token: &str) -> StoreResult<Vec<i32>> {
-        let slots = slots_i32(req.slots);
-        let rows = self.queries.group_slots(&req.lock, slots).await?;
-        if let Some((slot, ..)) = rows
-            .iter()
-            .find(|(_, t, held)| t.as_deref().map(str::trim) == Some(token) && *held != 0)
-        {
-            return Ok(vec![*slot]);
-        }
-        let busy: std::collections::HashSet<i32> = rows
-            .iter()
-            .filter(|(_, _, held)| *held != 0)
-            .map(|(s, ..)| *s)
-            .collect();
-        // The free slots, lowest first; `slots` is at most `MAX_SLOTS`.
-        Ok((0..slots).filter(|s| !busy.contains(s)).collect())
-    }
-
-    /// How a single-slot acquisition treats hand-off's line: on, for `waiter`, where the
-    /// table has its column (PostgreSQL).
-    async fn line<'a>(&self, waiter: Option<&'a str>) -> StoreResult<Line<'a>> {
-        Ok(if self.schema.hands_off(&self.queries).await? {
-            Line::On {
-                waiter,
-                contended: self.refusal_likely(),
-            }
-        } else {
-            Line::Off
-        })
-    }
-
-    /// True if this store's acquisitions were recently refused on a lock it hands off
-    /// (PostgreSQL): they then go straight to the statement that keeps hand-off's line.
-    fn refusal_likely(&self) -> bool {
-        #[cfg(feature = "postgres")]
-        return self.contended.refusal_likely();
-        #[cfg(not(feature = "postgres"))]
-        false
-    }
-
-    /// A hand-off acquisition was refused.
-    fn refused(&self) {
-        #[cfg(feature = "postgres")]
-        self.contended.refused();
-    }
-
     fn notify_release(&self, lock: &LockName) {
         // PostgreSQL's NOTIFY reaches this process's waiters too; elsewhere wake them directly.
         if self.dialect != Dialect::Postgres {
@@ -336,43 +224,22 @@ impl LeaseStore for SqlStore {
         let waiter = req.waiter.map(WaiterId::to_hex);
         if let Some(period) = req.period {
             self.schema.check_ledger(&self.queries).await?;
-            let line = self.line(waiter.as_deref()).await?;
-            // A refused claim is judged by the ledger as read after it: in the same round trip
-            // on PostgreSQL, with one more read elsewhere. When the lock then reads as free and
-            // the ledger allows the claim (a claim refused just before a period ended, or
-            // before a release), the claim is tried once more (the same token: idempotent).
-            let mut retried = false;
-            loop {
-                let ledger = match self
-                    .queries
-                    .acquire_period(req, period, &token, line)
-                    .await?
-                {
-                    Ok(row) => return Ok(Acquisition::Elected(lease(req, 0, row, Some(period)))),
-                    Err(Some(ledger)) => Some(ledger),
-                    Err(None) => self.queries.read_period(&req.lock, true).await?,
-                };
-                match ledger.map(|l| l.refusal(period)) {
-                    Some(Refusal::AlreadyRan(record)) => {
-                        return Ok(Acquisition::AlreadyRan(record));
-                    }
-                    Some(Refusal::Neither) | None if !retried => retried = true,
-                    _ => return Ok(Acquisition::Taken(None)),
-                }
-            }
+            let (q, waiters) = (&self.queries, self.waiters(waiter.as_deref()).await?);
+            return q.claim_period(req, period, &token, waiters).await;
         }
         self.migrate().await?;
-        let (candidates, line) = if req.slots <= 1 {
-            (vec![0], self.line(waiter.as_deref()).await?)
+        let (candidates, waiters) = if req.slots <= 1 {
+            (vec![0], self.waiters(waiter.as_deref()).await?)
         } else {
-            (self.candidate_slots(req, &token).await?, Line::Off)
+            let slots = self.queries.candidate_slots(req, &token).await?;
+            (slots, Waiters::Ignored)
         };
         for slot in candidates {
-            if let Some(row) = self.queries.acquire(req, slot, &token, line).await? {
+            if let Some(row) = self.queries.acquire(req, slot, &token, waiters).await? {
                 return Ok(Acquisition::Elected(lease(req, slot, row, None)));
             }
         }
-        if matches!(line, Line::On { .. }) {
+        if matches!(waiters, Waiters::Kept { .. }) {
             self.refused();
         }
         Ok(Acquisition::Taken(None))
@@ -382,24 +249,20 @@ impl LeaseStore for SqlStore {
         self.migrate().await?;
         let token = lease.token.to_hex();
         let slot = slots_i32(lease.slot);
+        let extended = self.queries.extend(&lease.lock, slot, &token, ttl).await?;
         Ok(
-            match self.queries.extend(&lease.lock, slot, &token, ttl).await? {
-                Some(e) => Extension::Extended {
-                    expires_at: time(e),
-                },
-                None => Extension::NotHeld,
-            },
+            extended.map_or(Extension::NotHeld, |e| Extension::Extended {
+                expires_at: time(e),
+            }),
         )
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.migrate().await?;
-        let token = lease.token.to_hex();
-        let slot = slots_i32(lease.slot);
+        let (q, token, slot) = (&self.queries, lease.token.to_hex(), slots_i32(lease.slot));
         let changed = if linger.is_zero() {
-            self.queries.release(&lease.lock, slot, &token).await?
+            q.release(&lease.lock, slot, &token).await?
         } else {
-            let q = &self.queries;
             q.release_linger(&lease.lock, slot, &token, linger).await?
         };
         if changed == 0 {
@@ -430,10 +293,8 @@ impl LeaseStore for SqlStore {
     /// One read of slot 0's row. A table without the claim columns (`create_schema(false)` on
     /// a table of an older version) still shows an older version's records, as started.
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        let claims = match self.schema.ledger(&self.queries).await? {
-            LedgerColumns::All => true,
-            LedgerColumns::WithoutClaims => false,
-            LedgerColumns::None => return Ok(None),
+        let Some(claims) = self.schema.claims(&self.queries).await? else {
+            return Ok(None);
         };
         let ledger = self.queries.read_period(lock, claims).await?;
         Ok(ledger.and_then(|l| l.record()))
@@ -443,10 +304,8 @@ impl LeaseStore for SqlStore {
     /// columns set to `NULL` (the row, its lease and its fence stay). On a table without the
     /// claim columns (`create_schema(false)` on a table of an older version) the first three.
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        let claims = match self.schema.ledger(&self.queries).await? {
-            LedgerColumns::All => true,
-            LedgerColumns::WithoutClaims => false,
-            LedgerColumns::None => return Ok(None),
+        let Some(claims) = self.schema.claims(&self.queries).await? else {
+            return Ok(None);
         };
         let ledger = self.queries.clear_period(lock, claims).await?;
         Ok(ledger.and_then(|l| l.record()))
@@ -461,39 +320,14 @@ impl LeaseStore for SqlStore {
         to: HandOff,
     ) -> StoreResult<ReleasedTo> {
         #[cfg(feature = "postgres")]
-        if let (SqlPool::Postgres(pool), Some(h), true, 0, Some(who)) = (
-            self.pool(),
-            &self.statements().hand_off,
-            linger.is_zero(),
-            lease.slot,
-            to.waiter(),
-        ) && self.schema.hands_off(&self.queries).await?
+        if self.hands_off()
+            && linger.is_zero()
+            && lease.slot == 0
+            && to.waiter().is_some()
+            && self.schema.hands_off(&self.queries).await?
+            && let Some(released) = self.queries.release_to(lease, to, &self.contended).await?
         {
-            let token = lease.token.to_hex();
-            let (q, who) = (&self.queries, who.to_hex());
-            return Ok(match to {
-                HandOff::Keep(_) => {
-                    match q.release_keep(pool, h, &lease.lock, &token, &who).await? {
-                        0 => ReleasedTo::plain(Release::NotHeld),
-                        _ => ReleasedTo::plain(Release::Released),
-                    }
-                }
-                _ => {
-                    let likely = self.contended.waiters_likely();
-                    let released = q
-                        .release_longest(pool, h, &lease.lock, &token, &who, likely)
-                        .await?;
-                    match released {
-                        None => ReleasedTo::plain(Release::NotHeld),
-                        Some((kept, waiting)) => {
-                            if waiting {
-                                self.contended.found_waiters();
-                            }
-                            ReleasedTo::new(Release::Released, kept)
-                        }
-                    }
-                }
-            });
+            return Ok(released);
         }
         let _ = to;
         Ok(ReleasedTo::plain(self.release(lease, linger).await?))
@@ -527,72 +361,28 @@ impl LeaseStore for SqlStore {
         Ok(holders(&rows))
     }
 
-    /// Reads at most [`MAX_LIST_SCAN`] rows in key order after the cursor's lock name (live or
-    /// not, so a table full of released rows still costs one bounded index range per page),
-    /// then the whole of the lock the rows end on, whose slots may continue past them.
+    /// One bounded read after the cursor, then the lock it ends on (see `list.rs`).
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
         self.migrate().await?;
-        let from = after.map_or("", ListCursor::as_str);
-        let rows = self.queries.list(from, MAX_LIST_SCAN).await?;
-        let full = rows.len() >= MAX_LIST_SCAN;
-        // Rows come ordered by lock name, so each lock's rows are consecutive.
-        let mut read: Vec<(String, Vec<HolderRow>)> = Vec::new();
-        for (name, holder, held) in rows {
-            let live = (held != 0).then_some(holder);
-            match read.last_mut() {
-                Some((last, holders)) if *last == name => holders.extend(live),
-                _ => read.push((name, live.into_iter().collect())),
-            }
-        }
-        let count = read.len();
-        let last = read.last().map(|(name, _)| name.clone());
-        let mut locks: Vec<ListedLock> = Vec::new();
-        let mut next = None;
-        for (i, (name, mut rows)) in read.into_iter().enumerate() {
-            // A row leasehold did not write (a name outside the rule) is never listed.
-            let Ok(lock) = LockName::new(&name) else {
-                continue;
-            };
-            if full && i + 1 == count {
-                rows = self.queries.state(&lock, MAX_SLOTS).await?;
-            }
-            if rows.is_empty() {
-                continue;
-            }
-            if locks.len() == MAX_LIST_LOCKS {
-                next = locks.last().map(|l| ListCursor::after_lock(&l.lock));
-                break;
-            }
-            locks.push(ListedLock {
-                lock,
-                holders: holders(&rows),
-            });
-        }
-        if next.is_none() && full {
-            next = last.map(ListCursor::new).transpose()?;
-        }
-        Ok(LockPage::new(locks, next))
+        crate::list::page(&self.queries, after).await
     }
 
     /// Every client's releases on PostgreSQL (`LISTEN`) and on an SQLite file (its
     /// `data_version`); this store's own on MySQL/MariaDB and an in-memory SQLite database.
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        let signal = self.notifier.subscribe(lock);
-        let mut feed = self.feed.lock().unwrap_or_else(|p| p.into_inner());
-        if feed.is_none() {
-            *feed = Feed::start(self.pool(), self.queries.channel(), &self.notifier);
-        }
-        Some(signal.reaching_every_client_if(feed.is_some()))
+        let q = &self.queries;
+        Some(Feed::subscribe(
+            &self.feed,
+            q.pool(),
+            q.channel(),
+            &self.notifier,
+            lock,
+        ))
     }
 
     /// An in-memory SQLite database (`sqlite::memory:`, `mode=memory`) is this process's alone.
     fn is_process_local(&self) -> bool {
-        match self.pool() {
-            #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(pool) => crate::data_version::in_memory(pool),
-            #[allow(unreachable_patterns)] // PostgreSQL, MySQL, or no driver compiled in
-            _ => false,
-        }
+        crate::feed::process_local(self.pool())
     }
 
     /// PostgreSQL and MySQL/MariaDB read the database server's clock; SQLite reads this host's.

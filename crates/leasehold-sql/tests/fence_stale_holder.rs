@@ -2,7 +2,7 @@
 //! store being the same database: holders frozen past their lease (forced release, or real
 //! expiry every 50th round) must never write after their successor.
 
-#![cfg(feature = "testkit")]
+#![cfg(feature = "fence")]
 #![allow(clippy::print_stderr, clippy::expect_used)]
 
 mod common;

@@ -63,9 +63,15 @@ async fn admission_follows_the_rule<DB: Database>(url: String) {
     assert!(fences.describe().contains("leasehold_fences"));
     // The wrong database type is refused before anything is sent.
     let wrong = if DB::NAME == "PostgreSQL" {
-        fences.begin::<sqlx::Sqlite>(&r, 13).await.map(|_| ())
+        fences
+            .fenced_by_number::<sqlx::Sqlite>(&r, 13)
+            .await
+            .map(|_| ())
     } else {
-        fences.begin::<sqlx::Postgres>(&r, 13).await.map(|_| ())
+        fences
+            .fenced_by_number::<sqlx::Postgres>(&r, 13)
+            .await
+            .map(|_| ())
     };
     assert!(
         matches!(wrong, Err(FenceError::WrongDatabase { .. })),
@@ -84,25 +90,31 @@ where
     let r = resource("stale");
     let name = r.as_str();
 
-    let mut w = fences.begin::<DB>(&r, 7).await.expect("first write");
+    let mut w = fences
+        .fenced_by_number::<DB>(&r, 7)
+        .await
+        .expect("first write");
     assert_eq!((w.fence(), w.previous()), (7, None));
     put::<DB>(&mut w, name, 7).await.unwrap();
     w.commit().await.unwrap();
     assert_eq!(value(store.pool(), name).await, Some(7));
 
     // Not committed: neither the value nor the fence is kept.
-    let mut w = fences.begin::<DB>(&r, 9).await.unwrap();
+    let mut w = fences.fenced_by_number::<DB>(&r, 9).await.unwrap();
     put::<DB>(&mut w, name, 9).await.unwrap();
     drop(w);
     assert_eq!(value(store.pool(), name).await, Some(7));
     assert_eq!(fences.highest(&r).await.unwrap(), Some(7));
 
-    let mut w = fences.begin::<DB>(&r, 8).await.unwrap();
+    let mut w = fences.fenced_by_number::<DB>(&r, 8).await.unwrap();
     assert_eq!(w.previous(), Some(7));
     put::<DB>(&mut w, name, 8).await.unwrap();
     w.commit().await.unwrap();
 
-    let stale = fences.begin::<DB>(&r, 6).await.expect_err("6 after 8");
+    let stale = fences
+        .fenced_by_number::<DB>(&r, 6)
+        .await
+        .expect_err("6 after 8");
     let FenceError::Stale(s) = &stale else {
         panic!("expected a stale fence, got {stale:?}");
     };
@@ -150,7 +162,10 @@ async fn plain_sql_cannot_lower_a_fence<DB: Database>(url: String) {
 async fn fences_beyond_bigint_are_refused<DB: Database>(url: String) {
     let fences = SqlFences::new(&store(&url).await);
     let r = resource("bigint");
-    let e = fences.begin::<DB>(&r, MAX_SQL_FENCE + 1).await.unwrap_err();
+    let e = fences
+        .fenced_by_number::<DB>(&r, MAX_SQL_FENCE + 1)
+        .await
+        .unwrap_err();
     assert!(
         matches!(e, FenceError::FenceTooLarge { fence, max } if fence == MAX_SQL_FENCE + 1 && max == i64::MAX as u64),
         "{e:?}"
@@ -208,12 +223,12 @@ where
         let (lo, hi) = (round * 2 + 1, round * 2 + 2);
         let (l, h) = tokio::join!(
             async {
-                let mut w = low.begin::<DB>(&r, lo).await?;
+                let mut w = low.fenced_by_number::<DB>(&r, lo).await?;
                 put::<DB>(&mut w, name, lo as i64).await.map_err(db_error)?;
                 w.commit().await
             },
             async {
-                let mut w = high.begin::<DB>(&r, hi).await?;
+                let mut w = high.fenced_by_number::<DB>(&r, hi).await?;
                 put::<DB>(&mut w, name, hi as i64).await.map_err(db_error)?;
                 w.commit().await
             }
@@ -253,8 +268,8 @@ async fn a_lower_writer_waits_for_the_higher_commit<DB: Database>(url: String) {
         "the row exists"
     );
 
-    let open = first.begin::<DB>(&r, 10).await.unwrap();
-    let mut lower = Box::pin(second.begin::<DB>(&r, 5));
+    let open = first.fenced_by_number::<DB>(&r, 10).await.unwrap();
+    let mut lower = Box::pin(second.fenced_by_number::<DB>(&r, 5));
     let waited = tokio::time::timeout(Duration::from_millis(300), &mut lower).await;
     assert!(
         waited.is_err(),
@@ -269,8 +284,8 @@ async fn a_lower_writer_waits_for_the_higher_commit<DB: Database>(url: String) {
         "{e:?}"
     );
 
-    let open = first.begin::<DB>(&r, 10).await.unwrap();
-    let mut higher = Box::pin(second.begin::<DB>(&r, 11));
+    let open = first.fenced_by_number::<DB>(&r, 10).await.unwrap();
+    let mut higher = Box::pin(second.fenced_by_number::<DB>(&r, 11));
     let waited = tokio::time::timeout(Duration::from_millis(300), &mut higher).await;
     assert!(waited.is_err(), "the higher writer waits too");
     open.rollback().await.unwrap();

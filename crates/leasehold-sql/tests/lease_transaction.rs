@@ -1,4 +1,4 @@
-//! `SqlStore::begin_fenced` on real databases: a valid holder's writes land; a holder whose
+//! `SqlStore::fenced` on real databases: a valid holder's writes land; a holder whose
 //! lease was force-released (a successor holds it) or has expired keeps nothing.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -54,7 +54,7 @@ where
         .unwrap()
         .elected()
         .expect("free");
-    let mut tx = store.begin_fenced::<DB>(&guard).await.unwrap();
+    let mut tx = store.fenced::<DB>(&guard).await.unwrap();
     assert_eq!(
         (tx.lock(), tx.slot(), tx.fence()),
         (&lock, 0, guard.fence())
@@ -68,14 +68,14 @@ where
     assert_eq!(value(store.pool(), lock.as_str()).await, Some(1));
 
     // Twice in a row, and a rollback keeps nothing.
-    let mut tx = store.begin_fenced::<DB>(&guard).await.unwrap();
+    let mut tx = store.fenced::<DB>(&guard).await.unwrap();
     put::<DB>(&mut tx, lock.as_str(), 2).await.unwrap();
     tx.rollback().await.unwrap();
     assert_eq!(value(store.pool(), lock.as_str()).await, Some(1));
     let wrong = if DB::NAME == "MySQL" {
-        store.begin_fenced::<sqlx::Sqlite>(&guard).await.map(|_| ())
+        store.fenced::<sqlx::Sqlite>(&guard).await.map(|_| ())
     } else {
-        store.begin_fenced::<sqlx::MySql>(&guard).await.map(|_| ())
+        store.fenced::<sqlx::MySql>(&guard).await.map(|_| ())
     };
     assert!(
         matches!(wrong, Err(FenceError::WrongDatabase { .. })),
@@ -112,9 +112,9 @@ where
     };
     let (mut tx, successor) = if DB::NAME == "SQLite" {
         let successor = take_over().await;
-        (a.begin_fenced::<DB>(&stale).await.unwrap(), successor)
+        (a.fenced::<DB>(&stale).await.unwrap(), successor)
     } else {
-        let tx = a.begin_fenced::<DB>(&stale).await.unwrap();
+        let tx = a.fenced::<DB>(&stale).await.unwrap();
         (tx, take_over().await)
     };
     assert!(successor.fence() > stale.fence());
@@ -131,7 +131,7 @@ where
         "nothing was kept"
     );
 
-    let mut tx = b.begin_fenced::<DB>(&successor).await.unwrap();
+    let mut tx = b.fenced::<DB>(&successor).await.unwrap();
     put::<DB>(&mut tx, lock.as_str(), 2).await.unwrap();
     tx.commit().await.expect("the successor's commit lands");
     assert_eq!(value(a.pool(), lock.as_str()).await, Some(2));
@@ -154,7 +154,7 @@ where
         .unwrap()
         .elected()
         .expect("free");
-    let mut tx = store.begin_fenced::<DB>(&guard).await.unwrap();
+    let mut tx = store.fenced::<DB>(&guard).await.unwrap();
     put::<DB>(&mut tx, lock.as_str(), 1).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !store.state(&lock, 1).await.unwrap().holders.is_empty() {

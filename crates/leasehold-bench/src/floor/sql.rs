@@ -1,5 +1,6 @@
 //! The SQL floor: the store's own acquire and release statements, bound and executed raw on its
-//! pool (on MySQL with the read-back, since it has no `RETURNING`).
+//! pool (on MySQL with the read-back, since it has no `RETURNING`; on SQLite with the host's
+//! clocks from `leasehold_sql::HostClock`, the store's public surface for running its statements).
 
 use std::time::Duration;
 

@@ -1,30 +1,36 @@
-//! The three SQL dialects and the statements each uses.
+//! The SQL dialects: what every database shares, and one child module per database.
 //!
 //! Times are stored as milliseconds since the Unix epoch, always read from the **database clock**;
 //! tokens as 32 hex digits. Every statement is a single atomic statement.
 //!
-//! This module assembles the statements every database shares; what differs between databases
-//! lives behind the private [`Sql`] trait, one implementation per database in `sqlite.rs`,
-//! `postgres.rs` and `mysql.rs`. A new database is one more implementation.
+//! The tree: this module assembles the statements every database shares, from the pieces the
+//! private [`Sql`] trait gives; each database implements it in its own child (`sqlite.rs`,
+//! `postgres/`, which also owns hand-off's statements, and `mysql.rs`), and no child uses
+//! another. `names.rs` holds the table- and column-name rules; `guard.rs` (feature `fence`) the
+//! fence table's SQL and the "never lower" guard triggers. A new database is one more child.
 
-mod fence;
-mod hand_off;
+#[cfg(feature = "fence")]
+mod guard;
 mod mysql;
+mod names;
 mod postgres;
 mod sqlite;
 
 use std::fmt;
 
-#[cfg(feature = "testkit")]
-pub(crate) use fence::sink_values;
-pub use fence::{
+#[cfg(feature = "fence")]
+pub(crate) use guard::sink_values;
+#[cfg(feature = "fence")]
+pub use guard::{
     DEFAULT_FENCE_TABLE, FenceStatements, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE,
 };
-pub use hand_off::{HandOffStatements, MAX_LINE_BYTES};
 pub use mysql::MYSQL_MAX_NAME_LEN;
+pub(crate) use names::notify_channel;
+pub use names::{ColumnNameError, TableNameError};
 #[cfg(feature = "postgres")]
 pub(crate) use postgres::NOTIFY as POSTGRES_NOTIFY;
 pub use postgres::POSTGRES_MAX_NAME_LEN;
+pub use postgres::hand_off::{HandOffStatements, MAX_LINE_BYTES};
 pub use sqlite::SQLITE_MAX_NAME_LEN;
 #[cfg(feature = "sqlite")]
 pub(crate) use sqlite::{
@@ -233,7 +239,7 @@ trait Sql: Sync {
     }
 
     /// The hand-off statements, on a database that keeps a line of waiters in the table
-    /// (see `hand_off.rs`).
+    /// (PostgreSQL: `postgres/hand_off.rs`).
     fn hand_off(&self, _table: &str) -> Option<HandOffStatements> {
         None
     }
@@ -246,44 +252,6 @@ trait Sql: Sync {
 
     /// The column types of the table.
     fn columns(&self) -> Columns;
-
-    /// The type of the fence table's `resource` key: up to 255 bytes of UTF-8, compared
-    /// exactly (`"a"` and `"a "` are two resources).
-    fn resource_type(&self) -> &'static str {
-        "VARCHAR(255)"
-    }
-
-    /// The upsert that advances a resource's fence: (resource, fence).
-    fn fence_upsert(&self, table: &str) -> String {
-        fence::upsert_on_conflict(self, table)
-    }
-
-    /// The statements that install guard `g`.
-    fn guard(&self, g: &fence::Guard<'_>) -> Vec<String>;
-
-    /// A query counting the triggers named like `g`'s (0 or 1).
-    fn guard_count(&self, g: &fence::Guard<'_>) -> String;
-
-    /// A statement that serializes the transactions installing guards, if one is needed.
-    fn ddl_lock(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Whether DDL can run inside a transaction.
-    fn transactional_ddl(&self) -> bool {
-        true
-    }
-
-    /// The testkit sinks' value upsert: (resource, value).
-    #[cfg(feature = "testkit")]
-    fn value_upsert(&self, table: &str) -> String {
-        format!(
-            "INSERT INTO {table} (resource, value) VALUES ({}, {}) \
-             ON CONFLICT (resource) DO UPDATE SET value = excluded.value",
-            self.param(1),
-            self.param(2)
-        )
-    }
 }
 
 /// The clock expressions of one statement: the database server's clock, or, on SQLite,
@@ -319,6 +287,23 @@ impl Dialect {
             Self::Postgres => &postgres::Postgres,
             Self::MySql => &mysql::MySql,
         }
+    }
+
+    /// The database's fence SQL.
+    #[cfg(feature = "fence")]
+    fn fence_sql(self) -> &'static dyn guard::FenceSql {
+        match self {
+            Self::Sqlite => &sqlite::Sqlite,
+            Self::Postgres => &postgres::Postgres,
+            Self::MySql => &mysql::MySql,
+        }
+    }
+
+    /// The statement that opens a transaction that will write: `BEGIN IMMEDIATE` on SQLite
+    /// (the database's write lock at once), `BEGIN` elsewhere.
+    #[cfg(feature = "fence")]
+    pub(crate) fn begin_write(self) -> &'static str {
+        self.sql().begin_write()
     }
 
     /// The `CREATE TABLE` statement for `table`, safe to run repeatedly.
@@ -664,15 +649,45 @@ const LEDGER_WRITTEN: [&str; 7] = [
     "ledger_pending",
 ];
 
+/// Hand-off's part of an acquisition upsert, on a database that keeps a line of waiters in the
+/// row (PostgreSQL: `postgres/hand_off.rs`); the plain upsert has none.
+trait WaitingLine {
+    /// More of the take-over condition, at the statement's now `now`.
+    fn take(&self, now: &str) -> String;
+
+    /// What the line writes, given the upsert's terms; `None` for an upsert that keeps no line.
+    fn update(&self, terms: &UpsertTerms<'_>) -> Option<WaitingUpdate>;
+}
+
+/// The terms of an acquisition upsert that hand-off's part builds on.
+struct UpsertTerms<'a> {
+    /// The statement's now.
+    now: &'a str,
+    /// The take-over condition.
+    take: &'a str,
+    /// The condition that the row is already this request's.
+    retried: &'a str,
+    /// For a period claim, the condition that the ledger allows it.
+    ledger_allows: Option<&'a str>,
+}
+
+/// The line's writes in an acquisition upsert that keeps it.
+struct WaitingUpdate {
+    /// The condition under which a refused attempt writes its waiter's entry.
+    record: String,
+    /// The assignment, starting with `, `.
+    set: String,
+}
+
 /// The acquisition upsert of the databases with a conditional `ON CONFLICT … DO UPDATE … WHERE`
 /// and `RETURNING` (PostgreSQL, SQLite). `more` gives the columns, values and assignments a
 /// database writes beyond the shared ones, from the statement's clock, its take-over condition
-/// and its TTL parameter. `line` is hand-off's part (on PostgreSQL, see `hand_off.rs`).
+/// and its TTL parameter. `waiting` is hand-off's part (on PostgreSQL).
 fn upsert_on_conflict(
     d: &dyn Sql,
     table: &str,
     period: bool,
-    line: hand_off::Upsert,
+    waiting: Option<&dyn WaitingLine>,
     more: impl Fn(&Clock, &str, &str) -> (&'static str, String, String),
 ) -> String {
     let p = |n| d.param(n);
@@ -681,10 +696,6 @@ fn upsert_on_conflict(
     let now = "excluded.acquired_at";
     let free = d.free_at(&c, "l.", now);
     let ledger_allows = ledger_allows("l.", "excluded.ledger_from");
-    let waiter = match line {
-        hand_off::Upsert::Keeps(n) => Some(format!("CAST({} AS TEXT)", p(n))),
-        hand_off::Upsert::Plain | hand_off::Upsert::Alone => None,
-    };
     // An existing row is taken over only once free (released, or expired) — for a period claim,
     // only if its ledger does not count for the window (see `ledger_allows`); with hand-off, only
     // if it is not kept for another elector — and a live row that already carries the
@@ -693,10 +704,8 @@ fn upsert_on_conflict(
     if period {
         take = format!("{take} AND {ledger_allows}");
     }
-    match (&waiter, line) {
-        (Some(w), _) => take = format!("{take} AND {}", hand_off::not_kept(w, now)),
-        (None, hand_off::Upsert::Alone) => take = format!("{take} AND l.waiting IS NULL"),
-        (None, _) => {}
+    if let Some(w) = waiting {
+        take = format!("{take} AND {}", w.take(now));
     }
     let take = if take == free {
         take
@@ -731,21 +740,19 @@ fn upsert_on_conflict(
             "l.token = excluded.token".to_owned(),
         )
     };
-    let (line_set, record, returning) = match &waiter {
-        Some(w) => {
-            let line = hand_off::Line::new(
-                w,
-                now,
-                &take,
-                &retried,
-                period.then_some(ledger_allows.as_str()),
-            );
-            (
-                line.set,
-                format!(" OR {}", line.record),
-                d.returning("fence, acquired_at, expires_at, token"),
-            )
-        }
+    let terms = UpsertTerms {
+        now,
+        take: &take,
+        retried: &retried,
+        ledger_allows: period.then_some(ledger_allows.as_str()),
+    };
+    let update = waiting.and_then(|w| w.update(&terms));
+    let (line_set, record, returning) = match update {
+        Some(line) => (
+            line.set,
+            format!(" OR {}", line.record),
+            d.returning("fence, acquired_at, expires_at, token"),
+        ),
         None => (
             String::new(),
             String::new(),

@@ -1,7 +1,8 @@
 //! MySQL's and MariaDB's SQL: positional `?` parameters, no `RETURNING` (the store reads its
 //! own row back), and an upsert whose every assignment is conditional.
 
-use super::fence::Guard;
+#[cfg(feature = "fence")]
+use super::guard::{FenceSql, Guard};
 use super::{Columns, Sql};
 
 /// The longest table name MySQL and MariaDB accept, per part (`TABLE` or `SCHEMA`): 64
@@ -104,6 +105,22 @@ impl Sql for MySql {
         )
     }
 
+    fn columns(&self) -> Columns {
+        // Node ids are up to 255 bytes of any UTF-8 (leasehold::limits::MAX_NODE_ID_LEN): the column
+        // says utf8mb4, whatever the database's default character set.
+        Columns {
+            name: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin",
+            token: "CHAR(32) CHARACTER SET ascii",
+            owner: "VARCHAR(255) CHARACTER SET utf8mb4",
+            int: "BIGINT",
+            more: "",
+            tail: " ENGINE=InnoDB",
+        }
+    }
+}
+
+#[cfg(feature = "fence")]
+impl FenceSql for MySql {
     /// Bytes compared as bytes: a `VARCHAR` key would compare case-insensitively under the
     /// default collation, and ignore trailing spaces under every `_bin` collation MariaDB has.
     fn resource_type(&self) -> &'static str {
@@ -156,24 +173,10 @@ impl Sql for MySql {
         false
     }
 
-    #[cfg(feature = "testkit")]
     fn value_upsert(&self, table: &str) -> String {
         format!(
             "INSERT INTO {table} (resource, value) VALUES (?, ?) \
              ON DUPLICATE KEY UPDATE value = VALUES(value)"
         )
-    }
-
-    fn columns(&self) -> Columns {
-        // Node ids are up to 255 bytes of any UTF-8 (leasehold::limits::MAX_NODE_ID_LEN): the column
-        // says utf8mb4, whatever the database's default character set.
-        Columns {
-            name: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin",
-            token: "CHAR(32) CHARACTER SET ascii",
-            owner: "VARCHAR(255) CHARACTER SET utf8mb4",
-            int: "BIGINT",
-            more: "",
-            tail: " ENGINE=InnoDB",
-        }
     }
 }

@@ -1,7 +1,8 @@
 //! SQLite's SQL: numbered `?n` parameters, `MIN`, no row locks, and leases timed by the host's
 //! clocks, passed as four parameters after each statement's own (see `crate::clock`).
 
-use super::fence::Guard;
+#[cfg(feature = "fence")]
+use super::guard::{FenceSql, Guard};
 use super::{Clock, Columns, Sql};
 
 /// The longest table name this crate accepts on SQLite, per part (`TABLE` or attached `SCHEMA`).
@@ -77,24 +78,33 @@ impl Sql for Sqlite {
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
-        super::upsert_on_conflict(
-            self,
-            table,
-            period,
-            super::hand_off::Upsert::Plain,
-            |c, take, ttl| {
-                (
-                    ", boot_id, boot_expires_at",
-                    format!(", {}, {} + {ttl}", c.boot_id, c.boot_high),
-                    format!(
-                        ", boot_id = CASE WHEN {take} THEN excluded.boot_id ELSE l.boot_id END, \
+        super::upsert_on_conflict(self, table, period, None, |c, take, ttl| {
+            (
+                ", boot_id, boot_expires_at",
+                format!(", {}, {} + {ttl}", c.boot_id, c.boot_high),
+                format!(
+                    ", boot_id = CASE WHEN {take} THEN excluded.boot_id ELSE l.boot_id END, \
                      boot_expires_at = CASE WHEN {take} THEN excluded.boot_expires_at ELSE l.boot_expires_at END"
-                    ),
-                )
-            },
-        )
+                ),
+            )
+        })
     }
 
+    fn columns(&self) -> Columns {
+        Columns {
+            name: "TEXT",
+            token: "TEXT",
+            owner: "VARCHAR(255)",
+            int: "INTEGER",
+            // The boot-clock columns (see `SqlStore`).
+            more: "\x20 boot_id     TEXT NULL,\n\x20 boot_expires_at INTEGER NULL,\n",
+            tail: "",
+        }
+    }
+}
+
+#[cfg(feature = "fence")]
+impl FenceSql for Sqlite {
     fn resource_type(&self) -> &'static str {
         "TEXT"
     }
@@ -126,18 +136,6 @@ impl Sql for Sqlite {
             "SELECT COUNT(*) FROM {master} WHERE type = 'trigger' AND name = '{}'",
             g.name
         )
-    }
-
-    fn columns(&self) -> Columns {
-        Columns {
-            name: "TEXT",
-            token: "TEXT",
-            owner: "VARCHAR(255)",
-            int: "INTEGER",
-            // The boot-clock columns (see `SqlStore`).
-            more: "\x20 boot_id     TEXT NULL,\n\x20 boot_expires_at INTEGER NULL,\n",
-            tail: "",
-        }
     }
 }
 

@@ -4,8 +4,9 @@
 use leasehold::fence::StaleFence;
 use leasehold::{LockName, store::StoreError};
 
-use crate::dialect::{Dialect, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE};
-use crate::table_name::{ColumnNameError, TableNameError};
+use crate::dialect::{
+    ColumnNameError, Dialect, POSTGRES_STALE_FENCE_SQLSTATE, STALE_FENCE_MESSAGE, TableNameError,
+};
 
 /// The largest fence a SQL fence column holds: `i64::MAX`, as the columns are signed 64-bit
 /// `BIGINT`s (the lease table's fences are the same type, so every fence an `SqlStore` issues

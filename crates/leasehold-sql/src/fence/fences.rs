@@ -29,8 +29,8 @@ const CONFLICT_RETRIES: u32 = 5;
 /// that refuses any `UPDATE` lowering that fence — from this crate, `psql`, `mysql` or
 /// `sqlite3` alike.
 ///
-/// * [`begin`](Self::begin) opens a transaction whose first statement advances the resource's
-///   fence (one upsert, which takes the row lock: a concurrent writer of the same resource
+/// * [`fenced`](Self::fenced) opens a transaction whose first statement advances the resource's
+///   fence to the holder's (one upsert, which takes the row lock: a concurrent writer of the same resource
 ///   waits for this transaction to end) and hands it to you for your own writes; a stale fence
 ///   is refused with [`FenceError::Stale`] and nothing you would have written is kept.
 /// * As a [`FenceRegister`] (`admit` advances in its own short transaction) it is the
@@ -46,7 +46,7 @@ const CONFLICT_RETRIES: u32 = 5;
 ///
 /// let fences = SqlFences::new(&store);
 /// let report = ResourceName::new("reports/daily")?;
-/// let mut write = fences.begin::<sqlx::Postgres>(&report, ctx.fence()).await?;
+/// let mut write = fences.fenced::<sqlx::Postgres>(&ctx, &report).await?;
 /// sqlx::query("UPDATE reports SET total = $1 WHERE day = CURRENT_DATE")
 ///     .bind(42_i64)
 ///     .execute(&mut *write)
@@ -176,10 +176,11 @@ impl SqlFences {
             .map(|_| ())
     }
 
-    /// Opens a transaction for writes to `resource` under `fence`: advances the resource's
-    /// fence first, then hands you the transaction (`&mut *write` is the connection). Your
-    /// writes land only if you [`commit`](FencedWrite::commit); dropping it rolls back. `DB` is
-    /// the pool's `sqlx` database type: `sqlx::Postgres`, `sqlx::MySql` or `sqlx::Sqlite`.
+    /// Opens a transaction for `ctx`'s holder's writes to `resource`, under the fence of its
+    /// lease: advances the resource's fence first, then hands you the transaction
+    /// (`&mut *write` is the connection). Your writes land only if you
+    /// [`commit`](FencedWrite::commit); dropping it rolls back. `DB` is the pool's `sqlx`
+    /// database type: `sqlx::Postgres`, `sqlx::MySql` or `sqlx::Sqlite`.
     ///
     /// The fence row stays locked until the transaction ends, so a concurrent writer of the
     /// same resource waits; keep the transaction short. On SQLite it is `BEGIN IMMEDIATE`: it
@@ -197,7 +198,25 @@ impl SqlFences {
     /// Cancel safe: dropping the future drops the transaction, which rolls back.
     ///
     /// [`MAX_SQL_FENCE`]: crate::MAX_SQL_FENCE
-    pub async fn begin<DB: Database>(
+    pub async fn fenced<DB: Database>(
+        &self,
+        ctx: &LeaderContext,
+        resource: &ResourceName,
+    ) -> Result<FencedWrite<DB>, FenceError> {
+        self.fenced_by_number(resource, ctx.fence()).await
+    }
+
+    /// [`fenced`](Self::fenced) under a fence number rather than a holder's lease: for a fence
+    /// that came from elsewhere (a request header, a queued job), and for tests.
+    ///
+    /// # Errors
+    ///
+    /// As [`fenced`](Self::fenced).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`fenced`](Self::fenced).
+    pub async fn fenced_by_number<DB: Database>(
         &self,
         resource: &ResourceName,
         fence: u64,
@@ -211,21 +230,40 @@ impl SqlFences {
         Ok(FencedWrite::new(tx, resource.clone(), fence, previous))
     }
 
-    /// [`begin`](Self::begin) with the fence of a held lease.
+    /// The former name of [`fenced_by_number`](Self::fenced_by_number).
     ///
     /// # Errors
     ///
-    /// As [`begin`](Self::begin).
+    /// As [`fenced_by_number`](Self::fenced_by_number).
     ///
     /// # Cancel safety
     ///
-    /// As [`begin`](Self::begin).
+    /// As [`fenced_by_number`](Self::fenced_by_number).
+    #[deprecated(note = "use `SqlFences::fenced(&ctx, &resource)`, or `fenced_by_number`")]
+    pub async fn begin<DB: Database>(
+        &self,
+        resource: &ResourceName,
+        fence: u64,
+    ) -> Result<FencedWrite<DB>, FenceError> {
+        self.fenced_by_number(resource, fence).await
+    }
+
+    /// The former name of [`fenced`](Self::fenced).
+    ///
+    /// # Errors
+    ///
+    /// As [`fenced`](Self::fenced).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`fenced`](Self::fenced).
+    #[deprecated(note = "use `SqlFences::fenced(&ctx, &resource)`")]
     pub async fn begin_for<DB: Database>(
         &self,
         ctx: &LeaderContext,
         resource: &ResourceName,
     ) -> Result<FencedWrite<DB>, FenceError> {
-        self.begin(resource, ctx.fence()).await
+        self.fenced(ctx, resource).await
     }
 
     /// Installs the "never lower" trigger on `table.column`, a fence column of one of your own

@@ -1,4 +1,4 @@
-//! Fenced transactions in the lock's own database: `SqlStore::begin_fenced`, whose commit
+//! Fenced transactions in the lock's own database: `SqlStore::fenced`, whose commit
 //! first checks — atomically with the commit — that the lease row still carries the holder's
 //! token and has not expired by the database clock.
 
@@ -34,7 +34,7 @@ impl SqlStore {
     /// ```no_run
     /// # async fn demo(store: leasehold_sql::SqlStore, ctx: leasehold::LeaderContext)
     /// # -> Result<(), Box<dyn std::error::Error>> {
-    /// let mut tx = store.begin_fenced::<sqlx::Postgres>(&ctx).await?;
+    /// let mut tx = store.fenced::<sqlx::Postgres>(&ctx).await?;
     /// sqlx::query("UPDATE accounts SET balance = balance * 1.01").execute(&mut *tx).await?;
     /// tx.commit().await?; // Err(FenceError::LeaseLost { .. }) if a successor holds the lock
     /// # Ok(()) }
@@ -48,7 +48,7 @@ impl SqlStore {
     /// # Cancel safety
     ///
     /// Cancel safe: dropping the future drops the transaction, which rolls back.
-    pub async fn begin_fenced<DB: Database>(
+    pub async fn fenced<DB: Database>(
         &self,
         ctx: &LeaderContext,
     ) -> Result<LeaseTransaction<DB>, FenceError> {
@@ -70,10 +70,27 @@ impl SqlStore {
             dialect: self.dialect(),
         })
     }
+
+    /// The former name of [`fenced`](Self::fenced).
+    ///
+    /// # Errors
+    ///
+    /// As [`fenced`](Self::fenced).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`fenced`](Self::fenced).
+    #[deprecated(note = "use `SqlStore::fenced(&ctx)`")]
+    pub async fn begin_fenced<DB: Database>(
+        &self,
+        ctx: &LeaderContext,
+    ) -> Result<LeaseTransaction<DB>, FenceError> {
+        self.fenced(ctx).await
+    }
 }
 
 /// A transaction in the lock's own database that commits only while its lease is held (see
-/// [`SqlStore::begin_fenced`]). Write through `&mut *tx` (it dereferences to the `sqlx`
+/// [`SqlStore::fenced`]). Write through `&mut *tx` (it dereferences to the `sqlx`
 /// connection), then [`commit`](Self::commit); dropping it rolls back.
 #[must_use = "a fenced transaction is rolled back unless committed"]
 pub struct LeaseTransaction<DB: Database> {

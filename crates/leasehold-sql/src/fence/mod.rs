@@ -1,21 +1,25 @@
-//! Fences enforced by the database: writes that commit only under a fence no lower than any
-//! the resource accepted before, checked by a trigger in the database itself — so the rule
-//! also holds for writes from `psql`, `mysql` or `sqlite3`.
+//! The fence wing (feature `fence`, on by default): writes that commit only while their writer
+//! still holds the lock, by the rule of [`leasehold::fence`] ([`Admission`](leasehold::fence::Admission)),
+//! checked in the database itself — so the rule also holds for writes from `psql`, `mysql` or
+//! `sqlite3`. Every fenced write starts from the holder's
+//! [`LeaderContext`](leasehold::LeaderContext), with a method named `fenced`:
 //!
-//! * [`SqlFences`]: the fence table (`leasehold_fences`), [`SqlFences::begin`] for a
-//!   transaction under a fence ([`FencedWrite`]), the store-backed
-//!   [`FenceRegister`](leasehold::fence::FenceRegister), and
-//!   [`SqlFences::protect_column`] for a fence column of your own table.
-//! * [`SqlStore::begin_fenced`](crate::SqlStore::begin_fenced): a transaction in the lock's
-//!   own database that commits only while the lease is held ([`LeaseTransaction`]).
+//! * [`SqlStore::fenced(&ctx)`](crate::SqlStore::fenced): a transaction in the lock's own
+//!   database that commits only while the lease is held ([`LeaseTransaction`]).
+//! * [`SqlFences::fenced(&ctx, &resource)`](SqlFences::fenced): a transaction under the
+//!   holder's fence in the fence table (`leasehold_fences`) ([`FencedWrite`]);
+//!   [`fenced_by_number`](SqlFences::fenced_by_number) takes a fence number instead. The same
+//!   table is the store-backed [`FenceRegister`](leasehold::fence::FenceRegister), and
+//!   [`SqlFences::protect_column`] puts its trigger on a fence column of your own table.
 //! * [`FenceError`]: why a write was refused; [`is_stale_fence_error`] recognizes a guard
 //!   trigger's refusal among `sqlx` errors.
+//! * [`sinks`]: these writes as [`FencedSink`](leasehold::fence::FencedSink)s, for the
+//!   paused-stale-holder scenario of `leasehold-testkit` and `leasehold-bench`.
 
 mod error;
 mod fences;
 mod lease;
 mod schema;
-#[cfg(feature = "testkit")]
 pub mod sinks;
 pub(crate) mod tx;
 mod write;

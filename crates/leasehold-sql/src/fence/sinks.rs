@@ -1,13 +1,13 @@
-//! Adapters that let the testkit's paused-stale-holder scenario
-//! ([`leasehold_testkit::stale_holder`]) drive this crate's fenced sinks, for this crate's tests
-//! and `leasehold-bench` (feature `testkit`).
+//! This crate's fenced writes as [`FencedSink`]s, the one shape of a fenced sink, so that
+//! `leasehold-testkit`'s paused-stale-holder scenario (`stale_holder::run`) can drive them, for
+//! this crate's tests and `leasehold-bench`.
 //!
 //! Both write each value to a table of their own, `leasehold_sink_values(resource, value)`,
 //! the way a job writes its results:
 //!
-//! * [`FenceTableSink`]: in a [`SqlFences::begin`] transaction (fence table and trigger);
-//! * [`LeaseTransactionSink`]: in a [`SqlStore::begin_fenced`] transaction (the lease row
-//!   checked at commit), in the lock's own database.
+//! * [`FenceTableSink`]: in a [`SqlFences::fenced`] transaction (fence table and trigger);
+//! * [`LeaseTransactionSink`]: in a [`SqlStore::fenced`] transaction (the lease row checked
+//!   at commit), in the lock's own database.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -30,8 +30,7 @@
 
 use async_trait::async_trait;
 use leasehold::LeaderContext;
-use leasehold::fence::ResourceName;
-use leasehold_testkit::stale_holder::{FencedSink, SinkError};
+use leasehold::fence::{FencedSink, ResourceName, SinkError};
 use sqlx::Executor;
 #[cfg(feature = "mysql")]
 use sqlx::MySql;
@@ -62,8 +61,9 @@ impl Values {
     /// Creates the table if it is missing.
     async fn open(pool: SqlPool) -> Result<Self, FenceError> {
         let [create, upsert, read] = sink_values(pool.dialect(), SINK_VALUES_TABLE);
-        with_pool!(&pool, p => p.execute(sqlx::raw_sql(&create)).await.map(|_| ()))
-            .map_err(classify)?;
+        let created: Result<(), sqlx::Error> =
+            with_pool!(&pool, p => p.execute(sqlx::raw_sql(&create)).await.map(|_| ()));
+        created.map_err(classify)?;
         Ok(Self { pool, upsert, read })
     }
 
@@ -100,7 +100,7 @@ macro_rules! write_value {
     }};
 }
 
-/// A [`FencedSink`] writing in [`SqlFences::begin`] transactions: the fence table's trigger
+/// A [`FencedSink`] writing in [`SqlFences::fenced`] transactions: the fence table's trigger
 /// refuses a stale fence.
 #[derive(Debug)]
 pub struct FenceTableSink {
@@ -137,15 +137,15 @@ impl FencedSink for FenceTableSink {
         match f.pool() {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(_) => {
-                write_value!(f.begin_for::<Sqlite>(ctx, resource), v, resource, value)
+                write_value!(f.fenced::<Sqlite>(ctx, resource), v, resource, value)
             }
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(_) => {
-                write_value!(f.begin_for::<Postgres>(ctx, resource), v, resource, value)
+                write_value!(f.fenced::<Postgres>(ctx, resource), v, resource, value)
             }
             #[cfg(feature = "mysql")]
             SqlPool::MySql(_) => {
-                write_value!(f.begin_for::<MySql>(ctx, resource), v, resource, value)
+                write_value!(f.fenced::<MySql>(ctx, resource), v, resource, value)
             }
             #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
             none => none.absurd(),
@@ -161,7 +161,7 @@ impl FencedSink for FenceTableSink {
     }
 }
 
-/// A [`FencedSink`] writing in [`SqlStore::begin_fenced`] transactions: the commit checks that
+/// A [`FencedSink`] writing in [`SqlStore::fenced`] transactions: the commit checks that
 /// the lease row still carries the writer's token. The holders' leases must come from stores on
 /// the same database and lease table as `store`.
 #[derive(Debug)]
@@ -198,13 +198,13 @@ impl FencedSink for LeaseTransactionSink {
         let (s, v) = (&self.store, &self.values);
         match s.pool() {
             #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(_) => write_value!(s.begin_fenced::<Sqlite>(ctx), v, resource, value),
+            SqlPool::Sqlite(_) => write_value!(s.fenced::<Sqlite>(ctx), v, resource, value),
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(_) => {
-                write_value!(s.begin_fenced::<Postgres>(ctx), v, resource, value)
+                write_value!(s.fenced::<Postgres>(ctx), v, resource, value)
             }
             #[cfg(feature = "mysql")]
-            SqlPool::MySql(_) => write_value!(s.begin_fenced::<MySql>(ctx), v, resource, value),
+            SqlPool::MySql(_) => write_value!(s.fenced::<MySql>(ctx), v, resource, value),
             #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
             none => none.absurd(),
         }

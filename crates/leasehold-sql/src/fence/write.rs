@@ -1,4 +1,4 @@
-//! `FencedWrite`: the transaction [`SqlFences::begin`](super::SqlFences::begin) hands out, its
+//! `FencedWrite`: the transaction [`SqlFences::fenced`](super::SqlFences::fenced) hands out, its
 //! resource's fence already advanced.
 
 use std::ops::{Deref, DerefMut};

@@ -26,10 +26,10 @@
 
 use leasehold::store::{HAND_OFF_HOLD, MAX_WAITERS, WAITING_FRESH};
 
-use super::Sql;
+use crate::dialect::{Sql, UpsertTerms, WaitingLine, WaitingUpdate};
 
 /// The statements of hand-off, on a database whose table has its column (PostgreSQL).
-/// Parameters are numbered as in [`Statements`](super::Statements).
+/// Parameters are numbered as in [`Statements`](crate::dialect::Statements).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HandOffStatements {
@@ -40,13 +40,13 @@ pub struct HandOffStatements {
     pub acquire: String,
     /// The acquisition of a lock nobody waits for, which the store tries before `acquire`
     /// unless it recently met contention (it is as cheap as
-    /// [`Statements::acquire`](super::Statements::acquire), which the uncontended path then
+    /// [`Statements::acquire`](crate::dialect::Statements::acquire), which the uncontended path then
     /// costs): (lock, slot, owner, token, ttl ms); returns like `Statements::acquire`, no row when
     /// held, kept, or when somebody waits.
     pub acquire_alone: String,
     /// The period claim likewise: (lock, slot, owner, token, ttl ms, period length ms, period
     /// offset ms, waiter or `NULL`); returns like
-    /// [`Statements::acquire_period`](super::Statements::acquire_period).
+    /// [`Statements::acquire_period`](crate::dialect::Statements::acquire_period).
     pub acquire_period: String,
     /// A release that keeps the lock for the releasing elector's next task, without `NOTIFY`:
     /// (lock, slot, token, elector).
@@ -58,7 +58,7 @@ pub struct HandOffStatements {
     pub release_longest: String,
     /// The release of a lock nobody waits for, which the store tries before `release_longest`
     /// unless its releases recently found waiters (it is as cheap as
-    /// [`Statements::release`](super::Statements::release), which the uncontended path then
+    /// [`Statements::release`](crate::dialect::Statements::release), which the uncontended path then
     /// costs): (lock, slot, token, channel); returns one row when released, none when not held
     /// or when somebody waits.
     pub release_alone: String,
@@ -84,7 +84,7 @@ pub(super) fn statements(d: &dyn Sql, table: &str) -> HandOffStatements {
     let hold = HAND_OFF_HOLD.as_millis();
     let fresh = WAITING_FRESH.as_millis();
     // The row of parameters 1 and 2 that parameter 3's token holds.
-    let held = super::held(d, 1, &d.clock(3));
+    let held = crate::dialect::held(d, 1, &d.clock(3));
     let me = format!("CAST({} AS TEXT)", p(4));
     let freed = d.freed();
     let release_keep = format!(
@@ -112,16 +112,17 @@ pub(super) fn statements(d: &dyn Sql, table: &str) -> HandOffStatements {
     let release_alone = d.announce_release(format!(
         "UPDATE {table} SET {freed} WHERE {held} AND waiting IS NULL"
     ));
-    let upsert = |period, line| {
-        super::upsert_on_conflict(d, table, period, line, |_, _, _| {
+    let upsert = |period, line: Upsert| {
+        crate::dialect::upsert_on_conflict(d, table, period, Some(&line), |_, _, _| {
             ("", String::new(), String::new())
         })
     };
-    let acquire = upsert(false, Upsert::Keeps(6));
+    let keeps = |n| Upsert::Keeps(format!("CAST({} AS TEXT)", p(n)));
+    let acquire = upsert(false, keeps(6));
     let acquire_alone = upsert(false, Upsert::Alone);
-    let acquire_period = super::postgres::period_claim(
+    let acquire_period = super::period_claim(
         table,
-        &format!("g AS ({})", upsert(true, Upsert::Keeps(8))),
+        &format!("g AS ({})", upsert(true, keeps(8))),
         &format!("g.token = {}", p(4)),
     );
     HandOffStatements {
@@ -137,46 +138,35 @@ pub(super) fn statements(d: &dyn Sql, table: &str) -> HandOffStatements {
 }
 
 /// Hand-off's part of an acquisition upsert.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Upsert {
-    /// None: the plain upsert.
-    Plain,
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Upsert {
     /// Takes only a row nobody waits for and nothing is kept in (`waiting` is `NULL`).
     Alone,
-    /// Honours the keep and keeps the line, for the waiter in this parameter.
-    Keeps(usize),
+    /// Honours the keep and keeps the line, for the waiter given (as text: the parameter cast).
+    Keeps(String),
 }
 
-/// True unless the row (prefixed `l.`) is kept, at `now`, for another elector than `w` (the
-/// waiter as text; `NULL` for a caller that does not wait, for whom it is then `NULL`: false
-/// in every condition it is part of). Nobody waiting, it costs one test for `NULL`.
-pub(super) fn not_kept(w: &str, now: &str) -> String {
-    format!(
-        "(l.waiting IS NULL OR l.waiting -> 'k' IS NULL \
-         OR CAST(l.waiting -> 'k' ->> 1 AS BIGINT) <= {now} OR l.waiting -> 'k' ->> 0 = {w})"
-    )
-}
+impl WaitingLine for Upsert {
+    fn take(&self, now: &str) -> String {
+        match self {
+            Self::Alone => "l.waiting IS NULL".to_owned(),
+            Self::Keeps(w) => not_kept(w, now),
+        }
+    }
 
-/// The line's part of a single-slot acquisition upsert.
-pub(super) struct Line {
-    /// The condition under which a refused attempt writes its waiter's entry.
-    pub(super) record: String,
-    /// The assignment, starting with `, `.
-    pub(super) set: String,
-}
-
-impl Line {
-    /// The line's part of an acquisition whose waiter is `w` (as text) and whose now is `now`,
-    /// given its take-over condition `take` and the condition `retried` that the row is already
-    /// this request's; `ledger_allows`, for a period claim, that the ledger allows the claim
-    /// (a claim the ledger refuses is not recorded as waiting: no waiting can help it).
-    pub(super) fn new(
-        w: &str,
-        now: &str,
-        take: &str,
-        retried: &str,
-        ledger_allows: Option<&str>,
-    ) -> Self {
+    /// For [`Upsert::Keeps`], the waiter's entry in the line, written by a refused acquisition
+    /// of waiter `w` (as text); for a period claim only if the ledger allows it (a claim the
+    /// ledger refuses is not recorded as waiting: no waiting can help it).
+    fn update(&self, terms: &UpsertTerms<'_>) -> Option<WaitingUpdate> {
+        let Self::Keeps(w) = self else {
+            return None;
+        };
+        let UpsertTerms {
+            now,
+            take,
+            retried,
+            ledger_allows,
+        } = *terms;
         let fresh = WAITING_FRESH.as_millis();
         let refresh = fresh / 4;
         let entry = format!("(l.waiting -> {w})");
@@ -201,6 +191,16 @@ impl Line {
              || jsonb_build_object({w}, jsonb_build_array({since}, {now})) \
              ELSE l.waiting END"
         );
-        Self { record, set }
+        Some(WaitingUpdate { record, set })
     }
+}
+
+/// True unless the row (prefixed `l.`) is kept, at `now`, for another elector than `w` (the
+/// waiter as text; `NULL` for a caller that does not wait, for whom it is then `NULL`: false
+/// in every condition it is part of). Nobody waiting, it costs one test for `NULL`.
+fn not_kept(w: &str, now: &str) -> String {
+    format!(
+        "(l.waiting IS NULL OR l.waiting -> 'k' IS NULL \
+         OR CAST(l.waiting -> 'k' ->> 1 AS BIGINT) <= {now} OR l.waiting -> 'k' ->> 0 = {w})"
+    )
 }

@@ -1,7 +1,8 @@
-//! Table names: the rule every dialect checks (an SQL identifier, optionally schema-qualified,
-//! within the dialect's length limit), and the PostgreSQL `NOTIFY` channel derived from one.
+//! Names spliced into SQL: the table-name rule every dialect checks (an SQL identifier,
+//! optionally schema-qualified, within the dialect's length limit), the column-name rule, names
+//! derived from them within a limit, and the PostgreSQL `NOTIFY` channel derived from a table's.
 
-use crate::dialect::{Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN};
+use super::{Dialect, MYSQL_MAX_NAME_LEN, POSTGRES_MAX_NAME_LEN, SQLITE_MAX_NAME_LEN};
 
 /// The longest PostgreSQL `NOTIFY` channel name, in bytes.
 const CHANNEL_MAX_LEN: usize = 63;
@@ -173,7 +174,8 @@ fn stable_hash(text: &str) -> u64 {
 
 /// `name` when it has at most `max` bytes; else its first bytes, `_` and 16 hex digits of a
 /// hash of the whole of it, `max` bytes in all. `name` must be ASCII (identifiers are).
-pub(crate) fn bounded_name(name: &str, max: usize) -> String {
+#[cfg(feature = "fence")]
+pub(super) fn bounded_name(name: &str, max: usize) -> String {
     if name.len() <= max {
         return name.to_owned();
     }

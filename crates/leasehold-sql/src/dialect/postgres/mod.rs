@@ -1,14 +1,19 @@
 //! PostgreSQL's SQL: numbered `$n` parameters, the server's `clock_timestamp()`, and two
 //! statements that do more in their round trip — a release that also sends `NOTIFY`, and a
-//! period claim that answers a refusal with the ledger.
+//! period claim that answers a refusal with the ledger. Hand-off, PostgreSQL's alone, is the
+//! child `hand_off`.
 
-use super::fence::{Guard, POSTGRES_STALE_FENCE_SQLSTATE};
-use super::hand_off::HandOffStatements;
+pub(super) mod hand_off;
+
+#[cfg(feature = "fence")]
+use super::guard::{FenceSql, Guard, POSTGRES_STALE_FENCE_SQLSTATE};
 use super::{Columns, Sql};
+use hand_off::HandOffStatements;
 
 /// The advisory lock (transaction-scoped) that processes installing fence DDL take turns on:
 /// `CREATE OR REPLACE FUNCTION` fails with "tuple concurrently updated" when two sessions run it
 /// at once. The key is "leasehol" in ASCII.
+#[cfg(feature = "fence")]
 const DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(7810697145189526380)";
 
 /// The longest table name PostgreSQL accepts, per part (`TABLE` or `SCHEMA`), in bytes: its
@@ -26,7 +31,7 @@ pub(super) struct Postgres;
 /// attempt wrote, of which those where `granted` (a condition on them, `g.…`) holds are this
 /// request's grant: a grant's lease, or else the ledger as it was, whether slot 0 is held and
 /// the database's now (the columns of `read_period`).
-pub(super) fn period_claim(table: &str, with: &str, granted: &str) -> String {
+fn period_claim(table: &str, with: &str, granted: &str) -> String {
     let now = Postgres.now_ms();
     let ledger = super::LEDGER_COLUMNS
         .split(", ")
@@ -54,13 +59,9 @@ impl Sql for Postgres {
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
-        super::upsert_on_conflict(
-            self,
-            table,
-            period,
-            super::hand_off::Upsert::Plain,
-            |_, _, _| ("", String::new(), String::new()),
-        )
+        super::upsert_on_conflict(self, table, period, None, |_, _, _| {
+            ("", String::new(), String::new())
+        })
     }
 
     /// A refused claim is answered in the same round trip: the upsert runs in a CTE, and when it
@@ -70,7 +71,7 @@ impl Sql for Postgres {
     }
 
     fn hand_off(&self, table: &str) -> Option<HandOffStatements> {
-        Some(super::hand_off::statements(self, table))
+        Some(hand_off::statements(self, table))
     }
 
     /// The release also sends `NOTIFY` on the channel, parameter `$4`, with the lock's name.
@@ -80,6 +81,20 @@ impl Sql for Postgres {
         )
     }
 
+    fn columns(&self) -> Columns {
+        Columns {
+            name: "VARCHAR(255)",
+            token: "CHAR(32)",
+            owner: "VARCHAR(255)",
+            int: "BIGINT",
+            more: hand_off::COLUMN,
+            tail: "",
+        }
+    }
+}
+
+#[cfg(feature = "fence")]
+impl FenceSql for Postgres {
     /// A trigger function (one per guarded column, named like the trigger) that raises SQLSTATE
     /// `LHF01` with both fences in the message, and the trigger, created only if missing.
     fn guard(&self, g: &Guard<'_>) -> Vec<String> {
@@ -119,16 +134,5 @@ impl Sql for Postgres {
 
     fn ddl_lock(&self) -> Option<&'static str> {
         Some(DDL_LOCK)
-    }
-
-    fn columns(&self) -> Columns {
-        Columns {
-            name: "VARCHAR(255)",
-            token: "CHAR(32)",
-            owner: "VARCHAR(255)",
-            int: "BIGINT",
-            more: super::hand_off::COLUMN,
-            tail: "",
-        }
     }
 }

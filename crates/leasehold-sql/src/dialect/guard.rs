@@ -1,10 +1,11 @@
-//! The SQL of fences enforced in the database: the fence table, the "never lower" trigger that
-//! guards a fence column (the fence table's, or one of the user's own tables), and the upsert
-//! that advances a resource's fence. Shared assembly here; what differs per database is behind
-//! the [`Sql`] trait's fence methods, in `sqlite.rs`, `postgres.rs` and `mysql.rs`.
+//! The guards' SQL (feature `fence`): the fence table, the "never lower" trigger that guards a
+//! fence column (the fence table's, or one of the user's own tables), and the upsert that
+//! advances a resource's fence. Shared assembly here; what differs per database is behind the
+//! [`FenceSql`] trait, implemented next to each database's [`Sql`] in `sqlite.rs`,
+//! `postgres/` and `mysql.rs`. The fence wing (`crate::fence`) runs these statements.
 
+use super::names::bounded_name;
 use super::{Columns, Dialect, Sql};
-use crate::table_name::bounded_name;
 
 /// The default name of the fence table.
 pub const DEFAULT_FENCE_TABLE: &str = "leasehold_fences";
@@ -48,6 +49,47 @@ pub struct FenceStatements {
     pub highest: String,
     /// Counts the guard trigger (0 or 1), to skip creating what is there.
     pub guard_count: String,
+}
+
+/// What differs between the databases in the fence SQL: the fence table's key type, the upsert
+/// that advances a fence, and the guard trigger.
+pub(super) trait FenceSql: Sql {
+    /// The type of the fence table's `resource` key: up to 255 bytes of UTF-8, compared
+    /// exactly (`"a"` and `"a "` are two resources).
+    fn resource_type(&self) -> &'static str {
+        "VARCHAR(255)"
+    }
+
+    /// The upsert that advances a resource's fence: (resource, fence).
+    fn fence_upsert(&self, table: &str) -> String {
+        fence_upsert_on_conflict(self, table)
+    }
+
+    /// The statements that install guard `g`.
+    fn guard(&self, g: &Guard<'_>) -> Vec<String>;
+
+    /// A query counting the triggers named like `g`'s (0 or 1).
+    fn guard_count(&self, g: &Guard<'_>) -> String;
+
+    /// A statement that serializes the transactions installing guards, if one is needed.
+    fn ddl_lock(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether DDL can run inside a transaction.
+    fn transactional_ddl(&self) -> bool {
+        true
+    }
+
+    /// The fenced sinks' value upsert: (resource, value).
+    fn value_upsert(&self, table: &str) -> String {
+        format!(
+            "INSERT INTO {table} (resource, value) VALUES ({}, {}) \
+             ON CONFLICT (resource) DO UPDATE SET value = excluded.value",
+            self.param(1),
+            self.param(2)
+        )
+    }
 }
 
 /// One "never lower" guard: the trigger on `table.column` and, on PostgreSQL, its function.
@@ -106,7 +148,7 @@ impl Dialect {
     /// The fence table's SQL for `table` (the name is not checked here: use
     /// [`check_table_name`](Self::check_table_name) first, as `SqlFences` does).
     pub fn fence_statements(self, table: &str) -> FenceStatements {
-        let d = self.sql();
+        let d = self.fence_sql();
         let guard = Guard::new(self, table, "fence");
         let Columns { int, tail, .. } = d.columns();
         let mut create = vec![format!(
@@ -158,37 +200,32 @@ impl Dialect {
     pub fn fence_guard(self, table: &str, column: &str) -> Result<Vec<String>, crate::FenceError> {
         self.check_table_name(table)?;
         self.check_column_name(column)?;
-        Ok(self.sql().guard(&Guard::new(self, table, column)))
+        Ok(self.fence_sql().guard(&Guard::new(self, table, column)))
     }
 
     /// [`fence_guard`](Self::fence_guard)'s trigger count query (0 or 1), unchecked names.
     pub(crate) fn fence_guard_count(self, table: &str, column: &str) -> String {
-        self.sql().guard_count(&Guard::new(self, table, column))
+        self.fence_sql()
+            .guard_count(&Guard::new(self, table, column))
     }
 
     /// Statements that run first in a transaction installing fence DDL, so that processes
     /// installing it at once take turns (PostgreSQL's `CREATE OR REPLACE FUNCTION` fails
     /// when run concurrently); empty where none is needed.
     pub(crate) fn fence_ddl_lock(self) -> Option<&'static str> {
-        self.sql().ddl_lock()
-    }
-
-    /// The statement that opens a transaction that will write: `BEGIN IMMEDIATE` on SQLite
-    /// (the database's write lock at once), `BEGIN` elsewhere.
-    pub(crate) fn begin_write(self) -> &'static str {
-        self.sql().begin_write()
+        self.fence_sql().ddl_lock()
     }
 
     /// Whether fence DDL runs in one transaction (PostgreSQL and SQLite; MySQL commits each
     /// DDL statement on its own).
     pub(crate) fn transactional_ddl(self) -> bool {
-        self.sql().transactional_ddl()
+        self.fence_sql().transactional_ddl()
     }
 }
 
 /// The fence upsert of the databases with `ON CONFLICT … DO UPDATE` and `RETURNING`
 /// (PostgreSQL, SQLite). `previous_fence = f.fence` reads the row as it was.
-pub(super) fn upsert_on_conflict<S: Sql + ?Sized>(d: &S, table: &str) -> String {
+fn fence_upsert_on_conflict<S: Sql + ?Sized>(d: &S, table: &str) -> String {
     format!(
         "INSERT INTO {table} AS f (resource, fence, updated_at) VALUES ({}, {}, {}) \
          ON CONFLICT (resource) DO UPDATE SET previous_fence = f.fence, fence = excluded.fence, \
@@ -199,11 +236,10 @@ pub(super) fn upsert_on_conflict<S: Sql + ?Sized>(d: &S, table: &str) -> String 
     )
 }
 
-/// The table the testkit's sinks write their values to, and its statements: (create, upsert
-/// (resource, value), read (resource)).
-#[cfg(feature = "testkit")]
+/// The table the fenced sinks (`fence::sinks`) write their values to, and its statements:
+/// (create, upsert (resource, value), read (resource)).
 pub(crate) fn sink_values(dialect: Dialect, table: &str) -> [String; 3] {
-    let d = dialect.sql();
+    let d = dialect.fence_sql();
     let Columns { int, tail, .. } = d.columns();
     let create = format!(
         "CREATE TABLE IF NOT EXISTS {table} (resource {} NOT NULL, value {int} NOT NULL, \
