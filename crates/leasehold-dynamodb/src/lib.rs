@@ -61,7 +61,9 @@ mod url;
 // `crate::key`, `crate::table`); these names keep those paths working until they import from
 // `record`, `keys` and `protocol::table`.
 use keys as key;
+#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
 use protocol::table;
+#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
 use record as item;
 
 pub use classify::classify_code;

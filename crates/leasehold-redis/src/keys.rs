@@ -6,7 +6,7 @@
 //!   cluster slot, where one script can change it atomically;
 //! * a release is published on `<prefix>:released`, with the lock name as the message;
 //! * the fenced writes keep their fences under `<prefix>:fence:{…}` and `<prefix>:fences:…`
-//!   (see [`fence`](crate::fence)), which the lock pattern `<prefix>:{*}` never matches.
+//!   (see the `fence` module), which the lock pattern `<prefix>:{*}` never matches.
 //!
 //! Lock names never hold `{` or `}`, so a hash's key gives its lock name back unambiguously:
 //! `a`, `a/b`, `a.b` and `a:1` are the four hashes `<prefix>:{a}`, `<prefix>:{a/b}`,
