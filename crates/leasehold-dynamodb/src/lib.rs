@@ -42,29 +42,32 @@
 //! # Ok(()) }
 //! ```
 
-mod acquire;
 mod classify;
 mod clock;
-pub mod expressions;
-mod extend;
 pub mod fence;
-mod item;
-mod key;
-mod ledger;
+mod keys;
+mod link;
 mod list;
 pub mod metrics;
 mod opener;
 mod options;
-mod read;
+mod protocol;
+mod record;
 mod refresh;
-mod release;
-mod stale;
 mod store;
-mod table;
 mod url;
 
+// `fence/` and `options.rs` still import from the rooms' old names (`crate::item`,
+// `crate::key`, `crate::table`); these names keep those paths working until they import from
+// `record`, `keys` and `protocol::table`.
+use keys as key;
+#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
+use protocol::table;
+#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
+use record as item;
+
 pub use classify::classify_code;
-pub use key::{MAX_PREFIX_LEN, item_key};
+pub use keys::{MAX_PREFIX_LEN, item_key};
 pub use opener::DynamoDbOpener;
 pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
@@ -72,9 +75,10 @@ pub use options::{
     DEFAULT_TABLE, DEFAULT_TTL_PADDING, DynamoDbOptionKey, DynamoDbOptions, DynamoDbOptionsError,
     MAX_STALE_REFRESH_INTERVAL, MIN_STALE_REFRESH_INTERVAL,
 };
-pub use stale::{MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount};
+pub use protocol::expressions;
+pub use protocol::stale::{MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount};
+pub use protocol::table::create_table;
 pub use store::{DynamoDbStore, MAX_SLOTS};
-pub use table::create_table;
 
 /// Re-exported so applications can name the client types without a direct dependency.
 pub use aws_sdk_dynamodb;

@@ -18,9 +18,9 @@ use leasehold::{Holder, LockName};
 use crate::classify::classify;
 use crate::clock::{ms, now_ms};
 use crate::expressions::{LIST_FILTER, LIST_FILTER_PREFIXED, LIST_NAMES, LOCK_NAME};
-use crate::item::{Item, n, s};
-use crate::key::{KeyScope, parse_key};
+use crate::keys::{KeyScope, parse_key};
 use crate::metrics::Operation;
+use crate::record::{Item, n, s};
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {

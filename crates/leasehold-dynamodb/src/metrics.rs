@@ -65,7 +65,7 @@ use leasehold::metrics::{
 };
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
-use crate::stale::StaleCount;
+use crate::protocol::stale::StaleCount;
 
 /// How many answers the clock skew estimate keeps (see the module docs).
 pub const SKEW_SAMPLES: usize = 64;

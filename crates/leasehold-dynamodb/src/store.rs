@@ -1,28 +1,22 @@
 //! `DynamoDbStore`: one item per `(lock, slot)`, conditional `UpdateItem` for every change.
 
-use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use leasehold::store::{
     AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
     StoreResult,
 };
 use leasehold::{
-    Holder, Lease, LeaseStore, LockName, Period, PeriodRecord,
+    Holder, Lease, LeaseStore, LockName, PeriodRecord,
     store::{Extension, LockState, Release, StoreError},
 };
 
-use crate::expressions;
-use crate::key::item_key;
-use crate::metrics::{AttemptProbe, Consumed, Operation, StoreMetrics};
+use crate::keys::item_key;
+use crate::link::tuned;
+use crate::metrics::StoreMetrics;
 use crate::options::{DynamoDbOptions, DynamoDbOptionsError};
 
 /// The largest group a [`DynamoDbStore`] serves: the core's limit, [`leasehold::limits::MAX_SLOTS`], as
@@ -33,7 +27,7 @@ pub use leasehold::limits::MAX_SLOTS;
 /// A lease store on Amazon DynamoDB (or a compatible emulator).
 ///
 /// * **One item per `(lock, slot)`** with string partition key `lockName` (see
-///   [`item_key`](crate::item_key)); attributes are listed in [`expressions`].
+///   [`item_key`](crate::item_key)); attributes are listed in [`expressions`](crate::expressions).
 /// * **Acquire is one conditional `UpdateItem`** that returns the new item: it succeeds if the item
 ///   is missing, free, or its `leaseExpiry` is older than now − clock-skew tolerance, and mints
 ///   the fence as `if_not_exists(fence, now ms × 1000) + 1` in the same write — so fences stay
@@ -153,24 +147,6 @@ impl DynamoDbStore {
         }
     }
 
-    /// Sends one request of `operation` (`send` attaches the probe to it and sends it) and
-    /// records its latency, outcome and consumed capacity.
-    pub(crate) async fn metered<T, E, Fut>(
-        &self,
-        operation: Operation,
-        send: impl FnOnce(AttemptProbe) -> Fut,
-    ) -> Result<T, SdkError<E, HttpResponse>>
-    where
-        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
-        T: Consumed,
-        E: ProvideErrorMetadata,
-    {
-        let started = Instant::now();
-        let result = send(self.metrics.probe(operation)).await;
-        self.metrics.finished(operation, started.elapsed(), &result);
-        result
-    }
-
     /// Opens a store for a `dynamodb://TABLE?…` URL and checks that the table answers; see
     /// [`DynamoDbOpener`](crate::DynamoDbOpener) for the parameters. Use it where the typed store is
     /// needed (for its client or [`create_table`](Self::create_table)); the opener gives an
@@ -274,7 +250,7 @@ impl DynamoDbStore {
     /// # Ok(()) }
     /// ```
     pub async fn create_table(&self) -> StoreResult<()> {
-        crate::table::create_table(&self.client, &self.options.table).await
+        crate::create_table(&self.client, &self.options.table).await
     }
 
     /// Checks that the table answers a consistent read with these credentials: a missing table,
@@ -293,72 +269,10 @@ impl DynamoDbStore {
         self.read_item(&self.key(&probe, 0)).await.map(|_| ())
     }
 
-    /// The `ExpressionAttributeNames` for the placeholders in `used`.
-    pub(crate) fn names(used: &'static [&'static str]) -> HashMap<String, String> {
-        expressions::names(used)
-            .map(|(p, a)| (p.to_owned(), a.to_owned()))
-            .collect()
-    }
-
-    /// Rejects leases that the clock-skew tolerance cannot protect.
-    fn check_ttl(&self, ttl: Duration) -> StoreResult<()> {
-        let floor = self.options.lease_floor();
-        if ttl <= floor {
-            return Err(StoreError::permanent(format!(
-                "a {ttl:?} lease is too short for this DynamoDB store: leases must be longer than \
-                 twice the clock-skew tolerance ({:?}), i.e. more than {floor:?}; use a longer \
-                 lease or a smaller tolerance (DynamoDbOptions::clock_skew_tolerance, or the \
-                 `skew` URL parameter) if every client's clock is that accurate",
-                self.options.clock_skew_tolerance
-            )));
-        }
-        Ok(())
-    }
-
-    /// A period claim's record lives on the lock's item, which DynamoDB TTL may delete
-    /// `ttl_padding` after its last lease ends. A period no longer than the padding always ends
-    /// before that, so the record outlives every claim it must refuse; longer periods are refused.
-    fn check_period(&self, period: Period) -> StoreResult<()> {
-        let padding = self.options.ttl_padding;
-        if period.length() > padding {
-            return Err(StoreError::permanent(format!(
-                "a period of {:?} is longer than this DynamoDB store's TTL padding ({padding:?}): \
-                 the period ledger lives on the lock's item, which DynamoDB TTL may delete that \
-                 long after its last lease, so periods may be at most the padding; raise it \
-                 (DynamoDbOptions::ttl_padding, or the `ttl_padding` URL parameter) to at least \
-                 the period",
-                period.length()
-            )));
-        }
-        Ok(())
-    }
-
     /// The core's shared check ([`leasehold::store::check_slots`]); 0 counts as 1.
     fn check_slots(slots: u32) -> StoreResult<u32> {
         Ok(leasehold::store::check_slots(slots)?.max(1))
     }
-}
-
-/// The application's client with the store's retry and timeout settings (sharing its HTTP
-/// client, credentials, region and endpoint).
-fn tuned(client: &Client, options: &DynamoDbOptions) -> Client {
-    let config = client.config();
-    let retry = RetryConfig::standard()
-        .with_max_attempts(options.max_attempts)
-        .with_initial_backoff(options.retry_delay)
-        .with_max_backoff(options.retry_delay.max(Duration::from_secs(1)));
-    let timeout = config
-        .timeout_config()
-        .map_or_else(TimeoutConfig::builder, TimeoutConfig::to_builder)
-        .operation_attempt_timeout(options.attempt_timeout)
-        .build();
-    Client::from_conf(
-        config
-            .to_builder()
-            .retry_config(retry)
-            .timeout_config(timeout)
-            .build(),
-    )
 }
 
 #[async_trait]
@@ -402,26 +316,17 @@ impl LeaseStore for DynamoDbStore {
     }
 
     /// One conditional `UpdateItem` removing the ledger's attributes from slot 0's item and
-    /// returning them as they were (see the `ledger` module).
+    /// returning them as they were (see the `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         self.clear_ledger(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         let slots = Self::check_slots(slots)?;
-        let now = crate::clock::now_ms();
-        let stale = now.saturating_sub(crate::clock::ms(self.options.clock_skew_tolerance));
-        let holders = self
-            .read_slots(lock, slots)
-            .await?
-            .into_iter()
-            .filter(|(_, item)| item.occupied(stale))
-            .map(|(slot, item)| item.holder(slot))
-            .collect();
         Ok(LockState {
             lock: lock.clone(),
             slots,
-            holders,
+            holders: self.live_holders(lock, slots).await?,
         })
     }
 

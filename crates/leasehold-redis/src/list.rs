@@ -18,7 +18,7 @@ use leasehold::store::{
 };
 use leasehold::{LockName, limits::MAX_SLOTS};
 
-use crate::reply::{HolderRow, holders};
+use crate::keys::{lock_of, pattern};
 use crate::store::RedisStore;
 
 /// `COUNT` of one `SCAN` call at most (the keys it looks at; fewer when the page is nearly full).
@@ -79,29 +79,6 @@ impl Position {
     }
 }
 
-/// The `MATCH` pattern of the store's lock hashes: the prefix with glob characters escaped,
-/// then `:{*}`.
-pub(crate) fn pattern(prefix: &str) -> String {
-    let mut p = String::with_capacity(prefix.len() + 4);
-    for c in prefix.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            p.push('\\');
-        }
-        p.push(c);
-    }
-    p.push_str(":{*}");
-    p
-}
-
-/// The lock whose hash `key` is, if it is one of the store's (`<prefix>:{<lock>}`).
-pub(crate) fn lock_of(prefix: &str, key: &str) -> Option<LockName> {
-    let name = key
-        .strip_prefix(prefix)?
-        .strip_prefix(":{")?
-        .strip_suffix('}')?;
-    LockName::new(name).ok()
-}
-
 impl RedisStore {
     /// One page of the listing (see the module docs).
     pub(crate) async fn list_page(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
@@ -128,14 +105,11 @@ impl RedisStore {
             at.scan = (next != 0).then_some(next);
         }
         at.pending = names.split_off(names.len().min(MAX_LIST_LOCKS));
-        let read = join_all(names.iter().map(|lock| self.all_holders(lock))).await;
+        let read = join_all(names.iter().map(|lock| self.live_holders(lock, MAX_SLOTS))).await;
         let mut locks = Vec::new();
         for (lock, rows) in names.into_iter().zip(read) {
             match rows {
-                Ok(rows) if !rows.is_empty() => locks.push(ListedLock {
-                    lock,
-                    holders: holders(rows),
-                }),
+                Ok(holders) if !holders.is_empty() => locks.push(ListedLock { lock, holders }),
                 Ok(_) => {}
                 // A key of another type that happens to match the pattern is not a lock.
                 Err(e) if e.message().contains("WRONGTYPE") => {}
@@ -144,48 +118,11 @@ impl RedisStore {
         }
         Ok(LockPage::new(locks, at.cursor()?))
     }
-
-    /// The live holders of every slot of `lock` (the state script over all slots).
-    async fn all_holders(&self, lock: &LockName) -> StoreResult<Vec<HolderRow>> {
-        let key = self.key(lock);
-        let mut call = self.scripts().state().key(&key);
-        call.arg(MAX_SLOTS);
-        self.link().invoke(&call).await
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn patterns_escape_glob_characters() {
-        assert_eq!(pattern("leasehold"), "leasehold:{*}");
-        assert_eq!(pattern("a*b?[c]\\d"), "a\\*b\\?\\[c\\]\\\\d:{*}");
-    }
-
-    #[test]
-    fn only_the_stores_own_hashes_are_locks() -> Result<(), leasehold::error::NameError> {
-        assert_eq!(
-            lock_of("lh", "lh:{reports/daily}"),
-            Some(LockName::new("reports/daily")?)
-        );
-        assert_eq!(lock_of("lh", "lh:{a.b}"), Some(LockName::new("a.b")?));
-        for foreign in [
-            "lh:fence:{a}",
-            "lh:fences:a",
-            "lh:released",
-            "lh:x:{a}",
-            "lhx:{a}",
-            "lh:{a}x",
-            "lh:{a//b}",
-            "lh:{}",
-            "other:{a}",
-        ] {
-            assert_eq!(lock_of("lh", foreign), None, "{foreign}");
-        }
-        Ok(())
-    }
 
     #[test]
     fn cursors_round_trip() -> Result<(), Box<dyn std::error::Error>> {

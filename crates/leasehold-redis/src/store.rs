@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasehold::store::{
     AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
-    ReleaseSignal, ReleasedTo, StoreResult, WaiterId, check_slots,
+    ReleaseSignal, ReleasedTo, StoreResult, check_slots,
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
@@ -14,18 +14,14 @@ use leasehold::{
 };
 use redis::Client;
 use redis::aio::ConnectionManager;
-use tracing::{debug, warn};
 
 use crate::fence::{FencedKeys, RedisFences};
+use crate::keys::lock_key;
 use crate::link::Link;
 use crate::options::RedisOptions;
-use crate::reply::{
-    AcquireReply, HolderRow, LEDGER_FIELDS, LedgerFields, acquisition, holders, ms_at_least_1,
-    ms_ceil, period_record, time,
-};
-use crate::scripts::Scripts;
-use crate::subscribe::{Subscriber, Subscription};
+use crate::protocol::Scripts;
 use crate::url::split_options;
+use crate::watch::{Subscriber, Subscription};
 
 /// A lease store on Redis (or Valkey), through redis-rs.
 ///
@@ -201,7 +197,7 @@ impl RedisStore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn key(&self, lock: &LockName) -> String {
-        format!("{}:{{{}}}", self.options.prefix, lock.as_str())
+        lock_key(&self.options.prefix, lock)
     }
 
     /// The pub/sub channel releases are published on: `<prefix>:released`, with the lock name as
@@ -278,52 +274,9 @@ impl RedisStore {
         )
     }
 
-    /// Checks that the server answers (`PING`).
-    ///
-    /// # Errors
-    ///
-    /// The classified error of the command: transient when the server cannot be reached or does
-    /// not answer within the response timeout.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: `PING` changes nothing.
-    ///
-    /// ```no_run
-    /// # async fn demo(store: &leasehold_redis::RedisStore) -> leasehold::store::StoreResult<()> {
-    /// store.ping().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn ping(&self) -> StoreResult<()> {
-        let _: redis::Value = self.link.query(&redis::cmd("PING")).await?;
-        Ok(())
-    }
-
-    /// Warns if the server may evict keys under memory pressure: an evicted lease is a lock
-    /// silently handed to someone else. Servers that forbid `CONFIG` are not checked.
-    async fn check_eviction_policy(&self) {
-        let mut cmd = redis::cmd("CONFIG");
-        cmd.arg("GET").arg("maxmemory-policy");
-        match self.link.query::<Vec<String>>(&cmd).await {
-            Ok(reply) => {
-                if let Some(policy) = reply.get(1)
-                    && policy != "noeviction"
-                {
-                    warn!(store = %self.description, %policy,
-                        "Redis may evict keys under memory pressure (maxmemory-policy is not noeviction); an evicted lease lets a second holder in");
-                }
-            }
-            Err(e) => debug!(error = %e, "cannot read maxmemory-policy"),
-        }
-    }
-
     /// The connection the store's commands go through.
     pub(crate) fn link(&self) -> &Link {
         &self.link
-    }
-
-    fn retention_ms(&self) -> u64 {
-        u64::try_from(self.options.idle_retention.as_millis()).unwrap_or(u64::MAX)
     }
 }
 
@@ -331,36 +284,11 @@ impl RedisStore {
 impl LeaseStore for RedisStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         let slots = req.check()?.max(1);
-        let key = self.key(&req.lock);
-        let mut call = self.scripts.acquire().key(&key);
-        call.arg(req.token.to_hex())
-            .arg(req.owner.as_ref())
-            .arg(ms_at_least_1(req.ttl))
-            .arg(slots)
-            .arg(self.retention_ms());
-        match req.period {
-            Some(p) => call.arg(p.length_ms()).arg(p.offset_ms()),
-            None => call.arg("").arg(""),
-        };
-        call.arg(req.waiter.map(WaiterId::to_hex).unwrap_or_default());
-        let answer: Option<AcquireReply> = self.link.invoke(&call).await?;
-        Ok(acquisition(req, answer))
+        self.acquire_slot(req, slots).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        let key = self.key(&lease.lock);
-        let mut call = self.scripts.extend().key(&key);
-        call.arg(lease.slot)
-            .arg(lease.token.to_hex())
-            .arg(ms_at_least_1(ttl))
-            .arg(self.retention_ms());
-        let expires: Option<u64> = self.link.invoke(&call).await?;
-        Ok(match expires {
-            Some(e) => Extension::Extended {
-                expires_at: time(e),
-            },
-            None => Extension::NotHeld,
-        })
+        self.extend_lease(lease, ttl).await
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
@@ -376,25 +304,7 @@ impl LeaseStore for RedisStore {
         linger: Duration,
         to: HandOff,
     ) -> StoreResult<ReleasedTo> {
-        let key = self.key(&lease.lock);
-        let mut call = self.scripts.release().key(&key);
-        let mode = match to {
-            HandOff::Keep(_) => "k",
-            HandOff::Longest(_) => "l",
-            _ => "",
-        };
-        call.arg(lease.slot)
-            .arg(lease.token.to_hex())
-            .arg(ms_ceil(linger))
-            .arg(&self.channel)
-            .arg(lease.lock.as_str())
-            .arg(mode)
-            .arg(to.waiter().map(WaiterId::to_hex).unwrap_or_default());
-        let released: u8 = self.link.invoke(&call).await?;
-        Ok(match released {
-            0 => ReleasedTo::new(Release::NotHeld, false),
-            kept => ReleasedTo::new(Release::Released, kept == 2),
-        })
+        self.release_lease(lease, linger, to).await
     }
 
     fn hands_off(&self) -> bool {
@@ -405,53 +315,31 @@ impl LeaseStore for RedisStore {
         if lease.slot != 0 {
             return Ok(PeriodStart::NotHeld);
         }
-        let key = self.key(&lease.lock);
-        let mut call = self.scripts.start_period().key(&key);
-        call.arg(lease.token.to_hex());
-        let started: u8 = self.link.invoke(&call).await?;
-        Ok(if started == 1 {
-            PeriodStart::Started
-        } else {
-            PeriodStart::NotHeld
-        })
+        self.start_claim(lease).await
     }
 
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        let mut cmd = redis::cmd("HMGET");
-        cmd.arg(self.key(lock)).arg(&LEDGER_FIELDS[..]);
-        let fields: LedgerFields = self.link.query(&cmd).await?;
-        Ok(period_record(fields))
+        self.ledger_record(lock).await
     }
 
     /// One script: the ledger's fields read and deleted (`HMGET`, `HDEL`); the slots, their
     /// fences and the hash's TTL stay.
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        let key = self.key(lock);
-        let call = self.scripts.clear_period().key(&key);
-        let fields: LedgerFields = self.link.invoke(&call).await?;
-        Ok(period_record(fields))
+        self.clear_ledger(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        let key = self.key(lock);
-        let mut call = self.scripts.state().key(&key);
-        call.arg(slots);
-        let rows: Vec<HolderRow> = self.link.invoke(&call).await?;
         Ok(LockState {
             lock: lock.clone(),
             slots,
-            holders: holders(rows),
+            holders: self.live_holders(lock, slots).await?,
         })
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
-        let key = self.key(lock);
-        let mut call = self.scripts.force_release().key(&key);
-        call.arg(slots).arg(&self.channel).arg(lock.as_str());
-        let rows: Vec<HolderRow> = self.link.invoke(&call).await?;
-        Ok(holders(rows))
+        self.force_slots(lock, slots).await
     }
 
     /// `SCAN` over the lock hashes, a bounded step at a time (see the `list` module).

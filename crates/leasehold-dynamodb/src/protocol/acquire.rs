@@ -1,7 +1,8 @@
-//! Acquisition: one conditional `UpdateItem` per slot tried.
+//! Acquisition: one conditional `UpdateItem` per slot tried, after the store's own limits on
+//! leases and periods.
 
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use std::time::Duration;
+
 use aws_sdk_dynamodb::types::{
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
 };
@@ -9,14 +10,14 @@ use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{Lease, Period, store::StoreError};
 use tracing::debug;
 
-use crate::classify::classify;
-use crate::clock::{fence_seed, ms, now_ms, ttl_seconds};
-use crate::expressions::{
+use super::conditional_failure;
+use super::expressions::{
     ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME, PERIOD_CONDITION, PERIOD_NAMES,
     PERIOD_UPDATE,
 };
-use crate::item::{Attributes, Item, n, ni, s};
+use crate::clock::{fence_seed, ms, now_ms, ttl_seconds};
 use crate::metrics::Operation;
+use crate::record::{Item, n, ni, s};
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -172,30 +173,36 @@ impl DynamoDbStore {
         Ok(None)
     }
 
-    /// The item a conditional-check failure returned, or (for emulators that ignore
-    /// `ReturnValuesOnConditionCheckFailure`) a consistent read of it.
-    pub(crate) async fn old_item(
-        &self,
-        key: &str,
-        old: Option<Attributes>,
-    ) -> StoreResult<Option<Item>> {
-        match old {
-            Some(attrs) => Item::parse(key, &attrs).map(Some),
-            None => self.read_item(key).await,
+    /// Rejects leases that the clock-skew tolerance cannot protect.
+    pub(crate) fn check_ttl(&self, ttl: Duration) -> StoreResult<()> {
+        let floor = self.options.lease_floor();
+        if ttl <= floor {
+            return Err(StoreError::permanent(format!(
+                "a {ttl:?} lease is too short for this DynamoDB store: leases must be longer than \
+                 twice the clock-skew tolerance ({:?}), i.e. more than {floor:?}; use a longer \
+                 lease or a smaller tolerance (DynamoDbOptions::clock_skew_tolerance, or the \
+                 `skew` URL parameter) if every client's clock is that accurate",
+                self.options.clock_skew_tolerance
+            )));
         }
+        Ok(())
     }
-}
 
-/// `Ok(old item, if returned)` when an `UpdateItem` on `table` failed its condition; the
-/// classified error otherwise.
-pub(crate) fn conditional_failure(
-    table: &str,
-    err: SdkError<UpdateItemError>,
-) -> StoreResult<Option<Attributes>> {
-    if let SdkError::ServiceError(service) = &err
-        && let UpdateItemError::ConditionalCheckFailedException(failed) = service.err()
-    {
-        return Ok(failed.item().cloned());
+    /// A period claim's record lives on the lock's item, which DynamoDB TTL may delete
+    /// `ttl_padding` after its last lease ends. A period no longer than the padding always ends
+    /// before that, so the record outlives every claim it must refuse; longer periods are refused.
+    pub(crate) fn check_period(&self, period: Period) -> StoreResult<()> {
+        let padding = self.options.ttl_padding;
+        if period.length() > padding {
+            return Err(StoreError::permanent(format!(
+                "a period of {:?} is longer than this DynamoDB store's TTL padding ({padding:?}): \
+                 the period ledger lives on the lock's item, which DynamoDB TTL may delete that \
+                 long after its last lease, so periods may be at most the padding; raise it \
+                 (DynamoDbOptions::ttl_padding, or the `ttl_padding` URL parameter) to at least \
+                 the period",
+                period.length()
+            )));
+        }
+        Ok(())
     }
-    Err(classify("UpdateItem", table, err))
 }

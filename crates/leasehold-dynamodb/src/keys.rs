@@ -85,8 +85,8 @@ impl KeyScope {
     /// The placeholder that filter binds and its value.
     pub(crate) fn binding(&self) -> (&'static str, aws_sdk_dynamodb::types::AttributeValue) {
         match &self.prefix {
-            Some(p) => (":prefix", crate::item::s(p.clone())),
-            None => (":slash", crate::item::s("/")),
+            Some(p) => (":prefix", crate::record::s(p.clone())),
+            None => (":slash", crate::record::s("/")),
         }
     }
 }

@@ -1,5 +1,7 @@
-//! Release: free the item (keeping it, so the fence survives), shorten it to a minimum lease, or
-//! force it free for an operator.
+//! A lease's own changes, each one conditional `UpdateItem` on its slot's item: extension
+//! (conditioned on the token and on the lease not having ended), release (the item is kept, so
+//! the fence survives), release with a linger (the lease shortened to a minimum lease) and the
+//! operators' forced release.
 
 use std::time::Duration;
 
@@ -7,20 +9,62 @@ use aws_sdk_dynamodb::types::{
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
 };
 use leasehold::store::StoreResult;
-use leasehold::{Holder, Lease, LockName, store::Release};
+use leasehold::{
+    Holder, Lease, LockName,
+    store::{Extension, Release},
+};
 use tracing::info;
 
-use crate::acquire::conditional_failure;
-use crate::clock::{ms, now_ms, ttl_seconds};
-use crate::expressions::{
-    EXTEND_NAMES, FORCE_CONDITION, FORCE_NAMES, FORCE_UPDATE, HELD_CONDITION, LINGER_CONDITION,
-    LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES, RELEASE_UPDATE,
+use super::conditional_failure;
+use super::expressions::{
+    EXTEND_NAMES, EXTEND_UPDATE, FORCE_CONDITION, FORCE_NAMES, FORCE_UPDATE, HELD_CONDITION,
+    LINGER_CONDITION, LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES, RELEASE_UPDATE,
 };
-use crate::item::{Item, n, s};
+use crate::clock::{ms, now_ms, time, ttl_seconds};
 use crate::metrics::Operation;
+use crate::record::{Item, n, s};
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
+    /// Moves the lease's end to now + `ttl` (client clock) if the token still holds it.
+    pub(crate) async fn extend_lease(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+    ) -> StoreResult<Extension> {
+        let key = self.key(&lease.lock, lease.slot);
+        let now = now_ms();
+        let expiry = now.saturating_add(ms(ttl));
+        let sent = self
+            .metered(Operation::Extend, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(key))
+                    .condition_expression(HELD_CONDITION)
+                    .update_expression(EXTEND_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
+                    .expression_attribute_values(":token", s(lease.token.to_hex()))
+                    .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":expiry", n(expiry))
+                    .expression_attribute_values(
+                        ":ttl",
+                        n(ttl_seconds(expiry, self.options.ttl_padding)),
+                    )
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
+            .await;
+        match sent {
+            Ok(_) => Ok(Extension::Extended {
+                expires_at: time(expiry),
+            }),
+            Err(err) => conditional_failure(&self.options.table, err).map(|_| Extension::NotHeld),
+        }
+    }
+
     /// Frees a live lease held by its token: removes token and owner and sets `leaseExpiry` to
     /// now, keeping the item (and its fence). A retry whose first attempt had been applied finds
     /// the item free and reports `NotHeld`, as a second release does; the lock is free either way.

@@ -7,14 +7,14 @@ use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
 use leasehold::store::{PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
-use crate::acquire::conditional_failure;
-use crate::clock::now_ms;
-use crate::expressions::{
+use super::conditional_failure;
+use super::expressions::{
     CLEAR_CONDITION, CLEAR_NAMES, CLEAR_UPDATE, LOCK_NAME, START_CONDITION, START_NAMES,
     START_UPDATE,
 };
-use crate::item::{Item, Ledger, n, s};
+use crate::clock::now_ms;
 use crate::metrics::Operation;
+use crate::record::{Item, Ledger, n, s};
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {

@@ -13,8 +13,8 @@ use leasehold::store::StoreResult;
 use tokio::time::{Instant, sleep};
 use tracing::{debug, info};
 
+use super::expressions::{LOCK_NAME, TTL};
 use crate::classify::classify;
-use crate::expressions::{LOCK_NAME, TTL};
 use crate::options::validate_table;
 
 /// How long to wait for a new table to become active.

@@ -11,15 +11,15 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, Select};
 use leasehold::store::StoreError;
 use leasehold::store::{InvalidOption, StoreResult};
 
-use crate::classify::classify;
-use crate::clock::{ms, now_ms};
-use crate::expressions::{
+use super::expressions::{
     PAST_TTL_FILTER, PAST_TTL_FILTER_PREFIXED, PAST_TTL_NAMES, STALE_FILTER, STALE_FILTER_PREFIXED,
     STALE_NAMES,
 };
-use crate::item::{Attributes, n};
-use crate::key::KeyScope;
+use crate::classify::classify;
+use crate::clock::{ms, now_ms};
+use crate::keys::KeyScope;
 use crate::metrics::Operation;
+use crate::record::{Attributes, n};
 use crate::store::DynamoDbStore;
 
 /// The items one page of a stale count reads: the `Scan`'s `Limit`.

@@ -1,4 +1,5 @@
-//! Reading lease items and writing attribute values.
+//! The lease record: a lease item's attributes read into the store's `Item` (and from it the
+//! core's leases, holders and ledger records), and the attribute values the requests write.
 
 use std::collections::HashMap;
 

@@ -1,16 +1,18 @@
-//! Consistent reads of lease items: one `GetItem`, or `BatchGetItem` over a group's slots.
+//! Consistent reads of lease items: one `GetItem`, or `BatchGetItem` over a group's slots, and
+//! the live holders `state` reports from them.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 use leasehold::store::StoreResult;
-use leasehold::{LockName, store::StoreError};
+use leasehold::{Holder, LockName, store::StoreError};
 
+use super::expressions::LOCK_NAME;
 use crate::classify::classify;
-use crate::expressions::LOCK_NAME;
-use crate::item::{Attributes, Item, s};
+use crate::clock::{ms, now_ms};
 use crate::metrics::Operation;
+use crate::record::{Attributes, Item, s};
 use crate::store::DynamoDbStore;
 
 /// `BatchGetItem` takes at most 100 keys per request.
@@ -124,5 +126,37 @@ impl DynamoDbStore {
             "DynamoDB BatchGetItem on table {table}: {} keys still unprocessed (throttled)",
             pending.len()
         )))
+    }
+
+    /// The holders still occupying their slot among `lock`'s slots `0..slots` (a lease that
+    /// ended less than the clock-skew tolerance ago still occupies it: no other client may take
+    /// it over yet), ordered by slot.
+    pub(crate) async fn live_holders(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<Holder>> {
+        let now = now_ms();
+        let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
+        Ok(self
+            .read_slots(lock, slots)
+            .await?
+            .into_iter()
+            .filter(|(_, item)| item.occupied(stale))
+            .map(|(slot, item)| item.holder(slot))
+            .collect())
+    }
+
+    /// The item a conditional-check failure returned, or (for emulators that ignore
+    /// `ReturnValuesOnConditionCheckFailure`) a consistent read of it.
+    pub(crate) async fn old_item(
+        &self,
+        key: &str,
+        old: Option<Attributes>,
+    ) -> StoreResult<Option<Item>> {
+        match old {
+            Some(attrs) => Item::parse(key, &attrs).map(Some),
+            None => self.read_item(key).await,
+        }
     }
 }
