@@ -19,6 +19,7 @@ pub(crate) mod lease;
 pub(crate) mod ledger_text;
 pub(crate) mod list;
 pub(crate) mod memory;
+pub(crate) mod millis;
 pub(crate) mod observe;
 pub(crate) mod option_error;
 pub(crate) mod period;
@@ -43,6 +44,7 @@ pub use lease::{
 pub use ledger_text::LedgerText;
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use memory::MemoryStore;
+pub use millis::{ceil_millis, ceil_secs, host_epoch_ms, time_at_ms};
 pub use observe::{ObservedStore, StoreObserver};
 pub use option_error::InvalidOption;
 pub use period::{
