@@ -19,8 +19,8 @@ use tokio::time::{Instant, sleep, timeout};
 use tracing::{debug, warn};
 
 use crate::classify::{classify, timed_out};
+use crate::keys::Keys;
 use crate::link::Link;
-use crate::txn::Keys;
 
 /// How often the watch stream is asked for a progress report.
 const HEARTBEAT: Duration = Duration::from_secs(2);

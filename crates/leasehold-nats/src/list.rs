@@ -19,8 +19,8 @@ use leasehold::store::{
 use leasehold::{Holder, LockName};
 
 use crate::keys::{KeyOf, Keys};
-use crate::kv::read_batch;
 use crate::link::Link;
+use crate::protocol::read_batch;
 use crate::record::Record;
 
 /// Starts every cursor of this store.

@@ -14,10 +14,10 @@ use leasehold::{
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
-use crate::layout::Paths;
+use crate::keys::Paths;
 use crate::link::{Link, Session};
-use crate::ops::Protocol;
 use crate::options::ZooKeeperOptions;
+use crate::protocol::Protocol;
 use crate::record::ms_ceil;
 use crate::url::parse;
 use crate::watch::Watcher;
@@ -257,7 +257,7 @@ impl LeaseStore for ZooKeeperStore {
         Ok(released)
     }
 
-    /// A multi-read of slot 0 and the ledger, then one `multi` (see the `ops` module).
+    /// A multi-read of slot 0 and the ledger, then one `multi` (see the `protocol` module).
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
         self.protocol.start_period(lease).await
     }
@@ -268,7 +268,7 @@ impl LeaseStore for ZooKeeperStore {
     }
 
     /// A read of the ledger node, then one `set_data` emptying it at the version read (see the
-    /// `ops` module).
+    /// `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         self.protocol.clear_period(lock).await
     }

@@ -10,7 +10,7 @@ use leasehold::store::ReleaseNotifier;
 use tokio::task::JoinHandle;
 use zookeeper_client::{AddWatchMode, EventType};
 
-use crate::layout::Paths;
+use crate::keys::Paths;
 use crate::link::Link;
 
 /// The pause before a watch that ended (session expired, server gone) is set up again.
