@@ -80,7 +80,7 @@ pub(crate) async fn list(
         if more && i + 1 == count && ends_on_lock.is_some() {
             records = read_lock(link, keys, &lock).await?.records;
         }
-        let holders: Vec<_> = records.iter().map(Record::holder).collect();
+        let holders: Vec<_> = records.iter().map(|r| r.holder()).collect();
         if holders.is_empty() {
             continue;
         }

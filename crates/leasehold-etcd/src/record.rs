@@ -2,15 +2,13 @@
 //! key: its fence is the key's `create_revision`), and the period ledger's value.
 
 use etcd_client::KeyValue;
+use leasehold::PeriodRecord;
 use leasehold::store::{
-    AcquireRequest, LedgerText, PeriodWindow, Token, host_epoch_ms, time_at_ms,
+    AcquireRequest, LedgerText, PeriodWindow, RecordFields, SlotRecord, Token, encode_record,
+    host_epoch_ms,
 };
-use leasehold::{Holder, Lease, LockName, PeriodRecord};
 
 use crate::keys::Keys;
-
-/// The version tag at the start of every value this store writes.
-const TAG: &str = "leasehold/1";
 
 /// This host's clock in milliseconds since the epoch. etcd has no clock of its own to read, so
 /// a lease's `expires_at` is this clock at the moment the request was **sent** plus the TTL
@@ -20,38 +18,48 @@ pub(crate) fn now_ms() -> u64 {
     host_epoch_ms()
 }
 
-/// What a slot key holds: the value this store wrote plus what etcd knows about the key.
+/// What a slot key holds: the value this store wrote (the lease, see [`SlotRecord`], and the
+/// TTLs asked for and granted) plus what etcd knows about the key. Its `expires_ms` is the end
+/// of the lease as asked for (this host's clock at sending + the TTL); etcd's lease runs at least
+/// until then, and after it the holder may no longer extend, even while etcd has yet to delete
+/// the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
-    pub(crate) slot: u32,
-    pub(crate) token: Token,
-    pub(crate) owner: String,
-    pub(crate) acquired_ms: u64,
-    /// The end of the lease as asked for (this host's clock at sending + the TTL); etcd's lease
-    /// runs at least until then.
-    pub(crate) expires_ms: u64,
+    /// The lease; its fence is the key's `create_revision`.
+    pub(crate) held: SlotRecord,
     /// The TTL asked for (rounded up to seconds) and the TTL etcd granted, in seconds.
     pub(crate) asked: i64,
     pub(crate) granted: i64,
-    /// Released with a linger: still held until it ends, but no longer extendable.
-    pub(crate) released: bool,
-    pub(crate) fence: u64,
     pub(crate) mod_revision: i64,
     pub(crate) lease_id: i64,
+}
+
+impl std::ops::Deref for Record {
+    type Target = SlotRecord;
+    fn deref(&self) -> &SlotRecord {
+        &self.held
+    }
+}
+
+impl std::ops::DerefMut for Record {
+    fn deref_mut(&mut self) -> &mut SlotRecord {
+        &mut self.held
+    }
 }
 
 /// The value of a slot key: `leasehold/1 <token> <acquired ms> <expires ms> <asked s> <granted s>
 /// <released 0|1> <owner>` (the owner last: it may contain spaces).
 pub(crate) fn encode(r: &Record) -> String {
-    format!(
-        "{TAG} {} {} {} {} {} {} {}",
-        r.token.to_hex(),
-        r.acquired_ms,
-        r.expires_ms,
-        r.asked,
-        r.granted,
-        u8::from(r.released),
-        r.owner
+    encode_record(
+        &[
+            &r.token.to_hex(),
+            &r.acquired_ms,
+            &r.expires_ms,
+            &r.asked,
+            &r.granted,
+            &u8::from(r.released),
+        ],
+        &r.owner,
     )
 }
 
@@ -59,58 +67,24 @@ impl Record {
     /// Decodes a key of `keys`; `None` for anything this store did not write.
     pub(crate) fn decode(keys: &Keys, kv: &KeyValue) -> Option<Self> {
         let (_, slot) = keys.parse(kv.key())?;
-        let text = std::str::from_utf8(kv.value()).ok()?;
-        let mut f = text.splitn(8, ' ');
-        if f.next()? != TAG {
-            return None;
-        }
+        let mut f = RecordFields::parse(std::str::from_utf8(kv.value()).ok()?, 7)?;
+        let (token, acquired_ms, expires_ms) = (f.token()?, f.number()?, f.number()?);
+        let (asked, granted, released) = (f.number()?, f.number()?, f.flag()?);
         Some(Self {
-            slot,
-            token: Token::from_hex(f.next()?)?,
-            acquired_ms: f.next()?.parse().ok()?,
-            expires_ms: f.next()?.parse().ok()?,
-            asked: f.next()?.parse().ok()?,
-            granted: f.next()?.parse().ok()?,
-            released: f.next()? == "1",
-            owner: f.next()?.to_owned(),
-            fence: u64::try_from(kv.create_revision()).ok()?,
+            held: SlotRecord {
+                slot,
+                token,
+                owner: f.text()?.to_owned(),
+                fence: u64::try_from(kv.create_revision()).ok()?,
+                acquired_ms,
+                expires_ms,
+                released,
+            },
+            asked,
+            granted,
             mod_revision: kv.mod_revision(),
             lease_id: kv.lease(),
         })
-    }
-
-    /// True if `lease` is this grant, still unreleased.
-    pub(crate) fn is(&self, lease: &Lease) -> bool {
-        self.token == lease.token && self.fence == lease.fence && !self.released
-    }
-
-    /// True until the end of the lease as asked for, by this host's clock. After it the holder
-    /// may no longer extend, even while etcd has yet to delete the key.
-    pub(crate) fn live_at(&self, now_ms: u64) -> bool {
-        now_ms < self.expires_ms
-    }
-
-    pub(crate) fn lease(&self, lock: &LockName) -> Lease {
-        Lease {
-            lock: lock.clone(),
-            slot: self.slot,
-            owner: self.owner.clone(),
-            token: self.token,
-            fence: self.fence,
-            acquired_at: time_at_ms(self.acquired_ms),
-            expires_at: time_at_ms(self.expires_ms),
-            period: None,
-        }
-    }
-
-    pub(crate) fn holder(&self) -> Holder {
-        Holder {
-            slot: self.slot,
-            owner: self.owner.clone(),
-            fence: self.fence,
-            acquired_at: time_at_ms(self.acquired_ms),
-            expires_at: time_at_ms(self.expires_ms),
-        }
     }
 }
 
@@ -209,6 +183,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leasehold::store::time_at_ms;
 
     #[test]
     fn ledgers_round_trip_and_older_ones_read_as_started() {
@@ -263,15 +238,17 @@ mod tests {
     #[test]
     fn values_round_trip_with_spaces_in_the_owner() {
         let r = Record {
-            slot: 2,
-            token: Token::random(),
-            owner: "host a (pid 7)".into(),
-            acquired_ms: 10,
-            expires_ms: 2010,
+            held: SlotRecord {
+                slot: 2,
+                token: Token::random(),
+                owner: "host a (pid 7)".into(),
+                fence: 0,
+                acquired_ms: 10,
+                expires_ms: 2010,
+                released: true,
+            },
             asked: 2,
             granted: 2,
-            released: true,
-            fence: 0,
             mod_revision: 0,
             lease_id: 0,
         };

@@ -19,7 +19,6 @@ use crate::keys::Keys;
 use crate::link::{Link, install_tls_provider, tls_options};
 use crate::options::EtcdOptions;
 use crate::protocol;
-use crate::record::Record;
 use crate::url::parse;
 use crate::watch::Watcher;
 
@@ -320,7 +319,7 @@ impl LeaseStore for EtcdStore {
                 .records
                 .iter()
                 .filter(|r| r.slot < slots)
-                .map(Record::holder)
+                .map(|r| r.holder())
                 .collect(),
         })
     }

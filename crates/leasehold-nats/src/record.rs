@@ -1,31 +1,25 @@
 //! What the keys hold: the latest message of a subject as read back, the lease record in a slot
 //! key's value, and the period ledger's value.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use leasehold::store::{LedgerText, PeriodWindow};
-use leasehold::{Holder, Lease, LockName, PeriodRecord, store::Token};
+use leasehold::PeriodRecord;
+use leasehold::store::{
+    LedgerText, PeriodWindow, RecordFields, SlotRecord, Token, encode_record, host_epoch_ms,
+    time_at_ms,
+};
 
-/// The version tag at the start of every slot value this store writes.
-const TAG: &str = "leasehold/1";
 /// Written in place of the fence by a grant: the fence is the granting message's own sequence.
 const OWN: &str = "-";
 
 /// This host's clock in milliseconds since the epoch.
 pub(crate) fn now_ms() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    host_epoch_ms()
 }
 
+/// The time `ms` after the epoch.
 pub(crate) fn time(ms: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(ms)
-}
-
-/// Milliseconds, rounded up.
-pub(crate) fn ms_ceil(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    time_at_ms(ms)
 }
 
 /// What a message of the bucket says about its key.
@@ -48,22 +42,29 @@ pub(crate) struct Stored {
     pub(crate) payload: bytes::Bytes,
 }
 
-/// A lease as kept in a slot key.
+/// A lease as kept in a slot key: the lease (see [`SlotRecord`]; its fence is the stream
+/// sequence of the message that granted the slot, its `expires_ms` this host's clock when the
+/// request was sent plus the TTL asked for — the server removes the message a TTL rounded up to
+/// whole seconds after it stored it, and after the end the holder may no longer extend, even
+/// while the server has yet to remove the message), and the sequence of the message read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
-    pub(crate) slot: u32,
-    pub(crate) token: Token,
-    pub(crate) owner: String,
-    /// The stream sequence of the message that granted the slot.
-    pub(crate) fence: u64,
-    pub(crate) acquired_ms: u64,
-    /// The end of the lease: this host's clock when the request was sent plus the TTL asked for
-    /// (the server removes the message a TTL rounded up to whole seconds after it stored it).
-    pub(crate) expires_ms: u64,
-    /// Released with a linger: still held until it ends, but no longer extendable.
-    pub(crate) released: bool,
+    pub(crate) held: SlotRecord,
     /// The sequence of the message read (the expected sequence of the next change).
     pub(crate) seq: u64,
+}
+
+impl std::ops::Deref for Record {
+    type Target = SlotRecord;
+    fn deref(&self) -> &SlotRecord {
+        &self.held
+    }
+}
+
+impl std::ops::DerefMut for Record {
+    fn deref_mut(&mut self) -> &mut SlotRecord {
+        &mut self.held
+    }
 }
 
 impl Record {
@@ -76,13 +77,15 @@ impl Record {
         } else {
             self.fence.to_string()
         };
-        format!(
-            "{TAG} {} {fence} {} {} {} {}",
-            self.token.to_hex(),
-            self.acquired_ms,
-            self.expires_ms,
-            u8::from(self.released),
-            self.owner
+        encode_record(
+            &[
+                &self.token.to_hex(),
+                &fence,
+                &self.acquired_ms,
+                &self.expires_ms,
+                &u8::from(self.released),
+            ],
+            &self.owner,
         )
     }
 
@@ -92,60 +95,25 @@ impl Record {
         if msg.op != Op::Put {
             return None;
         }
-        let text = std::str::from_utf8(&msg.payload).ok()?;
-        let mut f = text.splitn(7, ' ');
-        if f.next()? != TAG {
-            return None;
-        }
-        let token = Token::from_hex(f.next()?)?;
-        let fence = match f.next()? {
+        let mut f = RecordFields::parse(std::str::from_utf8(&msg.payload).ok()?, 6)?;
+        let token = f.token()?;
+        let fence = match f.text()? {
             OWN => msg.seq,
             n => n.parse().ok()?,
         };
+        let (acquired_ms, expires_ms, released) = (f.number()?, f.number()?, f.flag()?);
         Some(Self {
-            slot,
-            token,
-            fence,
-            acquired_ms: f.next()?.parse().ok()?,
-            expires_ms: f.next()?.parse().ok()?,
-            released: f.next()? == "1",
-            owner: f.next()?.to_owned(),
+            held: SlotRecord {
+                slot,
+                token,
+                owner: f.text()?.to_owned(),
+                fence,
+                acquired_ms,
+                expires_ms,
+                released,
+            },
             seq: msg.seq,
         })
-    }
-
-    /// True if `lease` is this grant, still unreleased.
-    pub(crate) fn is(&self, lease: &Lease) -> bool {
-        self.token == lease.token && self.fence == lease.fence && !self.released
-    }
-
-    /// True until the end of the lease, by this host's clock. After it the holder may no longer
-    /// extend, even while the server has yet to remove the message.
-    pub(crate) fn live_at(&self, now_ms: u64) -> bool {
-        now_ms < self.expires_ms
-    }
-
-    pub(crate) fn lease(&self, lock: &LockName) -> Lease {
-        Lease {
-            lock: lock.clone(),
-            slot: self.slot,
-            owner: self.owner.clone(),
-            token: self.token,
-            fence: self.fence,
-            acquired_at: time(self.acquired_ms),
-            expires_at: time(self.expires_ms),
-            period: None,
-        }
-    }
-
-    pub(crate) fn holder(&self) -> Holder {
-        Holder {
-            slot: self.slot,
-            owner: self.owner.clone(),
-            fence: self.fence,
-            acquired_at: time(self.acquired_ms),
-            expires_at: time(self.expires_ms),
-        }
     }
 }
 
@@ -268,13 +236,15 @@ mod tests {
     #[test]
     fn a_grant_takes_its_own_sequence_as_fence_and_keeps_it() {
         let mut record = Record {
-            slot: 0,
-            token: Token::random(),
-            owner: "node a".to_owned(),
-            fence: 0,
-            acquired_ms: 1,
-            expires_ms: 2,
-            released: false,
+            held: SlotRecord {
+                slot: 0,
+                token: Token::random(),
+                owner: "node a".to_owned(),
+                fence: 0,
+                acquired_ms: 1,
+                expires_ms: 2,
+                released: false,
+            },
             seq: 0,
         };
         let granted = Record::decode(0, &stored(41, Op::Put, &record.encode(true)));
@@ -282,7 +252,7 @@ mod tests {
         record.fence = 41;
         let extended = Record::decode(0, &stored(57, Op::Put, &record.encode(false)));
         assert_eq!(
-            extended.map(|r| (r.fence, r.seq, r.owner)),
+            extended.map(|r| (r.fence, r.seq, r.held.owner)),
             Some((41, 57, "node a".to_owned()))
         );
         assert_eq!(

@@ -319,7 +319,7 @@ impl LeaseStore for NatsStore {
                 .records
                 .iter()
                 .filter(|r| r.slot < slots)
-                .map(crate::record::Record::holder)
+                .map(|r| r.holder())
                 .collect(),
         })
     }

@@ -55,13 +55,15 @@ mod tests {
     fn only_the_same_unreleased_grant_is_remembered() -> Result<(), leasehold::error::NameError> {
         let lock = LockName::new("a")?;
         let record = Record {
-            slot: 1,
-            token: leasehold::store::Token::random(),
-            owner: "n".to_owned(),
-            fence: 7,
-            acquired_ms: 1,
-            expires_ms: 2,
-            released: false,
+            held: leasehold::store::SlotRecord {
+                slot: 1,
+                token: leasehold::store::Token::random(),
+                owner: "n".to_owned(),
+                fence: 7,
+                acquired_ms: 1,
+                expires_ms: 2,
+                released: false,
+            },
             seq: 9,
         };
         let lease = record.lease(&lock);
@@ -77,7 +79,10 @@ mod tests {
         written.remember(
             &lock,
             &Record {
-                released: true,
+                held: leasehold::store::SlotRecord {
+                    released: true,
+                    ..record.held.clone()
+                },
                 ..record
             },
         );

@@ -23,12 +23,7 @@ pub(crate) async fn acquire(
     let mine = |held: &Slots| {
         held.records
             .iter()
-            .find(|r| {
-                r.token == req.token
-                    && !r.released
-                    && r.live_at(now_ms())
-                    && r.slot < req.slots.max(1)
-            })
+            .find(|r| r.answers(req, now_ms()))
             .cloned()
     };
     if let Some(r) = mine(&held) {
@@ -93,7 +88,7 @@ pub(crate) async fn acquire_period(
     let mine = |held: &Slots| {
         held.records
             .iter()
-            .find(|r| r.token == req.token && !r.released && r.live_at(now_ms()) && r.slot == 0)
+            .find(|r| r.answers(req, now_ms()) && r.slot == 0)
             .map(|r| {
                 let mut lease = r.lease(&req.lock);
                 lease.period =

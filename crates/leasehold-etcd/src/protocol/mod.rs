@@ -31,7 +31,9 @@ mod read;
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, LeaseGrantOptions, PutOptions, Txn, TxnOp, TxnResponse};
-use leasehold::store::{AcquireRequest, StoreError, StoreResult, ceil_millis, ceil_secs};
+use leasehold::store::{
+    AcquireRequest, SlotRecord, StoreError, StoreResult, ceil_millis, ceil_secs,
+};
 
 use crate::link::Link;
 use crate::record::{Record, encode};
@@ -96,16 +98,12 @@ pub(super) async fn new_grant(
 ) -> StoreResult<Record> {
     let asked = ttl_secs(req.ttl);
     let (lease_id, granted) = grant(link, asked).await?;
+    let mut held = SlotRecord::granted(req, slot, sent_ms);
+    held.expires_ms = expiry(sent_ms, req.ttl, granted);
     Ok(Record {
-        slot,
-        token: req.token,
-        owner: req.owner.to_string(),
-        acquired_ms: sent_ms,
-        expires_ms: expiry(sent_ms, req.ttl, granted),
+        held,
         asked,
         granted,
-        released: false,
-        fence: 0,
         mod_revision: 0,
         lease_id,
     })

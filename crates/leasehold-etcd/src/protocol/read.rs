@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
-use leasehold::store::{StoreError, StoreResult};
+use leasehold::store::{StoreError, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName};
 
 use super::{revoke_quietly, txn};
@@ -62,7 +62,7 @@ impl Slots {
 
     /// The lowest slot in `0..slots` without a key.
     pub(super) fn lowest_free(&self, slots: u32) -> Option<u32> {
-        (0..slots.max(1)).find(|s| !self.taken.contains(s))
+        lowest_free_slot(slots, |s| self.taken.contains(&s))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Acquisitions: the lowest free slot, and slot 0 with the period ledger in one atomic batch.
 
 use bytes::Bytes;
-use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, StoreResult};
+use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, SlotRecord, StoreResult};
 use leasehold::{Lease, Period, store::Token};
 
 use super::read::{Slots, read_lock};
@@ -9,7 +9,7 @@ use super::{cas, cas_ttl, publish};
 use crate::classify::{self, Published};
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{Ledger, Record, ms_ceil, now_ms};
+use crate::record::{Ledger, Record, now_ms};
 use crate::written::Written;
 
 /// How often an acquisition re-reads a lock whose slot someone else wrote first before it
@@ -18,15 +18,8 @@ const ACQUIRE_ROUNDS: u32 = 8;
 
 /// A new record for `req` in `slot`, timed from now.
 pub(super) fn new_record(req: &AcquireRequest, slot: u32) -> Record {
-    let sent = now_ms();
     Record {
-        slot,
-        token: req.token,
-        owner: req.owner.to_string(),
-        fence: 0,
-        acquired_ms: sent,
-        expires_ms: sent.saturating_add(ms_ceil(req.ttl)),
-        released: false,
+        held: SlotRecord::granted(req, slot, now_ms()),
         seq: 0,
     }
 }
@@ -34,12 +27,7 @@ pub(super) fn new_record(req: &AcquireRequest, slot: u32) -> Record {
 /// The live lease of `req`'s token among `held`, if a retried request was applied.
 pub(super) fn mine(held: &Slots, req: &AcquireRequest) -> Option<Record> {
     let now = now_ms();
-    held.records
-        .iter()
-        .find(|r| {
-            r.token == req.token && !r.released && r.live_at(now) && r.slot < req.slots.max(1)
-        })
-        .cloned()
+    held.records.iter().find(|r| r.answers(req, now)).cloned()
 }
 
 /// Grants the lowest free slot of `req.lock`, or `None` when every slot is held.

@@ -1,9 +1,10 @@
-//! Extending and releasing a lease: compare-and-set writes expecting the sequence last written or read.
+//! Extending and releasing a lease: compare-and-set writes expecting the sequence last written
+//! or read.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use leasehold::store::StoreResult;
+use leasehold::store::{StoreResult, ceil_millis};
 use leasehold::{
     Lease,
     store::{Extension, Release},
@@ -14,7 +15,7 @@ use super::{cas_ttl, delete_marker, publish};
 use crate::classify::Published;
 use crate::keys::Keys;
 use crate::link::{Conn, Link};
-use crate::record::{Record, ms_ceil, now_ms};
+use crate::record::{Record, now_ms};
 use crate::written::Written;
 
 /// Extends a lease to `ttl` from now, if it has not run out: a new value with a fresh TTL,
@@ -60,7 +61,7 @@ async fn extend_from(
         return Ok(Some(Extension::NotHeld));
     }
     let mut next = rec.clone();
-    next.expires_ms = sent.saturating_add(ms_ceil(ttl));
+    next.expires_ms = sent.saturating_add(ceil_millis(ttl));
     let subject = keys.slot(&lease.lock, lease.slot);
     let payload = Bytes::from(next.encode(false));
     let headers = cas_ttl(rec.seq, ttl);
@@ -125,7 +126,7 @@ async fn release_from(
     } else {
         let mut next = rec.clone();
         next.released = true;
-        next.expires_ms = rec.expires_ms.min(sent.saturating_add(ms_ceil(linger)));
+        next.expires_ms = rec.expires_ms.min(sent.saturating_add(ceil_millis(linger)));
         let left = Duration::from_millis(next.expires_ms.saturating_sub(sent));
         (cas_ttl(rec.seq, left), Bytes::from(next.encode(false)))
     };

@@ -34,7 +34,7 @@ use std::time::Duration;
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::StreamExt;
-use leasehold::store::{StoreError, StoreResult};
+use leasehold::store::{StoreError, StoreResult, ceil_secs};
 
 use crate::classify::{self, Published, timed_out};
 use crate::keys::Keys;
@@ -53,7 +53,7 @@ pub(crate) use read::{force_release, read_lock};
 /// 300ms → "1s", 1s → "1s", 1.2s → "2s"
 /// ```
 pub(crate) fn ttl_header(ttl: Duration) -> String {
-    format!("{}s", ttl.as_nanos().div_ceil(1_000_000_000).max(1))
+    format!("{}s", ceil_secs(ttl).max(1))
 }
 
 /// The API subject of direct gets on the bucket's stream.

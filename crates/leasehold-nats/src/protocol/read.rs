@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use leasehold::store::{MAX_SLOTS, StoreResult};
+use leasehold::store::{MAX_SLOTS, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName, store::StoreError};
 
 use super::{delete_marker, publish, read_batch, read_one};
@@ -61,7 +61,7 @@ impl Slots {
 
     /// The lowest slot in `0..slots` without a live message.
     pub(super) fn lowest_free(&self, slots: u32) -> Option<u32> {
-        (0..slots.max(1)).find(|s| !self.last.get(s).is_some_and(|(_, live)| *live))
+        lowest_free_slot(slots, |s| self.last.get(&s).is_some_and(|(_, live)| *live))
     }
 
     /// The sequence a write to `slot` must expect.

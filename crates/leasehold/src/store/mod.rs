@@ -25,6 +25,7 @@ pub(crate) mod option_error;
 pub(crate) mod period;
 pub(crate) mod secret;
 pub(crate) mod signal;
+pub(crate) mod slot_record;
 pub(crate) mod unsupported;
 pub(crate) mod url;
 
@@ -53,6 +54,7 @@ pub use period::{
 };
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
+pub use slot_record::{RECORD_TAG, RecordFields, SlotRecord, encode_record, lowest_free_slot};
 pub use unsupported::Unsupported;
 pub use url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,
