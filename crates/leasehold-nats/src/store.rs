@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use leasehold::store::Listener;
 use leasehold::store::{
     AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
     StoreResult, check_slots,
@@ -20,7 +21,7 @@ use crate::link::Link;
 use crate::options::NatsOptions;
 use crate::protocol;
 use crate::url::parse;
-use crate::watch::Watcher;
+use crate::watch::{self, Watcher};
 use crate::written::Written;
 
 /// A lease store on a NATS JetStream KV bucket, through async-nats (nats-server 2.12 or later).
@@ -346,11 +347,11 @@ impl LeaseStore for NatsStore {
         let signal = self.notifier.subscribe(lock);
         let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
         if watcher.is_none() {
-            *watcher = Watcher::start(
+            *watcher = Listener::spawn(watch::run(
                 Arc::clone(&self.link),
                 self.keys.clone(),
                 Arc::clone(&self.notifier),
-            );
+            ));
         }
         // Server-side notifications wake waiters in every process, once the watcher runs.
         Some(signal.reaching_every_client_if(watcher.is_some()))

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use leasehold::store::Listener;
 use leasehold::store::{
     AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
     ReleaseSignal, StoreResult, check_slots,
@@ -20,7 +21,7 @@ use crate::options::ZooKeeperOptions;
 use crate::protocol::Protocol;
 use crate::record::ms_ceil;
 use crate::url::parse;
-use crate::watch::Watcher;
+use crate::watch::{self, Watcher};
 
 /// A lease store on a ZooKeeper ensemble, through zookeeper-client.
 ///
@@ -313,11 +314,11 @@ impl LeaseStore for ZooKeeperStore {
         let signal = self.notifier.subscribe(lock);
         let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
         if watcher.is_none() {
-            *watcher = Watcher::start(
+            *watcher = Listener::spawn(watch::run(
                 Arc::clone(&self.protocol.link),
                 self.protocol.paths.clone(),
                 Arc::clone(&self.notifier),
-            );
+            ));
         }
         // Server-side notifications wake waiters in every process, once the watcher runs.
         Some(signal.reaching_every_client_if(watcher.is_some()))

@@ -18,6 +18,7 @@ pub(crate) mod hand_off;
 pub(crate) mod lease;
 pub(crate) mod ledger_text;
 pub(crate) mod list;
+pub(crate) mod listener;
 pub(crate) mod memory;
 pub(crate) mod millis;
 pub(crate) mod observe;
@@ -44,6 +45,7 @@ pub use lease::{
 };
 pub use ledger_text::LedgerText;
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
+pub use listener::{Listener, ReconnectPause};
 pub use memory::MemoryStore;
 pub use millis::{ceil_millis, ceil_secs, host_epoch_ms, time_at_ms};
 pub use observe::{ObservedStore, StoreObserver};
