@@ -3,10 +3,8 @@
 
 use std::time::SystemTime;
 
-use leasehold::PeriodRecord;
 use leasehold::store::{
-    LedgerText, PeriodWindow, RecordFields, SlotRecord, Token, encode_record, host_epoch_ms,
-    time_at_ms,
+    RecordFields, SlotRecord, StoredLedger, encode_record, host_epoch_ms, time_at_ms,
 };
 
 /// Written in place of the fence by a grant: the fence is the granting message's own sequence.
@@ -117,112 +115,24 @@ impl Record {
     }
 }
 
-/// A lock's period ledger: its latest claim — the period id and window claimed, when (this
-/// store's clients' clocks, ms) and to whom it was granted, the token it was granted to, and
-/// whether its action started — with the sequence of the message read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ledger {
-    pub(crate) period: i64,
-    pub(crate) at_ms: u64,
-    pub(crate) by: String,
-    /// The window claimed, `[from, until)` in ms; `None` in a ledger of an older version.
-    pub(crate) window: Option<(i64, i64)>,
-    /// The token the claim was granted to; `None` in a ledger of an older version.
-    pub(crate) token: Option<Token>,
-    /// True once the claim's action started (always, in a ledger of an older version: a claim
-    /// was a run then).
-    pub(crate) started: bool,
-    /// When the latest claim that started was granted, ms ([`LedgerText::ran_at_ms`]).
-    pub(crate) ran_at_ms: Option<i64>,
-    pub(crate) seq: u64,
-}
+/// A lock's period ledger: its latest claim ([`LedgerText`]: the period id and window claimed,
+/// when — this store's clients' clocks, ms — and to whom it was granted, the token it was granted
+/// to, and whether its action started), with the sequence of the message read.
+pub(crate) type Ledger = StoredLedger<u64>;
 
-impl Ledger {
-    /// The ledger of a claim granted at `at_ms` to `owner` with `token`, for `window`, not
-    /// started, keeping the latest run of `previous` (the ledger it replaces).
-    pub(crate) fn claim(
-        window: PeriodWindow,
-        at_ms: u64,
-        owner: &str,
-        token: Token,
-        previous: Option<&Self>,
-    ) -> Self {
-        let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
-        let ran = previous.and_then(|l| l.text().last_run_ms());
-        Self::from_text(LedgerText::claim(window, at, owner, token, ran), 0)
+/// The ledger in a live message; `None` for anything this store did not write. A value without
+/// the second line (an older version's) reads as a claim that started, its window unknown.
+pub(crate) fn decode_ledger(msg: &Stored) -> Option<Ledger> {
+    if msg.op != Op::Put {
+        return None;
     }
-
-    /// This claim, marked started.
-    pub(crate) fn started(&self) -> Self {
-        let mut text = self.text();
-        text.start();
-        Self::from_text(text, self.seq)
-    }
-
-    /// The ledger's verdict on a claim of the window from `window_from_ms`
-    /// ([`LedgerText::judge`]).
-    pub(crate) fn judge(
-        ledger: Option<&Self>,
-        window_from_ms: i64,
-        lock_live: bool,
-    ) -> leasehold::store::ClaimVerdict {
-        LedgerText::judge(ledger.map(Self::text).as_ref(), window_from_ms, lock_live)
-    }
-
-    /// The value ([`LedgerText`]'s two lines).
-    pub(crate) fn encode(&self) -> String {
-        self.text().encode()
-    }
-
-    /// The ledger in a live message; `None` for anything this store did not write. A value
-    /// without the second line (an older version's) reads as a claim that started, its window
-    /// unknown.
-    pub(crate) fn decode(msg: &Stored) -> Option<Self> {
-        if msg.op != Op::Put {
-            return None;
-        }
-        let text = LedgerText::decode(std::str::from_utf8(&msg.payload).ok()?)?;
-        Some(Self::from_text(text, msg.seq))
-    }
-
-    fn from_text(text: LedgerText, seq: u64) -> Self {
-        Self {
-            period: text.period,
-            at_ms: u64::try_from(text.at_ms).unwrap_or_default(),
-            by: text.by,
-            window: text.window,
-            token: text.token,
-            started: text.started,
-            ran_at_ms: text.ran_at_ms,
-            seq,
-        }
-    }
-
-    fn text(&self) -> LedgerText {
-        LedgerText {
-            period: self.period,
-            at_ms: self.at_epoch_ms(),
-            by: self.by.clone(),
-            window: self.window,
-            token: self.token,
-            started: self.started,
-            ran_at_ms: self.ran_at_ms,
-        }
-    }
-
-    /// When the claim was granted, ms since the epoch.
-    pub(crate) fn at_epoch_ms(&self) -> i64 {
-        i64::try_from(self.at_ms).unwrap_or(i64::MAX)
-    }
-
-    pub(crate) fn record(&self) -> PeriodRecord {
-        self.text().record()
-    }
+    Ledger::decode(&msg.payload, msg.seq)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leasehold::store::{PeriodWindow, Token};
 
     fn stored(seq: u64, op: Op, text: &str) -> Stored {
         Stored {
@@ -270,27 +180,27 @@ mod tests {
             until_ms: 2_000,
         };
         let token = Token::random();
-        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token, None);
-        let text = claim.encode();
+        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token, None, 0);
+        let text = claim.text.encode();
         assert_eq!(
             text.lines().next(),
             Some("leasehold-ledger/1 4 1500 host a (pid 7)"),
             "the first line is an older version's whole value"
         );
-        let read = Ledger::decode(&stored(9, Op::Put, &text));
+        let read = decode_ledger(&stored(9, Op::Put, &text));
         assert_eq!(
             read,
             Some(Ledger {
-                seq: 9,
+                version: 9,
                 ..claim.clone()
             })
         );
         let started = Ledger {
-            seq: 10,
+            version: 10,
             ..claim.started()
         };
-        assert_eq!(started.ran_at_ms, Some(1_500));
-        let read = Ledger::decode(&stored(10, Op::Put, &started.encode()));
+        assert_eq!(started.text.ran_at_ms, Some(1_500));
+        let read = decode_ledger(&stored(10, Op::Put, &started.text.encode()));
         assert_eq!(read.as_ref(), Some(&started));
         let record = started.record();
         assert_eq!(
@@ -298,18 +208,23 @@ mod tests {
             (time(1_000), time(2_000), true)
         );
         // Written by an older version: a run, its window unknown.
-        let old = Ledger::decode(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 host b"))
+        let old = decode_ledger(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 host b"))
             .unwrap_or_else(|| panic!("an older version's ledger must parse"));
         assert_eq!(
-            (old.period, old.by.as_str(), old.token, old.started),
+            (
+                old.text.period,
+                old.text.by.as_str(),
+                old.text.token,
+                old.text.started
+            ),
             (7, "host b", None, true)
         );
         let record = old.record();
         assert_eq!((record.from, record.until), (time(1_500), time(1_500)));
         assert_eq!(
-            Ledger::decode(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 b\nother")),
+            decode_ledger(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 b\nother")),
             None
         );
-        assert_eq!(Ledger::decode(&stored(3, Op::Gone, &text)), None);
+        assert_eq!(decode_ledger(&stored(3, Op::Gone, &text)), None);
     }
 }

@@ -99,8 +99,8 @@ pub(crate) async fn acquire_period(
     // The ledger's answer, or `None` to go on with the grant (slot 0 free, no run counts).
     let judged = |held: &Slots| {
         let taken = held.lowest_free(1) != Some(0);
-        let latest = held.ledger.as_ref().map(Ledger::text);
-        match LedgerText::judge(latest.as_ref(), window.from_ms, taken) {
+        let latest = held.ledger.as_ref().map(|l| &l.text);
+        match LedgerText::judge(latest, window.from_ms, taken) {
             ClaimVerdict::Ran => Some(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
                 Acquisition::AlreadyRan(l.record())
             })),
@@ -123,9 +123,18 @@ pub(crate) async fn acquire_period(
     // started by their holders); a few rounds settle it (each round either grants, refuses, or
     // sees a newer ledger).
     for _ in 0..4 {
-        let claim = Ledger::claim(req, window, sent_ms, held.ledger.as_ref()).encode();
+        let claim = Ledger::claim(
+            window,
+            sent_ms,
+            &req.owner,
+            req.token,
+            held.ledger.as_ref(),
+            0,
+        )
+        .text
+        .encode();
         let ledger_unchanged = match &held.ledger {
-            Some(l) => Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, l.mod_revision),
+            Some(l) => Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, l.version),
             None => Compare::create_revision(ledger_key.as_str(), CompareOp::Equal, 0),
         };
         let t = Txn::new()

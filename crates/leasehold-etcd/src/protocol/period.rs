@@ -8,7 +8,7 @@ use super::read::{read_lock, slots_read_back};
 use super::txn;
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{Ledger, now_ms};
+use crate::record::{Ledger, decode_ledger, now_ms};
 
 /// How often a period start re-reads a lock that changed under it before giving up (with a
 /// transient error: the core tries again).
@@ -47,20 +47,20 @@ pub(crate) async fn start_period(
         let Some(ledger) = held
             .ledger
             .as_ref()
-            .filter(|l| l.token == Some(lease.token))
+            .filter(|l| l.text.token == Some(lease.token))
         else {
             return Ok(PeriodStart::NotHeld);
         };
-        if ledger.started {
+        if ledger.text.started {
             return Ok(PeriodStart::Started);
         }
         let started = ledger.started();
         let t = Txn::new()
             .when([
                 Compare::mod_revision(key.as_str(), CompareOp::Equal, slot.mod_revision),
-                Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, ledger.mod_revision),
+                Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, ledger.version),
             ])
-            .and_then([TxnOp::put(ledger_key.as_str(), started.encode(), None)])
+            .and_then([TxnOp::put(ledger_key.as_str(), started.text.encode(), None)])
             .or_else([TxnOp::get(
                 keys.lock(&lease.lock),
                 Some(GetOptions::new().with_prefix()),
@@ -98,7 +98,7 @@ async fn read_ledger(link: &Link, key: &str) -> StoreResult<Option<Ledger>> {
             async move { c.get(key, None).await }
         })
         .await?;
-    Ok(resp.kvs().first().and_then(Ledger::decode))
+    Ok(resp.kvs().first().and_then(decode_ledger))
 }
 
 /// Deletes the lock's ledger key and returns its record: a linearizable read of the key, then
@@ -120,7 +120,7 @@ pub(crate) async fn clear_period(
             .when([Compare::mod_revision(
                 key.as_str(),
                 CompareOp::Equal,
-                ledger.mod_revision,
+                ledger.version,
             )])
             .and_then([TxnOp::delete(key.as_str(), None)]);
         if txn(link, "a clear of the period ledger", t)

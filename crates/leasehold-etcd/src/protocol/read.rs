@@ -11,7 +11,7 @@ use leasehold::{Holder, Lease, LockName};
 use super::{revoke_quietly, txn};
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{Ledger, Record};
+use crate::record::{Ledger, Record, decode_ledger};
 
 /// How many keys one forced-release transaction deletes (etcd allows 128 operations by default).
 const FORCE_CHUNK: usize = 100;
@@ -52,7 +52,7 @@ impl Slots {
         let ledger = kvs
             .iter()
             .find(|kv| keys.is_ledger(kv.key()))
-            .and_then(Ledger::decode);
+            .and_then(decode_ledger);
         Self {
             records,
             taken,

@@ -1,7 +1,9 @@
 //! Acquisitions: the lowest free slot, and slot 0 with the period ledger in one atomic batch.
 
 use bytes::Bytes;
-use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, SlotRecord, StoreResult};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ClaimVerdict, LedgerText, SlotRecord, StoreResult,
+};
 use leasehold::{Lease, Period, store::Token};
 
 use super::read::{Slots, read_lock};
@@ -91,7 +93,7 @@ pub(crate) async fn acquire_period(
         let mut record = new_record(req, 0);
         let window = period.window_at_ms(i64::try_from(record.acquired_ms).unwrap_or(i64::MAX));
         let taken = held.lowest_free(1) != Some(0);
-        match Ledger::judge(held.ledger.as_ref(), window.from_ms, taken) {
+        match LedgerText::judge(held.ledger.as_ref().map(|l| &l.text), window.from_ms, taken) {
             ClaimVerdict::Ran => {
                 return Ok(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
                     Acquisition::AlreadyRan(l.record())
@@ -123,7 +125,9 @@ pub(crate) async fn acquire_period(
             &req.owner,
             req.token,
             held.ledger.as_ref(),
+            0,
         )
+        .text
         .encode();
         let subject = keys.ledger(&req.lock);
         match publish(

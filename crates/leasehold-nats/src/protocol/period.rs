@@ -9,7 +9,7 @@ use super::{cas, delete_marker, publish, read_one};
 use crate::classify::Published;
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{Ledger, now_ms};
+use crate::record::{decode_ledger, now_ms};
 
 /// How often a period start re-reads a lock that changed under it before giving up (with a
 /// transient error: the core tries again).
@@ -50,14 +50,14 @@ pub(crate) async fn start_period(
         let Some(ledger) = held
             .ledger
             .as_ref()
-            .filter(|l| l.token == Some(lease.token))
+            .filter(|l| l.text.token == Some(lease.token))
         else {
             return Ok(PeriodStart::NotHeld);
         };
-        if ledger.started {
+        if ledger.text.started {
             return Ok(PeriodStart::Started);
         }
-        let value = ledger.started().encode();
+        let value = ledger.started().text.encode();
         let mut headers = cas(held.lock_seq);
         headers.insert(
             "Nats-Expected-Last-Subject-Sequence-Subject",
@@ -95,7 +95,7 @@ pub(crate) async fn period_record(
     let subject = keys.ledger(lock);
     Ok(read_one(conn, link, keys, &subject)
         .await?
-        .and_then(|msg| Ledger::decode(&msg))
+        .and_then(|msg| decode_ledger(&msg))
         .map(|l| l.record()))
 }
 
@@ -114,7 +114,7 @@ pub(crate) async fn clear_period(
     for _ in 0..CLEAR_ROUNDS {
         let Some(ledger) = read_one(conn, link, keys, &subject)
             .await?
-            .and_then(|msg| Ledger::decode(&msg))
+            .and_then(|msg| decode_ledger(&msg))
         else {
             return Ok(None);
         };
@@ -123,7 +123,7 @@ pub(crate) async fn clear_period(
             link,
             "a clear of the period ledger",
             subject.clone(),
-            delete_marker(ledger.seq),
+            delete_marker(ledger.version),
             Bytes::new(),
         )
         .await?

@@ -10,7 +10,7 @@ use super::{delete_marker, publish, read_batch, read_one};
 use crate::classify::Published;
 use crate::keys::{KeyOf, Keys};
 use crate::link::{Conn, Link};
-use crate::record::{Ledger, Op, Record, Stored};
+use crate::record::{Ledger, Op, Record, Stored, decode_ledger};
 
 /// How often a forced release re-reads a lock that changed under it before giving up.
 const FORCE_ROUNDS: usize = 5;
@@ -50,7 +50,7 @@ impl Slots {
                 }
                 Some(KeyOf::Ledger(_)) => {
                     slots.ledger_seq = msg.seq;
-                    slots.ledger = Ledger::decode(msg);
+                    slots.ledger = decode_ledger(msg);
                 }
                 None => {}
             }

@@ -167,3 +167,69 @@ impl LedgerText {
         }
     }
 }
+/// A ledger value as a store read it, with the store's version of it — a key's revision, a
+/// message's sequence — which the compare-and-swap that replaces it expects.
+///
+/// ```
+/// use leasehold::store::{LedgerText, Period, StoredLedger, Token};
+/// let window = Period::every(std::time::Duration::from_secs(60))?.window_at_ms(90_000);
+/// let claim = StoredLedger::claim(window, 90_000, "host-a", Token::random(), None, 0_u64);
+/// let read = StoredLedger::decode(claim.text.encode().as_bytes(), 7_u64).expect("a ledger");
+/// assert_eq!((read.version, read.text.started), (7, false));
+/// let started = read.started();
+/// assert_eq!((started.version, started.text.ran_at_ms), (7, Some(90_000)));
+/// # Ok::<(), leasehold::error::PeriodError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLedger<V> {
+    /// The ledger.
+    pub text: LedgerText,
+    /// The store's version of the value read.
+    pub version: V,
+}
+
+impl<V: Copy> StoredLedger<V> {
+    /// The ledger of a claim of `window` granted at `at_ms` to `owner` with `token`, not
+    /// started, keeping the latest run of `previous` (the ledger it replaces); `version` is the
+    /// one it will be written at, if known.
+    pub fn claim(
+        window: PeriodWindow,
+        at_ms: u64,
+        owner: &str,
+        token: Token,
+        previous: Option<&Self>,
+        version: V,
+    ) -> Self {
+        let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
+        let ran = previous.and_then(|l| l.text.last_run_ms());
+        Self {
+            text: LedgerText::claim(window, at, owner, token, ran),
+            version,
+        }
+    }
+
+    /// This claim, marked started (at the same version: the write that marks it is to expect
+    /// it).
+    #[must_use]
+    pub fn started(&self) -> Self {
+        let mut text = self.text.clone();
+        text.start();
+        Self {
+            text,
+            version: self.version,
+        }
+    }
+
+    /// The ledger in a value read at `version`; `None` for anything that is not a ledger (a
+    /// value without the second line, an older version's, reads as a claim that started, its
+    /// window unknown).
+    pub fn decode(value: &[u8], version: V) -> Option<Self> {
+        let text = LedgerText::decode(std::str::from_utf8(value).ok()?)?;
+        Some(Self { text, version })
+    }
+
+    /// The record the core reports.
+    pub fn record(&self) -> PeriodRecord {
+        self.text.record()
+    }
+}

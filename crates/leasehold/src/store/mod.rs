@@ -43,7 +43,7 @@ pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId}
 pub use lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
 };
-pub use ledger_text::LedgerText;
+pub use ledger_text::{LedgerText, StoredLedger};
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
 pub use listener::{Listener, ReconnectPause};
 pub use memory::MemoryStore;
