@@ -44,16 +44,10 @@ pub(crate) async fn start_period(
         else {
             return Ok(PeriodStart::NotHeld);
         };
-        let Some(ledger) = held
-            .ledger
-            .as_ref()
-            .filter(|l| l.text.token == Some(lease.token))
-        else {
-            return Ok(PeriodStart::NotHeld);
+        let ledger = match Ledger::to_start(held.ledger.as_ref(), lease.token) {
+            Ok(ledger) => ledger,
+            Err(answer) => return Ok(answer),
         };
-        if ledger.text.started {
-            return Ok(PeriodStart::Started);
-        }
         let started = ledger.started();
         let t = Txn::new()
             .when([

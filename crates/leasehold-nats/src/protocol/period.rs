@@ -9,7 +9,7 @@ use super::{cas, delete_marker, publish, read_one};
 use crate::classify::Published;
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{decode_ledger, now_ms};
+use crate::record::{Ledger, decode_ledger, now_ms};
 
 /// How often a period start re-reads a lock that changed under it before giving up (with a
 /// transient error: the core tries again).
@@ -47,16 +47,10 @@ pub(crate) async fn start_period(
         {
             return Ok(PeriodStart::NotHeld);
         }
-        let Some(ledger) = held
-            .ledger
-            .as_ref()
-            .filter(|l| l.text.token == Some(lease.token))
-        else {
-            return Ok(PeriodStart::NotHeld);
+        let ledger = match Ledger::to_start(held.ledger.as_ref(), lease.token) {
+            Ok(ledger) => ledger,
+            Err(answer) => return Ok(answer),
         };
-        if ledger.text.started {
-            return Ok(PeriodStart::Started);
-        }
         let value = ledger.started().text.encode();
         let mut headers = cas(held.lock_seq);
         headers.insert(

@@ -2,7 +2,9 @@
 //! format, written and read in one place.
 
 use crate::store::lease::Token;
-use crate::store::period::{ClaimVerdict, PeriodRecord, PeriodWindow, from_epoch_ms, judge_claim};
+use crate::store::period::{
+    ClaimVerdict, PeriodRecord, PeriodStart, PeriodWindow, from_epoch_ms, judge_claim,
+};
 
 /// The version tag that begins a ledger value.
 const LEDGER_TAG: &str = "leasehold-ledger/1";
@@ -231,5 +233,29 @@ impl<V: Copy> StoredLedger<V> {
     /// The record the core reports.
     pub fn record(&self) -> PeriodRecord {
         self.text.record()
+    }
+
+    /// The ledger whose claim a start by `token` marks started, or the answer without a write:
+    /// `NotHeld` when there is no ledger or its claim is another token's, `Started` when the
+    /// claim already started (a start is idempotent for its token). The caller checks first
+    /// that the token's lease holds slot 0.
+    ///
+    /// ```
+    /// use leasehold::store::{Period, PeriodStart, StoredLedger, Token};
+    /// let window = Period::every(std::time::Duration::from_secs(60))?.window_at_ms(0);
+    /// let token = Token::random();
+    /// let claim = StoredLedger::claim(window, 0, "host-a", token, None, 1_u64);
+    /// assert!(StoredLedger::to_start(Some(&claim), token).is_ok());
+    /// assert_eq!(StoredLedger::to_start(Some(&claim), Token::random()).err(), Some(PeriodStart::NotHeld));
+    /// assert_eq!(StoredLedger::to_start(Some(&claim.started()), token).err(), Some(PeriodStart::Started));
+    /// assert_eq!(StoredLedger::<u64>::to_start(None, token).err(), Some(PeriodStart::NotHeld));
+    /// # Ok::<(), leasehold::error::PeriodError>(())
+    /// ```
+    pub fn to_start(ledger: Option<&Self>, token: Token) -> Result<&Self, PeriodStart> {
+        match ledger.filter(|l| l.text.token == Some(token)) {
+            None => Err(PeriodStart::NotHeld),
+            Some(l) if l.text.started => Err(PeriodStart::Started),
+            Some(l) => Ok(l),
+        }
     }
 }
