@@ -5,11 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasehold::store::Listener;
 use leasehold::store::{
     AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
     StoreResult, check_slots,
 };
+use leasehold::store::{Listener, holders_below};
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
     error::OptionsError,
@@ -316,12 +316,7 @@ impl LeaseStore for NatsStore {
         Ok(LockState {
             lock: lock.clone(),
             slots,
-            holders: held
-                .records
-                .iter()
-                .filter(|r| r.slot < slots)
-                .map(|r| r.holder())
-                .collect(),
+            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
         })
     }
 
@@ -344,17 +339,13 @@ impl LeaseStore for NatsStore {
         if !self.options.notifications {
             return None;
         }
-        let signal = self.notifier.subscribe(lock);
-        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        if watcher.is_none() {
-            *watcher = Listener::spawn(watch::run(
+        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
+            Listener::spawn(watch::run(
                 Arc::clone(&self.link),
                 self.keys.clone(),
                 Arc::clone(&self.notifier),
-            ));
-        }
-        // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(signal.reaching_every_client_if(watcher.is_some()))
+            ))
+        }))
     }
 
     fn describe(&self) -> String {

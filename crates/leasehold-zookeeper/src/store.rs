@@ -311,17 +311,13 @@ impl LeaseStore for ZooKeeperStore {
         if !self.options.notifications {
             return None;
         }
-        let signal = self.notifier.subscribe(lock);
-        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        if watcher.is_none() {
-            *watcher = Listener::spawn(watch::run(
+        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
+            Listener::spawn(watch::run(
                 Arc::clone(&self.protocol.link),
                 self.protocol.paths.clone(),
                 Arc::clone(&self.notifier),
-            ));
-        }
-        // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(signal.reaching_every_client_if(watcher.is_some()))
+            ))
+        }))
     }
 
     fn clock_source(&self) -> ClockSource {

@@ -56,7 +56,9 @@ pub use period::{
 };
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
-pub use slot_record::{RECORD_TAG, RecordFields, SlotRecord, encode_record, lowest_free_slot};
+pub use slot_record::{
+    RECORD_TAG, RecordFields, SlotRecord, encode_record, holders_below, lowest_free_slot,
+};
 pub use unsupported::Unsupported;
 pub use url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,

@@ -103,6 +103,28 @@ pub fn lowest_free_slot(slots: u32, taken: impl Fn(u32) -> bool) -> Option<u32> 
     (0..slots.max(1)).find(|&slot| !taken(slot))
 }
 
+/// The holders among `records` whose slot is below `slots`, in the order given: what `state`
+/// reports of the live records a store read.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::store::{AcquireRequest, LockName, SlotRecord, Token, holders_below};
+/// let req = AcquireRequest::new(LockName::new("a")?, 3, "n", Token::random(), Duration::from_secs(1));
+/// let records = [SlotRecord::granted(&req, 0, 0), SlotRecord::granted(&req, 2, 0)];
+/// assert_eq!(holders_below(&records, 2).len(), 1);
+/// # Ok::<(), leasehold::error::NameError>(())
+/// ```
+pub fn holders_below<'a>(
+    records: impl IntoIterator<Item = &'a SlotRecord>,
+    slots: u32,
+) -> Vec<Holder> {
+    records
+        .into_iter()
+        .filter(|r| r.slot < slots)
+        .map(SlotRecord::holder)
+        .collect()
+}
+
 /// What every lease record keeps, in the store's clock (ms since the Unix epoch): the slot, whose
 /// grant it is, its fence, when it began and ends, and whether it was released with a linger
 /// (still held until it ends, but no longer extendable).
