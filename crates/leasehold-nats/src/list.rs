@@ -56,7 +56,7 @@ pub(crate) async fn list(
             next = Some(cursor(msg.seq)?);
             break;
         }
-        locks.entry(lock).or_default().push(record.holder());
+        locks.entry(lock).or_default().push(record.held.holder());
     }
     if next.is_none() && messages.len() >= MAX_LIST_SCAN {
         next = match messages.last() {

@@ -52,19 +52,6 @@ pub(crate) struct Record {
     pub(crate) seq: u64,
 }
 
-impl std::ops::Deref for Record {
-    type Target = SlotRecord;
-    fn deref(&self) -> &SlotRecord {
-        &self.held
-    }
-}
-
-impl std::ops::DerefMut for Record {
-    fn deref_mut(&mut self) -> &mut SlotRecord {
-        &mut self.held
-    }
-}
-
 impl Record {
     /// The value: `leasehold/1 <token> <fence|-> <acquired ms> <expires ms> <released 0|1>
     /// <owner>` (the owner last: it may contain spaces). A grant writes `-` for the fence: it is
@@ -73,17 +60,17 @@ impl Record {
         let fence = if grant {
             OWN.to_owned()
         } else {
-            self.fence.to_string()
+            self.held.fence.to_string()
         };
         encode_record(
             &[
-                &self.token.to_hex(),
+                &self.held.token.to_hex(),
                 &fence,
-                &self.acquired_ms,
-                &self.expires_ms,
-                &u8::from(self.released),
+                &self.held.acquired_ms,
+                &self.held.expires_ms,
+                &u8::from(self.held.released),
             ],
-            &self.owner,
+            &self.held.owner,
         )
     }
 
@@ -158,11 +145,14 @@ mod tests {
             seq: 0,
         };
         let granted = Record::decode(0, &stored(41, Op::Put, &record.encode(true)));
-        assert_eq!(granted.as_ref().map(|r| (r.fence, r.seq)), Some((41, 41)));
-        record.fence = 41;
+        assert_eq!(
+            granted.as_ref().map(|r| (r.held.fence, r.seq)),
+            Some((41, 41))
+        );
+        record.held.fence = 41;
         let extended = Record::decode(0, &stored(57, Op::Put, &record.encode(false)));
         assert_eq!(
-            extended.map(|r| (r.fence, r.seq, r.held.owner)),
+            extended.map(|r| (r.held.fence, r.seq, r.held.owner)),
             Some((41, 57, "node a".to_owned()))
         );
         assert_eq!(

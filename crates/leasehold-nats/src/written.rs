@@ -30,14 +30,14 @@ impl Written {
         if map.len() >= MAX_WRITTEN {
             map.clear();
         }
-        map.insert((lock.clone(), record.slot), record.clone());
+        map.insert((lock.clone(), record.held.slot), record.clone());
     }
 
     /// The record last written for `lease`, if it is this grant, unreleased.
     pub(crate) fn mine(&self, lease: &Lease) -> Option<Record> {
         self.map()
             .get(&(lease.lock.clone(), lease.slot))
-            .filter(|r| r.is(lease))
+            .filter(|r| r.held.is(lease))
             .cloned()
     }
 
@@ -66,7 +66,7 @@ mod tests {
             },
             seq: 9,
         };
-        let lease = record.lease(&lock);
+        let lease = record.held.lease(&lock);
         let written = Written::default();
         assert_eq!(written.mine(&lease), None);
         written.remember(&lock, &record);

@@ -29,7 +29,10 @@ pub(super) fn new_record(req: &AcquireRequest, slot: u32) -> Record {
 /// The live lease of `req`'s token among `held`, if a retried request was applied.
 pub(super) fn mine(held: &Slots, req: &AcquireRequest) -> Option<Record> {
     let now = now_ms();
-    held.records.iter().find(|r| r.answers(req, now)).cloned()
+    held.records
+        .iter()
+        .find(|r| r.held.answers(req, now))
+        .cloned()
 }
 
 /// Grants the lowest free slot of `req.lock`, or `None` when every slot is held.
@@ -43,7 +46,7 @@ pub(crate) async fn acquire(
     let mut held = read_lock(link, keys, &req.lock).await?;
     for _ in 0..ACQUIRE_ROUNDS.min(req.slots.max(1) + 1) {
         if let Some(r) = mine(&held, req) {
-            return Ok(Some(r.lease(&req.lock)));
+            return Ok(Some(r.held.lease(&req.lock)));
         }
         let Some(slot) = held.lowest_free(req.slots) else {
             return Ok(None);
@@ -54,15 +57,15 @@ pub(crate) async fn acquire(
         let payload = Bytes::from(record.encode(true));
         match publish(conn, link, "an acquisition", subject, headers, payload).await? {
             Published::Stored(seq) => {
-                record.fence = seq;
+                record.held.fence = seq;
                 record.seq = seq;
                 written.remember(&req.lock, &record);
-                return Ok(Some(record.lease(&req.lock)));
+                return Ok(Some(record.held.lease(&req.lock)));
             }
             Published::Conflict => held = read_lock(link, keys, &req.lock).await?,
         }
     }
-    Ok(mine(&held, req).map(|r| r.lease(&req.lock)))
+    Ok(mine(&held, req).map(|r| r.held.lease(&req.lock)))
 }
 
 /// One acquisition claiming `period` of the ledger (slot 0 only): a read of the lock (our own
@@ -81,17 +84,18 @@ pub(crate) async fn acquire_period(
 ) -> StoreResult<Acquisition> {
     let conn = link.conn().await?;
     let with_period = |r: Record| {
-        let mut lease = r.lease(&req.lock);
-        lease.period = Some(period.id_at_ms(i64::try_from(r.acquired_ms).unwrap_or(i64::MAX)));
+        let mut lease = r.held.lease(&req.lock);
+        lease.period = Some(period.id_at_ms(i64::try_from(r.held.acquired_ms).unwrap_or(i64::MAX)));
         lease
     };
     let mut held = read_lock(link, keys, &req.lock).await?;
     for _ in 0..4 {
-        if let Some(r) = mine(&held, req).filter(|r| r.slot == 0) {
+        if let Some(r) = mine(&held, req).filter(|r| r.held.slot == 0) {
             return Ok(Acquisition::Elected(with_period(r)));
         }
         let mut record = new_record(req, 0);
-        let window = period.window_at_ms(i64::try_from(record.acquired_ms).unwrap_or(i64::MAX));
+        let window =
+            period.window_at_ms(i64::try_from(record.held.acquired_ms).unwrap_or(i64::MAX));
         let taken = held.lowest_free(1) != Some(0);
         match LedgerText::judge(held.ledger.as_ref().map(|l| &l.text), window.from_ms, taken) {
             ClaimVerdict::Ran => {
@@ -121,7 +125,7 @@ pub(crate) async fn acquire_period(
             .map_err(|e| classify::disconnected("an acquisition", e))?;
         let value = Ledger::claim(
             window,
-            record.acquired_ms,
+            record.held.acquired_ms,
             &req.owner,
             req.token,
             held.ledger.as_ref(),
@@ -142,10 +146,10 @@ pub(crate) async fn acquire_period(
         {
             Published::Stored(seq) => {
                 // The batch is stored contiguously: the grant just before the ledger.
-                record.fence = seq.saturating_sub(1);
-                record.seq = record.fence;
+                record.held.fence = seq.saturating_sub(1);
+                record.seq = record.held.fence;
                 written.remember(&req.lock, &record);
-                let mut lease = record.lease(&req.lock);
+                let mut lease = record.held.lease(&req.lock);
                 lease.period = Some(window.id);
                 return Ok(Acquisition::Elected(lease));
             }

@@ -37,7 +37,7 @@ pub(crate) async fn extend(
     }
     let Some(rec) = read_slot(conn, link, keys, lease)
         .await?
-        .filter(|r| r.is(lease))
+        .filter(|r| r.held.is(lease))
     else {
         return Ok(Extension::NotHeld);
     };
@@ -57,11 +57,11 @@ async fn extend_from(
     ttl: Duration,
 ) -> StoreResult<Option<Extension>> {
     let sent = now_ms();
-    if !rec.live_at(sent) {
+    if !rec.held.live_at(sent) {
         return Ok(Some(Extension::NotHeld));
     }
     let mut next = rec.clone();
-    next.expires_ms = sent.saturating_add(ceil_millis(ttl));
+    next.held.expires_ms = sent.saturating_add(ceil_millis(ttl));
     let subject = keys.slot(&lease.lock, lease.slot);
     let payload = Bytes::from(next.encode(false));
     let headers = cas_ttl(rec.seq, ttl);
@@ -70,7 +70,7 @@ async fn extend_from(
             next.seq = seq;
             written.remember(&lease.lock, &next);
             Ok(Some(Extension::Extended {
-                expires_at: crate::record::time(next.expires_ms),
+                expires_at: crate::record::time(next.held.expires_ms),
             }))
         }
         Published::Conflict => Ok(None),
@@ -100,7 +100,7 @@ pub(crate) async fn release(
     }
     let Some(rec) = read_slot(conn, link, keys, lease)
         .await?
-        .filter(|r| r.is(lease))
+        .filter(|r| r.held.is(lease))
     else {
         return Ok(Release::NotHeld);
     };
@@ -119,15 +119,18 @@ async fn release_from(
     linger: Duration,
 ) -> StoreResult<Option<Release>> {
     let sent = now_ms();
-    let live = rec.live_at(sent);
+    let live = rec.held.live_at(sent);
     let subject = keys.slot(&lease.lock, lease.slot);
     let (headers, payload) = if linger.is_zero() || !live {
         (delete_marker(rec.seq), Bytes::new())
     } else {
         let mut next = rec.clone();
-        next.released = true;
-        next.expires_ms = rec.expires_ms.min(sent.saturating_add(ceil_millis(linger)));
-        let left = Duration::from_millis(next.expires_ms.saturating_sub(sent));
+        next.held.released = true;
+        next.held.expires_ms = rec
+            .held
+            .expires_ms
+            .min(sent.saturating_add(ceil_millis(linger)));
+        let left = Duration::from_millis(next.held.expires_ms.saturating_sub(sent));
         (cas_ttl(rec.seq, left), Bytes::from(next.encode(false)))
     };
     Ok(

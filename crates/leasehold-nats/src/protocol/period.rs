@@ -43,7 +43,7 @@ pub(crate) async fn start_period(
         if !held
             .records
             .iter()
-            .any(|r| r.slot == 0 && r.is(lease) && r.live_at(now))
+            .any(|r| r.held.slot == 0 && r.held.is(lease) && r.held.live_at(now))
         {
             return Ok(PeriodStart::NotHeld);
         }

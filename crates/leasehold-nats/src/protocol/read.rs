@@ -55,7 +55,7 @@ impl Slots {
                 None => {}
             }
         }
-        slots.records.sort_by_key(|r| r.slot);
+        slots.records.sort_by_key(|r| r.held.slot);
         slots
     }
 
@@ -106,14 +106,14 @@ pub(crate) async fn force_release(
             .await?
             .records
             .into_iter()
-            .filter(|r| r.slot < slots)
+            .filter(|r| r.held.slot < slots)
             .collect();
         if held.is_empty() {
             return Ok(freed);
         }
         let mut changed = false;
         for r in held {
-            let subject = keys.slot(lock, r.slot);
+            let subject = keys.slot(lock, r.held.slot);
             match publish(
                 conn,
                 link,
@@ -124,7 +124,7 @@ pub(crate) async fn force_release(
             )
             .await?
             {
-                Published::Stored(_) => freed.push(r.holder()),
+                Published::Stored(_) => freed.push(r.held.holder()),
                 Published::Conflict => changed = true,
             }
         }
