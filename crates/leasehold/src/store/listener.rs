@@ -10,18 +10,20 @@
 //! use std::time::Duration;
 //! use leasehold::store::{Listener, ReconnectPause};
 //!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let listener = Listener::spawn(async {
-//!     let mut pauses = ReconnectPause::new(Duration::from_millis(1), Duration::from_millis(4));
-//!     loop {
-//!         // One session of listening would run here, until it fails.
-//!         tokio::time::sleep(pauses.next(false)).await;
-//!     }
-//! });
-//! assert!(listener.is_some());
-//! drop(listener); // the task is aborted
-//! # }
 //! assert!(Listener::spawn(async {}).is_none(), "outside a Tokio runtime");
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+//! runtime.block_on(async {
+//!     let listener = Listener::spawn(async {
+//!         let mut pauses = ReconnectPause::new(Duration::from_millis(1), Duration::from_millis(4));
+//!         loop {
+//!             // One session of listening would run here, until it fails.
+//!             tokio::time::sleep(pauses.next(false)).await;
+//!         }
+//!     });
+//!     assert!(listener.is_some());
+//!     drop(listener); // the task is aborted
+//! });
+//! # Ok::<(), std::io::Error>(())
 //! ```
 
 use std::future::Future;
