@@ -45,12 +45,14 @@
 
 mod classify;
 pub mod fence;
+mod keys;
 mod link;
 mod list;
 mod opener;
 mod options;
+mod protocol;
+mod record;
 mod store;
-mod txn;
 mod url;
 mod watch;
 

@@ -20,8 +20,10 @@ use leasehold::store::{
     CursorError, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN, StoreResult,
 };
 
+use crate::keys::Keys;
 use crate::link::Link;
-use crate::txn::{Keys, Record, read_lock};
+use crate::protocol::read_lock;
+use crate::record::Record;
 
 /// Starts a cursor that names a raw key rather than a lock (no lock name starts with it).
 const RAW: char = '~';
@@ -78,7 +80,7 @@ pub(crate) async fn list(
         if more && i + 1 == count && ends_on_lock.is_some() {
             records = read_lock(link, keys, &lock).await?.records;
         }
-        let holders: Vec<_> = records.iter().map(Record::holder).collect();
+        let holders: Vec<_> = records.iter().map(|r| r.holder()).collect();
         if holders.is_empty() {
             continue;
         }

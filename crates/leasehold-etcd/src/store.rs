@@ -9,16 +9,18 @@ use leasehold::store::{
     AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
     StoreResult, check_slots,
 };
+use leasehold::store::{Listener, holders_below};
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
     store::{Extension, LockState, OpenError, Release, redact_url},
 };
 
+use crate::keys::Keys;
 use crate::link::{Link, install_tls_provider, tls_options};
 use crate::options::EtcdOptions;
-use crate::txn::{self, Keys};
+use crate::protocol;
 use crate::url::parse;
-use crate::watch::Watcher;
+use crate::watch::{self, Watcher};
 
 /// A lease store on an etcd v3 cluster, through etcd-client.
 ///
@@ -261,48 +263,43 @@ impl LeaseStore for EtcdStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         if let Some(period) = req.period {
-            return txn::acquire_period(&self.link, &self.keys, req, period).await;
+            return protocol::acquire_period(&self.link, &self.keys, req, period).await;
         }
-        Ok(txn::acquire(&self.link, &self.keys, req).await?.into())
+        Ok(protocol::acquire(&self.link, &self.keys, req).await?.into())
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        txn::extend(&self.link, &self.keys, lease, ttl).await
+        protocol::extend(&self.link, &self.keys, lease, ttl).await
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        txn::release(&self.link, &self.keys, lease, linger).await
+        protocol::release(&self.link, &self.keys, lease, linger).await
     }
 
     /// A read of the lock, then one transaction that marks the ledger's claim started if slot 0
-    /// and the ledger are as read (see the `txn` module).
+    /// and the ledger are as read (see the `protocol` module).
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        txn::start_period(&self.link, &self.keys, lease).await
+        protocol::start_period(&self.link, &self.keys, lease).await
     }
 
     /// One read of the ledger key `<prefix>/<lock>/ledger`.
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        txn::period_record(&self.link, &self.keys, lock).await
+        protocol::period_record(&self.link, &self.keys, lock).await
     }
 
     /// A read of the ledger key, then one transaction deleting it if it is unchanged since
-    /// (`mod_revision`; see the `txn` module).
+    /// (`mod_revision`; see the `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        txn::clear_period(&self.link, &self.keys, lock).await
+        protocol::clear_period(&self.link, &self.keys, lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        let held = txn::read_lock(&self.link, &self.keys, lock).await?;
+        let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
         Ok(LockState {
             lock: lock.clone(),
             slots,
-            holders: held
-                .records
-                .iter()
-                .filter(|r| r.slot < slots)
-                .map(txn::Record::holder)
-                .collect(),
+            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
         })
     }
 
@@ -313,24 +310,20 @@ impl LeaseStore for EtcdStore {
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
-        txn::force_release(&self.link, &self.keys, lock, slots).await
+        protocol::force_release(&self.link, &self.keys, lock, slots).await
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         if !self.options.notifications {
             return None;
         }
-        let signal = self.notifier.subscribe(lock);
-        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        if watcher.is_none() {
-            *watcher = Watcher::start(
+        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
+            Listener::spawn(watch::run(
                 Arc::clone(&self.link),
                 self.keys.clone(),
                 Arc::clone(&self.notifier),
-            );
-        }
-        // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(signal.reaching_every_client_if(watcher.is_some()))
+            ))
+        }))
     }
 
     fn describe(&self) -> String {

@@ -38,11 +38,11 @@
 
 mod classify;
 mod keys;
-mod kv;
 mod link;
 mod list;
 mod opener;
 mod options;
+mod protocol;
 mod record;
 mod store;
 mod url;

@@ -19,8 +19,8 @@ use leasehold::store::{
 use leasehold::{Holder, LockName};
 
 use crate::keys::{KeyOf, Keys};
-use crate::kv::read_batch;
 use crate::link::Link;
+use crate::protocol::read_batch;
 use crate::record::Record;
 
 /// Starts every cursor of this store.
@@ -56,7 +56,7 @@ pub(crate) async fn list(
             next = Some(cursor(msg.seq)?);
             break;
         }
-        locks.entry(lock).or_default().push(record.holder());
+        locks.entry(lock).or_default().push(record.held.holder());
     }
     if next.is_none() && messages.len() >= MAX_LIST_SCAN {
         next = match messages.last() {

@@ -1,31 +1,23 @@
 //! What the keys hold: the latest message of a subject as read back, the lease record in a slot
 //! key's value, and the period ledger's value.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use leasehold::store::{LedgerText, PeriodWindow};
-use leasehold::{Holder, Lease, LockName, PeriodRecord, store::Token};
+use leasehold::store::{
+    RecordFields, SlotRecord, StoredLedger, encode_record, host_epoch_ms, time_at_ms,
+};
 
-/// The version tag at the start of every slot value this store writes.
-const TAG: &str = "leasehold/1";
 /// Written in place of the fence by a grant: the fence is the granting message's own sequence.
 const OWN: &str = "-";
 
 /// This host's clock in milliseconds since the epoch.
 pub(crate) fn now_ms() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    host_epoch_ms()
 }
 
+/// The time `ms` after the epoch.
 pub(crate) fn time(ms: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(ms)
-}
-
-/// Milliseconds, rounded up.
-pub(crate) fn ms_ceil(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    time_at_ms(ms)
 }
 
 /// What a message of the bucket says about its key.
@@ -48,20 +40,14 @@ pub(crate) struct Stored {
     pub(crate) payload: bytes::Bytes,
 }
 
-/// A lease as kept in a slot key.
+/// A lease as kept in a slot key: the lease (see [`SlotRecord`]; its fence is the stream
+/// sequence of the message that granted the slot, its `expires_ms` this host's clock when the
+/// request was sent plus the TTL asked for — the server removes the message a TTL rounded up to
+/// whole seconds after it stored it, and after the end the holder may no longer extend, even
+/// while the server has yet to remove the message), and the sequence of the message read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
-    pub(crate) slot: u32,
-    pub(crate) token: Token,
-    pub(crate) owner: String,
-    /// The stream sequence of the message that granted the slot.
-    pub(crate) fence: u64,
-    pub(crate) acquired_ms: u64,
-    /// The end of the lease: this host's clock when the request was sent plus the TTL asked for
-    /// (the server removes the message a TTL rounded up to whole seconds after it stored it).
-    pub(crate) expires_ms: u64,
-    /// Released with a linger: still held until it ends, but no longer extendable.
-    pub(crate) released: bool,
+    pub(crate) held: SlotRecord,
     /// The sequence of the message read (the expected sequence of the next change).
     pub(crate) seq: u64,
 }
@@ -74,15 +60,17 @@ impl Record {
         let fence = if grant {
             OWN.to_owned()
         } else {
-            self.fence.to_string()
+            self.held.fence.to_string()
         };
-        format!(
-            "{TAG} {} {fence} {} {} {} {}",
-            self.token.to_hex(),
-            self.acquired_ms,
-            self.expires_ms,
-            u8::from(self.released),
-            self.owner
+        encode_record(
+            &[
+                &self.held.token.to_hex(),
+                &fence,
+                &self.held.acquired_ms,
+                &self.held.expires_ms,
+                &u8::from(self.held.released),
+            ],
+            &self.held.owner,
         )
     }
 
@@ -92,169 +80,46 @@ impl Record {
         if msg.op != Op::Put {
             return None;
         }
-        let text = std::str::from_utf8(&msg.payload).ok()?;
-        let mut f = text.splitn(7, ' ');
-        if f.next()? != TAG {
-            return None;
-        }
-        let token = Token::from_hex(f.next()?)?;
-        let fence = match f.next()? {
+        let mut f = RecordFields::parse(std::str::from_utf8(&msg.payload).ok()?, 6)?;
+        let token = f.token()?;
+        let fence = match f.text()? {
             OWN => msg.seq,
             n => n.parse().ok()?,
         };
+        let (acquired_ms, expires_ms, released) = (f.number()?, f.number()?, f.flag()?);
         Some(Self {
-            slot,
-            token,
-            fence,
-            acquired_ms: f.next()?.parse().ok()?,
-            expires_ms: f.next()?.parse().ok()?,
-            released: f.next()? == "1",
-            owner: f.next()?.to_owned(),
+            held: SlotRecord {
+                slot,
+                token,
+                owner: f.text()?.to_owned(),
+                fence,
+                acquired_ms,
+                expires_ms,
+                released,
+            },
             seq: msg.seq,
         })
     }
-
-    /// True if `lease` is this grant, still unreleased.
-    pub(crate) fn is(&self, lease: &Lease) -> bool {
-        self.token == lease.token && self.fence == lease.fence && !self.released
-    }
-
-    /// True until the end of the lease, by this host's clock. After it the holder may no longer
-    /// extend, even while the server has yet to remove the message.
-    pub(crate) fn live_at(&self, now_ms: u64) -> bool {
-        now_ms < self.expires_ms
-    }
-
-    pub(crate) fn lease(&self, lock: &LockName) -> Lease {
-        Lease {
-            lock: lock.clone(),
-            slot: self.slot,
-            owner: self.owner.clone(),
-            token: self.token,
-            fence: self.fence,
-            acquired_at: time(self.acquired_ms),
-            expires_at: time(self.expires_ms),
-            period: None,
-        }
-    }
-
-    pub(crate) fn holder(&self) -> Holder {
-        Holder {
-            slot: self.slot,
-            owner: self.owner.clone(),
-            fence: self.fence,
-            acquired_at: time(self.acquired_ms),
-            expires_at: time(self.expires_ms),
-        }
-    }
 }
 
-/// A lock's period ledger: its latest claim — the period id and window claimed, when (this
-/// store's clients' clocks, ms) and to whom it was granted, the token it was granted to, and
-/// whether its action started — with the sequence of the message read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ledger {
-    pub(crate) period: i64,
-    pub(crate) at_ms: u64,
-    pub(crate) by: String,
-    /// The window claimed, `[from, until)` in ms; `None` in a ledger of an older version.
-    pub(crate) window: Option<(i64, i64)>,
-    /// The token the claim was granted to; `None` in a ledger of an older version.
-    pub(crate) token: Option<Token>,
-    /// True once the claim's action started (always, in a ledger of an older version: a claim
-    /// was a run then).
-    pub(crate) started: bool,
-    /// When the latest claim that started was granted, ms ([`LedgerText::ran_at_ms`]).
-    pub(crate) ran_at_ms: Option<i64>,
-    pub(crate) seq: u64,
-}
+/// A lock's period ledger: its latest claim ([`LedgerText`]: the period id and window claimed,
+/// when — this store's clients' clocks, ms — and to whom it was granted, the token it was granted
+/// to, and whether its action started), with the sequence of the message read.
+pub(crate) type Ledger = StoredLedger<u64>;
 
-impl Ledger {
-    /// The ledger of a claim granted at `at_ms` to `owner` with `token`, for `window`, not
-    /// started, keeping the latest run of `previous` (the ledger it replaces).
-    pub(crate) fn claim(
-        window: PeriodWindow,
-        at_ms: u64,
-        owner: &str,
-        token: Token,
-        previous: Option<&Self>,
-    ) -> Self {
-        let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
-        let ran = previous.and_then(|l| l.text().last_run_ms());
-        Self::from_text(LedgerText::claim(window, at, owner, token, ran), 0)
+/// The ledger in a live message; `None` for anything this store did not write. A value without
+/// the second line (an older version's) reads as a claim that started, its window unknown.
+pub(crate) fn decode_ledger(msg: &Stored) -> Option<Ledger> {
+    if msg.op != Op::Put {
+        return None;
     }
-
-    /// This claim, marked started.
-    pub(crate) fn started(&self) -> Self {
-        let mut text = self.text();
-        text.start();
-        Self::from_text(text, self.seq)
-    }
-
-    /// The ledger's verdict on a claim of the window from `window_from_ms`
-    /// ([`LedgerText::judge`]).
-    pub(crate) fn judge(
-        ledger: Option<&Self>,
-        window_from_ms: i64,
-        lock_live: bool,
-    ) -> leasehold::store::ClaimVerdict {
-        LedgerText::judge(ledger.map(Self::text).as_ref(), window_from_ms, lock_live)
-    }
-
-    /// The value ([`LedgerText`]'s two lines).
-    pub(crate) fn encode(&self) -> String {
-        self.text().encode()
-    }
-
-    /// The ledger in a live message; `None` for anything this store did not write. A value
-    /// without the second line (an older version's) reads as a claim that started, its window
-    /// unknown.
-    pub(crate) fn decode(msg: &Stored) -> Option<Self> {
-        if msg.op != Op::Put {
-            return None;
-        }
-        let text = LedgerText::decode(std::str::from_utf8(&msg.payload).ok()?)?;
-        Some(Self::from_text(text, msg.seq))
-    }
-
-    fn from_text(text: LedgerText, seq: u64) -> Self {
-        Self {
-            period: text.period,
-            at_ms: u64::try_from(text.at_ms).unwrap_or_default(),
-            by: text.by,
-            window: text.window,
-            token: text.token,
-            started: text.started,
-            ran_at_ms: text.ran_at_ms,
-            seq,
-        }
-    }
-
-    fn text(&self) -> LedgerText {
-        LedgerText {
-            period: self.period,
-            at_ms: self.at_epoch_ms(),
-            by: self.by.clone(),
-            window: self.window,
-            token: self.token,
-            started: self.started,
-            ran_at_ms: self.ran_at_ms,
-        }
-    }
-
-    /// When the claim was granted, ms since the epoch.
-    pub(crate) fn at_epoch_ms(&self) -> i64 {
-        i64::try_from(self.at_ms).unwrap_or(i64::MAX)
-    }
-
-    pub(crate) fn record(&self) -> PeriodRecord {
-        self.text().record()
-    }
+    Ledger::decode(&msg.payload, msg.seq)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leasehold::store::{PeriodWindow, Token};
 
     fn stored(seq: u64, op: Op, text: &str) -> Stored {
         Stored {
@@ -268,21 +133,26 @@ mod tests {
     #[test]
     fn a_grant_takes_its_own_sequence_as_fence_and_keeps_it() {
         let mut record = Record {
-            slot: 0,
-            token: Token::random(),
-            owner: "node a".to_owned(),
-            fence: 0,
-            acquired_ms: 1,
-            expires_ms: 2,
-            released: false,
+            held: SlotRecord {
+                slot: 0,
+                token: Token::random(),
+                owner: "node a".to_owned(),
+                fence: 0,
+                acquired_ms: 1,
+                expires_ms: 2,
+                released: false,
+            },
             seq: 0,
         };
         let granted = Record::decode(0, &stored(41, Op::Put, &record.encode(true)));
-        assert_eq!(granted.as_ref().map(|r| (r.fence, r.seq)), Some((41, 41)));
-        record.fence = 41;
+        assert_eq!(
+            granted.as_ref().map(|r| (r.held.fence, r.seq)),
+            Some((41, 41))
+        );
+        record.held.fence = 41;
         let extended = Record::decode(0, &stored(57, Op::Put, &record.encode(false)));
         assert_eq!(
-            extended.map(|r| (r.fence, r.seq, r.owner)),
+            extended.map(|r| (r.held.fence, r.seq, r.held.owner)),
             Some((41, 57, "node a".to_owned()))
         );
         assert_eq!(
@@ -300,27 +170,27 @@ mod tests {
             until_ms: 2_000,
         };
         let token = Token::random();
-        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token, None);
-        let text = claim.encode();
+        let claim = Ledger::claim(window, 1_500, "host a (pid 7)", token, None, 0);
+        let text = claim.text.encode();
         assert_eq!(
             text.lines().next(),
             Some("leasehold-ledger/1 4 1500 host a (pid 7)"),
             "the first line is an older version's whole value"
         );
-        let read = Ledger::decode(&stored(9, Op::Put, &text));
+        let read = decode_ledger(&stored(9, Op::Put, &text));
         assert_eq!(
             read,
             Some(Ledger {
-                seq: 9,
+                version: 9,
                 ..claim.clone()
             })
         );
         let started = Ledger {
-            seq: 10,
+            version: 10,
             ..claim.started()
         };
-        assert_eq!(started.ran_at_ms, Some(1_500));
-        let read = Ledger::decode(&stored(10, Op::Put, &started.encode()));
+        assert_eq!(started.text.ran_at_ms, Some(1_500));
+        let read = decode_ledger(&stored(10, Op::Put, &started.text.encode()));
         assert_eq!(read.as_ref(), Some(&started));
         let record = started.record();
         assert_eq!(
@@ -328,18 +198,23 @@ mod tests {
             (time(1_000), time(2_000), true)
         );
         // Written by an older version: a run, its window unknown.
-        let old = Ledger::decode(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 host b"))
+        let old = decode_ledger(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 host b"))
             .unwrap_or_else(|| panic!("an older version's ledger must parse"));
         assert_eq!(
-            (old.period, old.by.as_str(), old.token, old.started),
+            (
+                old.text.period,
+                old.text.by.as_str(),
+                old.text.token,
+                old.text.started
+            ),
             (7, "host b", None, true)
         );
         let record = old.record();
         assert_eq!((record.from, record.until), (time(1_500), time(1_500)));
         assert_eq!(
-            Ledger::decode(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 b\nother")),
+            decode_ledger(&stored(3, Op::Put, "leasehold-ledger/1 7 1500 b\nother")),
             None
         );
-        assert_eq!(Ledger::decode(&stored(3, Op::Gone, &text)), None);
+        assert_eq!(decode_ledger(&stored(3, Op::Gone, &text)), None);
     }
 }

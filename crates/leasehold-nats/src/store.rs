@@ -9,17 +9,18 @@ use leasehold::store::{
     AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
     StoreResult, check_slots,
 };
+use leasehold::store::{Listener, holders_below};
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
 use crate::keys::Keys;
-use crate::kv;
 use crate::link::Link;
 use crate::options::NatsOptions;
+use crate::protocol;
 use crate::url::parse;
-use crate::watch::Watcher;
+use crate::watch::{self, Watcher};
 use crate::written::Written;
 
 /// A lease store on a NATS JetStream KV bucket, through async-nats (nats-server 2.12 or later).
@@ -240,7 +241,9 @@ impl NatsStore {
     pub async fn ping(&self) -> StoreResult<()> {
         let lock =
             LockName::new("leasehold-ping").map_err(|e| StoreError::permanent(e.to_string()))?;
-        kv::read_lock(&self.link, &self.keys, &lock).await.map(drop)
+        protocol::read_lock(&self.link, &self.keys, &lock)
+            .await
+            .map(drop)
     }
 }
 
@@ -249,19 +252,23 @@ impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         if let Some(period) = req.period {
-            return kv::acquire_period(&self.link, &self.keys, &self.written, req, period).await;
+            return protocol::acquire_period(&self.link, &self.keys, &self.written, req, period)
+                .await;
         }
-        Ok(kv::acquire(&self.link, &self.keys, &self.written, req)
-            .await?
-            .into())
+        Ok(
+            protocol::acquire(&self.link, &self.keys, &self.written, req)
+                .await?
+                .into(),
+        )
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        kv::extend(&self.link, &self.keys, &self.written, lease, ttl).await
+        protocol::extend(&self.link, &self.keys, &self.written, lease, ttl).await
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        let released = kv::release(&self.link, &self.keys, &self.written, lease, linger).await?;
+        let released =
+            protocol::release(&self.link, &self.keys, &self.written, lease, linger).await?;
         if released == Release::Released && linger.is_zero() {
             // The watch reports it too; waking this client's waiters now saves its round trip.
             self.notifier.notify(&lease.lock);
@@ -270,34 +277,29 @@ impl LeaseStore for NatsStore {
     }
 
     /// A read of the lock, then one publish of the ledger conditioned on the whole lock (see the
-    /// `kv` module).
+    /// `protocol` module).
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        kv::start_period(&self.link, &self.keys, lease).await
+        protocol::start_period(&self.link, &self.keys, lease).await
     }
 
     /// One direct get of the ledger key `<lock>.ledger`.
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        kv::period_record(&self.link, &self.keys, lock).await
+        protocol::period_record(&self.link, &self.keys, lock).await
     }
 
     /// A direct get of the ledger key, then one delete marker expecting the sequence read (see
-    /// the `kv` module).
+    /// the `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        kv::clear_period(&self.link, &self.keys, lock).await
+        protocol::clear_period(&self.link, &self.keys, lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        let held = kv::read_lock(&self.link, &self.keys, lock).await?;
+        let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
         Ok(LockState {
             lock: lock.clone(),
             slots,
-            holders: held
-                .records
-                .iter()
-                .filter(|r| r.slot < slots)
-                .map(crate::record::Record::holder)
-                .collect(),
+            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
         })
     }
 
@@ -309,7 +311,7 @@ impl LeaseStore for NatsStore {
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
-        let freed = kv::force_release(&self.link, &self.keys, lock, slots).await?;
+        let freed = protocol::force_release(&self.link, &self.keys, lock, slots).await?;
         if !freed.is_empty() {
             self.notifier.notify(lock);
         }
@@ -320,17 +322,13 @@ impl LeaseStore for NatsStore {
         if !self.options.notifications {
             return None;
         }
-        let signal = self.notifier.subscribe(lock);
-        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        if watcher.is_none() {
-            *watcher = Watcher::start(
+        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
+            Listener::spawn(watch::run(
                 Arc::clone(&self.link),
                 self.keys.clone(),
                 Arc::clone(&self.notifier),
-            );
-        }
-        // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(signal.reaching_every_client_if(watcher.is_some()))
+            ))
+        }))
     }
 
     fn describe(&self) -> String {

@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv::Operation;
 use futures::StreamExt;
-use leasehold::store::ReleaseNotifier;
 use leasehold::store::StoreError;
-use tokio::task::JoinHandle;
+use leasehold::store::{Listener, ReconnectPause, ReleaseNotifier};
 use tokio::time::sleep;
 use tracing::{debug, warn};
 
@@ -26,41 +25,20 @@ const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// The watch task; stopped when dropped (with the store).
-#[derive(Debug)]
-pub(crate) struct Watcher(JoinHandle<()>);
+pub(crate) type Watcher = Listener;
 
-impl Watcher {
-    /// Starts the watch task, if a tokio runtime is available.
-    pub(crate) fn start(
-        link: Arc<Link>,
-        keys: Keys,
-        notifier: Arc<ReleaseNotifier>,
-    ) -> Option<Self> {
-        let handle = tokio::runtime::Handle::try_current().ok()?;
-        Some(Self(handle.spawn(run(link, keys, notifier))))
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
-    let mut pause = FIRST_PAUSE;
+/// Listens until the store is dropped (run as its [`Listener`]).
+pub(crate) async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
+    let mut pauses = ReconnectPause::new(FIRST_PAUSE, MAX_PAUSE);
     loop {
         let mut watching = false;
         let outcome = session(&link, &keys, &notifier, &mut watching).await;
-        if watching {
-            pause = FIRST_PAUSE;
-        }
+        let pause = pauses.next(watching);
         if let Err(e) = outcome {
             warn!(error = %e, bucket = %keys.bucket(), ?pause,
                 "NATS release notifications interrupted; waiters poll until reconnected");
         }
         sleep(pause).await;
-        pause = (pause * 2).min(MAX_PAUSE);
     }
 }
 

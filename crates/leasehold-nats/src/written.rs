@@ -30,14 +30,14 @@ impl Written {
         if map.len() >= MAX_WRITTEN {
             map.clear();
         }
-        map.insert((lock.clone(), record.slot), record.clone());
+        map.insert((lock.clone(), record.held.slot), record.clone());
     }
 
     /// The record last written for `lease`, if it is this grant, unreleased.
     pub(crate) fn mine(&self, lease: &Lease) -> Option<Record> {
         self.map()
             .get(&(lease.lock.clone(), lease.slot))
-            .filter(|r| r.is(lease))
+            .filter(|r| r.held.is(lease))
             .cloned()
     }
 
@@ -55,16 +55,18 @@ mod tests {
     fn only_the_same_unreleased_grant_is_remembered() -> Result<(), leasehold::error::NameError> {
         let lock = LockName::new("a")?;
         let record = Record {
-            slot: 1,
-            token: leasehold::store::Token::random(),
-            owner: "n".to_owned(),
-            fence: 7,
-            acquired_ms: 1,
-            expires_ms: 2,
-            released: false,
+            held: leasehold::store::SlotRecord {
+                slot: 1,
+                token: leasehold::store::Token::random(),
+                owner: "n".to_owned(),
+                fence: 7,
+                acquired_ms: 1,
+                expires_ms: 2,
+                released: false,
+            },
             seq: 9,
         };
-        let lease = record.lease(&lock);
+        let lease = record.held.lease(&lock);
         let written = Written::default();
         assert_eq!(written.mine(&lease), None);
         written.remember(&lock, &record);
@@ -77,7 +79,10 @@ mod tests {
         written.remember(
             &lock,
             &Record {
-                released: true,
+                held: leasehold::store::SlotRecord {
+                    released: true,
+                    ..record.held.clone()
+                },
                 ..record
             },
         );

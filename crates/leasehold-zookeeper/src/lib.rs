@@ -37,12 +37,12 @@
 
 mod classify;
 mod clock;
-mod layout;
+mod keys;
 mod link;
 mod list;
 mod opener;
-mod ops;
 mod options;
+mod protocol;
 mod record;
 mod store;
 mod url;

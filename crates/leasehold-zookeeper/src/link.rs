@@ -12,7 +12,7 @@ use zookeeper_client::{Client, CreateMode, Error};
 
 use crate::classify::{classify, kind_of, needs_new_session, timed_out};
 use crate::clock::ServerClock;
-use crate::layout::Paths;
+use crate::keys::Paths;
 
 /// The pause before a read that failed transiently is sent again.
 const RESEND_PAUSE: Duration = Duration::from_millis(20);

@@ -12,8 +12,8 @@ use leasehold::store::{
 };
 use zookeeper_client::Error;
 
-use crate::layout::lock_of_segment;
-use crate::ops::Protocol;
+use crate::keys::lock_of_segment;
+use crate::protocol::Protocol;
 
 pub(crate) async fn list(
     protocol: &Protocol,

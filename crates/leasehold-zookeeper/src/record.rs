@@ -14,23 +14,20 @@
 //!   higher `czxid` than every zxid the old node ever saw, which is more than its `czxid` plus its
 //!   version. So fences strictly increase per `(lock, slot)`, across leader changes and restarts.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use leasehold::store::LedgerText;
+use leasehold::store::{LedgerText, RecordFields, ceil_millis, encode_record, time_at_ms};
 use leasehold::{Holder, Lease, LockName, store::Token};
 use zookeeper_client::Stat;
 
-/// The version tag at the start of every slot node this store writes.
-const TAG: &str = "leasehold/1";
-
 /// A point in time from ms since the epoch.
 pub(crate) fn time(ms: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    time_at_ms(u64::try_from(ms).unwrap_or(0))
 }
 
 /// Milliseconds rounded up, as an i64.
 pub(crate) fn ms_ceil(d: Duration) -> i64 {
-    i64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX)
+    i64::try_from(ceil_millis(d)).unwrap_or(i64::MAX)
 }
 
 /// A slot's state.
@@ -63,25 +60,24 @@ impl Record {
         let cap = self
             .cap_ms
             .map_or_else(|| "-".to_owned(), |c| c.to_string());
-        format!(
-            "{TAG} {status} {} {} {cap} {} {} {}",
-            self.grant_version,
-            self.ttl_ms,
-            self.acquired_ms,
-            self.token.to_hex(),
-            self.owner
+        encode_record(
+            &[
+                &status,
+                &self.grant_version,
+                &self.ttl_ms,
+                &cap,
+                &self.acquired_ms,
+                &self.token.to_hex(),
+            ],
+            &self.owner,
         )
         .into_bytes()
     }
 
     /// `None` for data this store did not write.
     pub(crate) fn decode(data: &[u8]) -> Option<Self> {
-        let text = std::str::from_utf8(data).ok()?;
-        let mut f = text.splitn(8, ' ');
-        if f.next()? != TAG {
-            return None;
-        }
-        let status = match f.next()? {
+        let mut f = RecordFields::parse(std::str::from_utf8(data).ok()?, 7)?;
+        let status = match f.text()? {
             "held" => Status::Held,
             "linger" => Status::Linger,
             "free" => Status::Free,
@@ -89,15 +85,15 @@ impl Record {
         };
         Some(Self {
             status,
-            grant_version: f.next()?.parse().ok()?,
-            ttl_ms: f.next()?.parse().ok()?,
-            cap_ms: match f.next()? {
+            grant_version: f.number()?,
+            ttl_ms: f.number()?,
+            cap_ms: match f.text()? {
                 "-" => None,
                 c => Some(c.parse().ok()?),
             },
-            acquired_ms: f.next()?.parse().ok()?,
-            token: Token::from_hex(f.next()?)?,
-            owner: f.next()?.to_owned(),
+            acquired_ms: f.number()?,
+            token: f.token()?,
+            owner: f.text()?.to_owned(),
         })
     }
 }

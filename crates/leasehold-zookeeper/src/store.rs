@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use leasehold::store::Listener;
 use leasehold::store::{
     AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
     ReleaseSignal, StoreResult, check_slots,
@@ -13,13 +14,13 @@ use leasehold::{
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
 };
 
-use crate::layout::Paths;
+use crate::keys::Paths;
 use crate::link::{Link, Session};
-use crate::ops::Protocol;
 use crate::options::ZooKeeperOptions;
+use crate::protocol::Protocol;
 use crate::record::ms_ceil;
 use crate::url::parse;
-use crate::watch::Watcher;
+use crate::watch::{self, Watcher};
 
 /// A lease store on a ZooKeeper ensemble, through zookeeper-client.
 ///
@@ -242,7 +243,7 @@ impl LeaseStore for ZooKeeperStore {
         Ok(released)
     }
 
-    /// A multi-read of slot 0 and the ledger, then one `multi` (see the `ops` module).
+    /// A multi-read of slot 0 and the ledger, then one `multi` (see the `protocol` module).
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
         self.protocol.start_period(lease).await
     }
@@ -253,7 +254,7 @@ impl LeaseStore for ZooKeeperStore {
     }
 
     /// A read of the ledger node, then one `set_data` emptying it at the version read (see the
-    /// `ops` module).
+    /// `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         self.protocol.clear_period(lock).await
     }
@@ -295,17 +296,13 @@ impl LeaseStore for ZooKeeperStore {
         if !self.options.notifications {
             return None;
         }
-        let signal = self.notifier.subscribe(lock);
-        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
-        if watcher.is_none() {
-            *watcher = Watcher::start(
+        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
+            Listener::spawn(watch::run(
                 Arc::clone(&self.protocol.link),
                 self.protocol.paths.clone(),
                 Arc::clone(&self.notifier),
-            );
-        }
-        // Server-side notifications wake waiters in every process, once the watcher runs.
-        Some(signal.reaching_every_client_if(watcher.is_some()))
+            ))
+        }))
     }
 
     fn clock_source(&self) -> ClockSource {

@@ -6,39 +6,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::store::ReleaseNotifier;
-use tokio::task::JoinHandle;
+use leasehold::store::{Listener, ReleaseNotifier};
 use zookeeper_client::{AddWatchMode, EventType};
 
-use crate::layout::Paths;
+use crate::keys::Paths;
 use crate::link::Link;
 
 /// The pause before a watch that ended (session expired, server gone) is set up again.
 const REWATCH_PAUSE: Duration = Duration::from_millis(500);
 
 /// The background task behind a store's release signals; stopped when dropped.
-#[derive(Debug)]
-pub(crate) struct Watcher(JoinHandle<()>);
+pub(crate) type Watcher = Listener;
 
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl Watcher {
-    /// Starts the watch task on the current Tokio runtime; `None` outside one.
-    pub(crate) fn start(
-        link: Arc<Link>,
-        paths: Paths,
-        notifier: Arc<ReleaseNotifier>,
-    ) -> Option<Self> {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
-        Some(Self(runtime.spawn(run(link, paths, notifier))))
-    }
-}
-
-async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNotifier>) {
+/// Listens until the store is dropped (run as its [`Listener`]).
+pub(crate) async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNotifier>) {
     let root = paths.locks();
     loop {
         if let Ok(client) = link.client().await {

@@ -5,8 +5,8 @@ use leasehold::fence::{ResourceName, StaleFence};
 use leasehold::store::StoreError;
 
 use super::error::FencedPutError;
+use crate::protocol::txn;
 use crate::store::EtcdStore;
-use crate::txn::txn;
 
 /// A fence as a fence key holds it: 20 decimal digits, so that etcd's byte-wise comparison of
 /// values is the numeric one over the whole `u64` range.

@@ -5,8 +5,8 @@ use leasehold::fence::FenceClaim;
 use leasehold::{LeaderContext, store::StoreError};
 
 use super::error::{FencedTxnError, LeaseLost};
+use crate::protocol;
 use crate::store::EtcdStore;
-use crate::txn;
 
 /// A fenced transaction that was applied.
 #[derive(Debug, Clone)]
@@ -104,7 +104,7 @@ impl EtcdStore {
             )])
             .and_then([TxnOp::txn(txn)])
             .or_else([TxnOp::get(key.as_str(), None)]);
-        let resp = txn::txn(&self.link, "a fenced transaction", fenced).await?;
+        let resp = protocol::txn(&self.link, "a fenced transaction", fenced).await?;
         let revision = resp.header().map_or(0, |h| h.revision());
         let succeeded = resp.succeeded();
         let mut responses = resp.op_responses().into_iter();

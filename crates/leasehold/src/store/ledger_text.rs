@@ -2,7 +2,9 @@
 //! format, written and read in one place.
 
 use crate::store::lease::Token;
-use crate::store::period::{ClaimVerdict, PeriodRecord, PeriodWindow, from_epoch_ms, judge_claim};
+use crate::store::period::{
+    ClaimVerdict, PeriodRecord, PeriodStart, PeriodWindow, from_epoch_ms, judge_claim,
+};
 
 /// The version tag that begins a ledger value.
 const LEDGER_TAG: &str = "leasehold-ledger/1";
@@ -164,6 +166,96 @@ impl LedgerText {
             by: self.by.clone(),
             started: self.started,
             ran_at: self.last_run_ms().map(from_epoch_ms),
+        }
+    }
+}
+/// A ledger value as a store read it, with the store's version of it — a key's revision, a
+/// message's sequence — which the compare-and-swap that replaces it expects.
+///
+/// ```
+/// use leasehold::store::{LedgerText, Period, StoredLedger, Token};
+/// let window = Period::every(std::time::Duration::from_secs(60))?.window_at_ms(90_000);
+/// let claim = StoredLedger::claim(window, 90_000, "host-a", Token::random(), None, 0_u64);
+/// let read = StoredLedger::decode(claim.text.encode().as_bytes(), 7_u64).expect("a ledger");
+/// assert_eq!((read.version, read.text.started), (7, false));
+/// let started = read.started();
+/// assert_eq!((started.version, started.text.ran_at_ms), (7, Some(90_000)));
+/// # Ok::<(), leasehold::error::PeriodError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLedger<V> {
+    /// The ledger.
+    pub text: LedgerText,
+    /// The store's version of the value read.
+    pub version: V,
+}
+
+impl<V: Copy> StoredLedger<V> {
+    /// The ledger of a claim of `window` granted at `at_ms` to `owner` with `token`, not
+    /// started, keeping the latest run of `previous` (the ledger it replaces); `version` is the
+    /// one it will be written at, if known.
+    pub fn claim(
+        window: PeriodWindow,
+        at_ms: u64,
+        owner: &str,
+        token: Token,
+        previous: Option<&Self>,
+        version: V,
+    ) -> Self {
+        let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
+        let ran = previous.and_then(|l| l.text.last_run_ms());
+        Self {
+            text: LedgerText::claim(window, at, owner, token, ran),
+            version,
+        }
+    }
+
+    /// This claim, marked started (at the same version: the write that marks it is to expect
+    /// it).
+    #[must_use]
+    pub fn started(&self) -> Self {
+        let mut text = self.text.clone();
+        text.start();
+        Self {
+            text,
+            version: self.version,
+        }
+    }
+
+    /// The ledger in a value read at `version`; `None` for anything that is not a ledger (a
+    /// value without the second line, an older version's, reads as a claim that started, its
+    /// window unknown).
+    pub fn decode(value: &[u8], version: V) -> Option<Self> {
+        let text = LedgerText::decode(std::str::from_utf8(value).ok()?)?;
+        Some(Self { text, version })
+    }
+
+    /// The record the core reports.
+    pub fn record(&self) -> PeriodRecord {
+        self.text.record()
+    }
+
+    /// The ledger whose claim a start by `token` marks started, or the answer without a write:
+    /// `NotHeld` when there is no ledger or its claim is another token's, `Started` when the
+    /// claim already started (a start is idempotent for its token). The caller checks first
+    /// that the token's lease holds slot 0.
+    ///
+    /// ```
+    /// use leasehold::store::{Period, PeriodStart, StoredLedger, Token};
+    /// let window = Period::every(std::time::Duration::from_secs(60))?.window_at_ms(0);
+    /// let token = Token::random();
+    /// let claim = StoredLedger::claim(window, 0, "host-a", token, None, 1_u64);
+    /// assert!(StoredLedger::to_start(Some(&claim), token).is_ok());
+    /// assert_eq!(StoredLedger::to_start(Some(&claim), Token::random()).err(), Some(PeriodStart::NotHeld));
+    /// assert_eq!(StoredLedger::to_start(Some(&claim.started()), token).err(), Some(PeriodStart::Started));
+    /// assert_eq!(StoredLedger::<u64>::to_start(None, token).err(), Some(PeriodStart::NotHeld));
+    /// # Ok::<(), leasehold::error::PeriodError>(())
+    /// ```
+    pub fn to_start(ledger: Option<&Self>, token: Token) -> Result<&Self, PeriodStart> {
+        match ledger.filter(|l| l.text.token == Some(token)) {
+            None => Err(PeriodStart::NotHeld),
+            Some(l) if l.text.started => Err(PeriodStart::Started),
+            Some(l) => Ok(l),
         }
     }
 }

@@ -18,13 +18,16 @@ pub(crate) mod hand_off;
 pub(crate) mod lease;
 pub(crate) mod ledger_text;
 pub(crate) mod list;
+pub(crate) mod listener;
 pub(crate) mod memory;
+pub(crate) mod millis;
 pub(crate) mod observe;
 pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod period;
 pub(crate) mod secret;
 pub(crate) mod signal;
+pub(crate) mod slot_record;
 pub(crate) mod unsupported;
 pub(crate) mod url;
 
@@ -41,9 +44,11 @@ pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId}
 pub use lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
 };
-pub use ledger_text::LedgerText;
+pub use ledger_text::{LedgerText, StoredLedger};
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
+pub use listener::{Listener, ReconnectPause};
 pub use memory::MemoryStore;
+pub use millis::{ceil_millis, ceil_secs, host_epoch_ms, time_at_ms};
 pub use observe::{ObservedStore, StoreObserver};
 pub use option_error::InvalidOption;
 pub use option_key::{OptionKey, OptionKind, OptionValue, StoreOptions};
@@ -53,6 +58,9 @@ pub use period::{
 };
 pub use secret::Secret;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
+pub use slot_record::{
+    RECORD_TAG, RecordFields, SlotRecord, encode_record, holders_below, lowest_free_slot,
+};
 pub use unsupported::Unsupported;
 pub use url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,

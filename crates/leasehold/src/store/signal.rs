@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::name::LockName;
+use crate::store::listener::Listener;
 
 /// A subscription to release notifications for one lock.
 ///
@@ -87,6 +88,37 @@ pub struct ReleaseNotifier {
 }
 
 impl ReleaseNotifier {
+    /// Subscribes to releases of `lock` in a store whose server notifies: starts the store's one
+    /// `listener` (with `start`) if it is not running yet, and marks the signal as reaching every
+    /// client once it runs ([`ReleaseSignal::reaching_every_client_if`]).
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use leasehold::store::{Listener, LockName, ReleaseNotifier, SignalReach};
+    ///
+    /// let notifier = ReleaseNotifier::default();
+    /// let listener: Mutex<Option<Listener>> = Mutex::new(None);
+    /// let lock = LockName::new("report")?;
+    /// // Outside a Tokio runtime no listener starts: the signal reaches this client only.
+    /// let signal = notifier.subscribe_listening(&lock, &listener, || Listener::spawn(async {}));
+    /// assert_eq!(signal.reach(), SignalReach::ThisClient);
+    /// # Ok::<(), leasehold::error::NameError>(())
+    /// ```
+    pub fn subscribe_listening(
+        &self,
+        lock: &LockName,
+        listener: &Mutex<Option<Listener>>,
+        start: impl FnOnce() -> Option<Listener>,
+    ) -> ReleaseSignal {
+        let signal = self.subscribe(lock);
+        let mut running = listener.lock().unwrap_or_else(|p| p.into_inner());
+        if running.is_none() {
+            *running = start();
+        }
+        // Server-side notifications wake waiters in every process, once the listener runs.
+        signal.reaching_every_client_if(running.is_some())
+    }
+
     /// Subscribes to releases of `lock`.
     pub fn subscribe(&self, lock: &LockName) -> ReleaseSignal {
         let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,4 +1,4 @@
-//! Where a store's nodes live, under `<chroot><prefix>` (the *base*):
+//! The key layout: where a store's nodes live, under `<chroot><prefix>` (the *base*):
 //!
 //! ```text
 //! <base>/clock                      written when a session opens, to learn the ensemble's time

@@ -1,0 +1,176 @@
+//! Acquisitions: the lowest free slot, and slot 0 with the period ledger.
+
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
+use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, LedgerText, StoreResult};
+use leasehold::{Lease, Period};
+
+use super::read::{Slots, read_lock, slots_read_back};
+use super::{granted_fence, new_grant, revoke_quietly, txn};
+use crate::keys::Keys;
+use crate::link::Link;
+use crate::record::{Ledger, encode, now_ms};
+
+/// One acquisition: a linearizable read of the lock's slots (our own live grant is returned as
+/// is, so a retried request is recognised), then a lease grant and one transaction per attempt
+/// that puts the lowest free slot if it is still absent, or returns the slots as they are now.
+pub(crate) async fn acquire(
+    link: &Link,
+    keys: &Keys,
+    req: &AcquireRequest,
+) -> StoreResult<Option<Lease>> {
+    let sent_ms = now_ms();
+    let held = read_lock(link, keys, &req.lock).await?;
+    let mine = |held: &Slots| {
+        held.records
+            .iter()
+            .find(|r| r.answers(req, now_ms()))
+            .cloned()
+    };
+    if let Some(r) = mine(&held) {
+        return Ok(Some(r.lease(&req.lock)));
+    }
+    let Some(mut slot) = held.lowest_free(req.slots) else {
+        return Ok(None);
+    };
+    let mut record = new_grant(link, req, sent_ms, slot).await?;
+    let lease_id = record.lease_id;
+    for _ in 0..=req.slots.max(1) {
+        record.slot = slot;
+        let key = keys.slot(&req.lock, slot);
+        let t = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.as_str(),
+                encode(&record),
+                Some(PutOptions::new().with_lease(lease_id)),
+            )])
+            .or_else([TxnOp::get(
+                keys.lock(&req.lock),
+                Some(GetOptions::new().with_prefix()),
+            )]);
+        let resp = txn(link, "an acquisition", t).await?;
+        if resp.succeeded() {
+            record.fence = granted_fence(&resp)?;
+            return Ok(Some(record.lease(&req.lock)));
+        }
+        let now = slots_read_back(keys, resp);
+        if let Some(r) = mine(&now) {
+            if r.lease_id != lease_id {
+                revoke_quietly(link, lease_id).await;
+            }
+            return Ok(Some(r.lease(&req.lock)));
+        }
+        match now.lowest_free(req.slots) {
+            Some(s) => slot = s,
+            None => break,
+        }
+    }
+    revoke_quietly(link, lease_id).await;
+    Ok(None)
+}
+
+/// One acquisition claiming `period` of the ledger (slot 0 only): a linearizable read of the
+/// lock (slot and ledger; our own live grant is returned as is), the ledger's judgement
+/// ([`judge_claim`](leasehold::store::judge_claim): a run granted at or after the window's start
+/// refuses, an unstarted claim since then holds the period while slot 0 is taken), then a lease grant and one transaction
+/// per attempt that puts slot 0 **and** the ledger (the new claim, not started, keeping the
+/// previous record's latest run) only if the slot
+/// is still absent and the ledger unchanged since read (`mod_revision`, or still absent). The
+/// window comes from this host's clock (etcd has none to offer).
+pub(crate) async fn acquire_period(
+    link: &Link,
+    keys: &Keys,
+    req: &AcquireRequest,
+    period: Period,
+) -> StoreResult<Acquisition> {
+    let sent_ms = now_ms();
+    let window = period.window_at_ms(i64::try_from(sent_ms).unwrap_or(i64::MAX));
+    let mine = |held: &Slots| {
+        held.records
+            .iter()
+            .find(|r| r.answers(req, now_ms()) && r.slot == 0)
+            .map(|r| {
+                let mut lease = r.lease(&req.lock);
+                lease.period =
+                    Some(period.id_at_ms(i64::try_from(r.acquired_ms).unwrap_or(i64::MAX)));
+                lease
+            })
+    };
+    // The ledger's answer, or `None` to go on with the grant (slot 0 free, no run counts).
+    let judged = |held: &Slots| {
+        let taken = held.lowest_free(1) != Some(0);
+        let latest = held.ledger.as_ref().map(|l| &l.text);
+        match LedgerText::judge(latest, window.from_ms, taken) {
+            ClaimVerdict::Ran => Some(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
+                Acquisition::AlreadyRan(l.record())
+            })),
+            ClaimVerdict::Claimed => Some(Acquisition::Taken(None)),
+            ClaimVerdict::Free => taken.then_some(Acquisition::Taken(None)),
+        }
+    };
+    let mut held = read_lock(link, keys, &req.lock).await?;
+    if let Some(lease) = mine(&held) {
+        return Ok(Acquisition::Elected(lease));
+    }
+    if let Some(answer) = judged(&held) {
+        return Ok(answer);
+    }
+    let mut record = new_grant(link, req, sent_ms, 0).await?;
+    let lease_id = record.lease_id;
+    let key = keys.slot(&req.lock, 0);
+    let ledger_key = keys.ledger(&req.lock);
+    // A ledger that keeps changing under us is only ever replaced by other grants (or marked
+    // started by their holders); a few rounds settle it (each round either grants, refuses, or
+    // sees a newer ledger).
+    for _ in 0..4 {
+        let claim = Ledger::claim(
+            window,
+            sent_ms,
+            &req.owner,
+            req.token,
+            held.ledger.as_ref(),
+            0,
+        )
+        .text
+        .encode();
+        let ledger_unchanged = match &held.ledger {
+            Some(l) => Compare::mod_revision(ledger_key.as_str(), CompareOp::Equal, l.version),
+            None => Compare::create_revision(ledger_key.as_str(), CompareOp::Equal, 0),
+        };
+        let t = Txn::new()
+            .when([
+                Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+                ledger_unchanged,
+            ])
+            .and_then([
+                TxnOp::put(
+                    key.as_str(),
+                    encode(&record),
+                    Some(PutOptions::new().with_lease(lease_id)),
+                ),
+                TxnOp::put(ledger_key.as_str(), claim.as_str(), None),
+            ])
+            .or_else([TxnOp::get(
+                keys.lock(&req.lock),
+                Some(GetOptions::new().with_prefix()),
+            )]);
+        let resp = txn(link, "an acquisition", t).await?;
+        if resp.succeeded() {
+            record.fence = granted_fence(&resp)?;
+            let mut lease = record.lease(&req.lock);
+            lease.period = Some(window.id);
+            return Ok(Acquisition::Elected(lease));
+        }
+        held = slots_read_back(keys, resp);
+        if let Some(lease) = mine(&held) {
+            revoke_quietly(link, lease_id).await;
+            return Ok(Acquisition::Elected(lease));
+        }
+        if let Some(answer) = judged(&held) {
+            revoke_quietly(link, lease_id).await;
+            return Ok(answer);
+        }
+    }
+    revoke_quietly(link, lease_id).await;
+    Ok(Acquisition::Taken(None))
+}

@@ -1,0 +1,162 @@
+//! Reading a lock's keys, and the forced release that deletes what it read.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
+use leasehold::store::{StoreError, StoreResult, lowest_free_slot};
+use leasehold::{Holder, Lease, LockName};
+
+use super::{revoke_quietly, txn};
+use crate::keys::Keys;
+use crate::link::Link;
+use crate::record::{Ledger, Record, decode_ledger};
+
+/// How many keys one forced-release transaction deletes (etcd allows 128 operations by default).
+const FORCE_CHUNK: usize = 100;
+/// How often a forced release re-reads a lock that changed under it before giving up.
+const FORCE_ROUNDS: usize = 5;
+
+/// Whether the foreign-key warning was logged (once per process: waiters poll often).
+static FOREIGN_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// The slot keys of a lock as read: the leases this store wrote, and every slot whose key exists.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    /// The leases, by slot.
+    pub(crate) records: Vec<Record>,
+    /// Every slot with a key, including keys another program wrote (which are never overwritten,
+    /// so such a slot is never granted).
+    pub(super) taken: Vec<u32>,
+    /// The period ledger, if the lock has one.
+    pub(crate) ledger: Option<Ledger>,
+}
+
+impl Slots {
+    fn read(keys: &Keys, kvs: &[KeyValue]) -> Self {
+        let mut records: Vec<Record> = kvs
+            .iter()
+            .filter_map(|kv| Record::decode(keys, kv))
+            .collect();
+        records.sort_by_key(|r| r.slot);
+        let taken: Vec<u32> = kvs
+            .iter()
+            .filter_map(|kv| keys.parse(kv.key()).map(|(_, slot)| slot))
+            .collect();
+        if taken.len() > records.len() && !FOREIGN_WARNED.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "a slot key under the etcd prefix holds a value leasehold did not write; that slot is never granted (warned once per process)"
+            );
+        }
+        let ledger = kvs
+            .iter()
+            .find(|kv| keys.is_ledger(kv.key()))
+            .and_then(decode_ledger);
+        Self {
+            records,
+            taken,
+            ledger,
+        }
+    }
+
+    /// The lowest slot in `0..slots` without a key.
+    pub(super) fn lowest_free(&self, slots: u32) -> Option<u32> {
+        lowest_free_slot(slots, |s| self.taken.contains(&s))
+    }
+}
+
+/// Every slot of `lock` (linearizable read).
+pub(crate) async fn read_lock(link: &Link, keys: &Keys, lock: &LockName) -> StoreResult<Slots> {
+    let prefix = keys.lock(lock);
+    let resp = link
+        .idempotent("a read", |mut c| {
+            let prefix = prefix.clone();
+            async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
+        })
+        .await?;
+    Ok(Slots::read(keys, resp.kvs()))
+}
+
+pub(super) async fn read_slot(
+    link: &Link,
+    keys: &Keys,
+    lease: &Lease,
+) -> StoreResult<Option<Record>> {
+    let key = keys.slot(&lease.lock, lease.slot);
+    let resp = link
+        .idempotent("a read", |mut c| {
+            let key = key.clone();
+            async move { c.get(key, None).await }
+        })
+        .await?;
+    Ok(Slots::read(keys, resp.kvs()).records.into_iter().next())
+}
+
+/// The lock's slots as a failed acquisition transaction read them back (its `or_else` get).
+pub(super) fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
+    resp.op_responses()
+        .into_iter()
+        .find_map(|r| match r {
+            TxnOpResponse::Get(g) => Some(Slots::read(keys, g.kvs())),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Deletes every live slot of `lock` among `slots` whatever its token (compare-and-swap on what
+/// was read, re-read if the lock changed meanwhile), revokes their etcd leases, and returns the
+/// holders as they were.
+pub(crate) async fn force_release(
+    link: &Link,
+    keys: &Keys,
+    lock: &LockName,
+    slots: u32,
+) -> StoreResult<Vec<Holder>> {
+    let mut freed = Vec::new();
+    for _ in 0..FORCE_ROUNDS {
+        let held: Vec<Record> = read_lock(link, keys, lock)
+            .await?
+            .records
+            .into_iter()
+            .filter(|r| r.slot < slots)
+            .collect();
+        if held.is_empty() {
+            return Ok(freed);
+        }
+        let mut changed = false;
+        for chunk in held.chunks(FORCE_CHUNK) {
+            let compares: Vec<Compare> = chunk
+                .iter()
+                .map(|r| {
+                    Compare::mod_revision(keys.slot(lock, r.slot), CompareOp::Equal, r.mod_revision)
+                })
+                .collect();
+            let deletes: Vec<TxnOp> = chunk
+                .iter()
+                .map(|r| TxnOp::delete(keys.slot(lock, r.slot), None))
+                .collect();
+            if txn(
+                link,
+                "a forced release",
+                Txn::new().when(compares).and_then(deletes),
+            )
+            .await?
+            .succeeded()
+            {
+                for r in chunk {
+                    revoke_quietly(link, r.lease_id).await;
+                    freed.push(r.holder());
+                }
+            } else {
+                changed = true;
+            }
+        }
+        if !changed {
+            return Ok(freed);
+        }
+    }
+    Err(StoreError::transient(format!(
+        "lock {lock} kept changing during a forced release; try again"
+    )))
+}

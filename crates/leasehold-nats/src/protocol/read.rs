@@ -1,0 +1,138 @@
+//! Reading a lock's keys, and the forced release that deletes what it read.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use leasehold::store::{MAX_SLOTS, StoreResult, lowest_free_slot};
+use leasehold::{Holder, Lease, LockName, store::StoreError};
+
+use super::{delete_marker, publish, read_batch, read_one};
+use crate::classify::Published;
+use crate::keys::{KeyOf, Keys};
+use crate::link::{Conn, Link};
+use crate::record::{Ledger, Op, Record, Stored, decode_ledger};
+
+/// How often a forced release re-reads a lock that changed under it before giving up.
+const FORCE_ROUNDS: usize = 5;
+
+/// The most messages one read of a lock returns: every slot (the server answers at most 1024
+/// messages per batch direct get, and refuses a `multi_last` matching more keys with status 413,
+/// a permanent error: only a lock used with all 1024 slots *and* a period ledger has more).
+const LOCK_BATCH: u32 = MAX_SLOTS;
+
+/// The keys of a lock as read: the leases this store wrote, the latest sequence of every slot
+/// key, and the ledger.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    /// The leases, by slot.
+    pub(crate) records: Vec<Record>,
+    /// Per slot with a message: its sequence and whether it is a value (a lease, or a value
+    /// another program wrote, which is never overwritten) rather than a marker.
+    pub(super) last: BTreeMap<u32, (u64, bool)>,
+    /// The period ledger, if the lock has one.
+    pub(crate) ledger: Option<Ledger>,
+    /// The sequence of the ledger key's latest message (0: none).
+    pub(super) ledger_seq: u64,
+    /// The highest sequence among the latest messages of every key of the lock (0: none): the
+    /// last sequence of the lock's filter, which a period start expects.
+    pub(super) lock_seq: u64,
+}
+
+impl Slots {
+    pub(crate) fn read(keys: &Keys, messages: &[Stored]) -> Self {
+        let mut slots = Self::default();
+        for msg in messages {
+            slots.lock_seq = slots.lock_seq.max(msg.seq);
+            match keys.parse_subject(&msg.subject) {
+                Some(KeyOf::Slot(_, slot)) => {
+                    slots.last.insert(slot, (msg.seq, msg.op == Op::Put));
+                    slots.records.extend(Record::decode(slot, msg));
+                }
+                Some(KeyOf::Ledger(_)) => {
+                    slots.ledger_seq = msg.seq;
+                    slots.ledger = decode_ledger(msg);
+                }
+                None => {}
+            }
+        }
+        slots.records.sort_by_key(|r| r.held.slot);
+        slots
+    }
+
+    /// The lowest slot in `0..slots` without a live message.
+    pub(super) fn lowest_free(&self, slots: u32) -> Option<u32> {
+        lowest_free_slot(slots, |s| self.last.get(&s).is_some_and(|(_, live)| *live))
+    }
+
+    /// The sequence a write to `slot` must expect.
+    pub(super) fn expected(&self, slot: u32) -> u64 {
+        self.last.get(&slot).map_or(0, |(seq, _)| *seq)
+    }
+}
+
+/// Every key of `lock`.
+pub(crate) async fn read_lock(link: &Link, keys: &Keys, lock: &LockName) -> StoreResult<Slots> {
+    let body = serde_json::json!({ "multi_last": [keys.lock(lock)], "batch": LOCK_BATCH });
+    let messages = read_batch(link, keys, body).await?;
+    Ok(Slots::read(keys, &messages))
+}
+
+/// The record of `lease`'s slot, if it holds one of this store's.
+pub(super) async fn read_slot(
+    conn: &Conn,
+    link: &Link,
+    keys: &Keys,
+    lease: &Lease,
+) -> StoreResult<Option<Record>> {
+    let subject = keys.slot(&lease.lock, lease.slot);
+    Ok(read_one(conn, link, keys, &subject)
+        .await?
+        .and_then(|msg| Record::decode(lease.slot, &msg)))
+}
+
+/// Writes a delete marker on every live slot of `lock` among `slots` whatever its token
+/// (compare-and-set on what was read, re-read if the lock changed meanwhile), and returns the
+/// holders as they were.
+pub(crate) async fn force_release(
+    link: &Link,
+    keys: &Keys,
+    lock: &LockName,
+    slots: u32,
+) -> StoreResult<Vec<Holder>> {
+    let conn = link.conn().await?;
+    let mut freed = Vec::new();
+    for _ in 0..FORCE_ROUNDS {
+        let held: Vec<Record> = read_lock(link, keys, lock)
+            .await?
+            .records
+            .into_iter()
+            .filter(|r| r.held.slot < slots)
+            .collect();
+        if held.is_empty() {
+            return Ok(freed);
+        }
+        let mut changed = false;
+        for r in held {
+            let subject = keys.slot(lock, r.held.slot);
+            match publish(
+                conn,
+                link,
+                "a forced release",
+                subject,
+                delete_marker(r.seq),
+                Bytes::new(),
+            )
+            .await?
+            {
+                Published::Stored(_) => freed.push(r.held.holder()),
+                Published::Conflict => changed = true,
+            }
+        }
+        if !changed {
+            return Ok(freed);
+        }
+    }
+    Err(StoreError::transient(format!(
+        "the lock {lock} kept changing during a forced release; try again"
+    )))
+}

@@ -1,0 +1,238 @@
+//! The protocol room: every request the store sends to ZooKeeper, each a single atomic request
+//! (a multi-read, a versioned `create`/`set_data`, or one `multi` transaction).
+//!
+//! | operation | requests | atomic by |
+//! |---|---|---|
+//! | acquire | a multi-read of `slot-0..n`; then for the lowest slot that is absent, free or expired: `create` (absent) or `set_data` at the version read (a compare-and-swap); a lost race re-reads (bounded) | the version (or absence) of the one node written |
+//! | acquire with a period | a multi-read of `slot-0` and `ledger`; then one `multi`: the slot's `create`/`set_data` **and** the ledger's `create`/`set_data` (the new claim, not started), each at the version read | one `multi` |
+//! | start a period | a multi-read of `slot-0` and `ledger`; then one `multi`: a version check of the slot **and** the ledger's `set_data` (*started*) at the version read | one `multi` |
+//! | period record | a read of `ledger` | one read |
+//! | clear the ledger | a read of `ledger`; then its `set_data` to nothing at the version read (the node stays) | the version read |
+//! | extend | `get_data` of the slot; `set_data` at its version with the new TTL (keeps `czxid`, moves `mtime` to now) | the version read |
+//! | release | `get_data`; `set_data` at its version marking it `free` (or `linger` with a cap) | the version read |
+//! | state | a multi-read of `slot-0..n` | one multi-read |
+//! | force release | a multi-read; one `multi` of `set_data` marking every live slot `free`, each at the version read | one `multi` |
+//! | list | one `get_children` of `<prefix>/locks`, then multi-reads of the slots of the locks after the cursor (the `list` module) | one read each |
+//! | release signal | one persistent recursive watch on `<prefix>/locks` (the `watch` module) | — |
+//!
+//! Slot nodes are persistent and never deleted: a delete followed by a create resets a node's
+//! data version, so a holder's versioned write read before the delete could land on the new
+//! node (the ABA problem). Marking slots free keeps every compare-and-swap exact.
+
+mod acquire;
+mod extend_release;
+mod period;
+mod read;
+
+use std::sync::Arc;
+
+use leasehold::store::{AcquireRequest, StoreResult};
+use leasehold::{Lease, LockName};
+use zookeeper_client::{
+    Acls, CreateMode, CreateOptions, Error, MultiReadResult, MultiWriteError, MultiWriteResult,
+    Stat,
+};
+
+use crate::classify::classify;
+use crate::keys::Paths;
+use crate::link::Link;
+use crate::record::{Ledger, Node, Record, Status, decode_ledger, ms_ceil};
+
+/// How often an acquisition re-reads after losing a race before it answers `Held`.
+pub(super) const ACQUIRE_ROUNDS: usize = 4;
+/// How often a forced release re-reads a lock that changed under it before giving up.
+pub(super) const FORCE_ROUNDS: usize = 5;
+
+/// Persistent nodes, open to every client that may reach the store's prefix.
+pub(crate) const PERSISTENT: CreateOptions<'static> =
+    CreateMode::Persistent.with_acls(Acls::anyone_all());
+
+/// The store's requests.
+pub(crate) struct Protocol {
+    pub(crate) link: Arc<Link>,
+    pub(crate) paths: Paths,
+    /// The clock-skew tolerance, ms.
+    pub(crate) tolerance_ms: i64,
+}
+
+/// The slots of a lock as read, and its ledger if asked for.
+#[derive(Debug, Default)]
+pub(crate) struct Read {
+    /// Every slot asked for, with its node if it exists.
+    pub(crate) slots: Vec<(u32, Option<Node>)>,
+    /// The ledger and its `Stat`, if it exists (its data `None` if not this store's).
+    pub(crate) ledger: Option<(Option<Ledger>, Stat)>,
+}
+
+/// A multi-write's failure that means "someone changed what we read" (a lost race).
+pub(super) fn lost_race(e: MultiWriteError) -> Result<Option<Vec<MultiWriteResult>>, Error> {
+    match e {
+        MultiWriteError::OperationFailed {
+            source: Error::BadVersion | Error::NodeExists | Error::NoNode,
+            ..
+        } => Ok(None),
+        MultiWriteError::OperationFailed { source, .. }
+        | MultiWriteError::RequestFailed { source } => Err(source),
+    }
+}
+
+/// The `Stat` a write's result carries.
+pub(super) fn written_stat(result: Option<&MultiWriteResult>) -> Option<Stat> {
+    match result? {
+        MultiWriteResult::Create { stat, .. } | MultiWriteResult::SetData { stat } => {
+            Some(*stat).filter(|s| !s.is_invalid())
+        }
+        _ => None,
+    }
+}
+
+impl Protocol {
+    pub(super) fn now(&self) -> StoreResult<i64> {
+        self.link.now_ms()
+    }
+
+    /// A multi-read of `slots` of `lock` (and its ledger).
+    pub(crate) async fn read(
+        &self,
+        lock: &LockName,
+        slots: &[u32],
+        ledger: bool,
+    ) -> StoreResult<Read> {
+        let mut paths: Vec<String> = slots.iter().map(|s| self.paths.slot(lock, *s)).collect();
+        if ledger {
+            paths.push(self.paths.ledger(lock));
+        }
+        let results = self
+            .link
+            .read("a read", |c| {
+                let paths = paths.clone();
+                async move {
+                    let mut reader = c.new_multi_reader();
+                    for path in &paths {
+                        reader.add_get_data(path)?;
+                    }
+                    reader.commit().await
+                }
+            })
+            .await?;
+        let mut read = Read::default();
+        for (i, result) in results.into_iter().enumerate() {
+            let found = match result {
+                MultiReadResult::Data { data, stat } => {
+                    self.link.clock.observe(stat.mtime);
+                    Some((data, stat))
+                }
+                MultiReadResult::Error { err: Error::NoNode } => None,
+                MultiReadResult::Error { err } => return Err(classify("a read", &err)),
+                _ => None,
+            };
+            match slots.get(i) {
+                Some(&slot) => read.slots.push((
+                    slot,
+                    found.map(|(data, stat)| Node {
+                        slot,
+                        record: Record::decode(&data),
+                        stat,
+                    }),
+                )),
+                None => read.ledger = found.map(|(data, stat)| (decode_ledger(&data), stat)),
+            }
+        }
+        Ok(read)
+    }
+
+    /// The node of one slot, if it exists.
+    pub(super) async fn read_one(&self, lock: &LockName, slot: u32) -> StoreResult<Option<Node>> {
+        let mut read = self.read(lock, &[slot], false).await?;
+        Ok(read.slots.pop().and_then(|(_, node)| node))
+    }
+
+    /// Creates the lock's node if missing.
+    pub(super) async fn ensure_lock_node(&self, lock: &LockName) -> StoreResult<()> {
+        let path = self.paths.lock(lock);
+        self.link
+            .write("creating a lock node", |c| {
+                let path = path.clone();
+                async move {
+                    match c.create(&path, b"", &PERSISTENT).await {
+                        Ok(_) | Err(Error::NodeExists) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .await
+    }
+
+    /// Writes `record` to a slot: `create` when `version` is `None` (the node is absent), else
+    /// `set_data` at `version`. `None` when someone else wrote first.
+    pub(super) async fn write_slot(
+        &self,
+        lock: &LockName,
+        slot: u32,
+        version: Option<i32>,
+        record: &Record,
+        what: &str,
+    ) -> StoreResult<Option<Stat>> {
+        let path = self.paths.slot(lock, slot);
+        let data = record.encode();
+        for _ in 0..2 {
+            let written = self
+                .link
+                .write(what, |c| {
+                    let (path, data) = (path.clone(), data.clone());
+                    async move {
+                        let result = match version {
+                            None => c.create(&path, &data, &PERSISTENT).await.map(|(s, _)| s),
+                            Some(v) => c.set_data(&path, &data, Some(v)).await,
+                        };
+                        match result {
+                            Ok(stat) => Ok(Ok(stat)),
+                            Err(Error::NoNode) if version.is_none() => Ok(Err(true)),
+                            Err(Error::NodeExists | Error::BadVersion | Error::NoNode) => {
+                                Ok(Err(false))
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                })
+                .await?;
+            match written {
+                Ok(stat) => {
+                    self.link.clock.observe(stat.mtime);
+                    return Ok(Some(stat));
+                }
+                // The lock's node is missing: create it, then the slot.
+                Err(true) => self.ensure_lock_node(lock).await?,
+                Err(false) => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The live lease `req.token` already holds (a retried request that was applied).
+pub(super) fn mine(read: &Read, req: &AcquireRequest, now: i64) -> Option<Lease> {
+    read.slots
+        .iter()
+        .filter_map(|(_, n)| n.as_ref())
+        .find(|n| {
+            n.record
+                .as_ref()
+                .is_some_and(|r| r.token == req.token && r.status == Status::Held)
+                && n.live_for_holder(now)
+        })
+        .and_then(|n| n.lease(&req.lock))
+}
+
+/// The record a grant writes over a node at `version` (`None`: a new node, version 0).
+pub(super) fn grant_record(req: &AcquireRequest, version: Option<i32>, now: i64) -> Record {
+    Record {
+        status: Status::Held,
+        grant_version: version.map_or(0, |v| v.saturating_add(1)),
+        ttl_ms: ms_ceil(req.ttl),
+        cap_ms: None,
+        acquired_ms: now,
+        token: req.token,
+        owner: req.owner.to_string(),
+    }
+}

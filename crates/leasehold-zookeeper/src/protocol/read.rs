@@ -1,0 +1,110 @@
+//! Reading the holders and slots of a lock, and the forced release that frees what it read.
+
+use leasehold::store::StoreResult;
+use leasehold::{Holder, LockName, store::StoreError};
+use zookeeper_client::Error;
+
+use super::{FORCE_ROUNDS, Protocol, lost_race, written_stat};
+use crate::keys::slot_of;
+use crate::record::{Node, Record, Status};
+
+impl Protocol {
+    /// The live holders of `slots` of `lock`, by slot.
+    pub(crate) async fn holders(&self, lock: &LockName, slots: &[u32]) -> StoreResult<Vec<Holder>> {
+        let read = self.read(lock, slots, false).await?;
+        let now = self.now()?;
+        Ok(read
+            .slots
+            .iter()
+            .filter_map(|(_, n)| n.as_ref())
+            .filter(|n| n.record.is_some() && n.live_for_others(now, self.tolerance_ms))
+            .filter_map(Node::holder)
+            .collect())
+    }
+
+    /// The slot numbers of `lock`'s nodes (one `get_children`), sorted.
+    pub(crate) async fn slots_of(&self, lock: &LockName) -> StoreResult<Vec<u32>> {
+        let path = self.paths.lock(lock);
+        let children = self
+            .link
+            .read("a read", |c| {
+                let path = path.clone();
+                async move {
+                    match c.list_children(&path).await {
+                        Ok(children) => Ok(children),
+                        Err(Error::NoNode) => Ok(Vec::new()),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .await?;
+        let mut slots: Vec<u32> = children.iter().filter_map(|c| slot_of(c)).collect();
+        slots.sort_unstable();
+        Ok(slots)
+    }
+
+    /// Marks every live slot of `lock` among `slots` free whatever its token (one `multi` at the
+    /// versions read, re-read if the lock changed meanwhile), and returns the holders as they
+    /// were.
+    pub(crate) async fn force_release(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<Holder>> {
+        let all: Vec<u32> = (0..slots).collect();
+        for _ in 0..FORCE_ROUNDS {
+            let read = self.read(lock, &all, false).await?;
+            let now = self.now()?;
+            let live: Vec<(String, Vec<u8>, i32, Holder)> = read
+                .slots
+                .iter()
+                .filter_map(|(_, n)| n.as_ref())
+                .filter(|n| n.live_for_others(now, self.tolerance_ms))
+                .filter_map(|n| {
+                    let record = n.record.as_ref()?;
+                    let free = Record {
+                        status: Status::Free,
+                        ttl_ms: 0,
+                        cap_ms: None,
+                        ..record.clone()
+                    };
+                    Some((
+                        self.paths.slot(lock, n.slot),
+                        free.encode(),
+                        n.stat.version,
+                        n.holder()?,
+                    ))
+                })
+                .collect();
+            if live.is_empty() {
+                return Ok(Vec::new());
+            }
+            let writes: Vec<(String, Vec<u8>, i32)> = live
+                .iter()
+                .map(|(p, d, v, _)| (p.clone(), d.clone(), *v))
+                .collect();
+            let done = self
+                .link
+                .write("a forced release", |c| {
+                    let writes = writes.clone();
+                    async move {
+                        let mut w = c.new_multi_writer();
+                        for (path, data, version) in &writes {
+                            w.add_set_data(path, data, Some(*version))?;
+                        }
+                        w.commit().await.map(Some).or_else(lost_race)
+                    }
+                })
+                .await?;
+            if let Some(results) = done {
+                for stat in results.iter().filter_map(|r| written_stat(Some(r))) {
+                    self.link.clock.observe(stat.mtime);
+                }
+                return Ok(live.into_iter().map(|(_, _, _, h)| h).collect());
+            }
+        }
+        Err(StoreError::transient(format!(
+            "lock {lock} kept changing during a forced release; try again"
+        )))
+    }
+}
