@@ -15,9 +15,11 @@
 //!   (connection, timeout, `LOADING`, `READONLY`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `BUSY`, …)
 //!   or permanent (authentication, permissions, script errors, `WRONGTYPE`).
 //!
-//! Fences are checked where the data lives with [`FencedKeys`] ("write if the fence is current"
-//! for your own keys) and [`RedisFences`] (a store-backed
-//! [`FenceRegister`](leasehold::fence::FenceRegister)); see [`fence`].
+//! Fences are checked where the data lives with `FencedKeys` ("write if the fence is current"
+//! for your own keys, from the holder's context: `store.fenced_keys().fenced(&ctx)`) and
+//! `RedisFences` (a store-backed [`FenceRegister`](leasehold::fence::FenceRegister)); see the
+//! `fence` module. They are the crate's **`fence` feature**, on by default: an application that
+//! needs only election sets `default-features = false` and compiles no fenced write.
 //!
 //! Register [`RedisOpener`] to open `redis://` and `rediss://` URLs from a
 //! [`StoreRegistry`](leasehold::store::StoreRegistry).
@@ -45,6 +47,7 @@
 //! fences still order them if the resource checks them. See `docs/leasehold-redis.md`.
 
 mod classify;
+#[cfg(feature = "fence")]
 pub mod fence;
 mod link;
 mod list;
@@ -56,6 +59,7 @@ mod store;
 mod subscribe;
 mod url;
 
+#[cfg(feature = "fence")]
 pub use fence::{FencedKeys, RedisFences};
 pub use opener::RedisOpener;
 pub use options::{DEFAULT_PREFIX, MAX_PREFIX_LEN, RedisOptions, RedisOptionsError};

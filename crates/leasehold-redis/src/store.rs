@@ -16,6 +16,7 @@ use redis::Client;
 use redis::aio::ConnectionManager;
 use tracing::{debug, warn};
 
+#[cfg(feature = "fence")]
 use crate::fence::{FencedKeys, RedisFences};
 use crate::link::Link;
 use crate::options::RedisOptions;
@@ -257,6 +258,7 @@ impl RedisStore {
     /// assert_eq!(store.fenced_keys().fence_key("orders:42")?, "leasehold:fence:{orders:42}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "fence")]
     pub fn fenced_keys(&self) -> FencedKeys {
         FencedKeys::new(Arc::clone(&self.link), &self.options.prefix)
     }
@@ -270,6 +272,7 @@ impl RedisStore {
     /// assert_eq!(store.fences().key(&orders), "leasehold:fences:orders/42");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "fence")]
     pub fn fences(&self) -> RedisFences {
         RedisFences::new(
             Arc::clone(&self.link),
