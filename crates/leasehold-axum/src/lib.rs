@@ -106,6 +106,7 @@ pub use status::{LeaderElectionStatus, LedgerStatus, LockStatus, LockStatusKind}
 pub use leasehold::{CancellationToken, Job};
 
 /// The manual page `docs/leasehold-axum.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-axum.md")]
 pub struct ManualDoctests;

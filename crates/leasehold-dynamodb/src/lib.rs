@@ -83,6 +83,7 @@ pub use table::create_table;
 pub use aws_sdk_dynamodb;
 
 /// The manual page `docs/leasehold-dynamodb.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-dynamodb.md")]
 pub struct ManualDoctests;

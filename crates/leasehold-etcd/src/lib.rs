@@ -63,7 +63,8 @@ pub use options::{DEFAULT_PREFIX, EtcdOptions, EtcdOptionsError, MAX_PREFIX_LEN,
 pub use store::EtcdStore;
 
 /// The manual page `docs/leasehold-etcd.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-etcd.md")]
 pub struct ManualDoctests;
 

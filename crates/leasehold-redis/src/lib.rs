@@ -67,6 +67,7 @@ pub use scripts::{ScriptKind, Scripts};
 pub use store::RedisStore;
 
 /// The manual page `docs/leasehold-redis.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-redis.md")]
 pub struct ManualDoctests;
