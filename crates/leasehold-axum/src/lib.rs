@@ -16,10 +16,12 @@
 //!   while this node leads a lock it has not renewed for the lease plus a tolerance.
 //! * [`LeaderOnly`]: a tower layer that runs a route only on the current holder of a lock and
 //!   answers followers with `503 Service Unavailable` and `Retry-After`.
-//! * [`fence`]: fenced writes over HTTP. The writer sends its lease's fence in the
-//!   `leasehold-fence` header ([`fence_header`], [`FencedRequest::fenced`], [`SetFenceLayer`]);
-//!   the receiving service's [`FenceLayer`] answers a stale fence with `409 Conflict` before the
-//!   handler runs, and runs one request per resource at a time.
+//! * [`fence`] (feature `fence`, on by default): fenced writes over HTTP. The writer sends its
+//!   lease's fence in the `leasehold-fence` header ([`fence_header`], [`FencedRequest::fenced`],
+//!   [`SetFenceLayer::of`]); the receiving service's [`FenceLayer`] answers a stale fence with
+//!   `409 Conflict` before the handler runs, and runs one request per resource at a time. An
+//!   application that needs only leader-only jobs and routes sets `default-features = false`
+//!   (with `features = ["prometheus"]` to keep the metrics) and compiles no fenced write.
 //! * [`shutdown_signal`] / [`ShutdownSignal`] (the core's, re-exported): SIGINT and SIGTERM
 //!   (Ctrl-C on non-Unix systems) as the future that starts that shutdown — orchestrators stop
 //!   processes with SIGTERM.
@@ -67,6 +69,7 @@
 
 mod auth;
 mod error;
+#[cfg(feature = "fence")]
 pub mod fence;
 mod health;
 pub mod job_metrics;
@@ -80,6 +83,7 @@ mod status;
 
 pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
 pub use error::Error;
+#[cfg(feature = "fence")]
 pub use fence::{
     FenceLayer, FenceService, Fenced, FencedRequest, SetFenceLayer, claim_header, fence_header,
 };
@@ -102,6 +106,7 @@ pub use status::{LeaderElectionStatus, LedgerStatus, LockStatus, LockStatusKind}
 pub use leasehold::{CancellationToken, Job};
 
 /// The manual page `docs/leasehold-axum.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-axum.md")]
 pub struct ManualDoctests;

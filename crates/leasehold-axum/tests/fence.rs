@@ -3,6 +3,7 @@
 //! process (`oneshot` on a `Router`) and over a real loopback server with hyper's client.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+#![cfg(feature = "fence")]
 
 mod common;
 
@@ -92,7 +93,7 @@ fn claim(slot: u32, fence: u64) -> FenceClaim {
 
 fn put_claim(path: &str, claim: &FenceClaim) -> Request<Body> {
     Request::put(path)
-        .fence_claim(claim)
+        .fenced_by(claim)
         .body(Body::empty())
         .unwrap()
 }
@@ -481,7 +482,7 @@ async fn the_header_round_trips_the_leases_claim_without_its_token() {
 
     // `.fenced` replaces, never adds: a request carries one claim.
     let req = Request::put("/orders/1")
-        .fence_claim(&claim(0, 1))
+        .fenced_by(&claim(0, 1))
         .fenced(&guard)
         .body(())
         .unwrap();
@@ -581,7 +582,7 @@ async fn over_tcp_the_successor_writes_and_the_paused_holder_gets_409() {
     assert!(body.contains("fence claim lacks `fence`"), "{body}");
 
     // The client-side layer over hyper's client: the successor writes again.
-    let fenced_client = SetFenceLayer::new(&successor).layer(server.client.clone());
+    let fenced_client = SetFenceLayer::of(&successor).layer(server.client.clone());
     let req = Request::put(format!("{}/orders/42", server.base))
         .body(Full::new(Bytes::from_static(b"shipped")))
         .unwrap();

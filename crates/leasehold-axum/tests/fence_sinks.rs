@@ -2,7 +2,7 @@
 //! frozen past their lease write after their successor, through a `Router` with the fence
 //! layer, with locks on a `MemoryStore` and on SQLite.
 
-#![cfg(feature = "testkit")]
+#![cfg(feature = "fence")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
 
 use std::sync::Arc;

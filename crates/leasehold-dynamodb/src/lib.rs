@@ -23,9 +23,11 @@
 //! The store measures its own requests ([`metrics`]): latency, throttles, conditional failures,
 //! consumed capacity, the clock skew to DynamoDB, and (on request) the stale items in the table.
 //!
-//! [`fence`] makes the application's own writes refuse a holder whose lease has ended: a condition
-//! builder for `PutItem` / `UpdateItem` on any table, and `TransactWriteItems` conditioned on the
-//! lease item.
+//! The `fence` module makes the application's own writes refuse a holder whose lease has ended,
+//! starting from the holder's context: a condition builder for `PutItem` / `UpdateItem` on any
+//! table (`FenceCondition::of(&ctx)`), and `TransactWriteItems` conditioned on the lease item
+//! (`store.fenced(&ctx)`). It is the crate's **`fence` feature**, on by default: an application
+//! that needs only election sets `default-features = false` and compiles no fenced write.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,6 +46,7 @@
 
 mod classify;
 mod clock;
+#[cfg(feature = "fence")]
 pub mod fence;
 mod keys;
 mod link;
@@ -84,6 +87,7 @@ pub use store::{DynamoDbStore, MAX_SLOTS};
 pub use aws_sdk_dynamodb;
 
 /// The manual page `docs/leasehold-dynamodb.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-dynamodb.md")]
 pub struct ManualDoctests;

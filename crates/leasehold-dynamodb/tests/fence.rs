@@ -3,7 +3,7 @@
 //! with `TransactWriteItems`: see `common::fence::tx_ready`), each under the testkit's paused
 //! stale holder, plus the merge, refusal and limit cases.
 
-#![cfg(feature = "testkit")]
+#![cfg(feature = "fence")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
 
 mod common;
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
-use leasehold::fence::{ResourceName, StaleFence};
+use leasehold::fence::{FenceRefusal, ResourceName, StaleFence};
 use leasehold::{ElectionOptions, Elector, LeaderGuard, LeaseStore, LockName, store::Token};
 use leasehold_dynamodb::DynamoDbStore;
 use leasehold_dynamodb::fence::sinks::{ConditionSink, SinkWrite, TransactionSink};
@@ -121,8 +121,8 @@ async fn update_order(
     fence: u64,
     state: &str,
 ) -> Result<(), FencedWriteError<aws_sdk_dynamodb::operation::update_item::UpdateItemError>> {
-    let fence =
-        FenceCondition::new(fence).with_attribute(FenceAttribute::new("order version").unwrap());
+    let fence = FenceCondition::of_fence(fence)
+        .with_attribute(FenceAttribute::new("order version").unwrap());
     client
         .update_item()
         .table_name(SINK_TABLE)
@@ -150,7 +150,8 @@ async fn the_fence_merges_with_the_writes_own_condition_update_names_and_values(
     let client = common::client(&endpoint);
     let id = unique("merge");
     let version = "order version";
-    let created = FenceCondition::new(10).with_attribute(FenceAttribute::new(version).unwrap());
+    let created =
+        FenceCondition::of_fence(10).with_attribute(FenceAttribute::new(version).unwrap());
     client
         .put_item()
         .table_name(SINK_TABLE)
@@ -222,12 +223,12 @@ async fn a_stale_write_names_the_fence_the_item_records() {
             .table_name(SINK_TABLE)
             .item("id", s(&id))
             .item("value", n(fence))
-            .fenced(&FenceCondition::new(fence))
+            .fenced(&FenceCondition::of_fence(fence))
             .unwrap()
             .send()
     };
     put(20).await.unwrap();
-    let err = FenceCondition::new(19).refusal(&resource, put(19).await.unwrap_err());
+    let err = FenceCondition::of_fence(19).refusal(&resource, put(19).await.unwrap_err());
     assert_eq!(
         err.stale(),
         Some(&StaleFence {
@@ -237,7 +238,7 @@ async fn a_stale_write_names_the_fence_the_item_records() {
         }),
         "{err:?}"
     );
-    let update = FenceCondition::new(18);
+    let update = FenceCondition::of_fence(18);
     let sent = client
         .update_item()
         .table_name(SINK_TABLE)
@@ -280,7 +281,7 @@ async fn invalid_fence_attributes_and_reserved_placeholders_are_refused() {
         .key("id", s("x"))
         .update_expression("SET #leasehold_fence = :v")
         .expression_attribute_names("#leasehold_fence", "mine")
-        .fenced(&FenceCondition::new(1))
+        .fenced(&FenceCondition::of_fence(1))
         .unwrap_err();
     assert!(
         matches!(err, FenceConditionError::ReservedPlaceholder { ref placeholder } if placeholder == "#leasehold_fence"),
@@ -323,7 +324,7 @@ async fn a_transaction_is_applied_while_held_and_refused_after_a_forced_release(
     let lock = LockName::new(unique("tx")).unwrap();
     let (a, b) = (unique("tx-a"), unique("tx-b"));
     let (_elector, guard) = hold(&store, &lock).await;
-    let fenced = store.fenced_transaction(&guard);
+    let fenced = store.fenced(&guard);
     assert!(
         !format!("{fenced:?}").contains(&guard.lease().token.to_hex()),
         "no token in Debug"
@@ -365,7 +366,7 @@ async fn a_transaction_is_applied_while_held_and_refused_after_a_forced_release(
         assert_eq!(item(store.client(), id).await.get("value"), Some(&n(1)));
     }
     store
-        .fenced_transaction(&next)
+        .fenced(&next)
         .send(
             store
                 .client()
@@ -399,7 +400,7 @@ async fn a_transaction_is_refused_once_the_lease_expired_even_without_a_successo
         .elected()
         .expect("free");
     let id = unique("tx-expired-item");
-    let fenced = store.fenced_transaction(&guard);
+    let fenced = store.fenced(&guard);
     fenced.write([put_value(&id, 1)]).await.unwrap();
     // Frozen past the lease's end (by this client's clock), and nobody took the lock since.
     let past_end = guard
@@ -428,7 +429,7 @@ async fn a_fenced_transaction_takes_at_most_99_items_and_never_the_lease_item() 
     let store = Arc::new(common::store(&endpoint));
     let lock = LockName::new(unique("tx-limit")).unwrap();
     let (_elector, guard) = hold(&store, &lock).await;
-    let fenced = store.fenced_transaction(&guard);
+    let fenced = store.fenced(&guard);
     let prefix = unique("tx-item");
     let items = |count: usize| (0..count).map(|i| put_value(&format!("{prefix}-{i}"), 7));
 

@@ -15,9 +15,12 @@
 //! * every request has a deadline, and a request an endpoint refused (down, or cut off from the
 //!   majority) is sent to another endpoint.
 //!
-//! Writes can be fenced in etcd itself: [`EtcdStore::fenced_txn`] applies the application's
-//! transaction only while the lease's key is still this holder's, and [`EtcdStore::fenced_put`]
-//! puts a key only if no higher fence put it before; see [`fence`].
+//! Writes can be fenced in etcd itself, starting from the holder's context with
+//! `EtcdStore::fenced(&ctx)`: its `txn` applies the application's transaction only while the
+//! lease's key is still this holder's, and its `put` puts a key only if no higher fence put it
+//! before; see the `fence` module. They are the crate's **`fence` feature**, on by default: an
+//! application that needs only election sets `default-features = false` and compiles no fenced
+//! write.
 //!
 //! Register [`EtcdOpener`] to open `etcd://` and `etcds://` URLs from a
 //! [`StoreRegistry`](leasehold::store::StoreRegistry).
@@ -44,6 +47,7 @@
 //! `protobuf-compiler`, or set `PROTOC`. See `docs/leasehold-etcd.md`.
 
 mod classify;
+#[cfg(feature = "fence")]
 pub mod fence;
 mod keys;
 mod link;
@@ -63,7 +67,8 @@ pub use options::{
 pub use store::EtcdStore;
 
 /// The manual page `docs/leasehold-etcd.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-etcd.md")]
 pub struct ManualDoctests;
 

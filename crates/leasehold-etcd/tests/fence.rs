@@ -1,14 +1,16 @@
 //! Fences checked in etcd, against a real etcd: transactions applied only while the lease is
-//! held (`fenced_txn`), and puts applied only while their fence is the highest (`fenced_put`).
+//! held (`store.fenced(&ctx).txn(..)`), and puts applied only while their fence is the highest
+//! (`store.fenced(&ctx).put(..)`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+#![cfg(feature = "fence")]
 
 mod common;
 
 use std::sync::Arc;
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
-use leasehold::fence::FenceClaim;
+use leasehold::fence::{FenceClaim, FenceRefusal};
 use leasehold::{Elector, LeaseStore};
 use leasehold_etcd::EtcdStore;
 use leasehold_etcd::fence::{FencedPutError, FencedTxnError};
@@ -28,6 +30,11 @@ async fn value(store: &EtcdStore, key: &str) -> Option<String> {
     got.kvs()
         .first()
         .map(|kv| kv.value_str().unwrap().to_owned())
+}
+
+/// A claim with fence `fence` given by hand (a fenced put compares the fence only).
+fn fence(fence: u64) -> FenceClaim {
+    FenceClaim::new(leasehold::LockName::new("lhtest-put").unwrap(), 0, fence)
 }
 
 fn put(key: &str, value: &str) -> Txn {
@@ -50,14 +57,15 @@ async fn a_fenced_txn_applies_while_held_and_is_refused_after_a_forced_release()
         .elected()
         .expect("free");
 
-    let applied = store.fenced_txn(&paused, put(&key, "a")).await.unwrap();
+    let applied = store.fenced(&paused).txn(put(&key, "a")).await.unwrap();
     assert!(applied.txn.succeeded());
     assert!(applied.revision > i64::try_from(paused.fence()).unwrap());
     assert_eq!(value(&store, &key).await.as_deref(), Some("a"));
 
     store.force_release(&lock, 1).await.unwrap();
     let err = store
-        .fenced_txn(&paused, put(&key, "lost"))
+        .fenced(&paused)
+        .txn(put(&key, "lost"))
         .await
         .unwrap_err();
     let lost = err.lease_lost().expect("lease lost");
@@ -70,9 +78,10 @@ async fn a_fenced_txn_applies_while_held_and_is_refused_after_a_forced_release()
         .unwrap()
         .elected()
         .expect("free");
-    store.fenced_txn(&successor, put(&key, "b")).await.unwrap();
+    store.fenced(&successor).txn(put(&key, "b")).await.unwrap();
     let err = store
-        .fenced_txn(&paused, put(&key, "late"))
+        .fenced(&paused)
+        .txn(put(&key, "late"))
         .await
         .unwrap_err();
     assert_eq!(
@@ -86,7 +95,8 @@ async fn a_fenced_txn_applies_while_held_and_is_refused_after_a_forced_release()
     let claim = FenceClaim::of(&successor);
     successor.release().await.unwrap();
     let err = store
-        .fenced_txn_as(&claim, put(&key, "after release"))
+        .fenced_by(&claim)
+        .txn(put(&key, "after release"))
         .await
         .unwrap_err();
     assert!(matches!(err, FencedTxnError::LeaseLost(_)), "{err}");
@@ -116,9 +126,9 @@ async fn the_applications_own_comparisons_decide_its_branch() {
             .and_then([TxnOp::put(key.as_str(), "first", None)])
             .or_else([TxnOp::get(key.as_str(), None)])
     };
-    let first = store.fenced_txn_as(&claim, create_once()).await.unwrap();
+    let first = store.fenced_by(&claim).txn(create_once()).await.unwrap();
     assert!(first.txn.succeeded());
-    let second = store.fenced_txn_as(&claim, create_once()).await.unwrap();
+    let second = store.fenced_by(&claim).txn(create_once()).await.unwrap();
     assert!(
         !second.txn.succeeded(),
         "the key exists: the failure branch ran"
@@ -137,7 +147,8 @@ async fn a_fence_no_revision_can_have_is_refused_without_a_request() {
     let store = EtcdStore::connect_lazy("etcd://127.0.0.1:1", common::options()).unwrap();
     let claim = FenceClaim::new(unique_name("huge"), 0, u64::MAX);
     let err = store
-        .fenced_txn_as(&claim, put("k", "v"))
+        .fenced_by(&claim)
+        .txn(put("k", "v"))
         .await
         .unwrap_err();
     assert_eq!(err.lease_lost().map(|l| l.fence), Some(u64::MAX), "{err}");
@@ -150,13 +161,24 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
     };
     let store = store(&endpoints);
     let key = data_key("put");
-    assert_eq!(store.fenced_put(10, &key, "ten").await.unwrap(), None);
     assert_eq!(
-        store.fenced_put(10, &key, "ten again").await.unwrap(),
+        store.fenced_by(&fence(10)).put(&key, "ten").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .fenced_by(&fence(10))
+            .put(&key, "ten again")
+            .await
+            .unwrap(),
         Some(10),
         "an equal fence is the same holder"
     );
-    let err = store.fenced_put(9, &key, "nine").await.unwrap_err();
+    let err = store
+        .fenced_by(&fence(9))
+        .put(&key, "nine")
+        .await
+        .unwrap_err();
     let stale = err.stale().expect("stale");
     assert_eq!(
         (stale.fence, stale.highest, stale.resource.as_str()),
@@ -164,7 +186,11 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
     );
     assert_eq!(value(&store, &key).await.as_deref(), Some("ten again"));
     assert_eq!(
-        store.fenced_put(11, &key, "eleven").await.unwrap(),
+        store
+            .fenced_by(&fence(11))
+            .put(&key, "eleven")
+            .await
+            .unwrap(),
         Some(10)
     );
     assert_eq!(
@@ -174,19 +200,25 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
 
     // Exact over the whole u64 range.
     let big = (1u64 << 53) + 1;
-    store.fenced_put(big, &key, "big").await.unwrap();
+    store.fenced_by(&fence(big)).put(&key, "big").await.unwrap();
     assert!(
         store
-            .fenced_put(big - 1, &key, "x")
+            .fenced_by(&fence(big - 1))
+            .put(&key, "x")
             .await
             .unwrap_err()
             .stale()
             .is_some()
     );
-    store.fenced_put(u64::MAX, &key, "max").await.unwrap();
+    store
+        .fenced_by(&fence(u64::MAX))
+        .put(&key, "max")
+        .await
+        .unwrap();
     assert!(
         store
-            .fenced_put(u64::MAX - 1, &key, "x")
+            .fenced_by(&fence(u64::MAX - 1))
+            .put(&key, "x")
             .await
             .unwrap_err()
             .stale()
@@ -195,7 +227,7 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
     assert_eq!(value(&store, &key).await.as_deref(), Some("max"));
 
     for bad in ["", "a\nb"] {
-        let err = store.fenced_put(1, bad, "v").await.unwrap_err();
+        let err = store.fenced_by(&fence(1)).put(bad, "v").await.unwrap_err();
         assert!(matches!(err, FencedPutError::Key(_)), "{bad:?}: {err}");
     }
 }
@@ -210,7 +242,7 @@ async fn fence_keys_never_meet_a_locks_keys() {
     let lock = unique_name("beside");
     // The application's key has the shape of the lock's slot key, relative to the fence area.
     let key = format!("{lock}/0");
-    store.fenced_put(3, &key, "v").await.unwrap();
+    store.fenced_by(&fence(3)).put(&key, "v").await.unwrap();
     assert!(store.fence_key(&key).contains("/.fences/"));
     let state = store.state(&lock, 1).await.unwrap();
     assert!(state.holders.is_empty(), "{state:?}");

@@ -2,7 +2,7 @@
 //! the fenced put must refuse every holder frozen past its lease once its successor wrote. The
 //! locks live in the same etcd.
 
-#![cfg(feature = "testkit")]
+#![cfg(feature = "fence")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
 
 mod common;

@@ -15,9 +15,11 @@
 //!   (connection, timeout, `LOADING`, `READONLY`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `BUSY`, …)
 //!   or permanent (authentication, permissions, script errors, `WRONGTYPE`).
 //!
-//! Fences are checked where the data lives with [`FencedKeys`] ("write if the fence is current"
-//! for your own keys) and [`RedisFences`] (a store-backed
-//! [`FenceRegister`](leasehold::fence::FenceRegister)); see [`fence`].
+//! Fences are checked where the data lives with `FencedKeys` ("write if the fence is current"
+//! for your own keys, from the holder's context: `store.fenced_keys().fenced(&ctx)`) and
+//! `RedisFences` (a store-backed [`FenceRegister`](leasehold::fence::FenceRegister)); see the
+//! `fence` module. They are the crate's **`fence` feature**, on by default: an application that
+//! needs only election sets `default-features = false` and compiles no fenced write.
 //!
 //! Register [`RedisOpener`] to open `redis://` and `rediss://` URLs from a
 //! [`StoreRegistry`](leasehold::store::StoreRegistry).
@@ -45,6 +47,7 @@
 //! fences still order them if the resource checks them. See `docs/leasehold-redis.md`.
 
 mod classify;
+#[cfg(feature = "fence")]
 pub mod fence;
 mod keys;
 mod link;
@@ -62,6 +65,7 @@ mod watch;
 #[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
 use record as reply;
 
+#[cfg(feature = "fence")]
 pub use fence::{FencedKeys, RedisFences};
 pub use opener::RedisOpener;
 pub use options::{
@@ -71,6 +75,7 @@ pub use protocol::{ScriptKind, Scripts};
 pub use store::RedisStore;
 
 /// The manual page `docs/leasehold-redis.md`, compiled as doc tests so its code stays true.
-#[cfg(doctest)]
+/// (Its fencing sections need the `fence` feature.)
+#[cfg(all(doctest, feature = "fence"))]
 #[doc = include_str!("../docs/leasehold-redis.md")]
 pub struct ManualDoctests;

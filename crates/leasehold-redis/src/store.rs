@@ -15,6 +15,7 @@ use leasehold::{
 use redis::Client;
 use redis::aio::ConnectionManager;
 
+#[cfg(feature = "fence")]
 use crate::fence::{FencedKeys, RedisFences};
 use crate::keys::lock_key;
 use crate::link::Link;
@@ -253,6 +254,7 @@ impl RedisStore {
     /// assert_eq!(store.fenced_keys().fence_key("orders:42")?, "leasehold:fence:{orders:42}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "fence")]
     pub fn fenced_keys(&self) -> FencedKeys {
         FencedKeys::new(Arc::clone(&self.link), &self.options.prefix)
     }
@@ -266,6 +268,7 @@ impl RedisStore {
     /// assert_eq!(store.fences().key(&orders), "leasehold:fences:orders/42");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "fence")]
     pub fn fences(&self) -> RedisFences {
         RedisFences::new(
             Arc::clone(&self.link),

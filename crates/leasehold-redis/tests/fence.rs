@@ -2,13 +2,14 @@
 //! (`FencedKeys`) and the store-backed register (`RedisFences`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
+#![cfg(feature = "fence")]
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::fence::{Admission, FenceRegister, ResourceName};
+use leasehold::fence::{Admission, FenceRefusal, FenceRegister, ResourceName};
 use leasehold::{Elector, LeaseStore};
 use leasehold_redis::fence::{FencedWriteError, key_slot};
 use leasehold_redis::{FencedKeys, RedisFences, RedisStore};
@@ -42,10 +43,10 @@ async fn a_fenced_set_refuses_a_lower_fence_and_accepts_an_equal_one() {
     let mut conn = store.connection().await.unwrap();
     for tagged in [false, true] {
         let k = key("set", tagged);
-        let first = keys.with_fence(10).set(&k, "ten", None).await.unwrap();
+        let first = keys.fenced_by_fence(10).set(&k, "ten", None).await.unwrap();
         assert_eq!((first.previous, first.reply), (None, Value::Okay));
         let again = keys
-            .with_fence(10)
+            .fenced_by_fence(10)
             .set(&k, "ten again", None)
             .await
             .unwrap();
@@ -54,13 +55,21 @@ async fn a_fenced_set_refuses_a_lower_fence_and_accepts_an_equal_one() {
             Some(10),
             "an equal fence is the same holder"
         );
-        let err = keys.with_fence(9).set(&k, "nine", None).await.unwrap_err();
+        let err = keys
+            .fenced_by_fence(9)
+            .set(&k, "nine", None)
+            .await
+            .unwrap_err();
         assert_eq!(stale(&err), (9, 10));
         assert_eq!(err.stale().unwrap().resource.as_str(), k);
         assert!(err.to_string().contains("stale fence 9"), "{err}");
         let value: String = conn.get(&k).await.unwrap();
         assert_eq!(value, "ten again", "the stale write changed nothing");
-        let higher = keys.with_fence(11).set(&k, "eleven", None).await.unwrap();
+        let higher = keys
+            .fenced_by_fence(11)
+            .set(&k, "eleven", None)
+            .await
+            .unwrap();
         assert_eq!(higher.previous, Some(10));
         assert_eq!(keys.highest(&k).await.unwrap(), Some(11));
 
@@ -81,7 +90,7 @@ async fn an_expiry_is_set_and_a_delete_keeps_the_fence() {
     let keys = store.fenced_keys();
     let mut conn = store.connection().await.unwrap();
     let k = key("expiry", false);
-    let writer = keys.with_fence(5);
+    let writer = keys.fenced_by_fence(5);
     writer
         .set(&k, 42u64, Some(Duration::from_secs(60)))
         .await
@@ -101,7 +110,11 @@ async fn an_expiry_is_set_and_a_delete_keeps_the_fence() {
     assert_eq!(deleted.reply, Value::Int(1));
     let exists: bool = conn.exists(&k).await.unwrap();
     assert!(!exists);
-    let err = keys.with_fence(4).set(&k, 0u64, None).await.unwrap_err();
+    let err = keys
+        .fenced_by_fence(4)
+        .set(&k, 0u64, None)
+        .await
+        .unwrap_err();
     assert_eq!(
         stale(&err),
         (4, 5),
@@ -119,19 +132,19 @@ async fn any_single_write_command_can_be_fenced() {
     let mut conn = store.connection().await.unwrap();
     let k = key("hash", true);
     let hset = keys
-        .with_fence(3)
+        .fenced_by_fence(3)
         .command(&k, "hset", ("status", "sent", "total", "7"))
         .await
         .unwrap();
     assert_eq!(hset.reply, Value::Int(2));
     let incr = keys
-        .with_fence(3)
+        .fenced_by_fence(3)
         .command(&k, "HINCRBY", ("total", 5))
         .await
         .unwrap();
     assert_eq!(incr.reply, Value::Int(12));
     let err = keys
-        .with_fence(2)
+        .fenced_by_fence(2)
         .command(&k, "HSET", ("status", "lost"))
         .await
         .unwrap_err();
@@ -151,7 +164,7 @@ async fn any_single_write_command_can_be_fenced() {
     ];
     for (command, args, reason) in cases {
         let err = keys
-            .with_fence(9)
+            .fenced_by_fence(9)
             .command(&k, command, args)
             .await
             .unwrap_err();
@@ -165,7 +178,7 @@ async fn any_single_write_command_can_be_fenced() {
         .map(|i| i.to_string())
         .collect();
     let err = keys
-        .with_fence(9)
+        .fenced_by_fence(9)
         .command(&k, "RPUSH", too_many)
         .await
         .unwrap_err();
@@ -173,7 +186,7 @@ async fn any_single_write_command_can_be_fenced() {
 
     // A command Redis refuses records no fence.
     let err = keys
-        .with_fence(8)
+        .fenced_by_fence(8)
         .command(&k, "INCRBY", 1)
         .await
         .unwrap_err();
@@ -189,7 +202,7 @@ async fn bad_keys_are_typed_errors_and_nothing_is_sent() {
     // No server needed: every case is refused before a connection is made.
     let store = RedisStore::connect_lazy("redis://127.0.0.1:1", common::options()).unwrap();
     let keys = store.fenced_keys();
-    let writer = keys.with_fence(1);
+    let writer = keys.fenced_by_fence(1);
     for (bad, expected) in [
         ("", "must not be empty"),
         ("a\nb", "control character"),
@@ -215,7 +228,11 @@ async fn a_fence_key_holding_something_else_is_a_permanent_error() {
     let mut conn = store.connection().await.unwrap();
     let k = key("foreign", false);
     let _: () = conn.set(keys.fence_key(&k).unwrap(), "x7").await.unwrap();
-    let err = keys.with_fence(1).set(&k, "v", None).await.unwrap_err();
+    let err = keys
+        .fenced_by_fence(1)
+        .set(&k, "v", None)
+        .await
+        .unwrap_err();
     match err {
         FencedWriteError::Store(e) => assert!(!e.is_transient(), "{e}"),
         other => panic!("{other}"),
@@ -242,7 +259,7 @@ async fn a_holder_whose_lease_was_handed_on_is_refused() {
         .unwrap()
         .elected()
         .expect("free");
-    keys.holder(&paused).set(&k, "first", None).await.unwrap();
+    keys.fenced(&paused).set(&k, "first", None).await.unwrap();
     store.force_release(&lock, 1).await.unwrap();
     let successor = elector
         .try_acquire(&lock)
@@ -251,12 +268,12 @@ async fn a_holder_whose_lease_was_handed_on_is_refused() {
         .elected()
         .expect("free");
     assert!(successor.fence() > paused.fence());
-    keys.holder(&successor)
+    keys.fenced(&successor)
         .set(&k, "second", None)
         .await
         .unwrap();
     let err = keys
-        .holder(&paused)
+        .fenced(&paused)
         .set(&k, "late", None)
         .await
         .unwrap_err();
@@ -317,13 +334,17 @@ async fn fences_compare_exactly_over_the_whole_u64_range() {
     assert_eq!(fences.highest(&r).await.unwrap(), Some(u64::MAX));
     let keys = store.fenced_keys();
     let k = key("wide", false);
-    keys.with_fence(big).set(&k, "a", None).await.unwrap();
+    keys.fenced_by_fence(big).set(&k, "a", None).await.unwrap();
     let err = keys
-        .with_fence(big - 1)
+        .fenced_by_fence(big - 1)
         .set(&k, "b", None)
         .await
         .unwrap_err();
     assert_eq!(stale(&err), (big - 1, big));
-    let err = keys.with_fence(9).set(&k, "c", None).await.unwrap_err();
+    let err = keys
+        .fenced_by_fence(9)
+        .set(&k, "c", None)
+        .await
+        .unwrap_err();
     assert_eq!(stale(&err), (9, big), "a shorter number is a lower fence");
 }

@@ -1,7 +1,7 @@
 //! The testkit's paused-stale-holder scenario against a real Redis: the fenced `SET` must refuse
 //! every holder frozen past its lease once its successor wrote. The locks live in the same Redis.
 
-#![cfg(feature = "testkit")]
+#![cfg(feature = "fence")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // test helpers
 
 mod common;

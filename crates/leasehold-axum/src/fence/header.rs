@@ -78,17 +78,25 @@ fn claim_value(claim: &FenceClaim) -> HeaderValue {
 /// # Ok(()) }
 /// ```
 pub trait FencedRequest: Sized {
-    /// Sets the header to the claim of the lease of `ctx` (see [`fence_header`]).
+    /// Sets the header to the claim of the lease of `ctx` (see [`fence_header`]): the entry of
+    /// every fenced request.
     fn fenced(self, ctx: &LeaderContext) -> Self {
-        self.fence_claim(&FenceClaim::of(ctx))
+        self.fenced_by(&FenceClaim::of(ctx))
     }
 
-    /// Sets the header to `claim` (see [`claim_header`]).
-    fn fence_claim(self, claim: &FenceClaim) -> Self;
+    /// Sets the header to `claim`, given by hand rather than by a holder's context (see
+    /// [`claim_header`]).
+    fn fenced_by(self, claim: &FenceClaim) -> Self;
+
+    /// Sets the header to `claim`.
+    #[deprecated(note = "use `FencedRequest::fenced_by(claim)`")]
+    fn fence_claim(self, claim: &FenceClaim) -> Self {
+        self.fenced_by(claim)
+    }
 }
 
 impl FencedRequest for request::Builder {
-    fn fence_claim(mut self, claim: &FenceClaim) -> Self {
+    fn fenced_by(mut self, claim: &FenceClaim) -> Self {
         // `insert`, not `header` (which appends): a second claim would make the request
         // malformed (the layer refuses a request with two claims).
         if let Some(headers) = self.headers_mut() {
@@ -118,7 +126,7 @@ impl FencedRequest for request::Builder {
 /// let client = tower::service_fn(|req: Request<String>| async move {
 ///     Ok::<_, Infallible>(Response::new(req.headers().contains_key("leasehold-fence")))
 /// });
-/// let mut fenced = SetFenceLayer::new(&guard).layer(client);
+/// let mut fenced = SetFenceLayer::of(&guard).layer(client);
 /// let response = fenced.call(Request::new(String::new())).await?;
 /// assert!(*response.body());
 /// # Ok(()) }
@@ -129,31 +137,43 @@ pub struct SetFenceLayer {
 }
 
 impl SetFenceLayer {
-    /// Sets the claim of the lease of `ctx`.
+    /// Sets the claim of the lease of `ctx`: the entry of every fenced client.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
     /// # use std::sync::Arc;
     /// # use leasehold::{Elector, MemoryStore};
     /// let guard = Elector::new(Arc::new(MemoryStore::new())).try_acquire("orders").await?.elected().expect("free");
-    /// let layer = leasehold_axum::fence::SetFenceLayer::new(&guard);
+    /// let layer = leasehold_axum::fence::SetFenceLayer::of(&guard);
     /// # Ok(()) }
     /// ```
-    pub fn new(ctx: &LeaderContext) -> Self {
-        Self::claim(&FenceClaim::of(ctx))
+    pub fn of(ctx: &LeaderContext) -> Self {
+        Self::of_claim(&FenceClaim::of(ctx))
     }
 
-    /// Sets `claim`.
+    /// Sets `claim`, given by hand rather than by a holder's context.
     ///
     /// ```
     /// use leasehold::{LockName, fence::FenceClaim};
     /// let claim = FenceClaim::new(LockName::new("orders").unwrap(), 0, 42);
-    /// let layer = leasehold_axum::fence::SetFenceLayer::claim(&claim);
+    /// let layer = leasehold_axum::fence::SetFenceLayer::of_claim(&claim);
     /// ```
-    pub fn claim(claim: &FenceClaim) -> Self {
+    pub fn of_claim(claim: &FenceClaim) -> Self {
         Self {
             value: claim_value(claim),
         }
+    }
+
+    /// Sets the claim of the lease of `ctx`.
+    #[deprecated(note = "use `SetFenceLayer::of(ctx)`")]
+    pub fn new(ctx: &LeaderContext) -> Self {
+        Self::of(ctx)
+    }
+
+    /// Sets `claim`.
+    #[deprecated(note = "use `SetFenceLayer::of_claim(claim)`")]
+    pub fn claim(claim: &FenceClaim) -> Self {
+        Self::of_claim(claim)
     }
 }
 
@@ -175,7 +195,7 @@ impl<S> Layer<S> for SetFenceLayer {
 /// use leasehold::{LockName, fence::FenceClaim};
 /// let claim = FenceClaim::new(LockName::new("orders").unwrap(), 0, 42);
 /// let client = tower::service_fn(|_req: axum::http::Request<()>| async { Ok::<_, Infallible>(()) });
-/// let fenced: leasehold_axum::fence::SetFence<_> = leasehold_axum::fence::SetFenceLayer::claim(&claim).layer(client);
+/// let fenced: leasehold_axum::fence::SetFence<_> = leasehold_axum::fence::SetFenceLayer::of_claim(&claim).layer(client);
 /// ```
 #[derive(Debug, Clone)]
 pub struct SetFence<S> {

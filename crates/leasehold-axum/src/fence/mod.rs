@@ -31,7 +31,6 @@ mod extract;
 mod header;
 mod layer;
 mod reply;
-#[cfg(feature = "testkit")]
 pub mod sinks;
 mod turns;
 

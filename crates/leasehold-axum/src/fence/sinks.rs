@@ -1,6 +1,5 @@
-//! Adapters that let the testkit's paused-stale-holder scenario
-//! ([`leasehold_testkit::stale_holder`]) drive this crate's fenced sinks: used by this crate's
-//! tests and by the benchmark (feature `testkit`).
+//! The [`FencedSink`] adapter of fenced writes over HTTP, so that one scenario (the testkit's
+//! paused stale holder, the benchmark's fenced-sinks safety runs) can drive them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,9 +9,8 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Request, Response, StatusCode};
 use axum::routing::put;
 use leasehold::LeaderContext;
-use leasehold::fence::{FenceRegister, MemoryFences, ResourceName};
+use leasehold::fence::{FenceRegister, FencedSink, MemoryFences, ResourceName, SinkError};
 use leasehold::store::async_trait;
-use leasehold_testkit::stale_holder::{FencedSink, SinkError};
 use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use tower::ServiceExt;
 

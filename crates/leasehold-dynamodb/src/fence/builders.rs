@@ -141,7 +141,7 @@ mod tests {
             .item("leaseholdFence", n("3"))
             .condition_expression("attribute_not_exists(#paid)")
             .expression_attribute_names("#paid", "paid")
-            .fenced(&FenceCondition::new(9))
+            .fenced(&FenceCondition::of_fence(9))
             .unwrap_or_else(|e| panic!("{e}"))
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
@@ -178,7 +178,7 @@ mod tests {
             .table_name("orders")
             .key("id", AttributeValue::S("42".into()))
             .update_expression("ADD #n :one")
-            .fenced(&FenceCondition::new(9))
+            .fenced(&FenceCondition::of_fence(9))
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             update.get_update_expression().as_deref(),
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn clashes_are_refused() {
-        let fence = FenceCondition::new(1);
+        let fence = FenceCondition::of_fence(1);
         let key_is_fence = Update::builder()
             .key("leaseholdFence", n("1"))
             .fenced(&fence);
@@ -227,7 +227,7 @@ mod tests {
         let legacy = client
             .put_item()
             .expected("a", ExpectedAttributeValue::builder().exists(false).build())
-            .fenced(&FenceCondition::new(1));
+            .fenced(&FenceCondition::of_fence(1));
         assert!(matches!(
             legacy,
             Err(FenceConditionError::LegacyParameter {

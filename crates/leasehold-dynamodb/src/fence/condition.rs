@@ -44,7 +44,7 @@ pub const FENCE_RECORD: &str = "#leasehold_fence = :leasehold_fence";
 /// ```
 /// use leasehold_dynamodb::fence::{FenceAttribute, FenceCondition};
 ///
-/// let fence = FenceCondition::new(42).with_attribute(FenceAttribute::new("version")?);
+/// let fence = FenceCondition::of_fence(42).with_attribute(FenceAttribute::new("version")?);
 /// assert_eq!(fence.fence(), 42);
 /// assert_eq!(
 ///     fence.condition_expression(Some("#s = :open")),
@@ -125,18 +125,26 @@ pub(crate) struct Parts {
 }
 
 impl FenceCondition {
-    /// The condition for a writer holding `fence`, recorded in the default attribute
-    /// ([`DEFAULT_FENCE_ATTRIBUTE`](super::DEFAULT_FENCE_ATTRIBUTE), `leaseholdFence`).
-    pub fn new(fence: u64) -> Self {
+    /// The condition for the holder of `ctx` (its fence), recorded in the default attribute
+    /// ([`DEFAULT_FENCE_ATTRIBUTE`](super::DEFAULT_FENCE_ATTRIBUTE), `leaseholdFence`): the entry
+    /// of every fenced write.
+    pub fn of(ctx: &LeaderContext) -> Self {
+        Self::of_fence(ctx.fence())
+    }
+
+    /// The condition for a writer holding `fence`, given by hand rather than by a holder's
+    /// context (a job started with `$LEASEHOLD_FENCE`, a test), in the default attribute.
+    pub fn of_fence(fence: u64) -> Self {
         Self {
             fence,
             attribute: FenceAttribute::default(),
         }
     }
 
-    /// The condition for the holder of `ctx` (its fence).
-    pub fn of(ctx: &LeaderContext) -> Self {
-        Self::new(ctx.fence())
+    /// The condition for a writer holding `fence`.
+    #[deprecated(note = "use `FenceCondition::of(ctx)`, or `FenceCondition::of_fence(fence)`")]
+    pub fn new(fence: u64) -> Self {
+        Self::of_fence(fence)
     }
 
     /// Records the fence in `attribute` instead of the default.
@@ -312,7 +320,7 @@ mod tests {
     use super::*;
 
     fn fence() -> FenceCondition {
-        FenceCondition::new(7)
+        FenceCondition::of_fence(7)
     }
 
     #[test]

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason};
-use leasehold::fence::{Admission, ResourceName, StaleFence};
+use leasehold::fence::{Admission, FenceRefusal, ResourceName, StaleFence};
 
 use super::condition::FenceCondition;
 
@@ -59,18 +59,13 @@ pub enum FencedWriteError<E: std::error::Error + 'static> {
     Sdk(Box<SdkError<E>>),
 }
 
-impl<E: std::error::Error + 'static> FencedWriteError<E> {
-    /// The [`StaleFence`] of a write refused as stale.
-    pub fn stale(&self) -> Option<&StaleFence> {
+/// [`Stale`](FencedWriteError::Stale) is the refusal: `err.stale()`, `err.is_stale()`.
+impl<E: std::error::Error + 'static> FenceRefusal for FencedWriteError<E> {
+    fn stale(&self) -> Option<&StaleFence> {
         match self {
             Self::Stale(stale) => Some(stale),
             _ => None,
         }
-    }
-
-    /// Whether the write was refused as stale.
-    pub fn is_stale(&self) -> bool {
-        self.stale().is_some()
     }
 }
 
@@ -218,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_higher_fence_in_the_returned_item_is_stale_and_named() {
-        let fence = FenceCondition::new(7);
+        let fence = FenceCondition::of_fence(7);
         let err = fence.refusal(
             &resource(),
             failed(Some(("leaseholdFence", AttributeValue::N("12".into())))),
@@ -234,7 +229,7 @@ mod tests {
 
     #[test]
     fn other_conditional_failures_are_not_called_stale() {
-        let fence = FenceCondition::new(7);
+        let fence = FenceCondition::of_fence(7);
         for (item, current) in [
             (
                 Some(("leaseholdFence", AttributeValue::N("7".into()))),
@@ -261,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_cancellation_reason_names_the_stale_fence_only_for_a_failed_condition() {
-        let fence = FenceCondition::new(3);
+        let fence = FenceCondition::of_fence(3);
         let reason = |code: &str| {
             CancellationReason::builder()
                 .code(code)

@@ -1,5 +1,5 @@
-//! Adapters that let the testkit's paused-stale-holder scenario
-//! ([`leasehold_testkit::stale_holder`]) drive this crate's fenced sinks: [`ConditionSink`] (the
+//! The [`FencedSink`] adapters of this crate's fenced writes, so that one scenario (the testkit's
+//! paused stale holder, the benchmark's fenced-sinks safety runs) can drive them: [`ConditionSink`] (the
 //! condition builder on a user table, with `PutItem` or `UpdateItem`) and [`TransactionSink`] (a
 //! fenced transaction conditioned on the lease item).
 //!
@@ -10,9 +10,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use leasehold::LeaderContext;
-use leasehold::fence::ResourceName;
+use leasehold::fence::{FenceRefusal, FencedSink, ResourceName, SinkError, sink_answer};
 use leasehold::store::StoreResult;
-use leasehold_testkit::stale_holder::{FencedSink, SinkError};
 
 use super::{
     ConditionalWriteError, FenceCondition, Fenced, FencedTransactionError, FencedWriteError,
@@ -123,13 +122,10 @@ fn accepted<O, E: ConditionalWriteError>(
     resource: &ResourceName,
     sent: Result<O, SdkError<E>>,
 ) -> Result<bool, SinkError> {
-    match sent.map_err(|err| fence.refusal(resource, err)) {
-        Ok(_) => Ok(true),
-        Err(
-            FencedWriteError::Stale(_) | FencedWriteError::ConditionFailed { current: None, .. },
-        ) => Ok(false),
-        Err(other) => Err(Box::new(other)),
-    }
+    let refused = |e: &FencedWriteError<E>| {
+        e.is_stale() || matches!(e, FencedWriteError::ConditionFailed { current: None, .. })
+    };
+    sink_answer(sent.map_err(|err| fence.refusal(resource, err)), refused)
 }
 
 #[async_trait::async_trait]
@@ -157,7 +153,7 @@ impl FencedSink for ConditionSink {
 }
 
 /// A fenced transaction: every write is a `TransactWriteItems` of one `Put` to the sink table
-/// plus the lease check of [`DynamoDbStore::fenced_transaction`]. The store must have the table
+/// plus the lease check of [`DynamoDbStore::fenced`]. The store must have the table
 /// and key prefix of the stores the scenario's locks are taken on.
 #[derive(Debug)]
 pub struct TransactionSink {
@@ -184,7 +180,7 @@ impl FencedSink for TransactionSink {
         ctx: &LeaderContext,
         value: u64,
     ) -> Result<bool, SinkError> {
-        let transaction = self.store.fenced_transaction(ctx);
+        let transaction = self.store.fenced(ctx);
         let put = Put::builder()
             .table_name(&self.table)
             .item(SINK_KEY, s(resource.as_str()))
@@ -194,13 +190,12 @@ impl FencedSink for TransactionSink {
         loop {
             let item = TransactWriteItem::builder().put(put.clone()).build();
             match transaction.write([item]).await {
-                Ok(_) => return Ok(true),
-                Err(e) if e.is_lease_lost() => return Ok(false),
+                // A conflict is never a refusal: the lease check did not fail.
                 Err(e) if attempt < CONFLICT_ATTEMPTS && conflict(&e) => {
                     tokio::time::sleep(std::time::Duration::from_millis(5 << attempt)).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(Box::new(e)),
+                written => return sink_answer(written, FencedTransactionError::is_lease_lost),
             }
         }
     }

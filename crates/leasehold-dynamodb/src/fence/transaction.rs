@@ -36,7 +36,7 @@ pub const MAX_FENCED_TRANSACTION_ITEMS: usize = MAX_TRANSACTION_ITEMS - 1;
 /// written, and the error is [`FencedTransactionError::Stale`] (a successor holds a higher fence)
 /// or [`FencedTransactionError::LeaseLost`] (the lease expired or was released).
 ///
-/// Make one with [`DynamoDbStore::fenced_transaction`]; it is a snapshot of the lease (lock, slot,
+/// Make one with [`DynamoDbStore::fenced`]; it is a snapshot of the lease (lock, slot,
 /// token, fence), cheap to keep for the holder's whole run. The transaction must reach the lease
 /// table: same account and region as the user's tables, and `dynamodb:ConditionCheckItem`
 /// permission on the lease table. The check takes one of the transaction's 100 items (and its
@@ -55,7 +55,7 @@ pub const MAX_FENCED_TRANSACTION_ITEMS: usize = MAX_TRANSACTION_ITEMS - 1;
 ///     .item("state", S("done".into()))
 ///     .build()?;
 /// let item = TransactWriteItem::builder().put(put).build();
-/// match store.fenced_transaction(&ctx).write([item]).await {
+/// match store.fenced(&ctx).write([item]).await {
 ///     Ok(_) => {}
 ///     Err(e) if e.is_lease_lost() => tracing::warn!("not the leader any more: {e}"),
 ///     Err(e) => return Err(e.into()),
@@ -174,13 +174,14 @@ impl FencedTransactionError {
 
 impl DynamoDbStore {
     /// A [`FencedTransaction`] for the lease of `ctx` (which must come from an elector on this
-    /// store, or one with the same table and key prefix).
-    pub fn fenced_transaction(&self, ctx: &LeaderContext) -> FencedTransaction {
-        self.fenced_transaction_of(&ctx.lease())
+    /// store, or one with the same table and key prefix): the entry of every fenced write.
+    pub fn fenced(&self, ctx: &LeaderContext) -> FencedTransaction {
+        self.fenced_by_lease(&ctx.lease())
     }
 
-    /// A [`FencedTransaction`] for `lease`.
-    pub fn fenced_transaction_of(&self, lease: &Lease) -> FencedTransaction {
+    /// A [`FencedTransaction`] for `lease`, given as a lease rather than a holder's context (a
+    /// test, a lease read back from the store).
+    pub fn fenced_by_lease(&self, lease: &Lease) -> FencedTransaction {
         FencedTransaction {
             client: self.client.clone(),
             table: self.options.table.clone(),
@@ -190,6 +191,18 @@ impl DynamoDbStore {
             fence: lease.fence,
             token: lease.token,
         }
+    }
+
+    /// A [`FencedTransaction`] for the lease of `ctx`.
+    #[deprecated(note = "use `DynamoDbStore::fenced(ctx)`")]
+    pub fn fenced_transaction(&self, ctx: &LeaderContext) -> FencedTransaction {
+        self.fenced(ctx)
+    }
+
+    /// A [`FencedTransaction`] for `lease`.
+    #[deprecated(note = "use `DynamoDbStore::fenced_by_lease(lease)`")]
+    pub fn fenced_transaction_of(&self, lease: &Lease) -> FencedTransaction {
+        self.fenced_by_lease(lease)
     }
 }
 

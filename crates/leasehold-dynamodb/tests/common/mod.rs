@@ -11,7 +11,7 @@ use leasehold::LeaseStore;
 use leasehold_dynamodb::{DynamoDbOptions, DynamoDbStore};
 use tokio::sync::OnceCell;
 
-#[cfg(feature = "testkit")]
+#[cfg(feature = "fence")]
 pub mod fence;
 
 /// The table every test binary shares (lock names are unique per test).

@@ -1,6 +1,6 @@
 //! Why a fenced transaction or a fenced put did not apply.
 
-use leasehold::fence::{ResourceNameError, StaleFence};
+use leasehold::fence::{FenceRefusal, ResourceNameError, StaleFence};
 use leasehold::{LockName, store::StoreError};
 
 /// The lease a fenced transaction was conditioned on is no longer held by its holder: its slot
@@ -33,8 +33,7 @@ impl std::fmt::Display for LeaseLost {
 
 impl std::error::Error for LeaseLost {}
 
-/// Why a fenced transaction ([`EtcdStore::fenced_txn`](crate::EtcdStore::fenced_txn)) did not
-/// apply.
+/// Why a fenced transaction ([`FencedWriter::txn`](super::FencedWriter::txn)) did not apply.
 ///
 /// ```
 /// use leasehold::LockName;
@@ -67,10 +66,10 @@ impl FencedTxnError {
     }
 }
 
-/// Why a fenced put ([`EtcdStore::fenced_put`](crate::EtcdStore::fenced_put)) did not apply.
+/// Why a fenced put ([`FencedWriter::put`](super::FencedWriter::put)) did not apply.
 ///
 /// ```
-/// use leasehold::fence::{ResourceName, StaleFence};
+/// use leasehold::fence::{FenceRefusal, ResourceName, StaleFence};
 /// use leasehold_etcd::fence::FencedPutError;
 ///
 /// let stale = StaleFence { resource: ResourceName::new("reports/latest")?, fence: 6, highest: 7 };
@@ -93,9 +92,9 @@ pub enum FencedPutError {
     Store(#[from] StoreError),
 }
 
-impl FencedPutError {
-    /// The refusal, when the put was refused as stale.
-    pub fn stale(&self) -> Option<&StaleFence> {
+/// [`Stale`](FencedPutError::Stale) is the refusal: `err.stale()`, `err.is_stale()`.
+impl FenceRefusal for FencedPutError {
+    fn stale(&self) -> Option<&StaleFence> {
         match self {
             Self::Stale(stale) => Some(stale),
             _ => None,

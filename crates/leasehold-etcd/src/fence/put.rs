@@ -5,6 +5,7 @@ use leasehold::fence::{ResourceName, StaleFence};
 use leasehold::store::StoreError;
 
 use super::error::FencedPutError;
+use super::writer::FencedWriter;
 use crate::protocol::txn;
 use crate::store::EtcdStore;
 
@@ -37,19 +38,19 @@ fn fence_in(resp: Option<TxnOpResponse>, key: &str) -> Result<Option<u64>, Store
         .transpose()
 }
 
-impl EtcdStore {
+impl FencedWriter<'_> {
     /// Puts `value` in the application's key `key` only if no write with a higher fence put it
-    /// before, and records `fence` as the key's highest, in one etcd transaction. The highest
-    /// fence lives in [`fence_key`](Self::fence_key) (`<prefix>/.fences/<key>`); equal fences are
-    /// the same holder writing again and are accepted. Returns the key's highest fence before
-    /// (`None` for its first fenced put).
+    /// before, and records the claim's fence as the key's highest, in one etcd transaction, by
+    /// the rule of [`Admission`](leasehold::fence::Admission) (the key is the resource). The
+    /// highest fence lives in [`EtcdStore::fence_key`] (`<prefix>/.fences/<key>`). Returns the
+    /// key's highest fence before (`None` for its first fenced put).
     ///
-    /// Unlike [`fenced_txn`](Self::fenced_txn), this needs no lease of this store: the fence may
-    /// come from any leasehold store, as long as the key is written under one lock (and slot).
+    /// Unlike [`txn`](Self::txn), this needs no lease of this store: the fence may come from any
+    /// leasehold store, as long as the key is written under one lock (and slot).
     ///
     /// ```no_run
     /// # async fn demo(store: &leasehold_etcd::EtcdStore, ctx: &leasehold::LeaderContext) -> Result<(), Box<dyn std::error::Error>> {
-    /// store.fenced_put(ctx.fence(), "reports/latest", "2024-06-01.csv").await?;
+    /// store.fenced(ctx).put("reports/latest", "2024-06-01.csv").await?;
     /// # Ok(()) }
     /// ```
     ///
@@ -64,46 +65,57 @@ impl EtcdStore {
     ///
     /// The transaction applies whole or not at all; cancelling leaves it unknown which. It is
     /// sent again only when it was certainly not applied.
-    pub async fn fenced_put(
+    pub async fn put(
         &self,
-        fence: u64,
         key: &str,
         value: impl Into<Vec<u8>>,
     ) -> Result<Option<u64>, FencedPutError> {
-        let resource = ResourceName::new(key)?;
-        let fence_key = self.keys.fence(key);
-        let recorded = fence_value(fence);
-        let t = Txn::new()
-            .when([Compare::value(
-                fence_key.as_str(),
-                CompareOp::Greater,
-                recorded.as_str(),
-            )])
-            .and_then([TxnOp::get(fence_key.as_str(), None)])
-            .or_else([
-                TxnOp::get(fence_key.as_str(), None),
-                TxnOp::put(fence_key.as_str(), recorded, None),
-                TxnOp::put(key, value, None),
-            ]);
-        let resp = txn(&self.link, "a fenced put", t).await?;
-        let stale = resp.succeeded();
-        let before = fence_in(resp.op_responses().into_iter().next(), &fence_key)?;
-        match (stale, before) {
-            (false, previous) => Ok(previous),
-            (true, Some(highest)) => Err(StaleFence {
-                resource,
-                fence,
-                highest,
-            }
-            .into()),
-            (true, None) => Err(StoreError::permanent(
-                "etcd refused a fenced put on a fence key it then did not return",
-            )
-            .into()),
-        }
+        put(self.store, self.claim.fence, key, value.into()).await
     }
+}
 
-    /// The key that keeps the highest fence [`fenced_put`](Self::fenced_put) wrote to `key`:
+/// The fenced put of `value` to `key` with `fence`.
+pub(super) async fn put(
+    store: &EtcdStore,
+    fence: u64,
+    key: &str,
+    value: Vec<u8>,
+) -> Result<Option<u64>, FencedPutError> {
+    let resource = ResourceName::new(key)?;
+    let fence_key = store.keys.fence(key);
+    let recorded = fence_value(fence);
+    let t = Txn::new()
+        .when([Compare::value(
+            fence_key.as_str(),
+            CompareOp::Greater,
+            recorded.as_str(),
+        )])
+        .and_then([TxnOp::get(fence_key.as_str(), None)])
+        .or_else([
+            TxnOp::get(fence_key.as_str(), None),
+            TxnOp::put(fence_key.as_str(), recorded, None),
+            TxnOp::put(key, value, None),
+        ]);
+    let resp = txn(&store.link, "a fenced put", t).await?;
+    let stale = resp.succeeded();
+    let before = fence_in(resp.op_responses().into_iter().next(), &fence_key)?;
+    match (stale, before) {
+        (false, previous) => Ok(previous),
+        (true, Some(highest)) => Err(StaleFence {
+            resource,
+            fence,
+            highest,
+        }
+        .into()),
+        (true, None) => Err(StoreError::permanent(
+            "etcd refused a fenced put on a fence key it then did not return",
+        )
+        .into()),
+    }
+}
+
+impl EtcdStore {
+    /// The key that keeps the highest fence a fenced put ([`FencedWriter::put`]) wrote to `key`:
     /// `<prefix>/.fences/<key>`. Lock names start with a letter or digit, so it never meets a
     /// lock's keys.
     ///

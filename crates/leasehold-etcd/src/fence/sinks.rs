@@ -1,5 +1,6 @@
-//! Adapters that let the testkit's paused-stale-holder scenario
-//! ([`leasehold_testkit::stale_holder`]) drive this crate's fenced sinks against a real etcd.
+//! The [`FencedSink`] adapter of this crate's fenced writes, so that one scenario (the testkit's
+//! paused stale holder, the benchmark's fenced-sinks safety runs) can drive them against a real
+//! etcd.
 //!
 //! [`FencedEtcdSink`] writes resource `r` to the key `<key_prefix><r>` and reads it back with a
 //! linearizable get.
@@ -9,8 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use etcd_client::{Txn, TxnOp};
 use leasehold::LeaderContext;
-use leasehold::fence::ResourceName;
-use leasehold_testkit::stale_holder::{FencedSink, SinkError};
+use leasehold::fence::{FenceRefusal, FencedSink, ResourceName, SinkError, sink_answer};
 
 use super::{FencedPutError, FencedTxnError};
 use crate::store::EtcdStore;
@@ -31,9 +31,10 @@ async fn read(store: &EtcdStore, key: String) -> Result<Option<u64>, SinkError> 
 }
 
 /// A fenced etcd write as a [`FencedSink`]: [`txn`](Self::txn) for the fenced transaction
-/// ([`EtcdStore::fenced_txn`]: a put applied only while the writer's lease key in this store is
-/// still its own), [`put`](Self::put) for the fenced put ([`EtcdStore::fenced_put`]: a put
-/// applied only if no higher fence put the key before).
+/// ([`FencedWriter::txn`](super::FencedWriter::txn): a put applied only while the writer's lease
+/// key in this store is still its own), [`put`](Self::put) for the fenced put
+/// ([`FencedWriter::put`](super::FencedWriter::put): a put applied only if no higher fence put
+/// the key before).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -92,19 +93,13 @@ impl FencedSink for FencedEtcdSink {
         value: u64,
     ) -> Result<bool, SinkError> {
         let (key, value) = (self.key(resource), value.to_string());
+        let fenced = self.store.fenced(ctx);
         if self.fenced_put {
-            return match self.store.fenced_put(ctx.fence(), &key, value).await {
-                Ok(_) => Ok(true),
-                Err(FencedPutError::Stale(_)) => Ok(false),
-                Err(e) => Err(e.into()),
-            };
+            return sink_answer(fenced.put(&key, value).await, FencedPutError::is_stale);
         }
         let put = Txn::new().and_then([TxnOp::put(key, value, None)]);
-        match self.store.fenced_txn(ctx, put).await {
-            Ok(_) => Ok(true),
-            Err(FencedTxnError::LeaseLost(_)) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        let lost = |e: &FencedTxnError| e.lease_lost().is_some();
+        sink_answer(fenced.txn(put).await, lost)
     }
 
     async fn read(&self, resource: &ResourceName) -> Result<Option<u64>, SinkError> {

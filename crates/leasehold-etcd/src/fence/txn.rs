@@ -1,12 +1,11 @@
 //! Fenced transactions: the application's etcd operations, applied only while a lease is held.
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
-use leasehold::fence::FenceClaim;
-use leasehold::{LeaderContext, store::StoreError};
+use leasehold::store::StoreError;
 
 use super::error::{FencedTxnError, LeaseLost};
+use super::writer::FencedWriter;
 use crate::protocol;
-use crate::store::EtcdStore;
 
 /// A fenced transaction that was applied.
 #[derive(Debug, Clone)]
@@ -19,9 +18,9 @@ pub struct FencedTxnResponse {
     pub txn: TxnResponse,
 }
 
-impl EtcdStore {
-    /// Applies the application's transaction `txn` only while `ctx`'s lease is still held, in
-    /// one etcd transaction: *if the lease's slot key still has the creation revision that is
+impl FencedWriter<'_> {
+    /// Applies the application's transaction `txn` only while the claim's lease is still held,
+    /// in one etcd transaction: *if the lease's slot key still has the creation revision that is
     /// its fence, run `txn`* (nested). The slot key is deleted when the lease is released,
     /// expires or is forced, and a successor's grant creates it anew with a higher revision, so
     /// a holder paused past its lease changes nothing once it lost the lease.
@@ -35,7 +34,7 @@ impl EtcdStore {
     /// use etcd_client::{Txn, TxnOp};
     ///
     /// let put = TxnOp::put("reports/latest", "2024-06-01.csv", None);
-    /// let applied = store.fenced_txn(ctx, Txn::new().and_then([put])).await?;
+    /// let applied = store.fenced(ctx).txn(Txn::new().and_then([put])).await?;
     /// tracing::info!(revision = applied.revision, "report published");
     /// # Ok(()) }
     /// ```
@@ -51,40 +50,8 @@ impl EtcdStore {
     /// The transaction applies whole or not at all; cancelling leaves it unknown which, as for
     /// any request sent before the cancellation. It is sent again only when it was certainly not
     /// applied.
-    pub async fn fenced_txn(
-        &self,
-        ctx: &LeaderContext,
-        txn: Txn,
-    ) -> Result<FencedTxnResponse, FencedTxnError> {
-        self.fenced_txn_as(&FenceClaim::of(ctx), txn).await
-    }
-
-    /// [`fenced_txn`](Self::fenced_txn) for a lease known by its claim (lock, slot and fence), such
-    /// as one a job received as `$LEASEHOLD_LOCK`, `$LEASEHOLD_SLOT` and `$LEASEHOLD_FENCE`.
-    ///
-    /// ```no_run
-    /// # async fn demo(store: &leasehold_etcd::EtcdStore) -> Result<(), Box<dyn std::error::Error>> {
-    /// use etcd_client::{Txn, TxnOp};
-    /// use leasehold::fence::FenceClaim;
-    ///
-    /// let claim: FenceClaim = "lock=nightly-report; slot=0; fence=7412".parse()?;
-    /// let put = TxnOp::put("reports/latest", "2024-06-01.csv", None);
-    /// store.fenced_txn_as(&claim, Txn::new().and_then([put])).await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`fenced_txn`](Self::fenced_txn).
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`fenced_txn`](Self::fenced_txn).
-    pub async fn fenced_txn_as(
-        &self,
-        claim: &FenceClaim,
-        txn: Txn,
-    ) -> Result<FencedTxnResponse, FencedTxnError> {
+    pub async fn txn(&self, txn: Txn) -> Result<FencedTxnResponse, FencedTxnError> {
+        let (store, claim) = (self.store, &self.claim);
         let lost = |holder_fence| LeaseLost {
             lock: claim.lock.clone(),
             slot: claim.slot,
@@ -95,7 +62,7 @@ impl EtcdStore {
         let Ok(created) = i64::try_from(claim.fence) else {
             return Err(lost(None).into());
         };
-        let key = self.keys.slot(&claim.lock, claim.slot);
+        let key = store.keys.slot(&claim.lock, claim.slot);
         let fenced = Txn::new()
             .when([Compare::create_revision(
                 key.as_str(),
@@ -104,7 +71,7 @@ impl EtcdStore {
             )])
             .and_then([TxnOp::txn(txn)])
             .or_else([TxnOp::get(key.as_str(), None)]);
-        let resp = protocol::txn(&self.link, "a fenced transaction", fenced).await?;
+        let resp = protocol::txn(&store.link, "a fenced transaction", fenced).await?;
         let revision = resp.header().map_or(0, |h| h.revision());
         let succeeded = resp.succeeded();
         let mut responses = resp.op_responses().into_iter();

@@ -1,14 +1,16 @@
 //! `FencedWriteError`: why a fenced write did not happen.
 
-use leasehold::fence::{ResourceNameError, StaleFence};
+use leasehold::fence::{FenceRefusal, ResourceNameError, StaleFence};
 use leasehold::store::StoreError;
 
 /// Why a fenced write to a Redis key did not happen.
 ///
-/// [`Stale`](Self::Stale) is the refusal fencing exists for; the others are bad input (nothing
-/// was sent) or the store's errors (classified transient or permanent as the store's own).
+/// [`Stale`](Self::Stale) is the refusal fencing exists for (tell it with [`FenceRefusal`]); the
+/// others are bad input (nothing was sent) or the store's errors (classified transient or
+/// permanent as the store's own).
 ///
 /// ```
+/// use leasehold::fence::FenceRefusal;
 /// use leasehold_redis::fence::FencedWriteError;
 ///
 /// let err = FencedWriteError::NoSharedSlot { key: "a}b".into() };
@@ -48,20 +50,16 @@ pub enum FencedWriteError {
     Store(#[from] StoreError),
 }
 
-impl FencedWriteError {
-    /// The refusal, when the write was refused as stale.
-    pub fn stale(&self) -> Option<&StaleFence> {
+impl FenceRefusal for FencedWriteError {
+    fn stale(&self) -> Option<&StaleFence> {
         match self {
             Self::Stale(stale) => Some(stale),
             _ => None,
         }
     }
+}
 
-    /// Whether the write was refused as stale.
-    pub fn is_stale(&self) -> bool {
-        self.stale().is_some()
-    }
-
+impl FencedWriteError {
     pub(crate) fn command(command: &str, reason: impl Into<String>) -> Self {
         Self::Command {
             command: command.chars().take(64).collect(),

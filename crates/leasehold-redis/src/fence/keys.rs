@@ -17,13 +17,13 @@ use crate::link::Link;
 use crate::options::{RedisOptions, RedisOptionsError};
 use crate::reply::ms_ceil;
 
-/// Fenced writes to an application's own Redis keys: a write carrying fence *f* runs only if no
-/// write with a higher fence ran on the key before, and then records *f* as the key's highest.
+/// Fenced writes to an application's own Redis keys, by the one rule of
+/// [`Admission`](leasehold::fence::Admission) (the key is the resource).
 ///
 /// Each write is one Lua script (`EVALSHA`, loaded on `NOSCRIPT`): it reads the key's fence key,
 /// refuses a lower fence with [`FencedWriteError::Stale`] (carrying the highest fence), and
 /// otherwise runs the command on the key and records the fence — atomically, as Redis runs one
-/// script at a time. Equal fences are the same holder writing again and are accepted.
+/// script at a time.
 ///
 /// The fence is kept in a companion key in the **same cluster slot** as the key
 /// ([`fence_key`](Self::fence_key)): `<key>:<prefix>:fence` for a key with a hash tag
@@ -42,8 +42,8 @@ use crate::reply::ms_ceil;
 /// let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
 /// let keys = store.fenced_keys();
 /// // Inside the leader's action, with its context:
-/// keys.holder(ctx).set("report:latest", "2024-06-01.csv", Some(Duration::from_secs(86_400))).await?;
-/// keys.holder(ctx).command("report:runs", "INCRBY", 1).await?;
+/// keys.fenced(ctx).set("report:latest", "2024-06-01.csv", Some(Duration::from_secs(86_400))).await?;
+/// keys.fenced(ctx).command("report:runs", "INCRBY", 1).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -71,8 +71,8 @@ pub struct Accepted {
     pub reply: Value,
 }
 
-/// Writes with one fence: from [`FencedKeys::holder`] (a holder's fence) or
-/// [`FencedKeys::with_fence`] (a fence given by hand).
+/// Writes with one fence: from [`FencedKeys::fenced`] (a holder's context) or
+/// [`FencedKeys::fenced_by_fence`] (a fence given by hand).
 #[derive(Debug, Clone, Copy)]
 pub struct FencedWriter<'a> {
     keys: &'a FencedKeys,
@@ -112,15 +112,27 @@ impl FencedKeys {
         Ok(Self::new(Arc::new(link), &options.prefix))
     }
 
-    /// Writes with the fence of `ctx`, the holder's context.
-    pub fn holder(&self, ctx: &LeaderContext) -> FencedWriter<'_> {
-        self.with_fence(ctx.fence())
+    /// Writes with the fence of `ctx`, the holder's context: the entry of every fenced write.
+    pub fn fenced(&self, ctx: &LeaderContext) -> FencedWriter<'_> {
+        self.fenced_by_fence(ctx.fence())
     }
 
-    /// Writes with `fence`, given by hand (a job started with `$LEASEHOLD_FENCE`, a fence that
-    /// came with a request).
-    pub fn with_fence(&self, fence: u64) -> FencedWriter<'_> {
+    /// Writes with `fence`, given by hand rather than by a holder's context (a job started with
+    /// `$LEASEHOLD_FENCE`, a fence that came with a request, a test).
+    pub fn fenced_by_fence(&self, fence: u64) -> FencedWriter<'_> {
         FencedWriter { keys: self, fence }
+    }
+
+    /// Writes with the fence of `ctx`.
+    #[deprecated(note = "use `FencedKeys::fenced(ctx)`")]
+    pub fn holder(&self, ctx: &LeaderContext) -> FencedWriter<'_> {
+        self.fenced(ctx)
+    }
+
+    /// Writes with `fence`, given by hand.
+    #[deprecated(note = "use `FencedKeys::fenced_by_fence(fence)`")]
+    pub fn with_fence(&self, fence: u64) -> FencedWriter<'_> {
+        self.fenced_by_fence(fence)
     }
 
     /// The key that keeps `key`'s highest fence, in `key`'s cluster slot.
@@ -165,8 +177,7 @@ impl FencedKeys {
         Ok((resource, fence))
     }
 
-    /// Runs a plain command on the keys' connection (for the testkit's adapters).
-    #[cfg(feature = "testkit")]
+    /// Runs a plain command on the keys' connection (for the sink adapter's reads).
     pub(crate) async fn query<T: redis::FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
@@ -259,7 +270,7 @@ impl FencedWriter<'_> {
     ///
     /// ```no_run
     /// # async fn demo(keys: &leasehold_redis::fence::FencedKeys) -> Result<(), Box<dyn std::error::Error>> {
-    /// let accepted = keys.with_fence(42).command("invoice:7", "HSET", ("status", "sent")).await?;
+    /// let accepted = keys.fenced_by_fence(42).command("invoice:7", "HSET", ("status", "sent")).await?;
     /// assert_eq!(accepted.reply, redis::Value::Int(1));
     /// # Ok(()) }
     /// ```

@@ -2,14 +2,16 @@
 //! register.
 //!
 //! * [`FencedKeys`] ("write if the fence is current"): `SET`, `DEL` or any single write command
-//!   on a key runs only if no higher fence wrote the key before; a stale write fails with
+//!   on a key, from the holder's context (`keys.fenced(&ctx)`); a stale write fails with
 //!   [`FencedWriteError::Stale`], carrying [`leasehold::fence::StaleFence`]. The fence lives in a
 //!   companion key in the same cluster slot ([`key_slot`]).
 //! * [`RedisFences`]: a [`leasehold::fence::FenceRegister`] (highest fence per resource) for a
 //!   service that checks fences it receives, such as `leasehold-axum`'s fence layer.
+//! * [`sinks`]: their [`FencedSink`](leasehold::fence::FencedSink) adapter.
 //!
-//! Both follow the one rule of [`leasehold::fence::Admission::decide`], in one Lua script per
-//! call, so the check and the write are atomic.
+//! Both follow the one rule of [`leasehold::fence::Admission`], in one Lua script per call, so
+//! the check and the write are atomic. The whole module is the crate's `fence` feature (on by
+//! default).
 
 mod command;
 mod error;
@@ -17,7 +19,6 @@ mod keys;
 mod lua;
 mod register;
 mod reply;
-#[cfg(feature = "testkit")]
 pub mod sinks;
 mod slot;
 

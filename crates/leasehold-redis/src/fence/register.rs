@@ -16,8 +16,7 @@ use crate::options::{RedisOptions, RedisOptionsError};
 /// `<prefix>:fences:<resource>`, admitted and recorded by one Lua script (`EVALSHA`, loaded on
 /// `NOSCRIPT`), so every replica of a receiving service, and its restarts, share it.
 ///
-/// The rule is [`Admission::decide`]'s: a fence is admitted unless a higher one was admitted
-/// before; equal fences are the same holder again. Fences compare exactly over the whole `u64`
+/// It admits by the one rule of [`Admission`]. Fences compare exactly over the whole `u64`
 /// range. Keys have no expiry (forgetting a resource would let a stale write through).
 ///
 /// ```no_run

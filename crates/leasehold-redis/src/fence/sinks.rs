@@ -1,10 +1,10 @@
-//! Adapters that let the testkit's paused-stale-holder scenario
-//! ([`leasehold_testkit::stale_holder`]) drive this crate's fenced sinks against a real Redis.
+//! The [`FencedSink`] adapter of this crate's fenced writes, so that one scenario (the testkit's
+//! paused stale holder, the benchmark's fenced-sinks safety runs) can drive them against a real
+//! Redis.
 
 use async_trait::async_trait;
 use leasehold::LeaderContext;
-use leasehold::fence::ResourceName;
-use leasehold_testkit::stale_holder::{FencedSink, SinkError};
+use leasehold::fence::{FenceRefusal, FencedSink, ResourceName, SinkError, sink_answer};
 
 use super::{FencedKeys, FencedWriteError};
 
@@ -55,16 +55,9 @@ impl FencedSink for FencedSetSink {
         ctx: &LeaderContext,
         value: u64,
     ) -> Result<bool, SinkError> {
-        match self
-            .keys
-            .holder(ctx)
-            .set(&self.key(resource), value, None)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(FencedWriteError::Stale(_)) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        let key = self.key(resource);
+        let written = self.keys.fenced(ctx).set(&key, value, None).await;
+        sink_answer(written, FencedWriteError::is_stale)
     }
 
     async fn read(&self, resource: &ResourceName) -> Result<Option<u64>, SinkError> {

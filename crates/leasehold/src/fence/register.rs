@@ -38,7 +38,14 @@ pub fn admits(fence: u64, highest: Option<u64>) -> bool {
     highest.is_none_or(|highest| fence >= highest)
 }
 
-/// What a [`FenceRegister`] answered to a write.
+/// What a [`FenceRegister`] answered to a write, by the one rule every fenced sink follows:
+///
+/// > a write carrying fence *f* to resource *r* is accepted only if no write with a fence higher
+/// > than *f* was accepted by *r* before; an accepted write records *f* as *r*'s highest.
+///
+/// Equal fences are the same holder writing again and are accepted. [`Admission::decide`] applies
+/// it; every sink leasehold ships (SQL rows, Redis keys, DynamoDB items, etcd keys, HTTP
+/// resources) links here rather than restating it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a stale admission means the write must not happen"]
 pub enum Admission {

@@ -74,3 +74,31 @@ pub trait FencedSink: Send + Sync {
     /// The sink's name in reports ("sql table", "http", …).
     fn describe(&self) -> String;
 }
+
+/// The answer of a [`FencedSink::write`] for the outcome of a fenced write: `Ok(true)` when it
+/// was applied, `Ok(false)` when `refused` says its error is a refusal (a stale fence, a lease
+/// that ended), and the error otherwise — an error is never a refusal.
+///
+/// ```
+/// use leasehold::fence::{FenceRefusal, ResourceName, StaleFence, sink_answer};
+///
+/// let stale = StaleFence { resource: ResourceName::new("orders/42")?, fence: 6, highest: 7 };
+/// assert!(sink_answer(Ok::<_, StaleFence>(()), StaleFence::is_stale)?);
+/// assert!(!sink_answer(Err::<(), _>(stale), StaleFence::is_stale)?);
+/// assert!(sink_answer(Err::<(), _>(std::fmt::Error), |_| false).is_err());
+/// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+/// ```
+///
+/// # Errors
+///
+/// The write's error, when `refused` does not call it a refusal.
+pub fn sink_answer<T, E: Into<SinkError>>(
+    written: Result<T, E>,
+    refused: impl FnOnce(&E) -> bool,
+) -> Result<bool, SinkError> {
+    match written {
+        Ok(_) => Ok(true),
+        Err(e) if refused(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
