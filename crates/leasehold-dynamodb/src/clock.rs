@@ -1,21 +1,11 @@
 //! The client clock: DynamoDB conditions have no server time, so every timestamp is this host's
 //! wall clock in epoch milliseconds.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Now, in epoch milliseconds by this host's clock.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, ms)
-}
+use std::time::Duration;
 
 /// A duration in whole milliseconds (saturating).
 pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// An epoch-millisecond timestamp as a `SystemTime`.
-pub(crate) fn time(epoch_ms: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(epoch_ms)
 }
 
 /// The `ttl` attribute (epoch seconds, rounded up) for an item whose lease ends at `expiry_ms`.
@@ -43,8 +33,7 @@ mod tests {
 
     #[test]
     fn seeds_grow_with_the_clock() {
-        let now = now_ms();
+        let now = leasehold::store::host_epoch_ms();
         assert!(fence_seed(now + 1) > fence_seed(now) + 999);
-        assert_eq!(time(1_500), UNIX_EPOCH + Duration::from_millis(1_500));
     }
 }

@@ -60,15 +60,6 @@ mod refresh;
 mod store;
 mod url;
 
-// `fence/` and `options.rs` still import from the rooms' old names (`crate::item`,
-// `crate::key`, `crate::table`); these names keep those paths working until they import from
-// `record`, `keys` and `protocol::table`.
-use keys as key;
-#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
-use protocol::table;
-#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
-use record as item;
-
 pub use classify::classify_code;
 pub use keys::{MAX_PREFIX_LEN, item_key};
 pub use opener::DynamoDbOpener;

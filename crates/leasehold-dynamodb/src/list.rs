@@ -7,6 +7,7 @@
 //! filter), so a page costs the same however many items are free. A [`ListCursor`] of this store
 //! is the key of the last item the page used, given back as `ExclusiveStartKey`.
 
+use leasehold::store::host_epoch_ms;
 use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
@@ -16,7 +17,7 @@ use leasehold::store::{
 use leasehold::{Holder, LockName};
 
 use crate::classify::classify;
-use crate::clock::{ms, now_ms};
+use crate::clock::ms;
 use crate::expressions::{LIST_FILTER, LIST_FILTER_PREFIXED, LIST_NAMES, LOCK_NAME};
 use crate::keys::{KeyScope, parse_key};
 use crate::metrics::Operation;
@@ -35,7 +36,7 @@ impl DynamoDbStore {
                 CursorError::foreign(store, cursor, "expected an item key, percent-encoded")
             })?),
         };
-        let stale = now_ms().saturating_sub(ms(self.options.clock_skew_tolerance));
+        let stale = host_epoch_ms().saturating_sub(ms(self.options.clock_skew_tolerance));
         let mut scan = self
             .client
             .scan()

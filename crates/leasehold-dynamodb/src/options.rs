@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
 
-use crate::key::validate_prefix;
+use crate::keys::validate_prefix;
 
 /// The default table name.
 pub const DEFAULT_TABLE: &str = "leasehold_leases";

@@ -1,6 +1,7 @@
 //! The lease record: a lease item's attributes read into the store's `Item` (and from it the
 //! core's leases, holders and ledger records), and the attribute values the requests write.
 
+use leasehold::store::time_at_ms;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -10,7 +11,6 @@ use leasehold::{
     store::{StoreError, Token},
 };
 
-use crate::clock::time;
 use crate::expressions::{
     ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_FROM,
     LEDGER_PERIOD, LEDGER_RAN, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, TOKEN,
@@ -122,8 +122,8 @@ impl Item {
             owner: self.owner.clone(),
             token,
             fence: self.fence,
-            acquired_at: time(self.acquired_at),
-            expires_at: time(self.lease_expiry),
+            acquired_at: time_at_ms(self.acquired_at),
+            expires_at: time_at_ms(self.lease_expiry),
             period: None,
         }
     }
@@ -150,12 +150,12 @@ impl Ledger {
     pub(crate) fn record(&self) -> PeriodRecord {
         PeriodRecord {
             period: self.period,
-            from: time(self.from),
-            until: time(self.until),
-            at: time(self.at),
+            from: time_at_ms(self.from),
+            until: time_at_ms(self.until),
+            at: time_at_ms(self.at),
             by: self.by.clone(),
             started: self.started,
-            ran_at: self.last_run().map(time),
+            ran_at: self.last_run().map(time_at_ms),
         }
     }
 }
@@ -167,8 +167,8 @@ impl Item {
             slot,
             owner: self.owner.clone(),
             fence: self.fence,
-            acquired_at: time(self.acquired_at),
-            expires_at: time(self.lease_expiry),
+            acquired_at: time_at_ms(self.acquired_at),
+            expires_at: time_at_ms(self.lease_expiry),
         }
     }
 }

@@ -60,11 +60,6 @@ mod store;
 mod url;
 mod watch;
 
-// `fence/` still imports the time helpers from their old room (`crate::reply`); this name keeps
-// that path working until it imports them from `record`.
-#[allow(unused_imports, reason = "used by fence/ only, which may be built out")]
-use record as reply;
-
 #[cfg(feature = "fence")]
 pub use fence::{FencedKeys, RedisFences};
 pub use opener::RedisOpener;

@@ -67,9 +67,9 @@
 //! The hash's own TTL is cleanup only (the latest expiry plus an idle retention); correctness
 //! never depends on key expiry.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use leasehold::store::{AcquireRequest, Acquisition};
+use leasehold::store::{AcquireRequest, Acquisition, time_at_ms};
 use leasehold::{Holder, Lease, PeriodRecord};
 
 /// The acquire script's reply: `{slot, fence, acquired, expires, '', 0, 0, 0}` when granted,
@@ -102,16 +102,6 @@ pub(crate) fn ms_at_least_1(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-/// Milliseconds rounded up, so a minimum lease is never cut short.
-pub(crate) fn ms_ceil(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
-/// A server time in epoch milliseconds.
-pub(crate) fn time(epoch_ms: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(epoch_ms)
-}
-
 /// The outcome of `req` from the acquire script's reply.
 pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) -> Acquisition {
     match answer {
@@ -133,8 +123,8 @@ pub(crate) fn acquisition(req: &AcquireRequest, answer: Option<AcquireReply>) ->
             owner: req.owner.to_string(),
             token: req.token,
             fence: u64::try_from(fence).unwrap_or_default(),
-            acquired_at: time(u64::try_from(acquired).unwrap_or_default()),
-            expires_at: time(u64::try_from(expires).unwrap_or_default()),
+            acquired_at: time_at_ms(u64::try_from(acquired).unwrap_or_default()),
+            expires_at: time_at_ms(u64::try_from(expires).unwrap_or_default()),
             period: req.period.map(|p| p.id_at_ms(acquired)),
         }),
     }
@@ -159,7 +149,7 @@ pub(crate) fn period_record(fields: LedgerFields) -> Option<PeriodRecord> {
 
 /// A signed server time in epoch milliseconds (before 1970 reads as 1970).
 fn epoch_time(epoch_ms: i64) -> SystemTime {
-    time(u64::try_from(epoch_ms).unwrap_or_default())
+    time_at_ms(u64::try_from(epoch_ms).unwrap_or_default())
 }
 
 /// The holders of `rows`.
@@ -169,8 +159,8 @@ pub(crate) fn holders(rows: Vec<HolderRow>) -> Vec<Holder> {
             slot,
             owner,
             fence,
-            acquired_at: time(acquired),
-            expires_at: time(expires),
+            acquired_at: time_at_ms(acquired),
+            expires_at: time_at_ms(expires),
         })
         .collect()
 }

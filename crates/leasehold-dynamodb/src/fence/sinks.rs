@@ -18,7 +18,7 @@ use super::{
 };
 use crate::DynamoDbStore;
 use crate::classify::classify;
-use crate::item::{n, s};
+use crate::record::{n, s};
 
 /// The partition key (string) of a sink table: the resource name.
 pub const SINK_KEY: &str = "id";
@@ -41,7 +41,7 @@ const CONFLICT_ATTEMPTS: u32 = 8;
 ///
 /// Cancel safe: a creation already sent goes on, and the next call waits for it.
 pub async fn create_sink_table(client: &Client, table: &str) -> StoreResult<()> {
-    crate::table::create_keyed_table(client, table, SINK_KEY).await
+    crate::protocol::table::create_keyed_table(client, table, SINK_KEY).await
 }
 
 /// Which request a [`ConditionSink`] makes.

@@ -1,6 +1,7 @@
 //! `FencedTransaction`: a user's `TransactWriteItems` that commits only while the holder still
 //! holds its lease, through a `ConditionCheck` on the lease item in the same transaction.
 
+use leasehold::store::host_epoch_ms;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -17,9 +18,9 @@ use leasehold::fence::{ResourceName, StaleFence};
 use leasehold::{LeaderContext, Lease, LockName, store::Token};
 
 use super::refusal::CONDITIONAL_CHECK_FAILED;
-use crate::clock::now_ms;
+
 use crate::expressions::{LEASE_CHECK_CONDITION, LEASE_CHECK_NAMES, LOCK_NAME};
-use crate::item::{Item, n, s};
+use crate::record::{Item, n, s};
 use crate::store::DynamoDbStore;
 
 /// DynamoDB's limit on the items of one `TransactWriteItems`.
@@ -278,7 +279,7 @@ impl FencedTransaction {
             .set_expression_attribute_names(Some(names))
             .expression_attribute_values(":token", s(self.token.to_hex()))
             .expression_attribute_values(":fence", n(self.fence))
-            .expression_attribute_values(":now", n(now_ms()))
+            .expression_attribute_values(":now", n(host_epoch_ms()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(|e| FencedTransactionError::Build(e.to_string()))?;

@@ -1,6 +1,7 @@
 //! Acquisition: one conditional `UpdateItem` per slot tried, after the store's own limits on
 //! leases and periods.
 
+use leasehold::store::host_epoch_ms;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
@@ -15,7 +16,7 @@ use super::expressions::{
     ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME, PERIOD_CONDITION, PERIOD_NAMES,
     PERIOD_UPDATE,
 };
-use crate::clock::{fence_seed, ms, now_ms, ttl_seconds};
+use crate::clock::{fence_seed, ms, ttl_seconds};
 use crate::metrics::Operation;
 use crate::record::{Item, n, ni, s};
 use crate::store::DynamoDbStore;
@@ -53,7 +54,7 @@ impl DynamoDbStore {
     ) -> StoreResult<Acquisition> {
         let key = self.key(&req.lock, slot);
         let token = req.token.to_hex();
-        let now = now_ms();
+        let now = host_epoch_ms();
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         let expiry = now.saturating_add(ms(req.ttl));
         let window = period.map(|p| p.window_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
@@ -126,7 +127,7 @@ impl DynamoDbStore {
                 let Some(item) = self.old_item(&key, old).await? else {
                     return Ok(Acquisition::Taken(None));
                 };
-                if item.held_by(&token, now_ms()) {
+                if item.held_by(&token, host_epoch_ms()) {
                     debug!(
                         key,
                         fence = item.fence,
@@ -155,7 +156,7 @@ impl DynamoDbStore {
     ) -> StoreResult<Option<Lease>> {
         let items = self.read_slots(&req.lock, slots).await?;
         let token = req.token.to_hex();
-        let now = now_ms();
+        let now = host_epoch_ms();
         if let Some((slot, item)) = items.iter().find(|(_, item)| item.held_by(&token, now)) {
             return Ok(Some(item.lease(&req.lock, *slot, req.token)));
         }

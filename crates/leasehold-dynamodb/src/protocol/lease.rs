@@ -3,6 +3,7 @@
 //! the fence survives), release with a linger (the lease shortened to a minimum lease) and the
 //! operators' forced release.
 
+use leasehold::store::{host_epoch_ms, time_at_ms};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
@@ -20,7 +21,7 @@ use super::expressions::{
     EXTEND_NAMES, EXTEND_UPDATE, FORCE_CONDITION, FORCE_NAMES, FORCE_UPDATE, HELD_CONDITION,
     LINGER_CONDITION, LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES, RELEASE_UPDATE,
 };
-use crate::clock::{ms, now_ms, time, ttl_seconds};
+use crate::clock::{ms, ttl_seconds};
 use crate::metrics::Operation;
 use crate::record::{Item, n, s};
 use crate::store::DynamoDbStore;
@@ -33,7 +34,7 @@ impl DynamoDbStore {
         ttl: Duration,
     ) -> StoreResult<Extension> {
         let key = self.key(&lease.lock, lease.slot);
-        let now = now_ms();
+        let now = host_epoch_ms();
         let expiry = now.saturating_add(ms(ttl));
         let sent = self
             .metered(Operation::Extend, |probe| {
@@ -59,7 +60,7 @@ impl DynamoDbStore {
             .await;
         match sent {
             Ok(_) => Ok(Extension::Extended {
-                expires_at: time(expiry),
+                expires_at: time_at_ms(expiry),
             }),
             Err(err) => conditional_failure(&self.options.table, err).map(|_| Extension::NotHeld),
         }
@@ -71,7 +72,7 @@ impl DynamoDbStore {
     pub(crate) async fn free_lease(&self, lease: &Lease) -> StoreResult<Release> {
         let key = self.key(&lease.lock, lease.slot);
         let token = lease.token.to_hex();
-        let now = now_ms();
+        let now = host_epoch_ms();
         let sent = self
             .metered(Operation::Release, |probe| {
                 self.client
@@ -108,7 +109,7 @@ impl DynamoDbStore {
     ) -> StoreResult<Release> {
         let key = self.key(&lease.lock, lease.slot);
         let token = lease.token.to_hex();
-        let now = now_ms();
+        let now = host_epoch_ms();
         let expiry = now.saturating_add(ms(linger));
         let sent = self
             .metered(Operation::Release, |probe| {
@@ -140,11 +141,13 @@ impl DynamoDbStore {
             Err(err) => {
                 let old = conditional_failure(&self.options.table, err)?;
                 let item = self.old_item(&key, old).await?;
-                Ok(if item.is_some_and(|i| i.held_by(&token, now_ms())) {
-                    Release::Released
-                } else {
-                    Release::NotHeld
-                })
+                Ok(
+                    if item.is_some_and(|i| i.held_by(&token, host_epoch_ms())) {
+                        Release::Released
+                    } else {
+                        Release::NotHeld
+                    },
+                )
             }
         }
     }
@@ -162,7 +165,7 @@ impl DynamoDbStore {
                 continue;
             }
             let key = self.key(lock, slot);
-            let now = now_ms();
+            let now = host_epoch_ms();
             let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
             let sent = self
                 .metered(Operation::ForceRelease, |probe| {

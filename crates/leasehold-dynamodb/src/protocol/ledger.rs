@@ -4,6 +4,7 @@
 //! acquiring `UpdateItem` (see the `acquire` module).
 
 use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
+use leasehold::store::host_epoch_ms;
 use leasehold::store::{PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
@@ -12,7 +13,7 @@ use super::expressions::{
     CLEAR_CONDITION, CLEAR_NAMES, CLEAR_UPDATE, LOCK_NAME, START_CONDITION, START_NAMES,
     START_UPDATE,
 };
-use crate::clock::now_ms;
+
 use crate::metrics::Operation;
 use crate::record::{Item, Ledger, n, s};
 use crate::store::DynamoDbStore;
@@ -35,7 +36,7 @@ impl DynamoDbStore {
                     .update_expression(START_UPDATE)
                     .set_expression_attribute_names(Some(Self::names(START_NAMES)))
                     .expression_attribute_values(":token", s(lease.token.to_hex()))
-                    .expression_attribute_values(":now", n(now_ms()))
+                    .expression_attribute_values(":now", n(host_epoch_ms()))
                     .expression_attribute_values(":one", n(1))
                     .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .customize()

@@ -1,6 +1,7 @@
 //! Consistent reads of lease items: one `GetItem`, or `BatchGetItem` over a group's slots, and
 //! the live holders `state` reports from them.
 
+use leasehold::store::host_epoch_ms;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use leasehold::{Holder, LockName, store::StoreError};
 
 use super::expressions::LOCK_NAME;
 use crate::classify::classify;
-use crate::clock::{ms, now_ms};
+use crate::clock::ms;
 use crate::metrics::Operation;
 use crate::record::{Attributes, Item, s};
 use crate::store::DynamoDbStore;
@@ -136,7 +137,7 @@ impl DynamoDbStore {
         lock: &LockName,
         slots: u32,
     ) -> StoreResult<Vec<Holder>> {
-        let now = now_ms();
+        let now = host_epoch_ms();
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         Ok(self
             .read_slots(lock, slots)

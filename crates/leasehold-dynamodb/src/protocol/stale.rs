@@ -9,6 +9,7 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, Select};
 use leasehold::store::StoreError;
+use leasehold::store::host_epoch_ms;
 use leasehold::store::{InvalidOption, StoreResult};
 
 use super::expressions::{
@@ -16,7 +17,7 @@ use super::expressions::{
     STALE_NAMES,
 };
 use crate::classify::classify;
-use crate::clock::{ms, now_ms};
+use crate::clock::ms;
 use crate::keys::KeyScope;
 use crate::metrics::Operation;
 use crate::record::{Attributes, n};
@@ -169,7 +170,7 @@ impl DynamoDbStore {
     /// ```
     pub async fn stale_items_within(&self, max_pages: u32) -> StoreResult<StaleCount> {
         check_pages(max_pages)?;
-        let now = now_ms();
+        let now = host_epoch_ms();
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         let scope = KeyScope::new(&self.options.key_prefix);
         let expired = Counting {

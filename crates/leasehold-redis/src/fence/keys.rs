@@ -15,7 +15,7 @@ use super::reply::{Outcome, outcome, read_fence};
 use super::slot::fence_key;
 use crate::link::Link;
 use crate::options::{RedisOptions, RedisOptionsError};
-use crate::reply::ms_ceil;
+use leasehold::store::ceil_millis;
 
 /// Fenced writes to an application's own Redis keys, by the one rule of
 /// [`Admission`](leasehold::fence::Admission) (the key is the resource).
@@ -244,7 +244,7 @@ impl FencedWriter<'_> {
                 ));
             }
             args.push(b"PX".to_vec());
-            args.push(ms_ceil(expiry).to_string().into_bytes());
+            args.push(ceil_millis(expiry).to_string().into_bytes());
         }
         self.run(key, "SET", args).await
     }

@@ -6,7 +6,9 @@ use std::time::Duration;
 use leasehold::Lease;
 use leasehold::store::{Extension, HandOff, Release, ReleasedTo, StoreResult, WaiterId};
 
-use crate::record::{ms_at_least_1, ms_ceil, time};
+use leasehold::store::{ceil_millis, time_at_ms};
+
+use crate::record::ms_at_least_1;
 use crate::store::RedisStore;
 
 /// ARGV: slot, token, ttl ms, retention ms. Returns the new expiry, or nil when not held.
@@ -99,7 +101,7 @@ impl RedisStore {
         let expires: Option<u64> = self.link().invoke(&call).await?;
         Ok(match expires {
             Some(e) => Extension::Extended {
-                expires_at: time(e),
+                expires_at: time_at_ms(e),
             },
             None => Extension::NotHeld,
         })
@@ -122,7 +124,7 @@ impl RedisStore {
         };
         call.arg(lease.slot)
             .arg(lease.token.to_hex())
-            .arg(ms_ceil(linger))
+            .arg(ceil_millis(linger))
             .arg(self.channel())
             .arg(lease.lock.as_str())
             .arg(mode)
