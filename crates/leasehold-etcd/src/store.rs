@@ -262,6 +262,7 @@ impl EtcdStore {
 impl LeaseStore for EtcdStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
+        req.check_owner()?;
         if let Some(period) = req.period {
             return protocol::acquire_period(&self.link, &self.keys, req, period).await;
         }

@@ -251,6 +251,7 @@ impl NatsStore {
 impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
+        req.check_owner()?;
         if let Some(period) = req.period {
             return protocol::acquire_period(&self.link, &self.keys, &self.written, req, period)
                 .await;

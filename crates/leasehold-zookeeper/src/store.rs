@@ -223,6 +223,7 @@ impl ZooKeeperStore {
 impl LeaseStore for ZooKeeperStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
+        req.check_owner()?;
         self.check_ttl(req.ttl)?;
         if let Some(period) = req.period {
             return self.protocol.acquire_period(req, period).await;

@@ -166,28 +166,38 @@ impl AcquireRequest {
     }
 
     /// The checks every store runs first in `try_acquire`: the slot count against
-    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS), the owner with the node-id rule
-    /// ([`validate_node_id`](crate::options::validate_node_id)), and a period claim only with
-    /// one slot.
+    /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS), and a period claim only with one slot.
     ///
     /// # Errors
     ///
     /// A permanent [`StoreError`](crate::store::StoreError) carrying a
-    /// [`LimitError`](crate::limits::LimitError) (too many slots, an owner longer than
-    /// [`MAX_NODE_ID_LEN`](crate::limits::MAX_NODE_ID_LEN)) or a
-    /// [`PeriodError`](crate::error::PeriodError), or one saying the owner is blank or holds
-    /// control characters.
+    /// [`LimitError`](crate::limits::LimitError) or a [`PeriodError`](crate::error::PeriodError).
     pub fn check(&self) -> crate::error::StoreResult<u32> {
         let slots = crate::limits::check_slots(self.slots)?;
-        match crate::options::validate_node_id(&self.owner) {
-            Ok(()) => {}
-            Err(crate::error::OptionsError::Limit(limit)) => return Err(limit.into()),
-            Err(e) => return Err(crate::error::StoreError::permanent(e.to_string())),
-        }
         if self.period.is_some() {
             crate::store::period::check_period_slots(slots)?;
         }
         Ok(slots)
+    }
+
+    /// Checks the owner with the core's node-id rule
+    /// ([`validate_node_id`](crate::options::validate_node_id)): for a store that writes the
+    /// owner where a control character or an unbounded length would break its record (etcd,
+    /// NATS and ZooKeeper call it after [`check`](Self::check)). Stores that keep any owner as
+    /// given — another client's, not bound by this rule — do not.
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`StoreError`](crate::store::StoreError): one carrying a
+    /// [`LimitError`](crate::limits::LimitError) for an owner longer than
+    /// [`MAX_NODE_ID_LEN`](crate::limits::MAX_NODE_ID_LEN), else one saying the owner is blank
+    /// or holds control characters.
+    pub fn check_owner(&self) -> crate::error::StoreResult<()> {
+        match crate::options::validate_node_id(&self.owner) {
+            Ok(()) => Ok(()),
+            Err(crate::error::OptionsError::Limit(limit)) => Err(limit.into()),
+            Err(e) => Err(crate::error::StoreError::permanent(e.to_string())),
+        }
     }
 }
 
