@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use crate::factory::StoreFactory;
 use crate::names::unique_name;
 
-pub use leasehold::fence::{FencedSink, SinkError};
+pub use leasehold::fence::{FencedSink, SinkAnswer, SinkError};
 
 /// How [`run`] runs.
 #[derive(Debug, Clone)]
@@ -335,12 +335,7 @@ impl MemorySink {
 
 #[async_trait]
 impl FencedSink for MemorySink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let mut values = self.values();
         let admitted = self.unchecked || self.fences.admit_now(resource, ctx.fence()).is_admitted();
         if admitted {

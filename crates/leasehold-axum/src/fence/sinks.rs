@@ -9,7 +9,9 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Request, Response, StatusCode};
 use axum::routing::put;
 use leasehold::LeaderContext;
-use leasehold::fence::{FenceRegister, FencedSink, MemoryFences, ResourceName, SinkError};
+use leasehold::fence::{
+    FenceRegister, FencedSink, MemoryFences, ResourceName, SinkAnswer, SinkError,
+};
 use leasehold::store::async_trait;
 use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use tower::ServiceExt;
@@ -166,12 +168,7 @@ fn load(values: &Values, req: &Request<Body>) -> (StatusCode, String) {
 
 #[async_trait]
 impl FencedSink for HttpSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let req = Request::put(Self::path(resource))
             .fenced(ctx)
             .body(Body::from(value.to_string()))?;

@@ -10,7 +10,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use leasehold::LeaderContext;
-use leasehold::fence::{FenceRefusal, FencedSink, ResourceName, SinkError, sink_answer};
+use leasehold::fence::{
+    FenceRefusal, FencedSink, ResourceName, SinkAnswer, SinkError, sink_answer,
+};
 use leasehold::store::StoreResult;
 
 use super::{
@@ -130,12 +132,7 @@ fn accepted<O, E: ConditionalWriteError>(
 
 #[async_trait::async_trait]
 impl FencedSink for ConditionSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         self.send(resource, &FenceCondition::of(ctx), value).await
     }
 
@@ -174,12 +171,7 @@ impl TransactionSink {
 
 #[async_trait::async_trait]
 impl FencedSink for TransactionSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let transaction = self.store.fenced(ctx);
         let put = Put::builder()
             .table_name(&self.table)

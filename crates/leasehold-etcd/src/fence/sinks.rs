@@ -10,7 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use etcd_client::{Txn, TxnOp};
 use leasehold::LeaderContext;
-use leasehold::fence::{FenceRefusal, FencedSink, ResourceName, SinkError, sink_answer};
+use leasehold::fence::{
+    FenceRefusal, FencedSink, ResourceName, SinkAnswer, SinkError, sink_answer,
+};
 
 use super::{FencedPutError, FencedTxnError};
 use crate::store::EtcdStore;
@@ -86,12 +88,7 @@ impl FencedEtcdSink {
 
 #[async_trait]
 impl FencedSink for FencedEtcdSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let (key, value) = (self.key(resource), value.to_string());
         let fenced = self.store.fenced(ctx);
         if self.fenced_put {

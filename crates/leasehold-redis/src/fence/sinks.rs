@@ -4,7 +4,9 @@
 
 use async_trait::async_trait;
 use leasehold::LeaderContext;
-use leasehold::fence::{FenceRefusal, FencedSink, ResourceName, SinkError, sink_answer};
+use leasehold::fence::{
+    FenceRefusal, FencedSink, ResourceName, SinkAnswer, SinkError, sink_answer,
+};
 
 use super::{FencedKeys, FencedWriteError};
 
@@ -49,12 +51,7 @@ impl FencedSetSink {
 
 #[async_trait]
 impl FencedSink for FencedSetSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let key = self.key(resource);
         let written = self.keys.fenced(ctx).set(&key, value, None).await;
         sink_answer(written, FencedWriteError::is_stale)

@@ -30,7 +30,7 @@
 
 use async_trait::async_trait;
 use leasehold::LeaderContext;
-use leasehold::fence::{FencedSink, ResourceName, SinkError};
+use leasehold::fence::{FencedSink, ResourceName, SinkAnswer, SinkError};
 use sqlx::Executor;
 #[cfg(feature = "mysql")]
 use sqlx::MySql;
@@ -127,12 +127,7 @@ impl FenceTableSink {
 
 #[async_trait]
 impl FencedSink for FenceTableSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let (f, v) = (&self.fences, &self.values);
         match f.pool() {
             #[cfg(feature = "sqlite")]
@@ -189,12 +184,7 @@ impl LeaseTransactionSink {
 
 #[async_trait]
 impl FencedSink for LeaseTransactionSink {
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError> {
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer {
         let (s, v) = (&self.store, &self.values);
         match s.pool() {
             #[cfg(feature = "sqlite")]

@@ -33,4 +33,4 @@ pub use claim::{ClaimError, FENCE_HEADER, FenceClaim};
 pub use refusal::FenceRefusal;
 pub use register::{Admission, FenceRegister, MemoryFences, StaleFence, admits};
 pub use resource::{ResourceName, ResourceNameError};
-pub use sink::{FencedSink, SinkError, sink_answer};
+pub use sink::{FencedSink, SinkAnswer, SinkError, sink_answer};

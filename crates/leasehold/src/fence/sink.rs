@@ -8,6 +8,10 @@ use crate::fence::ResourceName;
 /// Any error of a [`FencedSink`] other than a refusal.
 pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
 
+/// A [`FencedSink`]'s answer to a write: `Ok(true)` accepted, `Ok(false)` refused as stale,
+/// `Err` anything else.
+pub type SinkAnswer = Result<bool, SinkError>;
+
 /// A resource that checks the writer's fence, seen through one small interface.
 ///
 /// Every store's fenced writes (`leasehold-sql`, `leasehold-redis`, `leasehold-dynamodb`,
@@ -21,14 +25,14 @@ pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
 /// error is never a refusal.
 ///
 /// ```
-/// use leasehold::fence::{FencedSink, ResourceName, SinkError};
+/// use leasehold::fence::{FencedSink, ResourceName, SinkAnswer, SinkError};
 /// use leasehold::LeaderContext;
 ///
 /// struct Nowhere;
 ///
 /// #[async_trait::async_trait]
 /// impl FencedSink for Nowhere {
-///     async fn write(&self, _: &ResourceName, _: &LeaderContext, _: u64) -> Result<bool, SinkError> {
+///     async fn write(&self, _: &ResourceName, _: &LeaderContext, _: u64) -> SinkAnswer {
 ///         Err("nowhere to write".into())
 ///     }
 ///     async fn read(&self, _: &ResourceName) -> Result<Option<u64>, SinkError> {
@@ -53,12 +57,7 @@ pub trait FencedSink: Send + Sync {
     ///
     /// An adapter's choice; the ones leasehold ships send one atomic request, so a dropped future
     /// either wrote under the fence or did not.
-    async fn write(
-        &self,
-        resource: &ResourceName,
-        ctx: &LeaderContext,
-        value: u64,
-    ) -> Result<bool, SinkError>;
+    async fn write(&self, resource: &ResourceName, ctx: &LeaderContext, value: u64) -> SinkAnswer;
 
     /// The value of the last accepted write to `resource` (`None` before the first).
     ///
@@ -95,7 +94,7 @@ pub trait FencedSink: Send + Sync {
 pub fn sink_answer<T, E: Into<SinkError>>(
     written: Result<T, E>,
     refused: impl FnOnce(&E) -> bool,
-) -> Result<bool, SinkError> {
+) -> SinkAnswer {
     match written {
         Ok(_) => Ok(true),
         Err(e) if refused(&e) => Ok(false),
