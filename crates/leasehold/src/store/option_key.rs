@@ -290,16 +290,13 @@ pub trait StoreOptions: Sized {
     ///
     /// # Errors
     ///
-    /// [`UrlError::BadValue`] naming the parameter and what is allowed.
+    /// [`UrlError::BadValue`] naming the parameter and what is allowed (or the store's
+    /// [`UrlError::InvalidOption`] from [`set`](Self::set)).
     fn with_query(mut self, query: &mut UrlOptions) -> Result<Self, UrlError> {
         for key in <Self::Key as OptionKey>::KEYS.iter().map(|(k, _, _)| *k) {
             for name in std::iter::once(key.name()).chain(key.aliases().iter().copied()) {
                 if let Some(value) = query.read(name, key.kind())? {
-                    self = self.set(key, value).map_err(|e| UrlError::BadValue {
-                        key: name.to_owned(),
-                        value: String::new(),
-                        expected: e.reason().to_owned(),
-                    })?;
+                    self = self.set(key, value)?;
                 }
             }
         }
