@@ -93,7 +93,7 @@ fn claim(slot: u32, fence: u64) -> FenceClaim {
 
 fn put_claim(path: &str, claim: &FenceClaim) -> Request<Body> {
     Request::put(path)
-        .fenced_by(claim)
+        .fenced_by_claim(claim)
         .body(Body::empty())
         .unwrap()
 }
@@ -482,7 +482,7 @@ async fn the_header_round_trips_the_leases_claim_without_its_token() {
 
     // `.fenced` replaces, never adds: a request carries one claim.
     let req = Request::put("/orders/1")
-        .fenced_by(&claim(0, 1))
+        .fenced_by_claim(&claim(0, 1))
         .fenced(&guard)
         .body(())
         .unwrap();

@@ -95,7 +95,7 @@ async fn a_fenced_txn_applies_while_held_and_is_refused_after_a_forced_release()
     let claim = FenceClaim::of(&successor);
     successor.release().await.unwrap();
     let err = store
-        .fenced_by(&claim)
+        .fenced_by_claim(&claim)
         .txn(put(&key, "after release"))
         .await
         .unwrap_err();
@@ -126,9 +126,17 @@ async fn the_applications_own_comparisons_decide_its_branch() {
             .and_then([TxnOp::put(key.as_str(), "first", None)])
             .or_else([TxnOp::get(key.as_str(), None)])
     };
-    let first = store.fenced_by(&claim).txn(create_once()).await.unwrap();
+    let first = store
+        .fenced_by_claim(&claim)
+        .txn(create_once())
+        .await
+        .unwrap();
     assert!(first.txn.succeeded());
-    let second = store.fenced_by(&claim).txn(create_once()).await.unwrap();
+    let second = store
+        .fenced_by_claim(&claim)
+        .txn(create_once())
+        .await
+        .unwrap();
     assert!(
         !second.txn.succeeded(),
         "the key exists: the failure branch ran"
@@ -147,7 +155,7 @@ async fn a_fence_no_revision_can_have_is_refused_without_a_request() {
     let store = EtcdStore::connect_lazy("etcd://127.0.0.1:1", common::options()).unwrap();
     let claim = FenceClaim::new(unique_name("huge"), 0, u64::MAX);
     let err = store
-        .fenced_by(&claim)
+        .fenced_by_claim(&claim)
         .txn(put("k", "v"))
         .await
         .unwrap_err();
@@ -162,12 +170,16 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
     let store = store(&endpoints);
     let key = data_key("put");
     assert_eq!(
-        store.fenced_by(&fence(10)).put(&key, "ten").await.unwrap(),
+        store
+            .fenced_by_claim(&fence(10))
+            .put(&key, "ten")
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
         store
-            .fenced_by(&fence(10))
+            .fenced_by_claim(&fence(10))
             .put(&key, "ten again")
             .await
             .unwrap(),
@@ -175,7 +187,7 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
         "an equal fence is the same holder"
     );
     let err = store
-        .fenced_by(&fence(9))
+        .fenced_by_claim(&fence(9))
         .put(&key, "nine")
         .await
         .unwrap_err();
@@ -187,7 +199,7 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
     assert_eq!(value(&store, &key).await.as_deref(), Some("ten again"));
     assert_eq!(
         store
-            .fenced_by(&fence(11))
+            .fenced_by_claim(&fence(11))
             .put(&key, "eleven")
             .await
             .unwrap(),
@@ -200,10 +212,14 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
 
     // Exact over the whole u64 range.
     let big = (1u64 << 53) + 1;
-    store.fenced_by(&fence(big)).put(&key, "big").await.unwrap();
+    store
+        .fenced_by_claim(&fence(big))
+        .put(&key, "big")
+        .await
+        .unwrap();
     assert!(
         store
-            .fenced_by(&fence(big - 1))
+            .fenced_by_claim(&fence(big - 1))
             .put(&key, "x")
             .await
             .unwrap_err()
@@ -211,13 +227,13 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
             .is_some()
     );
     store
-        .fenced_by(&fence(u64::MAX))
+        .fenced_by_claim(&fence(u64::MAX))
         .put(&key, "max")
         .await
         .unwrap();
     assert!(
         store
-            .fenced_by(&fence(u64::MAX - 1))
+            .fenced_by_claim(&fence(u64::MAX - 1))
             .put(&key, "x")
             .await
             .unwrap_err()
@@ -227,7 +243,11 @@ async fn a_fenced_put_refuses_a_lower_fence_and_accepts_an_equal_one() {
     assert_eq!(value(&store, &key).await.as_deref(), Some("max"));
 
     for bad in ["", "a\nb"] {
-        let err = store.fenced_by(&fence(1)).put(bad, "v").await.unwrap_err();
+        let err = store
+            .fenced_by_claim(&fence(1))
+            .put(bad, "v")
+            .await
+            .unwrap_err();
         assert!(matches!(err, FencedPutError::Key(_)), "{bad:?}: {err}");
     }
 }
@@ -242,7 +262,11 @@ async fn fence_keys_never_meet_a_locks_keys() {
     let lock = unique_name("beside");
     // The application's key has the shape of the lock's slot key, relative to the fence area.
     let key = format!("{lock}/0");
-    store.fenced_by(&fence(3)).put(&key, "v").await.unwrap();
+    store
+        .fenced_by_claim(&fence(3))
+        .put(&key, "v")
+        .await
+        .unwrap();
     assert!(store.fence_key(&key).contains("/.fences/"));
     let state = store.state(&lock, 1).await.unwrap();
     assert!(state.holders.is_empty(), "{state:?}");

@@ -64,12 +64,12 @@ async fn admission_follows_the_rule<DB: Database>(url: String) {
     // The wrong database type is refused before anything is sent.
     let wrong = if DB::NAME == "PostgreSQL" {
         fences
-            .fenced_by_number::<sqlx::Sqlite>(&r, 13)
+            .fenced_by_fence::<sqlx::Sqlite>(&r, 13)
             .await
             .map(|_| ())
     } else {
         fences
-            .fenced_by_number::<sqlx::Postgres>(&r, 13)
+            .fenced_by_fence::<sqlx::Postgres>(&r, 13)
             .await
             .map(|_| ())
     };
@@ -91,7 +91,7 @@ where
     let name = r.as_str();
 
     let mut w = fences
-        .fenced_by_number::<DB>(&r, 7)
+        .fenced_by_fence::<DB>(&r, 7)
         .await
         .expect("first write");
     assert_eq!((w.fence(), w.previous()), (7, None));
@@ -100,19 +100,19 @@ where
     assert_eq!(value(store.pool(), name).await, Some(7));
 
     // Not committed: neither the value nor the fence is kept.
-    let mut w = fences.fenced_by_number::<DB>(&r, 9).await.unwrap();
+    let mut w = fences.fenced_by_fence::<DB>(&r, 9).await.unwrap();
     put::<DB>(&mut w, name, 9).await.unwrap();
     drop(w);
     assert_eq!(value(store.pool(), name).await, Some(7));
     assert_eq!(fences.highest(&r).await.unwrap(), Some(7));
 
-    let mut w = fences.fenced_by_number::<DB>(&r, 8).await.unwrap();
+    let mut w = fences.fenced_by_fence::<DB>(&r, 8).await.unwrap();
     assert_eq!(w.previous(), Some(7));
     put::<DB>(&mut w, name, 8).await.unwrap();
     w.commit().await.unwrap();
 
     let stale = fences
-        .fenced_by_number::<DB>(&r, 6)
+        .fenced_by_fence::<DB>(&r, 6)
         .await
         .expect_err("6 after 8");
     let FenceError::Stale(s) = &stale else {
@@ -163,7 +163,7 @@ async fn fences_beyond_bigint_are_refused<DB: Database>(url: String) {
     let fences = SqlFences::new(&store(&url).await);
     let r = resource("bigint");
     let e = fences
-        .fenced_by_number::<DB>(&r, MAX_SQL_FENCE + 1)
+        .fenced_by_fence::<DB>(&r, MAX_SQL_FENCE + 1)
         .await
         .unwrap_err();
     assert!(
@@ -223,12 +223,12 @@ where
         let (lo, hi) = (round * 2 + 1, round * 2 + 2);
         let (l, h) = tokio::join!(
             async {
-                let mut w = low.fenced_by_number::<DB>(&r, lo).await?;
+                let mut w = low.fenced_by_fence::<DB>(&r, lo).await?;
                 put::<DB>(&mut w, name, lo as i64).await.map_err(db_error)?;
                 w.commit().await
             },
             async {
-                let mut w = high.fenced_by_number::<DB>(&r, hi).await?;
+                let mut w = high.fenced_by_fence::<DB>(&r, hi).await?;
                 put::<DB>(&mut w, name, hi as i64).await.map_err(db_error)?;
                 w.commit().await
             }
@@ -268,8 +268,8 @@ async fn a_lower_writer_waits_for_the_higher_commit<DB: Database>(url: String) {
         "the row exists"
     );
 
-    let open = first.fenced_by_number::<DB>(&r, 10).await.unwrap();
-    let mut lower = Box::pin(second.fenced_by_number::<DB>(&r, 5));
+    let open = first.fenced_by_fence::<DB>(&r, 10).await.unwrap();
+    let mut lower = Box::pin(second.fenced_by_fence::<DB>(&r, 5));
     let waited = tokio::time::timeout(Duration::from_millis(300), &mut lower).await;
     assert!(
         waited.is_err(),
@@ -284,8 +284,8 @@ async fn a_lower_writer_waits_for_the_higher_commit<DB: Database>(url: String) {
         "{e:?}"
     );
 
-    let open = first.fenced_by_number::<DB>(&r, 10).await.unwrap();
-    let mut higher = Box::pin(second.fenced_by_number::<DB>(&r, 11));
+    let open = first.fenced_by_fence::<DB>(&r, 10).await.unwrap();
+    let mut higher = Box::pin(second.fenced_by_fence::<DB>(&r, 11));
     let waited = tokio::time::timeout(Duration::from_millis(300), &mut higher).await;
     assert!(waited.is_err(), "the higher writer waits too");
     open.rollback().await.unwrap();

@@ -81,22 +81,22 @@ pub trait FencedRequest: Sized {
     /// Sets the header to the claim of the lease of `ctx` (see [`fence_header`]): the entry of
     /// every fenced request.
     fn fenced(self, ctx: &LeaderContext) -> Self {
-        self.fenced_by(&FenceClaim::of(ctx))
+        self.fenced_by_claim(&FenceClaim::of(ctx))
     }
 
     /// Sets the header to `claim`, given by hand rather than by a holder's context (see
     /// [`claim_header`]).
-    fn fenced_by(self, claim: &FenceClaim) -> Self;
+    fn fenced_by_claim(self, claim: &FenceClaim) -> Self;
 
     /// Sets the header to `claim`.
-    #[deprecated(note = "use `FencedRequest::fenced_by(claim)`")]
+    #[deprecated(note = "use `FencedRequest::fenced_by_claim(claim)`")]
     fn fence_claim(self, claim: &FenceClaim) -> Self {
-        self.fenced_by(claim)
+        self.fenced_by_claim(claim)
     }
 }
 
 impl FencedRequest for request::Builder {
-    fn fenced_by(mut self, claim: &FenceClaim) -> Self {
+    fn fenced_by_claim(mut self, claim: &FenceClaim) -> Self {
         // `insert`, not `header` (which appends): a second claim would make the request
         // malformed (the layer refuses a request with two claims).
         if let Some(headers) = self.headers_mut() {

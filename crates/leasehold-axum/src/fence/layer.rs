@@ -65,7 +65,7 @@ type ResourceFn =
 ///     .route_layer(FenceLayer::default().resource(|parts, _claim| parts.uri.path().to_owned()));
 ///
 /// let claim = |fence| FenceClaim::new(LockName::new("orders").unwrap(), 0, fence);
-/// let put = |fence| Request::put("/orders/42").fenced_by(&claim(fence)).body(Body::empty());
+/// let put = |fence| Request::put("/orders/42").fenced_by_claim(&claim(fence)).body(Body::empty());
 /// assert_eq!(app.clone().oneshot(put(7)?).await?.status(), StatusCode::OK);
 /// assert_eq!(app.clone().oneshot(put(6)?).await?.status(), StatusCode::CONFLICT);
 /// let unfenced = Request::put("/orders/42").body(Body::empty())?;

@@ -2,7 +2,7 @@
 //! while their fence is the highest.
 //!
 //! Every fenced write starts from the holder's context: [`EtcdStore::fenced`](crate::EtcdStore::fenced)
-//! gives a [`FencedWriter`] ([`EtcdStore::fenced_by`](crate::EtcdStore::fenced_by) for a claim
+//! gives a [`FencedWriter`] ([`EtcdStore::fenced_by_claim`](crate::EtcdStore::fenced_by_claim) for a claim
 //! given by hand), with two writes:
 //!
 //! * [`FencedWriter::txn`]: the application's transaction, nested in one etcd transaction

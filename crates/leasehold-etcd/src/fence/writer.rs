@@ -9,7 +9,7 @@ use super::txn::FencedTxnResponse;
 use crate::store::EtcdStore;
 
 /// Writes to etcd under one holder's fence: from [`EtcdStore::fenced`] (the holder's context) or
-/// [`EtcdStore::fenced_by`] (a claim given by hand). It is a snapshot of the claim (lock, slot,
+/// [`EtcdStore::fenced_by_claim`] (a claim given by hand). It is a snapshot of the claim (lock, slot,
 /// fence), cheap to keep for the holder's whole run.
 ///
 /// * [`txn`](Self::txn): the application's transaction, applied only while the lease's slot key
@@ -45,7 +45,7 @@ impl EtcdStore {
     /// For [`FencedWriter::txn`] the lease must be one of this store (or of a store with the same
     /// endpoints and prefix); [`FencedWriter::put`] takes a lease of any store.
     pub fn fenced(&self, ctx: &LeaderContext) -> FencedWriter<'_> {
-        self.fenced_by(&FenceClaim::of(ctx))
+        self.fenced_by_claim(&FenceClaim::of(ctx))
     }
 
     /// Writes under `claim`, given by hand rather than by a holder's context, such as a claim a
@@ -58,10 +58,10 @@ impl EtcdStore {
     ///
     /// let claim: FenceClaim = "lock=nightly-report; slot=0; fence=7412".parse()?;
     /// let put = TxnOp::put("reports/latest", "2024-06-01.csv", None);
-    /// store.fenced_by(&claim).txn(Txn::new().and_then([put])).await?;
+    /// store.fenced_by_claim(&claim).txn(Txn::new().and_then([put])).await?;
     /// # Ok(()) }
     /// ```
-    pub fn fenced_by(&self, claim: &FenceClaim) -> FencedWriter<'_> {
+    pub fn fenced_by_claim(&self, claim: &FenceClaim) -> FencedWriter<'_> {
         FencedWriter {
             store: self,
             claim: claim.clone(),
@@ -95,13 +95,13 @@ impl EtcdStore {
     /// # Cancel safety
     ///
     /// As [`FencedWriter::txn`].
-    #[deprecated(note = "use `store.fenced_by(claim).txn(txn)`")]
+    #[deprecated(note = "use `store.fenced_by_claim(claim).txn(txn)`")]
     pub async fn fenced_txn_as(
         &self,
         claim: &FenceClaim,
         txn: Txn,
     ) -> Result<FencedTxnResponse, FencedTxnError> {
-        self.fenced_by(claim).txn(txn).await
+        self.fenced_by_claim(claim).txn(txn).await
     }
 
     /// Puts `value` in `key` only if no higher fence than `fence` put it before.

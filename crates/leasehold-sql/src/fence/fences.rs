@@ -203,7 +203,7 @@ impl SqlFences {
         ctx: &LeaderContext,
         resource: &ResourceName,
     ) -> Result<FencedWrite<DB>, FenceError> {
-        self.fenced_by_number(resource, ctx.fence()).await
+        self.fenced_by_fence(resource, ctx.fence()).await
     }
 
     /// [`fenced`](Self::fenced) under a fence number rather than a holder's lease: for a fence
@@ -216,7 +216,7 @@ impl SqlFences {
     /// # Cancel safety
     ///
     /// As [`fenced`](Self::fenced).
-    pub async fn fenced_by_number<DB: Database>(
+    pub async fn fenced_by_fence<DB: Database>(
         &self,
         resource: &ResourceName,
         fence: u64,
@@ -230,22 +230,22 @@ impl SqlFences {
         Ok(FencedWrite::new(tx, resource.clone(), fence, previous))
     }
 
-    /// The former name of [`fenced_by_number`](Self::fenced_by_number).
+    /// The former name of [`fenced_by_fence`](Self::fenced_by_fence).
     ///
     /// # Errors
     ///
-    /// As [`fenced_by_number`](Self::fenced_by_number).
+    /// As [`fenced_by_fence`](Self::fenced_by_fence).
     ///
     /// # Cancel safety
     ///
-    /// As [`fenced_by_number`](Self::fenced_by_number).
-    #[deprecated(note = "use `SqlFences::fenced(&ctx, &resource)`, or `fenced_by_number`")]
+    /// As [`fenced_by_fence`](Self::fenced_by_fence).
+    #[deprecated(note = "use `SqlFences::fenced(&ctx, &resource)`, or `fenced_by_fence`")]
     pub async fn begin<DB: Database>(
         &self,
         resource: &ResourceName,
         fence: u64,
     ) -> Result<FencedWrite<DB>, FenceError> {
-        self.fenced_by_number(resource, fence).await
+        self.fenced_by_fence(resource, fence).await
     }
 
     /// The former name of [`fenced`](Self::fenced).

@@ -8,7 +8,7 @@
 //!   database that commits only while the lease is held ([`LeaseTransaction`]).
 //! * [`SqlFences::fenced(&ctx, &resource)`](SqlFences::fenced): a transaction under the
 //!   holder's fence in the fence table (`leasehold_fences`) ([`FencedWrite`]);
-//!   [`fenced_by_number`](SqlFences::fenced_by_number) takes a fence number instead. The same
+//!   [`fenced_by_fence`](SqlFences::fenced_by_fence) takes a fence number instead. The same
 //!   table is the store-backed [`FenceRegister`](leasehold::fence::FenceRegister), and
 //!   [`SqlFences::protect_column`] puts its trigger on a fence column of your own table.
 //! * [`FenceError`]: why a write was refused; [`is_stale_fence_error`] recognizes a guard
