@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::cleanup::Cleanup;
 use crate::events::Events;
+use crate::hold::heartbeat::Heartbeat;
 use crate::hold::held::HeldLeases;
 use crate::metrics::MetricsCache;
 use crate::store::contract::LeaseStore;
@@ -23,6 +24,8 @@ pub(crate) struct ElectorShared {
     pub(crate) cleanup: Cleanup,
     /// The leases held now.
     pub(crate) held: HeldLeases,
+    /// When and how the held leases renew: together, on one beat, where the store can.
+    pub(crate) heartbeat: Heartbeat,
 }
 
 impl ElectorShared {
@@ -31,6 +34,7 @@ impl ElectorShared {
         Self {
             store_label: store.describe().into(),
             turns: Arc::new(Turns::new(store.hands_off())),
+            heartbeat: Heartbeat::new(Arc::clone(&store)),
             store,
             events: Events::default(),
             metrics: MetricsCache::default(),

@@ -33,7 +33,8 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 pub(crate) async fn run(cell: Arc<LeaseCell>) {
     let period = renewal_period(cell.ttl);
     let retry = (period / 4).max(Duration::from_millis(5));
-    let mut next = deadline_after(Instant::now(), period);
+    let heartbeat = &cell.shared.heartbeat;
+    let mut next = heartbeat.next_renewal(Instant::now(), period);
     let mut failing = false;
     loop {
         if cell.stopping.load(Ordering::Acquire) {
@@ -54,7 +55,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         let full = deadline_after(now, cell.ttl - safety_margin(cell.ttl));
         if cell.deadline() > full {
             // A manual extension reaches further than a renewal would: keep it.
-            next = deadline_after(now, period);
+            next = heartbeat.next_renewal(now, period);
             continue;
         }
         let lease = cell.lease();
@@ -62,11 +63,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
         let sent_offset = suspend::offset();
         let slow_at = deadline_after(now, period);
         let span = spans::renew(&lease, &cell.shared.store_label);
-        let extend = cell
-            .shared
-            .store
-            .extend(&lease, cell.ttl)
-            .instrument(span.clone());
+        let extend = heartbeat.extend(&lease, cell.ttl).instrument(span.clone());
         tokio::pin!(extend);
         let outcome = loop {
             tokio::select! {
@@ -93,7 +90,7 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
                     failing = false;
                 }
                 cell.extended(now, sent_offset, cell.ttl, expires_at);
-                next = deadline_after(Instant::now(), period);
+                next = heartbeat.next_renewal(Instant::now(), period);
             }
             Ok(Extension::NotHeld) => {
                 cell.mark_lost(LostReason::NotHeld);

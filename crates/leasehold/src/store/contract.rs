@@ -104,6 +104,38 @@ pub trait LeaseStore: Send + Sync + 'static {
         Ok(ReleasedTo::plain(self.release(lease, linger).await?))
     }
 
+    /// Extends many live leases at once: the answer for each entry `(lease, ttl)`, in the order
+    /// given, exactly as [`extend`](Self::extend) would answer it alone (each entry is judged by
+    /// itself: one lease lost does not fail the others). The default calls `extend` for every
+    /// entry, concurrently. A store that [renews in batches](Self::renews_in_batches) overrides
+    /// it with as few requests as its primitives allow (one statement, one script, one session
+    /// keep-alive), so that renewing every lease a process holds costs one heartbeat instead of
+    /// one request per lease. An entry may repeat a lease; each repetition gets its own answer.
+    ///
+    /// A request that fails as a whole (the connection, a timeout) is that error for every
+    /// entry it carried.
+    ///
+    /// # Errors
+    ///
+    /// Per entry, as [`extend`](Self::extend).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`extend`](Self::extend): dropped before the answer, some of the leases may have been
+    /// extended and the others not; each is still held until its old or its new expiry.
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        futures::future::join_all(leases.iter().map(|(lease, ttl)| self.extend(lease, *ttl))).await
+    }
+
+    /// True if [`extend_many`](Self::extend_many) renews many leases in fewer requests than one
+    /// per lease (the default: false). The core then renews all of an elector's leases on this
+    /// store together, on one beat: one heartbeat per period, however many leases it holds.
+    /// On other stores each lease renews on its own schedule, spreading the requests over the
+    /// period. Wrappers forward their inner store's.
+    fn renews_in_batches(&self) -> bool {
+        false
+    }
+
     /// True if this store keeps a line of waiting electors per single-slot lock and honours
     /// [`HandOff`] in [`release_to`](Self::release_to) (the default: false). The core then
     /// takes turns between processes by hand-off instead of by waiting out a head start.

@@ -134,6 +134,30 @@ impl MemoryStore {
         self.epoch.1 + at.saturating_duration_since(self.epoch.0)
     }
 
+    /// Extends `lease` to `ttl` from `now` if its token holds the slot live.
+    fn extend_row(
+        &self,
+        locks: &mut HashMap<LockName, Vec<Row>, foldhash::fast::RandomState>,
+        lease: &Lease,
+        ttl: Duration,
+        now: Instant,
+    ) -> Extension {
+        let held = locks
+            .get_mut(&lease.lock)
+            .and_then(|rows| rows.get_mut(slot_index(lease.slot)))
+            .and_then(|row| row.holder.as_mut())
+            .filter(|h| h.token == lease.token && h.live(now));
+        match held {
+            Some(held) => {
+                held.expires_at = deadline_after(now, ttl);
+                Extension::Extended {
+                    expires_at: self.wall(held.expires_at),
+                }
+            }
+            None => Extension::NotHeld,
+        }
+    }
+
     fn with_rows<T>(
         &self,
         f: impl FnOnce(&mut HashMap<LockName, Vec<Row>, foldhash::fast::RandomState>) -> T,
@@ -358,22 +382,22 @@ impl LeaseStore for MemoryStore {
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
         let now = Instant::now();
-        let extended = self.with_rows(|locks| {
-            let held = locks
-                .get_mut(&lease.lock)?
-                .get_mut(slot_index(lease.slot))?
-                .holder
-                .as_mut()
-                .filter(|h| h.token == lease.token && h.live(now))?;
-            held.expires_at = deadline_after(now, ttl);
-            Some(held.expires_at)
-        });
-        Ok(match extended {
-            Some(at) => Extension::Extended {
-                expires_at: self.wall(at),
-            },
-            None => Extension::NotHeld,
+        Ok(self.with_rows(|locks| self.extend_row(locks, lease, ttl, now)))
+    }
+
+    /// Every entry under one lock of the map: the memory store's one request.
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        let now = Instant::now();
+        self.with_rows(|locks| {
+            leases
+                .iter()
+                .map(|(lease, ttl)| Ok(self.extend_row(locks, lease, *ttl, now)))
+                .collect()
         })
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {

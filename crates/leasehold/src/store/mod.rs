@@ -13,6 +13,7 @@
 //! assert_eq!(StoreError::transient("timed out").kind(), ErrorKind::Transient);
 //! ```
 
+pub(crate) mod batch;
 pub(crate) mod contract;
 pub(crate) mod hand_off;
 pub(crate) mod lease;
@@ -39,6 +40,7 @@ pub use crate::limits::{
     check_duration, check_slots, deadline_after,
 };
 pub use crate::name::LockName;
+pub use batch::answer_each;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
 pub use lease::{

@@ -147,6 +147,18 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         self.inner.hands_off()
     }
 
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        let answers = self.inner.extend_many(leases).await;
+        for ((lease, ttl), answer) in leases.iter().zip(&answers) {
+            self.observer.extended(lease, *ttl, answer);
+        }
+        answers
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        self.inner.renews_in_batches()
+    }
+
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.inner.state(lock, slots).await
     }
