@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasehold::store::{
     AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
-    ReleaseSignal, ReleasedTo, StoreResult, check_slots,
+    ReleaseSignal, ReleasedTo, StoreResult, answer_each, check_slots,
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
@@ -291,7 +291,17 @@ impl LeaseStore for RedisStore {
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.extend_lease(lease, ttl).await
+        let mut answers = self.extend_leases(&[(lease.clone(), ttl)]).await?;
+        Ok(answers.pop().unwrap_or(Extension::NotHeld))
+    }
+
+    /// One script for every lease (see [`ScriptKind::Extend`](crate::ScriptKind::Extend)).
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        answer_each(self.extend_leases(leases).await, leases.len())
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {

@@ -8,7 +8,7 @@
 //! | operation | request | atomic because |
 //! |---|---|---|
 //! | acquire | [`ScriptKind::Acquire`]: one slot without a period on a plain hash, `HMGET` of slot 0's fields; else `HGETALL`; then `HSET` of the slot (and of the ledger with a period), `PEXPIRE`; a refusal `HSETNX w` (or `HSET` of the waiter's `q<w>`) | one script |
-//! | extend | [`ScriptKind::Extend`]: `HMGET t<s> e<s>`, `HSET e<s>`, `PEXPIRE` | one script |
+//! | extend (one lease, or every lease the process renews on a beat) | [`ScriptKind::Extend`]: per lease `HMGET t<s> e<s>`, `HSET e<s>`, `PEXPIRE` | one script |
 //! | release | [`ScriptKind::Release`]: `HMGET t<s> e<s> w`, `HDEL` of the slot's holder fields (with a linger only `HSET e<s>`; with a hand-off `HSET n nu`, the longest waiter found by `HGETALL`), `PUBLISH <prefix>:released <lock>` when `w` is set | one script |
 //! | start a period | [`ScriptKind::StartPeriod`]: `HMGET t0 e0 lt`, `HSET ls lr` | one script |
 //! | period record | `HMGET lp lf lu la lb ls lt lr` | one read |

@@ -11,16 +11,24 @@ use leasehold::store::{ceil_millis, time_at_ms};
 use crate::record::ms_at_least_1;
 use crate::store::RedisStore;
 
-/// ARGV: slot, token, ttl ms, retention ms. Returns the new expiry, or nil when not held.
+/// KEYS: the hash of each lease; ARGV: retention ms, then slot, token and ttl ms for each key in
+/// turn. Returns the new expiry of each lease, or 0 where it is not held (a key may repeat).
 pub(super) const EXTEND: &str = r"
-local key, s, token = KEYS[1], ARGV[1], ARGV[2]
-local ttl, retention = tonumber(ARGV[3]), tonumber(ARGV[4])
-local h = redis.call('HMGET', key, 't' .. s, 'e' .. s)
-if h[1] ~= token or (tonumber(h[2]) or 0) <= now then return false end
-local expires = now + ttl
-redis.call('HSET', key, 'e' .. s, int(expires))
-if redis.call('PTTL', key) < ttl + retention then redis.call('PEXPIRE', key, int(ttl + retention)) end
-return expires
+local retention = tonumber(ARGV[1])
+local out = {}
+for i, key in ipairs(KEYS) do
+  local s, token, ttl = ARGV[3 * i - 1], ARGV[3 * i], tonumber(ARGV[3 * i + 1])
+  local h = redis.call('HMGET', key, 't' .. s, 'e' .. s)
+  if h[1] ~= token or (tonumber(h[2]) or 0) <= now then
+    out[i] = 0
+  else
+    local expires = now + ttl
+    redis.call('HSET', key, 'e' .. s, int(expires))
+    if redis.call('PTTL', key) < ttl + retention then redis.call('PEXPIRE', key, int(ttl + retention)) end
+    out[i] = expires
+  end
+end
+return out
 ";
 
 /// ARGV: slot, token, linger ms, channel, lock name, hand-off (`''` anyone, `k` keep for the
@@ -86,25 +94,33 @@ end
 ";
 
 impl RedisStore {
-    /// One extend script: the lease ends `ttl` after the server's now, if `lease` is still held.
-    pub(crate) async fn extend_lease(
+    /// One extend script for every entry: each lease ends its `ttl` after the server's now, if
+    /// it is still held (one `EVALSHA`, however many leases).
+    pub(crate) async fn extend_leases(
         &self,
-        lease: &Lease,
-        ttl: Duration,
-    ) -> StoreResult<Extension> {
-        let key = self.key(&lease.lock);
-        let mut call = self.scripts().extend().key(&key);
-        call.arg(lease.slot)
-            .arg(lease.token.to_hex())
-            .arg(ms_at_least_1(ttl))
-            .arg(self.retention_ms());
-        let expires: Option<u64> = self.link().invoke(&call).await?;
-        Ok(match expires {
-            Some(e) => Extension::Extended {
-                expires_at: time_at_ms(e),
-            },
-            None => Extension::NotHeld,
-        })
+        leases: &[(Lease, Duration)],
+    ) -> StoreResult<Vec<Extension>> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut call = self.scripts().extend().prepare_invoke();
+        call.arg(self.retention_ms());
+        for (lease, ttl) in leases {
+            call.key(self.key(&lease.lock))
+                .arg(lease.slot)
+                .arg(lease.token.to_hex())
+                .arg(ms_at_least_1(*ttl));
+        }
+        let expires: Vec<u64> = self.link().invoke(&call).await?;
+        Ok(expires
+            .into_iter()
+            .map(|e| match e {
+                0 => Extension::NotHeld,
+                e => Extension::Extended {
+                    expires_at: time_at_ms(e),
+                },
+            })
+            .collect())
     }
 
     /// One release script: frees `lease` (or shortens it to `linger`), keeping the lock for the

@@ -50,8 +50,8 @@ end
 ";
 
 /// The seven scripts a [`RedisStore`](crate::RedisStore) runs, each with `KEYS[1]` = the lock's
-/// hash ([`RedisStore::key`](crate::RedisStore::key)). They are sent with `EVALSHA` and loaded
-/// on `NOSCRIPT` (after a server restart or `SCRIPT FLUSH`) by [`redis::Script`].
+/// hash ([`RedisStore::key`](crate::RedisStore::key)); the extend script takes one such key per
+/// lease it renews. They are sent with `EVALSHA` and loaded on `NOSCRIPT` (after a server restart or `SCRIPT FLUSH`) by [`redis::Script`].
 ///
 /// Exposed so benchmarks and operators can issue exactly what the store issues.
 ///
@@ -82,7 +82,9 @@ pub enum ScriptKind {
     /// ARGV: token, owner, ttl ms, slots, retention ms, period length ms, period offset ms,
     /// waiting elector → `{slot, fence, acquired ms, expires ms, ''}` or nil.
     Acquire,
-    /// ARGV: slot, token, ttl ms, retention ms → new expiry ms, or nil when not held.
+    /// KEYS: one lock hash per lease; ARGV: retention ms, then slot, token, ttl ms per key →
+    /// the new expiry ms of each lease, 0 where it is not held. One call renews every lease a
+    /// process holds.
     Extend,
     /// ARGV: slot, token, linger ms, channel, lock name, hand-off (`''`, `k`, `l`), releasing
     /// elector → 2 released and kept for another elector, 1 released (or shortened), 0 not held.
