@@ -34,6 +34,7 @@ mod listing;
 mod min_lease;
 mod period;
 mod release;
+mod session;
 mod state;
 mod store;
 mod suite;
@@ -67,6 +68,10 @@ pub use period::{
 pub use release::{
     abandoned_wait_leaves_no_lock, action_error_releases, action_panic_releases,
     dropped_future_releases, lost_grant_answer_leaves_no_lock,
+};
+pub use session::{
+    many_leases_renew_together_and_lose_only_the_one_taken,
+    restart_with_the_same_node_id_waits_out_old_leases, store_extend_many_answers_each_lease,
 };
 pub use state::state_snapshots;
 pub use store::{
