@@ -152,13 +152,8 @@ where
     Vec<u8>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
 {
     (|| {
-        // MySQL reports the `ascii_bin` name column as binary.
-        let name = match r.try_get::<String, _>(0) {
-            Ok(name) => name,
-            Err(e) => String::from_utf8(r.try_get::<Vec<u8>, _>(0)?).map_err(|_| e)?,
-        };
         Ok((
-            name,
+            name_col(r, 0)?,
             (
                 r.try_get(1)?,
                 r.try_get(2)?,
@@ -167,6 +162,40 @@ where
                 r.try_get(5)?,
             ),
             r.try_get(6)?,
+        ))
+    })()
+    .map_err(classify)
+}
+
+/// The lock name in column `i` (MySQL reports the `ascii_bin` name column as binary).
+fn name_col<R: Row>(r: &R, i: usize) -> Result<String, sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    Vec<u8>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    match r.try_get::<String, _>(i) {
+        Ok(name) => Ok(name),
+        Err(e) => String::from_utf8(r.try_get::<Vec<u8>, _>(i)?).map_err(|_| e),
+    }
+}
+
+/// A renewed row: `lock_name`, `slot`, `token` and the new `expires_at`.
+pub(crate) type RenewedRow = ((String, i32, String), i64);
+
+/// Decodes a [`RenewedRow`].
+pub(crate) fn renewed_cols<R: Row>(r: &R) -> StoreResult<RenewedRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i32: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    Vec<u8>: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    (|| {
+        Ok((
+            (name_col(r, 0)?, r.try_get(1)?, r.try_get(2)?),
+            r.try_get(3)?,
         ))
     })()
     .map_err(classify)

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasehold::store::{
     AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
-    ReleaseSignal, ReleasedTo, StoreResult, WaiterId, check_slots,
+    ReleaseSignal, ReleasedTo, StoreResult, WaiterId, answer_each, check_slots,
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
@@ -19,7 +19,7 @@ use crate::feed::Feed;
 use crate::options::SqlOptions;
 use crate::pool::{PoolSettings, SqlPool, lazy_pool, probe};
 use crate::protocol::{Queries, Waiters};
-use crate::rows::{holders, lease, slots_i32, time};
+use crate::rows::{holders, lease};
 use crate::schema::{LedgerColumns, Schema};
 
 /// A lease store on SQLite, PostgreSQL or MySQL/MariaDB.
@@ -196,7 +196,7 @@ impl SqlStore {
             .map_err(|e| e.to_string())?;
         let channel = notify_channel(&options.table);
         Ok(Self {
-            queries: Queries::new(pool, dialect.statements(&options.table), channel),
+            queries: Queries::new(pool, &options.table, channel),
             schema: Schema::new(dialect, &options.table, options.create_schema),
             feed: Mutex::new(None),
             notifier: Arc::new(ReleaseNotifier::default()),
@@ -247,25 +247,25 @@ impl LeaseStore for SqlStore {
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
         self.migrate().await?;
-        let token = lease.token.to_hex();
-        let slot = slots_i32(lease.slot);
-        let extended = self.queries.extend(&lease.lock, slot, &token, ttl).await?;
-        Ok(
-            extended.map_or(Extension::NotHeld, |e| Extension::Extended {
-                expires_at: time(e),
-            }),
-        )
+        self.queries.extend(lease, ttl).await
+    }
+
+    /// One statement for every lease of one ttl (see `protocol/`).
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        let renewed = async {
+            self.migrate().await?;
+            self.queries.extend_many(leases).await
+        };
+        answer_each(renewed.await, leases.len())
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         self.migrate().await?;
-        let (q, token, slot) = (&self.queries, lease.token.to_hex(), slots_i32(lease.slot));
-        let changed = if linger.is_zero() {
-            q.release(&lease.lock, slot, &token).await?
-        } else {
-            q.release_linger(&lease.lock, slot, &token, linger).await?
-        };
-        if changed == 0 {
+        if self.queries.release_lease(lease, linger).await? == 0 {
             return Ok(Release::NotHeld);
         }
         if linger.is_zero() {

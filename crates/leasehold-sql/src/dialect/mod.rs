@@ -404,6 +404,50 @@ impl Dialect {
         )]
     }
 
+    /// The statements that renew `leases` leases of one ttl at once (parameters as in
+    /// [`Statements`], on SQLite followed by the four clock parameters): an `UPDATE` taking the
+    /// ttl in ms, then the lock, slot and token of each lease, which extends every row its token
+    /// holds live and returns `lock_name, slot, token, expires_at` of each (PostgreSQL, SQLite);
+    /// on MySQL, which has no `RETURNING`, the `UPDATE` returns nothing and the second statement
+    /// reads the same columns back (parameters: the lock, slot and token of each lease).
+    pub(crate) fn extend_batch(self, table: &str, leases: usize) -> (String, Option<String>) {
+        let d = self.sql();
+        let tuples = |first: usize| {
+            (0..leases)
+                .map(|i| {
+                    let at = first + 3 * i;
+                    format!(
+                        "({}, {}, {})",
+                        d.param(at),
+                        d.param(at + 1),
+                        d.param(at + 2)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let columns = "lock_name, slot, token, expires_at";
+        let c = d.clock(1 + 3 * leases);
+        let update = format!(
+            "UPDATE {table} SET expires_at = {} + {}{} WHERE (lock_name, slot, token) IN ({}) AND {}{}",
+            c.wall,
+            d.param(1),
+            d.extend_more(&c),
+            tuples(2),
+            live(d, &c, ""),
+            d.returning(columns)
+        );
+        let read_back = d.returning(columns).is_empty().then(|| {
+            let c = d.clock(3 * leases);
+            format!(
+                "SELECT {columns} FROM {table} WHERE (lock_name, slot, token) IN ({}) AND {}",
+                tuples(1),
+                live(d, &c, "")
+            )
+        });
+        (update, read_back)
+    }
+
     /// The statements for `table` (the notification channel on PostgreSQL is a parameter).
     pub fn statements(self, table: &str) -> Statements {
         let d = self.sql();

@@ -1,9 +1,10 @@
 //! Requests on held leases and on whole locks: extend, release, state, list and forced release.
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use leasehold::LockName;
-use leasehold::store::StoreResult;
+use leasehold::store::{Extension, StoreResult};
+use leasehold::{Lease, LockName};
 use sqlx::Row;
 
 use super::Queries;
@@ -11,11 +12,36 @@ use crate::classify::classify;
 #[cfg(feature = "postgres")]
 use crate::dialect::POSTGRES_NOTIFY;
 use crate::pool::SqlPool;
-use crate::rows::{HolderRow, ListRow, holder_cols, list_cols, ms, slots_i32};
+use crate::rows::{
+    HolderRow, ListRow, RenewedRow, holder_cols, list_cols, ms, renewed_cols, slots_i32, time,
+};
+
+/// The most leases one renewal statement carries: with three parameters each (and SQLite's four
+/// clock parameters) it stays below SQLite's 32,766 parameters, and PostgreSQL's and MySQL's
+/// 65,535.
+pub(crate) const MAX_BATCH: usize = 10_000;
+
+/// A row's key as bound: lock name, slot and token (hex).
+type RowKey = (String, i32, String);
 
 impl Queries {
+    /// Extends `lease` to end `ttl` after the database's now, if its token holds it live.
+    pub(crate) async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        let expires = self
+            .extend_one(
+                &lease.lock,
+                slots_i32(lease.slot),
+                &lease.token.to_hex(),
+                ttl,
+            )
+            .await?;
+        Ok(expires.map_or(Extension::NotHeld, |e| Extension::Extended {
+            expires_at: time(e),
+        }))
+    }
+
     /// Extends the lease `token` holds on `slot`: its new expiry, or `None` when not held.
-    pub(crate) async fn extend(
+    async fn extend_one(
         &self,
         lock: &LockName,
         slot: i32,
@@ -53,6 +79,90 @@ impl Queries {
                 .map_err(classify)?;
             row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(classify)?
         }))
+    }
+
+    /// Extends every lease of `leases` its token holds live, each to its ttl after the
+    /// database's now: the answer for each, in order. One
+    /// statement per ttl and per [`MAX_BATCH`] leases — a process's renewals on one beat are
+    /// usually one statement.
+    pub(crate) async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> StoreResult<Vec<Extension>> {
+        let key = |lease: &Lease| {
+            (
+                lease.lock.as_str().to_owned(),
+                slots_i32(lease.slot),
+                lease.token.to_hex(),
+            )
+        };
+        let mut by_ttl: BTreeMap<i64, Vec<RowKey>> = BTreeMap::new();
+        for (lease, ttl) in leases {
+            by_ttl.entry(ms(*ttl)).or_default().push(key(lease));
+        }
+        let mut renewed = HashMap::new();
+        for (ttl, keys) in &by_ttl {
+            for chunk in keys.chunks(MAX_BATCH) {
+                renewed.extend(self.extend_chunk(*ttl, chunk).await?);
+            }
+        }
+        Ok(leases
+            .iter()
+            .map(|(lease, _)| {
+                renewed
+                    .get(&key(lease))
+                    .map_or(Extension::NotHeld, |&e| Extension::Extended {
+                        expires_at: time(e),
+                    })
+            })
+            .collect())
+    }
+
+    /// One statement of [`extend_many`](Self::extend_many) (on MySQL, and its read back).
+    async fn extend_chunk(&self, ttl: i64, keys: &[RowKey]) -> StoreResult<Vec<RenewedRow>> {
+        let (update, read_back) = self.pool.dialect().extend_batch(&self.table, keys.len());
+        macro_rules! bind_keys {
+            ($q:expr) => {{
+                let mut q = $q;
+                for (lock, slot, token) in keys {
+                    q = q.bind(lock.as_str()).bind(*slot).bind(token.as_str());
+                }
+                q
+            }};
+        }
+        #[cfg(feature = "mysql")]
+        #[allow(irrefutable_let_patterns)] // when MySQL is the only driver compiled in
+        if let SqlPool::MySql(p) = &self.pool {
+            bind_keys!(sqlx::query(&update).bind(ttl))
+                .execute(p)
+                .await
+                .map_err(classify)?;
+            let read = read_back.unwrap_or_default();
+            let rows = bind_keys!(sqlx::query(&read))
+                .fetch_all(p)
+                .await
+                .map_err(classify)?;
+            return rows.iter().map(renewed_cols).collect();
+        }
+        let _ = read_back;
+        with_clock!(&self.pool, p, add => {
+            let rows = add(bind_keys!(sqlx::query(&update).bind(ttl)))
+                .fetch_all(p)
+                .await
+                .map_err(classify)?;
+            rows.iter().map(renewed_cols).collect()
+        })
+    }
+
+    /// Frees `lease` (`release`), or with a linger shortens it (`release_linger`): the number
+    /// of rows changed.
+    pub(crate) async fn release_lease(&self, lease: &Lease, linger: Duration) -> StoreResult<u64> {
+        let (token, slot) = (lease.token.to_hex(), slots_i32(lease.slot));
+        if linger.is_zero() {
+            self.release(&lease.lock, slot, &token).await
+        } else {
+            self.release_linger(&lease.lock, slot, &token, linger).await
+        }
     }
 
     /// Frees the row `token` holds on `slot` (on PostgreSQL also sending `NOTIFY`): the number

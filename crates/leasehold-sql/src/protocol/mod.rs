@@ -15,6 +15,7 @@
 //! | period record | `read_period` (`read_old_period` on a table of an older version) | one read |
 //! | clear the ledger | `clear_period_select`, the row locked, then `clear_period` (or the `_old_` pair) | one transaction opened with `begin_write` |
 //! | extend | `extend` (MySQL: then `read_own`) | one `UPDATE` by token, unexpired |
+//! | extend many (a beat's renewals) | [`Dialect::extend_batch`](crate::Dialect): one `UPDATE … WHERE (lock_name, slot, token) IN (…)` per ttl and per `MAX_BATCH` leases (MySQL: then its `SELECT` back) | one `UPDATE` by token, unexpired, per row |
 //! | release | `release`, which also sends `NOTIFY` on PostgreSQL; with a linger `release_linger` | one `UPDATE` by token |
 //! | release to (hand-off, PostgreSQL) | `release_keep`; or `release_alone`, unless releases recently found waiters, then `release_longest` (`NOTIFY` too) | one `UPDATE` by token |
 //! | state | `state`: the live rows of the first slots | one read |
@@ -86,14 +87,22 @@ pub(crate) enum Waiters<'a> {
 /// A pool and the statements for one table.
 pub(crate) struct Queries {
     pool: SqlPool,
+    /// The lease table's name (for the statements built per call, such as a renewal batch).
+    table: String,
     sql: Statements,
     /// The PostgreSQL `NOTIFY` channel releases are announced on.
     channel: String,
 }
 
 impl Queries {
-    pub(crate) fn new(pool: SqlPool, sql: Statements, channel: String) -> Self {
-        Self { pool, sql, channel }
+    pub(crate) fn new(pool: SqlPool, table: &str, channel: String) -> Self {
+        let sql = pool.dialect().statements(table);
+        Self {
+            pool,
+            table: table.to_owned(),
+            sql,
+            channel,
+        }
     }
 
     pub(crate) fn pool(&self) -> &SqlPool {
