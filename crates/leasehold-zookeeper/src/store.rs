@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use leasehold::store::Listener;
 use leasehold::store::{
     AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
-    ReleaseSignal, StoreResult, check_slots,
+    ReleaseSignal, StoreResult, answer_each, check_slots,
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
@@ -234,6 +234,23 @@ impl LeaseStore for ZooKeeperStore {
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
         self.check_ttl(ttl)?;
         self.protocol.extend(lease, ttl).await
+    }
+
+    /// One multi-read and one `multi` for every lease (see `protocol/renew.rs`).
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        if leases.iter().any(|(_, ttl)| self.check_ttl(*ttl).is_err()) {
+            // Each entry judged alone, the bad TTLs refused as `extend` refuses them.
+            let mut answers = Vec::with_capacity(leases.len());
+            for (lease, ttl) in leases {
+                answers.push(self.extend(lease, *ttl).await);
+            }
+            return answers;
+        }
+        answer_each(self.protocol.extend_many(leases).await, leases.len())
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {

@@ -9,6 +9,7 @@
 //! | period record | a read of `ledger` | one read |
 //! | clear the ledger | a read of `ledger`; then its `set_data` to nothing at the version read (the node stays) | the version read |
 //! | extend | `get_data` of the slot; `set_data` at its version with the new TTL (keeps `czxid`, moves `mtime` to now) | the version read |
+//! | extend many (a beat's renewals, the `renew` module) | one multi-read of every slot; then one `multi` of their `set_data`s at the versions read (a node changed meanwhile: read again, at most `RENEW_ROUNDS` times), per `RENEW_BATCH` leases | each version read |
 //! | release | `get_data`; `set_data` at its version marking it `free` (or `linger` with a cap) | the version read |
 //! | state | a multi-read of `slot-0..n` | one multi-read |
 //! | force release | a multi-read; one `multi` of `set_data` marking every live slot `free`, each at the version read | one `multi` |
@@ -23,6 +24,7 @@ mod acquire;
 mod extend_release;
 mod period;
 mod read;
+mod renew;
 
 use std::sync::Arc;
 
@@ -91,17 +93,11 @@ impl Protocol {
         self.link.now_ms()
     }
 
-    /// A multi-read of `slots` of `lock` (and its ledger).
-    pub(crate) async fn read(
+    /// One multi-read of `paths`: each node's data and `Stat`, `None` where it is absent.
+    pub(super) async fn read_paths(
         &self,
-        lock: &LockName,
-        slots: &[u32],
-        ledger: bool,
-    ) -> StoreResult<Read> {
-        let mut paths: Vec<String> = slots.iter().map(|s| self.paths.slot(lock, *s)).collect();
-        if ledger {
-            paths.push(self.paths.ledger(lock));
-        }
+        paths: Vec<String>,
+    ) -> StoreResult<Vec<Option<(Vec<u8>, Stat)>>> {
         let results = self
             .link
             .read("a read", |c| {
@@ -115,17 +111,33 @@ impl Protocol {
                 }
             })
             .await?;
-        let mut read = Read::default();
-        for (i, result) in results.into_iter().enumerate() {
-            let found = match result {
+        results
+            .into_iter()
+            .map(|result| match result {
                 MultiReadResult::Data { data, stat } => {
                     self.link.clock.observe(stat.mtime);
-                    Some((data, stat))
+                    Ok(Some((data, stat)))
                 }
-                MultiReadResult::Error { err: Error::NoNode } => None,
-                MultiReadResult::Error { err } => return Err(classify("a read", &err)),
-                _ => None,
-            };
+                MultiReadResult::Error { err: Error::NoNode } => Ok(None),
+                MultiReadResult::Error { err } => Err(classify("a read", &err)),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
+    /// A multi-read of `slots` of `lock` (and its ledger).
+    pub(crate) async fn read(
+        &self,
+        lock: &LockName,
+        slots: &[u32],
+        ledger: bool,
+    ) -> StoreResult<Read> {
+        let mut paths: Vec<String> = slots.iter().map(|s| self.paths.slot(lock, *s)).collect();
+        if ledger {
+            paths.push(self.paths.ledger(lock));
+        }
+        let mut read = Read::default();
+        for (i, found) in self.read_paths(paths).await?.into_iter().enumerate() {
             match slots.get(i) {
                 Some(&slot) => read.slots.push((
                     slot,
