@@ -106,11 +106,13 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// Extends many live leases at once: the answer for each entry `(lease, ttl)`, in the order
     /// given, exactly as [`extend`](Self::extend) would answer it alone (each entry is judged by
-    /// itself: one lease lost does not fail the others). The default calls `extend` for every
-    /// entry, concurrently. A store that [renews in batches](Self::renews_in_batches) overrides
-    /// it with as few requests as its primitives allow (one statement, one script, one session
-    /// keep-alive), so that renewing every lease a process holds costs one heartbeat instead of
-    /// one request per lease. An entry may repeat a lease; each repetition gets its own answer.
+    /// itself: one lease lost does not fail the others). An entry may repeat a lease; every
+    /// repetition is answered. The default calls `extend` concurrently, once for each distinct
+    /// entry (a repetition gets its first occurrence's answer: two extensions of one lease at
+    /// once could race each other on a compare-and-set store). A store that
+    /// [renews in batches](Self::renews_in_batches) overrides it with as few requests as its
+    /// primitives allow (one statement, one script, one session keep-alive), so that renewing
+    /// every lease a process holds costs one heartbeat instead of one request per lease.
     ///
     /// A request that fails as a whole (the connection, a timeout) is that error for every
     /// entry it carried.
@@ -124,7 +126,27 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// As [`extend`](Self::extend): dropped before the answer, some of the leases may have been
     /// extended and the others not; each is still held until its old or its new expiry.
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
-        futures::future::join_all(leases.iter().map(|(lease, ttl)| self.extend(lease, *ttl))).await
+        let mut first = std::collections::HashMap::new();
+        let of: Vec<usize> = leases
+            .iter()
+            .enumerate()
+            .map(|(i, (l, ttl))| *first.entry((&l.lock, l.slot, l.token, *ttl)).or_insert(i))
+            .collect();
+        let distinct = of.iter().enumerate().filter(|&(i, &f)| i == f);
+        let answers: std::collections::HashMap<usize, StoreResult<Extension>> =
+            futures::future::join_all(distinct.map(|(i, _)| async move {
+                let (lease, ttl) = &leases[i];
+                (i, self.extend(lease, *ttl).await)
+            }))
+            .await
+            .into_iter()
+            .collect();
+        of.iter()
+            .map(|f| match &answers[f] {
+                Ok(extension) => Ok(*extension),
+                Err(e) => Err(crate::error::StoreError::new(e.kind(), e.to_string())),
+            })
+            .collect()
     }
 
     /// True if [`extend_many`](Self::extend_many) renews many leases in fewer requests than one
