@@ -209,6 +209,11 @@ trait Sql: Sync {
         format!(" RETURNING {columns}")
     }
 
+    /// The right side of `(lock_name, slot, token) IN …` for a list of row values.
+    fn row_list(&self, rows: &str) -> String {
+        format!("({rows})")
+    }
+
     /// The assignments that mark a row free.
     fn freed(&self) -> &'static str {
         "token = NULL, expires_at = 0"
@@ -429,19 +434,19 @@ impl Dialect {
         let columns = "lock_name, slot, token, expires_at";
         let c = d.clock(1 + 3 * leases);
         let update = format!(
-            "UPDATE {table} SET expires_at = {} + {}{} WHERE (lock_name, slot, token) IN ({}) AND {}{}",
+            "UPDATE {table} SET expires_at = {} + {}{} WHERE (lock_name, slot, token) IN {} AND {}{}",
             c.wall,
             d.param(1),
             d.extend_more(&c),
-            tuples(2),
+            d.row_list(&tuples(2)),
             live(d, &c, ""),
             d.returning(columns)
         );
         let read_back = d.returning(columns).is_empty().then(|| {
             let c = d.clock(3 * leases);
             format!(
-                "SELECT {columns} FROM {table} WHERE (lock_name, slot, token) IN ({}) AND {}",
-                tuples(1),
+                "SELECT {columns} FROM {table} WHERE (lock_name, slot, token) IN {} AND {}",
+                d.row_list(&tuples(1)),
                 live(d, &c, "")
             )
         });

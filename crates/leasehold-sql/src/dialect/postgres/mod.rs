@@ -58,6 +58,12 @@ impl Sql for Postgres {
         format!("${n}")
     }
 
+    /// A `VALUES` list: PostgreSQL plans it as one hashed join, where a plain list of row values
+    /// becomes a chain of `OR`s that exceeds its stack at a few thousand rows.
+    fn row_list(&self, rows: &str) -> String {
+        format!("(VALUES {rows})")
+    }
+
     fn upsert(&self, table: &str, period: bool) -> String {
         super::upsert_on_conflict(self, table, period, None, |_, _, _| {
             ("", String::new(), String::new())

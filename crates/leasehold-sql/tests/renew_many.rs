@@ -1,0 +1,100 @@
+//! A beat's renewals as one statement: `extend_many` over more leases than one statement
+//! carries (10,000), on every dialect. PostgreSQL once failed here: a plain list of 10,000 row
+//! values exceeded its stack, so its list is a `VALUES` join.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::store::{AcquireRequest, Acquisition, Extension, Token};
+use leasehold::{Lease, LeaseStore, LockName};
+use leasehold_sql::{SqlPool, SqlStore};
+use sqlx::Executor;
+
+/// One more than a statement carries, so the batch takes two statements.
+const LEASES: usize = 10_001;
+const TASKS: usize = 8;
+
+async fn renew_many(url: String) {
+    let table = format!("renew_many_{}", &Token::random().to_hex()[..12]);
+    let sql = Arc::new(
+        SqlStore::connect_with(&url, common::options().with_table(table.as_str()))
+            .await
+            .unwrap(),
+    );
+    let store: Arc<dyn LeaseStore> = sql.clone();
+    let ttl = Duration::from_secs(60);
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..TASKS {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let mut leases = Vec::new();
+            for i in (t..LEASES).step_by(TASKS) {
+                let lock = LockName::new(format!("renew-{i}")).unwrap();
+                let req = AcquireRequest::new(lock, 1, "renewer", Token::random(), ttl);
+                match store.try_acquire(&req).await.unwrap() {
+                    Acquisition::Elected(lease) => leases.push(lease),
+                    other => panic!("a fresh lock must be granted, got {other:?}"),
+                }
+            }
+            leases
+        });
+    }
+    let mut leases: Vec<Lease> = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        leases.extend(done.unwrap());
+    }
+    let forged = Lease {
+        token: Token::random(),
+        ..leases[0].clone()
+    };
+    let mut entries: Vec<(Lease, Duration)> = leases.iter().map(|l| (l.clone(), ttl * 2)).collect();
+    entries.push((forged, ttl * 2));
+    let answers = store.extend_many(&entries).await;
+    assert_eq!(answers.len(), entries.len());
+    for ((lease, _), answer) in entries.iter().zip(&answers).take(LEASES) {
+        match answer {
+            Ok(Extension::Extended { expires_at }) => assert!(
+                *expires_at > lease.expires_at + Duration::from_secs(30),
+                "{}: extended to {expires_at:?}",
+                lease.lock
+            ),
+            other => panic!("{}: expected an extension, got {other:?}", lease.lock),
+        }
+    }
+    assert!(
+        matches!(answers[LEASES], Ok(Extension::NotHeld)),
+        "a forged token is not held: {:?}",
+        answers[LEASES]
+    );
+    let drop_table = format!("DROP TABLE {table}");
+    match sql.pool() {
+        SqlPool::Sqlite(p) => p.execute(drop_table.as_str()).await.map(|_| ()),
+        SqlPool::Postgres(p) => p.execute(drop_table.as_str()).await.map(|_| ()),
+        SqlPool::MySql(p) => p.execute(drop_table.as_str()).await.map(|_| ()),
+        other => unreachable!("the tests build every driver, not {}", other.dialect()),
+    }
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite() {
+    renew_many(common::sqlite_url("renew-many")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres() {
+    if let Some(url) = common::url("LEASEHOLD_TEST_POSTGRES_URL") {
+        renew_many(url).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql() {
+    if let Some(url) = common::url("LEASEHOLD_TEST_MYSQL_URL") {
+        renew_many(url).await;
+    }
+}
