@@ -25,6 +25,8 @@ struct Counting {
     extends: AtomicU64,
     batch_requests: AtomicU64,
     batched_leases: AtomicU64,
+    /// How many more batches fail with a transient error (as an unreachable store would).
+    failing_batches: AtomicU64,
 }
 
 impl Counting {
@@ -35,6 +37,7 @@ impl Counting {
             extends: AtomicU64::new(0),
             batch_requests: AtomicU64::new(0),
             batched_leases: AtomicU64::new(0),
+            failing_batches: AtomicU64::new(0),
         })
     }
 
@@ -57,6 +60,16 @@ impl LeaseStore for Counting {
         self.batch_requests.fetch_add(1, Ordering::SeqCst);
         self.batched_leases
             .fetch_add(leases.len() as u64, Ordering::SeqCst);
+        let failing = self
+            .failing_batches
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return leasehold::store::answer_each(
+                Err(leasehold::store::StoreError::transient("connection reset")),
+                leases.len(),
+            );
+        }
         self.inner.extend_many(leases).await
     }
     fn renews_in_batches(&self) -> bool {
@@ -155,4 +168,54 @@ async fn a_store_without_batches_renews_each_lease_alone() {
     assert_eq!(store.batch_requests.load(Ordering::SeqCst), 0);
     // Ten leases, each renewed once a second for about 30 s.
     assert!((280..=320).contains(&requests), "{requests}");
+}
+
+/// A beat whose request fails is a failed renewal for every lease it carried: each is retried
+/// until its own deadline, and a store that answers again in time loses none of them; one that
+/// stays away past the deadline loses every one, at its deadline, before the store could grant
+/// the lock again.
+#[tokio::test(start_paused = true)]
+async fn a_failed_beat_is_retried_by_each_lease_until_its_deadline() {
+    let store = Counting::new(true);
+    let elector = Elector::with_options(
+        store.clone(),
+        ElectionOptions::builder().lease(LEASE).build().unwrap(),
+    );
+    let mut guards = Vec::new();
+    for _ in 0..20 {
+        guards.push(
+            elector
+                .try_acquire(&unique_name("beat-fail"))
+                .await
+                .unwrap()
+                .elected()
+                .expect("free"),
+        );
+    }
+    // Two beats' worth of failures (the retries come every quarter period): recovered in time.
+    store.failing_batches.store(6, Ordering::SeqCst);
+    sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        store.failing_batches.load(Ordering::SeqCst),
+        0,
+        "the renewals met every failure"
+    );
+    assert!(
+        guards.iter().all(|g| !g.is_lost()),
+        "a store that answers again before the deadline loses no lease"
+    );
+    // Now it stays away.
+    store.failing_batches.store(u64::MAX, Ordering::SeqCst);
+    let started = tokio::time::Instant::now();
+    for guard in &guards {
+        assert_eq!(guard.lost().await, leasehold::LostReason::DeadlinePassed);
+    }
+    assert!(
+        started.elapsed() < LEASE,
+        "every lease is lost by its local deadline, within a lease of the last renewal"
+    );
+    store.failing_batches.store(0, Ordering::SeqCst);
+    for guard in guards {
+        let _ = guard.release().await;
+    }
 }
