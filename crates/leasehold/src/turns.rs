@@ -10,8 +10,9 @@
 //! `slots` places talk to the store; a release by the elector wakes the first in line at once.
 //! When a task wins a single-slot lock from another process, its elector's round is the tasks
 //! then in line, one turn each; after it the elector yields for a head start (about three store
-//! round trips), or, on a store that hands off, the round's last release keeps the lock for the
-//! elector the store has seen waiting longest. Why, and how a head start that was too short
+//! round trips), or, with [`hand_off`](crate::ElectionOptionsBuilder::hand_off) on a store that
+//! hands off, the round's last release keeps the lock for the elector the store has seen waiting
+//! longest. Why, and how a head start that was too short
 //! grows, is in `docs/design.md` ("Turns").
 
 use std::collections::{HashMap, VecDeque};
@@ -42,8 +43,9 @@ pub(crate) const ROUND_MEMORY: Duration = Duration::from_secs(1);
 pub(crate) struct Turns {
     /// This elector's identity among a lock's waiters on a store that hands off.
     waiter: WaiterId,
-    /// True if the store hands off ([`LeaseStore::hands_off`](crate::LeaseStore::hands_off)):
-    /// rounds end with a hand-off instead of a head start.
+    /// True if the store hands off ([`LeaseStore::hands_off`](crate::LeaseStore::hands_off))
+    /// and the elector asked for it ([`hand_off`](crate::ElectionOptionsBuilder::hand_off)):
+    /// rounds end with a hand-off instead of a head start, and waiters are named to the store.
     hands_off: bool,
     /// Places in all queues; lets the uncontended path skip the map.
     places: AtomicUsize,
@@ -101,6 +103,11 @@ impl Turns {
             hands_off,
             ..Self::default()
         }
+    }
+
+    /// True if turns between processes go through the store's line of waiters.
+    pub(crate) fn hands_off(&self) -> bool {
+        self.hands_off
     }
 
     /// This elector's identity among a lock's waiters.

@@ -457,8 +457,9 @@ async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
         inner: MemoryStore::new(),
         attempts: Mutex::default(),
     });
-    let elector = patient_with(store.clone(), ElectionOptions::builder().node_id("a"));
-    let other = patient_with(store.clone(), ElectionOptions::builder().node_id("b"));
+    let with_line = |node: &str| ElectionOptions::builder().node_id(node).hand_off(true);
+    let elector = patient_with(store.clone(), with_line("a"));
+    let other = patient_with(store.clone(), with_line("b"));
     let holding = {
         let elector = elector.clone();
         tokio::spawn(async move {
@@ -496,6 +497,32 @@ async fn an_elector_waiting_behind_its_own_task_is_not_recorded_as_a_waiter() {
             .filter(|s| s.owner == "b" && !s.granted)
             .all(|s| s.waiter.is_some()),
         "the other elector, waiting behind a, names itself: {attempts:?}"
+    );
+}
+
+/// With default options, an elector on a store over a network (one that is not process-local)
+/// names no waiter: a follower's refused attempts write nothing to the store's line.
+#[tokio::test(start_paused = true)]
+async fn by_default_waiters_on_a_network_store_are_not_recorded() {
+    let store = Arc::new(Recording {
+        inner: MemoryStore::new(),
+        attempts: Mutex::default(),
+    });
+    assert!(store.hands_off() && !store.is_process_local());
+    let (a, b) = (patient(store.clone()), patient(store.clone()));
+    let held = a.try_acquire("line").await.unwrap().elected().unwrap();
+    let waiting = tokio::spawn(async move { b.run_if_leader("line", |_| async {}).await });
+    sleep(Duration::from_millis(500)).await;
+    held.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap().is_some());
+    let attempts = store.attempts.lock().unwrap().clone();
+    assert!(
+        attempts.iter().filter(|s| !s.granted).count() >= 2,
+        "the follower was refused while waiting: {attempts:?}"
+    );
+    assert!(
+        attempts.iter().all(|s| s.waiter.is_none()),
+        "no attempt names a waiter by default: {attempts:?}"
     );
 }
 

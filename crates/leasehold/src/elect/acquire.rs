@@ -66,7 +66,7 @@ impl Elector {
                 line: waits && !campaign,
                 yields: fair,
                 rounds: fair && self.slots == 1 && everyone,
-                named: waits && opts.fair_turns,
+                named: waits && opts.fair_turns && shared.turns.hands_off(),
             },
         );
         let mut req = self.request(lock);

@@ -71,7 +71,7 @@ impl Elector {
     /// An elector with the given options.
     pub fn with_options(store: Arc<dyn LeaseStore>, options: ElectionOptions) -> Self {
         Self {
-            shared: Arc::new(ElectorShared::new(store)),
+            shared: Arc::new(ElectorShared::new(store, &options)),
             slots: options.max_leaders,
             options: Arc::new(options),
             tenant: None,

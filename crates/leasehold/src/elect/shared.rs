@@ -8,6 +8,7 @@ use crate::events::Events;
 use crate::hold::heartbeat::Heartbeat;
 use crate::hold::held::HeldLeases;
 use crate::metrics::MetricsCache;
+use crate::options::ElectionOptions;
 use crate::store::contract::LeaseStore;
 use crate::turns::Turns;
 
@@ -29,11 +30,14 @@ pub(crate) struct ElectorShared {
 }
 
 impl ElectorShared {
-    /// The shared state of a new elector on `store`.
-    pub(crate) fn new(store: Arc<dyn LeaseStore>) -> Self {
+    /// The shared state of a new elector on `store` with `options` (which decide whether its
+    /// turns with other processes go through the store's line of waiters, where it keeps one).
+    pub(crate) fn new(store: Arc<dyn LeaseStore>, options: &ElectionOptions) -> Self {
+        let hand_off =
+            options.fair_turns && options.hand_off.unwrap_or_else(|| store.is_process_local());
         Self {
             store_label: store.describe().into(),
-            turns: Arc::new(Turns::new(store.hands_off())),
+            turns: Arc::new(Turns::new(hand_off && store.hands_off())),
             heartbeat: Heartbeat::new(Arc::clone(&store)),
             store,
             events: Events::default(),

@@ -34,7 +34,8 @@ pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
 /// | `retry` | the store's: 25 ms doubling to 250 ms where its release signal reaches every client, else 4 ms growing by 1.25 to 250 ms ([`RetryPolicy`]); jittered | pause between attempts while waiting |
 /// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
-/// | `fair_turns` | **on** | waiters in different processes take turns in rounds, and a store that can hands the lock to the longest waiter |
+/// | `fair_turns` | **on** | waiters in different processes take turns in rounds (by head starts: no store writes) |
+/// | `hand_off` | the store's: on for the memory store, off for stores over a network | with `fair_turns`, a store that keeps a line of waiters (PostgreSQL, Redis, memory) records this elector's waiting and hands the lock to the longest waiter: the fairest turns, at one store write per refused attempt |
 ///
 /// Every duration is at most [`MAX_DURATION`](crate::limits::MAX_DURATION) (100 years) and the node id at
 /// most [`MAX_NODE_ID_LEN`] bytes; beyond that `build` answers
@@ -82,6 +83,8 @@ pub struct ElectionOptions {
     pub(crate) max_leaders: u32,
     pub(crate) attempt_timeout: Duration,
     pub(crate) fair_turns: bool,
+    /// `None`: the store's (on where it is process-local).
+    pub(crate) hand_off: Option<bool>,
 }
 
 impl Default for ElectionOptions {
@@ -97,6 +100,7 @@ impl Default for ElectionOptions {
             node_id: default_node_id(),
             retry: None,
             fair_turns: true,
+            hand_off: None,
         }
     }
 }
@@ -184,6 +188,11 @@ impl ElectionOptions {
     /// [`ElectionOptionsBuilder::fair_turns`]).
     pub fn fair_turns(&self) -> bool {
         self.fair_turns
+    }
+    /// Whether turns between processes go through the store's line of waiters, if set
+    /// (`None`: the store's default; see [`ElectionOptionsBuilder::hand_off`]).
+    pub fn hand_off(&self) -> Option<bool> {
+        self.hand_off
     }
 
     fn validate(&self) -> Result<(), OptionsError> {
@@ -302,12 +311,11 @@ impl ElectionOptionsBuilder {
     }
     /// Whether this elector's waiters take turns with other processes' (default **on**). On, a
     /// process that wins a single-slot lock from another process gives each of its waiting tasks
-    /// one turn and then lets the other processes' waiters go first, and on a store that
-    /// [hands off](crate::LeaseStore::hands_off) it names itself as a waiter and a release
-    /// hands the lock to the longest waiter: a task's share of a contended lock does not depend
-    /// on how many tasks its process runs. Off, its tasks still take turns among themselves (in
-    /// arrival order), but each attempt is first come, first served between processes, and the
-    /// store records no waiter for it (on the SQL stores, one write fewer per refusal).
+    /// one turn and then lets the other processes' waiters go first (by a head start after its
+    /// round, or by [`hand_off`](Self::hand_off) where that is on): a task's share of a contended
+    /// lock does not depend on how many tasks its process runs. Off, its tasks still take turns
+    /// among themselves (in arrival order), but each attempt is first come, first served between
+    /// processes.
     ///
     /// ```
     /// use leasehold::ElectionOptions;
@@ -318,6 +326,29 @@ impl ElectionOptionsBuilder {
     /// ```
     pub fn fair_turns(mut self, on: bool) -> Self {
         self.0.fair_turns = on;
+        self
+    }
+    /// Whether turns between processes go through the store's line of waiters (only with
+    /// [`fair_turns`](Self::fair_turns), and only on a store that
+    /// [hands off](crate::LeaseStore::hands_off): PostgreSQL, Redis, memory). On, every refused
+    /// attempt of a waiting task records this elector in the lock's line — a store write per
+    /// refusal, by every follower, while nothing else changes — and a release keeps the lock
+    /// for the longest waiter. Off, waiters write nothing while they wait, and processes take
+    /// turns by head starts, as on every other store. The default is the store's: on for a
+    /// [process-local](crate::LeaseStore::is_process_local) store (the memory store, where a
+    /// write costs nothing), off for a store over a network. Fixed when
+    /// [`Elector::with_options`](crate::Elector::with_options) builds the elector: its
+    /// [reconfigured](crate::Elector::reconfigured) copies and tenants keep it.
+    ///
+    /// ```
+    /// use leasehold::ElectionOptions;
+    /// assert_eq!(ElectionOptions::default().hand_off(), None);
+    /// let o = ElectionOptions::builder().hand_off(true).build()?;
+    /// assert_eq!(o.hand_off(), Some(true));
+    /// # Ok::<(), leasehold::error::OptionsError>(())
+    /// ```
+    pub fn hand_off(mut self, on: bool) -> Self {
+        self.0.hand_off = Some(on);
         self
     }
     /// Validates and returns the options.
