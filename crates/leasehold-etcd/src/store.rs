@@ -153,8 +153,8 @@ impl EtcdStore {
         let link = Link::new(
             target.endpoints,
             connect,
-            target.options.request_timeout,
-            target.options.connect_timeout,
+            target.options.request_timeout(),
+            target.options.connect_timeout(),
         );
         Ok(Self::build(link, target.options, redact_url(url)))
     }
@@ -175,7 +175,7 @@ impl EtcdStore {
         options
             .validate()
             .map_err(|reason| OpenError::invalid(&description, reason))?;
-        let link = Link::from_client(client, options.request_timeout);
+        let link = Link::from_client(client, options.request_timeout());
         Ok(Self::build(link, options, description))
     }
 
@@ -315,7 +315,7 @@ impl LeaseStore for EtcdStore {
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        if !self.options.notifications {
+        if !self.options.notifications() {
             return None;
         }
         Some(self.notifier.subscribe_listening(lock, &self.watcher, || {

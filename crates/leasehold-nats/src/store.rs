@@ -147,8 +147,8 @@ impl NatsStore {
             target.server,
             target.credentials,
             keys.clone(),
-            target.options.request_timeout,
-            target.options.connect_timeout,
+            target.options.request_timeout(),
+            target.options.connect_timeout(),
         );
         Ok(Self::build(link, keys, target.options, shown))
     }
@@ -173,7 +173,7 @@ impl NatsStore {
             .validate()
             .map_err(|reason| OpenError::invalid(&description, reason))?;
         let keys = Keys::new(&options.bucket);
-        let link = Link::from_client(client, keys.clone(), options.request_timeout);
+        let link = Link::from_client(client, keys.clone(), options.request_timeout());
         Ok(Self::build(link, keys, options, description))
     }
 
@@ -320,7 +320,7 @@ impl LeaseStore for NatsStore {
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        if !self.options.notifications {
+        if !self.options.notifications() {
             return None;
         }
         Some(self.notifier.subscribe_listening(lock, &self.watcher, || {

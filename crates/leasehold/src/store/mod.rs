@@ -13,6 +13,7 @@
 //! assert_eq!(StoreError::transient("timed out").kind(), ErrorKind::Transient);
 //! ```
 
+pub(crate) mod connection_options;
 pub(crate) mod contract;
 pub(crate) mod hand_off;
 pub(crate) mod lease;
@@ -22,16 +23,20 @@ pub(crate) mod listener;
 pub(crate) mod memory;
 pub(crate) mod millis;
 pub(crate) mod observe;
+pub(crate) mod option_accessors;
 pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod period;
 pub(crate) mod secret;
 pub(crate) mod signal;
 pub(crate) mod slot_record;
+pub(crate) mod timeout;
 pub(crate) mod unsupported;
 pub(crate) mod url;
 
 pub use async_trait::async_trait;
+
+pub use crate::option_accessors;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
 pub use crate::limits::{
@@ -39,6 +44,7 @@ pub use crate::limits::{
     check_duration, check_slots, deadline_after,
 };
 pub use crate::name::LockName;
+pub use connection_options::ConnectionOptions;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
 pub use lease::{
@@ -61,6 +67,7 @@ pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use slot_record::{
     RECORD_TAG, RecordFields, SlotRecord, encode_record, holders_below, lowest_free_slot,
 };
+pub use timeout::{MAX_TIMEOUT, check_timeout};
 pub use unsupported::Unsupported;
 pub use url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,
