@@ -297,11 +297,7 @@ impl LeaseStore for EtcdStore {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
-        Ok(LockState {
-            lock: lock.clone(),
-            slots,
-            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
-        })
+        Ok(LockState::new(lock.clone(), slots, holders_below(held.records.iter().map(|r| &r.held), slots)))
     }
 
     /// A range read over the lock keys with a limit, in key order (see the `list` module).

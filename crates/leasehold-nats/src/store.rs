@@ -297,11 +297,7 @@ impl LeaseStore for NatsStore {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
-        Ok(LockState {
-            lock: lock.clone(),
-            slots,
-            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
-        })
+        Ok(LockState::new(lock.clone(), slots, holders_below(held.records.iter().map(|r| &r.held), slots)))
     }
 
     /// A batch read of the bucket's messages in stream order, with a limit (see the `list`

@@ -263,11 +263,7 @@ impl LeaseStore for ZooKeeperStore {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let all: Vec<u32> = (0..slots).collect();
-        Ok(LockState {
-            lock: lock.clone(),
-            slots,
-            holders: self.protocol.holders(lock, &all).await?,
-        })
+        Ok(LockState::new(lock.clone(), slots, self.protocol.holders(lock, &all).await?))
     }
 
     /// The lock node's children (one `get_children`), then a multi-read of its slot nodes.
