@@ -14,6 +14,7 @@
 //! ```
 
 pub(crate) mod connection_options;
+pub(crate) mod constructors;
 pub(crate) mod contract;
 pub(crate) mod hand_off;
 pub(crate) mod lease;
@@ -28,6 +29,7 @@ pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod period;
 pub(crate) mod secret;
+pub(crate) mod server_notifications;
 pub(crate) mod signal;
 pub(crate) mod slot_record;
 pub(crate) mod timeout;
@@ -37,6 +39,7 @@ pub(crate) mod url;
 pub use async_trait::async_trait;
 
 pub use crate::option_accessors;
+pub use crate::store_constructors;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
 pub use crate::limits::{
@@ -63,6 +66,7 @@ pub use period::{
     epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
 pub use secret::Secret;
+pub use server_notifications::ServerNotifications;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use slot_record::{
     RECORD_TAG, RecordFields, SlotRecord, encode_record, holders_below, lowest_free_slot,
