@@ -121,25 +121,31 @@ pub(crate) fn parse_key(prefix: &str, key: &str) -> Option<(LockName, u32)> {
 /// end with `/` (the separator is added).
 pub(crate) fn validate_prefix(prefix: &str) -> Result<(), DynamoDbOptionsError> {
     if prefix.len() > MAX_PREFIX_LEN {
-        return Err(crate::options::invalid(
-            "key_prefix",
-            format!(
-                "is {} bytes; at most {MAX_PREFIX_LEN} are allowed",
-                prefix.len()
+        return Err(
+            <crate::DynamoDbOptionKey as leasehold::store::OptionKey>::invalid(
+                "key_prefix",
+                format!(
+                    "is {} bytes; at most {MAX_PREFIX_LEN} are allowed",
+                    prefix.len()
+                ),
             ),
-        ));
+        );
     }
     if let Some(bad) = prefix.chars().find(|c| !c.is_ascii_graphic() || *c == '#') {
-        return Err(crate::options::invalid(
-            "key_prefix",
-            format!("{prefix:?} contains {bad:?}; use printable ASCII without '#' or spaces"),
-        ));
+        return Err(
+            <crate::DynamoDbOptionKey as leasehold::store::OptionKey>::invalid(
+                "key_prefix",
+                format!("{prefix:?} contains {bad:?}; use printable ASCII without '#' or spaces"),
+            ),
+        );
     }
     if prefix.ends_with('/') {
-        return Err(crate::options::invalid(
-            "key_prefix",
-            format!("{prefix:?} must not end with '/' (the separator is added)"),
-        ));
+        return Err(
+            <crate::DynamoDbOptionKey as leasehold::store::OptionKey>::invalid(
+                "key_prefix",
+                format!("{prefix:?} must not end with '/' (the separator is added)"),
+            ),
+        );
     }
     Ok(())
 }

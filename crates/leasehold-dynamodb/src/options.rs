@@ -44,11 +44,6 @@ pub const DEFAULT_STALE_REFRESH_PAGES: u32 = 10;
 /// ```
 pub type DynamoDbOptionsError = leasehold::store::InvalidOption;
 
-/// An invalid DynamoDB option named `option`, for `reason`.
-pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> DynamoDbOptionsError {
-    leasehold::store::InvalidOption::new("DynamoDB", option, reason)
-}
-
 /// The options of [`DynamoDbOptions`] by name: the same names in a URL's query, in
 /// [`StoreOptions::with_option`] and in `LEASEHOLD_DYNAMODB_<NAME>` environment variables
 /// ([`StoreOptions::with_env`]).
@@ -428,7 +423,7 @@ impl DynamoDbOptions {
         validate_table(&self.table)?;
         validate_prefix(&self.key_prefix)?;
         if self.clock_skew_tolerance > Duration::from_secs(3600) {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "clock_skew_tolerance",
                 format!(
                     "{:?} is more than an hour; clocks that far apart need fixing, not tolerating",
@@ -439,7 +434,7 @@ impl DynamoDbOptions {
         if self.ttl_padding < Duration::from_secs(1)
             || self.ttl_padding <= self.clock_skew_tolerance
         {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "ttl_padding",
                 format!(
                     "{:?} must be at least 1s and longer than the clock-skew tolerance {:?}",
@@ -448,19 +443,19 @@ impl DynamoDbOptions {
             ));
         }
         if self.retry_delay.is_zero() || self.retry_delay > Duration::from_secs(10) {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "retry_delay",
                 format!("{:?} must be more than 0 and at most 10s", self.retry_delay),
             ));
         }
         if !(1..=10).contains(&self.max_attempts) {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "max_attempts",
                 format!("{} must be between 1 and 10", self.max_attempts),
             ));
         }
         if self.attempt_timeout < Duration::from_millis(10) {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "attempt_timeout",
                 format!("{:?} must be at least 10ms", self.attempt_timeout),
             ));
@@ -468,7 +463,7 @@ impl DynamoDbOptions {
         if let Some(interval) = self.stale_refresh
             && !(MIN_STALE_REFRESH_INTERVAL..=MAX_STALE_REFRESH_INTERVAL).contains(&interval)
         {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "stale_refresh",
                 format!(
                     "{interval:?} must be between {MIN_STALE_REFRESH_INTERVAL:?} and \
@@ -477,7 +472,7 @@ impl DynamoDbOptions {
             ));
         }
         if !(1..=crate::MAX_STALE_SCAN_PAGES).contains(&self.stale_refresh_pages) {
-            return Err(invalid(
+            return Err(DynamoDbOptionKey::invalid(
                 "stale_refresh_pages",
                 format!(
                     "{} must be between 1 and {}",
@@ -487,12 +482,13 @@ impl DynamoDbOptions {
             ));
         }
         leasehold::options::validate_node_id(&self.node_id)
-            .map_err(|e| invalid("node_id", e.to_string()))?;
+            .map_err(|e| DynamoDbOptionKey::invalid("node_id", e.to_string()))?;
         for (name, d) in [
             ("ttl_padding", self.ttl_padding),
             ("attempt_timeout", self.attempt_timeout),
         ] {
-            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
+            leasehold::store::check_duration(name, d)
+                .map_err(|e| DynamoDbOptionKey::invalid(name, e.to_string()))?;
         }
         Ok(())
     }
@@ -507,7 +503,7 @@ pub(crate) fn validate_table(table: &str) -> Result<(), DynamoDbOptionsError> {
     if ok {
         Ok(())
     } else {
-        Err(invalid(
+        Err(DynamoDbOptionKey::invalid(
             "table",
             format!("{table:?} must be 3-255 characters of [A-Za-z0-9_.-]"),
         ))

@@ -23,7 +23,7 @@ impl Refresher {
             return Ok(None);
         };
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-            crate::options::invalid(
+            <crate::DynamoDbOptionKey as leasehold::store::OptionKey>::invalid(
                 "stale_refresh",
                 "the stale-item refresher runs on tokio: create the store within a tokio runtime",
             )

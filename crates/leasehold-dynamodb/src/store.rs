@@ -323,11 +323,11 @@ impl LeaseStore for DynamoDbStore {
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         let slots = Self::check_slots(slots)?;
-        Ok(LockState {
-            lock: lock.clone(),
+        Ok(LockState::new(
+            lock.clone(),
             slots,
-            holders: self.live_holders(lock, slots).await?,
-        })
+            self.live_holders(lock, slots).await?,
+        ))
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {

@@ -60,10 +60,9 @@ mod store;
 mod url;
 mod watch;
 
+pub use leasehold::store::MAX_TIMEOUT;
 pub use opener::EtcdOpener;
-pub use options::{
-    DEFAULT_PREFIX, EtcdOptionKey, EtcdOptions, EtcdOptionsError, MAX_PREFIX_LEN, MAX_TIMEOUT,
-};
+pub use options::{DEFAULT_PREFIX, EtcdOptionKey, EtcdOptions, EtcdOptionsError, MAX_PREFIX_LEN};
 pub use store::EtcdStore;
 
 /// The manual page `docs/leasehold-etcd.md`, compiled as doc tests so its code stays true.

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+use leasehold::store::{
+    ConnectionOptions, InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions,
+};
 
 /// The default key prefix: slot `n` of lock `L` is the key `leasehold/L/n`.
 ///
@@ -15,12 +17,6 @@ pub const DEFAULT_PREFIX: &str = "leasehold";
 /// The longest key prefix accepted, in bytes.
 pub const MAX_PREFIX_LEN: usize = 128;
 
-/// The longest request or connect timeout accepted: a request that has not answered in ten
-/// minutes is not coming back, and a lease renewal must fail long before that. (A duration
-/// beyond the core's [`MAX_DURATION`](leasehold::limits::MAX_DURATION) gets the core's
-/// [`LimitError`](leasehold::limits::LimitError) message, as in every store.)
-pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
 /// Invalid [`EtcdOptions`]: names the option and says what is allowed.
 ///
 /// ```
@@ -31,11 +27,6 @@ pub const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600)
 /// assert!(err.to_string().contains("must not start or end with '/'"));
 /// ```
 pub type EtcdOptionsError = leasehold::store::InvalidOption;
-
-/// An invalid etcd option named `option`, for `reason`.
-pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> EtcdOptionsError {
-    leasehold::store::InvalidOption::new("etcd", option, reason)
-}
 
 /// The options of [`EtcdOptions`] by name: the same names in a URL's query, in
 /// [`StoreOptions::with_option`] and in `LEASEHOLD_ETCD_<NAME>` environment variables
@@ -145,9 +136,7 @@ impl StoreOptions for EtcdOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtcdOptions {
     pub(crate) prefix: String,
-    pub(crate) request_timeout: Duration,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) notifications: bool,
+    pub(crate) connection: ConnectionOptions,
     pub(crate) ca_file: Option<PathBuf>,
     pub(crate) cert_file: Option<PathBuf>,
     pub(crate) key_file: Option<PathBuf>,
@@ -157,9 +146,7 @@ impl Default for EtcdOptions {
     fn default() -> Self {
         Self {
             prefix: DEFAULT_PREFIX.to_owned(),
-            request_timeout: Duration::from_secs(2),
-            connect_timeout: Duration::from_secs(2),
-            notifications: true,
+            connection: ConnectionOptions::default(),
             ca_file: None,
             cert_file: None,
             key_file: None,
@@ -168,59 +155,6 @@ impl Default for EtcdOptions {
 }
 
 impl EtcdOptions {
-    /// The key prefix (default `leasehold`): 1 to [`MAX_PREFIX_LEN`] bytes of printable ASCII
-    /// without spaces; it must not start or end with `/`.
-    ///
-    /// ```
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().with_prefix("apps/billing").prefix(), "apps/billing");
-    /// ```
-    #[must_use]
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// How long one request may take before it fails with a transient error (default 2 s).
-    /// Requests refused at once (an endpoint that is down, a member without a leader) are sent
-    /// again, to another endpoint, within the same budget. Keep it well below a third of your
-    /// lease so the watchdog can retry a renewal in time.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_etcd::EtcdOptions::default().with_request_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
-    /// ```
-    #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// How long each connection attempt to an endpoint may take (default 2 s).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_etcd::EtcdOptions::default().with_connect_timeout(Duration::from_secs(3));
-    /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
-    /// ```
-    #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Whether waiters are woken through an etcd watch on release (default on). Off, they poll
-    /// with the elector's jittered retry policy.
-    ///
-    /// ```
-    /// assert!(!leasehold_etcd::EtcdOptions::default().with_notifications(false).notifications());
-    /// ```
-    #[must_use]
-    pub fn with_notifications(mut self, on: bool) -> Self {
-        self.notifications = on;
-        self
-    }
-
     /// A PEM file of CA certificates to trust for `etcds://` (in addition to the system roots).
     ///
     /// ```
@@ -250,40 +184,6 @@ impl EtcdOptions {
         self
     }
 
-    /// The key prefix.
-    ///
-    /// ```
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix(), "leasehold");
-    /// ```
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-    /// The request timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().request_timeout(), Duration::from_secs(2));
-    /// ```
-    pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
-    /// The connect timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_etcd::EtcdOptions::default().connect_timeout(), Duration::from_secs(2));
-    /// ```
-    pub fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
-    }
-    /// Whether release notifications are on.
-    ///
-    /// ```
-    /// assert!(leasehold_etcd::EtcdOptions::default().notifications());
-    /// ```
-    pub fn notifications(&self) -> bool {
-        self.notifications
-    }
     /// The CA file, if any.
     ///
     /// ```
@@ -291,6 +191,49 @@ impl EtcdOptions {
     /// ```
     pub fn ca_file(&self) -> Option<&std::path::Path> {
         self.ca_file.as_deref()
+    }
+
+    leasehold::store::option_accessors! {
+        /// The key prefix (default `leasehold`): 1 to [`MAX_PREFIX_LEN`] bytes of printable ASCII
+        /// without spaces; it must not start or end with `/`.
+        ///
+        /// ```
+        /// assert_eq!(leasehold_etcd::EtcdOptions::default().with_prefix("apps/billing").prefix(), "apps/billing");
+        /// assert_eq!(leasehold_etcd::EtcdOptions::default().prefix(), "leasehold");
+        /// ```
+        fn with_prefix / prefix: text => "The key prefix.";
+
+        /// How long one request may take before it fails with a transient error (default 2 s).
+        /// Requests refused at once (an endpoint that is down, a member without a leader) are sent
+        /// again, to another endpoint, within the same budget. Keep it well below a third of your
+        /// lease so the watchdog can retry a renewal in time.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_etcd::EtcdOptions::default().with_request_timeout(Duration::from_millis(300));
+        /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
+        /// assert_eq!(leasehold_etcd::EtcdOptions::default().request_timeout(), Duration::from_secs(2));
+        /// ```
+        fn with_request_timeout / request_timeout: Duration = connection.request_timeout => "The request timeout.";
+
+        /// How long each connection attempt to an endpoint may take (default 2 s).
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_etcd::EtcdOptions::default().with_connect_timeout(Duration::from_secs(3));
+        /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
+        /// assert_eq!(leasehold_etcd::EtcdOptions::default().connect_timeout(), Duration::from_secs(2));
+        /// ```
+        fn with_connect_timeout / connect_timeout: Duration = connection.connect_timeout => "The connect timeout.";
+
+        /// Whether waiters are woken through an etcd watch on release (default on). Off, they poll
+        /// with the elector's jittered retry policy.
+        ///
+        /// ```
+        /// assert!(!leasehold_etcd::EtcdOptions::default().with_notifications(false).notifications());
+        /// assert!(leasehold_etcd::EtcdOptions::default().notifications());
+        /// ```
+        fn with_notifications / notifications: bool = connection.notifications => "Whether release notifications are on.";
     }
 
     /// True when TLS files are configured.
@@ -314,7 +257,7 @@ impl EtcdOptions {
     /// ```
     pub fn validate(&self) -> Result<(), EtcdOptionsError> {
         let p = &self.prefix;
-        let bad_prefix = |reason: String| invalid("prefix", reason);
+        let bad_prefix = |reason: String| EtcdOptionKey::invalid("prefix", reason);
         if p.is_empty() || p.len() > MAX_PREFIX_LEN {
             return Err(bad_prefix(format!(
                 "must be 1 to {MAX_PREFIX_LEN} bytes, got {} bytes ({p:?})",
@@ -331,28 +274,13 @@ impl EtcdOptions {
                 "{p:?} must not start or end with '/' nor contain '//' (keys are <prefix>/<lock>/<slot>)"
             )));
         }
-        for (name, d) in [
-            ("request_timeout", self.request_timeout),
-            ("connect_timeout", self.connect_timeout),
-        ] {
-            // The core's bound and message first, as every store's options; then etcd's own.
-            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
-            if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
-                return Err(invalid(
-                    name,
-                    format!(
-                        "must be between 1ms and {}s, got {d:?}",
-                        MAX_TIMEOUT.as_secs()
-                    ),
-                ));
-            }
-        }
+        self.connection.validate::<EtcdOptionKey>()?;
         match (&self.cert_file, &self.key_file) {
-            (Some(_), None) => Err(invalid(
+            (Some(_), None) => Err(EtcdOptionKey::invalid(
                 "cert_file",
                 "is given without key_file; give both (client_identity) or neither",
             )),
-            (None, Some(_)) => Err(invalid(
+            (None, Some(_)) => Err(EtcdOptionKey::invalid(
                 "key_file",
                 "is given without cert_file; give both (client_identity) or neither",
             )),

@@ -1,15 +1,15 @@
 //! `EtcdStore`: leases as etcd keys attached to etcd leases, fenced by revisions.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
-    StoreResult, check_slots,
+    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseSignal, StoreResult,
+    check_slots,
 };
-use leasehold::store::{Listener, holders_below};
+use leasehold::store::{ServerNotifications, holders_below};
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
     store::{Extension, LockState, OpenError, Release, redact_url},
@@ -20,7 +20,7 @@ use crate::link::{Link, install_tls_provider, tls_options};
 use crate::options::EtcdOptions;
 use crate::protocol;
 use crate::url::parse;
-use crate::watch::{self, Watcher};
+use crate::watch;
 
 /// A lease store on an etcd v3 cluster, through etcd-client.
 ///
@@ -59,8 +59,7 @@ pub struct EtcdStore {
     pub(crate) link: Arc<Link>,
     pub(crate) keys: Keys,
     options: EtcdOptions,
-    notifier: Arc<ReleaseNotifier>,
-    watcher: Mutex<Option<Watcher>>,
+    notifications: ServerNotifications,
     description: String,
 }
 
@@ -74,52 +73,45 @@ impl std::fmt::Debug for EtcdStore {
 }
 
 impl EtcdStore {
-    /// Opens a store for an `etcd://host:port[,host:port…]/prefix` or `etcds://…` (TLS) URL and
-    /// checks that the cluster answers. `user:password@` authenticates; store options can be
-    /// given as query parameters (see [`EtcdOptions`]).
-    ///
-    /// # Errors
-    ///
-    /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
-    /// [`OpenError::Connect`] when no endpoint answers within the request timeout or the
-    /// credentials are rejected.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: dropping the future only abandons the connection attempt.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
-    /// let store = leasehold_etcd::EtcdStore::connect("etcd://app:secret@127.0.0.1:2379/billing").await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect(url: &str) -> Result<Self, OpenError> {
-        Self::connect_with(url, EtcdOptions::default()).await
-    }
-
-    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-    ///
-    /// # Errors
-    ///
-    /// As [`connect`](Self::connect).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe, as [`connect`](Self::connect).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
-    /// use leasehold_etcd::{EtcdOptions, EtcdStore};
-    /// let store = EtcdStore::connect_with("etcd://127.0.0.1:2379", EtcdOptions::default().with_prefix("jobs")).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect_with(url: &str, options: EtcdOptions) -> Result<Self, OpenError> {
-        let store = Self::connect_lazy(url, options)?;
-        store
-            .ping()
-            .await
-            .map_err(|source| OpenError::connect(url, source))?;
-        Ok(store)
+    leasehold::store::store_constructors! {
+        options: EtcdOptions;
+        /// Opens a store for an `etcd://host:port[,host:port…]/prefix` or `etcds://…` (TLS) URL and
+        /// checks that the cluster answers. `user:password@` authenticates; store options can be
+        /// given as query parameters (see [`EtcdOptions`]).
+        ///
+        /// # Errors
+        ///
+        /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
+        /// [`OpenError::Connect`] when no endpoint answers within the request timeout or the
+        /// credentials are rejected.
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe: dropping the future only abandons the connection attempt.
+        ///
+        /// ```no_run
+        /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+        /// let store = leasehold_etcd::EtcdStore::connect("etcd://app:secret@127.0.0.1:2379/billing").await?;
+        /// # Ok(()) }
+        /// ```
+        connect;
+        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+        ///
+        /// # Errors
+        ///
+        /// As [`connect`](Self::connect).
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe, as [`connect`](Self::connect).
+        ///
+        /// ```no_run
+        /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+        /// use leasehold_etcd::{EtcdOptions, EtcdStore};
+        /// let store = EtcdStore::connect_with("etcd://127.0.0.1:2379", EtcdOptions::default().with_prefix("jobs")).await?;
+        /// # Ok(()) }
+        /// ```
+        connect_with;
     }
 
     /// Builds a store without contacting the cluster; the first operation connects.
@@ -153,8 +145,8 @@ impl EtcdStore {
         let link = Link::new(
             target.endpoints,
             connect,
-            target.options.request_timeout,
-            target.options.connect_timeout,
+            target.options.request_timeout(),
+            target.options.connect_timeout(),
         );
         Ok(Self::build(link, target.options, redact_url(url)))
     }
@@ -175,7 +167,7 @@ impl EtcdStore {
         options
             .validate()
             .map_err(|reason| OpenError::invalid(&description, reason))?;
-        let link = Link::from_client(client, options.request_timeout);
+        let link = Link::from_client(client, options.request_timeout());
         Ok(Self::build(link, options, description))
     }
 
@@ -183,8 +175,7 @@ impl EtcdStore {
         Self {
             link: Arc::new(link),
             keys: Keys::new(&options.prefix),
-            notifier: Arc::new(ReleaseNotifier::default()),
-            watcher: Mutex::new(None),
+            notifications: ServerNotifications::new(options.notifications()),
             description,
             options,
         }
@@ -297,11 +288,11 @@ impl LeaseStore for EtcdStore {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
-        Ok(LockState {
-            lock: lock.clone(),
+        Ok(LockState::new(
+            lock.clone(),
             slots,
-            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
-        })
+            holders_below(held.records.iter().map(|r| &r.held), slots),
+        ))
     }
 
     /// A range read over the lock keys with a limit, in key order (see the `list` module).
@@ -315,16 +306,9 @@ impl LeaseStore for EtcdStore {
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        if !self.options.notifications {
-            return None;
-        }
-        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
-            Listener::spawn(watch::run(
-                Arc::clone(&self.link),
-                self.keys.clone(),
-                Arc::clone(&self.notifier),
-            ))
-        }))
+        self.notifications.signal(lock, |notifier| {
+            watch::run(Arc::clone(&self.link), self.keys.clone(), notifier)
+        })
     }
 
     fn describe(&self) -> String {

@@ -32,12 +32,6 @@ pub(crate) struct Target {
     pub(crate) options: EtcdOptions,
 }
 
-fn syntax(reason: impl Into<String>) -> UrlError {
-    UrlError::Syntax {
-        reason: reason.into(),
-    }
-}
-
 /// Parses `etcd://[user:password@]host[:port][,host[:port]…][/prefix][?param=value&…]`.
 /// The error says what is wrong and what is allowed; it never contains the password.
 pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
@@ -45,16 +39,20 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
     let tls = match parsed.scheme().to_ascii_lowercase().as_str() {
         "etcd" => false,
         "etcds" => true,
-        _ => return Err(syntax(format!("unsupported scheme; expected {EXPECTED}"))),
+        _ => {
+            return Err(UrlError::syntax(format!(
+                "unsupported scheme; expected {EXPECTED}"
+            )));
+        }
     };
-    let user = credentials(&parsed)?;
+    let user = parsed.user_password()?;
     let http = if tls { "https" } else { "http" };
     let endpoints = hosts.iter().map(|e| format!("{http}://{e}")).collect();
     let mut options = base;
     let path = parsed.url().path().trim_start_matches('/');
     if !path.is_empty() {
         let prefix = percent_decode(path).ok_or_else(|| {
-            syntax("the prefix is not valid percent-encoded UTF-8 (write `%` as %25)")
+            UrlError::syntax("the prefix is not valid percent-encoded UTF-8 (write `%` as %25)")
         })?;
         options = options.with_prefix(prefix);
     }
@@ -67,13 +65,6 @@ pub(crate) fn parse(url: &str, base: EtcdOptions) -> Result<Target, UrlError> {
         user,
         options,
     })
-}
-
-/// The user name and password, percent-decoded (a password needs a user name).
-fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> {
-    Ok(parsed
-        .user_info()?
-        .map(|info| (info.user, info.password.unwrap_or_default())))
 }
 
 /// Sets the options the query gives ([`EtcdOptionKey`](crate::EtcdOptionKey)); TLS files only

@@ -49,11 +49,10 @@ mod url;
 mod watch;
 mod written;
 
+pub use leasehold::store::MAX_TIMEOUT;
 pub use link::BucketError;
 pub use opener::NatsOpener;
-pub use options::{
-    DEFAULT_BUCKET, MAX_BUCKET_LEN, MAX_TIMEOUT, NatsOptionKey, NatsOptions, NatsOptionsError,
-};
+pub use options::{DEFAULT_BUCKET, MAX_BUCKET_LEN, NatsOptionKey, NatsOptions, NatsOptionsError};
 pub use store::NatsStore;
 
 /// The manual page `docs/leasehold-nats.md`, compiled as doc tests so its code stays true.

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+use leasehold::store::{
+    ConnectionOptions, InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions,
+};
 
 /// The default KV bucket: its JetStream stream is `KV_leasehold`.
 ///
@@ -14,12 +16,6 @@ pub const DEFAULT_BUCKET: &str = "leasehold";
 /// The longest bucket name accepted, in bytes.
 pub const MAX_BUCKET_LEN: usize = 64;
 
-/// The longest request or connect timeout accepted: a request that has not answered in ten
-/// minutes is not coming back, and a lease renewal must fail long before that. (A duration
-/// beyond the core's [`MAX_DURATION`](leasehold::limits::MAX_DURATION) gets the core's
-/// [`LimitError`](leasehold::limits::LimitError) message, as in every store.)
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-
 /// Invalid [`NatsOptions`]: names the option and says what is allowed.
 ///
 /// ```
@@ -30,11 +26,6 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// assert!(err.to_string().contains("letters, digits, '-' and '_'"));
 /// ```
 pub type NatsOptionsError = leasehold::store::InvalidOption;
-
-/// An invalid NATS option named `option`, for `reason`.
-pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> NatsOptionsError {
-    leasehold::store::InvalidOption::new("NATS", option, reason)
-}
 
 /// The options of [`NatsOptions`] by name: the same names in a URL's query, in
 /// [`StoreOptions::with_option`] and in `LEASEHOLD_NATS_<NAME>` environment variables
@@ -123,110 +114,58 @@ impl StoreOptions for NatsOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatsOptions {
     pub(crate) bucket: String,
-    pub(crate) request_timeout: Duration,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) notifications: bool,
+    pub(crate) connection: ConnectionOptions,
 }
 
 impl Default for NatsOptions {
     fn default() -> Self {
         Self {
             bucket: DEFAULT_BUCKET.to_owned(),
-            request_timeout: Duration::from_secs(2),
-            connect_timeout: Duration::from_secs(2),
-            notifications: true,
+            connection: ConnectionOptions::default(),
         }
     }
 }
 
 impl NatsOptions {
-    /// The KV bucket (default `leasehold`): 1 to [`MAX_BUCKET_LEN`] letters, digits, `-` and
-    /// `_` (JetStream's rule for bucket names).
-    ///
-    /// ```
-    /// assert_eq!(leasehold_nats::NatsOptions::default().with_bucket("jobs").bucket(), "jobs");
-    /// ```
-    #[must_use]
-    pub fn with_bucket(mut self, bucket: impl Into<String>) -> Self {
-        self.bucket = bucket.into();
-        self
-    }
+    leasehold::store::option_accessors! {
+        /// The KV bucket (default `leasehold`): 1 to [`MAX_BUCKET_LEN`] letters, digits, `-` and
+        /// `_` (JetStream's rule for bucket names).
+        ///
+        /// ```
+        /// assert_eq!(leasehold_nats::NatsOptions::default().with_bucket("jobs").bucket(), "jobs");
+        /// assert_eq!(leasehold_nats::NatsOptions::default().bucket(), "leasehold");
+        /// ```
+        fn with_bucket / bucket: text => "The bucket.";
 
-    /// How long one request may take before it fails with a transient error (default 2 s).
-    /// Keep it well below a third of your lease so the watchdog can retry a renewal in time.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_nats::NatsOptions::default().with_request_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
-    /// ```
-    #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
+        /// How long one request may take before it fails with a transient error (default 2 s).
+        /// Keep it well below a third of your lease so the watchdog can retry a renewal in time.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_nats::NatsOptions::default().with_request_timeout(Duration::from_millis(300));
+        /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
+        /// assert_eq!(leasehold_nats::NatsOptions::default().request_timeout(), Duration::from_secs(2));
+        /// ```
+        fn with_request_timeout / request_timeout: Duration = connection.request_timeout => "The request timeout.";
 
-    /// How long each connection attempt may take (default 2 s).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_nats::NatsOptions::default().with_connect_timeout(Duration::from_secs(3));
-    /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
-    /// ```
-    #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
+        /// How long each connection attempt may take (default 2 s).
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_nats::NatsOptions::default().with_connect_timeout(Duration::from_secs(3));
+        /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
+        /// assert_eq!(leasehold_nats::NatsOptions::default().connect_timeout(), Duration::from_secs(2));
+        /// ```
+        fn with_connect_timeout / connect_timeout: Duration = connection.connect_timeout => "The connect timeout.";
 
-    /// Whether waiters are woken through a KV watch on release (default on). Off, they poll
-    /// with the elector's jittered retry policy.
-    ///
-    /// ```
-    /// assert!(!leasehold_nats::NatsOptions::default().with_notifications(false).notifications());
-    /// ```
-    #[must_use]
-    pub fn with_notifications(mut self, on: bool) -> Self {
-        self.notifications = on;
-        self
-    }
-
-    /// The bucket.
-    ///
-    /// ```
-    /// assert_eq!(leasehold_nats::NatsOptions::default().bucket(), "leasehold");
-    /// ```
-    pub fn bucket(&self) -> &str {
-        &self.bucket
-    }
-
-    /// The request timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_nats::NatsOptions::default().request_timeout(), Duration::from_secs(2));
-    /// ```
-    pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
-
-    /// The connect timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_nats::NatsOptions::default().connect_timeout(), Duration::from_secs(2));
-    /// ```
-    pub fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
-    }
-
-    /// Whether release notifications are on.
-    ///
-    /// ```
-    /// assert!(leasehold_nats::NatsOptions::default().notifications());
-    /// ```
-    pub fn notifications(&self) -> bool {
-        self.notifications
+        /// Whether waiters are woken through a KV watch on release (default on). Off, they poll
+        /// with the elector's jittered retry policy.
+        ///
+        /// ```
+        /// assert!(!leasehold_nats::NatsOptions::default().with_notifications(false).notifications());
+        /// assert!(leasehold_nats::NatsOptions::default().notifications());
+        /// ```
+        fn with_notifications / notifications: bool = connection.notifications => "Whether release notifications are on.";
     }
 
     /// Checks every option; the store's constructors call it.
@@ -246,7 +185,7 @@ impl NatsOptions {
     pub fn validate(&self) -> Result<(), NatsOptionsError> {
         let b = &self.bucket;
         if b.is_empty() || b.len() > MAX_BUCKET_LEN {
-            return Err(invalid(
+            return Err(NatsOptionKey::invalid(
                 "bucket",
                 format!(
                     "must be 1 to {MAX_BUCKET_LEN} bytes, got {} bytes ({b:?})",
@@ -258,27 +197,12 @@ impl NatsOptions {
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
         {
-            return Err(invalid(
+            return Err(NatsOptionKey::invalid(
                 "bucket",
                 format!("{b:?} contains {bad:?}; use letters, digits, '-' and '_'"),
             ));
         }
-        for (name, d) in [
-            ("request_timeout", self.request_timeout),
-            ("connect_timeout", self.connect_timeout),
-        ] {
-            // The core's bound and message first, as every store's options; then NATS's own.
-            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
-            if d < Duration::from_millis(1) || d > MAX_TIMEOUT {
-                return Err(invalid(
-                    name,
-                    format!(
-                        "must be between 1ms and {}s, got {d:?}",
-                        MAX_TIMEOUT.as_secs()
-                    ),
-                ));
-            }
-        }
+        self.connection.validate::<NatsOptionKey>()?;
         Ok(())
     }
 }

@@ -1,15 +1,15 @@
 //! `NatsStore`: leases as keys of a JetStream KV bucket, written by compare-and-set with
 //! per-key TTLs, fenced by stream sequences.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
-    StoreResult, check_slots,
+    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseSignal, StoreResult,
+    check_slots,
 };
-use leasehold::store::{Listener, holders_below};
+use leasehold::store::{ServerNotifications, holders_below};
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
@@ -20,7 +20,7 @@ use crate::link::Link;
 use crate::options::NatsOptions;
 use crate::protocol;
 use crate::url::parse;
-use crate::watch::{self, Watcher};
+use crate::watch;
 use crate::written::Written;
 
 /// A lease store on a NATS JetStream KV bucket, through async-nats (nats-server 2.12 or later).
@@ -56,8 +56,7 @@ pub struct NatsStore {
     pub(crate) link: Arc<Link>,
     pub(crate) keys: Keys,
     options: NatsOptions,
-    notifier: Arc<ReleaseNotifier>,
-    watcher: Mutex<Option<Watcher>>,
+    notifications: ServerNotifications,
     /// This client's last write per slot, for one-request extensions and releases.
     written: Written,
     description: String,
@@ -73,53 +72,46 @@ impl std::fmt::Debug for NatsStore {
 }
 
 impl NatsStore {
-    /// Opens a store for a `nats://host:port/bucket` URL, creates the bucket when absent and
-    /// checks an existing one. `user:password@` or `token@` authenticates; store options can be
-    /// given as query parameters (see [`NatsOptions`]).
-    ///
-    /// # Errors
-    ///
-    /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
-    /// [`OpenError::Connect`] when the server does not answer within the timeouts, rejects the
-    /// credentials, has no JetStream, or holds a bucket of that name that cannot keep leases.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: dropping the future abandons the connection attempt (a bucket created
-    /// meanwhile stays, and is used by the next connection).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
-    /// let store = leasehold_nats::NatsStore::connect("nats://app:secret@127.0.0.1:4222/billing").await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect(url: &str) -> Result<Self, OpenError> {
-        Self::connect_with(url, NatsOptions::default()).await
-    }
-
-    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-    ///
-    /// # Errors
-    ///
-    /// As [`connect`](Self::connect).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe, as [`connect`](Self::connect).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
-    /// use leasehold_nats::{NatsOptions, NatsStore};
-    /// let store = NatsStore::connect_with("nats://127.0.0.1:4222", NatsOptions::default().with_bucket("jobs")).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect_with(url: &str, options: NatsOptions) -> Result<Self, OpenError> {
-        let store = Self::connect_lazy(url, options)?;
-        store
-            .ping()
-            .await
-            .map_err(|source| OpenError::connect(url, source))?;
-        Ok(store)
+    leasehold::store::store_constructors! {
+        options: NatsOptions;
+        /// Opens a store for a `nats://host:port/bucket` URL, creates the bucket when absent and
+        /// checks an existing one. `user:password@` or `token@` authenticates; store options can be
+        /// given as query parameters (see [`NatsOptions`]).
+        ///
+        /// # Errors
+        ///
+        /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
+        /// [`OpenError::Connect`] when the server does not answer within the timeouts, rejects the
+        /// credentials, has no JetStream, or holds a bucket of that name that cannot keep leases.
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe: dropping the future abandons the connection attempt (a bucket created
+        /// meanwhile stays, and is used by the next connection).
+        ///
+        /// ```no_run
+        /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+        /// let store = leasehold_nats::NatsStore::connect("nats://app:secret@127.0.0.1:4222/billing").await?;
+        /// # Ok(()) }
+        /// ```
+        connect;
+        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+        ///
+        /// # Errors
+        ///
+        /// As [`connect`](Self::connect).
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe, as [`connect`](Self::connect).
+        ///
+        /// ```no_run
+        /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+        /// use leasehold_nats::{NatsOptions, NatsStore};
+        /// let store = NatsStore::connect_with("nats://127.0.0.1:4222", NatsOptions::default().with_bucket("jobs")).await?;
+        /// # Ok(()) }
+        /// ```
+        connect_with;
     }
 
     /// Builds a store without contacting the server; the first operation connects (and creates
@@ -147,8 +139,8 @@ impl NatsStore {
             target.server,
             target.credentials,
             keys.clone(),
-            target.options.request_timeout,
-            target.options.connect_timeout,
+            target.options.request_timeout(),
+            target.options.connect_timeout(),
         );
         Ok(Self::build(link, keys, target.options, shown))
     }
@@ -173,7 +165,7 @@ impl NatsStore {
             .validate()
             .map_err(|reason| OpenError::invalid(&description, reason))?;
         let keys = Keys::new(&options.bucket);
-        let link = Link::from_client(client, keys.clone(), options.request_timeout);
+        let link = Link::from_client(client, keys.clone(), options.request_timeout());
         Ok(Self::build(link, keys, options, description))
     }
 
@@ -181,8 +173,7 @@ impl NatsStore {
         Self {
             link: Arc::new(link),
             keys,
-            notifier: Arc::new(ReleaseNotifier::default()),
-            watcher: Mutex::new(None),
+            notifications: ServerNotifications::new(options.notifications()),
             written: Written::default(),
             description,
             options,
@@ -272,7 +263,7 @@ impl LeaseStore for NatsStore {
             protocol::release(&self.link, &self.keys, &self.written, lease, linger).await?;
         if released == Release::Released && linger.is_zero() {
             // The watch reports it too; waking this client's waiters now saves its round trip.
-            self.notifier.notify(&lease.lock);
+            self.notifications.notify(&lease.lock);
         }
         Ok(released)
     }
@@ -297,11 +288,11 @@ impl LeaseStore for NatsStore {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
-        Ok(LockState {
-            lock: lock.clone(),
+        Ok(LockState::new(
+            lock.clone(),
             slots,
-            holders: holders_below(held.records.iter().map(|r| &r.held), slots),
-        })
+            holders_below(held.records.iter().map(|r| &r.held), slots),
+        ))
     }
 
     /// A batch read of the bucket's messages in stream order, with a limit (see the `list`
@@ -314,22 +305,15 @@ impl LeaseStore for NatsStore {
         check_slots(slots)?;
         let freed = protocol::force_release(&self.link, &self.keys, lock, slots).await?;
         if !freed.is_empty() {
-            self.notifier.notify(lock);
+            self.notifications.notify(lock);
         }
         Ok(freed)
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        if !self.options.notifications {
-            return None;
-        }
-        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
-            Listener::spawn(watch::run(
-                Arc::clone(&self.link),
-                self.keys.clone(),
-                Arc::clone(&self.notifier),
-            ))
-        }))
+        self.notifications.signal(lock, |notifier| {
+            watch::run(Arc::clone(&self.link), self.keys.clone(), notifier)
+        })
     }
 
     fn describe(&self) -> String {

@@ -38,30 +38,26 @@ pub(crate) struct Target {
     pub(crate) options: NatsOptions,
 }
 
-fn syntax(reason: impl Into<String>) -> UrlError {
-    UrlError::Syntax {
-        reason: reason.into(),
-    }
-}
-
 /// Parses `nats://[user:password@]host[:port][/bucket][?param=value&…]`. The error says what is
 /// wrong and what is allowed; it never contains the password or token.
 pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
     let parsed = StoreUrl::parse(url.trim())?;
     if !parsed.scheme().eq_ignore_ascii_case("nats") {
-        return Err(syntax(format!("unsupported scheme; expected {EXPECTED}")));
+        return Err(UrlError::syntax(format!(
+            "unsupported scheme; expected {EXPECTED}"
+        )));
     }
     let host = parsed.require_host(EXPECTED)?.to_owned();
     let port = parsed.url().port().unwrap_or(DEFAULT_PORT);
     if port == 0 {
-        return Err(syntax("the port must be 1-65535"));
+        return Err(UrlError::syntax("the port must be 1-65535"));
     }
     let mut credentials = credentials(&parsed)?;
     let mut options = base;
     let path = parsed.url().path().trim_start_matches('/');
     if !path.is_empty() {
         let bucket = percent_decode(path)
-            .ok_or_else(|| syntax("the bucket is not valid percent-encoded UTF-8"))?;
+            .ok_or_else(|| UrlError::syntax("the bucket is not valid percent-encoded UTF-8"))?;
         options = options.with_bucket(bucket);
     }
     let mut known = NatsOptions::known_params();
@@ -69,7 +65,9 @@ pub(crate) fn parse(url: &str, base: NatsOptions) -> Result<Target, UrlError> {
     let mut query = parsed.options(&known)?;
     if let Some(token) = query.secret(TOKEN_PARAM)? {
         if credentials != Credentials::None {
-            return Err(syntax("give either USER:PASSWORD@ or ?token=, not both"));
+            return Err(UrlError::syntax(
+                "give either USER:PASSWORD@ or ?token=, not both",
+            ));
         }
         credentials = Credentials::Token(token);
     }
@@ -92,7 +90,7 @@ fn credentials(parsed: &StoreUrl) -> Result<Credentials, UrlError> {
             ..
         }) => Ok(Credentials::UserPassword(user, password)),
         // `nats://TOKEN@HOST` is NATS's own form, but a user name is shown in messages.
-        Some(_) => Err(syntax(
+        Some(_) => Err(UrlError::syntax(
             "a user name needs a password (nats://USER:PASSWORD@HOST); give a token as ?token=TOKEN, never before the host",
         )),
     }

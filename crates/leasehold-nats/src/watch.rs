@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_nats::jetstream::kv::Operation;
 use futures::StreamExt;
 use leasehold::store::StoreError;
-use leasehold::store::{Listener, ReconnectPause, ReleaseNotifier};
+use leasehold::store::{ReconnectPause, ReleaseNotifier};
 use tokio::time::sleep;
 use tracing::{debug, warn};
 
@@ -24,10 +24,7 @@ use crate::link::Link;
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(2);
 
-/// The watch task; stopped when dropped (with the store).
-pub(crate) type Watcher = Listener;
-
-/// Listens until the store is dropped (run as its [`Listener`]).
+/// Listens until the store is dropped (run as its [`Listener`](leasehold::store::Listener)).
 pub(crate) async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
     let mut pauses = ReconnectPause::new(FIRST_PAUSE, MAX_PAUSE);
     loop {

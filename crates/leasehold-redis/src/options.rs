@@ -25,11 +25,6 @@ pub const MAX_PREFIX_LEN: usize = 128;
 /// ```
 pub type RedisOptionsError = leasehold::store::InvalidOption;
 
-/// An invalid Redis option named `option`, for `reason`.
-pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> RedisOptionsError {
-    leasehold::store::InvalidOption::new("Redis", option, reason)
-}
-
 /// The options of [`RedisOptions`] by name: the same names in a URL's query, in
 /// [`StoreOptions::with_option`] and in `LEASEHOLD_REDIS_<NAME>` environment variables
 /// ([`StoreOptions::with_env`]).
@@ -141,116 +136,59 @@ impl Default for RedisOptions {
 }
 
 impl RedisOptions {
-    /// The key prefix (default `leasehold`): 1 to [`MAX_PREFIX_LEN`] characters of printable
-    /// ASCII without spaces or braces (braces would break the hash tag that keeps a lock's keys
-    /// in one cluster slot).
-    ///
-    /// ```
-    /// assert_eq!(leasehold_redis::RedisOptions::default().with_prefix("a:b").prefix(), "a:b");
-    /// ```
-    #[must_use]
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
+    leasehold::store::option_accessors! {
+        /// The key prefix (default `leasehold`): 1 to [`MAX_PREFIX_LEN`] characters of printable
+        /// ASCII without spaces or braces (braces would break the hash tag that keeps a lock's keys
+        /// in one cluster slot).
+        ///
+        /// ```
+        /// assert_eq!(leasehold_redis::RedisOptions::default().with_prefix("a:b").prefix(), "a:b");
+        /// assert_eq!(leasehold_redis::RedisOptions::default().prefix(), "leasehold");
+        /// ```
+        fn with_prefix / prefix: text => "The key prefix.";
 
-    /// How long to wait for an answer before failing with a transient error (default 1 s). The
-    /// connection is then replaced, since its stream can no longer be trusted. Keep it well below
-    /// a third of your lease so the watchdog can retry a renewal in time.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_redis::RedisOptions::default().with_response_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.response_timeout(), Duration::from_millis(300));
-    /// ```
-    #[must_use]
-    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
-        self
-    }
+        /// How long to wait for an answer before failing with a transient error (default 1 s). The
+        /// connection is then replaced, since its stream can no longer be trusted. Keep it well below
+        /// a third of your lease so the watchdog can retry a renewal in time.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_redis::RedisOptions::default().with_response_timeout(Duration::from_millis(300));
+        /// assert_eq!(o.response_timeout(), Duration::from_millis(300));
+        /// assert_eq!(leasehold_redis::RedisOptions::default().response_timeout(), Duration::from_secs(1));
+        /// ```
+        fn with_response_timeout / response_timeout: Duration => "The response timeout.";
 
-    /// How long each connection attempt may take (default 1 s).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_redis::RedisOptions::default().with_connect_timeout(Duration::from_secs(3));
-    /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
-    /// ```
-    #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
+        /// How long each connection attempt may take (default 1 s).
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_redis::RedisOptions::default().with_connect_timeout(Duration::from_secs(3));
+        /// assert_eq!(o.connect_timeout(), Duration::from_secs(3));
+        /// assert_eq!(leasehold_redis::RedisOptions::default().connect_timeout(), Duration::from_secs(1));
+        /// ```
+        fn with_connect_timeout / connect_timeout: Duration => "The connect timeout.";
 
-    /// How long a lock's hash outlives its latest lease before Redis deletes it (default 1 h).
-    /// Fences stay monotonic either way (they never fall below the server clock in µs); the
-    /// retained counter additionally protects against the server clock stepping back.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_redis::RedisOptions::default().with_idle_retention(Duration::from_secs(86_400));
-    /// assert_eq!(o.idle_retention(), Duration::from_secs(86_400));
-    /// ```
-    #[must_use]
-    pub fn with_idle_retention(mut self, retention: Duration) -> Self {
-        self.idle_retention = retention;
-        self
-    }
+        /// How long a lock's hash outlives its latest lease before Redis deletes it (default 1 h).
+        /// Fences stay monotonic either way (they never fall below the server clock in µs); the
+        /// retained counter additionally protects against the server clock stepping back.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_redis::RedisOptions::default().with_idle_retention(Duration::from_secs(86_400));
+        /// assert_eq!(o.idle_retention(), Duration::from_secs(86_400));
+        /// assert_eq!(leasehold_redis::RedisOptions::default().idle_retention(), Duration::from_secs(3600));
+        /// ```
+        fn with_idle_retention / idle_retention: Duration => "The idle retention.";
 
-    /// Whether waiters are woken through pub/sub on release (default on). Off, they poll with the
-    /// elector's jittered retry policy.
-    ///
-    /// ```
-    /// assert!(!leasehold_redis::RedisOptions::default().with_notifications(false).notifications());
-    /// ```
-    #[must_use]
-    pub fn with_notifications(mut self, on: bool) -> Self {
-        self.notifications = on;
-        self
-    }
-
-    /// The key prefix.
-    ///
-    /// ```
-    /// assert_eq!(leasehold_redis::RedisOptions::default().prefix(), "leasehold");
-    /// ```
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-    /// The response timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_redis::RedisOptions::default().response_timeout(), Duration::from_secs(1));
-    /// ```
-    pub fn response_timeout(&self) -> Duration {
-        self.response_timeout
-    }
-    /// The connect timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_redis::RedisOptions::default().connect_timeout(), Duration::from_secs(1));
-    /// ```
-    pub fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
-    }
-    /// The idle retention.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_redis::RedisOptions::default().idle_retention(), Duration::from_secs(3600));
-    /// ```
-    pub fn idle_retention(&self) -> Duration {
-        self.idle_retention
-    }
-    /// Whether release notifications are on.
-    ///
-    /// ```
-    /// assert!(leasehold_redis::RedisOptions::default().notifications());
-    /// ```
-    pub fn notifications(&self) -> bool {
-        self.notifications
+        /// Whether waiters are woken through pub/sub on release (default on). Off, they poll with the
+        /// elector's jittered retry policy.
+        ///
+        /// ```
+        /// assert!(!leasehold_redis::RedisOptions::default().with_notifications(false).notifications());
+        /// assert!(leasehold_redis::RedisOptions::default().notifications());
+        /// ```
+        fn with_notifications / notifications: bool => "Whether release notifications are on.";
     }
 
     /// Checks every option; the store's constructors call it.
@@ -270,7 +208,7 @@ impl RedisOptions {
     pub fn validate(&self) -> Result<(), RedisOptionsError> {
         let p = &self.prefix;
         if p.is_empty() || p.len() > MAX_PREFIX_LEN {
-            return Err(invalid(
+            return Err(RedisOptionKey::invalid(
                 "prefix",
                 format!("must be 1 to {MAX_PREFIX_LEN} characters, got {p:?}"),
             ));
@@ -279,7 +217,7 @@ impl RedisOptions {
             .chars()
             .find(|c| !c.is_ascii_graphic() || *c == '{' || *c == '}')
         {
-            return Err(invalid(
+            return Err(RedisOptionKey::invalid(
                 "prefix",
                 format!("{p:?} contains {bad:?}; use printable ASCII without spaces or braces"),
             ));
@@ -289,7 +227,10 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
         ] {
             if d < Duration::from_millis(1) {
-                return Err(invalid(name, format!("must be at least 1ms, got {d:?}")));
+                return Err(RedisOptionKey::invalid(
+                    name,
+                    format!("must be at least 1ms, got {d:?}"),
+                ));
             }
         }
         for (name, d) in [
@@ -297,7 +238,8 @@ impl RedisOptions {
             ("connect_timeout", self.connect_timeout),
             ("idle_retention", self.idle_retention),
         ] {
-            leasehold::store::check_duration(name, d).map_err(|e| invalid(name, e.to_string()))?;
+            leasehold::store::check_duration(name, d)
+                .map_err(|e| RedisOptionKey::invalid(name, e.to_string()))?;
         }
         Ok(())
     }

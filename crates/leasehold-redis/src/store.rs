@@ -72,10 +72,6 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
-    OpenError::invalid(url, reason)
-}
-
 impl RedisStore {
     /// Opens a store for a `redis://`, `rediss://`, `valkey://`, `valkeys://` or
     /// `redis+unix://` URL and checks that the server answers. Store options can be given as query
@@ -139,9 +135,10 @@ impl RedisStore {
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn connect_lazy(url: &str, options: RedisOptions) -> Result<Self, OpenError> {
-        let (redis_url, options) = split_options(url, options).map_err(|r| invalid(url, r))?;
-        let client = Client::open(redis_url.as_str()).map_err(|e| invalid(url, e))?;
-        Self::build(client, options, redact_url(url)).map_err(|r| invalid(url, r))
+        let (redis_url, options) =
+            split_options(url, options).map_err(|r| OpenError::invalid(url, r))?;
+        let client = Client::open(redis_url.as_str()).map_err(|e| OpenError::invalid(url, e))?;
+        Self::build(client, options, redact_url(url)).map_err(|r| OpenError::invalid(url, r))
     }
 
     /// Uses a `redis::Client` the application configured (TLS certificates, credentials, …).
@@ -343,11 +340,11 @@ impl LeaseStore for RedisStore {
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        Ok(LockState {
-            lock: lock.clone(),
+        Ok(LockState::new(
+            lock.clone(),
             slots,
-            holders: self.live_holders(lock, slots).await?,
-        })
+            self.live_holders(lock, slots).await?,
+        ))
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {

@@ -65,10 +65,6 @@ pub struct SqlStore {
     pub(crate) contended: crate::contended::Contended,
 }
 
-fn invalid(url: &str, reason: impl std::fmt::Display) -> OpenError {
-    OpenError::invalid(url, reason)
-}
-
 impl SqlStore {
     /// Opens a store for a `sqlite:`, `postgres://` or `mysql://` URL with default options and
     /// checks that the database answers (creating the table if needed).
@@ -154,17 +150,17 @@ impl SqlStore {
     /// [`leasehold::limits::MAX_DURATION`] or a table name the dialect does not allow.
     pub fn connect_lazy(url: &str, options: SqlOptions) -> Result<Self, OpenError> {
         leasehold::store::check_duration("connect_timeout", options.connect_timeout)
-            .map_err(|e| invalid(url, e.to_string()))?;
+            .map_err(|e| OpenError::invalid(url, e.to_string()))?;
         let settings = PoolSettings {
             max_connections: options.max_connections,
             connect_timeout: options.connect_timeout,
         };
         if let Some(dialect) = crate::pool::dialect_of(url) {
-            crate::pool::check_driver(dialect).map_err(|r| invalid(url, r))?;
+            crate::pool::check_driver(dialect).map_err(|r| OpenError::invalid(url, r))?;
             crate::url::check(url, dialect).map_err(|e| e.into_open_error(url))?;
         }
-        let pool = lazy_pool(url, settings).map_err(|r| invalid(url, r))?;
-        Self::build(pool, options, redact_url(url)).map_err(|r| invalid(url, r))
+        let pool = lazy_pool(url, settings).map_err(|r| OpenError::invalid(url, r))?;
+        Self::build(pool, options, redact_url(url)).map_err(|r| OpenError::invalid(url, r))
     }
 
     /// Uses a pool the application already has.
@@ -344,11 +340,7 @@ impl LeaseStore for SqlStore {
         check_slots(slots)?;
         self.migrate().await?;
         let rows = self.queries.state(lock, slots).await?;
-        Ok(LockState {
-            lock: lock.clone(),
-            slots,
-            holders: holders(&rows),
-        })
+        Ok(LockState::new(lock.clone(), slots, holders(&rows)))
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {

@@ -48,10 +48,11 @@ mod store;
 mod url;
 mod watch;
 
+pub use leasehold::store::MAX_TIMEOUT;
 pub use opener::ZooKeeperOpener;
 pub use options::{
-    DEFAULT_PREFIX, MAX_CLOCK_SKEW_TOLERANCE, MAX_PREFIX_LEN, MAX_TIMEOUT, ZooKeeperOptionKey,
-    ZooKeeperOptions, ZooKeeperOptionsError,
+    DEFAULT_PREFIX, MAX_CLOCK_SKEW_TOLERANCE, MAX_PREFIX_LEN, ZooKeeperOptionKey, ZooKeeperOptions,
+    ZooKeeperOptionsError,
 };
 pub use store::ZooKeeperStore;
 

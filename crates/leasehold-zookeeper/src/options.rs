@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use leasehold::store::{InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions};
+use leasehold::store::{
+    InvalidOption, MAX_TIMEOUT, OptionKey, OptionKind, OptionValue, StoreOptions,
+};
 
 /// The default node prefix (under the URL's chroot): slot `n` of lock `L` is the node
 /// `/leasehold/locks/L/slot-n`.
@@ -14,10 +16,6 @@ pub const DEFAULT_PREFIX: &str = "/leasehold";
 
 /// The longest node prefix accepted, in bytes.
 pub const MAX_PREFIX_LEN: usize = 128;
-
-/// The longest request or session timeout accepted: a request that has not answered in ten
-/// minutes is not coming back, and a lease renewal must fail long before that.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The largest clock-skew tolerance accepted: servers whose clocks are more than an hour apart
 /// need fixing, not tolerating.
@@ -33,11 +31,6 @@ pub const MAX_CLOCK_SKEW_TOLERANCE: Duration = Duration::from_secs(3600);
 /// assert!(err.to_string().contains("must start with '/'"));
 /// ```
 pub type ZooKeeperOptionsError = leasehold::store::InvalidOption;
-
-/// An invalid ZooKeeper option named `option`, for `reason`.
-pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> ZooKeeperOptionsError {
-    leasehold::store::InvalidOption::new("zookeeper", option, reason)
-}
 
 /// The options of [`ZooKeeperOptions`] by name: the same names in a URL's query, in
 /// [`StoreOptions::with_option`] and in `LEASEHOLD_ZOOKEEPER_<NAME>` environment variables
@@ -163,120 +156,59 @@ impl Default for ZooKeeperOptions {
 }
 
 impl ZooKeeperOptions {
-    /// The node prefix (default `/leasehold`): an absolute ZooKeeper path of 2 to
-    /// [`MAX_PREFIX_LEN`] bytes of printable ASCII without spaces, not ending with `/`, without
-    /// empty, `.` or `..` parts.
-    ///
-    /// ```
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().with_prefix("/apps/billing").prefix(), "/apps/billing");
-    /// ```
-    #[must_use]
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
+    leasehold::store::option_accessors! {
+        /// The node prefix (default `/leasehold`): an absolute ZooKeeper path of 2 to
+        /// [`MAX_PREFIX_LEN`] bytes of printable ASCII without spaces, not ending with `/`, without
+        /// empty, `.` or `..` parts.
+        ///
+        /// ```
+        /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().with_prefix("/apps/billing").prefix(), "/apps/billing");
+        /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix(), "/leasehold");
+        /// ```
+        fn with_prefix / prefix: text => "The node prefix.";
 
-    /// How long one request may take before it fails with a transient error (default 2 s). Keep
-    /// it well below a third of your lease so the watchdog can retry a renewal in time.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_request_timeout(Duration::from_millis(300));
-    /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
-    /// ```
-    #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
+        /// How long one request may take before it fails with a transient error (default 2 s). Keep
+        /// it well below a third of your lease so the watchdog can retry a renewal in time.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_request_timeout(Duration::from_millis(300));
+        /// assert_eq!(o.request_timeout(), Duration::from_millis(300));
+        /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().request_timeout(), Duration::from_secs(2));
+        /// ```
+        fn with_request_timeout / request_timeout: Duration => "The request timeout.";
 
-    /// The session timeout asked of the ensemble (default 10 s). Leases do not depend on it (they
-    /// are persistent nodes); it bounds how long the ensemble keeps a vanished client's session.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_session_timeout(Duration::from_secs(4));
-    /// assert_eq!(o.session_timeout(), Duration::from_secs(4));
-    /// ```
-    #[must_use]
-    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
+        /// The session timeout asked of the ensemble (default 10 s). Leases do not depend on it (they
+        /// are persistent nodes); it bounds how long the ensemble keeps a vanished client's session.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_session_timeout(Duration::from_secs(4));
+        /// assert_eq!(o.session_timeout(), Duration::from_secs(4));
+        /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().session_timeout(), Duration::from_secs(10));
+        /// ```
+        fn with_session_timeout / session_timeout: Duration => "The session timeout asked for.";
 
-    /// How far apart the ensemble servers' clocks may be (default 500 ms). Expiries are
-    /// `mtime + ttl` on the clock of the leader that applied the write; after a leader change
-    /// another server's clock judges them, so a lease is taken over only once the store's
-    /// estimate of the ensemble's time is this far past its end.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_clock_skew_tolerance(Duration::from_millis(100));
-    /// assert_eq!(o.clock_skew_tolerance(), Duration::from_millis(100));
-    /// ```
-    #[must_use]
-    pub fn with_clock_skew_tolerance(mut self, tolerance: Duration) -> Self {
-        self.clock_skew_tolerance = tolerance;
-        self
-    }
+        /// How far apart the ensemble servers' clocks may be (default 500 ms). Expiries are
+        /// `mtime + ttl` on the clock of the leader that applied the write; after a leader change
+        /// another server's clock judges them, so a lease is taken over only once the store's
+        /// estimate of the ensemble's time is this far past its end.
+        ///
+        /// ```
+        /// # use std::time::Duration;
+        /// let o = leasehold_zookeeper::ZooKeeperOptions::default().with_clock_skew_tolerance(Duration::from_millis(100));
+        /// assert_eq!(o.clock_skew_tolerance(), Duration::from_millis(100));
+        /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().clock_skew_tolerance(), Duration::from_millis(500));
+        /// ```
+        fn with_clock_skew_tolerance / clock_skew_tolerance: Duration => "The clock-skew tolerance.";
 
-    /// Whether waiters are woken by a persistent recursive watch (default on; ZooKeeper ≥ 3.6).
-    ///
-    /// ```
-    /// assert!(!leasehold_zookeeper::ZooKeeperOptions::default().with_notifications(false).notifications());
-    /// ```
-    #[must_use]
-    pub fn with_notifications(mut self, on: bool) -> Self {
-        self.notifications = on;
-        self
-    }
-
-    /// The node prefix.
-    ///
-    /// ```
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().prefix(), "/leasehold");
-    /// ```
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    /// The request timeout.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().request_timeout(), Duration::from_secs(2));
-    /// ```
-    pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
-
-    /// The session timeout asked for.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().session_timeout(), Duration::from_secs(10));
-    /// ```
-    pub fn session_timeout(&self) -> Duration {
-        self.session_timeout
-    }
-
-    /// The clock-skew tolerance.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// assert_eq!(leasehold_zookeeper::ZooKeeperOptions::default().clock_skew_tolerance(), Duration::from_millis(500));
-    /// ```
-    pub fn clock_skew_tolerance(&self) -> Duration {
-        self.clock_skew_tolerance
-    }
-
-    /// Whether release notifications are on.
-    ///
-    /// ```
-    /// assert!(leasehold_zookeeper::ZooKeeperOptions::default().notifications());
-    /// ```
-    pub fn notifications(&self) -> bool {
-        self.notifications
+        /// Whether waiters are woken by a persistent recursive watch (default on; ZooKeeper ≥ 3.6).
+        ///
+        /// ```
+        /// assert!(!leasehold_zookeeper::ZooKeeperOptions::default().with_notifications(false).notifications());
+        /// assert!(leasehold_zookeeper::ZooKeeperOptions::default().notifications());
+        /// ```
+        fn with_notifications / notifications: bool => "Whether release notifications are on.";
     }
 
     /// The shortest lease this store accepts is anything longer than this: twice the clock-skew
@@ -310,16 +242,16 @@ impl ZooKeeperOptions {
             ("session_timeout", self.session_timeout),
         ] {
             leasehold::store::check_duration(option, value)
-                .map_err(|e| invalid(option, e.to_string()))?;
+                .map_err(|e| ZooKeeperOptionKey::invalid(option, e.to_string()))?;
             if value.is_zero() || value > MAX_TIMEOUT {
-                return Err(invalid(
+                return Err(ZooKeeperOptionKey::invalid(
                     option,
                     format!("{value:?} must be more than zero and at most {MAX_TIMEOUT:?}"),
                 ));
             }
         }
         if self.clock_skew_tolerance > MAX_CLOCK_SKEW_TOLERANCE {
-            return Err(invalid(
+            return Err(ZooKeeperOptionKey::invalid(
                 "clock_skew_tolerance",
                 format!(
                     "{:?} is more than {MAX_CLOCK_SKEW_TOLERANCE:?}; clocks that far apart need fixing, not tolerating",
@@ -337,7 +269,10 @@ pub(crate) fn check_path(option: &'static str, path: &str) -> Result<(), ZooKeep
     let rule = "must start with '/', hold 1 to 128 bytes of printable ASCII without spaces, \
                 and have no empty, '.' or '..' parts (no trailing '/')";
     let Some(rest) = path.strip_prefix('/') else {
-        return Err(invalid(option, format!("{path:?} {rule}")));
+        return Err(ZooKeeperOptionKey::invalid(
+            option,
+            format!("{path:?} {rule}"),
+        ));
     };
     let bad = path.len() > MAX_PREFIX_LEN
         || !path.chars().all(|c| c.is_ascii_graphic())
@@ -346,7 +281,7 @@ pub(crate) fn check_path(option: &'static str, path: &str) -> Result<(), ZooKeep
             .any(|p| p.is_empty() || p == "." || p == "..")
         || rest.split('/').next() == Some("zookeeper");
     if bad {
-        return Err(invalid(
+        return Err(ZooKeeperOptionKey::invalid(
             option,
             format!("{path:?} {rule}; /zookeeper is the server's own"),
         ));

@@ -1,13 +1,13 @@
 //! `ZooKeeperStore`: leases as persistent ZooKeeper nodes with a store-enforced expiry.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasehold::store::Listener;
+use leasehold::store::ServerNotifications;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
-    ReleaseSignal, StoreResult, answer_each, check_slots,
+    AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseSignal,
+    StoreResult, answer_each, check_slots,
 };
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
@@ -20,7 +20,7 @@ use crate::options::ZooKeeperOptions;
 use crate::protocol::Protocol;
 use crate::record::ms_ceil;
 use crate::url::parse;
-use crate::watch::{self, Watcher};
+use crate::watch;
 
 /// A lease store on a ZooKeeper ensemble, through zookeeper-client.
 ///
@@ -52,8 +52,7 @@ use crate::watch::{self, Watcher};
 pub struct ZooKeeperStore {
     protocol: Protocol,
     options: ZooKeeperOptions,
-    notifier: Arc<ReleaseNotifier>,
-    watcher: Mutex<Option<Watcher>>,
+    notifications: ServerNotifications,
     description: String,
 }
 
@@ -67,46 +66,39 @@ impl std::fmt::Debug for ZooKeeperStore {
 }
 
 impl ZooKeeperStore {
-    /// Opens a store for a `zk://host:port[,host:port…]/chroot` URL and checks that the ensemble
-    /// answers (opening a session, creating the store's parent nodes if missing and learning the
-    /// ensemble's time). `user:password@` authenticates with ZooKeeper's `digest` scheme; store
-    /// options can be given as query parameters (see [`ZooKeeperOptions`]).
-    ///
-    /// # Errors
-    ///
-    /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
-    /// [`OpenError::Connect`] when no server answers within the request timeout or the
-    /// credentials are rejected.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: dropping the future only abandons the connection attempt.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
-    /// let store = leasehold_zookeeper::ZooKeeperStore::connect("zk://127.0.0.1:2181/billing").await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect(url: &str) -> Result<Self, OpenError> {
-        Self::connect_with(url, ZooKeeperOptions::default()).await
-    }
-
-    /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-    ///
-    /// # Errors
-    ///
-    /// As [`connect`](Self::connect).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe, as [`connect`](Self::connect).
-    pub async fn connect_with(url: &str, options: ZooKeeperOptions) -> Result<Self, OpenError> {
-        let store = Self::connect_lazy(url, options)?;
-        store
-            .ping()
-            .await
-            .map_err(|source| OpenError::connect(url, source))?;
-        Ok(store)
+    leasehold::store::store_constructors! {
+        options: ZooKeeperOptions;
+        /// Opens a store for a `zk://host:port[,host:port…]/chroot` URL and checks that the ensemble
+        /// answers (opening a session, creating the store's parent nodes if missing and learning the
+        /// ensemble's time). `user:password@` authenticates with ZooKeeper's `digest` scheme; store
+        /// options can be given as query parameters (see [`ZooKeeperOptions`]).
+        ///
+        /// # Errors
+        ///
+        /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
+        /// [`OpenError::Connect`] when no server answers within the request timeout or the
+        /// credentials are rejected.
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe: dropping the future only abandons the connection attempt.
+        ///
+        /// ```no_run
+        /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
+        /// let store = leasehold_zookeeper::ZooKeeperStore::connect("zk://127.0.0.1:2181/billing").await?;
+        /// # Ok(()) }
+        /// ```
+        connect;
+        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+        ///
+        /// # Errors
+        ///
+        /// As [`connect`](Self::connect).
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe, as [`connect`](Self::connect).
+        connect_with;
     }
 
     /// Builds a store without contacting the ensemble; the first operation connects.
@@ -137,8 +129,7 @@ impl ZooKeeperStore {
                 paths,
                 tolerance_ms: ms_ceil(target.options.clock_skew_tolerance),
             },
-            notifier: Arc::new(ReleaseNotifier::default()),
-            watcher: Mutex::new(None),
+            notifications: ServerNotifications::new(target.options.notifications),
             description: redact_url(url),
             options: target.options,
         })
@@ -256,7 +247,7 @@ impl LeaseStore for ZooKeeperStore {
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         let released = self.protocol.release(lease, linger).await?;
         if released == Release::Released && linger.is_zero() {
-            self.notifier.notify(&lease.lock);
+            self.notifications.notify(&lease.lock);
         }
         Ok(released)
     }
@@ -280,11 +271,11 @@ impl LeaseStore for ZooKeeperStore {
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let all: Vec<u32> = (0..slots).collect();
-        Ok(LockState {
-            lock: lock.clone(),
+        Ok(LockState::new(
+            lock.clone(),
             slots,
-            holders: self.protocol.holders(lock, &all).await?,
-        })
+            self.protocol.holders(lock, &all).await?,
+        ))
     }
 
     /// The lock node's children (one `get_children`), then a multi-read of its slot nodes.
@@ -305,22 +296,19 @@ impl LeaseStore for ZooKeeperStore {
         check_slots(slots)?;
         let freed = self.protocol.force_release(lock, slots).await?;
         if !freed.is_empty() {
-            self.notifier.notify(lock);
+            self.notifications.notify(lock);
         }
         Ok(freed)
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        if !self.options.notifications {
-            return None;
-        }
-        Some(self.notifier.subscribe_listening(lock, &self.watcher, || {
-            Listener::spawn(watch::run(
+        self.notifications.signal(lock, |notifier| {
+            watch::run(
                 Arc::clone(&self.protocol.link),
                 self.protocol.paths.clone(),
-                Arc::clone(&self.notifier),
-            ))
-        }))
+                notifier,
+            )
+        })
     }
 
     fn clock_source(&self) -> ClockSource {

@@ -26,29 +26,25 @@ pub(crate) struct Target {
     pub(crate) options: ZooKeeperOptions,
 }
 
-fn syntax(reason: impl Into<String>) -> UrlError {
-    UrlError::Syntax {
-        reason: reason.into(),
-    }
-}
-
 /// Parses `zk://[user:password@]host[:port][,host[:port]…][/chroot][?param=value&…]`.
 /// The error says what is wrong and what is allowed; it never contains the password.
 pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlError> {
     let (parsed, servers) = StoreUrl::parse_servers(url, EXPECTED, DEFAULT_PORT, "server")?;
     if !parsed.scheme().eq_ignore_ascii_case("zk") {
-        return Err(syntax(format!("unsupported scheme; expected {EXPECTED}")));
+        return Err(UrlError::syntax(format!(
+            "unsupported scheme; expected {EXPECTED}"
+        )));
     }
-    let user = credentials(&parsed)?;
+    let user = parsed.user_password()?;
     let servers = servers.join(",");
     let path = parsed.url().path();
     let chroot = if path.is_empty() || path == "/" {
         String::new()
     } else {
         let decoded = percent_decode(path).ok_or_else(|| {
-            syntax("the chroot is not valid percent-encoded UTF-8 (write `%` as %25)")
+            UrlError::syntax("the chroot is not valid percent-encoded UTF-8 (write `%` as %25)")
         })?;
-        check_path("chroot", &decoded).map_err(|e| syntax(e.to_string()))?;
+        check_path("chroot", &decoded).map_err(|e| UrlError::syntax(e.to_string()))?;
         decoded
     };
     let mut query = parsed.options(&ZooKeeperOptions::known_params())?;
@@ -60,13 +56,6 @@ pub(crate) fn parse(url: &str, base: ZooKeeperOptions) -> Result<Target, UrlErro
         user,
         options,
     })
-}
-
-/// The user name and password, percent-decoded (a password needs a user name).
-fn credentials(parsed: &StoreUrl) -> Result<Option<(String, Secret)>, UrlError> {
-    Ok(parsed
-        .user_info()?
-        .map(|info| (info.user, info.password.unwrap_or_default())))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::store::{Listener, ReleaseNotifier};
+use leasehold::store::ReleaseNotifier;
 use zookeeper_client::{AddWatchMode, EventType};
 
 use crate::keys::Paths;
@@ -15,10 +15,7 @@ use crate::link::Link;
 /// The pause before a watch that ended (session expired, server gone) is set up again.
 const REWATCH_PAUSE: Duration = Duration::from_millis(500);
 
-/// The background task behind a store's release signals; stopped when dropped.
-pub(crate) type Watcher = Listener;
-
-/// Listens until the store is dropped (run as its [`Listener`]).
+/// Listens until the store is dropped (run as its [`Listener`](leasehold::store::Listener)).
 pub(crate) async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNotifier>) {
     let root = paths.locks();
     loop {

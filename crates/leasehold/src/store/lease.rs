@@ -292,6 +292,23 @@ pub struct LockState {
 }
 
 impl LockState {
+    /// A snapshot of `lock`'s `slots` with these live `holders` (ordered by slot): what a
+    /// store's `state` answers.
+    ///
+    /// ```
+    /// # use leasehold::{LockName, store::LockState};
+    /// let s = LockState::new(LockName::new("x")?, 2, Vec::new());
+    /// assert_eq!(s, LockState::empty(LockName::new("x")?, 2));
+    /// # Ok::<(), leasehold::error::NameError>(())
+    /// ```
+    pub fn new(lock: LockName, slots: u32, holders: Vec<Holder>) -> Self {
+        Self {
+            lock,
+            slots,
+            holders,
+        }
+    }
+
     /// An empty snapshot.
     ///
     /// ```
@@ -301,11 +318,7 @@ impl LockState {
     /// # Ok::<(), leasehold::error::NameError>(())
     /// ```
     pub fn empty(lock: LockName, slots: u32) -> Self {
-        Self {
-            lock,
-            slots,
-            holders: Vec::new(),
-        }
+        Self::new(lock, slots, Vec::new())
     }
     /// True when no slot is held.
     pub fn is_free(&self) -> bool {

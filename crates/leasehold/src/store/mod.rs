@@ -14,6 +14,8 @@
 //! ```
 
 pub(crate) mod batch;
+pub(crate) mod connection_options;
+pub(crate) mod constructors;
 pub(crate) mod contract;
 pub(crate) mod hand_off;
 pub(crate) mod lease;
@@ -23,16 +25,22 @@ pub(crate) mod listener;
 pub(crate) mod memory;
 pub(crate) mod millis;
 pub(crate) mod observe;
+pub(crate) mod option_accessors;
 pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod period;
 pub(crate) mod secret;
+pub(crate) mod server_notifications;
 pub(crate) mod signal;
 pub(crate) mod slot_record;
+pub(crate) mod timeout;
 pub(crate) mod unsupported;
 pub(crate) mod url;
 
 pub use async_trait::async_trait;
+
+pub use crate::option_accessors;
+pub use crate::store_constructors;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
 pub use crate::limits::{
@@ -41,6 +49,7 @@ pub use crate::limits::{
 };
 pub use crate::name::LockName;
 pub use batch::answer_each;
+pub use connection_options::ConnectionOptions;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
 pub use lease::{
@@ -59,10 +68,12 @@ pub use period::{
     epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
 pub use secret::Secret;
+pub use server_notifications::ServerNotifications;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
 pub use slot_record::{
     RECORD_TAG, RecordFields, SlotRecord, encode_record, holders_below, lowest_free_slot,
 };
+pub use timeout::{MAX_TIMEOUT, check_timeout};
 pub use unsupported::Unsupported;
 pub use url::{
     MIN_SCRUBBED_SECRET_LEN, MemoryOpener, OpenError, StoreOpener, StoreRegistry, StoreUrl,

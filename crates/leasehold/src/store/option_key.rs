@@ -171,6 +171,26 @@ pub trait OptionKey: Copy + Eq + Debug + Send + Sync + 'static {
     /// Every key with its name and the kind of value it takes, in the order messages list them.
     const KEYS: &'static [(Self, &'static str, OptionKind)];
 
+    /// An invalid option of this store named `option` (a key's name, or a URL part such as a
+    /// chroot), for `reason`: the error every check of the store's options answers.
+    ///
+    /// ```
+    /// # use leasehold::store::{OptionKey, OptionKind};
+    /// # #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    /// # struct Key;
+    /// # impl OptionKey for Key {
+    /// #     const STORE: &'static str = "Example";
+    /// #     const ENV_PREFIX: &'static str = "LEASEHOLD_EXAMPLE_";
+    /// #     const KEYS: &'static [(Self, &'static str, OptionKind)] = &[(Key, "prefix", OptionKind::Text)];
+    /// # }
+    /// let e = Key::invalid("prefix", "must not be empty");
+    /// assert_eq!(e.to_string(), "invalid Example store option prefix: must not be empty");
+    /// ```
+    #[must_use]
+    fn invalid(option: &'static str, reason: impl Into<String>) -> InvalidOption {
+        InvalidOption::new(Self::STORE, option, reason)
+    }
+
     /// The key's name (`"request_timeout"`), from [`KEYS`](Self::KEYS).
     fn name(self) -> &'static str {
         Self::KEYS

@@ -108,6 +108,19 @@ impl From<InvalidOption> for UrlError {
 }
 
 impl UrlError {
+    /// A [`UrlError::Syntax`] saying `reason`: what a store's URL reader answers for a URL of
+    /// its scheme that it cannot read.
+    ///
+    /// ```
+    /// use leasehold::store::UrlError;
+    /// assert!(matches!(UrlError::syntax("the port must be 1-65535"), UrlError::Syntax { .. }));
+    /// ```
+    pub fn syntax(reason: impl Into<String>) -> Self {
+        Self::Syntax {
+            reason: reason.into(),
+        }
+    }
+
     /// The [`OpenError::Invalid`] for `url` (redacted) with this error as the reason.
     #[must_use]
     pub fn into_open_error(self, url: &str) -> OpenError {
@@ -279,6 +292,26 @@ impl StoreUrl {
             })?)),
         };
         Ok(Some(UserInfo { user, password }))
+    }
+
+    /// The user name and password of the URL's user-info, as [`user_info`](Self::user_info)
+    /// reads them, a missing password given as an empty one: what stores whose servers take a
+    /// user name alone (etcd, ZooKeeper's `digest` scheme) authenticate with.
+    ///
+    /// ```
+    /// use leasehold::store::StoreUrl;
+    /// let (user, password) = StoreUrl::parse("zk://app@10.0.0.1:2181")?.user_password()?.expect("user-info");
+    /// assert_eq!((user.as_str(), password.expose()), ("app", ""));
+    /// # Ok::<(), leasehold::store::UrlError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`user_info`](Self::user_info).
+    pub fn user_password(&self) -> Result<Option<(String, Secret)>, UrlError> {
+        Ok(self
+            .user_info()?
+            .map(|info| (info.user, info.password.unwrap_or_default())))
     }
 
     /// The query string's options, checked against the keys the store knows.
