@@ -67,6 +67,8 @@ async fn session(
     let (mut requests, mut responses) = stream.split();
     *watching = true;
     debug!(prefix = %keys.root(), "watching etcd for releases");
+    // A stream resumed from a compacted revision may have missed releases: waiters look again.
+    notifier.notify_all();
     let mut heard = Instant::now();
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -64,6 +64,8 @@ async fn session(
         .map_err(|_| classify::timed_out("a watch request", budget))??;
     *watching = true;
     debug!(bucket = %keys.bucket(), "watching NATS for releases");
+    // Releases while nobody watched were not seen: waiters look again.
+    notifier.notify_all();
     while let Some(entry) = watch.next().await {
         let entry = entry.map_err(|e| classify::disconnected("the release watch", e))?;
         if entry.operation == Operation::Put {

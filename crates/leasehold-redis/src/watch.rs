@@ -101,6 +101,8 @@ async fn session(
         .map_err(|_| timed_out())??;
     *subscribed = true;
     debug!(channel = %sub.channel, "subscribed to Redis release notifications");
+    // Releases while nobody listened were not heard: waiters look again.
+    sub.notifier.notify_all();
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     heartbeat.tick().await;

@@ -18,6 +18,8 @@ pub(crate) async fn listen(pool: PgPool, channel: String, notifier: Arc<ReleaseN
                     warn!(error = %e, "LISTEN failed; waiters fall back to polling");
                 } else {
                     debug!(%channel, "listening for releases");
+                    // Releases while nobody listened were not heard: waiters look again.
+                    notifier.notify_all();
                     loop {
                         match listener.recv().await {
                             Ok(n) => {

@@ -21,18 +21,24 @@ pub(crate) async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNoti
     loop {
         if let Ok(client) = link.client().await {
             match client.watch(&root, AddWatchMode::PersistentRecursive).await {
-                Ok(mut watcher) => loop {
-                    let event = watcher.changed().await;
-                    match event.event_type {
-                        EventType::Session if event.session_state.is_terminated() => break,
-                        EventType::NodeDataChanged | EventType::NodeDeleted => {
-                            if let Some(lock) = paths.lock_of(&event.path) {
-                                notifier.notify(&lock);
+                Ok(mut watcher) => {
+                    // Changes before the watch was set up were not seen: the waiters look again.
+                    notifier.notify_all();
+                    loop {
+                        let event = watcher.changed().await;
+                        match event.event_type {
+                            EventType::Session if event.session_state.is_terminated() => break,
+                            // Disconnected or back: changes meanwhile may not be seen either.
+                            EventType::Session => notifier.notify_all(),
+                            EventType::NodeDataChanged | EventType::NodeDeleted => {
+                                if let Some(lock) = paths.lock_of(&event.path) {
+                                    notifier.notify(&lock);
+                                }
                             }
+                            _ => {}
                         }
-                        _ => {}
                     }
-                },
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "ZooKeeper watch failed; retrying")
                 }

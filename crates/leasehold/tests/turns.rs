@@ -517,7 +517,7 @@ async fn by_default_waiters_on_a_network_store_are_not_recorded() {
     assert!(waiting.await.unwrap().unwrap().is_some());
     let attempts = store.attempts.lock().unwrap().clone();
     assert!(
-        attempts.iter().filter(|s| !s.granted).count() >= 2,
+        attempts.iter().any(|s| !s.granted),
         "the follower was refused while waiting: {attempts:?}"
     );
     assert!(

@@ -12,6 +12,7 @@
 //!   transient error, an attempt timed out, or the caller's future dropped mid-attempt.
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 use tracing::debug;
@@ -56,6 +57,10 @@ impl Elector {
         };
         let everyone = reaches_every_client(signal.as_ref());
         let retry = opts.retry_for(everyone);
+        // A follower that the store's signal wakes on every release, and that keeps no place
+        // in the store's line, need not ask again before the holder's lease can end.
+        let quiet =
+            everyone && opts.retry.is_none() && !(opts.fair_turns && shared.turns.hands_off());
         let fair = opts.fair_turns && !campaign;
         let mut turns = TurnTaking::new(
             &shared.turns,
@@ -75,6 +80,7 @@ impl Elector {
         let mut last_error = None;
         let mut last_holder = None;
         let mut attempt = 0u32;
+        let mut until_expiry = None;
         loop {
             if !turns.before_attempt(deadline).await {
                 return self.give_up(lock, &metrics, last_error, last_holder);
@@ -115,6 +121,9 @@ impl Elector {
                 }
                 Ok(Attempted::Taken(holder)) => {
                     turns.refused();
+                    if quiet {
+                        until_expiry = self.until_expiry(lock, holder.as_ref()).await;
+                    }
                     last_holder = holder;
                     if campaign && last_error.is_some() {
                         tracing::info!(lock = %lock, "the store answers again; contending");
@@ -138,6 +147,9 @@ impl Elector {
             last_error = failed;
             let now = Instant::now();
             let mut pause = retry.pause(attempt);
+            if let Some(left) = until_expiry.take() {
+                pause = pause.max(left);
+            }
             if let Some(deadline) = deadline {
                 if now >= deadline {
                     return self.give_up(lock, &metrics, last_error, last_holder);
@@ -172,6 +184,25 @@ impl Elector {
             .events
             .emit(|| Event::Skipped { lock: lock.clone() });
         Ok(Outcome::Taken(last_holder))
+    }
+
+    /// How long until the lease that refused this elector can end, by the store's clock: the
+    /// holder's expiry as the refusal named it, else as the lock's state shows it (the earliest
+    /// of a group's holders, none while a slot is free). At most a lease, and `None` when the
+    /// store does not say or the expiry has passed: the retry policy's pause then.
+    async fn until_expiry(&self, lock: &LockName, holder: Option<&Holder>) -> Option<Duration> {
+        let expires_at = match holder {
+            Some(holder) => holder.expires_at,
+            None => {
+                let state = self.shared.store.state(lock, self.slots).await.ok()?;
+                if state.holders.len() < self.slots as usize {
+                    return None;
+                }
+                state.holders.iter().map(|h| h.expires_at).min()?
+            }
+        };
+        let left = expires_at.duration_since(SystemTime::now()).ok()?;
+        Some(left.min(self.options.lease))
     }
 
     /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a
