@@ -32,7 +32,7 @@ pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// | `auto_extend` | **on** | renew every `lease/3` (≥ 25 ms) while the action runs (and while a guard is held); needs `lease` ≥ 75 ms |
 /// | `cancel_on_lost` | **on** | drop the action's future at the lease's local deadline or loss, before the store can grant the lock again |
 /// | `node_id` | `hostname:pid` | recorded as the owner of each lease; 1–255 bytes, no control characters |
-/// | `retry` | the store's: 25 ms doubling to 250 ms where its release signal reaches every client, else 4 ms growing by 1.25 to 250 ms ([`RetryPolicy`]); jittered | pause between attempts while waiting |
+/// | `retry` | the store's: 25 ms doubling to 250 ms where its release signal reaches every client, else 4 ms growing by 1.25 to 250 ms ([`RetryPolicy`]); jittered | pause between attempts while waiting; with the store's policy, a signal that reaches every client and no `hand_off`, a refused waiter instead sleeps until the holder's lease could end (the signal wakes it sooner) |
 /// | `attempt_timeout` | 10 s ([`DEFAULT_ATTEMPT_TIMEOUT`]) | > 0: how long one acquisition attempt may take before it counts as a transient store error |
 /// | `fair_turns` | **on** | waiters in different processes take turns in rounds (by head starts: no store writes) |
 /// | `hand_off` | the store's: on for the memory store, off for stores over a network | with `fair_turns`, a store that keeps a line of waiters (PostgreSQL, Redis, memory) records this elector's waiting and hands the lock to the longest waiter: the fairest turns, at one store write per refused attempt |
