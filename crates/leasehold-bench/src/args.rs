@@ -12,8 +12,9 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
 
   --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, nats, a comma-separated list, or all (default)
   --scenario   uncontended, contended, fairness, many-locks, server-cpu (Redis), group, handoff, failover,
-               auto-extend, safety, a comma-separated list, or all (default)
-  --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 --fence-rounds 300 unless given
+               auto-extend, hold-many, idle-followers, safety, a comma-separated list, or all (default)
+  --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 --fence-rounds 300 unless given;
+               hold-many and idle-followers with fewer leases and followers and a 3 s window
   --seconds    measuring time of each throughput scenario, shared by its sides (default 4)
   --handoffs   hand-offs measured per side (default 40)
   --failovers  holders killed in the failover scenario (default 4)
@@ -108,7 +109,7 @@ impl Args {
                             .filter(|n| **n != "safety")
                             .map(|n| {
                                 Scenario::parse(n).ok_or_else(|| {
-                                    format!("unknown scenario {n:?}: expected uncontended, contended, fairness, many-locks, server-cpu, group, handoff, failover, auto-extend, safety or all")
+                                    format!("unknown scenario {n:?}: expected uncontended, contended, fairness, many-locks, server-cpu, group, handoff, failover, auto-extend, hold-many, idle-followers, safety or all")
                                 })
                             })
                             .collect::<Result<_, _>>()?
@@ -172,6 +173,7 @@ impl Args {
                 seconds: seconds.unwrap_or(if quick { 1.0 } else { 4.0 }),
                 handoffs: handoffs.unwrap_or(if quick { 10 } else { 40 }).max(1),
                 failovers: failovers.unwrap_or(if quick { 2 } else { 4 }).max(1),
+                quick,
             },
             rounds,
             fence_rounds,
@@ -185,12 +187,14 @@ impl Args {
     /// The flags that size this run, for the commands printed with each table.
     pub(crate) fn size_flags(&self) -> String {
         format!(
-            "--seconds {} --handoffs {} --failovers {} --rounds {} --fence-rounds {}",
+            "--seconds {} --handoffs {} --failovers {} --rounds {} --fence-rounds {}{}",
             self.config.seconds,
             self.config.handoffs,
             self.config.failovers,
             self.rounds,
-            self.fence_rounds
+            self.fence_rounds,
+            // The session scenarios' sizes and window follow --quick alone.
+            if self.config.quick { " --quick" } else { "" }
         )
     }
 

@@ -120,7 +120,8 @@ async fn run(args: &Args) -> Report {
         };
         for &scenario in args.scenarios.iter().filter(|s| s.runs_on(backend)) {
             eprintln!("{} {}: {} …", at(), backend.name(), scenario.name());
-            match tokio::time::timeout(budget(args), scenario.run(&target, &args.config)).await {
+            let limit = scenario.budget(&args.config);
+            match tokio::time::timeout(limit, scenario.run(&target, &args.config)).await {
                 Ok(Ok(outcome)) => report.outcomes.push(outcome),
                 Ok(Err(e)) => report.failures.push(fail(scenario.name(), e.to_string())),
                 Err(_) => report

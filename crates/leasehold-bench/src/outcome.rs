@@ -18,6 +18,9 @@ pub(crate) enum Unit {
     Millis,
     /// Microseconds of server CPU per acquire + release: lower is better.
     MicrosPerCycle,
+    /// Store requests per second while nothing changes (the session scenarios): lower is
+    /// better. One figure per size (leases held, followers waiting).
+    RequestsPerSecond,
 }
 
 /// One side's figures.
@@ -39,6 +42,39 @@ pub(crate) struct Figure {
     /// (cycles per second) while it was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) server: Option<ServerFigures>,
+    /// For the session scenarios: the requests counted, by the server and by the client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) requests: Option<RequestFigures>,
+}
+
+/// What a session scenario counted at one size over its window (the figure's `value` is
+/// `server_per_s` where the server has statistics, else `client_per_s`; its `count` is the
+/// size; its `failures` the leases lost).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RequestFigures {
+    /// Leases held (hold-many) or followers waiting (idle-followers).
+    pub(crate) size: u64,
+    /// The window the requests were counted over, s.
+    pub(crate) window_s: f64,
+    /// Requests per second from the server's own statistics (the reads themselves taken out);
+    /// `None` where the store has none.
+    pub(crate) server_per_s: Option<f64>,
+    /// The server statistic behind `server_per_s`.
+    pub(crate) statistic: Option<&'static str>,
+    /// Writes per second from the server's statistics (rows, keys or transactions changed).
+    pub(crate) writes_per_s: Option<f64>,
+    /// The statistic behind `writes_per_s`.
+    pub(crate) write_statistic: Option<&'static str>,
+    /// `LeaseStore` calls per second counted by the bench's wrapper (`extend_many` = 1).
+    pub(crate) client_per_s: f64,
+    /// Of those, the followers' alone (idle-followers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) followers_client_per_s: Option<f64>,
+    /// Leases lost by the end of the window (hold-many: guards; idle-followers: the holder's).
+    pub(crate) lost: u64,
+    /// Seconds taken to acquire the leases (hold-many).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) acquire_s: Option<f64>,
 }
 
 /// The figures a server CPU side carries beside its main one (µs of command time per cycle).
@@ -68,6 +104,7 @@ impl Figure {
             per_task: spread(&t.per_task),
             first_error: t.first_error,
             server: None,
+            requests: None,
         }
     }
 
@@ -84,6 +121,7 @@ impl Figure {
             per_task: None,
             first_error: t.first_error,
             server: None,
+            requests: None,
         }
     }
 
@@ -99,6 +137,7 @@ impl Figure {
             per_task: None,
             first_error: None,
             server: None,
+            requests: None,
         }
     }
 
@@ -117,7 +156,24 @@ impl Figure {
                 process_us,
                 rate: t.rate(),
             }),
+            requests: None,
             first_error: t.first_error,
+        }
+    }
+
+    /// A session figure: the requests counted at one size (`side` names it, e.g. `N = 100`).
+    pub(crate) fn requests(side: String, r: RequestFigures, first_error: Option<String>) -> Self {
+        Self {
+            side,
+            value: r.server_per_s.unwrap_or(r.client_per_s),
+            p50_ms: None,
+            p99_ms: None,
+            count: r.size,
+            failures: r.lost,
+            per_task: None,
+            first_error,
+            server: None,
+            requests: Some(r),
         }
     }
 }

@@ -38,7 +38,7 @@ impl Target {
             peer: match backend {
                 Backend::Redis => Some(Peer::Rslock(Rslock::new(url))),
                 Backend::Etcd => Some(Peer::EtcdLock(Box::new(
-                    EtcdLock::connect(&etcd_endpoints(url)).await?,
+                    EtcdLock::connect(&hosts(url)).await?,
                 ))),
                 _ => None,
             },
@@ -68,9 +68,9 @@ impl Target {
     }
 }
 
-/// The endpoints of an `etcd://[user@]host:port[,host:port…][/prefix][?…]` URL, as
-/// etcd-client takes them (`host:port`).
-fn etcd_endpoints(url: &str) -> Vec<String> {
+/// The hosts of a `scheme://[user@]host:port[,host:port…][/path][?…]` URL (`host:port`), as
+/// etcd-client takes its endpoints.
+pub(crate) fn hosts(url: &str) -> Vec<String> {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let hosts = authority
@@ -84,9 +84,9 @@ mod tests {
     #[test]
     fn etcd_endpoints_come_from_the_url() {
         assert_eq!(
-            super::etcd_endpoints("etcd://u:p@127.0.0.1:23790,127.0.0.1:23791/bench?x=1"),
+            super::hosts("etcd://u:p@127.0.0.1:23790,127.0.0.1:23791/bench?x=1"),
             ["127.0.0.1:23790", "127.0.0.1:23791"]
         );
-        assert_eq!(super::etcd_endpoints("etcd://h:1"), ["h:1"]);
+        assert_eq!(super::hosts("etcd://h:1"), ["h:1"]);
     }
 }

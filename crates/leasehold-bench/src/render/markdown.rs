@@ -121,6 +121,7 @@ fn cell(f: &Figure, unit: Unit) -> String {
             }
             t
         }
+        Unit::RequestsPerSecond => format!("{}/s", number(f.value)),
         Unit::Millis if f.count == 0 => format!("{} ms", number(f.value)),
         Unit::Millis => format!(
             "{} / {} ms (n = {})",
@@ -147,6 +148,9 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
         .iter()
         .filter(|o| o.scenario == scenario.name())
         .collect();
+    if scenario.unit() == Unit::RequestsPerSecond {
+        return sessions(out, scenario, &outcomes);
+    }
     // Every side any backend has, in order of first appearance (leasehold, floor, …).
     let mut sides: Vec<&str> = Vec::new();
     for o in &outcomes {
@@ -163,6 +167,7 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
         Unit::MicrosPerCycle => {
             "µs of Redis command time per acquire + release (server process CPU per cycle; cycles/s)"
         }
+        Unit::RequestsPerSecond => "requests/s",
     };
     let floor = match scenario {
         Scenario::Failover => "lease",
@@ -196,6 +201,92 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
             write!(out, " {} |", ratio(o.ratio_to_peer()))?;
         }
         writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// A rate of the session tables, or `–`.
+fn per_s(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |v| format!("{}/s", number(v)))
+}
+
+/// The session scenarios (hold-many, idle-followers): one row per backend and size.
+fn sessions(out: &mut String, scenario: Scenario, outcomes: &[&Outcome]) -> std::fmt::Result {
+    let hold = scenario == Scenario::HoldMany;
+    if hold {
+        writeln!(
+            out,
+            "| backend | N | requests/s (server) | ÷ floor (1/s) | client-side requests/s | writes/s (server) | lost | taking the N leases | server statistic (requests; writes) |"
+        )?;
+        writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---|")?;
+    } else {
+        writeln!(
+            out,
+            "| backend | F | requests/s (server) | per follower | client-side requests/s (followers) | writes/s (server) | holder lost | server statistic (requests; writes) |"
+        )?;
+        writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---|")?;
+    }
+    let mut notes = Vec::new();
+    for o in outcomes {
+        for (i, f) in o.figures.iter().enumerate() {
+            let Some(r) = &f.requests else { continue };
+            let backend = if i == 0 { o.backend } else { "" };
+            let statistic = match (i, r.statistic) {
+                (0, Some(s)) => format!("`{s}`; `{}`", r.write_statistic.unwrap_or("–")),
+                (0, None) => "none: client-side count".to_owned(),
+                _ => String::new(),
+            };
+            let lost = if f.first_error.is_some() {
+                notes.push(format!(
+                    "* {} {}: {}",
+                    o.backend,
+                    f.side,
+                    f.first_error
+                        .as_deref()
+                        .unwrap_or_default()
+                        .replace('\n', " ")
+                ));
+                format!("{} (see below)", r.lost)
+            } else {
+                r.lost.to_string()
+            };
+            if hold {
+                writeln!(
+                    out,
+                    "| {backend} | {} | {} | {} | {} | {} | {lost} | {} | {statistic} |",
+                    count(r.size),
+                    per_s(r.server_per_s),
+                    ratio(Some(f.value).filter(|v| v.is_finite())),
+                    per_s(Some(r.client_per_s)),
+                    per_s(r.writes_per_s),
+                    r.acquire_s
+                        .map_or_else(|| "–".to_owned(), |s| format!("{} ms", number(s * 1e3))),
+                )?;
+            } else {
+                let followers = r.followers_client_per_s.unwrap_or(f64::NAN);
+                // The followers' share: the server's count less the holder's (client-side).
+                let holder = r.client_per_s - followers;
+                let per_follower = r.server_per_s.map_or(followers, |server| server - holder)
+                    / r.size.max(1) as f64;
+                writeln!(
+                    out,
+                    "| {backend} | {} | {} | {} | {} ({}) | {} | {lost} | {statistic} |",
+                    count(r.size),
+                    per_s(r.server_per_s),
+                    per_s(Some(per_follower)),
+                    per_s(Some(r.client_per_s)),
+                    per_s(Some(followers)),
+                    per_s(r.writes_per_s),
+                )?;
+            }
+        }
+    }
+    if !notes.is_empty() {
+        writeln!(out, "\nProblems:\n")?;
+        for n in notes {
+            writeln!(out, "{n}")?;
+        }
     }
     Ok(())
 }

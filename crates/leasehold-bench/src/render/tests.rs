@@ -16,6 +16,7 @@ fn figure(side: &str, value: f64) -> Figure {
         per_task: Some((26, 12_345)),
         first_error: None,
         server: None,
+        requests: None,
     }
 }
 
@@ -264,4 +265,61 @@ fn the_summary_names_each_measured_backend_and_the_safety_totals() {
     let new = crate::render::summary::replace_block(&doc, "new\n").unwrap();
     assert_eq!(crate::render::summary::block(&new), Some("new\n"));
     assert!(new.starts_with("a\n") && new.ends_with("\nb\n"), "{new}");
+}
+
+fn session(size: u64, server: Option<f64>, client: f64, followers: Option<f64>) -> Figure {
+    let statistic = server.map(|_| "grpc_server_msg_received_total");
+    Figure::requests(
+        format!("N = {size}"),
+        crate::outcome::RequestFigures {
+            size,
+            window_s: 12.0,
+            server_per_s: server,
+            statistic,
+            writes_per_s: server.map(|_| 1.0),
+            write_statistic: statistic.map(|_| "etcd_debugging_mvcc_current_revision"),
+            client_per_s: client,
+            followers_client_per_s: followers,
+            lost: 0,
+            acquire_s: followers.is_none().then_some(0.25),
+        },
+        None,
+    )
+}
+
+/// The session scenarios get one row per backend and size, with the statistic named once.
+#[test]
+fn session_tables_have_a_row_per_size() -> Result<(), std::fmt::Error> {
+    let mut r = report(0);
+    r.outcomes.push(Outcome {
+        backend: "etcd",
+        scenario: "hold-many",
+        unit: Unit::RequestsPerSecond,
+        figures: vec![
+            session(1, Some(3.0), 1.0, None),
+            session(100, Some(300.0), 100.0, None),
+        ],
+    });
+    r.outcomes.push(Outcome {
+        backend: "sqlite",
+        scenario: "idle-followers",
+        unit: Unit::RequestsPerSecond,
+        figures: vec![session(16, None, 81.0, Some(80.0))],
+    });
+    let md = markdown::render(&r)?;
+    assert!(
+        md.contains("| etcd | 1 | 3.00/s | 3.00× | 1.00/s | 1.00/s | 0 | 250 ms | `grpc_server_msg_received_total`; `etcd_debugging_mvcc_current_revision` |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("|  | 100 | 300/s | 300.00× | 100/s | 1.00/s | 0 | 250 ms |  |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| sqlite | 16 | – | 5.00/s | 81.0/s (80.0/s) | – | 0 | none: client-side count |"
+        ),
+        "{md}"
+    );
+    Ok(())
 }

@@ -3,12 +3,16 @@
 
 mod auto_extend;
 mod contended;
+pub(crate) mod counting;
 mod failover;
 mod fairness;
 mod group;
 mod handoff;
+mod hold_many;
+mod idle_followers;
 mod many_locks;
 mod server_cpu;
+mod server_stats;
 mod uncontended;
 
 use std::time::Duration;
@@ -33,6 +37,8 @@ pub(crate) struct Config {
     pub(crate) handoffs: usize,
     /// Holders killed in the failover scenario.
     pub(crate) failovers: usize,
+    /// A smoke run: the session scenarios use fewer leases and followers and a 3 s window.
+    pub(crate) quick: bool,
 }
 
 impl Config {
@@ -53,11 +59,13 @@ pub(crate) enum Scenario {
     Handoff,
     Failover,
     AutoExtend,
+    HoldMany,
+    IdleFollowers,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub(crate) const ALL: [Scenario; 9] = [
+    pub(crate) const ALL: [Scenario; 11] = [
         Scenario::Uncontended,
         Scenario::Contended,
         Scenario::Fairness,
@@ -67,6 +75,8 @@ impl Scenario {
         Scenario::Handoff,
         Scenario::Failover,
         Scenario::AutoExtend,
+        Scenario::HoldMany,
+        Scenario::IdleFollowers,
     ];
 
     /// The name used on the command line and in reports.
@@ -81,6 +91,8 @@ impl Scenario {
             Self::Handoff => "handoff",
             Self::Failover => "failover",
             Self::AutoExtend => "auto-extend",
+            Self::HoldMany => "hold-many",
+            Self::IdleFollowers => "idle-followers",
         }
     }
 
@@ -102,6 +114,10 @@ impl Scenario {
             Self::Handoff => "Hand-off latency: release → the next holder holds the lock",
             Self::Failover => "Failover: a holder is killed; time until a new holder",
             Self::AutoExtend => "Auto-extend overhead: 100 ms action, auto_extend on vs off",
+            Self::HoldMany => "Holding many leases: store requests per second for N held leases",
+            Self::IdleFollowers => {
+                "Idle followers: store requests per second while F followers wait on a held lock"
+            }
         }
     }
 
@@ -186,6 +202,29 @@ impl Scenario {
                  call). Floor: the same with `auto_extend` off and a 30 s lease. The ratio is the cost of \
                  the watchdog and its extension round trips."
             }
+            Self::HoldMany => {
+                "One `Elector` (default options but a 3 s lease; auto-extend on) takes N distinct locks \
+                 with `try_acquire` and keeps the guards; after a warm-up of one lease, the store requests \
+                 are counted over a 12 s window (3 s with `--quick`, and N = 1, 10, 100) from the \
+                 server's own statistics (the statistic is named per row; the bench's own reads taken \
+                 out), and client-side by a wrapper counting `LeaseStore` calls (`extend_many` = one). \
+                 Stores without statistics (memory, SQLite, DynamoDB on dynalite, NATS without a \
+                 monitoring port) show the client-side count only. \"÷ floor\" is requests/s ÷ the \
+                 one-heartbeat floor, one request per renewal period (lease / 3): 1.0/s. **Lost** \
+                 counts guards whose lease was lost by the end of the window. The guards are \
+                 released between sizes; counts, not times, because the question is the load a \
+                 holder puts on the store (see the notes)."
+            }
+            Self::IdleFollowers => {
+                "One holder keeps one lock (3 s lease, auto-extend on) while F followers wait for it, \
+                 each an `Elector` on its own store client (as separate processes), calling `run` \
+                 with a wait longer than the window; nothing changes during the 12 s window (3 s with \
+                 `--quick`, F = 1, 4). Requests are counted as in hold-many; **per follower** is \
+                 (the server's count − the holder's client-side count) ÷ F (client-side where the \
+                 store has no statistics); **writes/s** is the server's count of rows, keys or \
+                 transactions changed (named per row): followers that write on every attempt show \
+                 up there. The baseline for the follower work still to come."
+            }
         }
     }
 
@@ -195,11 +234,23 @@ impl Scenario {
         self != Self::ServerCpu || backend == Backend::Redis
     }
 
+    /// How long the scenario may take before it counts as hung: the usual budget, or for the
+    /// session scenarios their fixed windows, warm-ups and the time to take 10,000 leases.
+    pub(crate) fn budget(self, cfg: &Config) -> Duration {
+        let usual = Duration::from_secs_f64(cfg.seconds * 4.0 + 120.0);
+        match self {
+            Self::HoldMany => usual + Duration::from_secs(900),
+            Self::IdleFollowers => usual + Duration::from_secs(300),
+            _ => usual,
+        }
+    }
+
     /// Whether the main figure is a rate or a time.
     pub(crate) fn unit(self) -> Unit {
         match self {
             Self::Handoff | Self::Failover => Unit::Millis,
             Self::ServerCpu => Unit::MicrosPerCycle,
+            Self::HoldMany | Self::IdleFollowers => Unit::RequestsPerSecond,
             _ => Unit::PerSecond,
         }
     }
@@ -216,6 +267,8 @@ impl Scenario {
             Self::Handoff => handoff::run(t, cfg).await?,
             Self::Failover => failover::run(t, cfg).await?,
             Self::AutoExtend => auto_extend::run(t, cfg).await?,
+            Self::HoldMany => hold_many::run(t, cfg).await?,
+            Self::IdleFollowers => idle_followers::run(t, cfg).await?,
         };
         Ok(Outcome {
             backend: t.backend.name(),

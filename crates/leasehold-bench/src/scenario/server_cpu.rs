@@ -57,13 +57,13 @@ const CLIENT_COMMANDS: [&str; 7] = [
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A `redis-server` child on a free loopback port, killed when dropped.
-struct PrivateRedis {
+pub(super) struct PrivateRedis {
     _child: Child,
-    url: String,
+    pub(super) url: String,
 }
 
 impl PrivateRedis {
-    async fn start() -> Result<Self, BoxError> {
+    pub(super) async fn start() -> Result<Self, BoxError> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
