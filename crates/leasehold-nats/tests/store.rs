@@ -208,8 +208,12 @@ async fn the_server_expires_a_lease_and_wakes_waiters() {
         .unwrap();
     let waiter = NatsStore::connect_with(&url, options).await.unwrap();
     let lock = unique_name("expiry");
-    let mut signal = waiter.release_signal(&lock).expect("notifications are on");
+    // The first signal starts the watch, which wakes every waiter once when it opens (a
+    // release before it was open would not have been seen); the signal the test waits on is
+    // taken once it is open.
+    waiter.release_signal(&lock).expect("notifications are on");
     sleep(Duration::from_millis(300)).await; // the watch is open
+    let mut signal = waiter.release_signal(&lock).expect("notifications are on");
     let lease = holder
         .try_acquire(&request(&lock, 1, Duration::from_millis(1000)))
         .await
