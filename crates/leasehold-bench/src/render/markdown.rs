@@ -237,7 +237,19 @@ fn sessions(out: &mut String, scenario: Scenario, outcomes: &[&Outcome]) -> std:
                 (0, None) => "none: client-side count".to_owned(),
                 _ => String::new(),
             };
-            let lost = if f.first_error.is_some() {
+            let lost = if f.value.is_nan() {
+                // The size could not run: nothing was held or counted.
+                notes.push(format!(
+                    "* {} {}: not measured: {}",
+                    o.backend,
+                    f.side,
+                    f.first_error
+                        .as_deref()
+                        .unwrap_or_default()
+                        .replace('\n', " ")
+                ));
+                "–".to_owned()
+            } else if f.first_error.is_some() {
                 notes.push(format!(
                     "* {} {}: {}",
                     o.backend,
