@@ -17,9 +17,10 @@ pub(super) async fn acquire(
     ttl: Duration,
 ) -> Result<bool, BoxError> {
     let mut conn = store.connection().await?;
-    // Reply: {slot, fence, acquired, expires, ''}, or nil when held; no period is claimed
-    // (the two period arguments are empty), so the ledger's refusal {-1, …} cannot come back.
-    let granted: Option<(i64, u64, u64, u64, String)> = store
+    // Reply: {slot, fence, acquired, expires, '', …} (the script's reply has grown fields
+    // before, so only its presence is read), or nil when held; no period is claimed (the two
+    // period arguments are empty), so the ledger's refusal {-1, …} cannot come back.
+    let granted: Option<Vec<redis::Value>> = store
         .scripts()
         .acquire()
         .key(store.key(lock))
