@@ -66,7 +66,7 @@ async fn hold(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure>,
             .try_collect()
             .await?;
         let acquire_s = started.elapsed().as_secs_f64();
-        tokio::time::sleep(LEASE).await;
+        tokio::time::sleep(LEASE.max(ServerStats::settle(stats.as_ref()))).await;
         let counted = count_over(&mut stats, &[&calls], window(cfg)).await?;
         let lost = guards.iter().filter(|g| g.is_lost()).count() as u64;
         let errors = futures::stream::iter(guards)

@@ -98,7 +98,7 @@ async fn followers(
         .elected()
         .ok_or("the holder's lock was busy")?;
     // Longer than the warm-up and the window together: no follower gives up while counted.
-    let wait = LEASE + window(cfg) + Duration::from_secs(60);
+    let wait = LEASE + ServerStats::settle(stats.as_ref()) + window(cfg) + Duration::from_secs(60);
     let mut electors = Vec::with_capacity(f);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..f {
@@ -114,7 +114,7 @@ async fn followers(
                 .await
         });
     }
-    tokio::time::sleep(LEASE).await;
+    tokio::time::sleep(LEASE.max(ServerStats::settle(stats.as_ref()))).await;
     let counted = count_over(stats, &[&holder_calls, &follower_calls], window(cfg)).await?;
     let lost = u64::from(guard.is_lost());
     // A follower that returned was elected (the holder lost its lease) or failed.

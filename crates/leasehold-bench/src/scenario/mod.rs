@@ -204,7 +204,8 @@ impl Scenario {
             }
             Self::HoldMany => {
                 "One `Elector` (default options but a 3 s lease; auto-extend on) takes N distinct locks \
-                 with `try_acquire` and keeps the guards; after a warm-up of one lease, the store requests \
+                 with `try_acquire` and keeps the guards; after a warm-up of one lease (11 s on PostgreSQL, \
+                 whose idle backends report their statistics up to 10 s late), the store requests \
                  are counted over a 12 s window (3 s with `--quick`, and N = 1, 10, 100) from the \
                  server's own statistics (the statistic is named per row; the bench's own reads taken \
                  out), and client-side by a wrapper counting `LeaseStore` calls (`extend_many` = one). \

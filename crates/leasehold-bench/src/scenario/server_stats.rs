@@ -143,6 +143,18 @@ impl ServerStats {
         }
     }
 
+    /// How long to wait before the first read so that the counters hold everything done before
+    /// it: on PostgreSQL a backend that goes idle reports its pending statistics up to 10 s
+    /// later (`PGSTAT_IDLE_INTERVAL`), and `pg_stat_force_next_flush()` flushes only the calling
+    /// backend's — without the wait, the acquisitions of a pool connection that has gone idle
+    /// land in the window.
+    pub(crate) fn settle(stats: Option<&Self>) -> Duration {
+        match stats {
+            Some(Self::Postgres { .. }) => Duration::from_secs(11),
+            _ => Duration::ZERO,
+        }
+    }
+
     /// The counters now.
     pub(crate) async fn read(&mut self) -> Result<Sample, BoxError> {
         match self {
