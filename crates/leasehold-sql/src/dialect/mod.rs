@@ -209,9 +209,31 @@ trait Sql: Sync {
         format!(" RETURNING {columns}")
     }
 
-    /// The right side of `(lock_name, slot, token) IN …` for a list of row values.
-    fn row_list(&self, rows: &str) -> String {
-        format!("({rows})")
+    /// How many parameters [`rows_in`](Self::rows_in) takes for `leases` rows: three each.
+    fn row_params(&self, leases: usize) -> usize {
+        3 * leases
+    }
+
+    /// The right side of `(lock_name, slot, token) IN …` for `leases` rows, bound as
+    /// parameters from `first` on: a list of row values.
+    fn rows_in(&self, first: usize, leases: usize) -> String {
+        format!("({})", self.row_values(first, leases))
+    }
+
+    /// `(lock, slot, token), …` for `leases` rows, parameters from `first` on.
+    fn row_values(&self, first: usize, leases: usize) -> String {
+        (0..leases)
+            .map(|i| {
+                let at = first + 3 * i;
+                format!(
+                    "({}, {}, {})",
+                    self.param(at),
+                    self.param(at + 1),
+                    self.param(at + 2)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The assignments that mark a row free.
@@ -411,42 +433,30 @@ impl Dialect {
 
     /// The statements that renew `leases` leases of one ttl at once (parameters as in
     /// [`Statements`], on SQLite followed by the four clock parameters): an `UPDATE` taking the
-    /// ttl in ms, then the lock, slot and token of each lease, which extends every row its token
-    /// holds live and returns `lock_name, slot, token, expires_at` of each (PostgreSQL, SQLite);
-    /// on MySQL, which has no `RETURNING`, the `UPDATE` returns nothing and the second statement
-    /// reads the same columns back (parameters: the lock, slot and token of each lease).
+    /// ttl in ms, then the rows — the lock, slot and token of each lease, or on SQLite all of
+    /// them as one JSON array of `[lock, slot, token]` (SQLite parses ten thousand numbered
+    /// parameters in about a second) — which extends every row its token holds live and returns
+    /// `lock_name, slot, token, expires_at` of each (PostgreSQL, SQLite); on MySQL, which has no
+    /// `RETURNING`, the `UPDATE` returns nothing and the second statement reads the same columns
+    /// back (parameters: the rows).
     pub(crate) fn extend_batch(self, table: &str, leases: usize) -> (String, Option<String>) {
         let d = self.sql();
-        let tuples = |first: usize| {
-            (0..leases)
-                .map(|i| {
-                    let at = first + 3 * i;
-                    format!(
-                        "({}, {}, {})",
-                        d.param(at),
-                        d.param(at + 1),
-                        d.param(at + 2)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let columns = "lock_name, slot, token, expires_at";
-        let c = d.clock(1 + 3 * leases);
+        let c = d.clock(1 + d.row_params(leases));
         let update = format!(
             "UPDATE {table} SET expires_at = {} + {}{} WHERE (lock_name, slot, token) IN {} AND {}{}",
             c.wall,
             d.param(1),
             d.extend_more(&c),
-            d.row_list(&tuples(2)),
+            d.rows_in(2, leases),
             live(d, &c, ""),
             d.returning(columns)
         );
         let read_back = d.returning(columns).is_empty().then(|| {
-            let c = d.clock(3 * leases);
+            let c = d.clock(d.row_params(leases));
             format!(
                 "SELECT {columns} FROM {table} WHERE (lock_name, slot, token) IN {} AND {}",
-                d.row_list(&tuples(1)),
+                d.rows_in(1, leases),
                 live(d, &c, "")
             )
         });
@@ -864,6 +874,24 @@ mod tests {
         assert!(
             pg.clear_period
                 .ends_with("WHERE lock_name = $1 AND slot = 0")
+        );
+    }
+
+    /// SQLite parses numbered parameters in time quadratic in their count (ten thousand took a
+    /// second, longer than a renewal period): its batch binds the rows as one JSON parameter.
+    #[test]
+    fn a_batch_binds_its_rows_as_the_dialect_parses_them_fast() {
+        let (update, read_back) = Dialect::Sqlite.extend_batch("t", 10_000);
+        assert_eq!(update.matches('?').count(), 10, "{update}");
+        assert!(update.contains("json_each(?2)"), "{update}");
+        assert!(read_back.is_none());
+        let (update, read_back) = Dialect::MySql.extend_batch("t", 2);
+        assert_eq!(update.matches('?').count(), 7);
+        assert_eq!(read_back.unwrap().matches('?').count(), 6);
+        let (update, _) = Dialect::Postgres.extend_batch("t", 2);
+        assert!(
+            update.contains("IN (VALUES ($2, $3, $4), ($5, $6, $7))"),
+            "{update}"
         );
     }
 

@@ -25,6 +25,20 @@ impl Sql for Sqlite {
         format!("?{n}")
     }
 
+    fn row_params(&self, _leases: usize) -> usize {
+        1
+    }
+
+    /// One parameter, a JSON array of `[lock, slot, token]`: SQLite parses numbered parameters
+    /// in time quadratic in their count.
+    fn rows_in(&self, first: usize, _leases: usize) -> String {
+        format!(
+            "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+             json_extract(value, '$[2]') FROM json_each({}))",
+            self.param(first)
+        )
+    }
+
     /// SQLite has no server clock: the clocks are four more parameters, `?k+1` to `?k+4`: wall
     /// clock (epoch ms), boot id, boot clock low and high end.
     fn clock(&self, k: usize) -> Clock {

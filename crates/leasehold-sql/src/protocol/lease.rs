@@ -121,6 +121,7 @@ impl Queries {
     /// One statement of [`extend_many`](Self::extend_many) (on MySQL, and its read back).
     async fn extend_chunk(&self, ttl: i64, keys: &[RowKey]) -> StoreResult<Vec<RenewedRow>> {
         let (update, read_back) = self.pool.dialect().extend_batch(&self.table, keys.len());
+        #[allow(unused_macros)] // not with SQLite alone, whose rows are one parameter
         macro_rules! bind_keys {
             ($q:expr) => {{
                 let mut q = $q;
@@ -130,28 +131,44 @@ impl Queries {
                 q
             }};
         }
-        #[cfg(feature = "mysql")]
-        #[allow(irrefutable_let_patterns)] // when MySQL is the only driver compiled in
-        if let SqlPool::MySql(p) = &self.pool {
-            bind_keys!(sqlx::query(&update).bind(ttl))
-                .execute(p)
-                .await
-                .map_err(classify)?;
-            let read = read_back.unwrap_or_default();
-            let rows = bind_keys!(sqlx::query(&read))
-                .fetch_all(p)
-                .await
-                .map_err(classify)?;
-            return rows.iter().map(renewed_cols).collect();
+        let _ = &read_back; // read only on MySQL
+        match &self.pool {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => {
+                // The rows as one JSON parameter (see `Dialect::extend_batch`).
+                let rows = serde_json::to_string(keys).map_err(|e| {
+                    leasehold::store::StoreError::permanent(format!("encoding a renewal: {e}"))
+                })?;
+                let q = sqlx::query(&update).bind(ttl).bind(rows);
+                let rows = crate::clock::HostClock::read()
+                    .bind(q)
+                    .fetch_all(p)
+                    .await
+                    .map_err(classify)?;
+                rows.iter().map(renewed_cols).collect()
+            }
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => {
+                let q = bind_keys!(sqlx::query(&update).bind(ttl));
+                let rows = q.fetch_all(p).await.map_err(classify)?;
+                rows.iter().map(renewed_cols).collect()
+            }
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => {
+                bind_keys!(sqlx::query(&update).bind(ttl))
+                    .execute(p)
+                    .await
+                    .map_err(classify)?;
+                let read = read_back.unwrap_or_default();
+                let rows = bind_keys!(sqlx::query(&read))
+                    .fetch_all(p)
+                    .await
+                    .map_err(classify)?;
+                rows.iter().map(renewed_cols).collect()
+            }
+            #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+            none => none.absurd(),
         }
-        let _ = read_back;
-        with_clock!(&self.pool, p, add => {
-            let rows = add(bind_keys!(sqlx::query(&update).bind(ttl)))
-                .fetch_all(p)
-                .await
-                .map_err(classify)?;
-            rows.iter().map(renewed_cols).collect()
-        })
     }
 
     /// Frees `lease` (`release`), or with a linger shortens it (`release_linger`): the number

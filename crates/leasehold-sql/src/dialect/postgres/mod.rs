@@ -60,8 +60,8 @@ impl Sql for Postgres {
 
     /// A `VALUES` list: PostgreSQL plans it as one hashed join, where a plain list of row values
     /// becomes a chain of `OR`s that exceeds its stack at a few thousand rows.
-    fn row_list(&self, rows: &str) -> String {
-        format!("(VALUES {rows})")
+    fn rows_in(&self, first: usize, leases: usize) -> String {
+        format!("(VALUES {})", self.row_values(first, leases))
     }
 
     fn upsert(&self, table: &str, period: bool) -> String {
