@@ -7,11 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use leasehold::store::{AcquireRequest, Acquisition, Extension, Token};
-use leasehold::{Lease, LockName};
+use leasehold::store::{Extension, Token};
+use leasehold::Lease;
 
 const LEASES: usize = 10_000;
-const TASKS: usize = 8;
 
 /// `INFO commandstats`' `calls` of `evalsha`.
 async fn evalsha_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
@@ -33,26 +32,7 @@ async fn ten_thousand_leases_renew_in_one_script() {
     let make = common::factory(url.clone());
     let store = make();
     let ttl = Duration::from_secs(60);
-    let mut tasks = tokio::task::JoinSet::new();
-    for t in 0..TASKS {
-        let store = store.clone();
-        tasks.spawn(async move {
-            let mut leases = Vec::new();
-            for i in (t..LEASES).step_by(TASKS) {
-                let lock = LockName::new(format!("renew-{i}")).unwrap();
-                let req = AcquireRequest::new(lock, 1, "renewer", Token::random(), ttl);
-                match store.try_acquire(&req).await.unwrap() {
-                    Acquisition::Elected(lease) => leases.push(lease),
-                    other => panic!("a fresh lock must be granted, got {other:?}"),
-                }
-            }
-            leases
-        });
-    }
-    let mut leases: Vec<Lease> = Vec::new();
-    while let Some(done) = tasks.join_next().await {
-        leases.extend(done.unwrap());
-    }
+    let leases = leasehold_testkit::grant_many(&store, "renew", LEASES, ttl).await;
     let forged = Lease {
         token: Token::random(),
         ..leases[0].clone()

@@ -9,14 +9,13 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::store::{AcquireRequest, Acquisition, Extension, Token};
-use leasehold::{Lease, LeaseStore, LockName};
+use leasehold::store::{Extension, Token};
+use leasehold::{Lease, LeaseStore};
 use leasehold_sql::{SqlPool, SqlStore};
 use sqlx::Executor;
 
 /// One more than a statement carries, so the batch takes two statements.
 const LEASES: usize = 10_001;
-const TASKS: usize = 8;
 
 async fn renew_many(url: String) {
     let table = format!("renew_many_{}", &Token::random().to_hex()[..12]);
@@ -27,26 +26,7 @@ async fn renew_many(url: String) {
     );
     let store: Arc<dyn LeaseStore> = sql.clone();
     let ttl = Duration::from_secs(60);
-    let mut tasks = tokio::task::JoinSet::new();
-    for t in 0..TASKS {
-        let store = store.clone();
-        tasks.spawn(async move {
-            let mut leases = Vec::new();
-            for i in (t..LEASES).step_by(TASKS) {
-                let lock = LockName::new(format!("renew-{i}")).unwrap();
-                let req = AcquireRequest::new(lock, 1, "renewer", Token::random(), ttl);
-                match store.try_acquire(&req).await.unwrap() {
-                    Acquisition::Elected(lease) => leases.push(lease),
-                    other => panic!("a fresh lock must be granted, got {other:?}"),
-                }
-            }
-            leases
-        });
-    }
-    let mut leases: Vec<Lease> = Vec::new();
-    while let Some(done) = tasks.join_next().await {
-        leases.extend(done.unwrap());
-    }
+    let leases = leasehold_testkit::grant_many(&store, "renew", LEASES, ttl).await;
     let forged = Lease {
         token: Token::random(),
         ..leases[0].clone()

@@ -37,6 +37,7 @@
 pub mod conformance;
 mod factory;
 pub mod fault;
+mod many;
 mod names;
 mod ports;
 pub mod proxy;
@@ -44,5 +45,6 @@ pub mod safety;
 pub mod stale_holder;
 
 pub use factory::{SharedStore, StoreFactory};
+pub use many::grant_many;
 pub use names::unique_name;
 pub use ports::{FREE_PORTS, free_port};
