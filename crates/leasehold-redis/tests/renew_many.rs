@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use leasehold::store::{Extension, Token};
 use leasehold::Lease;
+use leasehold::store::{Extension, Token};
 
 const LEASES: usize = 10_000;
 
