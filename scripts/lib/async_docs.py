@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """Lists public async fns (outside trait impls, tests and examples) whose doc comment lacks a
 '# Errors' section (when they return a Result) or a '# Cancel safety' section, and exits 1 if
-there is one."""
+there is one. A fn that a `macro_rules!` writes with docs its caller passes in (`$(#[$doc:meta])*`
+above it) is checked at each call of the macro instead: the call must hold each section once per
+such fn."""
 import os, re, sys
 missing = 0
+by_macro = {}  # macro name -> [(fn name, returns a Result)]
+sources = {}
 for root in sys.argv[1:]:
     for dp, _, fs in os.walk(root):
         if '/tests' in dp or '/benches' in dp or '/examples' in dp: continue
         for f in fs:
             if not f.endswith('.rs'): continue
             p = os.path.join(dp, f)
-            lines = open(p).read().split('\n')
+            text = open(p).read()
+            sources[p] = text
+            lines = text.split('\n')
             for i, l in enumerate(lines):
                 m = re.match(r'\s*pub async fn (\w+)', l)
                 if not m: continue
@@ -20,6 +26,13 @@ for root in sys.argv[1:]:
                 while j >= 0 and (lines[j].strip().startswith('///') or lines[j].strip().startswith('#[')):
                     doc.append(lines[j]); j -= 1
                 d = '\n'.join(doc)
+                if lines[i - 1].strip().startswith('$(#['):
+                    k = i
+                    while k >= 0 and not re.match(r'\s*macro_rules!\s*(\w+)', lines[k]): k -= 1
+                    if k >= 0:
+                        name = re.match(r'\s*macro_rules!\s*(\w+)', lines[k]).group(1)
+                        by_macro.setdefault(name, []).append((m.group(1), 'Result' in sig))
+                        continue
                 # skip trait impls (docs on the trait)
                 k = i
                 while k >= 0 and not re.match(r'^(impl|pub trait|trait|#\[async_trait\])', lines[k]): k -= 1
@@ -32,4 +45,18 @@ for root in sys.argv[1:]:
                 if miss:
                     missing += 1
                     print(f'{p}:{i+1}: {m.group(1)} lacks {", ".join(miss)}')
+for name, fns in by_macro.items():
+    results = sum(1 for _, r in fns if r)
+    for p, text in sources.items():
+        for call in re.finditer(r'\b' + name + r'!\s*\{', text):
+            body = text[call.end():text.find('\n    }', call.end())]
+            line = text.count('\n', 0, call.start()) + 1
+            start = text.rfind('\n', 0, call.start()) + 1
+            if text[start:call.start()].lstrip().startswith(('//', 'macro_rules')): continue
+            miss = []
+            if body.count('# Errors') < results: miss.append('Errors')
+            if body.count('# Cancel safety') < len(fns): miss.append('Cancel safety')
+            if miss:
+                missing += 1
+                print(f'{p}:{line}: a call of {name}! lacks {", ".join(miss)} for {", ".join(f for f, _ in fns)}')
 sys.exit(1 if missing else 0)
