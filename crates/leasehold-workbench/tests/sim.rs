@@ -135,6 +135,7 @@ fn extension_preset() {
         10   node-a    extend      a·1   1     6   extended
         10   node-c    try_acquire -     -     6   contended
         12   node-a    write       a·1   1     -   accepted
+        12   node-a    extend      a·1   1     6   extended
         12   node-a    release     a·1   1     0   released
         12   node-c    acquire     c·2   2     6   elected
         12   node-c    write       c·2   2     -   accepted
@@ -144,6 +145,7 @@ fn extension_preset() {
         20   node-c    extend      c·2   2     6   extended
         22   node-c    extend      c·2   2     6   extended
         24   node-c    write       c·2   2     -   accepted
+        24   node-c    extend      c·2   2     6   extended
         24   node-c    release     c·2   2     0   released
         ",
     );

@@ -16,9 +16,8 @@ use crate::rows::{
     HolderRow, ListRow, RenewedRow, holder_cols, list_cols, ms, renewed_cols, slots_i32, time,
 };
 
-/// The most leases one renewal statement carries: with three parameters each (and SQLite's four
-/// clock parameters) it stays below SQLite's 32,766 parameters, and PostgreSQL's and MySQL's
-/// 65,535.
+/// The most leases one renewal statement carries: with three parameters each it stays below
+/// PostgreSQL's and MySQL's 65,535 (SQLite binds them all as one JSON parameter).
 pub(crate) const MAX_BATCH: usize = 10_000;
 
 /// A row's key as bound: lock name, slot and token (hex).
@@ -82,9 +81,8 @@ impl Queries {
     }
 
     /// Extends every lease of `leases` its token holds live, each to its ttl after the
-    /// database's now: the answer for each, in order. One
-    /// statement per ttl and per [`MAX_BATCH`] leases — a process's renewals on one beat are
-    /// usually one statement.
+    /// database's now: the answer for each, in order. One statement per ttl and per
+    /// [`MAX_BATCH`] leases — a process's renewals on one beat are usually one statement.
     pub(crate) async fn extend_many(
         &self,
         leases: &[(Lease, Duration)],
