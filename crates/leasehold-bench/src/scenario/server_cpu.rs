@@ -128,13 +128,19 @@ impl Counters {
 
 /// The summed `usec` of [`CLIENT_COMMANDS`] in an `INFO commandstats` reply.
 fn command_usec(info: &str) -> f64 {
+    commandstats_sum(info, &CLIENT_COMMANDS, "usec")
+}
+
+/// The sum of `field` (`calls`, `usec`, …) over the `commands` listed in an
+/// `INFO commandstats` reply.
+pub(super) fn commandstats_sum(info: &str, commands: &[&str], field: &str) -> f64 {
     info.lines()
         .filter_map(|line| line.strip_prefix("cmdstat_")?.split_once(':'))
-        .filter(|(name, _)| CLIENT_COMMANDS.contains(name))
+        .filter(|(name, _)| commands.contains(name))
         .filter_map(|(_, fields)| {
             fields
                 .split(',')
-                .find_map(|f| f.strip_prefix("usec="))?
+                .find_map(|f| f.strip_prefix(field)?.strip_prefix('='))?
                 .parse::<f64>()
                 .ok()
         })

@@ -27,7 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::BoxError;
 use crate::backend::Backend;
 use crate::scenario::counting::Calls;
-use crate::scenario::server_cpu::PrivateRedis;
+use crate::scenario::server_cpu::{PrivateRedis, commandstats_sum};
 use crate::target::{Target, hosts};
 
 /// The commands a Redis client sends for leasehold's operations. `INFO commandstats` also lists
@@ -293,17 +293,7 @@ fn without_query(url: &str) -> &str {
 
 /// The summed `calls` of [`REDIS_CLIENT_COMMANDS`] in an `INFO commandstats` reply.
 fn redis_calls(info: &str) -> f64 {
-    info.lines()
-        .filter_map(|line| line.strip_prefix("cmdstat_")?.split_once(':'))
-        .filter(|(name, _)| REDIS_CLIENT_COMMANDS.contains(name))
-        .filter_map(|(_, fields)| {
-            fields
-                .split(',')
-                .find_map(|f| f.strip_prefix("calls="))?
-                .parse::<f64>()
-                .ok()
-        })
-        .sum()
+    commandstats_sum(info, &REDIS_CLIENT_COMMANDS, "calls")
 }
 
 /// The value of `name` in `name<sep>value` lines.
