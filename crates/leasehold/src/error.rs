@@ -57,6 +57,12 @@ impl StoreError {
         self.source = Some(Box::new(source));
         self
     }
+    /// The same error again, for a second caller: its kind and its message with the source's
+    /// text (the source itself stays with the original). One batch request's failure becomes
+    /// each entry's answer this way.
+    pub(crate) fn copied(&self) -> Self {
+        Self::new(self.kind, self.to_string())
+    }
     /// The classification.
     pub fn kind(&self) -> ErrorKind {
         self.kind

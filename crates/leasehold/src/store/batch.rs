@@ -31,7 +31,5 @@ pub fn answer_each<T>(answer: StoreResult<Vec<T>>, entries: usize) -> Vec<StoreR
         )),
         Err(err) => err,
     };
-    (0..entries)
-        .map(|_| Err(StoreError::new(err.kind(), err.to_string())))
-        .collect()
+    (0..entries).map(|_| Err(err.copied())).collect()
 }

@@ -144,7 +144,7 @@ pub trait LeaseStore: Send + Sync + 'static {
         of.iter()
             .map(|f| match &answers[f] {
                 Ok(extension) => Ok(*extension),
-                Err(e) => Err(crate::error::StoreError::new(e.kind(), e.to_string())),
+                Err(e) => Err(e.copied()),
             })
             .collect()
     }
