@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, LeaseTimeToLiveOptions, Txn, TxnOp};
 use leasehold::Lease;
-use leasehold::store::{Extension, StoreError, StoreResult, answer_each, time_at_ms};
+use leasehold::store::{
+    Extension, StoreResult, answer_each, answer_repeats, first_occurrences, time_at_ms,
+};
 
 use super::{expiry, ttl_secs, txn};
 use crate::keys::Keys;
@@ -28,20 +30,11 @@ pub(crate) async fn extend_many(
     leases: &[(Lease, Duration)],
 ) -> Vec<StoreResult<Extension>> {
     // A lease named twice is renewed once; the repeat gets the first one's answer.
-    let mut first = HashMap::new();
-    let of: Vec<usize> = leases
-        .iter()
-        .enumerate()
-        .map(|(i, (l, ttl))| {
-            *first
-                .entry((&l.lock, l.slot, l.token, l.fence, *ttl))
-                .or_insert(i)
-        })
-        .collect();
+    let first = first_occurrences(leases);
     let mut by_session: HashMap<i64, (Session, Vec<usize>)> = HashMap::new();
     let mut alone = Vec::new();
     for (i, (lease, ttl)) in leases.iter().enumerate() {
-        if of[i] != i {
+        if first[i] != i {
             continue;
         }
         let session = sessions
@@ -53,8 +46,6 @@ pub(crate) async fn extend_many(
             None => alone.push(i),
         }
     }
-    let mut answers: Vec<Option<StoreResult<Extension>>> =
-        std::iter::repeat_with(|| None).take(leases.len()).collect();
     let batches = by_session.into_values().map(|(session, of)| async move {
         let entries: Vec<&(Lease, Duration)> = of.iter().map(|&i| &leases[i]).collect();
         let renewed = renew(link, keys, sessions, &session, &entries).await;
@@ -68,27 +59,12 @@ pub(crate) async fn extend_many(
         futures::future::join_all(batches),
         futures::future::join_all(singles)
     );
+    let mut answers = HashMap::new();
     for (of, each) in batches {
-        for (i, answer) in of.into_iter().zip(each) {
-            answers[i] = Some(answer);
-        }
+        answers.extend(of.into_iter().zip(each));
     }
-    for (i, answer) in singles {
-        answers[i] = Some(answer);
-    }
-    for (i, &f) in of.iter().enumerate() {
-        if f != i {
-            answers[i] = Some(match &answers[f] {
-                Some(Ok(answer)) => Ok(*answer),
-                Some(Err(e)) => Err(StoreError::new(e.kind(), e.message())),
-                None => Ok(Extension::NotHeld),
-            });
-        }
-    }
-    answers
-        .into_iter()
-        .map(|a| a.unwrap_or(Ok(Extension::NotHeld)))
-        .collect()
+    answers.extend(singles);
+    answer_repeats(&first, &answers)
 }
 
 /// One renewal of `session` for `entries` (each a grant of this store on it): a keep-alive and,
