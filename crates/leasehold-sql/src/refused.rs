@@ -4,10 +4,12 @@
 //! the row is free, and a refused one is still an `INSERT` statement that locks the row, counts
 //! as a write (`Com_insert_select`, `Handler_write`) and may reach the binary log. A follower
 //! waiting for a lock would pay that on every attempt. So once an attempt on a lock was refused,
-//! the next attempts on it first read the slot (`group_slots`, one `SELECT` judged by the
-//! database's clock) and send the upsert only when the slot looks free or is already the
-//! request's own; the upsert stays conditional, so a race between the read and the write is
-//! still decided by the database. A grant forgets the lock.
+//! the next attempts on it first read the slot (`state`, one `SELECT` judged by the database's
+//! clock): held by another node id, the attempt is refused without a write and names the holder,
+//! so the waiter knows when the lease could end; free, or held under the request's own node id
+//! (perhaps by this very request, applied before), it sends the upsert. The upsert stays
+//! conditional, so a race between the read and the write is still decided by the database. A
+//! grant forgets the lock.
 //!
 //! The cost: an uncontended acquisition is unchanged (upsert, then `read_own`: two round
 //! trips); the first refused attempt of a wait still writes; every later refused attempt is one

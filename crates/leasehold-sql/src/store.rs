@@ -40,7 +40,7 @@ use crate::schema::{LedgerColumns, Schema};
 ///   jittered back-off.
 /// * MySQL's upsert is a write even when it changes nothing, so after a refusal the next attempts
 ///   on that lock read its row first and write only when it looks free: a waiting follower writes
-///   nothing.
+///   nothing, and its refusals name the holder (and so when its lease could end).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -261,12 +261,16 @@ impl LeaseStore for SqlStore {
         let (candidates, waiters) = if single {
             let waiters = self.waiters(waiter.as_deref()).await?;
             if self.reads_first(&req.lock) {
-                // Slot 0 if it is free or already this token's, none if it is held: a
-                // refusal without a write.
-                (self.queries.candidate_slots(req, &token).await?, waiters)
-            } else {
-                (vec![0], waiters)
+                // Held by another node: a refusal without a write, naming the holder and so
+                // when its lease could end. Free, or held under this node id (perhaps by this
+                // very request, applied before): the upsert decides.
+                let rows = self.queries.state(&req.lock, 1).await?;
+                if let Some(holder) = holders(&rows).into_iter().find(|h| h.owner != *req.owner) {
+                    self.acquired(&req.lock, false);
+                    return Ok(Acquisition::Taken(Some(holder)));
+                }
             }
+            (vec![0], waiters)
         } else {
             let slots = self.queries.candidate_slots(req, &token).await?;
             (slots, Waiters::Ignored)

@@ -1,6 +1,7 @@
 //! A follower waiting for a lock writes nothing: on MySQL/MariaDB, whose acquire upsert is an
-//! `INSERT` even when it changes nothing, refused attempts after the first read the row instead,
-//! as the server's own per-session counters show; on SQLite a refused upsert changes no page.
+//! `INSERT` even when it changes nothing, refused attempts after the first read the row instead
+//! (and name the holder), as the server's own per-session counters show; on SQLite a refused
+//! upsert changes no page.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
@@ -132,20 +133,24 @@ async fn mysql_refused_attempts_after_the_first_write_nothing() {
         Acquisition::Taken(_)
     ));
     let before = session(&follower).await;
+    // The later ones read, and name the holder with the expiry it was granted.
+    let named = |answer: Acquisition| match answer {
+        Acquisition::Taken(Some(h)) => {
+            assert_eq!((h.owner.as_str(), h.fence), ("h", held.fence));
+            assert_eq!(h.expires_at, held.expires_at, "the holder's expiry");
+        }
+        other => panic!("a refusal naming the holder, got {other:?}"),
+    };
     for _ in 0..REFUSED {
-        assert!(matches!(
-            follower.try_acquire(&waiting).await.unwrap(),
-            Acquisition::Taken(_)
-        ));
+        named(follower.try_acquire(&waiting).await.unwrap());
     }
     // A new wait (a new token) on the same lock reads first too.
-    assert!(matches!(
+    named(
         follower
             .try_acquire(&request(&lock, "f", ttl))
             .await
             .unwrap(),
-        Acquisition::Taken(_)
-    ));
+    );
     let refused = grew(&before, &session(&follower).await);
     assert_eq!(
         writes(&refused),
@@ -245,4 +250,68 @@ async fn sqlite_refused_attempts_write_nothing() {
         now, later,
         "a grant by another connection moves data_version"
     );
+}
+
+/// An elector with default options waiting on MySQL, where no signal crosses processes, polls
+/// once a second (a third of 2.5 s is less); its refusals name the holder's expiry, so after a
+/// crash it takes over when the lease ends (2.5 s) rather than at its next poll (3 s).
+#[tokio::test]
+async fn mysql_follower_takes_over_from_a_crashed_holder_when_its_lease_ends() {
+    let Some(url) = common::url("LEASEHOLD_TEST_MYSQL_URL") else {
+        return;
+    };
+    let lease = Duration::from_millis(2_500);
+    let table = format!("quiet_{}", &Token::random().to_hex()[..12]);
+    let crashed = single_connection_store(&url, &table).await;
+    let follower = std::sync::Arc::new(single_connection_store(&url, &table).await);
+    let lock = LockName::new("quiet-crash").unwrap();
+    let sent = std::time::Instant::now();
+    let held = match crashed
+        .try_acquire(&request(&lock, "h", lease))
+        .await
+        .unwrap()
+    {
+        Acquisition::Elected(lease) => lease,
+        other => panic!("a free lock is granted: {other:?}"),
+    };
+    // Never renewed nor released: the holder's process is gone.
+    let elector = leasehold::Elector::with_options(
+        follower.clone(),
+        leasehold::ElectionOptions::builder()
+            .node_id("f")
+            .lease(lease)
+            .wait(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    );
+    let before = session(&follower).await;
+    let guard = elector
+        .try_acquire(lock.as_str())
+        .await
+        .unwrap()
+        .elected()
+        .expect("the lease ran out");
+    let took = sent.elapsed();
+    let sent_requests = grew(&before, &session(&follower).await);
+    assert!(guard.fence() > held.fence);
+    assert!(
+        took >= lease && took <= lease + Duration::from_millis(400),
+        "taken over {took:?} after the crash; the lease is {lease:?}, the next poll was at 3 s"
+    );
+    // Attempts at about 0, 1, 2 and 2.5 s (one upsert, then reads) and the winning one.
+    assert!(
+        sent_requests["Com_insert_select"] <= 2,
+        "one write for the first refusal, one for the grant: {sent_requests:?}"
+    );
+    assert!(
+        sent_requests["Com_select"] <= 8,
+        "about one read per attempt: {sent_requests:?}"
+    );
+    guard.release().await.unwrap();
+    let SqlPool::MySql(pool) = crashed.pool() else {
+        unreachable!()
+    };
+    pool.execute(format!("DROP TABLE {table}").as_str())
+        .await
+        .unwrap();
 }
