@@ -64,6 +64,7 @@ pub mod metrics;
 mod name;
 pub mod options;
 mod outcome;
+pub mod partition;
 pub mod schedule;
 pub mod shutdown;
 pub mod spans;
