@@ -86,15 +86,21 @@ impl PartitionSet {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let member_lock = LockName::new(members_name(name))?;
         let members = elector.reconfigured(member_options);
-        let first = match members.try_acquire(&member_lock).await? {
-            Outcome::Elected(guard) => guard,
-            _ => {
-                return Err(PartitionError::Full {
-                    name: name.to_owned(),
-                }
-                .into());
+        // All of the weight's slots before the first shard, so that the others see this
+        // member's full weight at once (the loop takes any missing later).
+        let mut first = Vec::new();
+        for _ in 0..self.weight() {
+            match members.try_acquire(&member_lock).await? {
+                Outcome::Elected(guard) => first.push(guard),
+                _ => break,
             }
-        };
+        }
+        if first.is_empty() {
+            return Err(PartitionError::Full {
+                name: name.to_owned(),
+            }
+            .into());
+        }
         let period = renewal_period(lease);
         let setup = Setup {
             node: Arc::from(base.node_id()),
@@ -112,7 +118,7 @@ impl PartitionSet {
         let (view_tx, view) = watch::channel(Arc::new(Assignment::default()));
         let mine: Mine = Arc::new(Mutex::new(BTreeMap::new()));
         let stop = CancellationToken::new();
-        let member = Member::new(setup, vec![first], events_tx, view_tx, Arc::clone(&mine));
+        let member = Member::new(setup, first, events_tx, view_tx, Arc::clone(&mine));
         let task = tokio::spawn(member.run(stop.clone()));
         Ok(Partition {
             set: self.clone(),
