@@ -131,7 +131,7 @@ mod tests {
         let floor: Vec<u64> = weights.iter().map(|w| n * u64::from(*w) / total).collect();
         let left = n - floor.iter().sum::<u64>();
         let can_round: Vec<usize> = (0..weights.len())
-            .filter(|&i| n * u64::from(weights[i]) % total > 0)
+            .filter(|&i| !(n * u64::from(weights[i])).is_multiple_of(total))
             .collect();
         let mut best = u64::MAX;
         for mask in 0u32..(1 << can_round.len()) {
@@ -167,7 +167,7 @@ mod tests {
             let share = u64::from(n) * u64::from(*w);
             let got = count(&target, &id(i));
             assert!(
-                got * total >= share - share % total && got * total <= share + total - 1,
+                got * total >= share - share % total && got * total < share + total,
                 "{weights:?} {owners:?}: member {i} got {got} of {n}"
             );
             current.push(count(owners, &id(i)));
