@@ -57,7 +57,9 @@ pub enum ShardEnd {
 /// It dereferences to the shard's [`LeaderContext`] (fence, lease, `lost()`, `extend`). Drop
 /// it when the shard's work has ended: a hand-over releases the lease at that moment (or when
 /// the set's drain time runs out, whichever comes first), so the next owner starts after this
-/// one stopped.
+/// one stopped. Work that outlives the drain runs without the lease: the context does not
+/// report a release as a loss, but [`is_ending`](Self::is_ending) stays true, and the next
+/// owner's fence is higher.
 pub struct ShardLease {
     pub(crate) shard: u32,
     pub(crate) ctx: LeaderContext,
