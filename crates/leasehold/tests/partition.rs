@@ -434,6 +434,37 @@ async fn a_shard_lost_without_a_change_of_members_is_owned_again() {
     checker.assert_exclusive();
 }
 
+/// The freed shard goes to another member than the one that lost it: that member is settled
+/// and reads only the member group, so the loser has to make every member look again.
+#[tokio::test(start_paused = true)]
+async fn a_shard_lost_and_assigned_to_a_settled_member_is_taken_by_it() {
+    let store = Arc::new(MemoryStore::new());
+    let checker = Checker::default();
+    let set = set(10);
+    // Joined in this order, b ends with the extra shard (4, 3, 3).
+    let b = start(&store, "b", &set, &checker).await;
+    until_balanced(&store, &set, &["b"], LEASE * 3).await;
+    let c = start(&store, "c", &set, &checker).await;
+    until_balanced(&store, &set, &["b", "c"], LEASE * 3).await;
+    let a = start(&store, "a", &set, &checker).await;
+    until_balanced(&store, &set, &["a", "b", "c"], LEASE * 3).await;
+    sleep(3 * PERIOD).await;
+    let before = owners(&store, &set).await;
+    assert_eq!(counts(&before)["b"], 4);
+    let one_of_b = (0..10).find(|&k| before[k as usize].as_deref() == Some("b")).unwrap();
+    store.force_release(&set.shard_lock(one_of_b).unwrap(), 1).await.unwrap();
+    // Now all hold 3: the round-up goes to the first node id, a, which is not reading.
+    let took = until_balanced(&store, &set, &["a", "b", "c"], LEASE * 3).await;
+    assert!(took <= LEASE, "owned again after {took:?}");
+    let after = owners(&store, &set).await;
+    assert_eq!(after[one_of_b as usize].as_deref(), Some("a"));
+    assert_eq!(*a.moves_in.lock().unwrap(), 4, "a took its three, then the freed one");
+    for node in [a, b, c] {
+        node.leave().await;
+    }
+    checker.assert_exclusive();
+}
+
 #[tokio::test(start_paused = true)]
 async fn dropping_the_partition_releases_every_lease() {
     let store = Arc::new(MemoryStore::new());

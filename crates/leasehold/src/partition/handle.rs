@@ -85,6 +85,7 @@ impl PartitionSet {
             .map(|k| LockName::new(shard_name(name, k)))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let member_lock = LockName::new(members_name(name))?;
+        let scoped_member_lock = elector.lock_name(&member_lock)?;
         let members = elector.reconfigured(member_options);
         // All of the weight's slots before the first shard, so that the others see this
         // member's full weight at once (the loop takes any missing later).
@@ -110,6 +111,7 @@ impl PartitionSet {
             drain: self.drain().unwrap_or(period),
             scoped: scoped.as_str().to_owned(),
             member_lock,
+            scoped_member_lock,
             shard_locks,
             members,
             shard_elector: elector.reconfigured(shard_options),

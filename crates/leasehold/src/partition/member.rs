@@ -50,6 +50,8 @@ pub(crate) struct Setup {
     pub(crate) scoped: String,
     /// The member group and each shard's lock, before the tenant (the electors apply it).
     pub(crate) member_lock: LockName,
+    /// The member group's full name, with the tenant's namespace (read from the store).
+    pub(crate) scoped_member_lock: LockName,
     pub(crate) shard_locks: Vec<LockName>,
     /// Electors for the member group (its slot count) and for the shards (one slot), sharing
     /// the caller's store, tenant and heartbeat.
@@ -140,7 +142,7 @@ impl Member {
     async fn reconcile(&mut self) {
         self.drop_lost();
         self.keep_membership().await;
-        let read = match read::members(&self.setup.members, &self.setup.member_lock).await {
+        let read = match read::members(&self.setup.members, &self.setup.scoped_member_lock).await {
             Ok(read) => read,
             Err(e) => {
                 warn!(error = %e, "partition: reading the member group failed; trying again next period");

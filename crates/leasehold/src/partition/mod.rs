@@ -15,8 +15,9 @@
 //! * **Balanced, moving as little as possible.** Each member owns its weighted share within
 //!   one shard; a join takes only what the new member needs from the members above their new
 //!   share, and a leave spreads only the leaver's shards.
-//! * **Coverage.** After a join or a graceful leave every shard is owned again within about a
-//!   period (a third of the lease); after a crash within about one lease.
+//! * **Coverage.** After a join or a graceful leave every shard is owned again within about two
+//!   periods (a period is a third of the lease), plus the time its work takes to stop; after a
+//!   crash within about one lease and a period.
 //! * **Cost.** A member reads the member group once per period; it reads the shards' owners
 //!   (one listing) only while the set is changing. Its leases renew in the elector's
 //!   heartbeat: on a store that renews in batches, one request per period however many shards

@@ -25,12 +25,20 @@ pub(crate) struct Members {
     pub(crate) fingerprint: Vec<(u32, u64, String)>,
 }
 
-/// Reads the member group `lock` (unscoped: the elector applies its tenant) with
-/// `members`, an elector whose slot count is the group's.
-pub(crate) async fn members(members: &Elector, lock: &LockName) -> Result<Members> {
-    let state = members.state(lock).await?;
+/// Reads the member group `lock` (its full name, with the tenant's namespace) through
+/// [`LeaseStore::holders`](crate::LeaseStore::holders): every live slot, whatever the group's
+/// size, in one read where the store can.
+pub(crate) async fn members(elector: &Elector, lock: &LockName) -> Result<Members> {
+    let holders = elector
+        .store()
+        .holders(lock)
+        .await
+        .map_err(|e| crate::Error::Store {
+            lock: lock.to_string(),
+            source: e,
+        })?;
     let mut read = Members::default();
-    for h in state.holders {
+    for h in holders {
         *read.weights.entry(Arc::from(h.owner.as_str())).or_insert(0) += 1;
         read.fingerprint.push((h.slot, h.fence, h.owner));
     }
