@@ -451,14 +451,23 @@ async fn a_shard_lost_and_assigned_to_a_settled_member_is_taken_by_it() {
     sleep(3 * PERIOD).await;
     let before = owners(&store, &set).await;
     assert_eq!(counts(&before)["b"], 4);
-    let one_of_b = (0..10).find(|&k| before[k as usize].as_deref() == Some("b")).unwrap();
-    store.force_release(&set.shard_lock(one_of_b).unwrap(), 1).await.unwrap();
+    let one_of_b = (0..10)
+        .find(|&k| before[k as usize].as_deref() == Some("b"))
+        .unwrap();
+    store
+        .force_release(&set.shard_lock(one_of_b).unwrap(), 1)
+        .await
+        .unwrap();
     // Now all hold 3: the round-up goes to the first node id, a, which is not reading.
     let took = until_balanced(&store, &set, &["a", "b", "c"], LEASE * 3).await;
     assert!(took <= LEASE, "owned again after {took:?}");
     let after = owners(&store, &set).await;
     assert_eq!(after[one_of_b as usize].as_deref(), Some("a"));
-    assert_eq!(*a.moves_in.lock().unwrap(), 4, "a took its three, then the freed one");
+    assert_eq!(
+        *a.moves_in.lock().unwrap(),
+        4,
+        "a took its three, then the freed one"
+    );
     for node in [a, b, c] {
         node.leave().await;
     }
