@@ -263,11 +263,7 @@ impl LeaseStore for EtcdStore {
             return protocol::acquire_period(&self.link, &self.keys, &self.sessions, req, period)
                 .await;
         }
-        Ok(
-            protocol::acquire(&self.link, &self.keys, &self.sessions, req)
-                .await?
-                .into(),
-        )
+        protocol::acquire(&self.link, &self.keys, &self.sessions, req).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

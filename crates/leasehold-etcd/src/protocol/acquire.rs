@@ -3,11 +3,12 @@
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use leasehold::store::{
     AcquireRequest, Acquisition, ClaimVerdict, LedgerText, StoreError, StoreResult, ceil_millis,
+    time_at_ms,
 };
-use leasehold::{Lease, LockName, Period};
+use leasehold::{Holder, LockName, Period};
 
 use super::read::{Slots, read_lock, slots_read_back};
-use super::{granted_fence, session_expiry, session_record, ttl_secs, txn_on_session};
+use super::{granted_fence, secs_ms, session_expiry, session_record, ttl_secs, txn_on_session};
 use crate::keys::Keys;
 use crate::link::Link;
 use crate::record::{Ledger, Record, encode, now_ms};
@@ -26,7 +27,7 @@ pub(crate) async fn acquire(
     keys: &Keys,
     sessions: &Sessions,
     req: &AcquireRequest,
-) -> StoreResult<Option<Lease>> {
+) -> StoreResult<Acquisition> {
     let sent_ms = now_ms();
     let mine = |held: &Slots| {
         held.records
@@ -38,10 +39,10 @@ pub(crate) async fn acquire(
     if req.slots > 1 {
         let held = read_lock(link, keys, &req.lock).await?;
         if let Some(r) = mine(&held) {
-            return Ok(Some(r.lease(&req.lock)));
+            return Ok(Acquisition::Elected(r.lease(&req.lock)));
         }
         let Some(free) = held.lowest_free(req.slots) else {
-            return Ok(None);
+            return Ok(Acquisition::Taken(refusing(&held, req.slots)));
         };
         slot = free;
     }
@@ -74,26 +75,45 @@ pub(crate) async fn acquire(
                 record.fence = granted_fence(&resp)?;
                 record.expires_ms = session_expiry(sessions, &session, sent_ms, req.ttl);
                 remember(sessions, &req.lock, &record);
-                return Ok(Some(record.lease(&req.lock)));
+                return Ok(Acquisition::Elected(record.lease(&req.lock)));
             }
             let now = slots_read_back(keys, resp);
             if let Some(r) = mine(&now) {
                 remember(sessions, &req.lock, &r);
-                return Ok(Some(r.lease(&req.lock)));
+                return Ok(Acquisition::Elected(r.lease(&req.lock)));
             }
             match now.lowest_free(req.slots) {
                 Some(s) => slot = s,
-                None => return Ok(None),
+                None => return Ok(Acquisition::Taken(refusing(&now, req.slots))),
             }
         }
         if !session_gone {
             // The free slots kept being taken under us: as busy as a full lock.
-            return Ok(None);
+            return Ok(Acquisition::Taken(None));
         }
     }
     Err(StoreError::transient(
         "etcd dropped the session lease of every acquisition attempt; try again",
     ))
+}
+
+/// The holder a refusal names: of the lock's slots below `slots`, the one whose lease ends
+/// first. A lease on a session whose recorded expiry has passed was renewed since through its
+/// session, which its holder renews every third of a lease: it ends at the latest a lease (as
+/// asked) from now, and etcd's watch says when its key goes before that.
+fn refusing(held: &Slots, slots: u32) -> Option<Holder> {
+    let now = now_ms();
+    held.records
+        .iter()
+        .filter(|r| r.slot < slots.max(1))
+        .map(|r| {
+            let mut holder = r.holder();
+            if r.session && r.expires_ms <= now {
+                holder.expires_at = time_at_ms(now.saturating_add(secs_ms(r.asked)));
+            }
+            holder
+        })
+        .min_by_key(|h| h.expires_at)
 }
 
 /// Remembers `record` as this store's grant if it is on one of its sessions.
