@@ -50,7 +50,7 @@ pub(crate) async fn acquire(
         let (session, renewal) = sessions
             .for_grant(link, ttl_secs(req.ttl), ceil_millis(req.ttl))
             .await?;
-        let mut record = session_record(req, sent_ms, slot, &session);
+        let mut record = session_record(req, sent_ms, slot, sessions, (&session, renewal));
         let mut session_gone = false;
         for _ in 0..=req.slots.max(1) {
             record.slot = slot;
@@ -73,7 +73,9 @@ pub(crate) async fn acquire(
             };
             if resp.succeeded() {
                 record.fence = granted_fence(&resp)?;
-                record.expires_ms = session_expiry(sessions, &session, sent_ms, req.ttl);
+                record.expires_ms = record
+                    .expires_ms
+                    .min(session_expiry(sessions, &session, sent_ms, req.ttl));
                 remember(sessions, &req.lock, &record);
                 return Ok(Acquisition::Elected(record.lease(&req.lock)));
             }
@@ -182,7 +184,7 @@ pub(crate) async fn acquire_period(
     let (mut session, mut renewal) = sessions
         .for_grant(link, ttl_secs(req.ttl), ceil_millis(req.ttl))
         .await?;
-    let mut record = session_record(req, sent_ms, 0, &session);
+    let mut record = session_record(req, sent_ms, 0, sessions, (&session, renewal));
     let key = keys.slot(&req.lock, 0);
     let ledger_key = keys.ledger(&req.lock);
     let _in_flight = sessions.pending(&req.lock, 0);
@@ -226,12 +228,14 @@ pub(crate) async fn acquire_period(
             (session, renewal) = sessions
                 .for_grant(link, ttl_secs(req.ttl), ceil_millis(req.ttl))
                 .await?;
-            record = session_record(req, sent_ms, 0, &session);
+            record = session_record(req, sent_ms, 0, sessions, (&session, renewal));
             continue;
         };
         if resp.succeeded() {
             record.fence = granted_fence(&resp)?;
-            record.expires_ms = session_expiry(sessions, &session, sent_ms, req.ttl);
+            record.expires_ms = record
+                .expires_ms
+                .min(session_expiry(sessions, &session, sent_ms, req.ttl));
             remember(sessions, &req.lock, &record);
             let mut lease = record.lease(&req.lock);
             lease.period = Some(window.id);

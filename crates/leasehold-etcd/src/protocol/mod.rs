@@ -3,7 +3,7 @@
 //! | operation | requests | atomic by |
 //! |---|---|---|
 //! | read a lock (`state`) | one linearizable range get of `<prefix>/<lock>/` (its slot keys and its ledger); for keys on a session whose stored expiry has passed, one `LeaseTimeToLive` per distinct session | one read |
-//! | acquire, one slot | one transaction: *if* slot 0's key has `create_revision` 0, put the record attached to the session, *else* get the lock's range (where a retried request finds its own grant). A session with less than a third of its TTL left is kept alive first; one that would end before the new lease gets a keep-alive sent beside the transaction | the compare on `create_revision`: the key is created once |
+//! | acquire, one slot | one transaction: *if* slot 0's key has `create_revision` 0, put the record attached to the session, *else* get the lock's range (where a retried request finds its own grant). A session with less than a third of its TTL left is kept alive first; one that would end before the new lease gets a keep-alive sent beside the transaction, unless one was sent less than a second (or a tenth of its TTL) ago: the lease then ends with the session | the compare on `create_revision`: the key is created once |
 //! | acquire, a group | a read of the lock (our own live grant returned as is), then per attempt the transaction above on the lowest free slot | as above |
 //! | acquire with a period | a read of the lock; then per attempt one transaction: *if* slot 0's key is absent *and* the ledger's `mod_revision` is the one read (or it is absent), put slot 0 on the session **and** the ledger (the new claim, not started), *else* get the lock's range | one transaction over both keys |
 //! | start a period | a read of the lock; then one transaction: *if* slot 0's and the ledger's `mod_revision` are as read, put the ledger marked started, *else* get the lock's range | one transaction over both keys |
@@ -102,16 +102,23 @@ pub(crate) async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnRes
 }
 
 /// The record a grant of `req` on `slot` puts, attached to `session` (its fence and revision
-/// are filled in by the transaction that puts it, its expiry once the session's renewal beside
-/// it is known: [`session_expiry`]).
+/// are filled in by the transaction that puts it). Its expiry is the one the grant will have:
+/// `ttl` from `sent_ms` when the session is renewed beside it, else at most the session's end
+/// ([`session_expiry`]); should the renewal fail, the grant's lease ends sooner than recorded.
 pub(super) fn session_record(
     req: &AcquireRequest,
     sent_ms: u64,
     slot: u32,
-    session: &Session,
+    sessions: &Sessions,
+    (session, renewal): (&Session, Renewal),
 ) -> Record {
+    let mut held = SlotRecord::granted(req, slot, sent_ms);
+    held.expires_ms = match renewal {
+        Renewal::Beside => expiry(sent_ms, req.ttl, session.granted),
+        Renewal::None => session_expiry(sessions, session, sent_ms, req.ttl),
+    };
     Record {
-        held: SlotRecord::granted(req, slot, sent_ms),
+        held,
         asked: session.asked,
         granted: session.granted,
         mod_revision: 0,
