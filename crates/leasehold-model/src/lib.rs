@@ -9,7 +9,11 @@
 //! duplicated (a copy the store applies again later); writes land any time later; electors may
 //! pause for any time, and their local deadlines may be off by a bounded clock error. An operator
 //! may force a release; the lease may change at any moment, the slot count and a schedule's
-//! period length and offset between runs. [`Rules`] selects today's rules or the ones before
+//! period length and offset between runs. With sessions ([`Setup::sessions`]) the slots are
+//! locks of their own and the electors of one process share a session: the store keeps a
+//! session record per process that the lock records refer to, one request renews the session
+//! and answers for each lease, and an operator forces out one lease by revoking its token in
+//! the session record. [`Rules`] selects today's rules or the ones before
 //! issue 33, so that the same checker shows the holes those had (see `tests/` and
 //! `docs/correctness.md`).
 //!
@@ -27,8 +31,8 @@ mod rules;
 mod state;
 
 pub use model::{Action, LeaseModel};
-pub use rules::{Ledger, Rules, Setup};
+pub use rules::{Ledger, NO_PROCESS, Rules, SessionRule, Setup};
 pub use state::{
-    Accepted, Answer, Elector, Exchange, Fence, Held, Holding, Phase, Record, Request, SLOTS,
-    State, Store, Tick, Token, Write,
+    Accepted, Answer, Attached, Elector, Exchange, Fence, Held, Holding, OnSession, PROCESSES,
+    Phase, Process, Record, Request, SLOTS, Session, State, Store, Tick, Token, Write,
 };

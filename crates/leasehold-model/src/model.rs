@@ -3,10 +3,10 @@
 use stateright::{Model, Property};
 
 use crate::properties;
-use crate::rules::{Ledger, Setup};
+use crate::rules::{Ledger, SessionRule, Setup};
 use crate::state::{
-    Accepted, Answer, Elector, Exchange, Fence, Held, Holding, Phase, Record, Request, SLOTS,
-    State, Tick, Write,
+    Accepted, Answer, Attached, Elector, Exchange, Fence, Held, Holding, OnSession, Phase, Process,
+    Record, Request, SLOTS, Session, State, Tick, Token, Write,
 };
 
 /// One step of the world.
@@ -52,6 +52,22 @@ pub enum Action {
     ForceRelease,
     /// The store cleans up the lock's idle record, fence counters included.
     Cleanup,
+    /// Process `p` renews its session, and with it every lease its electors hold, in one
+    /// request (sessions only; a renewal lost or unanswered is sent again this way).
+    Beat(u8),
+    /// The store applies process `p`'s renewal.
+    ApplyBeat(u8),
+    /// Process `p`'s renewal is lost: before the store applied it, or its answer after.
+    LoseBeat(u8),
+    /// Process `p` receives the answer to its renewal; every lease renewed gets a local deadline
+    /// off by `drift` ticks from an exact clock's.
+    DeliverBeat(u8, i8),
+    /// Process `p`'s renewal is duplicated: a copy stays on its way to the store.
+    DuplicateBeat(u8),
+    /// An operator forces out the lease of slot `s` (sessions: each slot is a lock): it revokes
+    /// the token in the lease's session record, then deletes the lock record, unless it stops
+    /// halfway (`true`), after the revocation.
+    ForceOut(u8, bool),
 }
 
 /// The lease protocol of leasehold, as the checker explores it.
@@ -140,6 +156,8 @@ impl LeaseModel {
                 offset,
                 ttl,
                 slots,
+                lock,
+                session,
             } => {
                 if let Some((slot, h)) = state
                     .store
@@ -153,16 +171,26 @@ impl LeaseModel {
                     return Answer::AlreadyRan;
                 }
                 let wanted = usize::from(slots).min(SLOTS);
-                let Some(slot) = (0..wanted).find(|&s| state.store.live(s, now).is_none()) else {
+                let asked = match lock {
+                    Some(l) => usize::from(l)..usize::from(l).saturating_add(1).min(SLOTS),
+                    None => 0..wanted,
+                };
+                let Some(slot) = asked
+                    .into_iter()
+                    .find(|&s| state.store.live(s, now).is_none())
+                else {
                     return Answer::Held;
                 };
+                note_early_grant(state, slot, token);
                 let (fence, grant) = self.mint(state, slot);
+                let session = session.and_then(|p| attach(state, p, slot, token, ttl));
                 let held = Held {
                     token,
                     expiry: now.saturating_add(ttl),
                     granted: now,
                     fence,
                     grant,
+                    session,
                 };
                 state.store.holders[slot] = Some(held);
                 self.touch(state);
@@ -207,12 +235,90 @@ impl LeaseModel {
             }
             Request::Release(token) => match state.store.slot_of(token, now) {
                 Some(slot) => {
+                    if let Some(on) = state.store.holders[slot].and_then(|h| h.session)
+                        && let Some(session) = state.store.sessions.get_mut(usize::from(on.process))
+                        && session.leases[slot].is_some_and(|a| a.token == token)
+                    {
+                        // The holder forgets it: its session no longer renews it.
+                        session.leases[slot] = None;
+                    }
                     state.store.holders[slot] = None;
                     self.touch(state);
                     Answer::Released
                 }
                 None => Answer::NotHeld,
             },
+            Request::Beat {
+                process,
+                epoch,
+                ttl,
+                tokens,
+            } => self.beat(state, process, epoch, ttl, tokens),
+        }
+    }
+
+    /// The store applies a renewal of process `process`'s session `epoch` listing `tokens`: a
+    /// session run out or replaced is lost (never revived); a live one is renewed, every lease
+    /// it remembers that was revoked or ran out is dropped (its lock record deleted if it still
+    /// names it), the listed ones still remembered are renewed, and the revocations are cleared.
+    fn beat(
+        &self,
+        state: &mut State,
+        process: u8,
+        epoch: u8,
+        ttl: u8,
+        tokens: [Option<Token>; SLOTS],
+    ) -> Answer {
+        let now = state.now;
+        let lost = Answer::Beat {
+            lost: true,
+            extended: [false; SLOTS],
+        };
+        let Some(mut session) = state.store.sessions.get(usize::from(process)).copied() else {
+            return lost;
+        };
+        if session.epoch != epoch || session.expiry <= now {
+            return lost;
+        }
+        let until = now.saturating_add(ttl);
+        session.expiry = session.expiry.max(until);
+        let ignores = self.setup.rules.session == SessionRule::RenewalIgnoresRevocation;
+        for slot in 0..SLOTS {
+            let Some(lease) = session.leases[slot] else {
+                continue;
+            };
+            let revoked = !ignores && session.revoked[slot] == Some(lease.token);
+            if revoked || lease.end <= now {
+                session.leases[slot] = None;
+                if state.store.holders[slot].is_some_and(|h| h.token == lease.token) {
+                    state.store.holders[slot] = None;
+                }
+            } else if tokens.contains(&Some(lease.token)) {
+                session.leases[slot] = Some(Attached {
+                    end: until,
+                    ..lease
+                });
+            }
+        }
+        if !ignores {
+            session.revoked = [None; SLOTS];
+        }
+        if let Some(slot) = state.store.sessions.get_mut(usize::from(process)) {
+            *slot = session;
+        }
+        let extended = tokens
+            .map(|t| t.is_some_and(|t| session.leases.iter().flatten().any(|a| a.token == t)));
+        for (t, renewed) in tokens.iter().zip(extended) {
+            if let Some(t) = *t
+                && renewed
+                && !(0..SLOTS).any(|s| state.store.truly_held(s, t, now))
+            {
+                state.renewed_unheld = true;
+            }
+        }
+        Answer::Beat {
+            lost: false,
+            extended,
         }
     }
 
@@ -307,8 +413,12 @@ impl LeaseModel {
                     slot,
                     fence,
                     grant,
+                    epoch,
                 },
             ) => {
+                if let Some(p) = state.processes.get_mut(usize::from(elector.process)) {
+                    p.epoch = p.epoch.max(epoch);
+                }
                 let holding = Holding {
                     token,
                     deadline: self.deadline(exchange.sent, ttl, drift),
@@ -377,6 +487,91 @@ impl LeaseModel {
         }
     }
 
+    /// Process `p` receives `answer` to its renewal `exchange`: each lease it listed is renewed
+    /// or lost; a lost session is forgotten (the next acquisition starts a new one).
+    fn deliver_beat(
+        &self,
+        state: &mut State,
+        p: u8,
+        exchange: Exchange,
+        answer: Answer,
+        drift: i8,
+    ) {
+        let (
+            Request::Beat {
+                epoch, ttl, tokens, ..
+            },
+            Answer::Beat { lost, extended },
+        ) = (exchange.request, answer)
+        else {
+            return;
+        };
+        let now = state.now;
+        let window = self.window(state, now);
+        if let Some(process) = state.processes.get_mut(usize::from(p))
+            && lost
+            && process.epoch == epoch
+        {
+            process.epoch = 0;
+        }
+        let renewed = self.deadline(exchange.sent, ttl, drift);
+        let cancel = self.setup.rules.cancel_on_lost;
+        for (t, kept) in tokens.iter().zip(extended) {
+            let Some(t) = *t else {
+                continue;
+            };
+            for elector in &mut state.electors {
+                let Phase::Running(h) = elector.phase else {
+                    continue;
+                };
+                if elector.process != p || h.token != t {
+                    continue;
+                }
+                if kept {
+                    elector.phase = Phase::Running(Holding {
+                        deadline: h.deadline.max(renewed),
+                        ..h
+                    });
+                } else if cancel {
+                    elector.phase = Phase::Idle;
+                    elector.done_in = window;
+                } else {
+                    elector.phase = Phase::Running(Holding {
+                        deadline: h.deadline.min(now),
+                        ..h
+                    });
+                }
+            }
+        }
+    }
+
+    /// The tokens of the leases process `p`'s electors hold and renew: those not asked for in
+    /// this very tick (a renewal sent with the acquisition would change nothing).
+    fn held_by(state: &State, p: u8) -> [Option<Token>; SLOTS] {
+        let mut tokens = [None; SLOTS];
+        let held = state.electors.iter().filter_map(|e| match e.phase {
+            Phase::Running(h) if e.process == p && e.sent_at != Some(state.now) => Some(h.token),
+            _ => None,
+        });
+        for (slot, t) in tokens.iter_mut().zip(held) {
+            *slot = Some(t);
+        }
+        tokens
+    }
+
+    /// True if process `p` may send a renewal now: it knows a session, one of its electors holds
+    /// a lease, and no renewal is on its way or answered (a lost one is sent again).
+    fn may_beat(&self, state: &State, p: u8) -> bool {
+        let Some(process) = state.processes.get(usize::from(p)) else {
+            return false;
+        };
+        self.setup.rules.auto_extend
+            && process.epoch > 0
+            && process.beat_at != Some(state.now)
+            && process.beat.is_none_or(|x| x.silent())
+            && Self::held_by(state, p).iter().any(Option::is_some)
+    }
+
     /// What time passing does: a lease past its local deadline is lost, and a window that
     /// ended without a run is noted.
     fn tick(&self, state: &mut State) {
@@ -385,6 +580,9 @@ impl LeaseModel {
         let cancel = self.setup.rules.cancel_on_lost;
         let (len, off) = (self.period(state), self.offset(state));
         let window = (len > 0).then(|| start_of(now, len, off));
+        for process in &mut state.processes {
+            process.beat_at = None;
+        }
         for elector in &mut state.electors {
             // What only mattered within the past tick or window is forgotten.
             elector.sent_at = None;
@@ -434,6 +632,7 @@ impl LeaseModel {
         match e.phase {
             Phase::Running(h) => {
                 self.setup.rules.auto_extend
+                    && !in_session(state, e)
                     && h.deadline <= state.now + 1
                     && e.sent_at != Some(state.now)
             }
@@ -459,6 +658,55 @@ fn granted(at: Tick, slot: usize, held: &Held) -> Answer {
         slot: u8::try_from(slot).unwrap_or(u8::MAX),
         fence: held.fence,
         grant: held.grant,
+        epoch: held.session.map_or(0, |on| on.epoch),
+    }
+}
+
+/// True if elector `e` renews its leases through its process's session.
+fn in_session(state: &State, e: &Elector) -> bool {
+    usize::from(e.process) < state.processes.len()
+}
+
+/// Attaches the lease of `token` on `slot` to process `p`'s session at `state.now`, renewing
+/// the session beside the grant, or starting a new one (the next number) if it ran out or
+/// there was none. Returns the session.
+fn attach(state: &mut State, p: u8, slot: usize, token: Token, ttl: u8) -> Option<OnSession> {
+    let now = state.now;
+    let until = now.saturating_add(ttl);
+    let session = state.store.sessions.get_mut(usize::from(p))?;
+    if session.epoch == 0 || session.expiry <= now {
+        *session = Session {
+            epoch: session.epoch.checked_add(1)?,
+            expiry: until,
+            leases: [None; SLOTS],
+            revoked: [None; SLOTS],
+        };
+    } else {
+        session.expiry = session.expiry.max(until);
+    }
+    *session.leases.get_mut(slot)? = Some(Attached { token, end: until });
+    Some(OnSession {
+        process: p,
+        epoch: session.epoch,
+    })
+}
+
+/// Notes a grant of `slot` to `token` while another holder of it, not forced out, still
+/// believes its lease valid.
+fn note_early_grant(state: &mut State, slot: usize, token: Token) {
+    let now = state.now;
+    let forced = state.forced_out.get(slot).copied().flatten();
+    let early = state.electors.iter().any(|e| match e.phase {
+        Phase::Starting(h) | Phase::Running(h) => {
+            usize::from(h.slot) == slot
+                && h.token != token
+                && h.deadline > now
+                && forced != Some(h.token)
+        }
+        _ => false,
+    });
+    if early {
+        state.granted_early = true;
     }
 }
 
@@ -489,17 +737,36 @@ impl Model for LeaseModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        let idle = Elector {
-            phase: Phase::Idle,
-            exchange: None,
-            write: None,
-            done_in: None,
-            sent_at: None,
+        let electors = (0..self.setup.electors)
+            .map(|e| Elector {
+                phase: Phase::Idle,
+                exchange: None,
+                write: None,
+                done_in: None,
+                sent_at: None,
+                process: self
+                    .setup
+                    .processes
+                    .get(usize::from(e))
+                    .copied()
+                    .unwrap_or(0),
+                lock: self.setup.locks.get(usize::from(e)).copied(),
+            })
+            .collect();
+        let processes = self.setup.process_count();
+        let process = Process {
+            epoch: 0,
+            beat: None,
+            beat_at: None,
         };
         vec![State {
             now: 0,
-            store: Default::default(),
-            electors: vec![idle; usize::from(self.setup.electors)],
+            store: crate::state::Store {
+                sessions: vec![Session::default(); processes],
+                rule: self.setup.rules.session,
+                ..Default::default()
+            },
+            electors,
             next_token: 1,
             losses_left: self.setup.losses,
             duplicates_left: self.setup.duplicates,
@@ -518,6 +785,10 @@ impl Model for LeaseModel {
             last_run: None,
             twice: false,
             missed: None,
+            processes: vec![process; processes],
+            forced_out: [None; SLOTS],
+            granted_early: false,
+            renewed_unheld: false,
         }]
     }
 
@@ -585,7 +856,10 @@ impl Model for LeaseModel {
                         }
                     }
                     Phase::Running(_) => {
-                        if self.setup.rules.auto_extend && e.sent_at != Some(state.now) {
+                        if self.setup.rules.auto_extend
+                            && !in_session(state, e)
+                            && e.sent_at != Some(state.now)
+                        {
                             actions.push(Action::Renew(id));
                         }
                         actions.push(Action::End(id));
@@ -619,12 +893,57 @@ impl Model for LeaseModel {
                 actions.push(Action::ChangeSlots(n));
             }
         }
+        for (p, process) in state.processes.iter().enumerate() {
+            let id = u8::try_from(p).unwrap_or(u8::MAX);
+            match process.beat {
+                Some(x) if x.in_flight => {
+                    actions.push(Action::ApplyBeat(id));
+                    if state.losses_left > 0 {
+                        actions.push(Action::LoseBeat(id));
+                    }
+                    if state.duplicates_left > 0 && state.stray.is_none() {
+                        actions.push(Action::DuplicateBeat(id));
+                    }
+                }
+                Some(Exchange {
+                    answer: Some(answer),
+                    ..
+                }) => {
+                    let renewed =
+                        matches!(answer, Answer::Beat { extended, .. } if extended.contains(&true));
+                    if renewed {
+                        for drift in drifts.clone() {
+                            actions.push(Action::DeliverBeat(id, drift));
+                        }
+                    } else {
+                        actions.push(Action::DeliverBeat(id, 0));
+                    }
+                    if state.losses_left > 0 {
+                        actions.push(Action::LoseBeat(id));
+                    }
+                }
+                _ => {}
+            }
+            if self.may_beat(state, id) {
+                actions.push(Action::Beat(id));
+            }
+        }
         if state.stray.is_some() {
             actions.push(Action::ApplyStray);
         }
         let held = (0..SLOTS).any(|s| state.store.live(s, state.now).is_some());
         if state.forced_left > 0 && held {
-            actions.push(Action::ForceRelease);
+            if self.setup.has_sessions() {
+                for s in 0..SLOTS {
+                    if state.store.live(s, state.now).is_some() {
+                        let slot = u8::try_from(s).unwrap_or(u8::MAX);
+                        actions.push(Action::ForceOut(slot, false));
+                        actions.push(Action::ForceOut(slot, true));
+                    }
+                }
+            } else {
+                actions.push(Action::ForceRelease);
+            }
         }
         if state.cleanups_left > 0
             && !held
@@ -646,7 +965,9 @@ impl Model for LeaseModel {
                 state.next_token = state.next_token.checked_add(1)?;
                 let (period, offset) = (self.period(&state), self.offset(&state));
                 let (ttl, slots) = (self.lease(&state), self.slots(&state));
+                let processes = state.processes.len();
                 let elector = state.electors.get_mut(at(e))?;
+                let session = usize::from(elector.process) < processes;
                 elector.phase = Phase::Acquiring(token);
                 elector.exchange = Some(send(
                     Request::Acquire {
@@ -655,6 +976,8 @@ impl Model for LeaseModel {
                         offset,
                         ttl,
                         slots,
+                        lock: elector.lock,
+                        session: session.then_some(elector.process),
                     },
                     now,
                 ));
@@ -766,8 +1089,67 @@ impl Model for LeaseModel {
             }
             Action::ForceRelease => {
                 state.forced_left = state.forced_left.checked_sub(1)?;
+                for s in 0..SLOTS {
+                    if let Some(h) = state.store.live(s, now) {
+                        state.forced_out[s] = Some(h.token);
+                    }
+                }
                 state.store.holders = [None; SLOTS];
                 self.touch(&mut state);
+            }
+            Action::ForceOut(slot, halfway) => {
+                state.forced_left = state.forced_left.checked_sub(1)?;
+                let s = usize::from(slot);
+                let h = state.store.live(s, now)?;
+                if let Some(on) = h.session
+                    && let Some(session) = state.store.sessions.get_mut(usize::from(on.process))
+                {
+                    *session.revoked.get_mut(s)? = Some(h.token);
+                }
+                if !halfway {
+                    *state.store.holders.get_mut(s)? = None;
+                }
+                *state.forced_out.get_mut(s)? = Some(h.token);
+                self.touch(&mut state);
+            }
+            Action::Beat(p) => {
+                let tokens = Self::held_by(&state, p);
+                let ttl = self.lease(&state);
+                let process = state.processes.get_mut(usize::from(p))?;
+                process.beat = Some(send(
+                    Request::Beat {
+                        process: p,
+                        epoch: process.epoch,
+                        ttl,
+                        tokens,
+                    },
+                    now,
+                ));
+                process.beat_at = Some(now);
+            }
+            Action::ApplyBeat(p) => {
+                let exchange = state.processes.get(usize::from(p))?.beat?;
+                let answer = self.apply(&mut state, exchange.request);
+                state.processes.get_mut(usize::from(p))?.beat = Some(Exchange {
+                    in_flight: false,
+                    answer: Some(answer),
+                    ..exchange
+                });
+            }
+            Action::LoseBeat(p) => {
+                state.losses_left = state.losses_left.checked_sub(1)?;
+                let exchange = state.processes.get_mut(usize::from(p))?.beat.as_mut()?;
+                exchange.in_flight = false;
+                exchange.answer = None;
+            }
+            Action::DeliverBeat(p, drift) => {
+                let exchange = state.processes.get_mut(usize::from(p))?.beat.take()?;
+                let answer = exchange.answer?;
+                self.deliver_beat(&mut state, p, exchange, answer, drift);
+            }
+            Action::DuplicateBeat(p) => {
+                state.duplicates_left = state.duplicates_left.checked_sub(1)?;
+                state.stray = Some(state.processes.get(usize::from(p))?.beat?.request);
             }
             Action::Cleanup => {
                 state.cleanups_left = state.cleanups_left.checked_sub(1)?;

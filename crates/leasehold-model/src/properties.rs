@@ -4,7 +4,7 @@
 use stateright::Property;
 
 use crate::model::LeaseModel;
-use crate::state::{Phase, State};
+use crate::state::{Phase, SLOTS, State};
 
 /// "At most N holders' local valid windows are open at any real instant" (N: the lock's slots,
 /// the most any configuration in force uses).
@@ -19,7 +19,9 @@ pub const AT_MOST_ONCE: &str = "each period runs at most once";
 pub const AT_LEAST_ONCE: &str = "each period runs at least once";
 /// "A lock is free within one lease of its last grant or renewal, whoever held it": the store
 /// frees a lease `lease` ticks after the grant or renewal it last applied (a release frees it at
-/// once), so a crashed, paused or cut-off holder blocks the lock for at most one lease.
+/// once), so a crashed, paused or cut-off holder blocks the lock for at most one lease. A lease
+/// on a session is held as long as its session (an acquirer's view, under the model's
+/// [`SessionRule`](crate::SessionRule)), which is renewed to at most one lease ahead.
 pub const FREE_WITHIN_A_LEASE: &str = "a lock is free within one lease of its last renewal";
 /// "Each grant's fence is above every fence minted before it for its slot", across release,
 /// expiry, takeover, forced release and the clean-up of an idle record.
@@ -27,8 +29,22 @@ pub const FENCES_RISE: &str = "every grant's fence is above every earlier one";
 /// "The fenced resource never accepts a write of a holder after a write of a later holder of the
 /// same slot": a stale holder's delayed write is refused once its successor has written.
 pub const WRITES_IN_GRANT_ORDER: &str = "the resource accepts writes in the order of grants";
+/// "At most one elector believes it holds each slot at any real instant", apart from a holder an
+/// operator forced out, which believes it until it hears so (by design: see the forced release
+/// setups). With sessions each slot is a lock, so this is exclusivity per lock.
+pub const ONE_HOLDER_PER_SLOT: &str = "at most one holder per slot believes its lease valid";
+/// "The store grants a slot only once every earlier holder's local deadline for it has passed":
+/// a lease released by its holder, forced out, run out, or lost with its session frees its lock
+/// no earlier than its holder stops believing in it.
+pub const NO_GRANT_BEFORE_THE_DEADLINE: &str =
+    "a slot is granted only after its last holder's deadline";
+/// "A session renewal renews only leases the store still holds for their holder": never one an
+/// operator forced out (its holder learns of it at the session's next renewal), one released,
+/// one that ran out, or one of a lost session.
+pub const RENEWS_ONLY_HELD_LEASES: &str = "a renewal renews only leases still held";
 
-/// Every property, in the order above.
+/// Every property, in the order above (`RENEWS_ONLY_HELD_LEASES` holds trivially in setups
+/// without sessions).
 pub fn all() -> Vec<Property<LeaseModel>> {
     vec![
         Property::always(AT_MOST_N_HOLDERS, |m: &LeaseModel, s: &State| {
@@ -49,15 +65,36 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         Property::always(AT_MOST_ONCE, |_, s: &State| !s.twice),
         Property::always(AT_LEAST_ONCE, |_, s: &State| s.missed.is_none()),
         Property::always(FREE_WITHIN_A_LEASE, |m: &LeaseModel, s: &State| {
-            s.store
-                .holders
-                .iter()
-                .flatten()
-                .all(|h| h.expiry <= s.now.saturating_add(m.setup.longest_lease()))
+            (0..SLOTS).all(|slot| {
+                s.store
+                    .held_until(slot, s.now)
+                    .is_none_or(|until| until <= s.now.saturating_add(m.setup.longest_lease()))
+            })
         }),
         Property::always(FENCES_RISE, |_, s: &State| !s.fence_fell),
         Property::always(WRITES_IN_GRANT_ORDER, |_, s: &State| !s.out_of_order),
+        Property::always(ONE_HOLDER_PER_SLOT, |_, s: &State| {
+            (0..SLOTS).all(|slot| holders_of(s, slot) <= 1)
+        }),
+        Property::always(NO_GRANT_BEFORE_THE_DEADLINE, |_, s: &State| {
+            !s.granted_early
+        }),
+        Property::always(RENEWS_ONLY_HELD_LEASES, |_, s: &State| !s.renewed_unheld),
     ]
+}
+
+/// How many electors, not forced out of it, hold slot `slot` with a local deadline still ahead.
+fn holders_of(s: &State, slot: usize) -> usize {
+    let forced = s.forced_out.get(slot).copied().flatten();
+    s.electors
+        .iter()
+        .filter(|e| match e.phase {
+            Phase::Starting(h) | Phase::Running(h) => {
+                usize::from(h.slot) == slot && h.deadline > s.now && forced != Some(h.token)
+            }
+            _ => false,
+        })
+        .count()
 }
 
 /// How many electors hold a lease whose local deadline is still ahead.

@@ -17,6 +17,32 @@ pub enum Ledger {
     ByNumber,
 }
 
+/// How a store with sessions (one renewal per process for all its leases) judges the leases
+/// attached to a session: the renewal's answer for each lease, and an acquirer's view of a lock
+/// record that names a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SessionRule {
+    /// Today's rule: a lock record on a session is held while the session record is live (the
+    /// same session, not run out) and has not revoked the record's token; a renewal answers
+    /// `NotHeld` for a lease revoked, released or run out, and deletes the lock records of
+    /// those it finds still there.
+    #[default]
+    Today,
+    /// Broken on purpose: the renewal answers every lease it remembers as held while its session
+    /// lives, ignoring the tokens an operator's forced release revoked.
+    RenewalIgnoresRevocation,
+    /// Broken on purpose: an acquirer judges a lock record by the end written at its grant,
+    /// which session renewals do not move, so it frees a lock whose session is renewed.
+    AcquirerJudgesByGrant,
+    /// Broken on purpose: an acquirer treats a lock record whose session ran out as held for
+    /// ever (only a revocation frees it).
+    AcquirerIgnoresSessionExpiry,
+}
+
+/// The process of an elector that runs in none (see [`Setup::processes`]): it renews its own
+/// lease.
+pub const NO_PROCESS: u8 = u8::MAX;
+
 /// The rules of one model: the elector's options and the ledger's rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Rules {
@@ -29,6 +55,8 @@ pub struct Rules {
     /// The fenced resource refuses a write whose fence is below the highest it accepted
     /// (`leasehold::fence::Admission`); without it, it accepts every write.
     pub resource_checks_fence: bool,
+    /// How leases on a session are judged (only setups with sessions use it).
+    pub session: SessionRule,
 }
 
 impl Rules {
@@ -38,6 +66,7 @@ impl Rules {
         cancel_on_lost: true,
         ledger: Ledger::ByTime,
         resource_checks_fence: true,
+        session: SessionRule::Today,
     };
 
     /// The library's defaults with the ledger of issue 33, which kept only the latest claim.
@@ -53,6 +82,7 @@ impl Rules {
         cancel_on_lost: false,
         ledger: Ledger::ByNumber,
         resource_checks_fence: true,
+        session: SessionRule::Today,
     };
 }
 
@@ -85,7 +115,8 @@ pub struct Setup {
     pub losses: u8,
     /// Electors may pause for any time: an answer may wait, a timeout may come late, a renewal
     /// may not be sent. Without pauses every elector acts before time passes (what the
-    /// at-least-once property assumes of "an elector that stays up").
+    /// at-least-once property assumes of "an elector that stays up"); a process's session
+    /// renewals may still be delayed, lost or not sent (see [`processes`](Self::processes)).
     pub pauses: bool,
     /// The leases the configuration may change to, at any moment (a rolling deploy with a new
     /// lease: requests sent after a change ask for the new one, renewals of a running action
@@ -112,6 +143,15 @@ pub struct Setup {
     /// How many requests may be duplicated: a copy stays on its way and the store may apply it
     /// again any time later; its answer reaches nobody.
     pub duplicates: u8,
+    /// Sessions: the process each elector belongs to (`processes[e]` for elector `e`, below
+    /// [`PROCESSES`](crate::PROCESSES); [`NO_PROCESS`]: none, it renews its own lease). The
+    /// electors of one process share one session: the store keeps a session record per
+    /// process, every lease a process's elector is granted is attached to it, and the process
+    /// renews all of them with one request. Empty: no sessions.
+    pub processes: Vec<u8>,
+    /// The lock each elector asks for (`locks[e]`, a slot of the store, each slot then being a
+    /// lock of its own). Empty: any free slot, as a lock with `slots` slots.
+    pub locks: Vec<u8>,
     /// The rules followed.
     pub rules: Rules,
 }
@@ -139,6 +179,8 @@ impl Setup {
             cleanups: 0,
             forced: 0,
             duplicates: 0,
+            processes: Vec::new(),
+            locks: Vec::new(),
             rules,
         }
     }
@@ -174,6 +216,47 @@ impl Setup {
             cleanups: 1,
             ..Self::plain(rules)
         }
+    }
+
+    /// Sessions: two locks (each slot a lock of its own) and one process running two electors,
+    /// one on each lock, under one session; a third elector in another process contends for
+    /// lock 0 with a lease of its own. So one session holds two leases: one of them may be
+    /// released or forced out while the other is renewed, or the session may be lost while
+    /// holding both and lock 0 taken over. Lease 3, margin 1, actions up to the lease, three
+    /// ticks, one lost message. The electors act before time passes (their acquisitions and
+    /// releases are answered within the tick, as without pauses), but the session's renewals
+    /// may be delayed across ticks, lost, or not sent at all: the process may pause. No forced
+    /// release and no fences (each test adds what it checks: forced release and fences
+    /// multiply the states).
+    pub fn sessions(rules: Rules) -> Self {
+        Self {
+            electors: 3,
+            lease: 3,
+            action: 3,
+            horizon: 3,
+            pauses: false,
+            slots: 2,
+            processes: vec![0, 0, NO_PROCESS],
+            locks: vec![0, 1, 0],
+            ..Self::plain(rules)
+        }
+    }
+
+    /// True if the electors renew through sessions.
+    pub fn has_sessions(&self) -> bool {
+        !self.processes.is_empty()
+    }
+
+    /// How many processes (sessions) there are: 0 without sessions. An elector whose process
+    /// is [`PROCESSES`](crate::PROCESSES) or above runs in none: it renews its own lease.
+    pub fn process_count(&self) -> usize {
+        self.processes
+            .iter()
+            .map(|&p| usize::from(p))
+            .filter(|&p| p < crate::PROCESSES)
+            .map(|p| p + 1)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The largest lease any configuration asks for.

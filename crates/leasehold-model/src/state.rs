@@ -13,6 +13,11 @@ pub type Fence = u8;
 /// The most slots a modelled lock has.
 pub const SLOTS: usize = 2;
 
+/// The most processes (sessions) a model with sessions has.
+pub const PROCESSES: usize = 2;
+
+use crate::rules::SessionRule;
+
 /// The store: one lock with up to [`SLOTS`] slots, a fence counter per slot and the period
 /// ledger. It is linearizable and reads the real clock (the store's clock is the reference).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -26,16 +31,59 @@ pub struct Store {
     pub touched: Tick,
     /// The ledger's latest claim.
     pub ledger: Option<Record>,
+    /// The session record of each process (empty without sessions).
+    pub sessions: Vec<Session>,
+    /// How lock records on a session are judged (the same in every state of a model).
+    pub rule: SessionRule,
 }
 
 impl Store {
-    /// The live lease of slot `slot` at `now`.
+    /// The live lease of slot `slot` at `now`, as an acquirer judges it under the store's rule.
     pub fn live(&self, slot: usize, now: Tick) -> Option<Held> {
-        self.holders
-            .get(slot)
-            .copied()
-            .flatten()
-            .filter(|h| h.expiry > now)
+        self.held_until(slot, now)
+            .and(self.holders.get(slot).copied().flatten())
+    }
+
+    /// Until when an acquirer, under the store's rule, takes slot `slot`'s record as held, if it
+    /// does at `now` (`Tick::MAX`: for ever).
+    pub fn held_until(&self, slot: usize, now: Tick) -> Option<Tick> {
+        self.held_until_by(self.rule, slot, now)
+    }
+
+    /// As [`held_until`](Self::held_until), under `rule`.
+    fn held_until_by(&self, rule: SessionRule, slot: usize, now: Tick) -> Option<Tick> {
+        let h = self.holders.get(slot).copied().flatten()?;
+        let Some(on) = h.session else {
+            return (h.expiry > now).then_some(h.expiry);
+        };
+        let session = self.sessions.get(usize::from(on.process))?;
+        if session.revoked.get(slot).copied().flatten() == Some(h.token) {
+            return None;
+        }
+        let same = session.epoch == on.epoch;
+        match rule {
+            SessionRule::Today | SessionRule::RenewalIgnoresRevocation => {
+                (same && session.expiry > now).then_some(session.expiry)
+            }
+            SessionRule::AcquirerJudgesByGrant => (h.expiry > now).then_some(h.expiry),
+            SessionRule::AcquirerIgnoresSessionExpiry => Some(if same && session.expiry > now {
+                session.expiry
+            } else {
+                Tick::MAX
+            }),
+        }
+    }
+
+    /// True if slot `slot`'s record is held by `token` under today's rule, whatever rule the
+    /// store follows (what the properties compare a renewal's answers with).
+    pub fn truly_held(&self, slot: usize, token: Token, now: Tick) -> bool {
+        self.held_until_by(SessionRule::Today, slot, now).is_some()
+            && self
+                .holders
+                .get(slot)
+                .copied()
+                .flatten()
+                .is_some_and(|h| h.token == token)
     }
 
     /// The slot whose live lease `token` holds at `now`.
@@ -58,6 +106,45 @@ pub struct Held {
     /// Which grant this is, in the real order of grants (kept for the properties only; 0 when
     /// the setup does not model fences).
     pub grant: u8,
+    /// The session the lease is attached to, if any: it is then held while that session is
+    /// live and has not revoked it, whatever `expiry` says.
+    pub session: Option<OnSession>,
+}
+
+/// The session a lock record names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OnSession {
+    /// The process whose session it is.
+    pub process: u8,
+    /// Which of that process's sessions (a new session never revives an old one).
+    pub epoch: u8,
+}
+
+/// A process's session record at the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Session {
+    /// Which session this is (0: the process never had one); each new session of the process
+    /// takes the next number.
+    pub epoch: u8,
+    /// When the store lets it run out (on the store's clock).
+    pub expiry: Tick,
+    /// The leases attached to it, per slot, with the end each was last granted or renewed to:
+    /// what the store remembers of the leases it renews (the memory of held leases of the real
+    /// stores).
+    pub leases: [Option<Attached>; SLOTS],
+    /// Per slot, the token an operator's forced release revoked and the holder has not been told
+    /// of yet (the next renewal tells it and empties the list).
+    pub revoked: [Option<Token>; SLOTS],
+}
+
+/// A lease attached to a session, as the session remembers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Attached {
+    /// The lease's token.
+    pub token: Token,
+    /// Its end as last granted or renewed: a lease not renewed by then is deleted at the
+    /// session's next renewal.
+    pub end: Tick,
 }
 
 /// The ledger's latest claim.
@@ -90,6 +177,21 @@ pub enum Request {
         ttl: u8,
         /// How many slots the lock has, as the elector is configured.
         slots: u8,
+        /// The slot asked for, when each slot is a lock of its own (sessions); `None`: any.
+        lock: Option<u8>,
+        /// The process whose session the lease is attached to; `None`: a lease of its own.
+        session: Option<u8>,
+    },
+    /// A process renews its session and, with it, every lease it lists.
+    Beat {
+        /// The process.
+        process: u8,
+        /// The session it renews.
+        epoch: u8,
+        /// The lease asked for.
+        ttl: u8,
+        /// The tokens of the leases it renews.
+        tokens: [Option<Token>; SLOTS],
     },
     /// Renew the lease to `ttl` from now.
     Extend {
@@ -108,7 +210,9 @@ impl Request {
     /// The lease a request asks for, if it asks for one.
     pub fn ttl(&self) -> Option<u8> {
         match *self {
-            Self::Acquire { ttl, .. } | Self::Extend { ttl, .. } => Some(ttl),
+            Self::Acquire { ttl, .. } | Self::Extend { ttl, .. } | Self::Beat { ttl, .. } => {
+                Some(ttl)
+            }
             Self::Start(_) | Self::Release(_) => None,
         }
     }
@@ -128,6 +232,15 @@ pub enum Answer {
         fence: Fence,
         /// Which grant it is (for the properties).
         grant: u8,
+        /// The session the lease is attached to (0: none).
+        epoch: u8,
+    },
+    /// A session renewed: for each token the request listed, whether its lease was renewed.
+    Beat {
+        /// The session was gone (run out or replaced): nothing was renewed.
+        lost: bool,
+        /// Per listed token: renewed.
+        extended: [bool; SLOTS],
     },
     /// Held by someone else (or, for a period claim, claimed and not started, lease live).
     Held,
@@ -224,6 +337,21 @@ pub struct Elector {
     pub done_in: Option<Tick>,
     /// When it last sent an acquisition or a renewal: at most one of each a tick.
     pub sent_at: Option<Tick>,
+    /// The process it runs in (0 without sessions).
+    pub process: u8,
+    /// The slot it asks for, when each slot is a lock of its own (sessions).
+    pub lock: Option<u8>,
+}
+
+/// A process whose electors share one session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Process {
+    /// The session it knows of (0: none; it starts one with its next acquisition).
+    pub epoch: u8,
+    /// Its renewal of the session on its way, if any.
+    pub beat: Option<Exchange>,
+    /// When it last sent a renewal: at most one a tick.
+    pub beat_at: Option<Tick>,
 }
 
 /// What the fenced resource accepted last, per slot: the highest fence, and (for the
@@ -284,6 +412,16 @@ pub struct State {
     pub twice: bool,
     /// A period window `(from, until)` that ended without a run.
     pub missed: Option<(Tick, Tick)>,
+    /// The processes (empty without sessions).
+    pub processes: Vec<Process>,
+    /// Per slot, the token of the last lease an operator forced out (for the properties: its
+    /// holder may believe it valid until it hears so).
+    pub forced_out: [Option<Token>; SLOTS],
+    /// The store granted a slot while a holder of it (not forced out) believed its lease valid.
+    pub granted_early: bool,
+    /// A renewal answered a lease renewed that the store no longer held for it (forced out,
+    /// released, run out, or on a lost session).
+    pub renewed_unheld: bool,
 }
 
 impl State {
@@ -293,9 +431,13 @@ impl State {
         let holders: Vec<String> = (0..SLOTS)
             .filter_map(|s| {
                 self.store.live(s, self.now).map(|h| {
+                    let until = self.store.held_until(s, self.now).unwrap_or(h.expiry);
+                    let on = h
+                        .session
+                        .map_or(String::new(), |on| format!(" on p{}'s session", on.process));
                     format!(
-                        "slot {s} held by token {} (fence {}) until {}",
-                        h.token, h.fence, h.expiry
+                        "slot {s} held by token {} (fence {}){on} until {until}",
+                        h.token, h.fence
                     )
                 })
             })
@@ -316,6 +458,27 @@ impl State {
         let resource = self.resource[0].map_or(String::new(), |a| {
             format!(", resource: fence {} (grant {})", a.fence, a.grant)
         });
+        let sessions: String = self
+            .store
+            .sessions
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.epoch > 0)
+            .map(|(p, s)| {
+                let revoked: Vec<String> = s
+                    .revoked
+                    .iter()
+                    .flatten()
+                    .map(|t| format!(" revoked {t}"))
+                    .collect();
+                format!(
+                    ", session of p{p}: #{} until {}{}",
+                    s.epoch,
+                    s.expiry,
+                    revoked.concat()
+                )
+            })
+            .collect();
         let electors: Vec<String> = self
             .electors
             .iter()
@@ -331,6 +494,13 @@ impl State {
                         h.token, h.fence, h.deadline
                     ),
                 };
+                let phase = if self.processes.is_empty() {
+                    phase
+                } else if usize::from(e.process) < self.processes.len() {
+                    format!("p{} {phase}", e.process)
+                } else {
+                    format!("(own lease) {phase}")
+                };
                 match e.write {
                     Some(w) => format!("{phase} [write of fence {} on its way]", w.fence),
                     None => phase,
@@ -338,7 +508,7 @@ impl State {
             })
             .collect();
         format!(
-            "t={}: lock {holder}{ledger}{resource}; electors: {}",
+            "t={}: lock {holder}{ledger}{resource}{sessions}; electors: {}",
             self.now,
             electors.join(", ")
         )
@@ -352,6 +522,14 @@ impl State {
         if let Some(r) = self.store.ledger.as_mut() {
             r.token = f(r.token);
         }
+        for session in &mut self.store.sessions {
+            for a in session.leases.iter_mut().flatten() {
+                a.token = f(a.token);
+            }
+            for t in session.revoked.iter_mut().flatten() {
+                *t = f(*t);
+            }
+        }
         fn map_request(request: Request, f: &mut impl FnMut(Token) -> Token) -> Request {
             match request {
                 Request::Acquire {
@@ -360,12 +538,27 @@ impl State {
                     offset,
                     ttl,
                     slots,
+                    lock,
+                    session,
                 } => Request::Acquire {
                     token: f(token),
                     period,
                     offset,
                     ttl,
                     slots,
+                    lock,
+                    session,
+                },
+                Request::Beat {
+                    process,
+                    epoch,
+                    ttl,
+                    tokens,
+                } => Request::Beat {
+                    process,
+                    epoch,
+                    ttl,
+                    tokens: tokens.map(|t| t.map(&mut *f)),
                 },
                 Request::Extend { token, ttl } => Request::Extend {
                     token: f(token),
@@ -387,6 +580,14 @@ impl State {
         }
         if let Some(stray) = self.stray {
             self.stray = Some(map_request(stray, &mut f));
+        }
+        for p in &mut self.processes {
+            if let Some(x) = p.beat.as_mut() {
+                x.request = map_request(x.request, &mut f);
+            }
+        }
+        for t in self.forced_out.iter_mut().flatten() {
+            *t = f(*t);
         }
     }
 
@@ -452,7 +653,33 @@ impl State {
             });
             self.next_token = u8::try_from(seen.len() + 1).unwrap_or(u8::MAX);
             self.electors.sort_unstable();
+            for p in &mut self.processes {
+                if let Some(x) = p.beat.as_mut() {
+                    sort_listed(x);
+                }
+            }
         }
         self
+    }
+}
+
+/// Puts the leases a renewal lists (and its answer for each) in the order of their tokens, the
+/// empty places last: the order they were listed in does not matter.
+fn sort_listed(x: &mut Exchange) {
+    let Request::Beat { tokens, .. } = &mut x.request else {
+        return;
+    };
+    let mut listed: Vec<(Option<Token>, bool)> = match x.answer {
+        Some(Answer::Beat { extended, .. }) => tokens.iter().copied().zip(extended).collect(),
+        _ => tokens.iter().map(|&t| (t, false)).collect(),
+    };
+    listed.sort_unstable_by_key(|&(t, _)| (t.is_none(), t));
+    for (slot, (t, _)) in tokens.iter_mut().zip(&listed) {
+        *slot = *t;
+    }
+    if let Some(Answer::Beat { extended, .. }) = x.answer.as_mut() {
+        for (slot, (_, kept)) in extended.iter_mut().zip(&listed) {
+            *slot = *kept;
+        }
     }
 }
