@@ -182,6 +182,7 @@ impl LeaseModel {
                     return Answer::Held;
                 };
                 note_early_grant(state, slot, token);
+                note_lost_session_taken_over(state, slot);
                 let (fence, grant) = self.mint(state, slot);
                 let session = session.and_then(|p| attach(state, p, slot, token, ttl));
                 let held = Held {
@@ -283,11 +284,15 @@ impl LeaseModel {
         let until = now.saturating_add(ttl);
         session.expiry = session.expiry.max(until);
         let ignores = self.setup.rules.session == SessionRule::RenewalIgnoresRevocation;
+        let mut forced_out = None;
         for slot in 0..SLOTS {
             let Some(lease) = session.leases[slot] else {
                 continue;
             };
             let revoked = !ignores && session.revoked[slot] == Some(lease.token);
+            if revoked && tokens.contains(&Some(lease.token)) {
+                forced_out = Some(lease.token);
+            }
             if revoked || lease.end <= now {
                 session.leases[slot] = None;
                 if state.store.holders[slot].is_some_and(|h| h.token == lease.token) {
@@ -315,6 +320,9 @@ impl LeaseModel {
             {
                 state.renewed_unheld = true;
             }
+        }
+        if forced_out.is_some() && extended.contains(&true) {
+            state.forced_out_beside_a_renewal = true;
         }
         Answer::Beat {
             lost: false,
@@ -691,6 +699,30 @@ fn attach(state: &mut State, p: u8, slot: usize, token: Token, ttl: u8) -> Optio
     })
 }
 
+/// Notes a grant of `slot` over a record whose session ran out while it held two leases.
+fn note_lost_session_taken_over(state: &mut State, slot: usize) {
+    let now = state.now;
+    let Some(on) = state
+        .store
+        .holders
+        .get(slot)
+        .copied()
+        .flatten()
+        .and_then(|h| h.session)
+    else {
+        return;
+    };
+    let Some(session) = state.store.sessions.get(usize::from(on.process)) else {
+        return;
+    };
+    if session.epoch == on.epoch
+        && session.expiry <= now
+        && session.leases.iter().flatten().count() >= 2
+    {
+        state.lost_session_taken_over = true;
+    }
+}
+
 /// Notes a grant of `slot` to `token` while another holder of it, not forced out, still
 /// believes its lease valid.
 fn note_early_grant(state: &mut State, slot: usize, token: Token) {
@@ -789,6 +821,8 @@ impl Model for LeaseModel {
             forced_out: [None; SLOTS],
             granted_early: false,
             renewed_unheld: false,
+            lost_session_taken_over: false,
+            forced_out_beside_a_renewal: false,
         }]
     }
 
@@ -1169,7 +1203,9 @@ impl Model for LeaseModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        properties::all()
+        let mut all = properties::all();
+        all.extend(properties::coverage(&self.setup));
+        all
     }
 
     fn within_boundary(&self, state: &State) -> bool {

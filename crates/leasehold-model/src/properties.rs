@@ -4,6 +4,7 @@
 use stateright::Property;
 
 use crate::model::LeaseModel;
+use crate::rules::Setup;
 use crate::state::{Phase, SLOTS, State};
 
 /// "At most N holders' local valid windows are open at any real instant" (N: the lock's slots,
@@ -81,6 +82,34 @@ pub fn all() -> Vec<Property<LeaseModel>> {
         }),
         Property::always(RENEWS_ONLY_HELD_LEASES, |_, s: &State| !s.renewed_unheld),
     ]
+}
+
+/// "Some run loses a session that holds two leases, and a lock of it is then taken over":
+/// checked in setups with sessions, so that they are known to reach that case.
+pub const LOST_SESSION_TAKEN_OVER: &str = "a session lost while holding two leases is taken over";
+/// "Some renewal answers `NotHeld` for a forced-out lease and renews the other lease of the
+/// session": checked in setups with sessions and a forced release.
+pub const FORCED_OUT_BESIDE_A_RENEWAL: &str =
+    "a renewal drops a forced-out lease and renews the other";
+
+/// The cases a setup must reach (`sometimes` properties: the checker must find an example):
+/// with sessions, a lost session taken over, and with a forced release as well, a forced-out
+/// lease dropped by a renewal that renews the other lease.
+pub fn coverage(setup: &Setup) -> Vec<Property<LeaseModel>> {
+    let mut cases = Vec::new();
+    if setup.has_sessions() {
+        cases.push(Property::sometimes(
+            LOST_SESSION_TAKEN_OVER,
+            |_, s: &State| s.lost_session_taken_over,
+        ));
+        if setup.forced > 0 {
+            cases.push(Property::sometimes(
+                FORCED_OUT_BESIDE_A_RENEWAL,
+                |_, s: &State| s.forced_out_beside_a_renewal,
+            ));
+        }
+    }
+    cases
 }
 
 /// How many electors, not forced out of it, hold slot `slot` with a local deadline still ahead.

@@ -422,6 +422,12 @@ pub struct State {
     /// A renewal answered a lease renewed that the store no longer held for it (forced out,
     /// released, run out, or on a lost session).
     pub renewed_unheld: bool,
+    /// A lock was granted over a record whose session had run out while it held two leases
+    /// (for the coverage of the session setups).
+    pub lost_session_taken_over: bool,
+    /// One renewal answered `NotHeld` for a lease forced out and renewed another lease of the
+    /// same session (for the coverage of the session setups).
+    pub forced_out_beside_a_renewal: bool,
 }
 
 impl State {

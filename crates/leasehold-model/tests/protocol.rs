@@ -5,7 +5,8 @@
 
 use leasehold_model::properties::{
     AT_LEAST_ONCE, AT_MOST_N_ACTIONS, AT_MOST_N_HOLDERS, AT_MOST_ONCE, FENCES_RISE,
-    FREE_WITHIN_A_LEASE, NOTHING_PAST_THE_DEADLINE, WRITES_IN_GRANT_ORDER,
+    FREE_WITHIN_A_LEASE, NO_GRANT_BEFORE_THE_DEADLINE, NOTHING_PAST_THE_DEADLINE,
+    ONE_HOLDER_PER_SLOT, WRITES_IN_GRANT_ORDER,
 };
 use leasehold_model::{LeaseModel, Rules, Setup};
 use stateright::{Checker, Model};
@@ -199,7 +200,8 @@ fn fences_seeded_slower_than_grants_fall_after_a_cleanup() {
 /// A forced release (`leasehold release --force`) frees the lock under a live holder: two holders
 /// then believe their leases valid and act at once, by design, which is why the command asks for
 /// `--force`. The old holder learns of it at its next renewal; its fence stays below the next
-/// holder's, and the resource refuses its writes once the new holder wrote.
+/// holder's, and the resource refuses its writes once the new holder wrote. Apart from the
+/// holder forced out, each slot still has one holder, granted only after the last one's deadline.
 #[test]
 fn a_forced_release_overlaps_two_holders_but_the_resource_keeps_grant_order() {
     let mut setup = Setup::fenced(Rules::TODAY);
@@ -212,6 +214,8 @@ fn a_forced_release_overlaps_two_holders_but_the_resource_keeps_grant_order() {
         WRITES_IN_GRANT_ORDER,
         NOTHING_PAST_THE_DEADLINE,
         FREE_WITHIN_A_LEASE,
+        ONE_HOLDER_PER_SLOT,
+        NO_GRANT_BEFORE_THE_DEADLINE,
     ] {
         assert!(checked.discovery(kept).is_none(), "`{kept}` broken");
     }
