@@ -969,10 +969,13 @@ impl Model for LeaseModel {
         if state.forced_left > 0 && held {
             if self.setup.has_sessions() {
                 for s in 0..SLOTS {
-                    if state.store.live(s, state.now).is_some() {
+                    if let Some(h) = state.store.live(s, state.now) {
                         let slot = u8::try_from(s).unwrap_or(u8::MAX);
                         actions.push(Action::ForceOut(slot, false));
-                        actions.push(Action::ForceOut(slot, true));
+                        // Only a lease on a session has a revocation to stop after.
+                        if h.session.is_some() {
+                            actions.push(Action::ForceOut(slot, true));
+                        }
                     }
                 }
             } else {
