@@ -29,6 +29,18 @@ pub(crate) fn safety_margin(ttl: Duration) -> Duration {
     (ttl / 10).max(Duration::from_millis(1)).min(ttl / 2)
 }
 
+/// How long a fresh grant of `ttl` lasts by its own terms: the store's `expires_at −
+/// acquired_at` (both its clock), never more than asked. A store may grant less — etcd ends a
+/// lease attached to a session with the session — and the local deadline, counted from when the
+/// request was sent, must then come sooner too.
+pub(crate) fn granted_for(lease: &Lease, ttl: Duration) -> Duration {
+    lease
+        .expires_at
+        .duration_since(lease.acquired_at)
+        .unwrap_or(Duration::ZERO)
+        .min(ttl)
+}
+
 /// The terms a lease cell keeps its lease on, set by the elector that won it.
 pub(crate) struct LeaseTerms {
     /// True for a single-slot lock of an elector with fair turns: its release may hand the
@@ -106,7 +118,10 @@ impl LeaseCell {
         } = terms;
         let state = Arc::new(Mutex::new(CellState {
             expires_at: lease.expires_at,
-            deadline: crate::limits::deadline_after(sent_at, ttl - safety_margin(ttl)),
+            deadline: crate::limits::deadline_after(
+                sent_at,
+                granted_for(&lease, ttl).saturating_sub(safety_margin(ttl)),
+            ),
             boot_offset: suspend::offset(),
             lost: None,
             renewed: (sent_at, ttl),
