@@ -28,6 +28,7 @@ mod acquire;
 mod extend_release;
 mod period;
 mod read;
+pub(crate) mod session;
 
 use std::time::Duration;
 
@@ -39,10 +40,10 @@ use leasehold::store::{StoreError, StoreResult, ceil_secs};
 use crate::classify::{self, Published, timed_out};
 use crate::keys::Keys;
 use crate::link::{Conn, Link, MARKER_TTL};
-use crate::record::{Op, Stored};
+use crate::record::{Op, SESSION_HEADER, Stored};
 
 pub(crate) use acquire::{acquire, acquire_period};
-pub(crate) use extend_release::{extend, release};
+pub(crate) use extend_release::release;
 pub(crate) use period::{clear_period, period_record, start_period};
 pub(crate) use read::{force_release, read_lock};
 
@@ -72,11 +73,13 @@ fn stored(msg: async_nats::Message) -> Option<Stored> {
     let seq = header(headers, "Nats-Sequence")?.parse().ok()?;
     let gone = matches!(header(headers, "KV-Operation"), Some("DEL" | "PURGE"))
         || header(headers, "Nats-Marker-Reason").is_some();
+    let session = header(headers, SESSION_HEADER).map(str::to_owned);
     Some(Stored {
         subject,
         seq,
         op: if gone { Op::Gone } else { Op::Put },
         payload: msg.payload,
+        session,
     })
 }
 
