@@ -83,6 +83,16 @@ impl Sessions {
     pub(crate) async fn owns(&self, id: &str) -> bool {
         self.0.lock().await.values().any(|own| own.id == id)
     }
+
+    /// The ids of this client's sessions not known to be lost.
+    pub(crate) async fn ids(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .await
+            .values()
+            .map(|own| own.id.clone())
+            .collect()
+    }
 }
 
 async fn renew_in(

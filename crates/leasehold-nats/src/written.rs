@@ -3,10 +3,12 @@
 //! of its own last write, and so that one session renewal answers for every lease held under
 //! the session without reading them.
 //!
-//! An entry is added by a grant (or a move to another session) and leaves on release, when the
+//! An entry is added by a grant (or an attachment to a session) and leaves on release, when the
 //! session renewal finds the lease forced out (revoked), when its session is lost, or when its
-//! own expiry passed without an extension (the session renewal then deletes its record). So the
-//! memory holds one entry per lease held through this store, and no more.
+//! own expiry passed without an extension (the session renewal then deletes its record; a lease
+//! of its own, never extended, is forgotten once the memory has grown past
+//! [`PRUNE_FROM`] entries, since the server removes its record). So the memory holds about one
+//! entry per lease held through this store.
 //!
 //! A write expecting a sequence the key no longer has fails as contention, so a stale entry
 //! costs one conflict, after which the slot is read as usual. Nothing is granted from this
@@ -17,21 +19,50 @@ use std::sync::Mutex;
 
 use leasehold::{Lease, LockName};
 
-use crate::record::Record;
+use crate::record::{Record, now_ms};
+
+/// The size of the memory from which leases of their own that ran out without an extension
+/// are forgotten (then again each time it has doubled since).
+pub(crate) const PRUNE_FROM: usize = 4096;
 
 /// The latest record this client wrote per `(lock, slot)` it holds.
 #[derive(Debug, Default)]
-pub(crate) struct Written(Mutex<HashMap<(LockName, u32), Record>>);
+pub(crate) struct Written(Mutex<Memory>);
+
+#[derive(Debug, Default)]
+struct Memory {
+    records: HashMap<(LockName, u32), Record>,
+    /// The size at which to forget leases of their own that ran out (0: [`PRUNE_FROM`]).
+    prune_at: usize,
+}
+
+impl std::ops::Deref for Memory {
+    type Target = HashMap<(LockName, u32), Record>;
+    fn deref(&self) -> &Self::Target {
+        &self.records
+    }
+}
+
+impl std::ops::DerefMut for Memory {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.records
+    }
+}
 
 impl Written {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(LockName, u32), Record>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, Memory> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Remembers `record` (its `seq` the sequence the server stored it at) as written to `lock`.
     pub(crate) fn remember(&self, lock: &LockName, record: &Record) {
-        self.map()
-            .insert((lock.clone(), record.held.slot), record.clone());
+        let mut map = self.map();
+        map.insert((lock.clone(), record.held.slot), record.clone());
+        if map.len() >= map.prune_at.max(PRUNE_FROM) {
+            let now = now_ms();
+            map.retain(|_, r| r.session.is_some() || r.held.live_at(now));
+            map.prune_at = map.len().saturating_mul(2);
+        }
     }
 
     /// The record last written for `lease`, if it is this grant, unreleased.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_nats::HeaderMap;
 use bytes::Bytes;
+use futures::{StreamExt, stream};
 use leasehold::store::{Extension, StoreError, StoreResult, Token, ceil_millis};
 use leasehold::{Lease, LockName};
 
@@ -25,6 +26,10 @@ const SESSION_ROUNDS: usize = 4;
 
 /// The most session records one read asks for (one batch direct get per this many).
 const SESSION_READ_BATCH: usize = 256;
+
+/// The most writes of lock records one renewal has in flight at once (attachments of leases
+/// extended for the first time, deletions of expired ones, leases extended alone).
+const WRITES_IN_FLIGHT: usize = 64;
 
 /// The headers of a compare-and-set write of a lock record held under session `id`: no TTL of
 /// its own.
@@ -343,42 +348,54 @@ pub(crate) async fn extend_many(
                 continue;
             }
         };
+        let owned = sessions.ids().await;
         let mut renewed = Vec::new();
+        let mut to_attach = Vec::new();
         for i in group {
             let lease = &entries[i].0;
-            let answer = match written.mine(lease) {
+            match written.mine(lease) {
                 Some(r) if r.session.as_deref() == Some(own.id.as_str()) => {
                     renewed.push(lease);
-                    Ok(Extension::Extended {
+                    answers[i] = Some(Ok(Extension::Extended {
                         expires_at: time(own.expires_ms),
-                    })
+                    }));
                 }
                 // A lease of its own (its first extension), or attached to another of this
                 // client's sessions (another length).
-                Some(r) if r.session.is_none() => {
-                    attach(conn, link, keys, written, lease, r, &own).await
-                }
-                Some(r)
-                    if sessions
-                        .owns(r.session.as_deref().unwrap_or_default())
-                        .await =>
-                {
-                    attach(conn, link, keys, written, lease, r, &own).await
+                Some(r) if r.session.as_ref().is_none_or(|id| owned.contains(id)) => {
+                    to_attach.push((i, r));
                 }
                 // Revoked, or its session lost, while this batch was renewed.
-                _ => Ok(Extension::NotHeld),
-            };
-            answers[i] = Some(answer);
+                _ => answers[i] = Some(Ok(Extension::NotHeld)),
+            }
         }
         written.renewed(&own.id, renewed, own.expires_ms);
+        let own = &own;
+        let attached: Vec<(usize, StoreResult<Extension>)> = stream::iter(to_attach)
+            .map(|(i, r)| async move {
+                let lease = &entries[i].0;
+                (i, attach(conn, link, keys, written, lease, r, own).await)
+            })
+            .buffer_unordered(WRITES_IN_FLIGHT)
+            .collect()
+            .await;
+        for (i, answer) in attached {
+            answers[i] = Some(answer);
+        }
         sweep(conn, link, keys, written, &own.id).await;
     }
-    let singles = futures::future::join_all(alone.iter().map(|&i| {
-        let (lease, ttl) = &entries[i];
-        extend_alone(conn, link, keys, written, lease, *ttl)
-    }))
-    .await;
-    for (i, answer) in alone.into_iter().zip(singles) {
+    let singles: Vec<(usize, StoreResult<Extension>)> = stream::iter(alone)
+        .map(|i| async move {
+            let (lease, ttl) = &entries[i];
+            (
+                i,
+                extend_alone(conn, link, keys, written, lease, *ttl).await,
+            )
+        })
+        .buffer_unordered(WRITES_IN_FLIGHT)
+        .collect()
+        .await;
+    for (i, answer) in singles {
         answers[i] = Some(answer);
     }
     answers
@@ -438,24 +455,19 @@ async fn attach(
 /// extension (the session lives on for the others), and forgets them.
 async fn sweep(conn: &Conn, link: &Link, keys: &Keys, written: &Written, id: &str) {
     let now = now_ms();
-    for (lock, rec) in written.take_from(id, |r| !r.held.live_at(now)) {
-        let subject = keys.slot(&lock, rec.held.slot);
-        let what = "the deletion of an expired lease";
-        // Best effort: a record left behind is deleted by the next renewal's revocations, or
-        // outlives its lease by at most its session's.
-        if let Err(e) = publish(
-            conn,
-            link,
-            what,
-            subject,
-            delete_marker(rec.seq),
-            Bytes::new(),
-        )
-        .await
-        {
-            tracing::debug!(error = %e, lock = %lock, "could not delete an expired lease");
-        }
-    }
+    let expired = written.take_from(id, |r| !r.held.live_at(now));
+    stream::iter(expired)
+        .for_each_concurrent(WRITES_IN_FLIGHT, |(lock, rec)| async move {
+            let subject = keys.slot(&lock, rec.held.slot);
+            let what = "the deletion of an expired lease";
+            let marker = delete_marker(rec.seq);
+            if let Err(e) = publish(conn, link, what, subject, marker, Bytes::new()).await {
+                // Remembered again, so that the next renewal tries again.
+                tracing::debug!(error = %e, lock = %lock, "could not delete an expired lease");
+                written.remember(&lock, &rec);
+            }
+        })
+        .await;
 }
 
 /// Extends a lease this client does not hold under one of its sessions (granted by another
