@@ -65,6 +65,16 @@ impl Written {
         }
     }
 
+    /// Replaces the record of `lease` with `record` if it is still remembered (a release that
+    /// forgot it meanwhile wins).
+    pub(crate) fn refresh(&self, lease: &Lease, record: &Record) {
+        if let Some(r) = self.map().get_mut(&(lease.lock.clone(), lease.slot))
+            && r.held.is(lease)
+        {
+            *r = record.clone();
+        }
+    }
+
     /// The record last written for `lease`, if it is this grant, unreleased.
     pub(crate) fn mine(&self, lease: &Lease) -> Option<Record> {
         self.map()

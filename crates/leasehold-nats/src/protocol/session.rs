@@ -439,7 +439,7 @@ async fn attach(
     {
         Published::Stored(seq) => {
             next.seq = seq;
-            written.remember(&lease.lock, &next);
+            written.refresh(lease, &next);
             Ok(Extension::Extended {
                 expires_at: time(own.expires_ms),
             })
