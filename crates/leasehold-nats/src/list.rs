@@ -23,7 +23,7 @@ use leasehold::{Holder, LockName};
 use crate::keys::{KeyOf, Keys};
 use crate::link::Link;
 use crate::protocol::read_batch;
-use crate::protocol::session::{judge, sessions_of};
+use crate::protocol::{judge, sessions_of};
 use crate::record::Record;
 
 /// Starts every cursor of this store.

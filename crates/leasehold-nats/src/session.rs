@@ -33,15 +33,7 @@
 //! removes it (and frees its locks) no earlier than the end each renewal answered, which is
 //! this host's clock when the write was sent plus the lease.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
-
-use leasehold::store::{StoreResult, ceil_millis};
-
-use crate::keys::Keys;
-use crate::link::{Conn, Link};
-use crate::protocol::session::{create, renew};
-use crate::written::Written;
 
 /// The most revoked leases a session record keeps at once. Entries leave when the session's
 /// holder sees them (its next renewal, within a third of the lease), so the list only fills
@@ -58,66 +50,4 @@ pub(crate) struct Own {
     pub(crate) seq: u64,
     /// Its end by this host's clock: when the last write was sent, plus the lease.
     pub(crate) expires_ms: u64,
-}
-
-/// This client's sessions, one per lease length (in milliseconds); writes of them are one at
-/// a time.
-#[derive(Debug, Default)]
-pub(crate) struct Sessions(tokio::sync::Mutex<BTreeMap<u64, Own>>);
-
-impl Sessions {
-    /// Renews the session of `ttl` (one write), or starts one if there is none or it was lost.
-    pub(crate) async fn renew(
-        &self,
-        conn: &Conn,
-        link: &Link,
-        keys: &Keys,
-        written: &Written,
-        ttl: Duration,
-    ) -> StoreResult<Own> {
-        let mut table = self.0.lock().await;
-        renew_in(&mut table, conn, link, keys, written, ttl).await
-    }
-
-    /// True if `id` is one of this client's sessions, not known to be lost.
-    pub(crate) async fn owns(&self, id: &str) -> bool {
-        self.0.lock().await.values().any(|own| own.id == id)
-    }
-
-    /// The ids of this client's sessions not known to be lost.
-    pub(crate) async fn ids(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .await
-            .values()
-            .map(|own| own.id.clone())
-            .collect()
-    }
-}
-
-async fn renew_in(
-    table: &mut BTreeMap<u64, Own>,
-    conn: &Conn,
-    link: &Link,
-    keys: &Keys,
-    written: &Written,
-    ttl: Duration,
-) -> StoreResult<Own> {
-    let ttl_ms = ceil_millis(ttl);
-    if let Some(own) = table.get(&ttl_ms).cloned() {
-        match renew(conn, link, keys, written, &own).await? {
-            Some(renewed) => {
-                table.insert(ttl_ms, renewed.clone());
-                return Ok(renewed);
-            }
-            None => {
-                // Lost: every lease under it is gone; it is never written again.
-                table.remove(&ttl_ms);
-                written.take_from(&own.id, |_| true);
-            }
-        }
-    }
-    let own = create(conn, link, keys, Duration::from_millis(ttl_ms)).await?;
-    table.insert(ttl_ms, own.clone());
-    Ok(own)
 }

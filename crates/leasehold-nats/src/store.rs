@@ -19,7 +19,7 @@ use crate::keys::Keys;
 use crate::link::Link;
 use crate::options::NatsOptions;
 use crate::protocol;
-use crate::session::Sessions;
+use crate::protocol::Sessions;
 use crate::url::parse;
 use crate::watch;
 use crate::written::Written;
@@ -278,7 +278,7 @@ impl LeaseStore for NatsStore {
     /// a lease this store did not grant is extended alone.
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
         let (link, keys, written) = (&self.link, &self.keys, &self.written);
-        protocol::session::extend_many(link, keys, written, &self.sessions, leases).await
+        protocol::extend_many(link, keys, written, &self.sessions, leases).await
     }
 
     fn renews_in_batches(&self) -> bool {

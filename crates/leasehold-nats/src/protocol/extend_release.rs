@@ -11,13 +11,12 @@ use leasehold::{
 };
 
 use super::read::read_slot;
-use super::session::{judge, revoke, sessions_of};
+use super::session::{Sessions, judge, revoke, sessions_of};
 use super::{cas_ttl, delete_marker, publish};
 use crate::classify::Published;
 use crate::keys::Keys;
 use crate::link::{Conn, Link};
 use crate::record::{Record, now_ms};
-use crate::session::Sessions;
 use crate::written::Written;
 
 /// The extension of `rec`, a record of its own (with its own TTL, as the previous version

@@ -42,7 +42,8 @@ mod acquire;
 mod extend_release;
 mod period;
 mod read;
-pub(crate) mod session;
+mod renew;
+mod session;
 
 use std::time::Duration;
 
@@ -60,6 +61,8 @@ pub(crate) use acquire::{acquire, acquire_period};
 pub(crate) use extend_release::release;
 pub(crate) use period::{clear_period, period_record, start_period};
 pub(crate) use read::{force_release, read_lock};
+pub(crate) use renew::extend_many;
+pub(crate) use session::{Sessions, judge, sessions_of};
 
 /// `Nats-TTL` for a lease of `ttl`: whole seconds, rounded **up**, at least 1 (the server's
 /// granularity and minimum).
