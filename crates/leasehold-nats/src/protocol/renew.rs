@@ -156,8 +156,9 @@ fn copy(e: &StoreError) -> StoreError {
 
 /// Attaches `lease` (a lease of its own, or held under another of this client's sessions) to
 /// `own`, renewed just before: one write of its lock record naming `own`, without a TTL of its
-/// own, expecting the sequence of this client's last write of it. A conflict means the record
-/// changed since (it ran out, or was forced out): not held.
+/// own, expecting the sequence of this client's last write of it. On a conflict the slot is
+/// read: attached to `own` already (an earlier attachment whose answer was lost) → extended;
+/// anything else (it ran out, or was forced out) → not held.
 async fn attach(
     conn: &Conn,
     link: &Link,
@@ -190,8 +191,22 @@ async fn attach(
             })
         }
         Published::Conflict => {
-            written.forget(lease);
-            Ok(Extension::NotHeld)
+            // An earlier attachment whose answer was lost leaves the record attached already.
+            match read_slot(conn, link, keys, lease).await? {
+                Some(mut read)
+                    if read.held.is(lease) && read.session.as_deref() == Some(own.id.as_str()) =>
+                {
+                    read.held.expires_ms = own.expires_ms;
+                    written.refresh(lease, &read);
+                    Ok(Extension::Extended {
+                        expires_at: time(own.expires_ms),
+                    })
+                }
+                _ => {
+                    written.forget(lease);
+                    Ok(Extension::NotHeld)
+                }
+            }
         }
     }
 }
