@@ -35,6 +35,8 @@
 
 use std::time::Duration;
 
+use crate::record::Revoked;
+
 /// The most revoked leases a session record keeps at once. Entries leave when the session's
 /// holder sees them (its next renewal, within a third of the lease), so the list only fills
 /// when one session has this many leases forced out within one renewal period; a forced
@@ -50,4 +52,7 @@ pub(crate) struct Own {
     pub(crate) seq: u64,
     /// Its end by this host's clock: when the last write was sent, plus the lease.
     pub(crate) expires_ms: u64,
+    /// The revoked leases that last write kept: seen, but their lock records could not be
+    /// checked yet (tried again at the next renewal).
+    pub(crate) revoked: Vec<Revoked>,
 }

@@ -68,6 +68,7 @@ pub(crate) async fn create(
                     ttl,
                     seq,
                     expires_ms: record.expires_ms,
+                    revoked: Vec::new(),
                 });
             }
             // An id already used (by chance): draw another.
@@ -91,7 +92,11 @@ pub(crate) async fn renew(
 ) -> StoreResult<Option<Own>> {
     let subject = keys.session(&own.id);
     let mut expected = own.seq;
-    let mut keep: Vec<Revoked> = Vec::new();
+    let mut keep = if own.revoked.is_empty() {
+        Vec::new()
+    } else {
+        drop_revoked(conn, link, keys, written, &own.id, own.revoked.clone()).await
+    };
     for _ in 0..SESSION_ROUNDS {
         let sent = now_ms();
         let record = SessionRecord {
@@ -117,6 +122,7 @@ pub(crate) async fn renew(
                 return Ok(Some(Own {
                     seq,
                     expires_ms: record.expires_ms,
+                    revoked: keep,
                     ..own.clone()
                 }));
             }
