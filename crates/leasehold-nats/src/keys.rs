@@ -6,7 +6,10 @@
 //!
 //! * slot `n` of lock `L` is the key `<L>.s<n>` and its ledger `<L>.ledger`;
 //! * `a`, `a/b`, `a.b` and `a:1` are the tokens `a`, `a/b`, `a=2Eb` and `a=3A1`: different
-//!   tokens, so the subject filter `$KV.<bucket>.<L>.>` of one lock never matches another's keys.
+//!   tokens, so the subject filter `$KV.<bucket>.<L>.>` of one lock never matches another's keys;
+//! * the session `<id>` of a client (see the `session` module) is the key `=session.<id>`: its
+//!   first token starts with `=` followed by no escape code, which no lock name encodes to, so
+//!   no lock's filter matches a session key.
 
 use leasehold::LockName;
 
@@ -14,6 +17,8 @@ use leasehold::LockName;
 const SLOT: char = 's';
 /// The last token of a lock's ledger key.
 const LEDGER: &str = "ledger";
+/// The first token of every session key.
+const SESSION: &str = "=session";
 
 /// Where one bucket's keys live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,13 +35,16 @@ pub(crate) enum KeyOf {
     Slot(LockName, u32),
     /// A lock's period ledger.
     Ledger(LockName),
+    /// A client's session record, by id.
+    Session(String),
 }
 
 impl KeyOf {
-    /// The lock the key belongs to.
-    pub(crate) fn lock(&self) -> &LockName {
+    /// The lock the key belongs to (`None` for a session key, which belongs to no lock).
+    pub(crate) fn lock(&self) -> Option<&LockName> {
         match self {
-            Self::Slot(lock, _) | Self::Ledger(lock) => lock,
+            Self::Slot(lock, _) | Self::Ledger(lock) => Some(lock),
+            Self::Session(_) => None,
         }
     }
 }
@@ -107,6 +115,11 @@ impl Keys {
         format!("{}{}.{LEDGER}", self.prefix, token(lock.as_str()))
     }
 
+    /// The subject of the session record `id`: `=session.<id>`.
+    pub(crate) fn session(&self, id: &str) -> String {
+        format!("{}{SESSION}.{id}", self.prefix)
+    }
+
     /// The subject filter of every key of `lock` (its slots and its ledger).
     pub(crate) fn lock(&self, lock: &LockName) -> String {
         format!("{}{}.>", self.prefix, token(lock.as_str()))
@@ -126,6 +139,10 @@ impl Keys {
     /// What the KV key `key` names; `None` for a key this store did not lay out.
     pub(crate) fn parse_key(&self, key: &str) -> Option<KeyOf> {
         let (name, tail) = key.split_once('.')?;
+        if name == SESSION {
+            let valid = !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_hexdigit());
+            return valid.then(|| KeyOf::Session(tail.to_owned()));
+        }
         let lock = untoken(name)?;
         if tail == LEDGER {
             return Some(KeyOf::Ledger(lock));
@@ -168,6 +185,11 @@ mod tests {
         );
         assert_eq!(keys.lock(&name("a.b")), "$KV.lh.a=2Eb.>");
         assert_eq!(keys.ledger(&name("x:y")), "$KV.lh.x=3Ay.ledger");
+        assert_eq!(keys.session("ab12"), "$KV.lh.=session.ab12");
+        assert_eq!(
+            keys.parse_subject(&keys.session("ab12")),
+            Some(KeyOf::Session("ab12".to_owned()))
+        );
         for n in ["a", "a/b", "a.b", "a:1", "t:a:report.v2/x-y_z"] {
             let lock = name(n);
             assert_eq!(
@@ -194,6 +216,9 @@ mod tests {
             "$KV.lh.a=41.s0",
             "$KV.other.a.s0",
             "$KV.lh.-a.s0",
+            "$KV.lh.=session.",
+            "$KV.lh.=session.x.y",
+            "$KV.lh.=sessions.ab",
         ] {
             assert_eq!(keys.parse_subject(bad), None, "{bad}");
         }

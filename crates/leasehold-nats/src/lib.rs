@@ -3,13 +3,15 @@
 //! [`NatsStore`]: a [`leasehold::LeaseStore`] on a NATS JetStream KV bucket through async-nats
 //! (nats-server 2.12 or later).
 //!
-//! * each slot is a KV key written by **compare-and-set** (`Nats-Expected-Last-Subject-Sequence`)
-//!   with a **per-key TTL** (`Nats-TTL`, the lease rounded up to whole seconds): the server
-//!   removes a lease that runs out, and marks the removal so watchers see it;
+//! * each slot is a KV key written by **compare-and-set** (`Nats-Expected-Last-Subject-Sequence`),
+//!   held under a **session**: one record per client and lease length, with a **per-key TTL**
+//!   (`Nats-TTL`, the lease rounded up to whole seconds), that the server removes when nobody
+//!   renews it, and marks the removal so watchers see it;
 //! * the **fence** is the stream sequence of the granting message, strictly increasing per
 //!   bucket;
-//! * extension writes a new value with a fresh TTL, release a delete marker, both conditioned on
-//!   the sequence read after checking the holder's token;
+//! * extension renews the session (one write per renewal period and lease length, however many
+//!   leases the client holds), release writes a delete marker conditioned on the sequence of
+//!   the holder's own write, a forced release revokes the lease in its session record first;
 //! * the once-per-period ledger is written with slot 0 in one **atomic batch**;
 //! * release notifications come from one KV watch per store.
 //!
@@ -44,6 +46,7 @@ mod opener;
 mod options;
 mod protocol;
 mod record;
+mod session;
 mod store;
 mod url;
 mod watch;

@@ -7,7 +7,9 @@
 //! later, never lost; a lock whose slots lie on both sides of a page boundary comes in two pages
 //! (with the holders of each), as the contract allows.
 //!
-//! Holders are what `state` reports: a slot with a lease record the server has not removed.
+//! Holders are what `state` reports: a slot with a lease record the server has not removed,
+//! and, for a record held under a session, whose session record is there and has not revoked
+//! it (the sessions the page's records name are read with one more batch read).
 //!
 //! A [`ListCursor`] of this store is `@` and the stream sequence the next page starts at.
 
@@ -21,6 +23,7 @@ use leasehold::{Holder, LockName};
 use crate::keys::{KeyOf, Keys};
 use crate::link::Link;
 use crate::protocol::read_batch;
+use crate::protocol::{judge, sessions_of};
 use crate::record::Record;
 
 /// Starts every cursor of this store.
@@ -43,7 +46,7 @@ pub(crate) async fn list(
         "batch": MAX_LIST_SCAN,
     });
     let messages = read_batch(link, keys, body).await?;
-    let mut locks: BTreeMap<LockName, Vec<Holder>> = BTreeMap::new();
+    let mut read: BTreeMap<LockName, Vec<Record>> = BTreeMap::new();
     let mut next = None;
     for msg in &messages {
         let Some(KeyOf::Slot(lock, slot)) = keys.parse_subject(&msg.subject) else {
@@ -52,11 +55,22 @@ pub(crate) async fn list(
         let Some(record) = Record::decode(slot, msg) else {
             continue;
         };
-        if !locks.contains_key(&lock) && locks.len() == MAX_LIST_LOCKS {
+        if !read.contains_key(&lock) && read.len() == MAX_LIST_LOCKS {
             next = Some(cursor(msg.seq)?);
             break;
         }
-        locks.entry(lock).or_default().push(record.held.holder());
+        read.entry(lock).or_default().push(record);
+    }
+    let sessions = sessions_of(link, keys, read.values().flatten()).await?;
+    let mut locks: BTreeMap<LockName, Vec<Holder>> = BTreeMap::new();
+    for (lock, records) in read {
+        let holders: Vec<Holder> = records
+            .into_iter()
+            .filter_map(|mut r| judge(&mut r, &sessions).then(|| r.held.holder()))
+            .collect();
+        if !holders.is_empty() {
+            locks.insert(lock, holders);
+        }
     }
     if next.is_none() && messages.len() >= MAX_LIST_SCAN {
         next = match messages.last() {

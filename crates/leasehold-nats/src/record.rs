@@ -1,14 +1,23 @@
 //! What the keys hold: the latest message of a subject as read back, the lease record in a slot
-//! key's value, and the period ledger's value.
+//! key's value (and the session it names, in a header), the session record, and the period
+//! ledger's value.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use leasehold::store::{
-    RecordFields, SlotRecord, StoredLedger, encode_record, host_epoch_ms, time_at_ms,
+    RecordFields, SlotRecord, StoredLedger, Token, encode_record, host_epoch_ms, time_at_ms,
 };
 
 /// Written in place of the fence by a grant: the fence is the granting message's own sequence.
 const OWN: &str = "-";
+
+/// The header naming the session a lock record is held under (its id). A record without it is
+/// a lease of its own, kept alive by its own `Nats-TTL` (what the previous version wrote, and a
+/// release with linger).
+pub(crate) const SESSION_HEADER: &str = "Leasehold-Session";
+
+/// The first word of a session record's value.
+const SESSION_TAG: &str = "leasehold-session/1";
 
 /// This host's clock in milliseconds since the epoch.
 pub(crate) fn now_ms() -> u64 {
@@ -38,6 +47,8 @@ pub(crate) struct Stored {
     pub(crate) seq: u64,
     pub(crate) op: Op,
     pub(crate) payload: bytes::Bytes,
+    /// The session the message names ([`SESSION_HEADER`]), if any.
+    pub(crate) session: Option<String>,
 }
 
 /// A lease as kept in a slot key: the lease (see [`SlotRecord`]; its fence is the stream
@@ -50,6 +61,9 @@ pub(crate) struct Record {
     pub(crate) held: SlotRecord,
     /// The sequence of the message read (the expected sequence of the next change).
     pub(crate) seq: u64,
+    /// The session it is held under (its `expires_ms` then is the session's, as last known);
+    /// `None` for a lease kept by its own TTL.
+    pub(crate) session: Option<String>,
 }
 
 impl Record {
@@ -98,7 +112,81 @@ impl Record {
                 released,
             },
             seq: msg.seq,
+            session: msg.session.clone(),
         })
+    }
+}
+
+/// One revoked lease in a session record: the slot key and the token of a lease forced out
+/// while the session lived, kept until the session's holder has seen it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Revoked {
+    /// The KV key of the slot (`<lock>.s<n>`).
+    pub(crate) key: String,
+    pub(crate) token: Token,
+}
+
+/// A session record (the key `=session.<id>`): the lease length its holder renews it with,
+/// when it ends by its holder's clock, and the leases forced out of it that its holder has not
+/// seen yet; with the sequence of the message read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionRecord {
+    pub(crate) id: String,
+    pub(crate) ttl: Duration,
+    pub(crate) expires_ms: u64,
+    pub(crate) revoked: Vec<Revoked>,
+    pub(crate) seq: u64,
+}
+
+impl SessionRecord {
+    /// The value: `leasehold-session/1 <ttl ms> <expires ms>`, then one line `<slot key>
+    /// <token>` per revoked lease.
+    pub(crate) fn encode(&self) -> String {
+        let mut value = format!("{SESSION_TAG} {} {}", self.ttl.as_millis(), self.expires_ms);
+        for r in &self.revoked {
+            value.push('\n');
+            value.push_str(&r.key);
+            value.push(' ');
+            value.push_str(&r.token.to_hex());
+        }
+        value
+    }
+
+    /// The session record `id` in a live message; `None` for a removed one or anything this
+    /// store did not write.
+    pub(crate) fn decode(id: &str, msg: &Stored) -> Option<Self> {
+        if msg.op != Op::Put {
+            return None;
+        }
+        let text = std::str::from_utf8(&msg.payload).ok()?;
+        let mut lines = text.split('\n');
+        let mut head = lines.next()?.split(' ');
+        if head.next()? != SESSION_TAG {
+            return None;
+        }
+        let ttl = Duration::from_millis(head.next()?.parse().ok()?);
+        let expires_ms = head.next()?.parse().ok()?;
+        let revoked = lines
+            .map(|line| {
+                let (key, token) = line.split_once(' ')?;
+                Some(Revoked {
+                    key: key.to_owned(),
+                    token: Token::from_hex(token)?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Self {
+            id: id.to_owned(),
+            ttl,
+            expires_ms,
+            revoked,
+            seq: msg.seq,
+        })
+    }
+
+    /// True if the lease of `token` was forced out of this session.
+    pub(crate) fn revokes(&self, token: Token) -> bool {
+        self.revoked.iter().any(|r| r.token == token)
     }
 }
 
@@ -127,7 +215,47 @@ mod tests {
             seq,
             op,
             payload: bytes::Bytes::from(text.to_owned()),
+            session: None,
         }
+    }
+
+    #[test]
+    fn session_records_round_trip_with_their_revoked_leases() {
+        let mut session = SessionRecord {
+            id: "ab".to_owned(),
+            ttl: Duration::from_millis(3_000),
+            expires_ms: 1_234,
+            revoked: Vec::new(),
+            seq: 0,
+        };
+        let read = SessionRecord::decode("ab", &stored(5, Op::Put, &session.encode()));
+        assert_eq!(
+            read,
+            Some(SessionRecord {
+                seq: 5,
+                ..session.clone()
+            })
+        );
+        let token = Token::random();
+        session.revoked.push(Revoked {
+            key: "a=2Eb.s1".to_owned(),
+            token,
+        });
+        let read = SessionRecord::decode("ab", &stored(6, Op::Put, &session.encode()));
+        assert!(read.as_ref().is_some_and(|s| s.revokes(token)));
+        assert!(read.is_some_and(|s| !s.revokes(Token::random())));
+        assert_eq!(
+            SessionRecord::decode("ab", &stored(7, Op::Gone, &session.encode())),
+            None
+        );
+        assert_eq!(
+            SessionRecord::decode("ab", &stored(7, Op::Put, "leasehold/1 x")),
+            None
+        );
+        assert_eq!(
+            SessionRecord::decode("ab", &stored(7, Op::Put, "leasehold-session/1 3000 5\nbad")),
+            None
+        );
     }
 
     #[test]
@@ -143,6 +271,7 @@ mod tests {
                 released: false,
             },
             seq: 0,
+            session: None,
         };
         let granted = Record::decode(0, &stored(41, Op::Put, &record.encode(true)));
         assert_eq!(

@@ -19,6 +19,7 @@ use crate::keys::Keys;
 use crate::link::Link;
 use crate::options::NatsOptions;
 use crate::protocol;
+use crate::protocol::Sessions;
 use crate::url::parse;
 use crate::watch;
 use crate::written::Written;
@@ -27,16 +28,25 @@ use crate::written::Written;
 ///
 /// * Slot `n` of lock `L` is the key `<L>.s<n>` of the bucket (`.` and `:` inside `L` written
 ///   `=2E` and `=3A`, so a lock is one key token and no lock's keys match another's filter).
-/// * Acquisition reads the lock (the latest message of each key) and writes the lowest free
-///   slot with one publish conditioned on the key's last sequence
-///   (`Nats-Expected-Last-Subject-Sequence`) and carrying a per-message TTL (`Nats-TTL`, the
-///   lease rounded **up** to whole seconds): the server removes the lease when it runs out.
+/// * Acquisition reads the lock (the latest message of each key, and the session records they
+///   name) and writes the lowest free slot with one publish conditioned on the key's last
+///   sequence (`Nats-Expected-Last-Subject-Sequence`) and carrying a per-message TTL
+///   (`Nats-TTL`, the lease rounded **up** to whole seconds): the server removes the lease when
+///   it runs out.
+/// * Extended leases are held under **sessions**: one session record per store and lease
+///   length, the key `=session.<id>`, written with a `Nats-TTL` of the lease, which the server
+///   removes when nobody renews it. A lease's first extension attaches its lock record to the
+///   session (one write: the record names the session in a header and loses its own TTL); from
+///   then on it is held while its session record is there and has not revoked it.
 /// * The **fence** is the stream sequence of the granting message: it only grows in a bucket,
-///   so fences strictly increase per `(lock, slot)`; extensions keep it in the value.
-/// * Extension and release are publishes conditioned on the sequence read after checking the
-///   token and fence, so a stale holder changes nothing.
-/// * Expiries are this host's clock when the request was sent plus the TTL: never later than
-///   the server's removal, which counts a TTL at least as long from when it stored the message.
+///   so fences strictly increase per `(lock, slot)`; later writes keep it in the value.
+/// * [`extend_many`](LeaseStore::extend_many) renews every lease attached to one session with
+///   one conditional write of the session record; release is a delete marker conditioned on the
+///   sequence of the holder's own write; a forced release revokes the lease in its session
+///   record before deleting it, so its holder's next renewal answers `NotHeld` for it alone.
+/// * Expiries are this host's clock when the session write was sent plus the lease: never
+///   later than the server's removal, which counts a TTL at least as long from when it stored
+///   the message.
 /// * Releases wake local waiters through one KV watch per store.
 ///
 /// ```no_run
@@ -57,8 +67,10 @@ pub struct NatsStore {
     pub(crate) keys: Keys,
     options: NatsOptions,
     notifications: ServerNotifications,
-    /// This client's last write per slot, for one-request extensions and releases.
+    /// The leases this client holds, as last written (for renewals and one-request releases).
     written: Written,
+    /// This client's session records, one per lease length.
+    sessions: Sessions,
     description: String,
 }
 
@@ -175,6 +187,7 @@ impl NatsStore {
             keys,
             notifications: ServerNotifications::new(options.notifications()),
             written: Written::default(),
+            sessions: Sessions::default(),
             description,
             options,
         }
@@ -243,24 +256,39 @@ impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         req.check_owner()?;
+        let (link, keys, written) = (&self.link, &self.keys, &self.written);
         if let Some(period) = req.period {
-            return protocol::acquire_period(&self.link, &self.keys, &self.written, req, period)
-                .await;
+            return protocol::acquire_period(link, keys, written, req, period).await;
         }
-        Ok(
-            protocol::acquire(&self.link, &self.keys, &self.written, req)
-                .await?
-                .into(),
-        )
+        Ok(protocol::acquire(link, keys, written, req).await?.into())
     }
 
+    /// A renewal of the lease's session record (see [`extend_many`](Self::extend_many)).
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        protocol::extend(&self.link, &self.keys, &self.written, lease, ttl).await
+        let entry = [(lease.clone(), ttl)];
+        self.extend_many(&entry)
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::permanent("an extension was not answered")))
+    }
+
+    /// One conditional write of the session record per lease length, however many leases (see
+    /// the `protocol` module); a lease's first extension, or one with another length than its
+    /// session's, also attaches its lock record to the session of that length (one write), and
+    /// a lease this store did not grant is extended alone.
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        let (link, keys, written) = (&self.link, &self.keys, &self.written);
+        protocol::extend_many(link, keys, written, &self.sessions, leases).await
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let (link, keys, written) = (&self.link, &self.keys, &self.written);
         let released =
-            protocol::release(&self.link, &self.keys, &self.written, lease, linger).await?;
+            protocol::release(link, keys, written, &self.sessions, lease, linger).await?;
         if released == Release::Released && linger.is_zero() {
             // The watch reports it too; waking this client's waiters now saves its round trip.
             self.notifications.notify(&lease.lock);

@@ -3,8 +3,9 @@
 //!
 //! Every release and forced release writes a delete marker, and the server writes a marker
 //! (`Nats-Marker-Reason: MaxAge`) when a lease's TTL runs out: the watch (new messages only)
-//! wakes the local waiters of that key's lock on each. When the watch fails it is started again
-//! after a pause; in the gap, waiters fall back to polling.
+//! wakes the local waiters of that key's lock on each. A session record that runs out (or is
+//! deleted) wakes every waiter: the locks that named it are free now. When the watch fails it
+//! is started again after a pause; in the gap, waiters fall back to polling.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use tokio::time::sleep;
 use tracing::{debug, warn};
 
 use crate::classify;
-use crate::keys::Keys;
+use crate::keys::{KeyOf, Keys};
 use crate::link::Link;
 
 /// Pauses between reconnection attempts: the first, and the longest.
@@ -71,8 +72,15 @@ async fn session(
         if entry.operation == Operation::Put {
             continue;
         }
-        if let Some(key) = keys.parse_key(&entry.key) {
-            notifier.notify(key.lock());
+        match keys.parse_key(&entry.key) {
+            // A session gone frees every lock still naming it: every waiter looks again.
+            Some(KeyOf::Session(_)) => notifier.notify_all(),
+            Some(key) => {
+                if let Some(lock) = key.lock() {
+                    notifier.notify(lock);
+                }
+            }
+            None => {}
         }
     }
     Err(StoreError::transient("the NATS release watch ended"))

@@ -86,16 +86,44 @@ async fn keys_are_one_token_per_lock_and_fences_are_stream_sequences() {
     assert_eq!(headers.get("Nats-TTL").map(|v| v.as_str()), Some("30s"));
     assert!(other.fence > lease.fence);
 
-    // An extension writes a new message (a higher sequence) and keeps the fence.
+    // The first extension attaches the lease to the store's session of that length: a new
+    // message (a higher sequence) naming the session, without a TTL of its own, keeping the
+    // fence; the session record carries the TTL.
     let Extension::Extended { .. } = store.extend(&other, Duration::from_secs(20)).await.unwrap()
     else {
         panic!("the holder extends")
     };
     let (seq, headers) = raw(&store, &key).await.unwrap();
     assert!(seq > other.fence);
-    assert_eq!(headers.get("Nats-TTL").map(|v| v.as_str()), Some("20s"));
+    assert_eq!(
+        headers.get("Nats-TTL"),
+        None,
+        "no TTL of its own: {headers:?}"
+    );
+    let session = headers
+        .get("Leasehold-Session")
+        .expect("the record names its session")
+        .to_string();
+    let (session_seq, session_headers) = raw(&store, &format!("=session.{session}"))
+        .await
+        .expect("the session record");
+    assert_eq!(
+        session_headers.get("Nats-TTL").map(|v| v.as_str()),
+        Some("20s")
+    );
     let state = store.state(&lock, 2).await.unwrap();
     assert_eq!(state.holders[1].fence, other.fence);
+    // The next extension writes the session record only.
+    let Extension::Extended { .. } = store.extend(&other, Duration::from_secs(20)).await.unwrap()
+    else {
+        panic!("the holder extends again")
+    };
+    assert_eq!(
+        raw(&store, &key).await.unwrap().0,
+        seq,
+        "the lock record is not written"
+    );
+    assert!(raw(&store, &format!("=session.{session}")).await.unwrap().0 > session_seq);
 
     // A release leaves a delete marker; the next grant of the slot gets a higher fence.
     assert_eq!(

@@ -1,7 +1,7 @@
 //! `CountingStore`: counts the requests an elector sends to its store, client-side — the figure
 //! of the session scenarios on stores without server statistics (memory, SQLite, DynamoDB
-//! through dynalite, NATS without a monitoring port), and the cross-check beside the server's
-//! own counters everywhere else.
+//! through dynalite, and NATS without a monitoring port except for hold-many's writes), and the
+//! cross-check beside the server's own counters everywhere else.
 //!
 //! Every `LeaseStore` method that reaches the store counts as one request, and
 //! [`extend_many`](LeaseStore::extend_many) counts as **one** (on a store that renews in

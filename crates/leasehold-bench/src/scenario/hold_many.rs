@@ -48,7 +48,7 @@ pub(super) async fn run(t: &Target, cfg: &Config) -> Result<Vec<Figure>, BoxErro
 }
 
 async fn hold(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure>, BoxError> {
-    let mut stats = ServerStats::open(t.backend, &place.url).await?;
+    let mut stats = ServerStats::open_counting_writes(t.backend, &place.url).await?;
     let client = place.client(t).await?;
     let sizes: &[usize] = if cfg.quick { &QUICK_SIZES } else { &SIZES };
     let mut figures = Vec::new();

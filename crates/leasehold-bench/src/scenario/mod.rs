@@ -209,8 +209,10 @@ impl Scenario {
                  are counted over a 12 s window (3 s with `--quick`, and N = 1, 10, 100) from the \
                  server's own statistics (the statistic is named per row; the bench's own reads taken \
                  out), and client-side by a wrapper counting `LeaseStore` calls (`extend_many` = one). \
-                 Stores without statistics (memory, SQLite, DynamoDB on dynalite, NATS without a \
-                 monitoring port) show the client-side count only. \"÷ floor\" is requests/s ÷ the \
+                 On NATS, without a monitoring port, the server figure is the writes the bench \
+                 bucket's stream stored (its last sequence; reads are not counted, and holding \
+                 leases reads nothing). Stores without statistics (memory, SQLite, DynamoDB on \
+                 dynalite) show the client-side count only. \"÷ floor\" is requests/s ÷ the \
                  one-heartbeat floor, one request per renewal period (lease / 3): 1.0/s. **Lost** \
                  counts guards whose lease was lost by the end of the window. The guards are \
                  released between sizes; counts, not times, because the question is the load a \

@@ -8,6 +8,7 @@
 //! | Redis | `INFO commandstats` calls of the commands clients send (scripts, `PING`, pub/sub) | `rdb_changes_since_last_save` |
 //! | etcd | `/metrics` `grpc_server_msg_received_total`, summed | `etcd_debugging_mvcc_current_revision` |
 //! | ZooKeeper | `mntr` `zk_packets_received` | the `srvr` `Zxid` (one per write transaction) |
+//! | NATS JetStream KV | the bucket stream's last sequence: the writes it stored (no monitoring port on the test server, so reads are not counted) | the same |
 //!
 //! On PostgreSQL the scenarios run in a database of their own, created for the scenario and
 //! dropped after it, and on Redis on a private `redis-server` (as the server-cpu scenario), so
@@ -68,6 +69,8 @@ pub(crate) enum ServerStats {
     Redis(redis::aio::MultiplexedConnection),
     Etcd(String),
     ZooKeeper(String),
+    /// A client of the server and the bench bucket's stream.
+    Nats(async_nats::jetstream::Context, String),
 }
 
 impl ServerStats {
@@ -107,6 +110,23 @@ impl ServerStats {
         }))
     }
 
+    /// As [`open`](Self::open), and on NATS the bench bucket's stream, whose last sequence
+    /// counts the writes it stored: the requests of a scenario that only writes (hold-many's
+    /// renewals), not of one that reads (idle followers).
+    pub(crate) async fn open_counting_writes(
+        backend: Backend,
+        url: &str,
+    ) -> Result<Option<Self>, BoxError> {
+        if backend != Backend::Nats {
+            return Self::open(backend, url).await;
+        }
+        let store =
+            leasehold_nats::NatsStore::connect_with(url, crate::backend::nats_options()).await?;
+        let stream = format!("KV_{}", store.options().bucket());
+        let js = async_nats::jetstream::new(store.client().await?);
+        Ok(Some(Self::Nats(js, stream)))
+    }
+
     /// What the requests figure counts.
     pub(crate) fn statistic(&self) -> &'static str {
         match self {
@@ -115,6 +135,7 @@ impl ServerStats {
             Self::Redis(_) => "commandstats: EVALSHA/EVAL/FCALL, PING, (UN)SUBSCRIBE calls",
             Self::Etcd(_) => "grpc_server_msg_received_total",
             Self::ZooKeeper(_) => "mntr zk_packets_received",
+            Self::Nats(..) => "stream last sequence (stored writes; reads not counted)",
         }
     }
 
@@ -126,6 +147,7 @@ impl ServerStats {
             Self::Redis(_) => "rdb_changes_since_last_save",
             Self::Etcd(_) => "etcd_debugging_mvcc_current_revision",
             Self::ZooKeeper(_) => "srvr Zxid",
+            Self::Nats(..) => "stream last sequence",
         }
     }
 
@@ -139,7 +161,7 @@ impl ServerStats {
             Self::Postgres { flushes, .. } => 1.0 + f64::from(u8::from(*flushes)),
             Self::Mysql(_) => 1.0,
             Self::ZooKeeper(_) => 2.0,
-            Self::Redis(_) | Self::Etcd(_) => 0.0,
+            Self::Redis(_) | Self::Etcd(_) | Self::Nats(..) => 0.0,
         }
     }
 
@@ -221,6 +243,14 @@ impl ServerStats {
                     requests: field(&mntr, "zk_packets_received", '\t')
                         .ok_or("mntr has no zk_packets_received (is `mntr` whitelisted?)")?,
                     writes: zxid(&srvr).ok_or("srvr has no Zxid")?,
+                })
+            }
+            Self::Nats(js, stream) => {
+                let mut stream = js.get_stream(stream.as_str()).await?;
+                let last = stream.info().await?.state.last_sequence;
+                Ok(Sample {
+                    requests: last as f64,
+                    writes: last as f64,
                 })
             }
         }

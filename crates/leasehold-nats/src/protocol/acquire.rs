@@ -18,11 +18,13 @@ use crate::written::Written;
 /// answers `Held` (it also stops as soon as no slot is free).
 const ACQUIRE_ROUNDS: u32 = 8;
 
-/// A new record for `req` in `slot`, timed from now.
+/// A new record for `req` in `slot`, timed from now: a lease of its own, with its own TTL, until
+/// its first extension attaches it to a session.
 pub(super) fn new_record(req: &AcquireRequest, slot: u32) -> Record {
     Record {
         held: SlotRecord::granted(req, slot, now_ms()),
         seq: 0,
+        session: None,
     }
 }
 

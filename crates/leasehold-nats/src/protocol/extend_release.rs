@@ -1,5 +1,5 @@
-//! Extending and releasing a lease: compare-and-set writes expecting the sequence last written
-//! or read.
+//! Releasing a lease (and extending a record of its own): compare-and-set writes expecting the
+//! sequence last written or read.
 
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use leasehold::{
 };
 
 use super::read::read_slot;
+use super::session::{Sessions, judge, revoke, sessions_of};
 use super::{cas_ttl, delete_marker, publish};
 use crate::classify::Published;
 use crate::keys::Keys;
@@ -18,36 +19,10 @@ use crate::link::{Conn, Link};
 use crate::record::{Record, now_ms};
 use crate::written::Written;
 
-/// Extends a lease to `ttl` from now, if it has not run out: a new value with a fresh TTL,
-/// expecting the sequence of this client's own last write of it (one request), or else the
-/// sequence read.
-pub(crate) async fn extend(
-    link: &Link,
-    keys: &Keys,
-    written: &Written,
-    lease: &Lease,
-    ttl: Duration,
-) -> StoreResult<Extension> {
-    let conn = link.conn().await?;
-    if let Some(rec) = written.mine(lease) {
-        if let Some(answer) = extend_from(conn, link, keys, written, lease, rec, ttl).await? {
-            return Ok(answer);
-        }
-        written.forget(lease);
-    }
-    let Some(rec) = read_slot(conn, link, keys, lease)
-        .await?
-        .filter(|r| r.held.is(lease))
-    else {
-        return Ok(Extension::NotHeld);
-    };
-    Ok(extend_from(conn, link, keys, written, lease, rec, ttl)
-        .await?
-        .unwrap_or(Extension::NotHeld))
-}
-
-/// The extension of `rec`, the record of `lease` at `rec.seq`; `None` when the key changed since.
-async fn extend_from(
+/// The extension of `rec`, a record of its own (with its own TTL, as the previous version
+/// wrote them) of `lease` at `rec.seq`: a new value with a fresh TTL; `None` when the key
+/// changed since.
+pub(super) async fn extend_from(
     conn: &Conn,
     link: &Link,
     keys: &Keys,
@@ -68,7 +43,7 @@ async fn extend_from(
     match publish(conn, link, "an extension", subject, headers, payload).await? {
         Published::Stored(seq) => {
             next.seq = seq;
-            written.remember(&lease.lock, &next);
+            written.refresh(lease, &next);
             Ok(Some(Extension::Extended {
                 expires_at: crate::record::time(next.held.expires_ms),
             }))
@@ -78,15 +53,17 @@ async fn extend_from(
 }
 
 /// Releases a lease. Without linger the key gets a delete marker (compare-and-set). With linger
-/// the record is written again, marked released (so it can no longer be extended), ending at the
-/// earlier of its end and `linger` from now, with a TTL of what is left of it. A lease that
-/// already ran out by this host's clock is deleted all the same (it is ours), but reported
-/// `NotHeld`. The write expects the sequence of this client's own last write (one request), or
-/// else the sequence read.
+/// the record is written again as a record of its own (no session), marked released (so it can
+/// no longer be extended), ending at the earlier of its end and `linger` from now, with a TTL
+/// of what is left of it. A lease that already ran out by this host's clock is deleted all the
+/// same (it is ours), but reported `NotHeld`. The write expects the sequence of this client's
+/// own last write (one request), or else the sequence read; a lease held under another
+/// client's session is first revoked in it, so that its holder sees it at its next renewal.
 pub(crate) async fn release(
     link: &Link,
     keys: &Keys,
     written: &Written,
+    sessions: &Sessions,
     lease: &Lease,
     linger: Duration,
 ) -> StoreResult<Release> {
@@ -98,12 +75,26 @@ pub(crate) async fn release(
     {
         return Ok(answer);
     }
-    let Some(rec) = read_slot(conn, link, keys, lease)
+    let Some(mut rec) = read_slot(conn, link, keys, lease)
         .await?
         .filter(|r| r.held.is(lease))
     else {
         return Ok(Release::NotHeld);
     };
+    if let Some(id) = rec.session.clone() {
+        let found = sessions_of(link, keys, [&rec]).await?;
+        if !judge(&mut rec, &found) {
+            // Its session is gone or revoked it: not held; the record is deleted all the same.
+            rec.held.expires_ms = 0;
+        } else if !sessions.owns(&id).await
+            && let Some(session) = found.get(&id).cloned()
+        {
+            let key = keys.slot_key(&lease.lock, lease.slot);
+            if !revoke(conn, link, keys, session, key, lease.token).await? {
+                rec.held.expires_ms = 0;
+            }
+        }
+    }
     Ok(release_from(conn, link, keys, lease, rec, linger)
         .await?
         .unwrap_or(Release::NotHeld))

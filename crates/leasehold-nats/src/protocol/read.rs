@@ -1,16 +1,17 @@
 //! Reading a lock's keys, and the forced release that deletes what it read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use leasehold::store::{MAX_SLOTS, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName, store::StoreError};
 
+use super::session::{judge, revoke, sessions_of};
 use super::{delete_marker, publish, read_batch, read_one};
 use crate::classify::Published;
 use crate::keys::{KeyOf, Keys};
 use crate::link::{Conn, Link};
-use crate::record::{Ledger, Op, Record, Stored, decode_ledger};
+use crate::record::{Ledger, Op, Record, SessionRecord, Stored, decode_ledger};
 
 /// How often a forced release re-reads a lock that changed under it before giving up.
 const FORCE_ROUNDS: usize = 5;
@@ -24,11 +25,14 @@ const LOCK_BATCH: u32 = MAX_SLOTS;
 /// key, and the ledger.
 #[derive(Debug, Default)]
 pub(crate) struct Slots {
-    /// The leases, by slot.
+    /// The leases held, by slot (a record under a session ends when the session does).
     pub(crate) records: Vec<Record>,
-    /// Per slot with a message: its sequence and whether it is a value (a lease, or a value
-    /// another program wrote, which is never overwritten) rather than a marker.
+    /// Per slot with a message: its sequence and whether it holds the slot: a lease held, or a
+    /// value another program wrote, which is never overwritten (not a marker, nor a record
+    /// under a session that is gone or revoked it).
     pub(super) last: BTreeMap<u32, (u64, bool)>,
+    /// The session records the lock's records name, as read.
+    pub(super) sessions: HashMap<String, SessionRecord>,
     /// The period ledger, if the lock has one.
     pub(crate) ledger: Option<Ledger>,
     /// The sequence of the ledger key's latest message (0: none).
@@ -52,11 +56,24 @@ impl Slots {
                     slots.ledger_seq = msg.seq;
                     slots.ledger = decode_ledger(msg);
                 }
-                None => {}
+                Some(KeyOf::Session(_)) | None => {}
             }
         }
         slots.records.sort_by_key(|r| r.held.slot);
         slots
+    }
+
+    /// Drops the records whose session is gone or revoked them (their slots are free), and
+    /// times the others by their session.
+    fn judge(&mut self) {
+        let (sessions, last) = (&self.sessions, &mut self.last);
+        self.records.retain_mut(|r| {
+            let held = judge(r, sessions);
+            if !held && let Some(slot) = last.get_mut(&r.held.slot) {
+                slot.1 = false;
+            }
+            held
+        });
     }
 
     /// The lowest slot in `0..slots` without a live message.
@@ -70,11 +87,17 @@ impl Slots {
     }
 }
 
-/// Every key of `lock`.
+/// Every key of `lock`, and the session records its records name (a second read, only when
+/// some record names a session).
 pub(crate) async fn read_lock(link: &Link, keys: &Keys, lock: &LockName) -> StoreResult<Slots> {
     let body = serde_json::json!({ "multi_last": [keys.lock(lock)], "batch": LOCK_BATCH });
     let messages = read_batch(link, keys, body).await?;
-    Ok(Slots::read(keys, &messages))
+    let mut slots = Slots::read(keys, &messages);
+    if slots.records.iter().any(|r| r.session.is_some()) {
+        slots.sessions = sessions_of(link, keys, &slots.records).await?;
+        slots.judge();
+    }
+    Ok(slots)
 }
 
 /// The record of `lease`'s slot, if it holds one of this store's.
@@ -90,9 +113,10 @@ pub(super) async fn read_slot(
         .and_then(|msg| Record::decode(lease.slot, &msg)))
 }
 
-/// Writes a delete marker on every live slot of `lock` among `slots` whatever its token
-/// (compare-and-set on what was read, re-read if the lock changed meanwhile), and returns the
-/// holders as they were.
+/// Frees every held slot of `lock` among `slots` whatever its token, and returns the holders as
+/// they were: a record under a session is first revoked in its session record (so that its
+/// holder's next renewal answers `NotHeld` for it, and only for it), then every record gets a
+/// delete marker (compare-and-set on what was read; the lock is read again if it changed).
 pub(crate) async fn force_release(
     link: &Link,
     keys: &Keys,
@@ -102,10 +126,10 @@ pub(crate) async fn force_release(
     let conn = link.conn().await?;
     let mut freed = Vec::new();
     for _ in 0..FORCE_ROUNDS {
-        let held: Vec<Record> = read_lock(link, keys, lock)
-            .await?
+        let read = read_lock(link, keys, lock).await?;
+        let held: Vec<&Record> = read
             .records
-            .into_iter()
+            .iter()
             .filter(|r| r.held.slot < slots)
             .collect();
         if held.is_empty() {
@@ -113,6 +137,14 @@ pub(crate) async fn force_release(
         }
         let mut changed = false;
         for r in held {
+            if let Some(session) = r.session.as_ref().and_then(|id| read.sessions.get(id)) {
+                let key = keys.slot_key(lock, r.held.slot);
+                if !revoke(conn, link, keys, session.clone(), key, r.held.token).await? {
+                    // The session is gone meanwhile: the slot is free already.
+                    continue;
+                }
+                freed.push(r.held.holder());
+            }
             let subject = keys.slot(lock, r.held.slot);
             match publish(
                 conn,
@@ -124,7 +156,8 @@ pub(crate) async fn force_release(
             )
             .await?
             {
-                Published::Stored(_) => freed.push(r.held.holder()),
+                Published::Stored(_) if r.session.is_none() => freed.push(r.held.holder()),
+                Published::Stored(_) => {}
                 Published::Conflict => changed = true,
             }
         }
