@@ -57,11 +57,12 @@ mod options;
 mod protocol;
 mod record;
 mod refresh;
+mod session;
 mod store;
 mod url;
 
 pub use classify::classify_code;
-pub use keys::{MAX_PREFIX_LEN, item_key};
+pub use keys::{MAX_PREFIX_LEN, item_key, session_key};
 pub use opener::DynamoDbOpener;
 pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
@@ -70,8 +71,10 @@ pub use options::{
     MAX_STALE_REFRESH_INTERVAL, MIN_STALE_REFRESH_INTERVAL,
 };
 pub use protocol::expressions;
+pub use protocol::session::ATTACH_IN_FLIGHT;
 pub use protocol::stale::{MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount};
 pub use protocol::table::create_table;
+pub use session::MAX_REVOKED;
 pub use store::{DynamoDbStore, MAX_SLOTS};
 
 /// Re-exported so applications can name the client types without a direct dependency.

@@ -75,6 +75,8 @@ pub struct DynamoDbStore {
     notifier: ReleaseNotifier,
     description: String,
     pub(crate) metrics: Arc<StoreMetrics>,
+    /// The sessions this instance holds leases under.
+    pub(crate) sessions: Arc<crate::session::Sessions>,
     /// The stale-item refresher's stop signal: dropping the store stops it.
     refresher: Option<crate::refresh::Refresher>,
 }
@@ -128,6 +130,7 @@ impl DynamoDbStore {
             notifier: ReleaseNotifier::default(),
             description,
             metrics: StoreMetrics::register(),
+            sessions: Arc::default(),
             refresher: None,
         };
         store.refresher = crate::refresh::Refresher::start(&store)?;
@@ -143,6 +146,7 @@ impl DynamoDbStore {
             notifier: ReleaseNotifier::default(),
             description: self.description.clone(),
             metrics: Arc::clone(&self.metrics),
+            sessions: Arc::default(),
             refresher: None,
         }
     }
@@ -291,11 +295,36 @@ impl LeaseStore for DynamoDbStore {
         Ok(self.acquire_group(req, slots).await?.into())
     }
 
+    /// A lease of one of this instance's sessions renews its session (see `extend_many`);
+    /// any other lease its own item.
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.extend_lease(lease, ttl).await
+        if self.sessions.member(lease.token).is_none() {
+            return self.extend_lease(lease, ttl).await;
+        }
+        let mut answers = self.extend_all(&[(lease.clone(), ttl)]).await;
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::transient("the renewal gave no answer")))
+    }
+
+    /// One conditional `UpdateItem` per session of this instance the entries' leases were
+    /// granted under, whatever their number; entries of other leases renew alone.
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        self.extend_all(leases).await
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        if let Some(member) = self.sessions.member(lease.token) {
+            let released = self.release_member(lease, &member, linger).await?;
+            if released == Release::Released && linger.is_zero() {
+                self.notifier.notify(&lease.lock);
+            }
+            return Ok(released);
+        }
         let released = if linger.is_zero() {
             self.free_lease(lease).await?
         } else {

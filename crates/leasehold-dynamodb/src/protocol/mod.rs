@@ -42,6 +42,7 @@ pub mod expressions;
 mod lease;
 mod ledger;
 mod read;
+pub(crate) mod session;
 pub(crate) mod stale;
 pub(crate) mod table;
 
