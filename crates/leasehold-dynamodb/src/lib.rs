@@ -14,6 +14,12 @@
 //! | `acquiredAt`, `leaseExpiry` | epoch ms by the client clock; `leaseExpiry` is **the correctness boundary** |
 //! | `ttl` | epoch s, `leaseExpiry` + TTL padding: DynamoDB TTL cleanup only |
 //! | `fence` | strictly increasing per item; seeded from the clock (ms × 1000) when created |
+//! | `session` | the session the lease is attached to, if any: it is then held until the later of `leaseExpiry` and the session's end |
+//!
+//! An elector's leases renew together: each lease is attached to a session of its store instance
+//! at its first extension, and from then on one conditional `UpdateItem` of the session item
+//! (`[PREFIX/]#session-ID`, see [`session_key`]) per beat keeps all of them alive, whatever
+//! their number (see [`DynamoDbStore`] and the `protocol` module).
 //!
 //! Every change is one conditional `UpdateItem` ([`expressions`] lists them); conditional-check
 //! failures are contention; throttling, server and network failures are transient errors, access

@@ -39,8 +39,6 @@ struct Session {
     ttl: Duration,
     /// The end this instance last wrote, epoch ms.
     expiry: u64,
-    /// Its renewal found it ended: it is never renewed again.
-    ended: bool,
     /// Leases of it this instance still answers for.
     members: usize,
     /// Tokens the next renewal revokes (their release failed).
@@ -77,7 +75,7 @@ pub(crate) enum Pending {
 pub(crate) struct Plan {
     /// By session: the entries it renews.
     pub(crate) sessions: HashMap<String, Vec<usize>>,
-    /// Entries this instance knows are not held (released by it, or their session ended).
+    /// Entries this instance knows are not held (their release failed).
     pub(crate) not_held: Vec<usize>,
     /// Entries of leases not granted under a session of this instance: renewed one by one.
     pub(crate) alone: Vec<usize>,
@@ -110,7 +108,7 @@ impl Sessions {
         let id = registry.current.get(&ttl)?;
         let session = registry.sessions.get(id)?;
         let left = ms(ttl / JOIN_LEFT_DIVISOR);
-        (!session.ended && session.expiry >= now_ms.saturating_add(left)).then(|| id.clone())
+        (session.expiry >= now_ms.saturating_add(left)).then(|| id.clone())
     }
 
     /// A session opened for `ttl`, ending at `expiry`: new grants of `ttl` join it. Sessions
@@ -122,7 +120,6 @@ impl Sessions {
             Session {
                 ttl,
                 expiry,
-                ended: false,
                 members: 0,
                 revoke: BTreeSet::new(),
                 prune: BTreeSet::new(),
@@ -165,7 +162,6 @@ impl Sessions {
         self.lock()
             .sessions
             .get(session)
-            .filter(|s| !s.ended)
             .map_or(0, |s| s.expiry)
     }
 
@@ -205,10 +201,7 @@ impl Sessions {
             match registry.members.get(&token) {
                 None => plan.alone.push(i),
                 Some(m) if m.released => plan.not_held.push(i),
-                Some(m) => match registry.sessions.get(&m.session) {
-                    Some(s) if !s.ended => plan.sessions.entry(m.session.clone()).or_default().push(i),
-                    _ => plan.not_held.push(i),
-                },
+                Some(m) => plan.sessions.entry(m.session.clone()).or_default().push(i),
             }
         }
         plan
@@ -268,16 +261,18 @@ impl Sessions {
         to_free
     }
 
-    /// `session`'s renewal found it ended: it is never renewed again, and grants open another.
+    /// `session`'s renewal found it ended: it is never renewed again, and its leases are
+    /// forgotten (each is from now on what its own item says: an extension attaches it to
+    /// another session only if its own term still holds it, a release frees it only then).
     pub(crate) fn ended(&self, session: &str) {
         let mut registry = self.lock();
-        if let Some(s) = registry.sessions.get_mut(session) {
-            s.ended = true;
-            let ttl = s.ttl;
-            if registry.current.get(&ttl).map(String::as_str) == Some(session) {
-                registry.current.remove(&ttl);
-            }
+        let Some(s) = registry.sessions.remove(session) else {
+            return;
+        };
+        if registry.current.get(&s.ttl).map(String::as_str) == Some(session) {
+            registry.current.remove(&s.ttl);
         }
+        registry.members.retain(|_, m| m.session != session);
     }
 }
 
@@ -338,6 +333,7 @@ mod tests {
         );
         sessions.ended("s1");
         assert_eq!(sessions.known_expiry("s1"), 0);
-        assert_eq!(sessions.plan([a].into_iter()).not_held, vec![0]);
+        assert!(sessions.member(a).is_none(), "the leases of an ended session are forgotten");
+        assert_eq!(sessions.plan([a].into_iter()).alone, vec![0]);
     }
 }

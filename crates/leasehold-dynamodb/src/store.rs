@@ -39,6 +39,14 @@ pub use leasehold::limits::MAX_SLOTS;
 ///   a release with a minimum lease only shortens `leaseExpiry`. Release keeps the item (without
 ///   token and owner) so its fence survives; DynamoDB TTL on `ttl` (`leaseExpiry` + TTL padding)
 ///   cleans idle items up and never decides anything.
+/// * **Sessions: one write per beat** ([`extend_many`](LeaseStore::extend_many),
+///   [`renews_in_batches`](LeaseStore::renews_in_batches)): a lease's first extension attaches
+///   it to this instance's session of its lease length (one `UpdateItem` on its item); from
+///   then on one conditional `UpdateItem` of the session item renews every lease attached to
+///   it. An attached lease is held until the later of its own term and its session's end;
+///   acquisition, state, listing and forced release read the session items the lock items name,
+///   and a forced release revokes the lease in its session first, so that the holder's next
+///   renewal answers `NotHeld` for it.
 /// * **Time is the client clock** (DynamoDB conditions have none): expiry is decided by the
 ///   writer's clock with a [clock-skew tolerance](DynamoDbOptions::clock_skew_tolerance); leases
 ///   must be longer than twice that tolerance.
