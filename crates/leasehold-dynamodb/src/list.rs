@@ -85,7 +85,10 @@ impl DynamoDbStore {
             let item = Item::parse(key, attrs)?;
             let session = item.session.as_ref().and_then(|id| sessions.get(id));
             if let Some(until) = item.held_until(session).filter(|u| *u >= stale) {
-                found.entry(lock).or_default().push(item.holder(slot, until));
+                found
+                    .entry(lock)
+                    .or_default()
+                    .push(item.holder(slot, until));
             }
             used = Some(key.clone());
         }

@@ -13,8 +13,8 @@ use leasehold::{
 
 use crate::expressions::{
     ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_FROM,
-    LEDGER_PERIOD, LEDGER_RAN, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, REVOKED,
-    SESSION, SESSION_EXPIRY, TOKEN,
+    LEDGER_PERIOD, LEDGER_RAN, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, REVOKED, SESSION,
+    SESSION_EXPIRY, TOKEN,
 };
 
 /// An item as stored.
@@ -156,7 +156,8 @@ impl Item {
     /// `stale_ms` (now − clock-skew tolerance), judged with its session's item as
     /// [`held_until`](Self::held_until). This is the negation of what lets an acquirer in.
     pub(crate) fn occupied(&self, stale_ms: u64, session: Option<&SessionRecord>) -> bool {
-        self.held_until(session).is_some_and(|until| until >= stale_ms)
+        self.held_until(session)
+            .is_some_and(|until| until >= stale_ms)
     }
 
     /// The lease this item records for `lock`, `slot` and `token`.
@@ -282,7 +283,11 @@ mod tests {
             revoked: HashSet::new(),
         };
         assert_eq!(item.held_until(Some(&live)), Some(900));
-        assert_eq!(item.held_until(None), Some(200), "a missing session: own term");
+        assert_eq!(
+            item.held_until(None),
+            Some(200),
+            "a missing session: own term"
+        );
         let revoked = SessionRecord {
             expiry: 900,
             revoked: ["ab".to_owned()].into_iter().collect(),

@@ -159,10 +159,7 @@ impl Sessions {
 
     /// The end this instance last wrote for `session` (0 once it ended or is unknown).
     pub(crate) fn known_expiry(&self, session: &str) -> u64 {
-        self.lock()
-            .sessions
-            .get(session)
-            .map_or(0, |s| s.expiry)
+        self.lock().sessions.get(session).map_or(0, |s| s.expiry)
     }
 
     /// `token`'s lock item no longer names its session (released, freed, detached, taken
@@ -298,7 +295,12 @@ mod tests {
     fn plans_entries_by_session_and_answers_known_losses_locally() {
         let sessions = Sessions::default();
         sessions.opened("s1", TTL, 4_000);
-        let (a, b, c, d) = (Token::random(), Token::random(), Token::random(), Token::random());
+        let (a, b, c, d) = (
+            Token::random(),
+            Token::random(),
+            Token::random(),
+            Token::random(),
+        );
         sessions.join(a, "s1", "ka");
         sessions.join(b, "s1", "kb");
         sessions.join(c, "s1", "kc");
@@ -325,7 +327,10 @@ mod tests {
         let (a, gone) = (Token::random(), Token::random());
         sessions.join(a, "s1", "ka");
         let revoked: HashSet<String> = [a.to_hex(), gone.to_hex()].into_iter().collect();
-        assert_eq!(sessions.renewed("s1", 7_000, &revoked), vec![(a, "ka".to_owned())]);
+        assert_eq!(
+            sessions.renewed("s1", 7_000, &revoked),
+            vec![(a, "ka".to_owned())]
+        );
         assert_eq!(sessions.known_expiry("s1"), 7_000);
         assert_eq!(
             sessions.pending("s1"),
@@ -333,7 +338,10 @@ mod tests {
         );
         sessions.ended("s1");
         assert_eq!(sessions.known_expiry("s1"), 0);
-        assert!(sessions.member(a).is_none(), "the leases of an ended session are forgotten");
+        assert!(
+            sessions.member(a).is_none(),
+            "the leases of an ended session are forgotten"
+        );
         assert_eq!(sessions.plan([a].into_iter()).alone, vec![0]);
     }
 }

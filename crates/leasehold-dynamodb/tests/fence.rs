@@ -500,7 +500,11 @@ async fn a_transaction_of_a_lease_of_a_session_is_checked_against_its_session() 
     let acquire = |lock: LockName| AcquireRequest::new(lock, 1, "node-f", Token::random(), ttl);
     let mut leases = Vec::new();
     for tag in ["tx-session-forced", "tx-session-ended"] {
-        match store.try_acquire(&acquire(LockName::new(unique(tag)).unwrap())).await.unwrap() {
+        match store
+            .try_acquire(&acquire(LockName::new(unique(tag)).unwrap()))
+            .await
+            .unwrap()
+        {
             Acquisition::Elected(lease) => leases.push(lease),
             other => panic!("{other:?}"),
         }
@@ -509,7 +513,11 @@ async fn a_transaction_of_a_lease_of_a_session_is_checked_against_its_session() 
     let entries: Vec<_> = leases.iter().map(|l| (l.clone(), ttl)).collect();
     for _ in 0..4 {
         let answers = store.extend_many(&entries).await;
-        assert!(answers.iter().all(|a| matches!(a, Ok(Extension::Extended { .. }))));
+        assert!(
+            answers
+                .iter()
+                .all(|a| matches!(a, Ok(Extension::Extended { .. })))
+        );
         tokio::time::sleep(ttl / 3).await;
     }
     // The own term written at the first extension has passed; the session holds both.

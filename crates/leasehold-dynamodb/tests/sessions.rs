@@ -55,7 +55,10 @@ impl Intercept for Counter {
 impl Counter {
     fn take(&self) -> (u64, HashMap<String, u64>) {
         let sent = self.sent.swap(0, Ordering::SeqCst);
-        (sent, std::mem::take(&mut *self.by_operation.lock().unwrap()))
+        (
+            sent,
+            std::mem::take(&mut *self.by_operation.lock().unwrap()),
+        )
     }
 }
 
@@ -100,9 +103,7 @@ async fn grant_many(store: &DynamoDbStore, tag: &str, n: usize, ttl: Duration) -
     futures::stream::iter(0..n)
         .map(|i| {
             let lock = LockName::new(format!("{tag}-{i}")).unwrap();
-            async move {
-                Ok::<_, leasehold::store::StoreError>(grant(store, &lock, ttl).await)
-            }
+            async move { Ok::<_, leasehold::store::StoreError>(grant(store, &lock, ttl).await) }
         })
         .buffer_unordered(32)
         .try_collect()
@@ -136,7 +137,9 @@ async fn raw(store: &DynamoDbStore, key: &str) -> Option<HashMap<String, Attribu
 
 /// The session a lease's item names.
 async fn session_of(store: &DynamoDbStore, lease: &Lease) -> String {
-    let item = raw(store, &store.key(&lease.lock, lease.slot)).await.unwrap();
+    let item = raw(store, &store.key(&lease.lock, lease.slot))
+        .await
+        .unwrap();
     match item.get(x::SESSION) {
         Some(AttributeValue::S(id)) => id.clone(),
         other => panic!("{}: no session: {other:?}", lease.lock),
@@ -175,7 +178,11 @@ async fn renewals_of_many_leases_are_one_request_per_beat() {
         let started = Instant::now();
         for beat in 0..BEATS {
             let answers = store.extend_many(&entries(&leases, TTL)).await;
-            assert_eq!(extended(&answers), n, "beat {beat}: every lease is extended");
+            assert_eq!(
+                extended(&answers),
+                n,
+                "beat {beat}: every lease is extended"
+            );
         }
         let renewing = started.elapsed() / u32::try_from(BEATS).unwrap();
         let (sent, by_operation) = counter.take();
@@ -205,7 +212,10 @@ async fn renewals_of_many_leases_are_one_request_per_beat() {
             .await
             .unwrap();
     }
-    assert!(per_beat.iter().all(|&s| s == per_beat[0]), "flat in N: {per_beat:?}");
+    assert!(
+        per_beat.iter().all(|&s| s == per_beat[0]),
+        "flat in N: {per_beat:?}"
+    );
 }
 
 /// A session whose renewals stop loses every lease under it: other clients are refused until
@@ -267,8 +277,19 @@ async fn a_session_lost_while_holding_many_leases_loses_them_all_no_earlier_than
         "every lease of the lost session answers NotHeld: {answers:?}"
     );
     let fresh = grant(&holder, &lock("lost-new"), TTL).await;
-    assert_eq!(extended(&holder.extend_many(&entries(&[fresh.clone()], TTL)).await), 1);
-    assert_ne!(session_of(&holder, &fresh).await, session, "a new session, never the old one");
+    assert_eq!(
+        extended(
+            &holder
+                .extend_many(&entries(std::slice::from_ref(&fresh), TTL))
+                .await
+        ),
+        1
+    );
+    assert_ne!(
+        session_of(&holder, &fresh).await,
+        session,
+        "a new session, never the old one"
+    );
 }
 
 /// An operator forces one lease of a live session out: its lock is free at once, the holder's
@@ -283,7 +304,10 @@ async fn a_forced_release_of_one_lease_of_a_live_session_loses_only_that_lease()
     let holder = common::store(&endpoint);
     let operator = common::store(&endpoint);
     let leases = grant_many(&holder, "forced", 5, TTL).await;
-    assert_eq!(extended(&holder.extend_many(&entries(&leases, TTL)).await), 5);
+    assert_eq!(
+        extended(&holder.extend_many(&entries(&leases, TTL)).await),
+        5
+    );
     let session = session_of(&holder, &leases[2]).await;
     let freed = operator.force_release(&leases[2].lock, 1).await.unwrap();
     assert_eq!(freed.len(), 1, "the live holder is reported");
@@ -312,7 +336,11 @@ async fn a_forced_release_of_one_lease_of_a_live_session_loses_only_that_lease()
         .collect();
     assert_eq!(extended(&holder.extend_many(&entries(&rest, TTL)).await), 4);
     let item = raw(&holder, &session_key("", &session)).await.unwrap();
-    assert_eq!(item.get(x::REVOKED), None, "the revocation is forgotten: {item:?}");
+    assert_eq!(
+        item.get(x::REVOKED),
+        None,
+        "the revocation is forgotten: {item:?}"
+    );
     assert_eq!(
         operator.state(&taken.lock, 1).await.unwrap().holders[0].fence,
         taken.fence,
@@ -337,7 +365,14 @@ async fn a_revoked_lease_whose_item_was_not_freed_is_free() {
     let holder = common::store(&endpoint);
     let other = common::store(&endpoint);
     let lease = grant(&holder, &lock("halfway"), TTL).await;
-    assert_eq!(extended(&holder.extend_many(&entries(&[lease.clone()], TTL)).await), 1);
+    assert_eq!(
+        extended(
+            &holder
+                .extend_many(&entries(std::slice::from_ref(&lease), TTL))
+                .await
+        ),
+        1
+    );
     let session = session_of(&holder, &lease).await;
     assert!(try_grant(&other, &lease.lock, TTL).await.is_none());
     other
@@ -355,7 +390,9 @@ async fn a_revoked_lease_whose_item_was_not_freed_is_free() {
         .await
         .expect("a revoked lease is free");
     assert!(taken.fence > lease.fence);
-    let answers = holder.extend_many(&entries(&[lease.clone()], TTL)).await;
+    let answers = holder
+        .extend_many(&entries(std::slice::from_ref(&lease), TTL))
+        .await;
     assert!(matches!(answers[0], Ok(Extension::NotHeld)), "{answers:?}");
     assert_eq!(
         other.state(&lease.lock, 1).await.unwrap().holders[0].fence,
@@ -375,7 +412,10 @@ async fn a_session_renewed_while_one_of_its_leases_is_released() {
     let holder = common::store(&endpoint);
     let other = common::store(&endpoint);
     let leases = grant_many(&holder, "racing", 6, TTL).await;
-    assert_eq!(extended(&holder.extend_many(&entries(&leases, TTL)).await), 6);
+    assert_eq!(
+        extended(&holder.extend_many(&entries(&leases, TTL)).await),
+        6
+    );
     let all = entries(&leases, TTL);
     let (answers, released) = tokio::join!(
         holder.extend_many(&all),
@@ -420,15 +460,32 @@ async fn a_lease_of_a_session_is_listed_shown_and_kept_from_ttl_deletion() {
     .unwrap();
     let lease = grant(&store, &lock("listed"), TTL).await;
     let key = store.key(&lease.lock, 0);
-    assert!(raw(&store, &key).await.unwrap().contains_key(x::TTL), "a grant has a ttl");
+    assert!(
+        raw(&store, &key).await.unwrap().contains_key(x::TTL),
+        "a grant has a ttl"
+    );
     for _ in 0..4 {
-        assert_eq!(extended(&store.extend_many(&entries(&[lease.clone()], TTL)).await), 1);
+        assert_eq!(
+            extended(
+                &store
+                    .extend_many(&entries(std::slice::from_ref(&lease), TTL))
+                    .await
+            ),
+            1
+        );
         tokio::time::sleep(TTL / 3).await;
     }
     let item = raw(&store, &key).await.unwrap();
-    assert!(!item.contains_key(x::TTL), "no ttl while attached: {item:?}");
+    assert!(
+        !item.contains_key(x::TTL),
+        "no ttl while attached: {item:?}"
+    );
     let listed = list_all(&store).await;
-    assert_eq!(listed, vec![lease.lock.clone()], "the lock and no session item");
+    assert_eq!(
+        listed,
+        vec![lease.lock.clone()],
+        "the lock and no session item"
+    );
     let own: u64 = match item.get(x::LEASE_EXPIRY) {
         Some(AttributeValue::N(n)) => n.parse().unwrap(),
         other => panic!("{other:?}"),
@@ -442,7 +499,10 @@ async fn a_lease_of_a_session_is_listed_shown_and_kept_from_ttl_deletion() {
         store.release(&lease, Duration::ZERO).await.unwrap(),
         Release::Released
     );
-    assert!(raw(&store, &key).await.unwrap().contains_key(x::TTL), "the ttl is back");
+    assert!(
+        raw(&store, &key).await.unwrap().contains_key(x::TTL),
+        "the ttl is back"
+    );
     assert!(list_all(&store).await.is_empty());
 }
 

@@ -95,11 +95,11 @@ impl DynamoDbStore {
             // revoked its token; then taken over on exactly the grant read.
             let record = self.read_sessions([old_session.clone()]).await?;
             let stale = host_epoch_ms().saturating_sub(ms(self.options.clock_skew_tolerance));
-            if !item.occupied(stale, record.get(old_session)) {
-                if let Ok(attrs) = self.send_grant(&grant, Some((held, old_session))).await? {
-                    debug!(key, old_session, "took over a lease of an ended session");
-                    return self.granted(&grant, slot, &attrs);
-                }
+            if !item.occupied(stale, record.get(old_session))
+                && let Ok(attrs) = self.send_grant(&grant, Some((held, old_session))).await?
+            {
+                debug!(key, old_session, "took over a lease of an ended session");
+                return self.granted(&grant, slot, &attrs);
             }
         }
         let from = window.map(|w| u64::try_from(w.from_ms).unwrap_or_default());
@@ -110,7 +110,12 @@ impl DynamoDbStore {
     }
 
     /// The lease a grant wrote (`attrs`, the item as it is now).
-    fn granted(&self, grant: &Grant<'_>, slot: u32, attrs: &Attributes) -> StoreResult<Acquisition> {
+    fn granted(
+        &self,
+        grant: &Grant<'_>,
+        slot: u32,
+        attrs: &Attributes,
+    ) -> StoreResult<Acquisition> {
         let item = Item::parse(grant.key, attrs)?;
         debug!(key = grant.key, fence = item.fence, "acquired");
         let mut lease = item.lease(&grant.req.lock, slot, grant.req.token);

@@ -179,9 +179,13 @@ impl DynamoDbStore {
                 .await
                 .map(|freed| freed.then_some(answer))
         } else {
-            self.detach(lease, member, now.saturating_add(ms(linger)).min(held_until))
-                .await
-                .map(|detached| detached.then_some(Release::Released))
+            self.detach(
+                lease,
+                member,
+                now.saturating_add(ms(linger)).min(held_until),
+            )
+            .await
+            .map(|detached| detached.then_some(Release::Released))
         };
         match done {
             Ok(released) => {
@@ -278,7 +282,12 @@ impl DynamoDbStore {
             match sent {
                 Ok(_) => {
                     if let Some(until) = until.filter(|u| *u >= stale) {
-                        info!(key, owner = item.owner, fence = item.fence, "forced release");
+                        info!(
+                            key,
+                            owner = item.owner,
+                            fence = item.fence,
+                            "forced release"
+                        );
                         freed.push(item.holder(slot, until));
                     }
                 }

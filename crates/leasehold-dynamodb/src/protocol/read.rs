@@ -215,9 +215,7 @@ impl DynamoDbStore {
             .await?
             .into_iter()
             .filter_map(|(slot, item, until)| {
-                until
-                    .filter(|u| *u >= stale)
-                    .map(|u| item.holder(slot, u))
+                until.filter(|u| *u >= stale).map(|u| item.holder(slot, u))
             })
             .collect())
     }

@@ -28,10 +28,10 @@ use tracing::{debug, info};
 
 use super::conditional_failure;
 use super::expressions::{
-    ATTACH_NAMES, ATTACH_UPDATE, HELD_CONDITION, LOCK_NAME, OPEN_SESSION_CONDITION, OPEN_SESSION_NAMES, OPEN_SESSION_UPDATE, RELEASE_UPDATE,
-    RENEW_PRUNE_UPDATE, RENEW_REVOKE_UPDATE, RENEW_SESSION_CONDITION, RENEW_SESSION_NAMES,
-    RENEW_SESSION_UPDATE, REVOKE_CONDITION, REVOKE_NAMES, REVOKE_UPDATE, SESSION_HELD_CONDITION,
-    SESSION_RELEASE_NAMES,
+    ATTACH_NAMES, ATTACH_UPDATE, HELD_CONDITION, LOCK_NAME, OPEN_SESSION_CONDITION,
+    OPEN_SESSION_NAMES, OPEN_SESSION_UPDATE, RELEASE_UPDATE, RENEW_PRUNE_UPDATE,
+    RENEW_REVOKE_UPDATE, RENEW_SESSION_CONDITION, RENEW_SESSION_NAMES, RENEW_SESSION_UPDATE,
+    REVOKE_CONDITION, REVOKE_NAMES, REVOKE_UPDATE, SESSION_HELD_CONDITION, SESSION_RELEASE_NAMES,
 };
 use crate::clock::{ms, ttl_seconds};
 use crate::metrics::Operation;
@@ -117,7 +117,10 @@ impl DynamoDbStore {
             .iter()
             .map(|&i| {
                 let (l, ttl) = &leases[i];
-                (i, *first.entry((&l.lock, l.slot, l.token, *ttl)).or_insert(i))
+                (
+                    i,
+                    *first.entry((&l.lock, l.slot, l.token, *ttl)).or_insert(i),
+                )
             })
             .collect();
         let renewals = futures::future::join_all(
@@ -132,7 +135,11 @@ impl DynamoDbStore {
         // The others once each, after the renewals (which keep the sessions they join alive):
         // a period claim's lease alone (its ledger is judged by its own term), any other
         // attached to the session of its lease length.
-        let distinct: Vec<usize> = alone.iter().filter(|(i, f)| i == f).map(|&(i, _)| i).collect();
+        let distinct: Vec<usize> = alone
+            .iter()
+            .filter(|(i, f)| i == f)
+            .map(|&(i, _)| i)
+            .collect();
         let mut sessions: HashMap<Duration, StoreResult<String>> = HashMap::new();
         for &i in &distinct {
             let ttl = leases[i].1;
@@ -219,7 +226,11 @@ impl DynamoDbStore {
         leases: &[(Lease, Duration)],
     ) -> Vec<(usize, StoreResult<Extension>)> {
         let now = host_epoch_ms();
-        let longest = entries.iter().map(|&i| leases[i].1).max().unwrap_or_default();
+        let longest = entries
+            .iter()
+            .map(|&i| leases[i].1)
+            .max()
+            .unwrap_or_default();
         let expiry = now.saturating_add(ms(longest));
         let pending = self.sessions.pending(id);
         let (update, names, tokens): (&str, &'static [&'static str], Option<&BTreeSet<String>>) =
@@ -240,7 +251,12 @@ impl DynamoDbStore {
                     .set_expression_attribute_names(Some(Self::names(names)))
                     .set_expression_attribute_values(Some(
                         tokens
-                            .map(|t| (":tokens".to_owned(), AttributeValue::Ss(t.iter().cloned().collect())))
+                            .map(|t| {
+                                (
+                                    ":tokens".to_owned(),
+                                    AttributeValue::Ss(t.iter().cloned().collect()),
+                                )
+                            })
                             .into_iter()
                             .collect(),
                     ))
@@ -287,7 +303,10 @@ impl DynamoDbStore {
             Ok(None) => {
                 info!(session = id, "session ended: its leases are lost");
                 self.sessions.ended(id);
-                return entries.iter().map(|&i| (i, Ok(Extension::NotHeld))).collect();
+                return entries
+                    .iter()
+                    .map(|&i| (i, Ok(Extension::NotHeld)))
+                    .collect();
             }
             Err(e) => return entries.iter().map(|&i| (i, Err(copy(&e)))).collect(),
         };
