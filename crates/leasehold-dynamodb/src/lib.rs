@@ -16,8 +16,9 @@
 //! | `fence` | strictly increasing per item; seeded from the clock (ms × 1000) when created |
 //! | `session` | the session the lease is attached to, if any: it is then held until the later of `leaseExpiry` and the session's end |
 //!
-//! An elector's leases renew together: each lease is attached to a session of its store instance
-//! at its first extension, and from then on one conditional `UpdateItem` of the session item
+//! An elector's leases renew together: each lease joins a session of its store instance (in its
+//! grant's write while the instance renews that session, else at its first extension), and from
+//! then on one conditional `UpdateItem` of the session item
 //! (`[PREFIX/]#session-ID`, see [`session_key`]) per beat keeps all of them alive, whatever
 //! their number (see [`DynamoDbStore`] and the `protocol` module).
 //!

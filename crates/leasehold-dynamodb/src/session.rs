@@ -39,6 +39,8 @@ struct Session {
     ttl: Duration,
     /// The end this instance last wrote, epoch ms.
     expiry: u64,
+    /// When this instance last renewed it (epoch ms; 0 before its first renewal).
+    renewed_at: u64,
     /// Leases of it this instance still answers for.
     members: usize,
     /// Tokens the next renewal revokes (their release failed).
@@ -111,6 +113,19 @@ impl Sessions {
         (session.expiry >= now_ms.saturating_add(left)).then(|| id.clone())
     }
 
+    /// The session a grant of `ttl` at `now_ms` joins at once, if this instance is renewing one:
+    /// it was renewed within the last half lease and has half a lease left. (A grant made while
+    /// nothing renews a session stays on its own until its first extension attaches it.)
+    pub(crate) fn beating(&self, ttl: Duration, now_ms: u64) -> Option<String> {
+        let registry = self.lock();
+        let id = registry.current.get(&ttl)?;
+        let session = registry.sessions.get(id)?;
+        let half = ms(ttl / JOIN_LEFT_DIVISOR);
+        (session.expiry >= now_ms.saturating_add(half)
+            && session.renewed_at.saturating_add(half) >= now_ms)
+            .then(|| id.clone())
+    }
+
     /// A session opened for `ttl`, ending at `expiry`: new grants of `ttl` join it. Sessions
     /// that ended, or were replaced, and have no members left are forgotten.
     pub(crate) fn opened(&self, id: &str, ttl: Duration, expiry: u64) {
@@ -120,6 +135,7 @@ impl Sessions {
             Session {
                 ttl,
                 expiry,
+                renewed_at: 0,
                 members: 0,
                 revoke: BTreeSet::new(),
                 prune: BTreeSet::new(),
@@ -239,6 +255,7 @@ impl Sessions {
     pub(crate) fn renewed(
         &self,
         session: &str,
+        now_ms: u64,
         expiry: u64,
         revoked: &HashSet<String>,
     ) -> Vec<(Token, String)> {
@@ -253,6 +270,7 @@ impl Sessions {
         }
         if let Some(s) = registry.sessions.get_mut(session) {
             s.expiry = s.expiry.max(expiry);
+            s.renewed_at = s.renewed_at.max(now_ms);
             s.prune.extend(forget);
         }
         to_free
@@ -327,9 +345,16 @@ mod tests {
         let (a, gone) = (Token::random(), Token::random());
         sessions.join(a, "s1", "ka");
         let revoked: HashSet<String> = [a.to_hex(), gone.to_hex()].into_iter().collect();
+        assert_eq!(sessions.beating(TTL, 5_000), None, "not renewed yet");
         assert_eq!(
-            sessions.renewed("s1", 7_000, &revoked),
+            sessions.renewed("s1", 5_000, 7_000, &revoked),
             vec![(a, "ka".to_owned())]
+        );
+        assert_eq!(sessions.beating(TTL, 5_000).as_deref(), Some("s1"));
+        assert_eq!(
+            sessions.beating(TTL, 6_501),
+            None,
+            "no renewal for half a lease"
         );
         assert_eq!(sessions.known_expiry("s1"), 7_000);
         assert_eq!(

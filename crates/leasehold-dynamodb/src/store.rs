@@ -40,10 +40,10 @@ pub use leasehold::limits::MAX_SLOTS;
 ///   token and owner) so its fence survives; DynamoDB TTL on `ttl` (`leaseExpiry` + TTL padding)
 ///   cleans idle items up and never decides anything.
 /// * **Sessions: one write per beat** ([`extend_many`](LeaseStore::extend_many),
-///   [`renews_in_batches`](LeaseStore::renews_in_batches)): a lease's first extension attaches
-///   it to this instance's session of its lease length (one `UpdateItem` on its item); from
-///   then on one conditional `UpdateItem` of the session item renews every lease attached to
-///   it. An attached lease is held until the later of its own term and its session's end;
+///   [`renews_in_batches`](LeaseStore::renews_in_batches)): a grant made while this instance
+///   renews its session of the lease length joins it in the same write; an earlier one is
+///   attached at its first extension (one `UpdateItem` on its item). From then on one
+///   conditional `UpdateItem` of the session item renews every lease attached to it. An attached lease is held until the later of its own term and its session's end;
 ///   acquisition, state, listing and forced release read the session items the lock items name,
 ///   and a forced release revokes the lease in its session first, so that the holder's next
 ///   renewal answers `NotHeld` for it.

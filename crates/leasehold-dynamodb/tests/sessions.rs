@@ -519,3 +519,51 @@ async fn list_all(store: &DynamoDbStore) -> Vec<LockName> {
         }
     }
 }
+
+/// While a store instance renews its session, a new grant of the same lease length joins it at
+/// once (its item names the session and has no `ttl`), so its first extension costs nothing
+/// more: one request renews it with the others. A grant made while no session is renewed stays
+/// on its own until its first extension attaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_joins_the_session_being_renewed_at_once() {
+    let Some(endpoint) = common::ready().await else {
+        return;
+    };
+    const TTL: Duration = Duration::from_secs(20);
+    let (store, counter) = counted_store(&endpoint);
+    let first = grant(&store, &lock("join-first"), TTL).await;
+    let key = store.key(&first.lock, 0);
+    assert!(
+        raw(&store, &key).await.unwrap().get(x::SESSION).is_none(),
+        "alone at first"
+    );
+    for _ in 0..2 {
+        let answers = store
+            .extend_many(std::slice::from_ref(&(first.clone(), TTL)))
+            .await;
+        assert_eq!(extended(&answers), 1);
+    }
+    let session = session_of(&store, &first).await;
+    let joined = grant(&store, &lock("join-later"), TTL).await;
+    let item = raw(&store, &store.key(&joined.lock, 0)).await.unwrap();
+    assert_eq!(
+        item.get(x::SESSION),
+        Some(&AttributeValue::S(session.clone())),
+        "joined at its grant"
+    );
+    assert!(
+        !item.contains_key(x::TTL),
+        "no ttl under a session: {item:?}"
+    );
+    counter.take();
+    let both = entries(&[first.clone(), joined.clone()], TTL);
+    assert_eq!(extended(&store.extend_many(&both).await), 2);
+    let (sent, by_operation) = counter.take();
+    assert_eq!(sent, 1, "one request renews both: {by_operation:?}");
+    for lease in [&first, &joined] {
+        assert_eq!(
+            store.release(lease, Duration::ZERO).await.unwrap(),
+            Release::Released
+        );
+    }
+}

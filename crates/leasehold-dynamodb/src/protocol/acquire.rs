@@ -14,21 +14,22 @@ use tracing::debug;
 use super::conditional_failure;
 use super::expressions::{
     ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME, PERIOD_CONDITION, PERIOD_NAMES,
-    PERIOD_TAKEOVER_CONDITION, PERIOD_UPDATE, TAKEOVER_CONDITION,
+    PERIOD_TAKEOVER_CONDITION, PERIOD_UPDATE, SESSION_ACQUIRE_UPDATE, TAKEOVER_CONDITION,
 };
 use crate::clock::{fence_seed, ms, ttl_seconds};
 use crate::metrics::Operation;
 use crate::record::{Attributes, Item, n, ni, s};
 use crate::store::DynamoDbStore;
 
-/// One grant being tried: the request, the item, the clock it was computed at and the period
-/// window claimed.
+/// One grant being tried: the request, the item, the clock it was computed at, the period
+/// window claimed and the session it joins at once.
 #[derive(Clone, Copy)]
 struct Grant<'a> {
     req: &'a AcquireRequest,
     key: &'a str,
     now: u64,
     window: Option<leasehold::store::PeriodWindow>,
+    session: Option<&'a str>,
 }
 
 impl DynamoDbStore {
@@ -65,12 +66,19 @@ impl DynamoDbStore {
         let key = self.key(&req.lock, slot);
         let token = req.token.to_hex();
         let now = host_epoch_ms();
+        // A period claim's lease stays on its own (its ledger is judged by its own term); any
+        // other joins the session this instance is renewing, if any.
+        let session = match period {
+            None => self.sessions.beating(req.ttl, now),
+            Some(_) => None,
+        };
         let window = period.map(|p| p.window_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
         let grant = Grant {
             req,
             key: &key,
             now,
             window,
+            session: session.as_deref(),
         };
         let old = match self.send_grant(&grant, None).await? {
             Ok(attrs) => return self.granted(&grant, slot, &attrs),
@@ -85,6 +93,11 @@ impl DynamoDbStore {
                 fence = item.fence,
                 "retried acquire was already applied"
             );
+            if let Some(id) = session.as_deref()
+                && item.session.as_deref() == Some(id)
+            {
+                self.sessions.join(req.token, id, &key);
+            }
             let mut lease = item.lease(&req.lock, slot, req.token);
             lease.period =
                 period.map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
@@ -109,7 +122,8 @@ impl DynamoDbStore {
         })
     }
 
-    /// The lease a grant wrote (`attrs`, the item as it is now).
+    /// The lease a grant wrote (`attrs`, the item as it is now); one granted under a session
+    /// is a member of it.
     fn granted(
         &self,
         grant: &Grant<'_>,
@@ -118,6 +132,9 @@ impl DynamoDbStore {
     ) -> StoreResult<Acquisition> {
         let item = Item::parse(grant.key, attrs)?;
         debug!(key = grant.key, fence = item.fence, "acquired");
+        if let Some(id) = grant.session.filter(|_| grant.window.is_none()) {
+            self.sessions.join(grant.req.token, id, grant.key);
+        }
         let mut lease = item.lease(&grant.req.lock, slot, grant.req.token);
         lease.period = grant.window.map(|w| w.id);
         Ok(Acquisition::Elected(lease))
@@ -135,6 +152,7 @@ impl DynamoDbStore {
             key,
             now,
             window,
+            session,
         } = *grant;
         let expiry = now.saturating_add(ms(req.ttl));
         let condition = match (takeover, window) {
@@ -143,9 +161,10 @@ impl DynamoDbStore {
             (Some(_), None) => TAKEOVER_CONDITION,
             (Some(_), Some(_)) => PERIOD_TAKEOVER_CONDITION,
         };
-        let (update, names) = match window {
-            Some(_) => (PERIOD_UPDATE, PERIOD_NAMES),
-            None => (ACQUIRE_UPDATE, ACQUIRE_NAMES),
+        let (update, names) = match (window, session) {
+            (Some(_), _) => (PERIOD_UPDATE, PERIOD_NAMES),
+            (None, Some(_)) => (SESSION_ACQUIRE_UPDATE, ACQUIRE_NAMES),
+            (None, None) => (ACQUIRE_UPDATE, ACQUIRE_NAMES),
         };
         let mut values: Attributes = window
             .map(|w| {
@@ -159,10 +178,13 @@ impl DynamoDbStore {
                 .collect()
             })
             .unwrap_or_default();
-        values.insert(
-            ":ttl".to_owned(),
-            n(ttl_seconds(expiry, self.options.ttl_padding)),
-        );
+        match session.filter(|_| window.is_none()) {
+            Some(id) => values.insert(":session".to_owned(), s(id)),
+            None => values.insert(
+                ":ttl".to_owned(),
+                n(ttl_seconds(expiry, self.options.ttl_padding)),
+            ),
+        };
         match takeover {
             Some((held, old_session)) => {
                 values.insert(":held".to_owned(), s(held));

@@ -103,6 +103,13 @@ pub const ATTACH_UPDATE: &str = "SET #e = :expiry, #sid = :session REMOVE #x";
 /// Placeholders used by attaching a lease to a session.
 pub const ATTACH_NAMES: &[&str] = &["#t", "#e", "#sid", "#x"];
 
+/// Acquire joining a session at once: as [`ACQUIRE_UPDATE`], naming the session (`:session`)
+/// and without a `ttl`. Used while the store instance renews that session (it was renewed
+/// within half a lease): the grant needs no attachment at its first extension.
+pub const SESSION_ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, \
+     #n = :node, #a = :now, #e = :expiry, #sid = :session, #f = if_not_exists(#f, :seed) + :one \
+     REMOVE #x";
+
 /// Taking over an item that names a session, after a consistent read of that session found it
 /// ended (missing, or ended before `:stale`, with the item's own lease ended too) or the item's
 /// token revoked: the item is still exactly the grant read (`:held` its token, `:oldsession` its
@@ -318,7 +325,7 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 27] = [
+        let requests: [(&[&str], &[&str]); 29] = [
             (&[LIST_FILTER_PREFIXED], LIST_NAMES),
             (&[LIST_FILTER], LIST_NAMES),
             (&[STALE_FILTER], STALE_NAMES),
@@ -335,6 +342,8 @@ mod tests {
             (&[FORCE_CONDITION, FORCE_UPDATE], FORCE_NAMES),
             (&[LEASE_CHECK_CONDITION], LEASE_CHECK_NAMES),
             (&[HELD_CONDITION, ATTACH_UPDATE], ATTACH_NAMES),
+            (&[ACQUIRE_CONDITION, SESSION_ACQUIRE_UPDATE], ACQUIRE_NAMES),
+            (&[TAKEOVER_CONDITION, SESSION_ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[TAKEOVER_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
             (&[PERIOD_TAKEOVER_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
             (

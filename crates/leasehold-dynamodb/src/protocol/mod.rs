@@ -9,12 +9,12 @@
 //!
 //! | operation | request | atomic because |
 //! |---|---|---|
-//! | acquire one slot | `UpdateItem`, [`ACQUIRE_CONDITION`](expressions::ACQUIRE_CONDITION) / [`ACQUIRE_UPDATE`](expressions::ACQUIRE_UPDATE), `ALL_NEW`; on a failed condition the old item (`ALL_OLD`, or a `GetItem` where an emulator returns none) tells a retried grant from contention | one conditional write mints the fence and writes the lease |
+//! | acquire one slot | `UpdateItem`, [`ACQUIRE_CONDITION`](expressions::ACQUIRE_CONDITION) / [`ACQUIRE_UPDATE`](expressions::ACQUIRE_UPDATE) (or, while this instance renews a session of the lease length, [`SESSION_ACQUIRE_UPDATE`](expressions::SESSION_ACQUIRE_UPDATE): the grant joins it), `ALL_NEW`; on a failed condition the old item (`ALL_OLD`, or a `GetItem` where an emulator returns none) tells a retried grant from contention | one conditional write mints the fence and writes the lease |
 //! | take over a lease of a session | after the failed acquire above found an item naming a session: a consistent `GetItem` of the session item, then, if it ended (or is missing) with the lease's own term, or revoked the token, the acquire's `UpdateItem` with [`TAKEOVER_CONDITION`](expressions::TAKEOVER_CONDITION) (the exact token and session read) | tokens are never reused and an ended session is never renewed (its renewal is conditioned on not having ended, judged by the holder's clock within the tolerance), so what the read found still holds when the write lands; no transaction needed |
 //! | acquire with a period | `UpdateItem` on slot 0, [`PERIOD_CONDITION`](expressions::PERIOD_CONDITION) / [`PERIOD_UPDATE`](expressions::PERIOD_UPDATE): the grant and the ledger's new claim (over a lease of an ended session: [`PERIOD_TAKEOVER_CONDITION`](expressions::PERIOD_TAKEOVER_CONDITION)) | one conditional write |
 //! | acquire a group | a consistent `BatchGetItem` of every slot (and of the session items they name), then the one-slot `UpdateItem` on each slot free or stale, lowest first, until one is granted | each grant is one conditional write; the read only chooses where to try |
 //! | extend a lease alone (a period claim's, or another store instance's) | `UpdateItem`, [`HELD_CONDITION`](expressions::HELD_CONDITION) / [`EXTEND_UPDATE`](expressions::EXTEND_UPDATE) | one conditional write |
-//! | first extension of a lease: attach it to a session | `UpdateItem` on its item, [`HELD_CONDITION`](expressions::HELD_CONDITION) / [`ATTACH_UPDATE`](expressions::ATTACH_UPDATE): its own term moves, it names the session and loses its `ttl`; up to [`ATTACH_IN_FLIGHT`](crate::ATTACH_IN_FLIGHT) at once | one conditional write |
+//! | first extension of a lease granted on its own: attach it to a session | `UpdateItem` on its item, [`HELD_CONDITION`](expressions::HELD_CONDITION) / [`ATTACH_UPDATE`](expressions::ATTACH_UPDATE): its own term moves, it names the session and loses its `ttl`; up to [`ATTACH_IN_FLIGHT`](crate::ATTACH_IN_FLIGHT) at once | one conditional write |
 //! | open a session | `UpdateItem` creating `[PREFIX/]#session-ID` (random id), [`OPEN_SESSION_CONDITION`](expressions::OPEN_SESSION_CONDITION) / [`OPEN_SESSION_UPDATE`](expressions::OPEN_SESSION_UPDATE); once per lease length, and again only after a session ended or ran low | one conditional write |
 //! | renew (a beat of `extend_many`) | **one `UpdateItem` per session**, whatever its number of leases: [`RENEW_SESSION_CONDITION`](expressions::RENEW_SESSION_CONDITION) / [`RENEW_SESSION_UPDATE`](expressions::RENEW_SESSION_UPDATE) (or with `ADD`/`DELETE` of `revoked`), `ALL_NEW`: the revoked tokens answer `NotHeld`, the others are extended | one conditional write on one item; a lease attached to it is held while the item's end is, so the write renews them all |
 //! | release | `UpdateItem`, [`HELD_CONDITION`](expressions::HELD_CONDITION) / [`RELEASE_UPDATE`](expressions::RELEASE_UPDATE): the item stays, with its fence; a lease of a session: [`SESSION_HELD_CONDITION`](expressions::SESSION_HELD_CONDITION) (token and session), held or not judged by the session's last renewal | one conditional write |
@@ -36,8 +36,10 @@
 //! attached lease is held until the later of its own term and its session's end (so a lock is
 //! never free earlier than its lease said), a forced release is seen by the holder's next
 //! renewal (the `revoked` set, returned by that very write), and a release frees its item at once.
-//! A lease joins a session at its first extension, not at its grant: a lease never extended stays
-//! what it was granted, and renewing a session moves only leases that asked to be extended.
+//! A grant joins a session at once only while this instance renews one (renewed within half a
+//! lease: its elector is heartbeating); otherwise at its first extension. So a lease taken by a
+//! process that renews nothing stays what it was granted, and the leases of a heartbeating
+//! process cost one write each to take and nothing more to keep.
 //!
 //! A failed condition is contention or a lease no longer held, never an error: the request
 //! answers `Taken`, `NotHeld` or `None`, as its method says.

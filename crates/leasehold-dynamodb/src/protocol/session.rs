@@ -2,11 +2,13 @@
 //! under it alive, so that a beat's renewals are one conditional `UpdateItem` per session
 //! instead of one per lease (see the protocol table in the module above).
 //!
-//! * **Attach**: a lease is granted on its own (its own term, as before sessions). Its first
-//!   extension attaches it to the session of its lease length (one conditional `UpdateItem` on
-//!   its item, [`ATTACH_UPDATE`]), opening that session first if none has half a lease left
-//!   ([`OPEN_SESSION_CONDITION`], a random id). So a lease that is never extended never depends
-//!   on a session, and renewing a session moves only leases that asked to be extended.
+//! * **Join or attach**: while this instance renews a session of a lease length (renewed within
+//!   half a lease), a grant of that length names it in the grant's own write. Otherwise the lease
+//!   is granted on its own (its own term, as before sessions) and its first extension attaches
+//!   it to the session of its lease length (one conditional `UpdateItem` on its item,
+//!   [`ATTACH_UPDATE`]), opening that session first if none has half a lease left
+//!   ([`OPEN_SESSION_CONDITION`], a random id). So a lease taken while nothing is renewed never
+//!   depends on a session before it is extended.
 //! * **Renew** ([`extend_many`](leasehold::LeaseStore::extend_many)): the entries of each session
 //!   go as one `UpdateItem` ([`RENEW_SESSION_CONDITION`]) that returns the item, so the holder
 //!   reads the tokens forced releases revoked: those answer `NotHeld`, the others are extended.
@@ -310,7 +312,9 @@ impl DynamoDbStore {
             }
             Err(e) => return entries.iter().map(|&i| (i, Err(copy(&e)))).collect(),
         };
-        let to_free = self.sessions.renewed(id, record.expiry, &record.revoked);
+        let to_free = self
+            .sessions
+            .renewed(id, now, record.expiry, &record.revoked);
         let answers = entries
             .iter()
             .map(|&i| {
