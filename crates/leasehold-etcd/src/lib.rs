@@ -3,14 +3,15 @@
 //! [`EtcdStore`]: a [`leasehold::LeaseStore`] on an etcd v3 cluster through etcd-client — the
 //! first consensus-backed store: a lease survives the loss of a minority of members.
 //!
-//! * each grant is an **etcd lease** (server-side TTL: the requested lease rounded up to whole
-//!   seconds), and the slot key is attached to it, so etcd frees the lock when it runs out;
-//! * acquisition is one transaction (*key absent → put with the lease*), after a linearizable
-//!   read that recognises a retried request;
+//! * the slot keys a store acquires with one TTL are attached to one **etcd lease**, its
+//!   session (server-side TTL: the requested lease rounded up to whole seconds), so etcd frees
+//!   the locks when it runs out and renewing any number of leases is one keep-alive;
+//! * acquisition is one transaction (*key absent → put it on the session*; a group reads its
+//!   slots first);
 //! * the **fence** is the key's `create_revision`, strictly increasing per `(lock, slot)`
 //!   across the whole cluster, leader changes and member restarts;
-//! * extension keeps the etcd lease alive, release deletes the key, both as compare-and-swaps
-//!   conditioned on the holder's token;
+//! * extension keeps the session alive (and checks the key is still on it), release deletes
+//!   the key, both conditioned on the grant's revision;
 //! * release notifications come from one etcd watch per store;
 //! * every request has a deadline, and a request an endpoint refused (down, or cut off from the
 //!   majority) is sent to another endpoint.
@@ -56,6 +57,7 @@ mod opener;
 mod options;
 mod protocol;
 mod record;
+mod session;
 mod store;
 mod url;
 mod watch;

@@ -28,6 +28,9 @@ pub(crate) struct Record {
     pub(crate) granted: i64,
     pub(crate) mod_revision: i64,
     pub(crate) lease_id: i64,
+    /// True if the key is attached to a session (its etcd lease is shared with other keys and
+    /// must never be revoked for this one).
+    pub(crate) session: bool,
 }
 
 impl std::ops::Deref for Record {
@@ -43,9 +46,23 @@ impl std::ops::DerefMut for Record {
     }
 }
 
+/// The state field of a lease on an etcd lease of its own.
+const STATE_OWN: &str = "0";
+/// The state field of a released lease (kept, with linger, until its etcd lease ends).
+const STATE_RELEASED: &str = "1";
+/// The state field of a lease on a session.
+const STATE_SESSION: &str = "2";
+
 /// The value of a slot key: `leasehold/1 <token> <acquired ms> <expires ms> <asked s> <granted s>
-/// <released 0|1> <owner>` (the owner last: it may contain spaces).
+/// <state> <owner>` (the owner last: it may contain spaces). The state is `0` for a lease on an
+/// etcd lease of its own, `1` once released, `2` for a lease on a session (older versions read
+/// anything but `1` as held).
 pub(crate) fn encode(r: &Record) -> String {
+    let state = match (r.released, r.session) {
+        (true, _) => STATE_RELEASED,
+        (false, true) => STATE_SESSION,
+        (false, false) => STATE_OWN,
+    };
     encode_record(
         &[
             &r.token.to_hex(),
@@ -53,7 +70,7 @@ pub(crate) fn encode(r: &Record) -> String {
             &r.expires_ms,
             &r.asked,
             &r.granted,
-            &u8::from(r.released),
+            &state,
         ],
         &r.owner,
     )
@@ -65,7 +82,8 @@ impl Record {
         let (_, slot) = keys.parse(kv.key())?;
         let mut f = RecordFields::parse(std::str::from_utf8(kv.value()).ok()?, 7)?;
         let (token, acquired_ms, expires_ms) = (f.token()?, f.number()?, f.number()?);
-        let (asked, granted, released) = (f.number()?, f.number()?, f.flag()?);
+        let (asked, granted, state) = (f.number()?, f.number()?, f.text()?);
+        let (released, session) = (state == STATE_RELEASED, state == STATE_SESSION);
         Some(Self {
             held: SlotRecord {
                 slot,
@@ -80,6 +98,7 @@ impl Record {
             granted,
             mod_revision: kv.mod_revision(),
             lease_id: kv.lease(),
+            session,
         })
     }
 }
@@ -170,6 +189,7 @@ mod tests {
             granted: 2,
             mod_revision: 0,
             lease_id: 0,
+            session: false,
         };
         let text = encode(&r);
         assert!(text.starts_with("leasehold/1 "), "{text}");

@@ -19,23 +19,26 @@ use crate::keys::Keys;
 use crate::link::{Link, install_tls_provider, tls_options};
 use crate::options::EtcdOptions;
 use crate::protocol;
+use crate::session::Sessions;
 use crate::url::parse;
 use crate::watch;
 
 /// A lease store on an etcd v3 cluster, through etcd-client.
 ///
 /// * Slot `n` of lock `L` is the key `<prefix>/L/n` (a `/` inside `L` written `%2F`, so one
-///   lock's keys never nest under another's), attached to an **etcd lease** granted for
-///   that one acquisition with the requested TTL rounded **up** to whole seconds: etcd deletes
-///   the key when the lease runs out, by its own (leader's) clock.
-/// * Acquisition is a linearizable read (a retried request finds its own grant), a lease grant,
-///   and one transaction: *if the lowest free slot's key is still absent, put it with the lease*.
+///   lock's keys never nest under another's), attached to the store's **session** for the
+///   lease's TTL: one etcd lease per TTL (rounded **up** to whole seconds) that all the store's
+///   keys of that TTL share. etcd deletes them when it runs out, by its own (leader's) clock.
+/// * Acquiring a single-slot lock is one transaction: *if slot 0's key is absent, put it on the
+///   session* (else read the lock back, where a retried request finds its own grant). A group
+///   reads its slots first to find the lowest free one.
 /// * The **fence** is the key's `create_revision`: etcd's cluster-wide revision only grows,
 ///   across leader changes, member restarts and compaction, so fences strictly increase per
 ///   `(lock, slot)`. They are large numbers (the cluster's write count), not 1, 2, 3.
-/// * Extension keeps the etcd lease alive (or moves the key to a new etcd lease when the TTL
-///   changes); release deletes the key and revokes the lease; both are compare-and-swaps on the
-///   key's revision after checking the token, so a stale holder changes nothing.
+/// * Renewing every lease of one TTL ([`extend_many`](LeaseStore::extend_many), what the
+///   elector's heartbeat sends) is one keep-alive of the session and one read of the keys still
+///   on it, whatever their number; release is one delete conditioned on the grant's revision.
+///   A stale holder changes nothing.
 /// * Expiries are this host's clock when the request was sent plus the TTL etcd granted, so
 ///   they never come after etcd's own expiry.
 /// * Releases wake local waiters through one etcd watch per store.
@@ -58,6 +61,7 @@ use crate::watch;
 pub struct EtcdStore {
     pub(crate) link: Arc<Link>,
     pub(crate) keys: Keys,
+    sessions: Sessions,
     options: EtcdOptions,
     notifications: ServerNotifications,
     description: String,
@@ -175,6 +179,7 @@ impl EtcdStore {
         Self {
             link: Arc::new(link),
             keys: Keys::new(&options.prefix),
+            sessions: Sessions::default(),
             notifications: ServerNotifications::new(options.notifications()),
             description,
             options,
@@ -255,17 +260,28 @@ impl LeaseStore for EtcdStore {
         req.check()?;
         req.check_owner()?;
         if let Some(period) = req.period {
-            return protocol::acquire_period(&self.link, &self.keys, req, period).await;
+            return protocol::acquire_period(&self.link, &self.keys, &self.sessions, req, period)
+                .await;
         }
-        Ok(protocol::acquire(&self.link, &self.keys, req).await?.into())
+        protocol::acquire(&self.link, &self.keys, &self.sessions, req).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        protocol::extend(&self.link, &self.keys, lease, ttl).await
+        protocol::extend(&self.link, &self.keys, &self.sessions, lease, ttl).await
+    }
+
+    /// The leases this store holds on one session: one keep-alive and one read of the session's
+    /// keys per session, whatever their number (see the `protocol` module).
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        protocol::extend_many(&self.link, &self.keys, &self.sessions, leases).await
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        protocol::release(&self.link, &self.keys, lease, linger).await
+        protocol::release(&self.link, &self.keys, &self.sessions, lease, linger).await
     }
 
     /// A read of the lock, then one transaction that marks the ledger's claim started if slot 0
@@ -287,7 +303,8 @@ impl LeaseStore for EtcdStore {
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
+        let mut held = protocol::read_lock(&self.link, &self.keys, lock).await?;
+        protocol::session_expiries(&self.link, &mut held.records).await?;
         Ok(LockState::new(
             lock.clone(),
             slots,

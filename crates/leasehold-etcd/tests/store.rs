@@ -81,8 +81,8 @@ async fn a_grant_is_a_key_on_an_etcd_lease_fenced_by_its_creation_revision() {
             .await
             .unwrap()
             .ttl()
-            <= 0,
-        "released: etcd lease revoked"
+            > 0,
+        "released: the key's etcd lease is the store's session, which lives on for its other keys"
     );
     let next = store
         .try_acquire(&request(&lock, 1, Duration::from_secs(5)))

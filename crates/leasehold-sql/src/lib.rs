@@ -100,6 +100,8 @@ mod options;
 mod parts;
 mod pool;
 mod protocol;
+#[cfg(feature = "mysql")]
+mod refused;
 mod rows;
 mod schema;
 mod store;

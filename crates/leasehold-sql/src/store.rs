@@ -38,6 +38,9 @@ use crate::schema::{LedgerColumns, Schema};
 ///   Rows from another boot are judged by the wall clock alone.
 /// * PostgreSQL wakes waiters on release with `LISTEN`/`NOTIFY`; SQLite and MySQL waiters poll with
 ///   jittered back-off.
+/// * MySQL's upsert is a write even when it changes nothing, so after a refusal the next attempts
+///   on that lock read its row first and write only when it looks free: a waiting follower writes
+///   nothing, and its refusals name the holder (and so when its lease could end).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -63,6 +66,10 @@ pub struct SqlStore {
     /// PostgreSQL).
     #[cfg(feature = "postgres")]
     pub(crate) contended: crate::contended::Contended,
+    /// The single-slot locks whose last acquisition was refused (MySQL: read before writing,
+    /// see `refused`).
+    #[cfg(feature = "mysql")]
+    refused: crate::refused::RefusedLocks,
 }
 
 impl SqlStore {
@@ -199,9 +206,35 @@ impl SqlStore {
             description,
             #[cfg(feature = "postgres")]
             contended: crate::contended::Contended::default(),
+            #[cfg(feature = "mysql")]
+            refused: crate::refused::RefusedLocks::default(),
             dialect,
             options,
         })
+    }
+
+    /// True if an acquisition of single-slot `lock` should read its slot before it writes: on
+    /// MySQL/MariaDB, after a refusal of the lock through this store (see `refused`).
+    fn reads_first(&self, lock: &LockName) -> bool {
+        #[cfg(feature = "mysql")]
+        if self.dialect == Dialect::MySql {
+            return self.refused.contains(lock);
+        }
+        let _ = lock;
+        false
+    }
+
+    /// Remembers whether the last acquisition of single-slot `lock` was `granted` (MySQL).
+    fn acquired(&self, lock: &LockName, granted: bool) {
+        #[cfg(feature = "mysql")]
+        if self.dialect == Dialect::MySql {
+            if granted {
+                self.refused.granted(lock);
+            } else {
+                self.refused.refused(lock);
+            }
+        }
+        let _ = (lock, granted);
     }
 
     fn notify_release(&self, lock: &LockName) {
@@ -224,16 +257,34 @@ impl LeaseStore for SqlStore {
             return q.claim_period(req, period, &token, waiters).await;
         }
         self.migrate().await?;
-        let (candidates, waiters) = if req.slots <= 1 {
-            (vec![0], self.waiters(waiter.as_deref()).await?)
+        let single = req.slots <= 1;
+        let (candidates, waiters) = if single {
+            let waiters = self.waiters(waiter.as_deref()).await?;
+            if self.reads_first(&req.lock) {
+                // Held by another node: a refusal without a write, naming the holder and so
+                // when its lease could end. Free, or held under this node id (perhaps by this
+                // very request, applied before): the upsert decides.
+                let rows = self.queries.state(&req.lock, 1).await?;
+                if let Some(holder) = holders(&rows).into_iter().find(|h| h.owner != *req.owner) {
+                    self.acquired(&req.lock, false);
+                    return Ok(Acquisition::Taken(Some(holder)));
+                }
+            }
+            (vec![0], waiters)
         } else {
             let slots = self.queries.candidate_slots(req, &token).await?;
             (slots, Waiters::Ignored)
         };
         for slot in candidates {
             if let Some(row) = self.queries.acquire(req, slot, &token, waiters).await? {
+                if single {
+                    self.acquired(&req.lock, true);
+                }
                 return Ok(Acquisition::Elected(lease(req, slot, row, None)));
             }
+        }
+        if single {
+            self.acquired(&req.lock, false);
         }
         if matches!(waiters, Waiters::Kept { .. }) {
             self.refused();

@@ -29,6 +29,10 @@
 //! Do not call these methods from inside an async context (they block the thread, and
 //! tokio refuses to block inside a runtime); use [`crate::Elector`] there.
 
+mod partition;
+
+pub use partition::Partition;
+
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 

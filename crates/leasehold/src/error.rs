@@ -176,6 +176,9 @@ pub enum Error {
     /// A period definition or claim that cannot be used (see [`PeriodError`]).
     #[error(transparent)]
     Period(#[from] crate::store::period::PeriodError),
+    /// A partition set was refused (see [`PartitionError`](crate::partition::PartitionError)).
+    #[error(transparent)]
+    Partition(#[from] crate::partition::PartitionError),
     /// The store failed.
     #[error("lock {lock}: {source}")]
     Store {

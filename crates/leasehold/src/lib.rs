@@ -23,6 +23,9 @@
 //! * With the `macros` feature, `#[leasehold::leader_only(elector = …, lock = "…", lease =
 //!   "30s")]` guards an `async fn` or method the way [`Elector::run_if_leader`] guards a closure,
 //!   with the lock name and durations checked at compile time.
+//! * [`partition`] spreads the shards of a [`PartitionSet`](partition::PartitionSet) over the
+//!   nodes that join it: each shard owned by one node at a time, with its own lease and fence,
+//!   balanced within one shard and moving as little as possible when nodes come and go.
 //! * [`Schedule`] runs periodic jobs once per period across replicas (period-aligned, checked by
 //!   the store's period ledger); [`blocking::Elector`] serves synchronous code.
 //! * [`shutdown_signal`] resolves on SIGINT or SIGTERM (what systemd, Kubernetes and docker
@@ -64,6 +67,7 @@ pub mod metrics;
 mod name;
 pub mod options;
 mod outcome;
+pub mod partition;
 pub mod schedule;
 pub mod shutdown;
 pub mod spans;
@@ -113,6 +117,11 @@ pub use leasehold_macros::leader_only;
 pub mod __private {
     pub use crate::macro_support::{Overrides, configure};
 }
+
+/// The manual page `docs/partitions.md`, compiled as doc tests so its code stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/partitions.md")]
+pub struct PartitionsDoctests;
 
 /// The manual page `docs/leasehold.md`, compiled as doc tests so its code stays true.
 #[cfg(doctest)]

@@ -17,6 +17,8 @@
 //! | locks in one page of a listing (`list_locks`, `status --all`) | [`MAX_LIST_LOCKS`] | 100 |
 //! | records one listing call reads | [`MAX_LIST_SCAN`] | 1000 |
 //! | list cursor | [`MAX_LIST_CURSOR_LEN`] | 32 KiB |
+//! | shards of a partition set | [`MAX_SHARDS`] | 65,536 |
+//! | weight of one member of a partition set | [`MAX_PARTITION_WEIGHT`] | 64 |
 //!
 //! Deadline arithmetic goes through [`deadline_after`], which saturates, so even a duration that
 //! slipped past a check cannot overflow an [`Instant`].
@@ -87,6 +89,25 @@ pub const MAX_LIST_SCAN: usize = 1000;
 /// for a position and [`MAX_LIST_LOCKS`] lock names of the longest length (a Redis cursor
 /// carries the names of one `SCAN` reply that did not fit in its page).
 pub const MAX_LIST_CURSOR_LEN: usize = 32 * 1024;
+
+/// The most shards a [`PartitionSet`](crate::partition::PartitionSet) may have: 65,536.
+///
+/// Why: every shard is a lock of its own, held by one member with a lease that member renews,
+/// and the assignment is computed over all shards each time it changes. 65,536 keeps the
+/// computation in the milliseconds and a member's register of held leases small, while leaving
+/// room for far more shards than members (a member holds one lease per shard it owns: spread
+/// over 16 members, 65,536 shards are 4,096 leases each). The shard number in a shard lock's
+/// name then has at most five digits.
+pub const MAX_SHARDS: u32 = 65_536;
+
+/// The largest [weight](crate::partition::PartitionSetBuilder::weight) of one member of a
+/// partition set: 64.
+///
+/// Why: a member's weight is the number of slots it holds in the set's member group (one lease
+/// per unit of weight, so every member reads the others' weights from the store), and a group
+/// has at most [`MAX_SLOTS`] slots. 64 lets one large node count for 64 small ones while a set
+/// still has room for 16 members of the largest weight.
+pub const MAX_PARTITION_WEIGHT: u32 = 64;
 
 /// A value beyond one of the [limits](self).
 ///

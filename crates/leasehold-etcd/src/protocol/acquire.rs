@@ -1,72 +1,137 @@
 //! Acquisitions: the lowest free slot, and slot 0 with the period ledger.
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
-use leasehold::store::{AcquireRequest, Acquisition, ClaimVerdict, LedgerText, StoreResult};
-use leasehold::{Lease, Period};
+use leasehold::store::{
+    AcquireRequest, Acquisition, ClaimVerdict, LedgerText, StoreError, StoreResult, ceil_millis,
+    time_at_ms,
+};
+use leasehold::{Holder, LockName, Period};
 
 use super::read::{Slots, read_lock, slots_read_back};
-use super::{granted_fence, new_grant, revoke_quietly, txn};
+use super::{granted_fence, secs_ms, session_expiry, session_record, ttl_secs, txn_on_session};
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{Ledger, encode, now_ms};
+use crate::record::{Ledger, Record, encode, now_ms};
+use crate::session::{Grant, Sessions};
 
-/// One acquisition: a linearizable read of the lock's slots (our own live grant is returned as
-/// is, so a retried request is recognised), then a lease grant and one transaction per attempt
-/// that puts the lowest free slot if it is still absent, or returns the slots as they are now.
+/// How many sessions one acquisition tries when etcd says the session it used is gone.
+const SESSION_TRIES: usize = 2;
+
+/// One acquisition, on the session for its TTL. A single-slot lock: one transaction that puts
+/// slot 0 if it is absent, or returns the lock's keys as they are (where a retried request finds
+/// its own grant). A group: a linearizable read of its slots first (our own live grant is
+/// returned as is), then per attempt one transaction that puts the lowest free slot if it is
+/// still absent, or returns the slots as they are now.
 pub(crate) async fn acquire(
     link: &Link,
     keys: &Keys,
+    sessions: &Sessions,
     req: &AcquireRequest,
-) -> StoreResult<Option<Lease>> {
+) -> StoreResult<Acquisition> {
     let sent_ms = now_ms();
-    let held = read_lock(link, keys, &req.lock).await?;
     let mine = |held: &Slots| {
         held.records
             .iter()
             .find(|r| r.answers(req, now_ms()))
             .cloned()
     };
-    if let Some(r) = mine(&held) {
-        return Ok(Some(r.lease(&req.lock)));
-    }
-    let Some(mut slot) = held.lowest_free(req.slots) else {
-        return Ok(None);
-    };
-    let mut record = new_grant(link, req, sent_ms, slot).await?;
-    let lease_id = record.lease_id;
-    for _ in 0..=req.slots.max(1) {
-        record.slot = slot;
-        let key = keys.slot(&req.lock, slot);
-        let t = Txn::new()
-            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.as_str(),
-                encode(&record),
-                Some(PutOptions::new().with_lease(lease_id)),
-            )])
-            .or_else([TxnOp::get(
-                keys.lock(&req.lock),
-                Some(GetOptions::new().with_prefix()),
-            )]);
-        let resp = txn(link, "an acquisition", t).await?;
-        if resp.succeeded() {
-            record.fence = granted_fence(&resp)?;
-            return Ok(Some(record.lease(&req.lock)));
+    let mut slot = 0;
+    if req.slots > 1 {
+        let held = read_lock(link, keys, &req.lock).await?;
+        if let Some(r) = mine(&held) {
+            return Ok(Acquisition::Elected(r.lease(&req.lock)));
         }
-        let now = slots_read_back(keys, resp);
-        if let Some(r) = mine(&now) {
-            if r.lease_id != lease_id {
-                revoke_quietly(link, lease_id).await;
+        let Some(free) = held.lowest_free(req.slots) else {
+            return Ok(Acquisition::Taken(refusing(&held, req.slots)));
+        };
+        slot = free;
+    }
+    for _ in 0..SESSION_TRIES {
+        let (session, renewal) = sessions
+            .for_grant(link, ttl_secs(req.ttl), ceil_millis(req.ttl))
+            .await?;
+        let mut record = session_record(req, sent_ms, slot, sessions, (&session, renewal));
+        let mut session_gone = false;
+        for _ in 0..=req.slots.max(1) {
+            record.slot = slot;
+            let key = keys.slot(&req.lock, slot);
+            let _in_flight = sessions.pending(&req.lock, slot);
+            let t = Txn::new()
+                .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(
+                    key.as_str(),
+                    encode(&record),
+                    Some(PutOptions::new().with_lease(session.id)),
+                )])
+                .or_else([TxnOp::get(
+                    keys.lock(&req.lock),
+                    Some(GetOptions::new().with_prefix()),
+                )]);
+            let Some(resp) = txn_on_session(link, sessions, &session, renewal, t).await? else {
+                session_gone = true;
+                break;
+            };
+            if resp.succeeded() {
+                record.fence = granted_fence(&resp)?;
+                record.expires_ms = record
+                    .expires_ms
+                    .min(session_expiry(sessions, &session, sent_ms, req.ttl));
+                remember(sessions, &req.lock, &record);
+                return Ok(Acquisition::Elected(record.lease(&req.lock)));
             }
-            return Ok(Some(r.lease(&req.lock)));
+            let now = slots_read_back(keys, resp);
+            if let Some(r) = mine(&now) {
+                remember(sessions, &req.lock, &r);
+                return Ok(Acquisition::Elected(r.lease(&req.lock)));
+            }
+            match now.lowest_free(req.slots) {
+                Some(s) => slot = s,
+                None => return Ok(Acquisition::Taken(refusing(&now, req.slots))),
+            }
         }
-        match now.lowest_free(req.slots) {
-            Some(s) => slot = s,
-            None => break,
+        if !session_gone {
+            // The free slots kept being taken under us: as busy as a full lock.
+            return Ok(Acquisition::Taken(None));
         }
     }
-    revoke_quietly(link, lease_id).await;
-    Ok(None)
+    Err(StoreError::transient(
+        "etcd dropped the session lease of every acquisition attempt; try again",
+    ))
+}
+
+/// The holder a refusal names: of the lock's slots below `slots`, the one whose lease ends
+/// first. A lease on a session whose recorded expiry has passed was renewed since through its
+/// session, which its holder renews every third of a lease: it ends at the latest a lease (as
+/// asked) from now, and etcd's watch says when its key goes before that.
+fn refusing(held: &Slots, slots: u32) -> Option<Holder> {
+    let now = now_ms();
+    held.records
+        .iter()
+        .filter(|r| r.slot < slots.max(1))
+        .map(|r| {
+            let mut holder = r.holder();
+            if r.session && r.expires_ms <= now {
+                holder.expires_at = time_at_ms(now.saturating_add(secs_ms(r.asked)));
+            }
+            holder
+        })
+        .min_by_key(|h| h.expires_at)
+}
+
+/// Remembers `record` as this store's grant if it is on one of its sessions.
+fn remember(sessions: &Sessions, lock: &LockName, record: &Record) {
+    if record.session && sessions.is_session(record.lease_id) {
+        sessions.granted(
+            lock,
+            record.slot,
+            Grant {
+                token: record.token,
+                fence: record.fence,
+                session: record.lease_id,
+                expires_ms: record.expires_ms,
+            },
+        );
+    }
 }
 
 /// One acquisition claiming `period` of the ledger (slot 0 only): a linearizable read of the
@@ -80,6 +145,7 @@ pub(crate) async fn acquire(
 pub(crate) async fn acquire_period(
     link: &Link,
     keys: &Keys,
+    sessions: &Sessions,
     req: &AcquireRequest,
     period: Period,
 ) -> StoreResult<Acquisition> {
@@ -115,10 +181,13 @@ pub(crate) async fn acquire_period(
     if let Some(answer) = judged(&held) {
         return Ok(answer);
     }
-    let mut record = new_grant(link, req, sent_ms, 0).await?;
-    let lease_id = record.lease_id;
+    let (mut session, mut renewal) = sessions
+        .for_grant(link, ttl_secs(req.ttl), ceil_millis(req.ttl))
+        .await?;
+    let mut record = session_record(req, sent_ms, 0, sessions, (&session, renewal));
     let key = keys.slot(&req.lock, 0);
     let ledger_key = keys.ledger(&req.lock);
+    let _in_flight = sessions.pending(&req.lock, 0);
     // A ledger that keeps changing under us is only ever replaced by other grants (or marked
     // started by their holders); a few rounds settle it (each round either grants, refuses, or
     // sees a newer ledger).
@@ -146,7 +215,7 @@ pub(crate) async fn acquire_period(
                 TxnOp::put(
                     key.as_str(),
                     encode(&record),
-                    Some(PutOptions::new().with_lease(lease_id)),
+                    Some(PutOptions::new().with_lease(session.id)),
                 ),
                 TxnOp::put(ledger_key.as_str(), claim.as_str(), None),
             ])
@@ -154,23 +223,34 @@ pub(crate) async fn acquire_period(
                 keys.lock(&req.lock),
                 Some(GetOptions::new().with_prefix()),
             )]);
-        let resp = txn(link, "an acquisition", t).await?;
+        let Some(resp) = txn_on_session(link, sessions, &session, renewal, t).await? else {
+            // The session is gone: the next round puts the key on a new one.
+            (session, renewal) = sessions
+                .for_grant(link, ttl_secs(req.ttl), ceil_millis(req.ttl))
+                .await?;
+            record = session_record(req, sent_ms, 0, sessions, (&session, renewal));
+            continue;
+        };
         if resp.succeeded() {
             record.fence = granted_fence(&resp)?;
+            record.expires_ms = record
+                .expires_ms
+                .min(session_expiry(sessions, &session, sent_ms, req.ttl));
+            remember(sessions, &req.lock, &record);
             let mut lease = record.lease(&req.lock);
             lease.period = Some(window.id);
             return Ok(Acquisition::Elected(lease));
         }
         held = slots_read_back(keys, resp);
         if let Some(lease) = mine(&held) {
-            revoke_quietly(link, lease_id).await;
+            if let Some(r) = held.records.iter().find(|r| r.slot == 0) {
+                remember(sessions, &req.lock, r);
+            }
             return Ok(Acquisition::Elected(lease));
         }
         if let Some(answer) = judged(&held) {
-            revoke_quietly(link, lease_id).await;
             return Ok(answer);
         }
     }
-    revoke_quietly(link, lease_id).await;
     Ok(Acquisition::Taken(None))
 }

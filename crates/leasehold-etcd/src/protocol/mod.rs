@@ -2,31 +2,42 @@
 //!
 //! | operation | requests | atomic by |
 //! |---|---|---|
-//! | read a lock (`state`) | one linearizable range get of `<prefix>/<lock>/` (its slot keys and its ledger) | one read |
-//! | acquire | a read of the lock; a lease grant (the TTL rounded up to whole seconds); then per attempt one transaction: *if* the lowest free slot's key has `create_revision` 0, put the record with the lease, *else* get the lock's range | the compare on `create_revision`: the key is created once |
-//! | acquire with a period | a read of the lock; a lease grant; then per attempt one transaction: *if* slot 0's key is absent *and* the ledger's `mod_revision` is the one read (or it is absent), put slot 0 with the lease **and** the ledger (the new claim, not started), *else* get the lock's range | one transaction over both keys |
+//! | read a lock (`state`) | one linearizable range get of `<prefix>/<lock>/` (its slot keys and its ledger); for keys on a session whose stored expiry has passed, one `LeaseTimeToLive` per distinct session | one read |
+//! | acquire, one slot | one transaction: *if* slot 0's key has `create_revision` 0, put the record attached to the session, *else* get the lock's range (where a retried request finds its own grant). A session with less than a third of its TTL left is kept alive first; one that would end before the new lease gets a keep-alive sent beside the transaction, unless one was sent less than a second (or a tenth of its TTL) ago: the lease then ends with the session | the compare on `create_revision`: the key is created once |
+//! | acquire, a group | a read of the lock (our own live grant returned as is), then per attempt the transaction above on the lowest free slot | as above |
+//! | acquire with a period | a read of the lock; then per attempt one transaction: *if* slot 0's key is absent *and* the ledger's `mod_revision` is the one read (or it is absent), put slot 0 on the session **and** the ledger (the new claim, not started), *else* get the lock's range | one transaction over both keys |
 //! | start a period | a read of the lock; then one transaction: *if* slot 0's and the ledger's `mod_revision` are as read, put the ledger marked started, *else* get the lock's range | one transaction over both keys |
 //! | period record | one get of `<prefix>/<lock>/ledger` | one read |
 //! | clear the ledger | one get of the ledger key; then one transaction: *if* its `mod_revision` is as read, delete it | the compare on `mod_revision` |
-//! | extend | one get of the slot key; the same TTL: a lease keep-alive, another TTL: a lease grant; then one transaction: *if* the key's `mod_revision` is as read, put the record with the new expiry (on the new lease, or keeping the key's); the old lease revoked after a move | the compare on `mod_revision` |
-//! | release | one get of the slot key; then one transaction: *if* its `mod_revision` is as read, delete it (the lease revoked after), or with a linger put it marked released (moved to a lease of the linger when that ends sooner) | the compare on `mod_revision` |
-//! | force release | a read of the lock; then one transaction per 100 live slots: *if* every `mod_revision` is as read, delete them all; their leases revoked after | the compares on `mod_revision` |
-//! | list | one range get over `[<prefix>/0, <prefix>/{)` with a limit (the `list` module) | one read |
+//! | extend many (`extend_many`), the grants of this store on a session of the same TTL | per session, whatever the number of leases: one keep-alive and, beside it, one `LeaseTimeToLive` with the keys attached; a lease is extended if its key is still attached and it has not run out. Keys on the session no live grant accounts for are deleted, one transaction per 100 (*if* still on the session) | the keep-alive; each key's presence on the session |
+//! | extend, a grant on a session of the same TTL | as `extend_many` with one lease | |
+//! | extend, any other key on a session | a get of the slot key; the same TTL: a keep-alive of its session; another TTL: one transaction *if* the key's `mod_revision` is as read, move it to this store's session for that TTL | the compare on `mod_revision` |
+//! | extend, a key on its own etcd lease (an earlier version's) | one get of the slot key; the same TTL: a lease keep-alive, another TTL: a lease grant; then one transaction: *if* the key's `mod_revision` is as read, put the record with the new expiry (on the new lease, or keeping the key's); the old lease revoked after a move | the compare on `mod_revision` |
+//! | release, a grant of this store on a session | one transaction: *if* the key's `create_revision` and `mod_revision` are both the fence (the grant's key, never rewritten), delete it | the compares |
+//! | release, otherwise | one get of the slot key; then one transaction: *if* its `mod_revision` is as read, delete it (an etcd lease of its own revoked after, never a session), or with a linger put it marked released on a new etcd lease of the linger | the compare on `mod_revision` |
+//! | force release | a read of the lock; then one transaction per 100 live slots: *if* every `mod_revision` is as read, delete them all; etcd leases of their own revoked after (sessions are not: their holders learn at the next renewal) | the compares on `mod_revision` |
+//! | list | one range get over `[<prefix>/0, <prefix>/{)` with a limit (the `list` module), and the session reads of `state` | one read |
 //! | release signal | one watch on `<prefix>/` for deletes (the `watch` module) | — |
 //!
 //! * The **fence** is the slot key's `create_revision`: the cluster-wide revision of the put that
 //!   created it. Revisions only grow (across leaders, member restarts and compaction), and a key
 //!   is created again only after it was deleted, so every grant of a slot gets a higher fence.
-//! * Every change after the grant is a compare-and-swap on the key's `mod_revision` read just
-//!   before, after checking the token and fence in what was read: nothing changes a lease its
-//!   holder no longer holds.
-//! * Each slot key is attached to an etcd lease granted for its one acquisition, so etcd deletes
-//!   it when the lease runs out.
+//! * Every change after the grant is conditioned on the key being the grant's: its
+//!   `create_revision` (and `mod_revision`) as granted, or as read just before after checking
+//!   the token and fence in what was read. Nothing changes a lease its holder no longer holds.
+//! * **Sessions** (the `session` module): a store attaches every key it acquires with one TTL
+//!   (rounded up to whole seconds) to one etcd lease, kept alive by one keep-alive per renewal
+//!   for all of them, as etcd's own `concurrency.Session`. etcd deletes them all when it runs
+//!   out: a lost session frees its locks no earlier than etcd's TTL, counted from the last
+//!   keep-alive etcd received, which is never before the holder's own deadline (counted from
+//!   when it sent it). A lease that runs out while its session lives on has its key deleted at
+//!   the session's next renewal, so no key outlives its lease by more than a renewal period.
 
 mod acquire;
 mod extend_release;
 mod period;
 mod read;
+mod renew;
 
 use std::time::Duration;
 
@@ -37,11 +48,13 @@ use leasehold::store::{
 
 use crate::link::Link;
 use crate::record::{Record, encode};
+use crate::session::{Renewal, Session, Sessions};
 
 pub(crate) use acquire::{acquire, acquire_period};
 pub(crate) use extend_release::{extend, release};
 pub(crate) use period::{clear_period, period_record, start_period};
-pub(crate) use read::{force_release, read_lock};
+pub(crate) use read::{force_release, read_lock, session_expiries};
+pub(crate) use renew::extend_many;
 
 /// The longest TTL etcd grants, in seconds (etcd's `MaxLeaseTTL`).
 pub(crate) const MAX_TTL_SECS: i64 = 9_000_000_000;
@@ -61,7 +74,7 @@ pub(crate) fn ttl_secs(ttl: Duration) -> i64 {
         .min(MAX_TTL_SECS)
 }
 
-pub(super) fn secs_ms(secs: i64) -> u64 {
+pub(crate) fn secs_ms(secs: i64) -> u64 {
     u64::try_from(secs).unwrap_or(0).saturating_mul(1000)
 }
 
@@ -88,29 +101,77 @@ pub(crate) async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnRes
     .await
 }
 
-/// A fresh etcd lease for `req` and the record a grant on `slot` writes under it (fence and
-/// revision are filled in by the transaction that puts it).
-pub(super) async fn new_grant(
-    link: &Link,
+/// The record a grant of `req` on `slot` puts, attached to `session` (its fence and revision
+/// are filled in by the transaction that puts it). Its expiry is the one the grant will have:
+/// `ttl` from `sent_ms` when the session is renewed beside it, else at most the session's end
+/// ([`session_expiry`]); should the renewal fail, the grant's lease ends sooner than recorded.
+pub(super) fn session_record(
     req: &AcquireRequest,
     sent_ms: u64,
     slot: u32,
-) -> StoreResult<Record> {
-    let asked = ttl_secs(req.ttl);
-    let (lease_id, granted) = grant(link, asked).await?;
+    sessions: &Sessions,
+    (session, renewal): (&Session, Renewal),
+) -> Record {
     let mut held = SlotRecord::granted(req, slot, sent_ms);
-    held.expires_ms = expiry(sent_ms, req.ttl, granted);
-    Ok(Record {
+    held.expires_ms = match renewal {
+        Renewal::Beside => expiry(sent_ms, req.ttl, session.granted),
+        Renewal::None => session_expiry(sessions, session, sent_ms, req.ttl),
+    };
+    Record {
         held,
-        asked,
-        granted,
+        asked: session.asked,
+        granted: session.granted,
         mod_revision: 0,
-        lease_id,
-    })
+        lease_id: session.id,
+        session: true,
+    }
+}
+
+/// The expiry of a lease of `ttl` granted at `sent_ms` on `session`: `ttl` later, but never after
+/// the session's etcd lease as last renewed.
+pub(super) fn session_expiry(
+    sessions: &Sessions,
+    session: &Session,
+    sent_ms: u64,
+    ttl: Duration,
+) -> u64 {
+    let deadline = sessions
+        .by_id(session.id)
+        .map_or(session.deadline_ms(), |s| s.deadline_ms());
+    expiry(sent_ms, ttl, session.granted).min(deadline)
+}
+
+/// Sends `t`, an acquisition putting a key on `session`, with the session's keep-alive beside it
+/// when `renewal` asks for one. `None` when the session turned out to be gone (it is forgotten:
+/// try again on a new one).
+pub(super) async fn txn_on_session(
+    link: &Link,
+    sessions: &Sessions,
+    session: &Session,
+    renewal: Renewal,
+    t: Txn,
+) -> StoreResult<Option<TxnResponse>> {
+    let renew = async {
+        match renewal {
+            Renewal::Beside => sessions.keep_alive(link, session).await.map(Some),
+            Renewal::None => Ok(None),
+        }
+    };
+    let (resp, renewed) = tokio::join!(txn(link, "an acquisition", t), renew);
+    if matches!(renewed, Ok(Some(false))) {
+        return Ok(None);
+    }
+    match resp {
+        Err(e) if e.message().contains("lease not found") => {
+            sessions.lost(session.id);
+            Ok(None)
+        }
+        other => other.map(Some),
+    }
 }
 
 /// Grants an etcd lease of `secs` seconds: its id and the TTL etcd chose.
-pub(super) async fn grant(link: &Link, secs: i64) -> StoreResult<(i64, i64)> {
+pub(crate) async fn grant(link: &Link, secs: i64) -> StoreResult<(i64, i64)> {
     let resp = link
         .idempotent("a lease grant", |mut c| async move {
             c.lease_grant(secs, Some(LeaseGrantOptions::new())).await
@@ -143,7 +204,7 @@ pub(crate) async fn revoke_quietly(link: &Link, id: i64) {
 }
 
 /// Renews a lease to its granted TTL; `false` if it no longer exists.
-pub(super) async fn keep_alive(link: &Link, id: i64) -> StoreResult<bool> {
+pub(crate) async fn keep_alive(link: &Link, id: i64) -> StoreResult<bool> {
     link.idempotent("a lease keep-alive", |mut c| async move {
         match c.lease_keep_alive(id).await {
             Ok(_) => Ok(true),

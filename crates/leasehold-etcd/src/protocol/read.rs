@@ -1,5 +1,6 @@
 //! Reading a lock's keys, and the forced release that deletes what it read.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use etcd_client::{
@@ -8,10 +9,10 @@ use etcd_client::{
 use leasehold::store::{StoreError, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName};
 
-use super::{revoke_quietly, txn};
+use super::{revoke_quietly, secs_ms, txn};
 use crate::keys::Keys;
 use crate::link::Link;
-use crate::record::{Ledger, Record, decode_ledger};
+use crate::record::{Ledger, Record, decode_ledger, now_ms};
 
 /// How many keys one forced-release transaction deletes (etcd allows 128 operations by default).
 const FORCE_CHUNK: usize = 100;
@@ -93,6 +94,38 @@ pub(super) async fn read_slot(
     Ok(Slots::read(keys, resp.kvs()).records.into_iter().next())
 }
 
+/// Brings the expiry of each record on a session whose stored expiry has passed up to date: its
+/// holder kept it since through its session, without rewriting it. The session's remaining TTL
+/// (one `LeaseTimeToLive` per distinct session; etcd counts it in whole seconds, rounded down),
+/// less what etcd added to the TTL asked, is then the latest the lease can end. A stored expiry
+/// that has not passed is the lease's as granted, and stays.
+pub(crate) async fn session_expiries<'a>(
+    link: &Link,
+    records: impl IntoIterator<Item = &'a mut Record>,
+) -> StoreResult<()> {
+    let mut records: Vec<&mut Record> = records.into_iter().collect();
+    let now = now_ms();
+    let ids: BTreeSet<i64> = records
+        .iter()
+        .filter(|r| r.session && r.expires_ms <= now)
+        .map(|r| r.lease_id)
+        .collect();
+    for id in ids {
+        let resp = link
+            .idempotent("a session read", |mut c| async move {
+                c.lease_time_to_live(id, None).await
+            })
+            .await?;
+        let (left, granted) = (resp.ttl(), resp.granted_ttl());
+        for r in records.iter_mut().filter(|r| r.session && r.lease_id == id) {
+            let extra = granted.saturating_sub(r.asked).max(0);
+            let until = now.saturating_add(secs_ms(left.saturating_sub(extra)));
+            r.expires_ms = r.expires_ms.max(until);
+        }
+    }
+    Ok(())
+}
+
 /// The lock's slots as a failed acquisition transaction read them back (its `or_else` get).
 pub(super) fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
     resp.op_responses()
@@ -105,8 +138,9 @@ pub(super) fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
 }
 
 /// Deletes every live slot of `lock` among `slots` whatever its token (compare-and-swap on what
-/// was read, re-read if the lock changed meanwhile), revokes their etcd leases, and returns the
-/// holders as they were.
+/// was read, re-read if the lock changed meanwhile), revokes their etcd leases unless they are
+/// sessions (which other locks' keys share: their holders learn at their next renewal that
+/// these keys are gone), and returns the holders as they were.
 pub(crate) async fn force_release(
     link: &Link,
     keys: &Keys,
@@ -145,7 +179,9 @@ pub(crate) async fn force_release(
             .succeeded()
             {
                 for r in chunk {
-                    revoke_quietly(link, r.lease_id).await;
+                    if !r.session {
+                        revoke_quietly(link, r.lease_id).await;
+                    }
                     freed.push(r.holder());
                 }
             } else {

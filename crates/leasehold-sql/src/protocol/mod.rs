@@ -8,7 +8,7 @@
 //!
 //! | operation | statements | atomic by |
 //! |---|---|---|
-//! | acquire one slot | `acquire`: an upsert that takes the row only if free or already this token's (MySQL: then `read_own`); with hand-off (PostgreSQL) `acquire_alone`, unless the store recently met contention, then `acquire`, which honours the keep and records a refused waiter | one statement on the row |
+//! | acquire one slot | `acquire`: an upsert that takes the row only if free or already this token's (MySQL: then `read_own`; and after a refusal of the lock, `state` first, the upsert only if the slot is free or held under the request's node id, so a waiting follower writes nothing and learns the holder's expiry); with hand-off (PostgreSQL) `acquire_alone`, unless the store recently met contention, then `acquire`, which honours the keep and records a refused waiter | one statement on the row |
 //! | acquire in a group | `group_slots` to order the tries (one this token holds, then free slots, lowest first), then `acquire` per slot until one is granted | each upsert alone; the read only orders them |
 //! | acquire with a period | `acquire_period` (PostgreSQL with hand-off: its own), which judges the ledger and writes the grant and the new claim; a refusal is judged by the ledger, returned in the same round trip on PostgreSQL, else read with `read_period`, and tried once more if the ledger then allows it | one statement on slot 0's row |
 //! | start a period | `start_period`: the claim marked started, by the lease's token and the claim's | one `UPDATE` |

@@ -70,6 +70,7 @@ pub use release::{
     dropped_future_releases, lost_grant_answer_leaves_no_lock,
 };
 pub use session::{
+    a_session_lost_frees_every_lease_no_earlier_than_its_lease,
     many_leases_renew_together_and_lose_only_the_one_taken,
     restart_with_the_same_node_id_waits_out_old_leases, store_extend_many_answers_each_lease,
 };

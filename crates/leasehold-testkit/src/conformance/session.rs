@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use leasehold::store::{AcquireRequest, Acquisition, Extension, Release, Token};
 use leasehold::{Lease, LeaseStore, LockName, LostReason};
-use tokio::time::{sleep, timeout};
+use tokio::time::{Instant, sleep, timeout};
 
-use super::support::{SLACK, elected, ms, node, node_with, ok, options, skipped};
+use super::support::{EARLY, SLACK, elected, ms, node, node_with, ok, options, skipped};
 use crate::factory::StoreFactory;
 use crate::names::unique_name;
 
@@ -263,5 +263,162 @@ pub async fn restart_with_the_same_node_id_waits_out_old_leases(factory: &dyn St
         );
         assert!(guard.fence() > fence, "{name}: the fence must rise");
         assert_eq!(ok(guard.release().await, "release"), Release::Released);
+    }
+}
+
+/// A process that stops renewing while it holds many leases — 16 locks and the 8 slots of a
+/// group, all granted to one store client — loses them no earlier than each lease says: just
+/// before the leases could end, another client is refused every one of them; after their
+/// expiry it is granted every one (with a higher fence); and the old holder's `extend_many`,
+/// sent when half of them are taken and half only expired, answers `NotHeld` for each without
+/// reviving any.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave leases behind until their expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn a_session_lost_frees_every_lease_no_earlier_than_its_lease(
+    factory: &dyn StoreFactory,
+) {
+    /// Long enough that 24 grants on a slow server fit well before the check.
+    const LEASE: Duration = Duration::from_secs(6);
+    /// How long before the earliest possible expiry the other client checks.
+    const CHECK_BEFORE: Duration = Duration::from_secs(2);
+    const LOCKS: usize = 16;
+    const GROUP: u32 = 8;
+    let (holder, other) = (factory.make(), factory.make());
+    let request = |lock: &LockName, slots: u32, owner: &str| {
+        AcquireRequest::new(lock.clone(), slots, owner, Token::random(), LEASE)
+    };
+    let started = Instant::now();
+    // Each lease with the local instant its request was sent: the store counts the lease from
+    // later than that, so it cannot end before that instant plus the lease.
+    let mut held: Vec<(Lease, Instant, u32)> = Vec::new();
+    for i in 0..LOCKS {
+        let lock = unique_name(&format!("lost-session-{i}"));
+        let sent = Instant::now();
+        let lease = granted(
+            holder
+                .try_acquire(&request(&lock, 1, "conformance-lost"))
+                .await,
+            "one of many leases of one client",
+        );
+        held.push((lease, sent, 1));
+    }
+    let group = unique_name("lost-session-group");
+    for _ in 0..GROUP {
+        let sent = Instant::now();
+        let lease = granted(
+            holder
+                .try_acquire(&request(&group, GROUP, "conformance-lost"))
+                .await,
+            "a slot of the group",
+        );
+        held.push((lease, sent, GROUP));
+    }
+    let mut slots: Vec<u32> = held[LOCKS..].iter().map(|(l, ..)| l.slot).collect();
+    slots.sort_unstable();
+    assert_eq!(
+        slots,
+        (0..GROUP).collect::<Vec<_>>(),
+        "the group's slots are granted once each"
+    );
+
+    // Nothing renews them now. Just before the first could end, every one is still held.
+    tokio::time::sleep_until(started + LEASE - CHECK_BEFORE).await;
+    for (lease, sent, slots) in held.iter().filter(|(l, ..)| l.slot == 0) {
+        let asked = Instant::now();
+        assert!(
+            asked + EARLY < *sent + LEASE,
+            "{}: the machine was too slow to ask before the lease could end (asked {:?} after \
+             the grant was sent, the lease is {LEASE:?})",
+            lease.lock,
+            asked - *sent
+        );
+        match ok(
+            other
+                .try_acquire(&request(&lease.lock, *slots, "conformance-other"))
+                .await,
+            "another client before the expiry",
+        ) {
+            Acquisition::Taken(_) => {}
+            unexpected => panic!(
+                "{}: another client got {unexpected:?} {:?} after the grant was sent; \
+                 the lease is {LEASE:?}",
+                lease.lock,
+                asked - *sent
+            ),
+        }
+    }
+
+    // Past the latest expiry the store granted (a store may round a lease up: etcd to whole
+    // seconds), and some slack for a store that frees an expired lease a little late.
+    let latest = held
+        .iter()
+        .map(|(l, ..)| l.expires_at)
+        .max()
+        .unwrap_or_else(SystemTime::now);
+    sleep(latest.duration_since(SystemTime::now()).unwrap_or_default() + SLACK).await;
+    let (first, second): (Vec<_>, Vec<_>) = held.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let mut taken = Vec::new();
+    take_over(&*other, &first, &held, &mut taken).await;
+    let entries: Vec<(Lease, Duration)> = held.iter().map(|(l, ..)| (l.clone(), LEASE)).collect();
+    let answers = holder.extend_many(&entries).await;
+    assert_eq!(answers.len(), entries.len(), "one answer per lease");
+    for ((lease, ..), answer) in held.iter().zip(&answers) {
+        match answer {
+            Ok(Extension::NotHeld) => {}
+            other => panic!(
+                "{} slot {}: the old holder's extend_many after the expiry must answer NotHeld, \
+                 got {other:?}",
+                lease.lock, lease.slot
+            ),
+        }
+    }
+    // Not revived: the rest are free to another client too.
+    take_over(&*other, &second, &held, &mut taken).await;
+    assert_eq!(taken.len(), held.len(), "every lease was taken over");
+    for lease in &taken {
+        assert_eq!(
+            ok(other.release(lease, Duration::ZERO).await, "release"),
+            Release::Released
+        );
+    }
+}
+
+/// Another client's grants of the leases in `part` (each with its lock's slot count), each with
+/// a fence above the lost lease's of the same slot in `held`.
+async fn take_over(
+    other: &dyn LeaseStore,
+    part: &[(usize, &(Lease, Instant, u32))],
+    held: &[(Lease, Instant, u32)],
+    taken: &mut Vec<Lease>,
+) {
+    for (_, (old, _, slots)) in part {
+        let req = AcquireRequest::new(
+            old.lock.clone(),
+            *slots,
+            "conformance-other",
+            Token::random(),
+            Duration::from_secs(10),
+        );
+        let lease = granted(
+            other.try_acquire(&req).await,
+            "another client after the lease expired",
+        );
+        // A group grants the lowest free slot, not necessarily the old lease's: compare with
+        // the lost lease of the slot granted.
+        let before = held
+            .iter()
+            .find(|(l, ..)| l.lock == lease.lock && l.slot == lease.slot)
+            .map(|(l, ..)| l.fence);
+        assert!(
+            before.is_some_and(|f| lease.fence > f),
+            "{} slot {}: the fence must rise past the lost lease's ({before:?}), is {}",
+            lease.lock,
+            lease.slot,
+            lease.fence
+        );
+        taken.push(lease);
     }
 }

@@ -84,6 +84,7 @@ static TESTS: &[ConformanceTest] = suite![
     store_extend_many_answers_each_lease,
     many_leases_renew_together_and_lose_only_the_one_taken,
     restart_with_the_same_node_id_waits_out_old_leases,
+    a_session_lost_frees_every_lease_no_earlier_than_its_lease,
     store_group_grants_lowest_free_slot,
     store_force_release_frees_every_slot,
     store_hands_off_to_the_longest_waiter,

@@ -57,10 +57,11 @@ impl Elector {
         };
         let everyone = reaches_every_client(signal.as_ref());
         let retry = opts.retry_for(everyone);
-        // A follower that the store's signal wakes on every release, and that keeps no place
-        // in the store's line, need not ask again before the holder's lease can end.
-        let quiet =
-            everyone && opts.retry.is_none() && !(opts.fair_turns && shared.turns.hands_off());
+        let quiet = Quiet::choose(
+            everyone,
+            opts.retry.is_none() && !(opts.fair_turns && shared.turns.hands_off()),
+            opts.lease,
+        );
         let fair = opts.fair_turns && !campaign;
         let mut turns = TurnTaking::new(
             &shared.turns,
@@ -80,7 +81,7 @@ impl Elector {
         let mut last_error = None;
         let mut last_holder = None;
         let mut attempt = 0u32;
-        let mut until_expiry = None;
+        let mut quiet_pause = None;
         loop {
             if !turns.before_attempt(deadline).await {
                 return self.give_up(lock, &metrics, last_error, last_holder);
@@ -121,9 +122,11 @@ impl Elector {
                 }
                 Ok(Attempted::Taken(holder)) => {
                     turns.refused();
-                    if quiet {
-                        until_expiry = self.until_expiry(lock, holder.as_ref()).await;
-                    }
+                    quiet_pause = match quiet {
+                        Quiet::Off => None,
+                        Quiet::UntilExpiry => self.until_expiry(lock, holder.as_ref()).await,
+                        Quiet::Every(every) => Some(poll_pause(every, holder.as_ref())),
+                    };
                     last_holder = holder;
                     if campaign && last_error.is_some() {
                         tracing::info!(lock = %lock, "the store answers again; contending");
@@ -147,8 +150,8 @@ impl Elector {
             last_error = failed;
             let now = Instant::now();
             let mut pause = retry.pause(attempt);
-            if let Some(left) = until_expiry.take() {
-                pause = pause.max(left);
+            if let Some(quiet) = quiet_pause.take() {
+                pause = pause.max(quiet);
             }
             if let Some(deadline) = deadline {
                 if now >= deadline {
@@ -220,7 +223,111 @@ impl Elector {
     }
 }
 
+/// The shortest pause of a quiet follower on a store whose release signal does not reach every
+/// client (MySQL/MariaDB, DynamoDB, an in-memory SQLite database, Redis without notifications):
+/// such a follower asks the store at most once per `max(QUIET_POLL_MIN, lease /`
+/// [`QUIET_POLL_LEASE_PARTS`]`)`. A release by another process is then seen up to that late;
+/// a release in this process wakes it at once.
+pub(crate) const QUIET_POLL_MIN: Duration = Duration::from_secs(1);
+
+/// The share of the lease a quiet follower on a store without a signal that reaches every
+/// client waits between attempts, when that is longer than [`QUIET_POLL_MIN`]: a third, the
+/// period at which a holder renews, so a follower asks about as often as the holder writes.
+pub(crate) const QUIET_POLL_LEASE_PARTS: u32 = 3;
+
+/// How a refused waiter with the store's retry policy and no place in the store's line of
+/// waiters paces its next attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quiet {
+    /// The retry policy alone: a policy of the caller's own, or hand-off's line, which needs
+    /// each refused attempt to stay in it.
+    Off,
+    /// The store's signal wakes it on every release: it asks again when the holder's lease
+    /// could end.
+    UntilExpiry,
+    /// Releases elsewhere go unseen: it asks again after this interval, or when the holder's
+    /// lease could end if the refusal said so and that is sooner.
+    Every(Duration),
+}
+
+impl Quiet {
+    /// The pacing for a wait whose signal reaches every client (`everyone`) or not, when the
+    /// caller left the retry policy to the store and asked for no hand-off (`allowed`).
+    fn choose(everyone: bool, allowed: bool, lease: Duration) -> Self {
+        match (allowed, everyone) {
+            (false, _) => Self::Off,
+            (true, true) => Self::UntilExpiry,
+            (true, false) => Self::Every(poll_interval(lease)),
+        }
+    }
+}
+
+/// `max(`[`QUIET_POLL_MIN`]`, lease /` [`QUIET_POLL_LEASE_PARTS`]`)`.
+fn poll_interval(lease: Duration) -> Duration {
+    (lease / QUIET_POLL_LEASE_PARTS).max(QUIET_POLL_MIN)
+}
+
+/// The pause after a refusal when polling `every` interval: sooner if the refusal named a
+/// holder whose lease ends before then, by this host's clock. A named expiry already past (the
+/// clocks disagree, or the store frees a little late) is no reason to ask sooner: `every`.
+fn poll_pause(every: Duration, holder: Option<&Holder>) -> Duration {
+    holder
+        .and_then(|h| h.expires_at.duration_since(SystemTime::now()).ok())
+        .filter(|left| !left.is_zero())
+        .map_or(every, |left| left.min(every))
+}
+
 /// True if `signal` wakes waiters in every process (see [`SignalReach`]).
 fn reaches_every_client(signal: Option<&ReleaseSignal>) -> bool {
     signal.is_some_and(|s| s.reach() == SignalReach::EveryClient)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_poll_interval_is_a_third_of_the_lease_and_at_least_a_second() {
+        assert_eq!(
+            poll_interval(Duration::from_secs(3)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(poll_interval(Duration::from_millis(500)), QUIET_POLL_MIN);
+        assert_eq!(
+            poll_interval(Duration::from_secs(30)),
+            Duration::from_secs(10)
+        );
+        let lease = Duration::from_secs(3);
+        assert_eq!(Quiet::choose(true, false, lease), Quiet::Off);
+        assert_eq!(Quiet::choose(false, false, lease), Quiet::Off);
+        assert_eq!(Quiet::choose(true, true, lease), Quiet::UntilExpiry);
+        assert_eq!(
+            Quiet::choose(false, true, lease),
+            Quiet::Every(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_named_expiry_sooner_than_the_interval_shortens_the_pause() {
+        let every = Duration::from_secs(10);
+        let holder = |in_ms: u64, past: bool| {
+            let d = Duration::from_millis(in_ms);
+            let now = SystemTime::now();
+            Holder {
+                slot: 0,
+                owner: "n".into(),
+                fence: 1,
+                acquired_at: now,
+                expires_at: if past { now - d } else { now + d },
+            }
+        };
+        assert_eq!(poll_pause(every, None), every);
+        let soon = poll_pause(every, Some(&holder(2_000, false)));
+        assert!(
+            soon <= Duration::from_secs(2) && soon > Duration::from_secs(1),
+            "{soon:?}"
+        );
+        assert_eq!(poll_pause(every, Some(&holder(60_000, false))), every);
+        assert_eq!(poll_pause(every, Some(&holder(1_000, true))), every);
+    }
 }

@@ -17,11 +17,15 @@ use crate::options::error::OptionsError;
 /// Unless options set one, the policy follows the store: where its release signal reaches every
 /// client ([`SignalReach::EveryClient`](crate::store::SignalReach)), pauses are only a fallback
 /// and the [`Default`] one doubles from 25 ms to 250 ms; where a release by another process goes
-/// unseen (MySQL/MariaDB, DynamoDB, an in-memory SQLite database), polling *is* the hand-off,
-/// and [`RetryPolicy::polling`] starts at 4 ms and grows by 1.25 to the same 250 ms: a release
-/// 10–60 ms into a wait is noticed within about 5 ms at the median, while a waiter that waits
-/// out a long hold asks the store at most about 8% more often over 30 s (the same 4 attempts a
-/// second once both reach 250 ms).
+/// unseen (MySQL/MariaDB, DynamoDB, an in-memory SQLite database) the policy is
+/// [`RetryPolicy::polling`]. With the store's policy and no `hand_off`, a refused waiter does not
+/// follow these pauses at all: it sleeps until the holder's lease could end (where the signal
+/// reaches every client, which wakes it sooner), or asks again once per `max(1 s, lease / 3)` —
+/// sooner when the refusal names an earlier expiry — where it does not, so a follower costs
+/// about one request a second. The pauses apply when options set a policy (set
+/// `RetryPolicy::polling()` to poll a store without a signal fast again: a release 10–60 ms into
+/// a wait is then noticed within about 5 ms at the median, at about 4 requests a second per
+/// waiter) and to waits that the store's answers do not cover (errors, hand-off).
 ///
 /// ```
 /// use std::time::Duration;

@@ -126,13 +126,8 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// As [`extend`](Self::extend): dropped before the answer, some of the leases may have been
     /// extended and the others not; each is still held until its old or its new expiry.
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
-        let mut first = std::collections::HashMap::new();
-        let of: Vec<usize> = leases
-            .iter()
-            .enumerate()
-            .map(|(i, (l, ttl))| *first.entry((&l.lock, l.slot, l.token, *ttl)).or_insert(i))
-            .collect();
-        let distinct = of.iter().enumerate().filter(|&(i, &f)| i == f);
+        let first = super::first_occurrences(leases);
+        let distinct = first.iter().enumerate().filter(|&(i, &f)| i == f);
         let answers: std::collections::HashMap<usize, StoreResult<Extension>> =
             futures::future::join_all(distinct.map(|(i, _)| async move {
                 let (lease, ttl) = &leases[i];
@@ -141,12 +136,7 @@ pub trait LeaseStore: Send + Sync + 'static {
             .await
             .into_iter()
             .collect();
-        of.iter()
-            .map(|f| match &answers[f] {
-                Ok(extension) => Ok(*extension),
-                Err(e) => Err(e.copied()),
-            })
-            .collect()
+        super::answer_repeats(&first, &answers)
     }
 
     /// True if [`extend_many`](Self::extend_many) renews many leases in fewer requests than one

@@ -48,7 +48,7 @@ pub use crate::limits::{
     check_duration, check_slots, deadline_after,
 };
 pub use crate::name::LockName;
-pub use batch::answer_each;
+pub use batch::{answer_each, answer_repeats, first_occurrences};
 pub use connection_options::ConnectionOptions;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
