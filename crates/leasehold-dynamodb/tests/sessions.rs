@@ -451,7 +451,7 @@ async fn a_lease_of_a_session_is_listed_shown_and_kept_from_ttl_deletion() {
     let Some(endpoint) = common::ready().await else {
         return;
     };
-    const TTL: Duration = Duration::from_millis(800);
+    const TTL: Duration = Duration::from_secs(3);
     let prefix = format!("sess-{}", Token::random().to_hex());
     let store = DynamoDbStore::new(
         common::client(&endpoint),
@@ -480,12 +480,17 @@ async fn a_lease_of_a_session_is_listed_shown_and_kept_from_ttl_deletion() {
         !item.contains_key(x::TTL),
         "no ttl while attached: {item:?}"
     );
+    // Renewed right before each read: a listing scans the whole shared table, which may take
+    // longer than a lease.
+    let one = entries(std::slice::from_ref(&lease), TTL);
+    assert_eq!(extended(&store.extend_many(&one).await), 1);
     let listed = list_all(&store).await;
     assert_eq!(
         listed,
         vec![lease.lock.clone()],
         "the lock and no session item"
     );
+    assert_eq!(extended(&store.extend_many(&one).await), 1);
     let own: u64 = match item.get(x::LEASE_EXPIRY) {
         Some(AttributeValue::N(n)) => n.parse().unwrap(),
         other => panic!("{other:?}"),
