@@ -51,6 +51,31 @@ pub fn item_key(prefix: &str, lock: &LockName, slot: u32) -> String {
     key
 }
 
+/// What starts the key of a session item after the prefix: a lock's part of a key never starts
+/// with `#` (lock names are not empty and hold no `#`), so no lock item has it.
+pub(crate) const SESSION_MARK: &str = "#session-";
+
+/// The partition key of the session item `id` under `prefix` (empty for none): `#session-ID`
+/// after the prefix. It can never be a lock's key (a lock's part never starts with `#`), and
+/// listing, state and the stale counts never read it as one.
+///
+/// ```
+/// use leasehold_dynamodb::session_key;
+///
+/// assert_eq!(session_key("", "0f"), "#session-0f");
+/// assert_eq!(session_key("app", "0f"), "app/#session-0f");
+/// ```
+pub fn session_key(prefix: &str, id: &str) -> String {
+    let mut key = String::with_capacity(prefix.len() + SESSION_MARK.len() + id.len() + 1);
+    if !prefix.is_empty() {
+        key.push_str(prefix);
+        key.push('/');
+    }
+    key.push_str(SESSION_MARK);
+    key.push_str(id);
+    key
+}
+
 /// How a `/` inside a lock name is written in a key.
 const SLASH: &str = "%2F";
 
@@ -177,6 +202,8 @@ mod tests {
             ("app", "app/x/a"),
             ("app", "appx/a"),
             ("team", "team/app/a"),
+            ("", "#session-0f"),
+            ("app", "app/#session-0f"),
         ] {
             assert_eq!(parse_key(prefix, foreign), None, "{prefix:?} {foreign}");
         }

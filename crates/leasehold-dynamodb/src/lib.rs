@@ -14,6 +14,13 @@
 //! | `acquiredAt`, `leaseExpiry` | epoch ms by the client clock; `leaseExpiry` is **the correctness boundary** |
 //! | `ttl` | epoch s, `leaseExpiry` + TTL padding: DynamoDB TTL cleanup only |
 //! | `fence` | strictly increasing per item; seeded from the clock (ms × 1000) when created |
+//! | `session` | the session the lease is attached to, if any: it is then held until the later of `leaseExpiry` and the session's end |
+//!
+//! An elector's leases renew together: each lease joins a session of its store instance (in its
+//! grant's write while the instance renews that session, else at its first extension), and from
+//! then on one conditional `UpdateItem` of the session item
+//! (`[PREFIX/]#session-ID`, see [`session_key`]) per beat keeps all of them alive, whatever
+//! their number (see [`DynamoDbStore`] and the `protocol` module).
 //!
 //! Every change is one conditional `UpdateItem` ([`expressions`] lists them); conditional-check
 //! failures are contention; throttling, server and network failures are transient errors, access
@@ -57,11 +64,12 @@ mod options;
 mod protocol;
 mod record;
 mod refresh;
+mod session;
 mod store;
 mod url;
 
 pub use classify::classify_code;
-pub use keys::{MAX_PREFIX_LEN, item_key};
+pub use keys::{MAX_PREFIX_LEN, item_key, session_key};
 pub use opener::DynamoDbOpener;
 pub use options::{
     DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CLOCK_SKEW_TOLERANCE, DEFAULT_MAX_ATTEMPTS,
@@ -70,8 +78,10 @@ pub use options::{
     MAX_STALE_REFRESH_INTERVAL, MIN_STALE_REFRESH_INTERVAL,
 };
 pub use protocol::expressions;
+pub use protocol::session::ATTACH_IN_FLIGHT;
 pub use protocol::stale::{MAX_STALE_SCAN_PAGES, STALE_SCAN_PAGE_ITEMS, StaleCount};
 pub use protocol::table::create_table;
+pub use session::MAX_REVOKED;
 pub use store::{DynamoDbStore, MAX_SLOTS};
 
 /// Re-exported so applications can name the client types without a direct dependency.

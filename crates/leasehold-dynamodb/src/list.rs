@@ -18,7 +18,7 @@ use leasehold::{Holder, LockName};
 
 use crate::classify::classify;
 use crate::clock::ms;
-use crate::expressions::{LIST_FILTER, LIST_FILTER_PREFIXED, LIST_NAMES, LOCK_NAME};
+use crate::expressions::{LIST_FILTER, LIST_FILTER_PREFIXED, LIST_NAMES, LOCK_NAME, SESSION};
 use crate::keys::{KeyScope, parse_key};
 use crate::metrics::Operation;
 use crate::record::{Item, n, s};
@@ -63,6 +63,14 @@ impl DynamoDbStore {
         let mut found: BTreeMap<LockName, Vec<Holder>> = BTreeMap::new();
         let mut used: Option<String> = None;
         let mut full = false;
+        let named = out
+            .items()
+            .iter()
+            .filter_map(|attrs| match attrs.get(SESSION) {
+                Some(AttributeValue::S(id)) => Some(id.clone()),
+                _ => None,
+            });
+        let sessions = self.read_sessions(named.collect::<Vec<_>>()).await?;
         for attrs in out.items() {
             let Some(AttributeValue::S(key)) = attrs.get(LOCK_NAME) else {
                 continue;
@@ -75,8 +83,12 @@ impl DynamoDbStore {
                 break;
             }
             let item = Item::parse(key, attrs)?;
-            if item.occupied(stale) {
-                found.entry(lock).or_default().push(item.holder(slot));
+            let session = item.session.as_ref().and_then(|id| sessions.get(id));
+            if let Some(until) = item.held_until(session).filter(|u| *u >= stale) {
+                found
+                    .entry(lock)
+                    .or_default()
+                    .push(item.holder(slot, until));
             }
             used = Some(key.clone());
         }

@@ -94,11 +94,18 @@ pub enum Operation {
     List,
     /// A `Scan` page of a stale-item count.
     StaleCount,
+    /// The conditional `UpdateItem` creating a session item (once per session).
+    OpenSession,
+    /// The conditional `UpdateItem` renewing a session: one per session per beat, for all its
+    /// leases.
+    RenewSession,
+    /// The conditional `UpdateItem` of a forced release revoking a token in its session item.
+    Revoke,
 }
 
 impl Operation {
     /// Every operation, in label order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 13] = [
         Self::Acquire,
         Self::Extend,
         Self::Release,
@@ -109,6 +116,9 @@ impl Operation {
         Self::ReadBatch,
         Self::List,
         Self::StaleCount,
+        Self::OpenSession,
+        Self::RenewSession,
+        Self::Revoke,
     ];
 
     /// The label value.
@@ -129,6 +139,9 @@ impl Operation {
             Self::ReadBatch => "read_batch",
             Self::List => "list",
             Self::StaleCount => "stale_count",
+            Self::OpenSession => "open_session",
+            Self::RenewSession => "renew_session",
+            Self::Revoke => "revoke",
         }
     }
 
@@ -165,6 +178,9 @@ impl Operation {
                 | Self::StartPeriod
                 | Self::ClearLedger
                 | Self::ForceRelease
+                | Self::OpenSession
+                | Self::RenewSession
+                | Self::Revoke
         )
     }
 

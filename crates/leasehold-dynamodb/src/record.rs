@@ -2,7 +2,7 @@
 //! core's leases, holders and ledger records), and the attribute values the requests write.
 
 use leasehold::store::time_at_ms;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use leasehold::store::StoreResult;
@@ -13,7 +13,8 @@ use leasehold::{
 
 use crate::expressions::{
     ACQUIRED_AT, AUDIT_OWNER, FENCE, LEASE_EXPIRY, LEDGER_AT, LEDGER_BY, LEDGER_FROM,
-    LEDGER_PERIOD, LEDGER_RAN, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, TOKEN,
+    LEDGER_PERIOD, LEDGER_RAN, LEDGER_STARTED, LEDGER_TOKEN, LEDGER_UNTIL, OWNER, REVOKED, SESSION,
+    SESSION_EXPIRY, TOKEN,
 };
 
 /// An item as stored.
@@ -31,6 +32,35 @@ pub(crate) struct Item {
     pub(crate) lease_expiry: u64,
     /// The period ledger, if recorded.
     pub(crate) ledger: Option<Ledger>,
+    /// The session the lease was granted under, if any (items of earlier versions have none).
+    pub(crate) session: Option<String>,
+}
+
+/// A session item, parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct SessionRecord {
+    /// When the session ends, epoch ms (client clock).
+    pub(crate) expiry: u64,
+    /// The tokens revoked by forced releases, not yet forgotten.
+    pub(crate) revoked: HashSet<String>,
+}
+
+impl SessionRecord {
+    /// Parses a session item; `key` names it in errors.
+    pub(crate) fn parse(key: &str, attrs: &Attributes) -> StoreResult<Self> {
+        let expiry = match attrs.get(SESSION_EXPIRY) {
+            Some(AttributeValue::N(n)) => n
+                .parse::<u64>()
+                .map_err(|_| malformed(key, SESSION_EXPIRY, "a non-negative integer"))?,
+            _ => return Err(malformed(key, SESSION_EXPIRY, "a number")),
+        };
+        let revoked = match attrs.get(REVOKED) {
+            None => HashSet::new(),
+            Some(AttributeValue::Ss(tokens)) => tokens.iter().cloned().collect(),
+            Some(_) => return Err(malformed(key, REVOKED, "a string set")),
+        };
+        Ok(Self { expiry, revoked })
+    }
 }
 
 /// The period ledger of slot 0's item: the latest period claim.
@@ -94,6 +124,7 @@ impl Item {
                 }
                 Some(_) => return Err(malformed(key, LEDGER_PERIOD, "a number")),
             },
+            session: text(SESSION)?,
         })
     }
 
@@ -107,11 +138,26 @@ impl Item {
         self.token.is_some() && self.lease_expiry > now_ms
     }
 
-    /// True if no other client may take this item over yet: it is held and its lease ended
-    /// no earlier than `stale_ms` (now − clock-skew tolerance). This is the negation of the
-    /// acquire condition.
-    pub(crate) fn occupied(&self, stale_ms: u64) -> bool {
-        self.token.is_some() && self.lease_expiry >= stale_ms
+    /// Until when this item's holder holds it (epoch ms), given the item of the session it
+    /// names (`None`: it names none, or that item is missing); `None` when free. A lease of a
+    /// session lasts until the later of its own first term and its session's end, unless the
+    /// session revoked its token (then it is free at once); a missing session item is a session
+    /// that ended (DynamoDB TTL deletes it only after its end, padded), leaving the own term.
+    pub(crate) fn held_until(&self, session: Option<&SessionRecord>) -> Option<u64> {
+        let token = self.token.as_deref()?;
+        match (self.session.as_ref(), session) {
+            (Some(_), Some(record)) if record.revoked.contains(token) => None,
+            (Some(_), Some(record)) => Some(self.lease_expiry.max(record.expiry)),
+            _ => Some(self.lease_expiry),
+        }
+    }
+
+    /// True if no other client may take this item over yet: it is held until no earlier than
+    /// `stale_ms` (now − clock-skew tolerance), judged with its session's item as
+    /// [`held_until`](Self::held_until). This is the negation of what lets an acquirer in.
+    pub(crate) fn occupied(&self, stale_ms: u64, session: Option<&SessionRecord>) -> bool {
+        self.held_until(session)
+            .is_some_and(|until| until >= stale_ms)
     }
 
     /// The lease this item records for `lock`, `slot` and `token`.
@@ -161,14 +207,14 @@ impl Ledger {
 }
 
 impl Item {
-    /// The holder this item records in `slot`.
-    pub(crate) fn holder(&self, slot: u32) -> Holder {
+    /// The holder this item records in `slot`, holding until `until` (epoch ms).
+    pub(crate) fn holder(&self, slot: u32, until: u64) -> Holder {
         Holder {
             slot,
             owner: self.owner.clone(),
             fence: self.fence,
             acquired_at: time_at_ms(self.acquired_at),
-            expires_at: time_at_ms(self.lease_expiry),
+            expires_at: time_at_ms(until),
         }
     }
 }
@@ -218,6 +264,36 @@ mod tests {
         attrs.remove(OWNER);
         let item = Item::parse("k", &attrs).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((item.token, item.owner.as_str()), (None, "node-a"));
+    }
+
+    #[test]
+    fn a_lease_of_a_session_lasts_as_long_as_its_session_unless_revoked() {
+        let attrs: Attributes = [
+            (TOKEN, s("ab")),
+            (FENCE, n(7)),
+            (LEASE_EXPIRY, n(200)),
+            (SESSION, s("s1")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let item = Item::parse("k", &attrs).unwrap_or_else(|e| panic!("{e}"));
+        let live = SessionRecord {
+            expiry: 900,
+            revoked: HashSet::new(),
+        };
+        assert_eq!(item.held_until(Some(&live)), Some(900));
+        assert_eq!(
+            item.held_until(None),
+            Some(200),
+            "a missing session: own term"
+        );
+        let revoked = SessionRecord {
+            expiry: 900,
+            revoked: ["ab".to_owned()].into_iter().collect(),
+        };
+        assert_eq!(item.held_until(Some(&revoked)), None);
+        assert!(item.occupied(899, Some(&live)) && !item.occupied(901, Some(&live)));
     }
 
     #[test]

@@ -39,6 +39,14 @@ pub use leasehold::limits::MAX_SLOTS;
 ///   a release with a minimum lease only shortens `leaseExpiry`. Release keeps the item (without
 ///   token and owner) so its fence survives; DynamoDB TTL on `ttl` (`leaseExpiry` + TTL padding)
 ///   cleans idle items up and never decides anything.
+/// * **Sessions: one write per beat** ([`extend_many`](LeaseStore::extend_many),
+///   [`renews_in_batches`](LeaseStore::renews_in_batches)): a grant made while this instance
+///   renews its session of the lease length joins it in the same write; an earlier one is
+///   attached at its first extension (one `UpdateItem` on its item). From then on one
+///   conditional `UpdateItem` of the session item renews every lease attached to it. An attached lease is held until the later of its own term and its session's end;
+///   acquisition, state, listing and forced release read the session items the lock items name,
+///   and a forced release revokes the lease in its session first, so that the holder's next
+///   renewal answers `NotHeld` for it.
 /// * **Time is the client clock** (DynamoDB conditions have none): expiry is decided by the
 ///   writer's clock with a [clock-skew tolerance](DynamoDbOptions::clock_skew_tolerance); leases
 ///   must be longer than twice that tolerance.
@@ -75,6 +83,8 @@ pub struct DynamoDbStore {
     notifier: ReleaseNotifier,
     description: String,
     pub(crate) metrics: Arc<StoreMetrics>,
+    /// The sessions this instance holds leases under.
+    pub(crate) sessions: Arc<crate::session::Sessions>,
     /// The stale-item refresher's stop signal: dropping the store stops it.
     refresher: Option<crate::refresh::Refresher>,
 }
@@ -128,6 +138,7 @@ impl DynamoDbStore {
             notifier: ReleaseNotifier::default(),
             description,
             metrics: StoreMetrics::register(),
+            sessions: Arc::default(),
             refresher: None,
         };
         store.refresher = crate::refresh::Refresher::start(&store)?;
@@ -143,6 +154,7 @@ impl DynamoDbStore {
             notifier: ReleaseNotifier::default(),
             description: self.description.clone(),
             metrics: Arc::clone(&self.metrics),
+            sessions: Arc::default(),
             refresher: None,
         }
     }
@@ -291,11 +303,36 @@ impl LeaseStore for DynamoDbStore {
         Ok(self.acquire_group(req, slots).await?.into())
     }
 
+    /// A lease of one of this instance's sessions renews its session (see `extend_many`);
+    /// any other lease its own item.
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.extend_lease(lease, ttl).await
+        if self.sessions.member(lease.token).is_none() {
+            return self.extend_lease(lease, ttl).await;
+        }
+        let mut answers = self.extend_all(&[(lease.clone(), ttl)]).await;
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::transient("the renewal gave no answer")))
+    }
+
+    /// One conditional `UpdateItem` per session of this instance the entries' leases were
+    /// granted under, whatever their number; entries of other leases renew alone.
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        self.extend_all(leases).await
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        true
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        if let Some(member) = self.sessions.member(lease.token) {
+            let released = self.release_member(lease, &member, linger).await?;
+            if released == Release::Released && linger.is_zero() {
+                self.notifier.notify(&lease.lock);
+            }
+            return Ok(released);
+        }
         let released = if linger.is_zero() {
             self.free_lease(lease).await?
         } else {

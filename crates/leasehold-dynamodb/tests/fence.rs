@@ -484,3 +484,73 @@ async fn a_fenced_transaction_takes_at_most_99_items_and_never_the_lease_item() 
     );
     guard.release().await.unwrap();
 }
+
+/// A lease attached to its store's session (by its first extension) is fenced by the session:
+/// a transaction commits after the lease's own term passed while the session renews it, and is
+/// refused as `LeaseLost` once an operator forced the lease out (revoked in the session, item
+/// freed), and once the session ended.
+#[tokio::test]
+async fn a_transaction_of_a_lease_of_a_session_is_checked_against_its_session() {
+    let Some(endpoint) = tx_ready().await else {
+        return;
+    };
+    use leasehold::store::{AcquireRequest, Acquisition, Extension};
+    let store = common::store(&endpoint);
+    let ttl = Duration::from_millis(600);
+    let acquire = |lock: LockName| AcquireRequest::new(lock, 1, "node-f", Token::random(), ttl);
+    let mut leases = Vec::new();
+    for tag in ["tx-session-forced", "tx-session-ended"] {
+        match store
+            .try_acquire(&acquire(LockName::new(unique(tag)).unwrap()))
+            .await
+            .unwrap()
+        {
+            Acquisition::Elected(lease) => leases.push(lease),
+            other => panic!("{other:?}"),
+        }
+    }
+    let id = unique("tx-session-item");
+    let entries: Vec<_> = leases.iter().map(|l| (l.clone(), ttl)).collect();
+    for _ in 0..4 {
+        let answers = store.extend_many(&entries).await;
+        assert!(
+            answers
+                .iter()
+                .all(|a| matches!(a, Ok(Extension::Extended { .. })))
+        );
+        tokio::time::sleep(ttl / 3).await;
+    }
+    // The own term written at the first extension has passed; the session holds both.
+    for (i, lease) in leases.iter().enumerate() {
+        store
+            .fenced_by_lease(lease)
+            .write([put_value(&format!("{id}-{i}"), 1)])
+            .await
+            .unwrap();
+    }
+    common::store(&endpoint)
+        .force_release(&leases[0].lock, 1)
+        .await
+        .unwrap();
+    let err = store
+        .fenced_by_lease(&leases[0])
+        .write([put_value(&format!("{id}-0"), 2)])
+        .await
+        .unwrap_err();
+    assert!(err.is_lease_lost(), "forced out: {err:?}");
+    // No more renewals: refused once the session ended by this client's clock.
+    tokio::time::sleep(ttl + Duration::from_millis(50)).await;
+    let err = store
+        .fenced_by_lease(&leases[1])
+        .write([put_value(&format!("{id}-1"), 2)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, FencedTransactionError::LeaseLost { .. }),
+        "session ended: {err:?}"
+    );
+    assert_eq!(
+        item(store.client(), &format!("{id}-1")).await.get("value"),
+        Some(&n(1))
+    );
+}

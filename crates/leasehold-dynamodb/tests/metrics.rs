@@ -219,7 +219,9 @@ fn requests_are_recorded_by_operation_and_outcome() {
     assert_eq!(count("extend", "conditional_failed"), 1, "{latency:?}");
     assert_eq!(count("release", "ok"), 2, "{latency:?}");
     assert_eq!(count("release", "conditional_failed"), 1, "{latency:?}");
-    assert_eq!(count("read_batch", "ok"), 1, "{latency:?}");
+    // The group's slots; the listing also reads the session items its page names (other tests'
+    // leases may be on it).
+    assert!(count("read_batch", "ok") >= 1, "{latency:?}");
     assert!(count("read", "ok") >= 1, "{latency:?}");
     assert!(count("list", "ok") >= 1, "{latency:?}");
     for ((op, outcome), times) in &latency {

@@ -63,5 +63,6 @@ pub use condition::{
 };
 pub use refusal::{ConditionalWriteError, FencedWriteError};
 pub use transaction::{
-    FencedTransaction, FencedTransactionError, MAX_FENCED_TRANSACTION_ITEMS, MAX_TRANSACTION_ITEMS,
+    FencedTransaction, FencedTransactionError, MAX_FENCED_SESSION_TRANSACTION_ITEMS,
+    MAX_FENCED_TRANSACTION_ITEMS, MAX_TRANSACTION_ITEMS,
 };

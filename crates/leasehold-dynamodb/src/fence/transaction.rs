@@ -19,7 +19,10 @@ use leasehold::{LeaderContext, Lease, LockName, store::Token};
 
 use super::refusal::CONDITIONAL_CHECK_FAILED;
 
-use crate::expressions::{LEASE_CHECK_CONDITION, LEASE_CHECK_NAMES, LOCK_NAME};
+use crate::expressions::{
+    LEASE_CHECK_CONDITION, LEASE_CHECK_NAMES, LOCK_NAME, SESSION_CHECK_CONDITION,
+    SESSION_CHECK_NAMES, SESSION_LEASE_CHECK_CONDITION, SESSION_LEASE_CHECK_NAMES,
+};
 use crate::record::{Item, n, s};
 use crate::store::DynamoDbStore;
 
@@ -29,6 +32,10 @@ pub const MAX_TRANSACTION_ITEMS: usize = 100;
 /// The most items of the user's a [`FencedTransaction`] takes: one of DynamoDB's 100 is the
 /// lease check.
 pub const MAX_FENCED_TRANSACTION_ITEMS: usize = MAX_TRANSACTION_ITEMS - 1;
+
+/// The most items of the user's a [`FencedTransaction`] of a lease held under a session takes:
+/// two of DynamoDB's 100 are the lease check and the session check.
+pub const MAX_FENCED_SESSION_TRANSACTION_ITEMS: usize = MAX_TRANSACTION_ITEMS - 2;
 
 /// A user's `TransactWriteItems` fenced by the lease itself: leasehold adds a `ConditionCheck` on
 /// the lock's lease item ([`LEASE_CHECK_CONDITION`]: it still carries this holder's token and
@@ -72,6 +79,9 @@ pub struct FencedTransaction {
     slot: u32,
     fence: u64,
     token: Token,
+    /// The session the lease was granted under (its id and its item's key), when it was
+    /// granted by this store instance under one.
+    session: Option<(String, String)>,
 }
 
 impl fmt::Debug for FencedTransaction {
@@ -191,6 +201,10 @@ impl DynamoDbStore {
             slot: lease.slot,
             fence: lease.fence,
             token: lease.token,
+            session: self
+                .sessions
+                .member(lease.token)
+                .map(|m| (self.session_item(&m.session), m.session)),
         }
     }
 
@@ -251,11 +265,12 @@ impl FencedTransaction {
     ) -> Result<TransactWriteItemsOutput, FencedTransactionError> {
         let items = request.get_transact_items().as_deref().unwrap_or_default();
         let check = items.len();
-        if check > MAX_FENCED_TRANSACTION_ITEMS {
-            return Err(FencedTransactionError::TooManyItems {
-                items: check,
-                max: MAX_FENCED_TRANSACTION_ITEMS,
-            });
+        let max = match self.session {
+            Some(_) => MAX_FENCED_SESSION_TRANSACTION_ITEMS,
+            None => MAX_FENCED_TRANSACTION_ITEMS,
+        };
+        if check > max {
+            return Err(FencedTransactionError::TooManyItems { items: check, max });
         }
         if let Some(index) = items.iter().position(|i| self.touches_lease_item(i)) {
             return Err(FencedTransactionError::TouchesLeaseItem {
@@ -263,27 +278,62 @@ impl FencedTransaction {
                 lock: self.lock.clone(),
             });
         }
-        let sent = request.transact_items(self.lease_check()?).send().await;
+        let mut request = request.transact_items(self.lease_check()?);
+        if let Some(session_check) = self.session_check()? {
+            request = request.transact_items(session_check);
+        }
+        let sent = request.send().await;
         sent.map_err(|err| self.refusal(err, check))
     }
 
     /// The `ConditionCheck` on the lease item.
     fn lease_check(&self) -> Result<TransactWriteItem, FencedTransactionError> {
-        let names = crate::expressions::names(LEASE_CHECK_NAMES)
+        let (condition, used) = match self.session {
+            Some(_) => (SESSION_LEASE_CHECK_CONDITION, SESSION_LEASE_CHECK_NAMES),
+            None => (LEASE_CHECK_CONDITION, LEASE_CHECK_NAMES),
+        };
+        let names = crate::expressions::names(used)
             .map(|(p, a)| (p.to_owned(), a.to_owned()))
             .collect();
-        let check = ConditionCheck::builder()
+        let mut check = ConditionCheck::builder()
             .table_name(&self.table)
             .key(LOCK_NAME, s(self.key.as_str()))
-            .condition_expression(LEASE_CHECK_CONDITION)
+            .condition_expression(condition)
             .set_expression_attribute_names(Some(names))
             .expression_attribute_values(":token", s(self.token.to_hex()))
             .expression_attribute_values(":fence", n(self.fence))
             .expression_attribute_values(":now", n(host_epoch_ms()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some((_, id)) = &self.session {
+            check = check.expression_attribute_values(":session", s(id.as_str()));
+        }
+        let check = check
             .build()
             .map_err(|e| FencedTransactionError::Build(e.to_string()))?;
         Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// The `ConditionCheck` on the session item of a lease held under a session
+    /// ([`SESSION_CHECK_CONDITION`]): the session has not ended and has not revoked the token.
+    fn session_check(&self) -> Result<Option<TransactWriteItem>, FencedTransactionError> {
+        let Some((key, _)) = &self.session else {
+            return Ok(None);
+        };
+        let names = crate::expressions::names(SESSION_CHECK_NAMES)
+            .map(|(p, a)| (p.to_owned(), a.to_owned()))
+            .collect();
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .key(LOCK_NAME, s(key.as_str()))
+            .condition_expression(SESSION_CHECK_CONDITION)
+            .set_expression_attribute_names(Some(names))
+            .expression_attribute_values(":token", s(self.token.to_hex()))
+            .expression_attribute_values(":now", n(host_epoch_ms()))
+            .build()
+            .map_err(|e| FencedTransactionError::Build(e.to_string()))?;
+        Ok(Some(
+            TransactWriteItem::builder().condition_check(check).build(),
+        ))
     }
 
     /// Whether a user's item operates on the lease item.
@@ -296,7 +346,8 @@ impl FencedTransaction {
             .or_else(|| item.delete().map(|d| (d.table_name(), d.key())));
         target.is_some_and(|(table, key)| {
             table == self.table
-                && matches!(key.get(LOCK_NAME), Some(AttributeValue::S(k)) if *k == self.key)
+                && matches!(key.get(LOCK_NAME), Some(AttributeValue::S(k))
+                    if *k == self.key || self.session.as_ref().is_some_and(|(s, _)| s == k))
         })
     }
 
@@ -306,12 +357,22 @@ impl FencedTransaction {
         err: SdkError<TransactWriteItemsError>,
         check: usize,
     ) -> FencedTransactionError {
-        let reason = match err.as_service_error() {
+        let reasons = match err.as_service_error() {
             Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-                cancelled.cancellation_reasons().get(check)
+                cancelled.cancellation_reasons()
             }
-            _ => None,
+            _ => &[],
         };
+        let failed = |i: usize| {
+            reasons
+                .get(i)
+                .filter(|r| r.code() == Some(CONDITIONAL_CHECK_FAILED))
+        };
+        if self.session.is_some() && failed(check).is_none() && failed(check + 1).is_some() {
+            // The session ended or revoked the lease.
+            return self.lease_lost(None);
+        }
+        let reason = reasons.get(check);
         let Some(reason) = reason.filter(|r| r.code() == Some(CONDITIONAL_CHECK_FAILED)) else {
             return FencedTransactionError::Sdk(Box::new(err));
         };

@@ -14,12 +14,23 @@ use tracing::debug;
 use super::conditional_failure;
 use super::expressions::{
     ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME, PERIOD_CONDITION, PERIOD_NAMES,
-    PERIOD_UPDATE,
+    PERIOD_TAKEOVER_CONDITION, PERIOD_UPDATE, SESSION_ACQUIRE_UPDATE, TAKEOVER_CONDITION,
 };
 use crate::clock::{fence_seed, ms, ttl_seconds};
 use crate::metrics::Operation;
-use crate::record::{Item, n, ni, s};
+use crate::record::{Attributes, Item, n, ni, s};
 use crate::store::DynamoDbStore;
+
+/// One grant being tried: the request, the item, the clock it was computed at, the period
+/// window claimed and the session it joins at once.
+#[derive(Clone, Copy)]
+struct Grant<'a> {
+    req: &'a AcquireRequest,
+    key: &'a str,
+    now: u64,
+    window: Option<leasehold::store::PeriodWindow>,
+    session: Option<&'a str>,
+}
 
 impl DynamoDbStore {
     /// One attempt on one slot: granted, ours already (a retried request that was applied), or
@@ -55,47 +66,150 @@ impl DynamoDbStore {
         let key = self.key(&req.lock, slot);
         let token = req.token.to_hex();
         let now = host_epoch_ms();
-        let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
-        let expiry = now.saturating_add(ms(req.ttl));
-        let window = period.map(|p| p.window_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
-        let claimed = window.map(|w| w.id);
-        let (condition, update, names) = match claimed {
-            Some(_) => (PERIOD_CONDITION, PERIOD_UPDATE, PERIOD_NAMES),
-            None => (ACQUIRE_CONDITION, ACQUIRE_UPDATE, ACQUIRE_NAMES),
+        // A period claim's lease stays on its own (its ledger is judged by its own term); any
+        // other joins the session this instance is renewing, if any.
+        let session = match period {
+            None => self.sessions.beating(req.ttl, now),
+            Some(_) => None,
         };
+        let window = period.map(|p| p.window_at_ms(i64::try_from(now).unwrap_or(i64::MAX)));
+        let grant = Grant {
+            req,
+            key: &key,
+            now,
+            window,
+            session: session.as_deref(),
+        };
+        let old = match self.send_grant(&grant, None).await? {
+            Ok(attrs) => return self.granted(&grant, slot, &attrs),
+            Err(old) => old,
+        };
+        let Some(item) = self.old_item(&key, old).await? else {
+            return Ok(Acquisition::Taken(None));
+        };
+        if item.held_by(&token, host_epoch_ms()) {
+            debug!(
+                key,
+                fence = item.fence,
+                "retried acquire was already applied"
+            );
+            if let Some(id) = session.as_deref()
+                && item.session.as_deref() == Some(id)
+            {
+                self.sessions.join(req.token, id, &key);
+            }
+            let mut lease = item.lease(&req.lock, slot, req.token);
+            lease.period =
+                period.map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
+            return Ok(Acquisition::Elected(lease));
+        }
+        if let (Some(held), Some(old_session)) = (&item.token, &item.session) {
+            // A lease of a session: free if the session ended (with the lease's own term) or
+            // revoked its token; then taken over on exactly the grant read.
+            let record = self.read_sessions([old_session.clone()]).await?;
+            let stale = host_epoch_ms().saturating_sub(ms(self.options.clock_skew_tolerance));
+            if !item.occupied(stale, record.get(old_session))
+                && let Ok(attrs) = self.send_grant(&grant, Some((held, old_session))).await?
+            {
+                debug!(key, old_session, "took over a lease of an ended session");
+                return self.granted(&grant, slot, &attrs);
+            }
+        }
+        let from = window.map(|w| u64::try_from(w.from_ms).unwrap_or_default());
+        Ok(match from.and_then(|from| item.already_ran(from)) {
+            Some(record) => Acquisition::AlreadyRan(record),
+            None => Acquisition::Taken(None),
+        })
+    }
+
+    /// The lease a grant wrote (`attrs`, the item as it is now); one granted under a session
+    /// is a member of it.
+    fn granted(
+        &self,
+        grant: &Grant<'_>,
+        slot: u32,
+        attrs: &Attributes,
+    ) -> StoreResult<Acquisition> {
+        let item = Item::parse(grant.key, attrs)?;
+        debug!(key = grant.key, fence = item.fence, "acquired");
+        if let Some(id) = grant.session.filter(|_| grant.window.is_none()) {
+            self.sessions.join(grant.req.token, id, grant.key);
+        }
+        let mut lease = item.lease(&grant.req.lock, slot, grant.req.token);
+        lease.period = grant.window.map(|w| w.id);
+        Ok(Acquisition::Elected(lease))
+    }
+
+    /// One granting `UpdateItem`: the new item, or the old one (if returned) when its condition
+    /// failed. `takeover`: the token and session of the lease of a session found free.
+    async fn send_grant(
+        &self,
+        grant: &Grant<'_>,
+        takeover: Option<(&str, &str)>,
+    ) -> StoreResult<Result<Attributes, Option<Attributes>>> {
+        let Grant {
+            req,
+            key,
+            now,
+            window,
+            session,
+        } = *grant;
+        let expiry = now.saturating_add(ms(req.ttl));
+        let condition = match (takeover, window) {
+            (None, None) => ACQUIRE_CONDITION,
+            (None, Some(_)) => PERIOD_CONDITION,
+            (Some(_), None) => TAKEOVER_CONDITION,
+            (Some(_), Some(_)) => PERIOD_TAKEOVER_CONDITION,
+        };
+        let (update, names) = match (window, session) {
+            (Some(_), _) => (PERIOD_UPDATE, PERIOD_NAMES),
+            (None, Some(_)) => (SESSION_ACQUIRE_UPDATE, ACQUIRE_NAMES),
+            (None, None) => (ACQUIRE_UPDATE, ACQUIRE_NAMES),
+        };
+        let mut values: Attributes = window
+            .map(|w| {
+                [
+                    (":period".to_owned(), ni(w.id)),
+                    (":from".to_owned(), ni(w.from_ms)),
+                    (":until".to_owned(), ni(w.until_ms)),
+                    (":zero".to_owned(), n(0)),
+                ]
+                .into_iter()
+                .collect()
+            })
+            .unwrap_or_default();
+        match session.filter(|_| window.is_none()) {
+            Some(id) => values.insert(":session".to_owned(), s(id)),
+            None => values.insert(
+                ":ttl".to_owned(),
+                n(ttl_seconds(expiry, self.options.ttl_padding)),
+            ),
+        };
+        match takeover {
+            Some((held, old_session)) => {
+                values.insert(":held".to_owned(), s(held));
+                values.insert(":oldsession".to_owned(), s(old_session));
+            }
+            None => {
+                let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
+                values.insert(":stale".to_owned(), n(stale));
+            }
+        }
         let sent = self
             .metered(Operation::Acquire, |probe| {
                 self.client
                     .update_item()
                     .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
+                    .key(LOCK_NAME, s(key))
                     .condition_expression(condition)
                     .update_expression(update)
                     .set_expression_attribute_names(Some(Self::names(names)))
-                    .set_expression_attribute_values(Some(
-                        window
-                            .map(|w| {
-                                [
-                                    (":period".to_owned(), ni(w.id)),
-                                    (":from".to_owned(), ni(w.from_ms)),
-                                    (":until".to_owned(), ni(w.until_ms)),
-                                    (":zero".to_owned(), n(0)),
-                                ]
-                                .into_iter()
-                                .collect()
-                            })
-                            .unwrap_or_default(),
-                    ))
+                    .set_expression_attribute_values(Some(values))
                     .expression_attribute_values(":owner", s(&*req.owner))
-                    .expression_attribute_values(":token", s(token.as_str()))
+                    .expression_attribute_values(":token", s(req.token.to_hex()))
                     .expression_attribute_values(":node", s(&*self.options.node_id))
                     .expression_attribute_values(":now", n(now))
-                    .expression_attribute_values(":stale", n(stale))
                     .expression_attribute_values(":expiry", n(expiry))
-                    .expression_attribute_values(
-                        ":ttl",
-                        n(ttl_seconds(expiry, self.options.ttl_padding)),
-                    )
                     .expression_attribute_values(":seed", n(fence_seed(now)))
                     .expression_attribute_values(":one", n(1))
                     .return_values(ReturnValue::AllNew)
@@ -109,41 +223,13 @@ impl DynamoDbStore {
             })
             .await;
         match sent {
-            Ok(out) => {
-                let attrs = out.attributes.ok_or_else(|| {
-                    StoreError::transient(format!(
-                        "DynamoDB UpdateItem on table {} returned no attributes for {key:?}",
-                        self.options.table
-                    ))
-                })?;
-                let item = Item::parse(&key, &attrs)?;
-                debug!(key, fence = item.fence, "acquired");
-                let mut lease = item.lease(&req.lock, slot, req.token);
-                lease.period = claimed;
-                Ok(Acquisition::Elected(lease))
-            }
-            Err(err) => {
-                let old = conditional_failure(&self.options.table, err)?;
-                let Some(item) = self.old_item(&key, old).await? else {
-                    return Ok(Acquisition::Taken(None));
-                };
-                if item.held_by(&token, host_epoch_ms()) {
-                    debug!(
-                        key,
-                        fence = item.fence,
-                        "retried acquire was already applied"
-                    );
-                    let mut lease = item.lease(&req.lock, slot, req.token);
-                    lease.period = period
-                        .map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
-                    return Ok(Acquisition::Elected(lease));
-                }
-                let from = window.map(|w| u64::try_from(w.from_ms).unwrap_or_default());
-                Ok(match from.and_then(|from| item.already_ran(from)) {
-                    Some(record) => Acquisition::AlreadyRan(record),
-                    None => Acquisition::Taken(None),
-                })
-            }
+            Ok(out) => out.attributes.map(Ok).ok_or_else(|| {
+                StoreError::transient(format!(
+                    "DynamoDB UpdateItem on table {} returned no attributes for {key:?}",
+                    self.options.table
+                ))
+            }),
+            Err(err) => conditional_failure(&self.options.table, err).map(Err),
         }
     }
 
@@ -154,17 +240,17 @@ impl DynamoDbStore {
         req: &AcquireRequest,
         slots: u32,
     ) -> StoreResult<Option<Lease>> {
-        let items = self.read_slots(&req.lock, slots).await?;
+        let items = self.read_slots_judged(&req.lock, slots).await?;
         let token = req.token.to_hex();
         let now = host_epoch_ms();
-        if let Some((slot, item)) = items.iter().find(|(_, item)| item.held_by(&token, now)) {
+        if let Some((slot, item, _)) = items.iter().find(|(_, item, _)| item.held_by(&token, now)) {
             return Ok(Some(item.lease(&req.lock, *slot, req.token)));
         }
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         let busy: Vec<u32> = items
             .iter()
-            .filter(|(_, item)| item.occupied(stale))
-            .map(|(slot, _)| *slot)
+            .filter(|(_, _, until)| until.is_some_and(|u| u >= stale))
+            .map(|(slot, _, _)| *slot)
             .collect();
         for slot in (0..slots).filter(|s| !busy.contains(s)) {
             if let Some(lease) = self.acquire_slot(req, slot).await? {

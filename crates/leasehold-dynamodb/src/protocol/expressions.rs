@@ -69,31 +69,123 @@ pub const LEDGER_STARTED: &str = "ledgerStarted";
 /// an unstarted claim never hides an earlier run; absent until a claim starts).
 pub const LEDGER_RAN: &str = "ledgerRan";
 
-/// Acquire: the item is missing, free (no token) or its lease ended before `:stale`.
-pub const ACQUIRE_CONDITION: &str = "attribute_not_exists(#t) OR #e < :stale";
-/// Acquire: take the item and mint the next fence (`ReturnValues = ALL_NEW`,
+/// A lock item attached to a session: the id of the session that keeps it alive (see
+/// [`SESSION_EXPIRY`]). While it is there the lease lasts as long as its session, and
+/// [`LEASE_EXPIRY`] is only the lease's own term, written when it was attached; removed on
+/// release and by the next grant.
+pub const SESSION: &str = "session";
+/// A session item (key `[PREFIX/]#session-ID`, see [`session_key`](crate::session_key)): when
+/// the session ends, epoch ms (client clock). Renewed by the holder once per beat; **the
+/// correctness boundary** of every lease naming the session.
+pub const SESSION_EXPIRY: &str = "sessionExpiry";
+/// A session item: the tokens of its leases that a forced release took away (a string set,
+/// absent when empty). A lock item naming the session with a revoked token is free; the
+/// holder's next renewal reads the set, answers those leases `NotHeld`, and removes them.
+pub const REVOKED: &str = "revoked";
+
+/// Acquire: the item is missing, free (no token), or its own lease ended before `:stale` and
+/// it names no session (an item naming a session is taken over with [`TAKEOVER_CONDITION`],
+/// after its session was read).
+pub const ACQUIRE_CONDITION: &str =
+    "attribute_not_exists(#t) OR (#e < :stale AND attribute_not_exists(#sid))";
+/// Acquire without a session: take the item and mint the next fence (`ReturnValues = ALL_NEW`,
 /// `ReturnValuesOnConditionCheckFailure = ALL_OLD`).
 pub const ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n = :node, \
-     #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one";
+     #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one REMOVE #sid";
 /// Placeholders used by the acquire request.
-pub const ACQUIRE_NAMES: &[&str] = &["#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f"];
+pub const ACQUIRE_NAMES: &[&str] = &["#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f", "#sid"];
+
+/// Attaching a lease to a session, at its first extension by the store that holds it: the
+/// lease is held ([`HELD_CONDITION`]); its own term moves to `:expiry`, it names the session
+/// (`:session`), and it loses its `ttl`: DynamoDB TTL must not delete an item its session keeps
+/// alive (release, forced release and the next grant write the `ttl` again).
+pub const ATTACH_UPDATE: &str = "SET #e = :expiry, #sid = :session REMOVE #x";
+/// Placeholders used by attaching a lease to a session.
+pub const ATTACH_NAMES: &[&str] = &["#t", "#e", "#sid", "#x"];
+
+/// Acquire joining a session at once: as [`ACQUIRE_UPDATE`], naming the session (`:session`)
+/// and without a `ttl`. Used while the store instance renews that session (it was renewed
+/// within half a lease): the grant needs no attachment at its first extension.
+pub const SESSION_ACQUIRE_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, \
+     #n = :node, #a = :now, #e = :expiry, #sid = :session, #f = if_not_exists(#f, :seed) + :one \
+     REMOVE #x";
+
+/// Taking over an item that names a session, after a consistent read of that session found it
+/// ended (missing, or ended before `:stale`, with the item's own lease ended too) or the item's
+/// token revoked: the item is still exactly the grant read (`:held` its token, `:oldsession` its
+/// session). Tokens are never reused, and an ended session never lives again, so the read
+/// still holds when the write lands.
+pub const TAKEOVER_CONDITION: &str = "#t = :held AND #sid = :oldsession";
+/// Taking over an item that names a session while claiming a period: [`TAKEOVER_CONDITION`]
+/// and the ledger part of [`PERIOD_CONDITION`].
+pub const PERIOD_TAKEOVER_CONDITION: &str = "#t = :held AND #sid = :oldsession AND \
+     (attribute_not_exists(#la) OR #la < :from OR #ls = :zero) AND \
+     (attribute_not_exists(#lr) OR #lr < :from)";
+
+/// Opening a session: a new item under a random id (`ReturnValues = NONE`).
+pub const OPEN_SESSION_CONDITION: &str = "attribute_not_exists(#k)";
+/// Opening a session: its end, its `ttl` (`:expiry` + TTL padding) and this client's node id.
+pub const OPEN_SESSION_UPDATE: &str = "SET #se = :expiry, #x = :ttl, #n = :node";
+/// Placeholders used by opening a session.
+pub const OPEN_SESSION_NAMES: &[&str] = &["#k", "#se", "#x", "#n"];
+
+/// Renewing a session (once per beat for all its leases): it has not ended, and the renewal
+/// does not shorten it (`ReturnValues = ALL_NEW`, for [`REVOKED`];
+/// `ReturnValuesOnConditionCheckFailure = ALL_OLD`). A session that ended is never renewed:
+/// its leases are lost, and the next grant opens a new session.
+pub const RENEW_SESSION_CONDITION: &str = "#se > :now AND #se <= :expiry";
+/// Renewing a session: move its end (and `ttl`).
+pub const RENEW_SESSION_UPDATE: &str = "SET #se = :expiry, #x = :ttl";
+/// Renewing a session and forgetting revoked tokens whose lock items no longer name it
+/// (`:tokens`, a string set).
+pub const RENEW_PRUNE_UPDATE: &str = "SET #se = :expiry, #x = :ttl DELETE #rv :tokens";
+/// Renewing a session and revoking tokens whose release failed (`:tokens`), so that their
+/// locks are free for others even if the holder never frees them.
+pub const RENEW_REVOKE_UPDATE: &str = "SET #se = :expiry, #x = :ttl ADD #rv :tokens";
+/// Placeholders used by the session renewal (the plain update uses the first three).
+pub const RENEW_SESSION_NAMES: &[&str] = &["#se", "#x", "#rv"];
+
+/// Forced release of a lease of a session: revoke its token in the session item (`:tokens`, a
+/// set of one) before freeing the lock item, so that the holder's next renewal sees it. At
+/// most [`MAX_REVOKED`](crate::MAX_REVOKED) tokens wait there.
+pub const REVOKE_CONDITION: &str =
+    "attribute_exists(#se) AND (attribute_not_exists(#rv) OR size(#rv) < :max)";
+/// Forced release of a lease of a session: add the token to [`REVOKED`].
+pub const REVOKE_UPDATE: &str = "ADD #rv :tokens";
+/// Placeholders used by the revocation.
+pub const REVOKE_NAMES: &[&str] = &["#se", "#rv"];
+
+/// Release of a lease granted under a session by the store that holds it: the item still
+/// carries its token and names its session (whether the lease still held is judged from the
+/// session's last renewal; the item is freed either way).
+pub const SESSION_HELD_CONDITION: &str = "#t = :token AND #sid = :session";
+/// Release keeping a minimum lease, of a lease of a session: end the lease at `:expiry` on its
+/// own, out of the session.
+pub const DETACH_UPDATE: &str = "SET #e = :expiry, #x = :ttl REMOVE #sid";
+/// Placeholders of a session lease's release ([`RELEASE_UPDATE`]) and linger
+/// ([`DETACH_UPDATE`]).
+pub const SESSION_RELEASE_NAMES: &[&str] = &["#t", "#e", "#x", "#o", "#sid"];
+/// Placeholders of a session lease's linger ([`DETACH_UPDATE`]).
+pub const DETACH_NAMES: &[&str] = &["#t", "#e", "#x", "#sid"];
 
 /// Acquire claiming a period: free as for [`ACQUIRE_CONDITION`], **and** no run counts for the
 /// period starting at `:from`: the latest claim does not (the ledger is empty, its claim was
 /// granted before `:from`, or that claim never started: the lock being free, it is taken over)
 /// and no earlier run does (no [`LEDGER_RAN`], or before `:from`).
-pub const PERIOD_CONDITION: &str = "(attribute_not_exists(#t) OR #e < :stale) AND \
+pub const PERIOD_CONDITION: &str = "(attribute_not_exists(#t) OR (#e < :stale AND \
+     attribute_not_exists(#sid))) AND \
      (attribute_not_exists(#la) OR #la < :from OR #ls = :zero) AND \
      (attribute_not_exists(#lr) OR #lr < :from)";
 /// Acquire claiming a period: as [`ACQUIRE_UPDATE`], recording the period's window, when, by
 /// whom and with which token, not started yet.
 pub const PERIOD_UPDATE: &str = "SET #o = :owner, #t = :token, #ao = :owner, #n = :node, \
      #a = :now, #e = :expiry, #x = :ttl, #f = if_not_exists(#f, :seed) + :one, \
-     #lp = :period, #lf = :from, #lu = :until, #la = :now, #lb = :owner, #lt = :token, #ls = :zero";
+     #lp = :period, #lf = :from, #lu = :until, #la = :now, #lb = :owner, #lt = :token, #ls = :zero \
+     REMOVE #sid";
 /// Placeholders used by the period-claiming acquire request.
 pub const PERIOD_NAMES: &[&str] = &[
     "#o", "#t", "#ao", "#n", "#a", "#e", "#x", "#f", "#lp", "#lf", "#lu", "#la", "#lb", "#lt",
-    "#ls", "#lr",
+    "#ls", "#lr", "#sid",
 ];
 
 /// Starting a period claim's action: the token holds a lease that has not ended and made the
@@ -121,21 +213,23 @@ pub const EXTEND_UPDATE: &str = "SET #e = :expiry, #x = :ttl";
 pub const EXTEND_NAMES: &[&str] = &["#t", "#e", "#x"];
 
 /// Release: free the item but keep it, so its fence survives (`ReturnValues = NONE`).
-pub const RELEASE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o";
+pub const RELEASE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o, #sid";
 /// Placeholders used by the release request.
-pub const RELEASE_NAMES: &[&str] = &["#t", "#e", "#x", "#o"];
+pub const RELEASE_NAMES: &[&str] = &["#t", "#e", "#x", "#o", "#sid"];
 
 /// Release keeping a minimum lease: only if that shortens the lease (never lengthens it).
 pub const LINGER_CONDITION: &str = "#t = :token AND #e > :now AND #e > :expiry";
 /// Release keeping a minimum lease: end the lease at `:expiry`.
 pub const LINGER_UPDATE: &str = EXTEND_UPDATE;
 
-/// Forced release (operators): any held item (`ReturnValues = ALL_OLD`).
-pub const FORCE_CONDITION: &str = "attribute_exists(#t)";
+/// Forced release (operators): the item still carries the holder read (`:token`; for a lease
+/// of a live session, its token was first revoked there, see [`REVOKE_CONDITION`])
+/// (`ReturnValues = ALL_OLD`).
+pub const FORCE_CONDITION: &str = "#t = :token";
 /// Forced release: free the item, keeping its fence.
-pub const FORCE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o";
+pub const FORCE_UPDATE: &str = "SET #e = :now, #x = :ttl REMOVE #t, #o, #sid";
 /// Placeholders used by the forced release request.
-pub const FORCE_NAMES: &[&str] = &["#t", "#e", "#x", "#o"];
+pub const FORCE_NAMES: &[&str] = &["#t", "#e", "#x", "#o", "#sid"];
 
 /// Fenced transactions ([`FencedTransaction`](crate::fence::FencedTransaction)): the
 /// `ConditionCheck` on the lease item added to the user's `TransactWriteItems` — the item still
@@ -145,30 +239,43 @@ pub const FORCE_NAMES: &[&str] = &["#t", "#e", "#x", "#o"];
 pub const LEASE_CHECK_CONDITION: &str = "#t = :token AND #f = :fence AND #e > :now";
 /// Placeholders used by the lease check of a fenced transaction.
 pub const LEASE_CHECK_NAMES: &[&str] = &["#t", "#f", "#e"];
+/// Fenced transactions of a lease held under a session: the lease item still carries the
+/// holder's token and fence and names the session (or its own first term has not ended), beside
+/// [`SESSION_CHECK_CONDITION`] on the session item.
+pub const SESSION_LEASE_CHECK_CONDITION: &str =
+    "#t = :token AND #f = :fence AND (#e > :now OR #sid = :session)";
+/// Placeholders used by [`SESSION_LEASE_CHECK_CONDITION`].
+pub const SESSION_LEASE_CHECK_NAMES: &[&str] = &["#t", "#f", "#e", "#sid"];
+/// Fenced transactions of a lease held under a session: the second `ConditionCheck`, on the
+/// session item: the session has not ended by the writer's clock and has not revoked the token.
+pub const SESSION_CHECK_CONDITION: &str = "#se > :now AND NOT contains(#rv, :token)";
+/// Placeholders used by [`SESSION_CHECK_CONDITION`].
+pub const SESSION_CHECK_NAMES: &[&str] = &["#se", "#rv"];
 
 /// Listing (`Scan` with `Limit`, `ConsistentRead`): the items held and not yet free to take
 /// over (as `state` counts them: `#e >= :stale`) among those the `Limit` read, keyed under this
 /// store's prefix (`:prefix` is `PREFIX/`). IAM: `dynamodb:Scan` on the lease table.
-pub const LIST_FILTER_PREFIXED: &str =
-    "attribute_exists(#t) AND #e >= :stale AND begins_with(#k, :prefix)";
+pub const LIST_FILTER_PREFIXED: &str = "attribute_exists(#t) AND (#e >= :stale OR \
+     attribute_exists(#sid)) AND begins_with(#k, :prefix)";
 /// Listing without a key prefix: as [`LIST_FILTER_PREFIXED`], for keys without a `/` (the items
 /// of stores with a prefix have one; this store's never do, see [`item_key`](crate::item_key)).
-pub const LIST_FILTER: &str = "attribute_exists(#t) AND #e >= :stale AND NOT contains(#k, :slash)";
+pub const LIST_FILTER: &str = "attribute_exists(#t) AND (#e >= :stale OR attribute_exists(#sid)) \
+     AND NOT contains(#k, :slash)";
 /// Placeholders used by the listing filters.
-pub const LIST_NAMES: &[&str] = &["#t", "#e", "#k"];
+pub const LIST_NAMES: &[&str] = &["#t", "#e", "#k", "#sid"];
 
 /// Counting stale items ([`DynamoDbStore::stale_items`](crate::DynamoDbStore::stale_items): `Scan`
 /// with `Select = COUNT`, `Limit`, eventually consistent), keyed under this store's prefix
 /// (`:prefix` is `PREFIX/`): lease items (they have `leaseExpiry`) that are free or whose lease
 /// ended before `:stale` — the negation of `state`'s "held". IAM: `dynamodb:Scan` on the table.
-pub const STALE_FILTER_PREFIXED: &str = "attribute_exists(#e) AND (attribute_not_exists(#t) OR #e < :stale) \
-     AND begins_with(#k, :prefix)";
+pub const STALE_FILTER_PREFIXED: &str = "attribute_exists(#e) AND (attribute_not_exists(#t) OR \
+     (#e < :stale AND attribute_not_exists(#sid))) AND begins_with(#k, :prefix)";
 /// Counting stale items without a key prefix: as [`STALE_FILTER_PREFIXED`], for keys without a
 /// `/`.
-pub const STALE_FILTER: &str = "attribute_exists(#e) AND (attribute_not_exists(#t) OR #e < :stale) \
-     AND NOT contains(#k, :slash)";
+pub const STALE_FILTER: &str = "attribute_exists(#e) AND (attribute_not_exists(#t) OR \
+     (#e < :stale AND attribute_not_exists(#sid))) AND NOT contains(#k, :slash)";
 /// Placeholders used by the stale filters.
-pub const STALE_NAMES: &[&str] = &["#e", "#t", "#k"];
+pub const STALE_NAMES: &[&str] = &["#e", "#t", "#k", "#sid"];
 /// Counting the lease items DynamoDB TTL may delete but has not yet: their `ttl` is before
 /// `:epoch` (now, epoch seconds), keyed under this store's prefix.
 pub const PAST_TTL_FILTER_PREFIXED: &str =
@@ -199,6 +306,9 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("#lt", LEDGER_TOKEN),
     ("#ls", LEDGER_STARTED),
     ("#lr", LEDGER_RAN),
+    ("#sid", SESSION),
+    ("#se", SESSION_EXPIRY),
+    ("#rv", REVOKED),
 ];
 
 /// `(placeholder, attribute)` pairs for the placeholders in `used` (DynamoDB rejects unused ones).
@@ -215,7 +325,7 @@ mod tests {
 
     #[test]
     fn every_request_names_exactly_the_placeholders_it_uses() {
-        let requests: [(&[&str], &[&str]); 15] = [
+        let requests: [(&[&str], &[&str]); 29] = [
             (&[LIST_FILTER_PREFIXED], LIST_NAMES),
             (&[LIST_FILTER], LIST_NAMES),
             (&[STALE_FILTER], STALE_NAMES),
@@ -231,6 +341,35 @@ mod tests {
             (&[LINGER_CONDITION, LINGER_UPDATE], EXTEND_NAMES),
             (&[FORCE_CONDITION, FORCE_UPDATE], FORCE_NAMES),
             (&[LEASE_CHECK_CONDITION], LEASE_CHECK_NAMES),
+            (&[HELD_CONDITION, ATTACH_UPDATE], ATTACH_NAMES),
+            (&[ACQUIRE_CONDITION, SESSION_ACQUIRE_UPDATE], ACQUIRE_NAMES),
+            (&[TAKEOVER_CONDITION, SESSION_ACQUIRE_UPDATE], ACQUIRE_NAMES),
+            (&[TAKEOVER_CONDITION, ACQUIRE_UPDATE], ACQUIRE_NAMES),
+            (&[PERIOD_TAKEOVER_CONDITION, PERIOD_UPDATE], PERIOD_NAMES),
+            (
+                &[OPEN_SESSION_CONDITION, OPEN_SESSION_UPDATE],
+                OPEN_SESSION_NAMES,
+            ),
+            (
+                &[RENEW_SESSION_CONDITION, RENEW_PRUNE_UPDATE],
+                RENEW_SESSION_NAMES,
+            ),
+            (
+                &[RENEW_SESSION_CONDITION, RENEW_REVOKE_UPDATE],
+                RENEW_SESSION_NAMES,
+            ),
+            (
+                &[RENEW_SESSION_CONDITION, RENEW_SESSION_UPDATE],
+                &["#se", "#x"],
+            ),
+            (&[REVOKE_CONDITION, REVOKE_UPDATE], REVOKE_NAMES),
+            (
+                &[SESSION_HELD_CONDITION, RELEASE_UPDATE],
+                SESSION_RELEASE_NAMES,
+            ),
+            (&[SESSION_HELD_CONDITION, DETACH_UPDATE], DETACH_NAMES),
+            (&[SESSION_LEASE_CHECK_CONDITION], SESSION_LEASE_CHECK_NAMES),
+            (&[SESSION_CHECK_CONDITION], SESSION_CHECK_NAMES),
         ];
         for (texts, used) in requests {
             let text = texts.join(" ");

@@ -3,7 +3,7 @@
 //! the fence survives), release with a linger (the lease shortened to a minimum lease) and the
 //! operators' forced release.
 
-use leasehold::store::{host_epoch_ms, time_at_ms};
+use leasehold::store::{epoch_ms, host_epoch_ms, time_at_ms};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
@@ -18,12 +18,14 @@ use tracing::info;
 
 use super::conditional_failure;
 use super::expressions::{
-    EXTEND_NAMES, EXTEND_UPDATE, FORCE_CONDITION, FORCE_NAMES, FORCE_UPDATE, HELD_CONDITION,
-    LINGER_CONDITION, LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES, RELEASE_UPDATE,
+    DETACH_NAMES, DETACH_UPDATE, EXTEND_NAMES, EXTEND_UPDATE, FORCE_CONDITION, FORCE_NAMES,
+    FORCE_UPDATE, HELD_CONDITION, LINGER_CONDITION, LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES,
+    RELEASE_UPDATE, SESSION_HELD_CONDITION,
 };
 use crate::clock::{ms, ttl_seconds};
 use crate::metrics::Operation;
-use crate::record::{Item, n, s};
+use crate::record::{n, s};
+use crate::session::Member;
 use crate::store::DynamoDbStore;
 
 impl DynamoDbStore {
@@ -152,17 +154,105 @@ impl DynamoDbStore {
         }
     }
 
+    /// Releases a lease granted under this instance's session `member.session`: frees its item
+    /// (or, with a `linger`, takes it out of the session with its own term ended `linger` from
+    /// now, never later than it was held) on the item still carrying its token under that
+    /// session. Whether it was still held is judged by the session's last renewal (and the
+    /// lease's own term). A release that fails is answered `NotHeld` from then on and revoked by
+    /// the session's next renewal, so its lock does not stay held while the session lives.
+    pub(crate) async fn release_member(
+        &self,
+        lease: &Lease,
+        member: &Member,
+        linger: Duration,
+    ) -> StoreResult<Release> {
+        let now = host_epoch_ms();
+        let own = u64::try_from(epoch_ms(lease.expires_at)).unwrap_or_default();
+        let held_until = own.max(self.sessions.known_expiry(&member.session));
+        let answer = if held_until > now {
+            Release::Released
+        } else {
+            Release::NotHeld
+        };
+        let done = if linger.is_zero() || held_until <= now {
+            self.free_in_session(&member.key, lease.token, &member.session)
+                .await
+                .map(|freed| freed.then_some(answer))
+        } else {
+            self.detach(
+                lease,
+                member,
+                now.saturating_add(ms(linger)).min(held_until),
+            )
+            .await
+            .map(|detached| detached.then_some(Release::Released))
+        };
+        match done {
+            Ok(released) => {
+                self.sessions.leave(lease.token);
+                Ok(released.unwrap_or(Release::NotHeld))
+            }
+            Err(e) => {
+                self.sessions.release_failed(lease.token);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes a lease out of its session, its own term ending at `expiry`: true if the item still
+    /// carried it.
+    async fn detach(&self, lease: &Lease, member: &Member, expiry: u64) -> StoreResult<bool> {
+        let sent = self
+            .metered(Operation::Release, |probe| {
+                self.client
+                    .update_item()
+                    .table_name(&self.options.table)
+                    .key(LOCK_NAME, s(member.key.as_str()))
+                    .condition_expression(SESSION_HELD_CONDITION)
+                    .update_expression(DETACH_UPDATE)
+                    .set_expression_attribute_names(Some(Self::names(DETACH_NAMES)))
+                    .expression_attribute_values(":token", s(lease.token.to_hex()))
+                    .expression_attribute_values(":session", s(member.session.as_str()))
+                    .expression_attribute_values(":expiry", n(expiry))
+                    .expression_attribute_values(
+                        ":ttl",
+                        n(ttl_seconds(expiry, self.options.ttl_padding)),
+                    )
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .interceptor(probe)
+                    .send()
+            })
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(err) => conditional_failure(&self.options.table, err).map(|_| false),
+        }
+    }
+
     /// Frees every held slot of `lock` regardless of token; returns the holders freed that were
-    /// still occupying their slot (see `state`), as they were.
+    /// still occupying their slot (see `state`), as they were. A lease of a session that still
+    /// has its item is first revoked there, so that its holder's next renewal answers `NotHeld`.
     pub(crate) async fn force_slots(
         &self,
         lock: &LockName,
         slots: u32,
     ) -> StoreResult<Vec<Holder>> {
         let mut freed = Vec::new();
-        for (slot, item) in self.read_slots(lock, slots).await? {
-            if item.token.is_none() {
+        let items = self.read_slots(lock, slots).await?;
+        let sessions = self
+            .read_sessions(items.iter().filter_map(|(_, i)| i.session.clone()))
+            .await?;
+        for (slot, item) in items {
+            let Some(token) = item.token.clone() else {
                 continue;
+            };
+            let session = item.session.as_ref().and_then(|id| sessions.get(id));
+            let until = item.held_until(session);
+            if let (Some(id), Some(record)) = (&item.session, session)
+                && !record.revoked.contains(&token)
+            {
+                self.revoke(id, &token).await?;
             }
             let key = self.key(lock, slot);
             let now = host_epoch_ms();
@@ -176,6 +266,7 @@ impl DynamoDbStore {
                         .condition_expression(FORCE_CONDITION)
                         .update_expression(FORCE_UPDATE)
                         .set_expression_attribute_names(Some(Self::names(FORCE_NAMES)))
+                        .expression_attribute_values(":token", s(token.as_str()))
                         .expression_attribute_values(":now", n(now))
                         .expression_attribute_values(
                             ":ttl",
@@ -189,17 +280,18 @@ impl DynamoDbStore {
                 })
                 .await;
             match sent {
-                Ok(out) => {
-                    let Some(attrs) = out.attributes else {
-                        continue;
-                    };
-                    let old = Item::parse(&key, &attrs)?;
-                    if old.occupied(stale) {
-                        info!(key, owner = old.owner, fence = old.fence, "forced release");
-                        freed.push(old.holder(slot));
+                Ok(_) => {
+                    if let Some(until) = until.filter(|u| *u >= stale) {
+                        info!(
+                            key,
+                            owner = item.owner,
+                            fence = item.fence,
+                            "forced release"
+                        );
+                        freed.push(item.holder(slot, until));
                     }
                 }
-                // A failed condition: released meanwhile.
+                // A failed condition: released (or taken over) meanwhile.
                 Err(err) => drop(conditional_failure(&self.options.table, err)?),
             }
         }

@@ -5,7 +5,7 @@ use leasehold::store::host_epoch_ms;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity};
 use leasehold::store::StoreResult;
 use leasehold::{Holder, LockName, store::StoreError};
 
@@ -13,7 +13,7 @@ use super::expressions::LOCK_NAME;
 use crate::classify::classify;
 use crate::clock::ms;
 use crate::metrics::Operation;
-use crate::record::{Attributes, Item, s};
+use crate::record::{Attributes, Item, SessionRecord, s};
 use crate::store::DynamoDbStore;
 
 /// `BatchGetItem` takes at most 100 keys per request.
@@ -24,6 +24,14 @@ const UNPROCESSED_ROUNDS: u32 = 8;
 impl DynamoDbStore {
     /// The item under `key`, read consistently.
     pub(crate) async fn read_item(&self, key: &str) -> StoreResult<Option<Item>> {
+        self.read_attributes(key)
+            .await?
+            .map(|attrs| Item::parse(key, &attrs))
+            .transpose()
+    }
+
+    /// The attributes under `key`, read consistently.
+    async fn read_attributes(&self, key: &str) -> StoreResult<Option<Attributes>> {
         let out = self
             .metered(Operation::Read, |probe| {
                 self.client
@@ -38,7 +46,70 @@ impl DynamoDbStore {
             })
             .await
             .map_err(|e| classify("GetItem", &self.options.table, e))?;
-        out.item.map(|attrs| Item::parse(key, &attrs)).transpose()
+        Ok(out.item)
+    }
+
+    /// The session items `ids` that exist, read consistently (one `GetItem`, or `BatchGetItem`
+    /// per 100), by id.
+    pub(crate) async fn read_sessions(
+        &self,
+        ids: impl IntoIterator<Item = String>,
+    ) -> StoreResult<HashMap<String, SessionRecord>> {
+        let keys: HashMap<String, String> = ids
+            .into_iter()
+            .map(|id| (self.session_item(&id), id))
+            .collect();
+        let mut found = HashMap::new();
+        if keys.len() == 1 {
+            for (key, id) in &keys {
+                if let Some(attrs) = self.read_attributes(key).await? {
+                    found.insert(id.clone(), SessionRecord::parse(key, &attrs)?);
+                }
+            }
+            return Ok(found);
+        }
+        let all: Vec<&String> = keys.keys().collect();
+        for chunk in all.chunks(BATCH) {
+            for attrs in self.batch_get(chunk).await? {
+                if let Some(AttributeValue::S(key)) = attrs.get(LOCK_NAME)
+                    && let Some(id) = keys.get(key)
+                {
+                    found.insert(id.clone(), SessionRecord::parse(key, &attrs)?);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Items with the end of their holders' leases (see [`Item::held_until`]), judged with the
+    /// session items they name, read consistently after them.
+    pub(crate) async fn judged(
+        &self,
+        items: Vec<(u32, Item)>,
+    ) -> StoreResult<Vec<(u32, Item, Option<u64>)>> {
+        let sessions = self
+            .read_sessions(items.iter().filter_map(|(_, i)| i.session.clone()))
+            .await?;
+        Ok(items
+            .into_iter()
+            .map(|(slot, item)| {
+                let session = item.session.as_ref().and_then(|id| sessions.get(id));
+                let until = item.held_until(session);
+                (slot, item, until)
+            })
+            .collect())
+    }
+
+    /// The existing items of `lock`'s slots `0..slots` with their holders' ends ([`judged`]).
+    ///
+    /// [`judged`]: Self::judged
+    pub(crate) async fn read_slots_judged(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<(u32, Item, Option<u64>)>> {
+        let items = self.read_slots(lock, slots).await?;
+        self.judged(items).await
     }
 
     /// The existing items of `lock`'s slots `0..slots`, read consistently, ordered by slot.
@@ -68,7 +139,7 @@ impl DynamoDbStore {
         for chunk in ordered.chunks(BATCH) {
             for attrs in self.batch_get(chunk).await? {
                 let key = match attrs.get(LOCK_NAME) {
-                    Some(aws_sdk_dynamodb::types::AttributeValue::S(k)) => k.clone(),
+                    Some(AttributeValue::S(k)) => k.clone(),
                     _ => continue,
                 };
                 if let Some(&slot) = keys.get(&key) {
@@ -140,11 +211,12 @@ impl DynamoDbStore {
         let now = host_epoch_ms();
         let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
         Ok(self
-            .read_slots(lock, slots)
+            .read_slots_judged(lock, slots)
             .await?
             .into_iter()
-            .filter(|(_, item)| item.occupied(stale))
-            .map(|(slot, item)| item.holder(slot))
+            .filter_map(|(slot, item, until)| {
+                until.filter(|u| *u >= stale).map(|u| item.holder(slot, u))
+            })
             .collect())
     }
 
