@@ -669,7 +669,9 @@ fn parse_shards(text: &str) -> Result<u32, String> {
     // Any number too large for u32 is simply too many shards.
     let shards = digits.parse::<u32>().unwrap_or(u32::MAX);
     if shards == 0 {
-        return Err(format!("a set of 0 shards would never run anything; use {allowed}"));
+        return Err(format!(
+            "a set of 0 shards would never run anything; use {allowed}"
+        ));
     }
     if shards > max {
         return Err(format!(

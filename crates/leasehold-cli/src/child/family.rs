@@ -340,9 +340,7 @@ mod procs {
         let (below, seen) = below_of(me);
         let zombies = below
             .iter()
-            .filter(|p| {
-                p.dead && p.ppid == me && Some(p.pid) != main && !commands.contains(&p.pid)
-            })
+            .filter(|p| p.dead && p.ppid == me && Some(p.pid) != main && !commands.contains(&p.pid))
             .map(|p| p.pid)
             .collect();
         let mut alive: Vec<Stat> = below.into_iter().filter(|p| !p.dead).collect();
@@ -456,13 +454,13 @@ mod procs {
             let me = 100;
             let all = [
                 stat(me, 1, me, false),
-                stat(200, me, 200, false), // this shard's command
+                stat(200, me, 200, false),  // this shard's command
                 stat(201, 200, 200, false), // its child
                 stat(202, 200, 202, false), // its child that left the group
-                stat(300, me, 300, true),  // another shard's command, exited, not yet reaped
-                stat(301, me, 301, false), // an orphan of the other shard's
-                stat(400, me, 400, false), // an orphan this family saw before
-                stat(500, me, 500, true),  // a dead orphan: reaped
+                stat(300, me, 300, true),   // another shard's command, exited, not yet reaped
+                stat(301, me, 301, false),  // an orphan of the other shard's
+                stat(400, me, 400, false),  // an orphan this family saw before
+                stat(500, me, 500, true),   // a dead orphan: reaped
             ];
             let own = HashSet::from([400]);
             let (alive, zombies) =

@@ -204,8 +204,9 @@ impl Supervision<'_> {
                     }
                 }
                 () = handing_over, if seen.stop.is_none() => {
+                    // Routine when the set rebalances: logged, not said.
                     let stopping = self.stop(&mut seen, Cause::HandOver);
-                    say::err(&format!("lock {lock} is being handed over: {stopping}"));
+                    tracing::info!(lock = %lock, "leasehold: handing the shard over: {stopping}");
                 }
                 () = kill_due => {
                     let since = seen.stop.map_or(Duration::ZERO, |s| s.since.elapsed());
@@ -351,9 +352,12 @@ impl Supervision<'_> {
 
     /// Reports a loss found only once the command had finished.
     fn report_unseen(&self, reason: LostReason, status: ExitStatus) {
-        let outcome = match self.args.on_lost {
-            OnLost::Kill => format!("exit code {}", exit::LOST_BEFORE_END),
-            OnLost::Continue => "passing its status on (--on-lost continue)".to_owned(),
+        let outcome = match (self.shard, self.args.on_lost) {
+            (Some(_), _) => "the shard's command starts again only where the shard is owned \
+                again"
+                .to_owned(),
+            (None, OnLost::Kill) => format!("exit code {}", exit::LOST_BEFORE_END),
+            (None, OnLost::Continue) => "passing its status on (--on-lost continue)".to_owned(),
         };
         let name = self.child.name();
         say::lost(
