@@ -246,3 +246,42 @@ fn bad_shard_flags_are_refused_before_anything_runs() {
         common::text(&out.stderr)
     );
 }
+
+#[test]
+fn a_shard_freed_under_its_command_stops_it_and_is_taken_again_with_a_higher_fence() {
+    let env = Env::new();
+    let path = env.path("journal");
+    let mut run = join_set(&env, "freed", "solo", &path);
+    let err = Stderr::watch(&mut run);
+    wait_until(&path, "solo runs all 8", |now| count(now, "solo") == 8);
+    let fence_before = journal(&path)
+        .iter()
+        .find(|l| l.start && l.shard == 3)
+        .map(|l| l.fence)
+        .expect("shard 3 started");
+
+    let out = env.output(&["release", "--force", "freed.shard-3"]);
+    assert_eq!(code(&out.status), 0, "{}", common::text(&out.stderr));
+    err.wait_for("lease on lock freed.shard-3 lost");
+    // Stopped, then started again under a new lease once the set takes the shard back.
+    wait_until(&path, "shard 3 runs again", |_| {
+        let lines = journal(&path);
+        let stopped = lines.iter().any(|l| !l.start && l.shard == 3);
+        let again = lines.iter().filter(|l| l.start && l.shard == 3).count() == 2;
+        stopped && again
+    });
+    let fence_after = journal(&path)
+        .iter()
+        .rev()
+        .find(|l| l.start && l.shard == 3)
+        .map(|l| l.fence)
+        .expect("shard 3 started again");
+    assert!(
+        fence_after > fence_before,
+        "{fence_before} then {fence_after}"
+    );
+    assert_eq!(running(&path).len(), 8);
+
+    signal(run.id(), "TERM");
+    assert_eq!(code(&exit_status(run)), 143, "{}", err.text());
+}
