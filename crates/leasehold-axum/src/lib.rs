@@ -6,6 +6,9 @@
 //!   [`Elector`](leasehold::Elector), started with the app and stopped by the same
 //!   [`CancellationToken`] that drives
 //!   `axum::serve(..).with_graceful_shutdown(..)`; per-job metrics (see [`job_metrics`]).
+//! * [`ShardJobs`]: the partition form of a job: a periodic action run once per shard this node
+//!   owns in a [`PartitionSet`](leasehold::partition::PartitionSet), each run with its shard's
+//!   own lease; [`RunningShards::status`] shows the owned shards.
 //! * [`Management`]: a router for `GET /management/leader-election` that refuses to build
 //!   without an authentication decision (built-in [`BearerToken`], the caller's own layer, or
 //!   loopback only).
@@ -79,6 +82,7 @@ mod management;
 #[cfg(feature = "prometheus")]
 mod prometheus;
 mod serve;
+mod shard_jobs;
 mod status;
 
 pub use auth::{BearerAuthLayer, BearerAuthService, BearerToken};
@@ -101,6 +105,7 @@ pub use management::{DEFAULT_PATH, Management};
 #[cfg(feature = "prometheus")]
 pub use prometheus::{DEFAULT_METRICS_PATH, PrometheusMetrics, UPKEEP_INTERVAL};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
+pub use shard_jobs::{RunningShards, ShardJobs, ShardJobsStatus};
 pub use status::{LeaderElectionStatus, LedgerStatus, LockStatus, LockStatusKind};
 
 pub use leasehold::{CancellationToken, Job};

@@ -374,6 +374,14 @@ pub(crate) struct RunArgs {
         value_parser = parse_slots)]
     pub(crate) slots: u32,
 
+    /// Join the partition set NAME (--lock) of N shards and run one COMMAND per shard this
+    /// node owns, with LEASEHOLD_SHARD and LEASEHOLD_SHARDS in its environment, until leasehold
+    /// gets SIGINT or SIGTERM (1 to 65536; see "Shards" in the manual)
+    #[arg(long, value_name = "N", value_parser = parse_shards,
+        conflicts_with_all = ["once_per", "period_offset", "slots", "min_lease", "wait",
+            "no_auto_extend", "foreground", "metrics_file", "skipped_exit_code"])]
+    pub(crate) shards: Option<u32>,
+
     /// Owner recorded in the store, at most 255 bytes [default: hostname:pid]
     #[arg(long, value_name = "ID", value_parser = parse_node_id)]
     pub(crate) node_id: Option<String>,
@@ -650,6 +658,29 @@ fn parse_progress_every(text: &str) -> Result<Duration, String> {
 }
 
 /// A slot count: 1 to [`leasehold::limits::MAX_SLOTS`] (clap names the flag in the error).
+/// `--shards`: 1 to [`MAX_SHARDS`](leasehold::limits::MAX_SHARDS).
+fn parse_shards(text: &str) -> Result<u32, String> {
+    let max = leasehold::limits::MAX_SHARDS;
+    let allowed = format!("a whole number from 1 to {max}");
+    let digits = text.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} is not {allowed}"));
+    }
+    // Any number too large for u32 is simply too many shards.
+    let shards = digits.parse::<u32>().unwrap_or(u32::MAX);
+    if shards == 0 {
+        return Err(format!(
+            "a set of 0 shards would never run anything; use {allowed}"
+        ));
+    }
+    if shards > max {
+        return Err(format!(
+            "at most {max} shards are allowed (leasehold::limits::MAX_SHARDS); got {digits}"
+        ));
+    }
+    Ok(shards)
+}
+
 fn parse_slots(text: &str) -> Result<u32, String> {
     let max = leasehold::limits::MAX_SLOTS;
     let allowed = format!("a whole number from 1 to {max}");

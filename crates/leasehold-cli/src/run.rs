@@ -1,6 +1,7 @@
 //! `leasehold run`: acquire the lock, run the command under the lease, stop it if the lease is
 //! lost, forward signals, release, and write the `--metrics-file`.
 
+mod shards;
 mod stopping;
 mod supervise;
 
@@ -46,6 +47,11 @@ pub(crate) async fn run(
 ) -> Result<ExitCode, Failure> {
     let options = options(&args)?;
     let grace = grace(&args, options.lease())?;
+    if let Some(shards) = args.shards {
+        return shards::run(args, shards, url, signals, (options, grace))
+            .await
+            .map(exit::code);
+    }
     let period = period(&args)?;
     let metrics = args
         .metrics_file
@@ -180,6 +186,8 @@ async fn attempt(
         child: &mut child,
         family: &mut family,
         guard: &guard,
+        lock: &lock,
+        shard: None,
         args,
         grace,
     }

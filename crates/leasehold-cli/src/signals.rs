@@ -4,6 +4,36 @@ use std::io;
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::broadcast;
+
+/// Where the signals to forward to a command come from: leasehold's own handlers, or (under
+/// `run --shards`) the copies leasehold hands to each shard's command.
+pub(crate) trait SignalSource {
+    /// The next signal to forward (cancel-safe).
+    async fn recv(&mut self) -> Signal;
+}
+
+impl SignalSource for Signals {
+    async fn recv(&mut self) -> Signal {
+        Signals::recv(self).await
+    }
+}
+
+/// The signals leasehold forwards to one of several commands.
+#[derive(Debug)]
+pub(crate) struct Forwarded(pub(crate) broadcast::Receiver<Signal>);
+
+impl SignalSource for Forwarded {
+    async fn recv(&mut self) -> Signal {
+        loop {
+            match self.0.recv().await {
+                Ok(signal) => return signal,
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+            }
+        }
+    }
+}
 
 /// Handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT. While they exist these signals no longer
 /// terminate leasehold; [`recv`](Self::recv) yields them so they can be forwarded.

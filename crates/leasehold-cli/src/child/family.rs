@@ -7,6 +7,15 @@
 //!
 //! Elsewhere only the command's process group can be seen (`killpg(group, 0)`), and a process
 //! that leaves it (`setsid`) cannot.
+//!
+//! Under `run --shards` several commands run at once, one [`Family`] each
+//! ([`Family::prepare_own`]): a family then counts only its command's group, the processes below
+//! its command, and those it once saw there that were re-parented to leasehold. Every command's
+//! own pid is registered while tokio has not reaped it, so that no family reaps another's
+//! command.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -41,6 +50,23 @@ impl Remaining {
     }
 }
 
+/// The pids of the commands tokio has started and not yet reaped: no family reaps them.
+static COMMANDS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn commands() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    COMMANDS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Which processes a family counts.
+#[derive(Debug)]
+enum Scope {
+    /// Every descendant of leasehold (one command at a time).
+    All,
+    /// Only its own command's (several at once): the pids once seen below the command, kept
+    /// while they live.
+    Own(Mutex<HashSet<i32>>),
+}
+
 /// The command's processes, as far as leasehold can see them.
 #[derive(Debug)]
 pub(crate) struct Family {
@@ -50,12 +76,23 @@ pub(crate) struct Family {
     main: Option<Pid>,
     /// SIGCHLD: re-parented orphans to reap.
     sigchld: Option<tokio::signal::unix::Signal>,
+    scope: Scope,
 }
 
 impl Family {
     /// Prepares to start a command: makes leasehold a child subreaper (Linux) and listens for
     /// SIGCHLD, both before the command starts so that no orphan is missed.
     pub(crate) fn prepare() -> Self {
+        Self::with_scope(Scope::All)
+    }
+
+    /// As [`prepare`](Self::prepare), for one of several commands running at once: the family
+    /// counts only its own command's processes.
+    pub(crate) fn prepare_own() -> Self {
+        Self::with_scope(Scope::Own(Mutex::new(HashSet::new())))
+    }
+
+    fn with_scope(scope: Scope) -> Self {
         procs::become_subreaper();
         let sigchld = procs::SUPPORTED
             .then(|| tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok())
@@ -64,6 +101,7 @@ impl Family {
             group: None,
             main: None,
             sigchld,
+            scope,
         }
     }
 
@@ -71,11 +109,31 @@ impl Family {
     pub(crate) fn adopt(&mut self, child: &Child) {
         self.group = child.group();
         self.main = child.pid();
+        if let Some(main) = self.main {
+            commands().push(main.as_raw());
+        }
     }
 
     /// The command itself has been reaped (by tokio): its pid may now be anyone's.
     pub(crate) fn main_reaped(&mut self) {
-        self.main = None;
+        if let Some(main) = self.main.take() {
+            commands().retain(|pid| *pid != main.as_raw());
+        }
+    }
+
+    /// Lists what is alive of this family (reaping dead orphans on the way); `None` without
+    /// `/proc`.
+    fn look(&self) -> Option<Vec<Member>> {
+        let mains = commands().clone();
+        match &self.scope {
+            Scope::All => procs::look(self.group, self.main, &mains, None),
+            Scope::Own(seen) => {
+                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+                let alive = procs::look(self.group, self.main, &mains, Some(&*seen))?;
+                *seen = alive.iter().map(|m| m.pid.as_raw()).collect();
+                Some(alive)
+            }
+        }
     }
 
     /// Resolves at the next SIGCHLD (pending where nothing needs reaping); then call
@@ -93,13 +151,13 @@ impl Family {
 
     /// Reaps the orphans re-parented to leasehold that have exited (each by its pid).
     pub(crate) fn reap(&self) {
-        procs::look(self.group, self.main);
+        self.look();
     }
 
     /// Reaps what has exited, then counts what is alive: the group's members and leasehold's
     /// descendants (but not the command itself while it runs).
     pub(crate) fn remaining(&self) -> Remaining {
-        match procs::look(self.group, self.main) {
+        match self.look() {
             Some(alive) if alive.is_empty() => Remaining::None,
             Some(alive) => Remaining::Counted(alive.len()),
             None => match self.group {
@@ -114,7 +172,7 @@ impl Family {
     /// `with_group` (once the command has exited; while it runs, [`Child::deliver`] signals the
     /// group), and by pid to each descendant outside the group.
     pub(crate) fn deliver(&self, signal: Signal, with_group: bool) {
-        let alive = procs::look(self.group, self.main);
+        let alive = self.look();
         let outside: Vec<Pid> = alive
             .as_ref()
             .map(|alive| {
@@ -146,6 +204,13 @@ impl Family {
         }
         tracing::debug!(%signal, group = ?group, outside = outside.len(),
             "leasehold: signalled what the command started");
+    }
+}
+
+impl Drop for Family {
+    fn drop(&mut self) {
+        // A command never reaped (leasehold gives up on it) keeps its pid out of the registry.
+        self.main_reaped();
     }
 }
 
@@ -232,31 +297,50 @@ mod procs {
 
     /// The live processes of `group` and below `me`, except `me` and `main`; the dead children
     /// of `me` (but `main`) to reap.
+    #[cfg(test)]
     pub(super) fn select(
         all: &[Stat],
         me: i32,
         group: Option<i32>,
         main: Option<i32>,
     ) -> (Vec<Stat>, Vec<i32>) {
+        select_with(all, me, (group, main), &[], None)
+    }
+
+    /// The live processes of `group` and below `me`, except `me` and `main`, and the dead
+    /// children of `me` to reap, except the `commands` tokio still has to reap. With `own`
+    /// (the pids this family saw before), only the processes of the group, those below `main`
+    /// and those of `own` are counted.
+    pub(super) fn select_with(
+        all: &[Stat],
+        me: i32,
+        (group, main): (Option<i32>, Option<i32>),
+        commands: &[i32],
+        own: Option<&HashSet<i32>>,
+    ) -> (Vec<Stat>, Vec<i32>) {
         let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
         for p in all {
             children.entry(p.ppid).or_default().push(p);
         }
-        let mut below = Vec::new();
         // Pids already taken: /proc is read while it changes, so never loop on a pid seen twice.
-        let mut seen = HashSet::from([me]);
-        let mut todo = vec![me];
-        while let Some(parent) = todo.pop() {
-            for p in children.get(&parent).into_iter().flatten() {
-                if seen.insert(p.pid) {
-                    below.push(**p);
-                    todo.push(p.pid);
+        let below_of = |root: i32| {
+            let mut below = Vec::new();
+            let mut seen = HashSet::from([root]);
+            let mut todo = vec![root];
+            while let Some(parent) = todo.pop() {
+                for p in children.get(&parent).into_iter().flatten() {
+                    if seen.insert(p.pid) {
+                        below.push(**p);
+                        todo.push(p.pid);
+                    }
                 }
             }
-        }
+            (below, seen)
+        };
+        let (below, seen) = below_of(me);
         let zombies = below
             .iter()
-            .filter(|p| p.dead && p.ppid == me && Some(p.pid) != main)
+            .filter(|p| p.dead && p.ppid == me && Some(p.pid) != main && !commands.contains(&p.pid))
             .map(|p| p.pid)
             .collect();
         let mut alive: Vec<Stat> = below.into_iter().filter(|p| !p.dead).collect();
@@ -267,17 +351,30 @@ mod procs {
             alive.extend(outside_tree.filter(|p| !p.dead));
         }
         alive.retain(|p| p.pid != me && Some(p.pid) != main);
+        if let Some(own) = own {
+            let under_main = main.map(|main| below_of(main).1).unwrap_or_default();
+            alive.retain(|p| {
+                Some(p.pgid) == group || under_main.contains(&p.pid) || own.contains(&p.pid)
+            });
+        }
         (alive, zombies)
     }
 
     /// Reaps the dead orphans re-parented to leasehold, then lists the live processes of
-    /// `group` and below leasehold (except `main`). `None` without `/proc`.
-    pub(super) fn look(group: Option<Pid>, main: Option<Pid>) -> Option<Vec<Member>> {
+    /// `group` and below leasehold (except `main`; with `own`, only this family's: see
+    /// [`select_with`]). `None` without `/proc`.
+    pub(super) fn look(
+        group: Option<Pid>,
+        main: Option<Pid>,
+        commands: &[i32],
+        own: Option<&HashSet<i32>>,
+    ) -> Option<Vec<Member>> {
         let all = scan()?;
         let me = i32::try_from(std::process::id()).ok()?;
-        let (alive, zombies) = select(&all, me, group.map(Pid::as_raw), main.map(Pid::as_raw));
+        let ids = (group.map(Pid::as_raw), main.map(Pid::as_raw));
+        let (alive, zombies) = select_with(&all, me, ids, commands, own);
         for pid in zombies {
-            // By pid only, and never blocking: tokio reaps the command itself.
+            // By pid only, and never blocking: tokio reaps the commands themselves.
             let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
         }
         Some(
@@ -351,6 +448,28 @@ mod procs {
             pids.sort_unstable();
             assert_eq!(pids, [200, 201]);
         }
+
+        #[test]
+        fn a_family_of_several_counts_only_its_own_and_reaps_no_other_command() {
+            let me = 100;
+            let all = [
+                stat(me, 1, me, false),
+                stat(200, me, 200, false),  // this shard's command
+                stat(201, 200, 200, false), // its child
+                stat(202, 200, 202, false), // its child that left the group
+                stat(300, me, 300, true),   // another shard's command, exited, not yet reaped
+                stat(301, me, 301, false),  // an orphan of the other shard's
+                stat(400, me, 400, false),  // an orphan this family saw before
+                stat(500, me, 500, true),   // a dead orphan: reaped
+            ];
+            let own = HashSet::from([400]);
+            let (alive, zombies) =
+                select_with(&all, me, (Some(200), Some(200)), &[200, 300], Some(&own));
+            let mut pids: Vec<i32> = alive.iter().map(|p| p.pid).collect();
+            pids.sort_unstable();
+            assert_eq!(pids, [201, 202, 400]);
+            assert_eq!(zombies, [500]);
+        }
     }
 }
 
@@ -366,7 +485,12 @@ mod procs {
     pub(super) fn become_subreaper() {}
 
     /// Without `/proc`, nothing is listed.
-    pub(super) fn look(_group: Option<Pid>, _main: Option<Pid>) -> Option<Vec<Member>> {
+    pub(super) fn look(
+        _group: Option<Pid>,
+        _main: Option<Pid>,
+        _commands: &[i32],
+        _own: Option<&std::collections::HashSet<i32>>,
+    ) -> Option<Vec<Member>> {
         None
     }
 }

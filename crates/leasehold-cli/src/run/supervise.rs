@@ -1,11 +1,14 @@
 //! Watching the command under the lease: forwarding signals, stopping it (and everything it
 //! started) before the store can grant the lock to anyone else, and holding the lock while what
 //! it left behind still runs. The rule of when to stop is in [`stopping`](super::stopping).
+//! Under `--shards` one supervision runs per owned shard, and a hand-over of the shard stops
+//! the command gracefully.
 
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use leasehold::{Event, LeaderGuard, LostReason};
+use leasehold::partition::{ShardEnd, ShardLease};
+use leasehold::{Event, LeaderContext, LockName, LostReason};
 use nix::sys::signal::Signal;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until};
@@ -15,7 +18,7 @@ use crate::args::{Leftovers, OnLost, RunArgs};
 use crate::child::{Child, Family, Remaining};
 use crate::exit::{self, Failure};
 use crate::say;
-use crate::signals::Signals;
+use crate::signals::SignalSource;
 use crate::time_text::human;
 
 /// How often what the command left behind is counted while the lock is held for it (processes
@@ -43,6 +46,8 @@ enum Cause {
     Lease,
     /// The command exited and `--leftovers kill` stops what it left running.
     Leftovers,
+    /// The shard is being handed over (`--shards`): its lease is held until the command stops.
+    HandOver,
 }
 
 /// A stop under way: SIGTERM was sent at `since`; SIGKILL is due at `kill_at` (`None` once sent).
@@ -57,7 +62,12 @@ struct Stop {
 pub(super) struct Supervision<'a> {
     pub(super) child: &'a mut Child,
     pub(super) family: &'a mut Family,
-    pub(super) guard: &'a LeaderGuard,
+    /// The lease the command runs under.
+    pub(super) guard: &'a LeaderContext,
+    /// Its lock, for messages.
+    pub(super) lock: &'a LockName,
+    /// Under `--shards`: the shard, whose hand-over stops the command.
+    pub(super) shard: Option<&'a ShardLease>,
     pub(super) args: &'a RunArgs,
     /// `--kill-grace`, checked against the lease.
     pub(super) grace: Duration,
@@ -80,10 +90,11 @@ impl Supervision<'_> {
     /// signals. A loss is reported here, once, in the one line of [`say::lost`].
     pub(super) async fn watch(
         mut self,
-        signals: &mut Signals,
+        signals: &mut impl SignalSource,
         events: &mut broadcast::Receiver<Event>,
     ) -> Result<Ending, Failure> {
-        let lock = &self.args.lock;
+        let lock = self.lock;
+        let shard = self.shard;
         let stops_for_lease = self.args.on_lost == OnLost::Kill;
         let mut seen = Seen::default();
         let mut events_open = true;
@@ -109,6 +120,13 @@ impl Supervision<'_> {
                     None => std::future::pending().await,
                 }
             };
+            let handing_over = async move {
+                match shard {
+                    Some(shard) if shard.ending().await == ShardEnd::HandOver => {}
+                    // A loss is seen by the `lost()` branch.
+                    _ => std::future::pending().await,
+                }
+            };
             let running = seen.status.is_none();
             tokio::select! {
                 biased;
@@ -129,7 +147,8 @@ impl Supervision<'_> {
                     }
                 }
                 event = events.recv(), if events_open => match event {
-                    Ok(Event::RenewalFailing { error, .. }) if !seen.reported => {
+                    Ok(Event::RenewalFailing { lock: failing, error, .. })
+                        if !seen.reported && failing == *lock => {
                         let then = match self.args.on_lost {
                             OnLost::Kill => format!("retrying; if it is not renewed before what is \
                                 left of it is within --kill-grace ({}), {} is stopped",
@@ -183,6 +202,11 @@ impl Supervision<'_> {
                             say::lost(lock, &cause, &consequence);
                         }
                     }
+                }
+                () = handing_over, if seen.stop.is_none() => {
+                    // Routine when the set rebalances: logged, not said.
+                    let stopping = self.stop(&mut seen, Cause::HandOver);
+                    tracing::info!(lock = %lock, "leasehold: handing the shard over: {stopping}");
                 }
                 () = kill_due => {
                     let since = seen.stop.map_or(Duration::ZERO, |s| s.since.elapsed());
@@ -264,7 +288,7 @@ impl Supervision<'_> {
             Leftovers::Wait => format!(
                 "{head}; holding lock {} (and renewing it) until they exit; --leftovers kill \
                  stops them instead",
-                self.args.lock
+                self.lock
             ),
             Leftovers::Kill => {
                 let stopping = self.stop(seen, Cause::Leftovers);
@@ -300,8 +324,10 @@ impl Supervision<'_> {
             human(self.grace)
         );
         match cause {
-            Cause::Lease => format!("{line}; exit code {}", exit::LEASE_LOST),
-            Cause::Leftovers => line,
+            Cause::Lease if self.shard.is_none() => {
+                format!("{line}; exit code {}", exit::LEASE_LOST)
+            }
+            Cause::Lease | Cause::Leftovers | Cause::HandOver => line,
         }
     }
 
@@ -326,13 +352,16 @@ impl Supervision<'_> {
 
     /// Reports a loss found only once the command had finished.
     fn report_unseen(&self, reason: LostReason, status: ExitStatus) {
-        let outcome = match self.args.on_lost {
-            OnLost::Kill => format!("exit code {}", exit::LOST_BEFORE_END),
-            OnLost::Continue => "passing its status on (--on-lost continue)".to_owned(),
+        let outcome = match (self.shard, self.args.on_lost) {
+            (Some(_), _) => "the shard's command starts again only where the shard is owned \
+                again"
+                .to_owned(),
+            (None, OnLost::Kill) => format!("exit code {}", exit::LOST_BEFORE_END),
+            (None, OnLost::Continue) => "passing its status on (--on-lost continue)".to_owned(),
         };
         let name = self.child.name();
         say::lost(
-            &self.args.lock,
+            self.lock,
             &format!(
                 "{reason}; noticed only after `{name}` finished: was leasehold stopped or \
                  starved?"
