@@ -34,8 +34,6 @@ pub(crate) struct Session {
     /// This host's clock (ms) when the last grant or keep-alive that etcd answered was sent:
     /// etcd keeps the lease at least `granted` seconds past it.
     pub(crate) renewed_ms: u64,
-    /// This host's clock (ms) when the last keep-alive was sent, answered or not.
-    pub(crate) sent_ms: u64,
 }
 
 impl Session {
@@ -57,10 +55,10 @@ pub(crate) struct Grant {
     pub(crate) expires_ms: u64,
 }
 
-/// A grant on a session kept alive less than this long ago (or a tenth of its TTL, when that is
-/// shorter) sends no keep-alive beside it: its lease ends with the session, at most this much
-/// short of the TTL asked, and the holder's next renewal restores it. Back-to-back acquisitions
-/// then cost one keep-alive a second, not one each.
+/// A grant on a session that lasts at most this much less than the grant's lease (or a tenth of
+/// the session's TTL, when that is shorter) sends no keep-alive beside it: its lease ends with the
+/// session, at most this much short of the TTL asked, and the holder's next renewal restores it.
+/// Back-to-back acquisitions then cost about one keep-alive a second, not one each.
 pub(crate) const RENEWAL_SLACK_MS: u64 = 1_000;
 
 /// How a session should be renewed along with an acquisition on it.
@@ -91,10 +89,8 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Sessions {
     /// The session for leases of `asked` seconds to attach a grant of `ttl_ms` to at `now_ms`,
-    /// and whether it needs renewing beside the grant (it ends before the grant would, and was
-    /// last kept alive at least [`RENEWAL_SLACK_MS`] ago, or a tenth of its TTL). A session with less than a third of its
-    /// TTL left is renewed first (or replaced by a new one if etcd no longer has it); none at
-    /// all, a new one is granted.
+    /// and whether it needs renewing beside the grant (it ends more than [`RENEWAL_SLACK_MS`], or
+    /// a tenth of its TTL, before the grant would).
     ///
     /// # Errors
     ///
@@ -130,7 +126,6 @@ impl Sessions {
             asked,
             granted,
             renewed_ms: now,
-            sent_ms: now,
         };
         locked(&self.current).insert(asked, s);
         Ok((s, Renewal::None))
@@ -138,7 +133,7 @@ impl Sessions {
 
     fn renewal(s: &Session, now: u64, ttl_ms: u64) -> Renewal {
         let slack = secs_ms(s.granted).div_ceil(10).min(RENEWAL_SLACK_MS);
-        if s.deadline_ms() < now.saturating_add(ttl_ms) && now.saturating_sub(s.sent_ms) >= slack {
+        if s.deadline_ms().saturating_add(slack) < now.saturating_add(ttl_ms) {
             Renewal::Beside
         } else {
             Renewal::None
@@ -164,11 +159,6 @@ impl Sessions {
     /// The classified error of the keep-alive; the session is kept (it may well be alive).
     pub(crate) async fn keep_alive(&self, link: &Link, session: &Session) -> StoreResult<bool> {
         let sent = now_ms();
-        for s in locked(&self.current).values_mut() {
-            if s.id == session.id {
-                s.sent_ms = s.sent_ms.max(sent);
-            }
-        }
         if keep_alive(link, session.id).await? {
             self.renewed(session.id, sent);
             Ok(true)
@@ -350,19 +340,18 @@ mod tests {
             asked: 3,
             granted: 3,
             renewed_ms: 10_000,
-            sent_ms: 10_000,
         };
         assert_eq!(s.deadline_ms(), 13_000);
         assert_eq!(Sessions::renewal(&s, 10_000, 3_000), Renewal::None);
         assert_eq!(
-            Sessions::renewal(&s, 10_001, 3_000),
+            Sessions::renewal(&s, 10_300, 3_000),
             Renewal::None,
-            "kept alive a moment ago: the lease ends with the session"
+            "a lease at most a tenth short ends with the session"
         );
-        assert_eq!(Sessions::renewal(&s, 10_300, 3_000), Renewal::Beside);
+        assert_eq!(Sessions::renewal(&s, 10_301, 3_000), Renewal::Beside);
         assert_eq!(Sessions::renewal(&s, 11_000, 1_000), Renewal::None);
         let long = Session { granted: 30, ..s };
-        assert_eq!(Sessions::renewal(&long, 10_999, 30_000), Renewal::None);
-        assert_eq!(Sessions::renewal(&long, 11_000, 30_000), Renewal::Beside);
+        assert_eq!(Sessions::renewal(&long, 11_000, 30_000), Renewal::None);
+        assert_eq!(Sessions::renewal(&long, 11_001, 30_000), Renewal::Beside);
     }
 }

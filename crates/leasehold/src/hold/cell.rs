@@ -118,10 +118,10 @@ impl LeaseCell {
         } = terms;
         let state = Arc::new(Mutex::new(CellState {
             expires_at: lease.expires_at,
-            deadline: crate::limits::deadline_after(
-                sent_at,
-                granted_for(&lease, ttl).saturating_sub(safety_margin(ttl)),
-            ),
+            deadline: crate::limits::deadline_after(sent_at, {
+                let granted = granted_for(&lease, ttl);
+                granted.saturating_sub(safety_margin(granted))
+            }),
             boot_offset: suspend::offset(),
             lost: None,
             renewed: (sent_at, ttl),
