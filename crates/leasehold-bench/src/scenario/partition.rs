@@ -154,12 +154,11 @@ impl Log {
         for t in &all {
             by_shard.entry(t.shard).or_default().push(t);
         }
+        for list in by_shard.values_mut() {
+            list.sort_by_key(|t| (t.start, t.fence));
+        }
         let bad = by_shard
-            .values_mut()
-            .map(|list| {
-                list.sort_by_key(|t| (t.start, t.fence));
-                list
-            })
+            .values()
             .filter(|list| {
                 list.windows(2).any(|pair| {
                     let (a, b) = (pair[0], pair[1]);
@@ -358,12 +357,12 @@ async fn spread(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure
         m.leave().await?;
     }
     let (two_owners, _) = log.two_owners();
-    if two_owners > 0 {
-        if let Some(last) = figures.last_mut() {
-            last.first_error = Some(format!(
-                "{two_owners} shards had two owners at once (by the end of the run)"
-            ));
-        }
+    if two_owners > 0
+        && let Some(last) = figures.last_mut()
+    {
+        last.first_error = Some(format!(
+            "{two_owners} shards had two owners at once (by the end of the run)"
+        ));
     }
     Ok(figures)
 }
