@@ -12,9 +12,11 @@ pub(crate) const USAGE: &str = "usage: leasehold-bench [--backend LIST|all] [--s
 
   --backend    memory, sqlite, postgres, mysql, redis, dynamodb, etcd, nats, a comma-separated list, or all (default)
   --scenario   uncontended, contended, fairness, many-locks, server-cpu (Redis), group, handoff, failover,
-               auto-extend, hold-many, idle-followers, safety, a comma-separated list, or all (default)
+               auto-extend, hold-many, idle-followers, partition, safety, a comma-separated list, or all
+               (default)
   --quick      a smoke run: --seconds 1 --handoffs 10 --failovers 2 --rounds 200 --fence-rounds 300 unless given;
-               hold-many and idle-followers with fewer leases and followers and a 3 s window
+               hold-many and idle-followers with fewer leases and followers and a 3 s window; partition
+               with 256 shards over 2 and 4 members
   --seconds    measuring time of each throughput scenario, shared by its sides (default 4)
   --handoffs   hand-offs measured per side (default 40)
   --failovers  holders killed in the failover scenario (default 4)
@@ -109,7 +111,7 @@ impl Args {
                             .filter(|n| **n != "safety")
                             .map(|n| {
                                 Scenario::parse(n).ok_or_else(|| {
-                                    format!("unknown scenario {n:?}: expected uncontended, contended, fairness, many-locks, server-cpu, group, handoff, failover, auto-extend, hold-many, idle-followers, safety or all")
+                                    format!("unknown scenario {n:?}: expected uncontended, contended, fairness, many-locks, server-cpu, group, handoff, failover, auto-extend, hold-many, idle-followers, partition, safety or all")
                                 })
                             })
                             .collect::<Result<_, _>>()?

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::measure::Tally;
+pub(crate) use crate::scenario::PartitionFigures;
 
 /// The names of the peers' sides: rslock on Redis, etcd's v3lock service on etcd.
 pub(crate) const PEERS: [&str; 2] = ["rslock", "etcd lock"];
@@ -45,6 +46,9 @@ pub(crate) struct Figure {
     /// For the session scenarios: the requests counted, by the server and by the client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) requests: Option<RequestFigures>,
+    /// For the partition scenario: joins, kills and moves at one size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) partition: Option<PartitionFigures>,
 }
 
 /// What a session scenario counted at one size over its window (the figure's `value` is
@@ -105,6 +109,7 @@ impl Figure {
             first_error: t.first_error,
             server: None,
             requests: None,
+            partition: None,
         }
     }
 
@@ -122,6 +127,7 @@ impl Figure {
             first_error: t.first_error,
             server: None,
             requests: None,
+            partition: None,
         }
     }
 
@@ -138,6 +144,7 @@ impl Figure {
             first_error: None,
             server: None,
             requests: None,
+            partition: None,
         }
     }
 
@@ -157,6 +164,7 @@ impl Figure {
                 rate: t.rate(),
             }),
             requests: None,
+            partition: None,
             first_error: t.first_error,
         }
     }
@@ -174,6 +182,7 @@ impl Figure {
             first_error,
             server: None,
             requests: Some(r),
+            partition: None,
         }
     }
 }

@@ -148,6 +148,9 @@ fn table(out: &mut String, report: &Report, scenario: Scenario) -> std::fmt::Res
         .iter()
         .filter(|o| o.scenario == scenario.name())
         .collect();
+    if scenario == Scenario::Partition {
+        return partitions(out, &outcomes);
+    }
     if scenario.unit() == Unit::RequestsPerSecond {
         return sessions(out, scenario, &outcomes);
     }
@@ -292,6 +295,58 @@ fn sessions(out: &mut String, scenario: Scenario, outcomes: &[&Outcome]) -> std:
                     per_s(r.writes_per_s),
                 )?;
             }
+        }
+    }
+    if !notes.is_empty() {
+        writeln!(out, "\nProblems:\n")?;
+        for n in notes {
+            writeln!(out, "{n}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The partition scenario: one row per backend and number of members.
+fn partitions(out: &mut String, outcomes: &[&Outcome]) -> std::fmt::Result {
+    writeln!(
+        out,
+        "| backend | P | shards | join → balanced | moved (minimum) | requests/s (server) | client-side requests/s | kill → balanced (its shards) | two owners | server statistic |"
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")?;
+    let mut notes = Vec::new();
+    for o in outcomes {
+        for (i, f) in o.figures.iter().enumerate() {
+            let (Some(r), Some(p)) = (&f.requests, &f.partition) else {
+                continue;
+            };
+            let backend = if i == 0 { o.backend } else { "" };
+            let statistic = match (i, r.statistic) {
+                (0, Some(s)) => format!("`{s}`"),
+                (0, None) => "none: client-side count".to_owned(),
+                _ => String::new(),
+            };
+            if let Some(e) = &f.first_error {
+                notes.push(format!(
+                    "* {} {}: {}",
+                    o.backend,
+                    f.side,
+                    e.replace('\n', " ")
+                ));
+            }
+            writeln!(
+                out,
+                "| {backend} | {} | {} | {} leases | {} ({}) | {} | {} | {} leases ({}) | **{}** | {statistic} |",
+                p.members,
+                count(u64::from(p.shards)),
+                number(p.join_leases),
+                count(p.join_moved),
+                count(p.join_minimum),
+                per_s(r.server_per_s),
+                per_s(Some(r.client_per_s)),
+                number(p.kill_leases),
+                count(p.killed_owned),
+                p.two_owners,
+            )?;
         }
     }
     if !notes.is_empty() {

@@ -17,6 +17,7 @@ fn figure(side: &str, value: f64) -> Figure {
         first_error: None,
         server: None,
         requests: None,
+        partition: None,
     }
 }
 
@@ -319,6 +320,48 @@ fn session_tables_have_a_row_per_size() -> Result<(), std::fmt::Error> {
         md.contains(
             "| sqlite | 16 | – | 5.00/s | 81.0/s (80.0/s) | – | 0 | none: client-side count |"
         ),
+        "{md}"
+    );
+    Ok(())
+}
+
+/// The partition scenario gets one row per backend and number of members, with the moves
+/// beside their minimum and the shards with two owners in bold.
+#[test]
+fn partition_table_has_a_row_per_size() -> Result<(), std::fmt::Error> {
+    use crate::outcome::PartitionFigures;
+    let mut r = report(0);
+    let size = |p: u64, server: Option<f64>| {
+        let mut f = session(p, server, 2.0 * p as f64, None);
+        f.side = format!("P = {p}");
+        f.partition = Some(PartitionFigures {
+            members: p,
+            shards: 1024,
+            lease_s: 3.0,
+            join_leases: 0.68,
+            join_moved: 1024 / p,
+            join_minimum: 1024 / p,
+            kill_leases: 1.25,
+            killed_owned: 1024 / p,
+            two_owners: 0,
+            tenures: 3000,
+        });
+        f
+    };
+    r.outcomes.push(Outcome {
+        backend: "redis",
+        scenario: "partition",
+        unit: Unit::RequestsPerSecond,
+        figures: vec![size(2, Some(4.5)), size(16, Some(40.0))],
+    });
+    let md = markdown::render(&r)?;
+    assert!(md.contains("## Partitions: 1,024 shards"), "{md}");
+    assert!(
+        md.contains("| redis | 2 | 1,024 | 0.680 leases | 512 (512) | 4.50/s | 4.00/s | 1.25 leases (512) | **0** | `grpc_server_msg_received_total` |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("|  | 16 | 1,024 | 0.680 leases | 64 (64) | 40.0/s | 32.0/s | 1.25 leases (64) | **0** |  |"),
         "{md}"
     );
     Ok(())

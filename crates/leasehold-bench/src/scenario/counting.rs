@@ -10,9 +10,10 @@
 //! lease: compare with the server figure).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use leasehold::store::StoreError;
 use leasehold::store::{
     AcquireRequest, Acquisition, ClockSource, Extension, HandOff, Holder, Lease, ListCursor,
     LockPage, LockState, PeriodRecord, PeriodStart, Release, ReleaseSignal, ReleasedTo,
@@ -48,6 +49,9 @@ impl Calls {
 pub(crate) struct CountingStore {
     inner: Arc<dyn LeaseStore>,
     calls: Arc<Calls>,
+    /// When set and true, every call fails before it reaches the store (and is not counted):
+    /// a process killed, as the store sees it.
+    cut: Option<Arc<AtomicBool>>,
 }
 
 impl CountingStore {
@@ -55,23 +59,55 @@ impl CountingStore {
         Arc::new(Self {
             inner,
             calls: Arc::clone(calls),
+            cut: None,
         })
     }
+
+    /// As [`wrap`](Self::wrap), and every call fails from the moment `cut` is set: a process
+    /// killed, as the store sees it (nothing it sends arrives), while the store keeps renewing
+    /// in batches where it can (the testkit's `FaultyStore` renews each lease alone).
+    pub(crate) fn wrap_cuttable(
+        inner: Arc<dyn LeaseStore>,
+        calls: &Arc<Calls>,
+        cut: &Arc<AtomicBool>,
+    ) -> Arc<dyn LeaseStore> {
+        Arc::new(Self {
+            inner,
+            calls: Arc::clone(calls),
+            cut: Some(Arc::clone(cut)),
+        })
+    }
+
+    /// An error if the wrapper was cut off.
+    fn check(&self) -> StoreResult<()> {
+        match &self.cut {
+            Some(cut) if cut.load(Ordering::Relaxed) => Err(cut_off()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The error of a call on a client the bench cut off: as a transient network failure looks.
+fn cut_off() -> StoreError {
+    StoreError::transient("cut off: the bench killed this client")
 }
 
 #[async_trait]
 impl LeaseStore for CountingStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        self.check()?;
         self.calls.count(Some(&self.calls.acquires));
         self.inner.try_acquire(req).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        self.check()?;
         self.calls.count(Some(&self.calls.extends));
         self.inner.extend(lease, ttl).await
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        self.check()?;
         self.calls.count(None);
         self.inner.release(lease, linger).await
     }
@@ -82,6 +118,7 @@ impl LeaseStore for CountingStore {
         linger: Duration,
         to: HandOff,
     ) -> StoreResult<ReleasedTo> {
+        self.check()?;
         self.calls.count(None);
         self.inner.release_to(lease, linger, to).await
     }
@@ -91,6 +128,9 @@ impl LeaseStore for CountingStore {
     }
 
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        if self.check().is_err() {
+            return leases.iter().map(|_| Err(cut_off())).collect();
+        }
         self.calls.count(Some(&self.calls.extends));
         self.inner.extend_many(leases).await
     }
@@ -100,36 +140,43 @@ impl LeaseStore for CountingStore {
     }
 
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        self.check()?;
         self.calls.count(None);
         self.inner.start_period(lease).await
     }
 
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.check()?;
         self.calls.count(None);
         self.inner.period_record(lock).await
     }
 
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        self.check()?;
         self.calls.count(None);
         self.inner.clear_period_ledger(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
+        self.check()?;
         self.calls.count(None);
         self.inner.state(lock, slots).await
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
+        self.check()?;
         self.calls.count(None);
         self.inner.force_release(lock, slots).await
     }
 
     async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
+        self.check()?;
         self.calls.count(None);
         self.inner.holders(lock).await
     }
 
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
+        self.check()?;
         self.calls.count(None);
         self.inner.list_locks(after).await
     }

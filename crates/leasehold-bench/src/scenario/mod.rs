@@ -11,6 +11,7 @@ mod handoff;
 mod hold_many;
 mod idle_followers;
 mod many_locks;
+mod partition;
 mod server_cpu;
 mod server_stats;
 mod uncontended;
@@ -27,6 +28,7 @@ use crate::target::Target;
 
 pub(crate) use failover::hold_until_killed;
 pub(crate) use fairness::contend_in_child;
+pub(crate) use partition::PartitionFigures;
 
 /// How long and how often the scenarios measure.
 #[derive(Debug, Clone)]
@@ -61,11 +63,12 @@ pub(crate) enum Scenario {
     AutoExtend,
     HoldMany,
     IdleFollowers,
+    Partition,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub(crate) const ALL: [Scenario; 11] = [
+    pub(crate) const ALL: [Scenario; 12] = [
         Scenario::Uncontended,
         Scenario::Contended,
         Scenario::Fairness,
@@ -77,6 +80,7 @@ impl Scenario {
         Scenario::AutoExtend,
         Scenario::HoldMany,
         Scenario::IdleFollowers,
+        Scenario::Partition,
     ];
 
     /// The name used on the command line and in reports.
@@ -93,6 +97,7 @@ impl Scenario {
             Self::AutoExtend => "auto-extend",
             Self::HoldMany => "hold-many",
             Self::IdleFollowers => "idle-followers",
+            Self::Partition => "partition",
         }
     }
 
@@ -117,6 +122,9 @@ impl Scenario {
             Self::HoldMany => "Holding many leases: store requests per second for N held leases",
             Self::IdleFollowers => {
                 "Idle followers: store requests per second while F followers wait on a held lock"
+            }
+            Self::Partition => {
+                "Partitions: 1,024 shards over P members; joins, kills, moves and requests per second"
             }
         }
     }
@@ -228,6 +236,25 @@ impl Scenario {
                  transactions changed (named per row): followers that write on every attempt show \
                  up there. The baseline for the follower work still to come."
             }
+            Self::Partition => {
+                "One partition set of 1,024 shards (256 with `--quick`; 3 s lease, so a member's \
+                 period is 1 s) over P = 2, 4, 8, 16 members (2, 4 with `--quick`). Each member is an \
+                 `Elector` on its own store client (SQL pools of two connections), driven by its own \
+                 task in the bench process rather than a child process, so one clock judges every \
+                 member's work; each runs one worker per owned shard, from the `Acquired` event until \
+                 the shard's `ending()`, then drops the `ShardLease`. Members join one at a time; \
+                 **join** is the time from the P-th member's join until every shard is owned once by a \
+                 live member and the counts are within one, in leases, with the shards that changed \
+                 owner in that time against the fewest a balanced assignment could move (the \
+                 newcomer's share, rounded down). The P members' store requests are then counted \
+                 over the 12 s window (3 s with `--quick`) as in hold-many. Then the oldest member is \
+                 **killed**: its client is cut off (every call fails from then on, as after a SIGKILL) \
+                 without leaving; **kill** is the time until the other P − 1 own every shard, balanced, \
+                 in leases (expect about one lease plus a period: the killed member's leases must end \
+                 first). **Two owners** counts shards whose work records overlapped (or whose fence did \
+                 not rise across a move) over the run so far: it must be 0. The next size grows the set \
+                 from P − 1."
+            }
         }
     }
 
@@ -244,6 +271,7 @@ impl Scenario {
         match self {
             Self::HoldMany => usual + Duration::from_secs(900),
             Self::IdleFollowers => usual + Duration::from_secs(300),
+            Self::Partition => usual + Duration::from_secs(600),
             _ => usual,
         }
     }
@@ -253,7 +281,7 @@ impl Scenario {
         match self {
             Self::Handoff | Self::Failover => Unit::Millis,
             Self::ServerCpu => Unit::MicrosPerCycle,
-            Self::HoldMany | Self::IdleFollowers => Unit::RequestsPerSecond,
+            Self::HoldMany | Self::IdleFollowers | Self::Partition => Unit::RequestsPerSecond,
             _ => Unit::PerSecond,
         }
     }
@@ -272,6 +300,7 @@ impl Scenario {
             Self::AutoExtend => auto_extend::run(t, cfg).await?,
             Self::HoldMany => hold_many::run(t, cfg).await?,
             Self::IdleFollowers => idle_followers::run(t, cfg).await?,
+            Self::Partition => partition::run(t, cfg).await?,
         };
         Ok(Outcome {
             backend: t.backend.name(),

@@ -32,6 +32,7 @@ mod hand_off;
 mod limits;
 mod listing;
 mod min_lease;
+mod partition;
 mod period;
 mod release;
 mod session;
@@ -55,6 +56,11 @@ pub use hand_off::store_hands_off_to_the_longest_waiter;
 pub use limits::{store_records_the_longest_node_id, store_rejects_more_than_max_slots};
 pub use listing::{names_with_dots_and_slashes_are_independent, store_lists_locks_with_holders};
 pub use min_lease::min_lease_holds_lock;
+pub use partition::{
+    partition_cut_off_member_is_replaced_after_its_leases,
+    partition_graceful_leave_hands_over_without_expiry,
+    partition_joins_balance_with_one_owner_per_shard,
+};
 pub use period::{
     period_already_ran_stops_waiting, period_clear_keeps_the_live_lease,
     period_clear_leaves_other_locks_alone, period_clear_lets_the_period_run_again,

@@ -108,6 +108,9 @@ static TESTS: &[ConformanceTest] = suite![
     period_clear_lets_the_period_run_again,
     period_clear_keeps_the_live_lease,
     period_clear_leaves_other_locks_alone,
+    partition_joins_balance_with_one_owner_per_shard,
+    partition_graceful_leave_hands_over_without_expiry,
+    partition_cut_off_member_is_replaced_after_its_leases,
 ];
 
 /// Every conformance test, in the order [`run_all`] runs them.
