@@ -22,6 +22,18 @@ async fn etcd_conformance() {
     assert_eq!(report.passed.len(), conformance::tests().len());
 }
 
+/// The partition-set cases (issue 39), apart from the rest so a slow partition run is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_partition_conformance() {
+    let Some(endpoints) = common::endpoints() else {
+        return;
+    };
+    let factory = common::factory(common::url(&endpoints));
+    let report = conformance::run_tests(&factory, conformance::partition_tests()).await;
+    assert!(report.is_success(), "{report}");
+    assert_eq!(report.passed.len(), conformance::partition_tests().len());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_standard_safety_run() {
     let Some(endpoints) = common::endpoints() else {

@@ -20,6 +20,16 @@ async fn redis_conformance() {
     assert_eq!(report.passed.len(), conformance::tests().len());
 }
 
+/// The partition-set cases (issue 39), apart from the rest so a slow partition run is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_partition_conformance() {
+    let Some(url) = common::url() else { return };
+    let factory = common::factory(url);
+    let report = conformance::run_tests(&factory, conformance::partition_tests()).await;
+    assert!(report.is_success(), "{report}");
+    assert_eq!(report.passed.len(), conformance::partition_tests().len());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_safety() {
     let Some(url) = common::url() else { return };

@@ -20,6 +20,13 @@ async fn conformance_suite_passes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_conformance_passes() {
+    let report = conformance::run_tests(&memory(), conformance::partition_tests()).await;
+    assert!(report.is_success(), "{report}");
+    assert_eq!(report.passed.len(), conformance::partition_tests().len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn safety_single_leader() {
     let config = SafetyConfig {
         contenders: 8,

@@ -86,5 +86,5 @@ pub use store::{
     store_group_grants_lowest_free_slot, store_operations_check_the_token,
     store_release_linger_never_lengthens,
 };
-pub use suite::{ConformanceTest, SuiteReport, run_all, run_tests, tests};
+pub use suite::{ConformanceTest, SuiteReport, partition_tests, run_all, run_tests, tests};
 pub use tenant::tenant_scoping;
