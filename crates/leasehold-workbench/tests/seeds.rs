@@ -169,17 +169,19 @@ fn the_defaults_before_issue_33_let_two_actions_overlap() {
 fn a_drift_beyond_the_margin_lets_two_holders_overlap() {
     // 30 % slow clocks, beyond the core's margin of a tenth of the lease: when renewals fail
     // for a while, the store's lease ends before the holder's local deadline, and the next
-    // holder starts beside it (seeds 13 and 36 of the first 40; 1 seed in 1000 at 20 %, none
-    // at 10 %).
+    // holder starts beside it. Seeds 13 and 36 of the first 40 did before issue 38's changes
+    // to how waiters ask again and how leases renew (not bisected: likely the poll cap, which
+    // makes a waiter ask in that window less often); seed 300 is now the first that overlaps.
+    // Before them: 1 seed in 1000 at 20 %, none at 10 %.
     let mut config = SeedConfig::default();
     config.faults.max_drift = 0.3;
-    let broken = (0..40).find(|&seed| {
+    let broken = (0..400).find(|&seed| {
         run(seed, &config)
             .violations
             .iter()
             .any(|v| v.property == Property::AtMostN)
     });
-    assert_eq!(broken, Some(13), "the first overlap with 30 % drift");
+    assert_eq!(broken, Some(300), "the first overlap with 30 % drift");
 }
 
 #[test]
