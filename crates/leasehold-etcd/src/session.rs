@@ -218,16 +218,37 @@ impl Sessions {
     }
 
     /// True if `lock`'s `slot` has a key on session `id` that nothing of this store accounts
-    /// for at `now_ms`: no live grant on that session and no acquisition in flight. Its holder
-    /// lost it (or never learnt it had it), and it would otherwise live as long as the session.
+    /// for at `now_ms` (see [`orphans`](Self::orphans)).
+    #[cfg(test)]
     pub(crate) fn orphan(&self, lock: &LockName, slot: u32, id: i64, now_ms: u64) -> bool {
-        let key = (lock.clone(), slot);
-        if locked(&self.pending).contains_key(&key) {
-            return false;
-        }
-        !locked(&self.grants)
-            .get(&key)
-            .is_some_and(|g| g.session == id && g.expires_ms > now_ms)
+        !self
+            .orphans([((lock.clone(), slot), ())], id, now_ms)
+            .is_empty()
+    }
+
+    /// Of the `(lock, slot)` keys found on session `id`, the ones nothing of this store accounts
+    /// for at `now_ms`: no live grant on that session and no acquisition in flight. Their holder
+    /// lost them (or never learnt it had them), and they would otherwise live as long as the
+    /// session. Each key comes with a value handed back for the orphans (one pass under each
+    /// lock, whatever the number of keys).
+    pub(crate) fn orphans<T>(
+        &self,
+        found: impl IntoIterator<Item = ((LockName, u32), T)>,
+        id: i64,
+        now_ms: u64,
+    ) -> Vec<T> {
+        let pending = locked(&self.pending);
+        let grants = locked(&self.grants);
+        found
+            .into_iter()
+            .filter(|(key, _)| {
+                !pending.contains_key(key)
+                    && !grants
+                        .get(key)
+                        .is_some_and(|g| g.session == id && g.expires_ms > now_ms)
+            })
+            .map(|(_, value)| value)
+            .collect()
     }
 
     /// Forgets the grant `lease` is (released, or found gone).

@@ -49,7 +49,8 @@ pub(crate) async fn extend_many(
     let batches = by_session.into_values().map(|(session, of)| async move {
         let entries: Vec<&(Lease, Duration)> = of.iter().map(|&i| &leases[i]).collect();
         let renewed = renew(link, keys, sessions, &session, &entries).await;
-        (of.clone(), answer_each(renewed, of.len()))
+        let each = answer_each(renewed, of.len());
+        (of, each)
     });
     let singles = alone.iter().map(|&i| async move {
         let (lease, ttl) = &leases[i];
@@ -133,13 +134,13 @@ async fn reap(
     attached: &HashSet<Vec<u8>>,
     now_ms: u64,
 ) {
-    let orphans: Vec<&Vec<u8>> = attached
-        .iter()
-        .filter(|key| {
-            keys.parse(key)
-                .is_some_and(|(lock, slot)| sessions.orphan(&lock, slot, id, now_ms))
-        })
-        .collect();
+    let orphans: Vec<&Vec<u8>> = sessions.orphans(
+        attached
+            .iter()
+            .filter_map(|key| Some((keys.parse(key)?, key))),
+        id,
+        now_ms,
+    );
     for chunk in orphans.chunks(REAP_CHUNK) {
         let compares: Vec<Compare> = chunk
             .iter()
