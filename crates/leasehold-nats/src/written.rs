@@ -1,144 +1,76 @@
-//! The leases this client holds, as it last wrote them: the lock record of each (its sequence,
-//! and the session it names), so that its releases are written at once, expecting the sequence
-//! of its own last write, and so that one session renewal answers for every lease held under
-//! the session without reading them.
+//! The leases this client holds, as it last wrote them (the toolkit's
+//! [`OwnWrites`](leasehold::store::OwnWrites)): the lock record of each — its sequence, and the
+//! session it names — so that its releases are written at once, expecting the sequence of its
+//! own last write, and so that one session renewal answers for every lease held under the
+//! session without reading them.
 //!
 //! An entry is added by a grant (or an attachment to a session) and leaves on release, when the
 //! session renewal finds the lease forced out (revoked), when its session is lost, or when its
 //! own expiry passed without an extension (the session renewal then deletes its record; a lease
 //! of its own, never extended, is forgotten once the memory has grown past
-//! [`PRUNE_FROM`] entries, since the server removes its record). So the memory holds about one
-//! entry per lease held through this store.
+//! [`OWN_WRITES_PRUNE_FROM`](leasehold::store::OWN_WRITES_PRUNE_FROM) entries, since the server
+//! removes its record). A lease held under a session is never pruned: the session renewal
+//! answers for it.
 //!
 //! A write expecting a sequence the key no longer has fails as contention, so a stale entry
 //! costs one conflict, after which the slot is read as usual. Nothing is granted from this
 //! memory.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
+use leasehold::store::{OwnWrite, OwnWrites};
 use leasehold::{Lease, LockName};
 
-use crate::record::{Record, now_ms};
-
-/// The size of the memory from which leases of their own that ran out without an extension
-/// are forgotten (then again each time it has doubled since).
-pub(crate) const PRUNE_FROM: usize = 4096;
+use crate::record::Record;
 
 /// The latest record this client wrote per `(lock, slot)` it holds.
-#[derive(Debug, Default)]
-pub(crate) struct Written(Mutex<Memory>);
+pub(crate) type Written = OwnWrites<Record>;
 
-#[derive(Debug, Default)]
-struct Memory {
-    records: HashMap<(LockName, u32), Record>,
-    /// The size at which to forget leases of their own that ran out (0: [`PRUNE_FROM`]).
-    prune_at: usize,
-}
-
-impl std::ops::Deref for Memory {
-    type Target = HashMap<(LockName, u32), Record>;
-    fn deref(&self) -> &Self::Target {
-        &self.records
+impl OwnWrite for Record {
+    fn is(&self, lease: &Lease) -> bool {
+        self.held.is(lease)
+    }
+    fn forgettable(&self, host_now_ms: u64) -> bool {
+        self.session.is_none() && !self.held.live_at(host_now_ms)
     }
 }
 
-impl std::ops::DerefMut for Memory {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.records
-    }
-}
-
-impl Written {
-    fn map(&self) -> std::sync::MutexGuard<'_, Memory> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Remembers `record` (its `seq` the sequence the server stored it at) as written to `lock`.
-    pub(crate) fn remember(&self, lock: &LockName, record: &Record) {
-        let mut map = self.map();
-        map.insert((lock.clone(), record.held.slot), record.clone());
-        if map.len() >= map.prune_at.max(PRUNE_FROM) {
-            let now = now_ms();
-            map.retain(|_, r| r.session.is_some() || r.held.live_at(now));
-            map.prune_at = map.len().saturating_mul(2);
-        }
-    }
-
-    /// Replaces the record of `lease` with `record` if it is still remembered (a release that
-    /// forgot it meanwhile wins).
-    pub(crate) fn refresh(&self, lease: &Lease, record: &Record) {
-        if let Some(r) = self.map().get_mut(&(lease.lock.clone(), lease.slot))
-            && r.held.is(lease)
-        {
-            *r = record.clone();
-        }
-    }
-
-    /// The record last written for `lease`, if it is this grant, unreleased.
-    pub(crate) fn mine(&self, lease: &Lease) -> Option<Record> {
-        self.map()
-            .get(&(lease.lock.clone(), lease.slot))
-            .filter(|r| r.held.is(lease))
-            .cloned()
-    }
-
-    /// Forgets what was written to `lease`'s slot.
-    pub(crate) fn forget(&self, lease: &Lease) {
-        self.map().remove(&(lease.lock.clone(), lease.slot));
-    }
-
-    /// Forgets the lease of `token` in `slot` of `lock`, if it is the one remembered; true if it
-    /// was.
-    pub(crate) fn forget_token(
-        &self,
-        lock: &LockName,
-        slot: u32,
-        token: leasehold::store::Token,
-    ) -> bool {
-        let mut map = self.map();
-        let key = (lock.clone(), slot);
-        if map.get(&key).is_some_and(|r| r.held.token == token) {
-            map.remove(&key);
-            return true;
-        }
-        false
-    }
-
+/// What the session renewal asks of the memory.
+pub(crate) trait SessionWrites {
     /// Records that the leases `renewed` (in `session`) now end at `expires_ms`.
-    pub(crate) fn renewed<'a>(
+    fn renewed<'a>(
+        &self,
+        session: &str,
+        renewed: impl IntoIterator<Item = &'a Lease>,
+        expires_ms: u64,
+    );
+
+    /// Removes and returns the leases of `session` that `take` picks.
+    fn take_from(
+        &self,
+        session: &str,
+        take: impl FnMut(&Record) -> bool,
+    ) -> Vec<(LockName, Record)>;
+}
+
+impl SessionWrites for Written {
+    fn renewed<'a>(
         &self,
         session: &str,
         renewed: impl IntoIterator<Item = &'a Lease>,
         expires_ms: u64,
     ) {
-        let mut map = self.map();
-        for lease in renewed {
-            if let Some(r) = map.get_mut(&(lease.lock.clone(), lease.slot))
-                && r.held.is(lease)
-                && r.session.as_deref() == Some(session)
-            {
+        self.update(renewed, |r| {
+            if r.session.as_deref() == Some(session) {
                 r.held.expires_ms = expires_ms;
             }
-        }
+        });
     }
 
-    /// Removes and returns the leases of `session` that `take` picks.
-    pub(crate) fn take_from(
+    fn take_from(
         &self,
         session: &str,
         mut take: impl FnMut(&Record) -> bool,
     ) -> Vec<(LockName, Record)> {
-        let mut map = self.map();
-        let picked: Vec<(LockName, u32)> = map
-            .iter()
-            .filter(|(_, r)| r.session.as_deref() == Some(session) && take(r))
-            .map(|(k, _)| k.clone())
-            .collect();
-        picked
-            .into_iter()
-            .filter_map(|k| map.remove(&k).map(|r| (k.0, r)))
-            .collect()
+        self.take_where(|r| r.session.as_deref() == Some(session) && take(r))
     }
 }
 
@@ -165,7 +97,7 @@ mod tests {
         let lease = record.held.lease(&lock);
         let written = Written::default();
         assert_eq!(written.mine(&lease), None);
-        written.remember(&lock, &record);
+        written.remember(&lock, 1, record.clone());
         assert_eq!(written.mine(&lease).map(|r| r.seq), Some(9));
         written.renewed("s1", [&lease], 50);
         assert_eq!(written.mine(&lease).map(|r| r.held.expires_ms), Some(50));
@@ -180,7 +112,8 @@ mod tests {
             ..lease.clone()
         };
         assert_eq!(written.mine(&other), None, "another grant of the slot");
-        assert!(!written.forget_token(&lock, 1, leasehold::store::Token::random()));
+        let token = leasehold::store::Token::random();
+        assert!(!written.forget_if(&lock, 1, |r| r.held.token == token));
         assert_eq!(written.take_from("s2", |_| true), Vec::new());
         assert_eq!(
             written.take_from("s1", |r| r.held.expires_ms < 50),
@@ -188,22 +121,26 @@ mod tests {
         );
         assert_eq!(written.take_from("s1", |_| true).len(), 1);
         assert_eq!(written.mine(&lease), None);
-        written.remember(
-            &lock,
-            &Record {
-                held: leasehold::store::SlotRecord {
-                    released: true,
-                    ..record.held.clone()
-                },
-                ..record.clone()
+        let released = Record {
+            held: leasehold::store::SlotRecord {
+                released: true,
+                ..record.held.clone()
             },
-        );
+            ..record.clone()
+        };
+        written.remember(&lock, 1, released);
         assert_eq!(written.mine(&lease), None, "released");
-        written.forget(&lease);
-        assert!(written.map().is_empty());
-        written.remember(&lock, &record);
-        assert!(written.forget_token(&lock, 1, record.held.token));
-        assert!(written.map().is_empty());
+        assert!(written.forget_if(&lock, 1, |r| r.held.token == record.held.token));
+        assert!(written.is_empty());
+        assert!(
+            Record {
+                session: None,
+                ..record.clone()
+            }
+            .forgettable(3),
+            "a lease of its own that ran out"
+        );
+        assert!(!record.forgettable(3), "a lease under a session");
         Ok(())
     }
 }

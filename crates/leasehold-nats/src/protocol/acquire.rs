@@ -61,7 +61,7 @@ pub(crate) async fn acquire(
             Published::Stored(seq) => {
                 record.held.fence = seq;
                 record.seq = seq;
-                written.remember(&req.lock, &record);
+                written.remember(&req.lock, record.held.slot, record.clone());
                 return Ok(Some(record.held.lease(&req.lock)));
             }
             Published::Conflict => held = read_lock(link, keys, &req.lock).await?,
@@ -150,7 +150,7 @@ pub(crate) async fn acquire_period(
                 // The batch is stored contiguously: the grant just before the ledger.
                 record.held.fence = seq.saturating_sub(1);
                 record.seq = record.held.fence;
-                written.remember(&req.lock, &record);
+                written.remember(&req.lock, record.held.slot, record.clone());
                 let mut lease = record.held.lease(&req.lock);
                 lease.period = Some(window.id);
                 return Ok(Acquisition::Elected(lease));

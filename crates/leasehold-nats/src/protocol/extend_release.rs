@@ -43,7 +43,7 @@ pub(super) async fn extend_from(
     match publish(conn, link, "an extension", subject, headers, payload).await? {
         Published::Stored(seq) => {
             next.seq = seq;
-            written.refresh(lease, &next);
+            written.refresh(lease, next.clone());
             Ok(Some(Extension::Extended {
                 expires_at: crate::record::time(next.held.expires_ms),
             }))

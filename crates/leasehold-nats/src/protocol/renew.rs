@@ -18,7 +18,7 @@ use crate::keys::Keys;
 use crate::link::{Conn, Link};
 use crate::record::{Record, SessionRecord, now_ms, time};
 use crate::session::Own;
-use crate::written::Written;
+use crate::written::{SessionWrites, Written};
 
 /// How often an extension of a lease this client does not hold re-reads a session record that
 /// changed under it before giving up with a transient error.
@@ -185,7 +185,7 @@ async fn attach(
     {
         Published::Stored(seq) => {
             next.seq = seq;
-            written.refresh(lease, &next);
+            written.refresh(lease, next.clone());
             Ok(Extension::Extended {
                 expires_at: time(own.expires_ms),
             })
@@ -197,7 +197,7 @@ async fn attach(
                     if read.held.is(lease) && read.session.as_deref() == Some(own.id.as_str()) =>
                 {
                     read.held.expires_ms = own.expires_ms;
-                    written.refresh(lease, &read);
+                    written.refresh(lease, read.clone());
                     Ok(Extension::Extended {
                         expires_at: time(own.expires_ms),
                     })
@@ -224,7 +224,7 @@ async fn sweep(conn: &Conn, link: &Link, keys: &Keys, written: &Written, id: &st
             if let Err(e) = publish(conn, link, what, subject, marker, Bytes::new()).await {
                 // Remembered again, so that the next renewal tries again.
                 tracing::debug!(error = %e, lock = %lock, "could not delete an expired lease");
-                written.remember(&lock, &rec);
+                written.remember(&lock, rec.held.slot, rec);
             }
         })
         .await;

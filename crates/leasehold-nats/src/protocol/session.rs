@@ -16,7 +16,7 @@ use crate::keys::{KeyOf, Keys};
 use crate::link::{Conn, Link};
 use crate::record::{Record, Revoked, SESSION_HEADER, SessionRecord, now_ms};
 use crate::session::{MAX_REVOKED, Own};
-use crate::written::Written;
+use crate::written::{SessionWrites, Written};
 
 /// How often a session write re-reads a session record that changed under it before giving
 /// up with a transient error (each change is a forced release of one of its leases).
@@ -160,7 +160,7 @@ async fn drop_revoked(
         let Some(KeyOf::Slot(lock, slot)) = keys.parse_key(&r.key) else {
             continue;
         };
-        written.forget_token(&lock, slot, r.token);
+        written.forget_if(&lock, slot, |w| w.held.token == r.token);
         if delete_if_under(conn, link, keys, &lock, slot, id, r.token)
             .await
             .is_err()

@@ -28,6 +28,7 @@ pub(crate) mod observe;
 pub(crate) mod option_accessors;
 pub(crate) mod option_error;
 pub(crate) mod option_key;
+pub(crate) mod own_writes;
 pub(crate) mod period;
 pub(crate) mod secret;
 pub(crate) mod server_notifications;
@@ -63,6 +64,7 @@ pub use millis::{ceil_millis, ceil_secs, host_epoch_ms, time_at_ms};
 pub use observe::{ObservedStore, StoreObserver};
 pub use option_error::InvalidOption;
 pub use option_key::{OptionKey, OptionKind, OptionValue, StoreOptions};
+pub use own_writes::{OWN_WRITES_PRUNE_FROM, OwnWrite, OwnWrites};
 pub use period::{
     ClaimVerdict, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow, check_period_slots,
     epoch_ms, format_utc, from_epoch_ms, judge_claim,
