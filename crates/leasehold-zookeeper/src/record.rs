@@ -174,6 +174,20 @@ impl Node {
     }
 }
 
+/// A slot node this client wrote, as the store remembers it: a release or an extension is then
+/// one `set_data` at its version.
+impl leasehold::store::OwnWrite for Node {
+    fn is(&self, lease: &Lease) -> bool {
+        Node::is(self, lease)
+    }
+    fn forgettable(&self, host_now_ms: u64) -> bool {
+        // Ensemble time, compared with this host's: a guess either way, and a wrong one costs
+        // one read.
+        self.end_ms()
+            .is_none_or(|end| u64::try_from(end).unwrap_or(0) <= host_now_ms)
+    }
+}
+
 /// A lock's period ledger: its latest claim — the period id and window claimed, when (ensemble
 /// time, ms) and to whom it was granted, the token it was granted to, whether its action started
 /// and when the latest claim that started was granted — as the core's [`LedgerText`].

@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasehold::store::ServerNotifications;
 use leasehold::store::{
     AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseSignal,
     StoreResult, answer_each, check_slots,
 };
+use leasehold::store::{OwnWrites, ServerNotifications};
 use leasehold::{
     Holder, Lease, LeaseStore, LockName, PeriodRecord,
     store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
@@ -128,6 +128,7 @@ impl ZooKeeperStore {
                 link: Arc::new(link),
                 paths,
                 tolerance_ms: ms_ceil(target.options.clock_skew_tolerance),
+                written: OwnWrites::default(),
             },
             notifications: ServerNotifications::new(target.options.notifications),
             description: redact_url(url),

@@ -33,7 +33,9 @@ impl Protocol {
                     record: Some(record),
                     stat,
                 };
-                return Ok(node.lease(&req.lock));
+                let lease = node.lease(&req.lock);
+                self.written.remember(&req.lock, *slot, node);
+                return Ok(lease);
             }
         }
         Ok(None)
@@ -122,6 +124,7 @@ impl Protocol {
             let Some(mut lease) = node.lease(&req.lock) else {
                 return Ok(Acquisition::Taken(None));
             };
+            self.written.remember(&req.lock, 0, node);
             lease.period = Some(window.id);
             return Ok(Acquisition::Elected(lease));
         }

@@ -1,4 +1,6 @@
-//! Extending and releasing a lease: `set_data` at the version read.
+//! Extending and releasing a lease: one `set_data` at the version this client last wrote, or,
+//! when that version is gone (someone else wrote, or nothing is remembered), a read and then a
+//! `set_data` at the version read.
 
 use std::time::Duration;
 
@@ -9,25 +11,43 @@ use leasehold::{
 };
 
 use super::Protocol;
-use crate::record::{Record, Status, ms_ceil, time};
+use crate::record::{Node, Record, Status, ms_ceil, time};
 
 impl Protocol {
     /// Extends a lease to `ttl` from the ensemble's now, if it has not ended.
     pub(crate) async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
+        if let Some(node) = self.written.mine(lease)
+            && let Some(answer) = self.extend_at(&node, lease, ttl).await?
+        {
+            return Ok(answer);
+        }
         let Some(node) = self.read_one(&lease.lock, lease.slot).await? else {
+            self.written.forget(lease);
             return Ok(Extension::NotHeld);
         };
+        let answer = self.extend_at(&node, lease, ttl).await?;
+        Ok(answer.unwrap_or(Extension::NotHeld))
+    }
+
+    /// Extends `lease` as `node` shows it: `None` when the node's version changed meanwhile.
+    async fn extend_at(
+        &self,
+        node: &Node,
+        lease: &Lease,
+        ttl: Duration,
+    ) -> StoreResult<Option<Extension>> {
         let now = self.now()?;
         let (true, Some(record)) = (node.is(lease) && node.live_for_holder(now), &node.record)
         else {
-            return Ok(Extension::NotHeld);
+            self.written.forget(lease);
+            return Ok(Some(Extension::NotHeld));
         };
         let next = Record {
             ttl_ms: ms_ceil(ttl),
             cap_ms: None,
             ..record.clone()
         };
-        match self
+        let written = self
             .write_slot(
                 &lease.lock,
                 lease.slot,
@@ -35,24 +55,48 @@ impl Protocol {
                 &next,
                 "an extension",
             )
-            .await?
-        {
-            Some(stat) => Ok(Extension::Extended {
-                expires_at: time(stat.mtime.saturating_add(next.ttl_ms)),
-            }),
-            None => Ok(Extension::NotHeld),
-        }
+            .await?;
+        Ok(written.map(|stat| {
+            let expires_at = time(stat.mtime.saturating_add(next.ttl_ms));
+            self.written.refresh(
+                lease,
+                Node {
+                    slot: lease.slot,
+                    record: Some(next),
+                    stat,
+                },
+            );
+            Extension::Extended { expires_at }
+        }))
     }
 
     /// Releases a lease: marks the slot free, or with `linger` ends it `linger` from now (never
     /// later than it would have ended) and stops its extensions.
     pub(crate) async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
+        let remembered = self.written.mine(lease);
+        self.written.forget(lease);
+        if let Some(node) = remembered
+            && let Some(answer) = self.release_at(&node, lease, linger).await?
+        {
+            return Ok(answer);
+        }
         let Some(node) = self.read_one(&lease.lock, lease.slot).await? else {
             return Ok(Release::NotHeld);
         };
+        let answer = self.release_at(&node, lease, linger).await?;
+        Ok(answer.unwrap_or(Release::NotHeld))
+    }
+
+    /// Releases `lease` as `node` shows it: `None` when the node's version changed meanwhile.
+    async fn release_at(
+        &self,
+        node: &Node,
+        lease: &Lease,
+        linger: Duration,
+    ) -> StoreResult<Option<Release>> {
         let now = self.now()?;
         let (true, Some(record), Some(end)) = (node.is(lease), &node.record, node.end_ms()) else {
-            return Ok(Release::NotHeld);
+            return Ok(Some(Release::NotHeld));
         };
         let live = node.live_for_holder(now);
         let next = if linger.is_zero() || !live {
@@ -79,10 +123,12 @@ impl Protocol {
                 "a release",
             )
             .await?;
-        Ok(if written.is_some() && live {
-            Release::Released
-        } else {
-            Release::NotHeld
-        })
+        Ok(written.map(|_| {
+            if live {
+                Release::Released
+            } else {
+                Release::NotHeld
+            }
+        }))
     }
 }

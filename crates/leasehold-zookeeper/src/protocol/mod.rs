@@ -8,13 +8,18 @@
 //! | start a period | a multi-read of `slot-0` and `ledger`; then one `multi`: a version check of the slot **and** the ledger's `set_data` (*started*) at the version read | one `multi` |
 //! | period record | a read of `ledger` | one read |
 //! | clear the ledger | a read of `ledger`; then its `set_data` to nothing at the version read (the node stays) | the version read |
-//! | extend | `get_data` of the slot; `set_data` at its version with the new TTL (keeps `czxid`, moves `mtime` to now) | the version read |
-//! | extend many (a beat's renewals, the `renew` module) | one multi-read of every slot; then one `multi` of their `set_data`s at the versions read (a node changed meanwhile: read again, at most `RENEW_ROUNDS` times), per `RENEW_BATCH` leases | each version read |
-//! | release | `get_data`; `set_data` at its version marking it `free` (or `linger` with a cap) | the version read |
+//! | extend | `set_data` at the version of this client's last write to the slot, with the new TTL (keeps `czxid`, moves `mtime` to now); if that version is gone or unknown, `get_data` first and `set_data` at the version read | the version written or read |
+//! | extend many (a beat's renewals, the `renew` module) | one `multi` of `set_data`s at the versions this client last wrote (a multi-read first of the slots it does not remember); a node changed meanwhile: one multi-read of them all and the `multi` again, at most `RENEW_ROUNDS` times; per `RENEW_BATCH` leases | each version written or read |
+//! | release | `set_data` at the version of this client's last write marking it `free` (or `linger` with a cap); if that version is gone or unknown, `get_data` first | the version written or read |
 //! | state | a multi-read of `slot-0..n` | one multi-read |
 //! | force release | a multi-read; one `multi` of `set_data` marking every live slot `free`, each at the version read | one `multi` |
 //! | list | one `get_children` of `<prefix>/locks`, then multi-reads of the slots of the locks after the cursor (the `list` module) | one read each |
 //! | release signal | one persistent recursive watch on `<prefix>/locks` (the `watch` module) | — |
+//!
+//! The versions this client last wrote are remembered per slot it holds (`Protocol::written`,
+//! the toolkit's `OwnWrites`): a node at that version is exactly what this client wrote, since
+//! any other write moves the version on. A stale entry costs one refused `set_data`, after which
+//! the slot is read as before.
 //!
 //! Slot nodes are persistent and never deleted: a delete followed by a create resets a node's
 //! data version, so a holder's versioned write read before the delete could land on the new
@@ -28,7 +33,7 @@ mod renew;
 
 use std::sync::Arc;
 
-use leasehold::store::{AcquireRequest, StoreResult};
+use leasehold::store::{AcquireRequest, OwnWrites, StoreResult};
 use leasehold::{Lease, LockName};
 use zookeeper_client::{
     Acls, CreateMode, CreateOptions, Error, MultiReadResult, MultiWriteError, MultiWriteResult,
@@ -55,6 +60,8 @@ pub(crate) struct Protocol {
     pub(crate) paths: Paths,
     /// The clock-skew tolerance, ms.
     pub(crate) tolerance_ms: i64,
+    /// The slot nodes this client holds, as it last wrote them.
+    pub(crate) written: OwnWrites<Node>,
 }
 
 /// The slots of a lock as read, and its ledger if asked for.

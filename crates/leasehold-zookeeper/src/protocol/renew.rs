@@ -16,11 +16,12 @@ use crate::record::{Node, Record, ms_ceil, time};
 const RENEW_BATCH: usize = 2_000;
 
 /// How often a batch reads again after its write was refused because a node changed since
-/// the read (the changed lease is then judged afresh), before it answers a transient error.
+/// the read or this client's last write (the changed lease is then judged afresh), before it
+/// answers a transient error.
 const RENEW_ROUNDS: usize = 3;
 
-/// One lease's write in a batch: its index, path, new data, the version read, its TTL in ms.
-type Renewal = (usize, String, Vec<u8>, i32, i64);
+/// One lease's write in a batch: its index, path, new record and the version it expects.
+type Renewal = (usize, String, Record, i32);
 
 impl Protocol {
     /// Extends every lease of `leases` still held to its TTL from the ensemble's now: the
@@ -44,33 +45,64 @@ impl Protocol {
         Ok(of.iter().map(|&f| answers[f]).collect())
     }
 
-    /// Renews the leases of `leases` at `pending`, writing their answers into `answers`.
+    /// The nodes of the leases of `leases` at `pending`: as this client last wrote them where it
+    /// remembers them and `remembered` is true, else read (one multi-read for the rest).
+    async fn nodes_of(
+        &self,
+        leases: &[(Lease, Duration)],
+        pending: &[usize],
+        remembered: bool,
+    ) -> StoreResult<Vec<Option<Node>>> {
+        let mut nodes: Vec<Option<Node>> = pending
+            .iter()
+            .map(|&i| {
+                remembered
+                    .then(|| self.written.mine(&leases[i].0))
+                    .flatten()
+            })
+            .collect();
+        let unknown: Vec<usize> = (0..pending.len()).filter(|&k| nodes[k].is_none()).collect();
+        if unknown.is_empty() {
+            return Ok(nodes);
+        }
+        let paths = unknown
+            .iter()
+            .map(|&k| {
+                let lease = &leases[pending[k]].0;
+                self.paths.slot(&lease.lock, lease.slot)
+            })
+            .collect();
+        for (&k, found) in unknown.iter().zip(self.read_paths(paths).await?) {
+            let slot = leases[pending[k]].0.slot;
+            nodes[k] = found.map(|(data, stat)| Node {
+                slot,
+                record: Record::decode(&data),
+                stat,
+            });
+        }
+        Ok(nodes)
+    }
+
+    /// Renews the leases of `leases` at `pending`, writing their answers into `answers`. The
+    /// first round writes at the versions this client remembers writing (one `multi`, no read);
+    /// a round refused because a node changed reads every node it still renews.
     async fn renew_chunk(
         &self,
         leases: &[(Lease, Duration)],
         mut pending: Vec<usize>,
         answers: &mut [Extension],
     ) -> StoreResult<()> {
-        for _ in 0..RENEW_ROUNDS {
-            let paths: Vec<String> = pending
-                .iter()
-                .map(|&i| self.paths.slot(&leases[i].0.lock, leases[i].0.slot))
-                .collect();
-            let nodes = self.read_paths(paths.clone()).await?;
+        for round in 0..=RENEW_ROUNDS {
+            let nodes = self.nodes_of(leases, &pending, round == 0).await?;
             let now = self.now()?;
             let renewals: Vec<Renewal> = pending
                 .iter()
-                .zip(paths)
                 .zip(nodes)
-                .filter_map(|((&i, path), found)| {
+                .filter_map(|(&i, found)| {
                     let (lease, ttl) = &leases[i];
-                    let (data, stat) = found?;
-                    let node = Node {
-                        slot: lease.slot,
-                        record: Record::decode(&data),
-                        stat,
-                    };
+                    let node = found?;
                     if !(node.is(lease) && node.live_for_holder(now)) {
+                        self.written.forget(lease);
                         return None;
                     }
                     let next = Record {
@@ -78,7 +110,8 @@ impl Protocol {
                         cap_ms: None,
                         ..node.record?
                     };
-                    Some((i, path, next.encode(), stat.version, next.ttl_ms))
+                    let path = self.paths.slot(&lease.lock, lease.slot);
+                    Some((i, path, next, node.stat.version))
                 })
                 .collect();
             if renewals.is_empty() {
@@ -86,7 +119,7 @@ impl Protocol {
             }
             let writes: Vec<(String, Vec<u8>, i32)> = renewals
                 .iter()
-                .map(|(_, path, data, version, _)| (path.clone(), data.clone(), *version))
+                .map(|(_, path, next, version)| (path.clone(), next.encode(), *version))
                 .collect();
             let done = self
                 .link
@@ -113,12 +146,19 @@ impl Protocol {
                 pending = renewals.iter().map(|r| r.0).collect();
                 continue;
             };
-            for ((i, .., ttl_ms), result) in renewals.iter().zip(&results) {
+            for ((i, _, next, _), result) in renewals.into_iter().zip(&results) {
                 if let Some(stat) = written_stat(Some(result)) {
                     self.link.clock.observe(stat.mtime);
-                    answers[*i] = Extension::Extended {
-                        expires_at: time(stat.mtime.saturating_add(*ttl_ms)),
+                    answers[i] = Extension::Extended {
+                        expires_at: time(stat.mtime.saturating_add(next.ttl_ms)),
                     };
+                    let lease = &leases[i].0;
+                    let node = Node {
+                        slot: lease.slot,
+                        record: Some(next),
+                        stat,
+                    };
+                    self.written.refresh(lease, node);
                 }
             }
             return Ok(());
