@@ -672,3 +672,54 @@ async fn a_grant_answered_past_the_local_deadline_runs_nothing() {
         "the action was polled past its deadline"
     );
 }
+
+/// A batched renewal goes through the wrapper as one batch (a store that renews in batches
+/// stays one that does), and a fault on it fails every entry, as a request that failed as a
+/// whole does; the wrapped store's answer is kept entry by entry otherwise.
+#[tokio::test(start_paused = true)]
+async fn batched_renewals_pass_through_as_one_call() {
+    let (memory, store, faults) = faulty();
+    assert!(memory.renews_in_batches());
+    assert!(store.renews_in_batches(), "the wrapped store's answer");
+    let mut leases = Vec::new();
+    for n in 0..3 {
+        let lock = leasehold::LockName::new(unique_name(&format!("fault-batch-{n}"))).unwrap();
+        let req = leasehold::store::AcquireRequest::new(
+            lock,
+            1,
+            "w",
+            leasehold::store::Token::random(),
+            LEASE,
+        );
+        let lease = store.try_acquire(&req).await.unwrap().elected().unwrap();
+        leases.push((lease, LEASE));
+    }
+    let released = leases[2].0.clone();
+    assert_eq!(
+        memory.release(&released, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+    let answers = store.extend_many(&leases).await;
+    assert!(
+        matches!(
+            answers[..],
+            [
+                Ok(Extension::Extended { .. }),
+                Ok(Extension::Extended { .. }),
+                Ok(Extension::NotHeld)
+            ]
+        ),
+        "{answers:?}"
+    );
+    assert_eq!(faults.calls(Op::Extend), 1, "one call for the batch");
+    faults.fail(Op::Extend, Fault::transient().times(1));
+    let answers = store.extend_many(&leases).await;
+    assert_eq!(answers.len(), 3);
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.as_ref().is_err_and(|e| e.is_transient())),
+        "{answers:?}"
+    );
+    assert_eq!(faults.calls(Op::Extend), 2);
+}

@@ -19,6 +19,9 @@ use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
 ///
 /// * Release signals are forwarded from the wrapped store unchanged; `force_release` is
 ///   forwarded like the other operations (and can be faulted as [`Op::ForceRelease`]).
+/// * Batched renewals are forwarded as batches (`renews_in_batches` is the wrapped store's), so a
+///   session store keeps its one renewal per beat under faults; one `extend_many` is one call of
+///   [`Op::Extend`].
 /// * [`acquire_is_cancel_safe`](LeaseStore::acquire_is_cancel_safe) is always `false`, whatever the
 ///   wrapped store says. An answer delay (or an [`AfterApply`](FaultPoint::AfterApply) failure)
 ///   means the wrapped store may grant a lease and the wrapper then yields before returning it, so
@@ -111,6 +114,24 @@ impl LeaseStore for FaultyStore {
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
         self.call(Op::Extend, || self.inner.extend(lease, ttl))
             .await
+    }
+
+    /// Faulted as [`Op::Extend`], the batch as one call: a fault fails every entry, as a
+    /// request that failed as a whole does.
+    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+        let answers = self
+            .call(Op::Extend, || async {
+                Ok(self.inner.extend_many(leases).await)
+            })
+            .await;
+        match answers {
+            Ok(answers) => answers,
+            Err(e) => leasehold::store::answer_each(Err(e), leases.len()),
+        }
+    }
+
+    fn renews_in_batches(&self) -> bool {
+        self.inner.renews_in_batches()
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
