@@ -28,10 +28,15 @@
 mod model;
 pub mod properties;
 mod rules;
+mod shards;
 mod state;
 
 pub use model::{Action, LeaseModel};
-pub use rules::{Ledger, NO_PROCESS, Rules, SessionRule, Setup};
+pub use rules::{Ledger, NO_PROCESS, Rules, SessionRule, Setup, ShardRule, ShardSetup};
+pub use shards::{
+    Believed, HandOver, MAX_SHARDS, MemberSlot, NODES, Node, ShardAction, ShardLease, ShardModel,
+    ShardState, ShardStore, Status, assign,
+};
 pub use state::{
     Accepted, Answer, Attached, Elector, Exchange, Fence, Held, Holding, OnSession, PROCESSES,
     Phase, Process, Record, Request, SLOTS, Session, State, Store, Tick, Token, Write,
