@@ -26,8 +26,10 @@ pub const NODES: usize = 2;
 pub const MAX_SHARDS: usize = 3;
 
 /// The most member slots the group holds at once: a node may hold a fresh slot while its old
-/// one, which it stopped believing in at its local deadline, still runs out at the store.
-const GROUP_SLOTS: usize = 2 * NODES;
+/// one, which it stopped believing in at its local deadline, still runs out at the store, and
+/// take one more to nudge the others (room for three a node, so no step is refused for want of
+/// a slot).
+const GROUP_SLOTS: usize = 3 * NODES;
 
 /// A shard's lease as the store keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
