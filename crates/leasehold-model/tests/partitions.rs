@@ -197,10 +197,10 @@ fn a_store_forgetting_the_fence_on_release_lets_a_shards_fence_fall() {
 
 /// A longer search, not run by default (`cargo test -p leasehold-model --test partitions --
 /// --ignored`): a join, a restart, a leave, a crash and a forced release in one setup, with the
-/// bound a restart needs. Every property holds; 14.6 million distinct states, about 100 seconds
+/// bound a restart needs. Every property holds; 14.6 million distinct states, about 110 seconds
 /// on a loaded two-core machine.
 #[test]
-#[ignore = "a longer search: 14.6 million states, about 100 seconds"]
+#[ignore = "a longer search: 14.6 million states, about 110 seconds"]
 fn today_every_change_in_one_setup_keeps_every_property() {
     let setup = joining(ShardRule::Today, |s| {
         s.joins = 2;
