@@ -17,6 +17,22 @@
 //! issue 33, so that the same checker shows the holes those had (see `tests/` and
 //! `docs/correctness.md`).
 //!
+//! [`ShardModel`] checks partition sets beside it: a few shards over two nodes that join, leave,
+//! crash, pause and restart, each following the member's rules of `leasehold::partition` (the
+//! core's assignment, ported as [`assign`]), under [`properties::shards`]: one owner per shard,
+//! rising fences per shard, and coverage and balance within a bound of the last change.
+//! [`ShardRule`] breaks one rule on purpose.
+//!
+//! ```
+//! use leasehold_model::{ShardModel, ShardRule, ShardSetup};
+//! use stateright::{Checker, Model};
+//!
+//! let mut setup = ShardSetup::two_nodes(ShardRule::Today);
+//! setup.members = 1; // node 0 alone at the start
+//! setup.joins = 1; // node 1 joins at any moment
+//! ShardModel::new(setup).checker().spawn_bfs().join().assert_properties();
+//! ```
+//!
 //! ```
 //! use leasehold_model::{LeaseModel, Rules, Setup};
 //! use stateright::{Checker, Model};
@@ -28,10 +44,15 @@
 mod model;
 pub mod properties;
 mod rules;
+mod shards;
 mod state;
 
 pub use model::{Action, LeaseModel};
-pub use rules::{Ledger, NO_PROCESS, Rules, SessionRule, Setup};
+pub use rules::{Ledger, NO_PROCESS, Rules, SessionRule, Setup, ShardRule, ShardSetup};
+pub use shards::{
+    Believed, HandOver, MAX_SHARDS, MemberSlot, NODES, Node, ShardAction, ShardLease, ShardModel,
+    ShardState, ShardStore, Status, assign,
+};
 pub use state::{
     Accepted, Answer, Attached, Elector, Exchange, Fence, Held, Holding, OnSession, PROCESSES,
     Phase, Process, Record, Request, SLOTS, Session, State, Store, Tick, Token, Write,

@@ -5,6 +5,7 @@ use stateright::Property;
 
 use crate::model::LeaseModel;
 use crate::rules::Setup;
+use crate::shards::{ShardModel, ShardState};
 use crate::state::{Phase, SLOTS, State};
 
 /// "At most N holders' local valid windows are open at any real instant" (N: the lock's slots,
@@ -135,4 +136,82 @@ fn valid_holders(s: &State) -> usize {
             _ => false,
         })
         .count()
+}
+
+/// Partition sets ([`ShardModel`](crate::ShardModel)): "at most one node believes it owns each
+/// shard at any real instant" — owns it (its work runs) or is handing it over, before its local
+/// deadline — apart from an owner an operator forced out, which believes it until its next
+/// renewal, by design.
+pub const ONE_OWNER_PER_SHARD: &str = "at most one node believes it owns each shard";
+/// Partition sets: "each grant of a shard has a fence above every fence minted before it for
+/// that shard", across hand-overs, expiry, takeover, crashes and forced releases.
+pub const SHARD_FENCES_RISE: &str = "each shard's fences rise across moves";
+/// Partition sets (coverage): "once the set has gone [`settle`](crate::ShardSetup::settle)
+/// ticks without a change, every shard is owned by a live member", which holds its lease at the
+/// store and believes it.
+pub const EVERY_SHARD_OWNED: &str = "every shard is owned within the bound of the last change";
+/// Partition sets (balance): "once the set has gone [`settle`](crate::ShardSetup::settle) ticks
+/// without a change, each live member owns its share of the shards rounded down or up".
+pub const SHARDS_BALANCED: &str = "each live member owns within one of even";
+/// Partition sets: "some run moves a shard from one node to the other and the set then goes
+/// the bound without a change": checked in every partition setup, so that coverage and
+/// balance are known to be judged after a move.
+pub const A_SHARD_MOVES_AND_SETTLES: &str = "a shard moves and the set settles";
+
+/// The properties of a partition set, in the order above.
+pub fn shards() -> Vec<Property<ShardModel>> {
+    vec![
+        Property::always(ONE_OWNER_PER_SHARD, |m: &ShardModel, s: &ShardState| {
+            (0..usize::from(m.setup.shards)).all(|shard| owners_of(s, shard) <= 1)
+        }),
+        Property::always(SHARD_FENCES_RISE, |_, s: &ShardState| !s.fence_fell),
+        Property::always(EVERY_SHARD_OWNED, |m: &ShardModel, s: &ShardState| {
+            !s.calm(&m.setup) || every_shard_owned(m, s)
+        }),
+        Property::always(SHARDS_BALANCED, |m: &ShardModel, s: &ShardState| {
+            !s.calm(&m.setup) || balanced(m, s)
+        }),
+        Property::sometimes(
+            A_SHARD_MOVES_AND_SETTLES,
+            |m: &ShardModel, s: &ShardState| s.moved && s.calm(&m.setup) && every_shard_owned(m, s),
+        ),
+    ]
+}
+
+/// How many nodes believe they own `shard`, not counting an owner forced out.
+fn owners_of(s: &ShardState, shard: usize) -> usize {
+    let forced = s.forced_out.get(shard).copied().flatten();
+    s.nodes
+        .iter()
+        .filter_map(|n| n.believes(shard, s.now))
+        .filter(|&fence| forced != Some(fence))
+        .count()
+}
+
+/// True if every shard is owned by a live member that believes it and holds it at the store.
+fn every_shard_owned(m: &ShardModel, s: &ShardState) -> bool {
+    (0..usize::from(m.setup.shards)).all(|shard| {
+        s.store.live(shard, s.now).is_some_and(|lease| {
+            s.nodes.get(usize::from(lease.node)).is_some_and(|n| {
+                n.live()
+                    && n.owned
+                        .get(shard)
+                        .copied()
+                        .flatten()
+                        .is_some_and(|b| b.fence == lease.fence && b.deadline > s.now)
+            })
+        })
+    })
+}
+
+/// True if each live member owns the shard count divided by the live members, rounded down or
+/// up.
+fn balanced(m: &ShardModel, s: &ShardState) -> bool {
+    let live = s.nodes.iter().filter(|n| n.live()).count();
+    let shards = usize::from(m.setup.shards);
+    let (low, high) = (shards / live.max(1), shards.div_ceil(live.max(1)));
+    s.nodes
+        .iter()
+        .filter(|n| n.live())
+        .all(|n| (low..=high).contains(&n.owns()))
 }

@@ -279,3 +279,88 @@ impl Setup {
         }
     }
 }
+
+/// How the members of a partition set behave ([`ShardSetup`]): today's rules of
+/// `leasehold::partition`, or one of them broken on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ShardRule {
+    /// Today's rules (`partition/member.rs`): a member takes only the free shards the
+    /// assignment gives it, hands over the shards it no longer gets (the shard's work is told to
+    /// stop, and the lease is released once it has), and, when a free shard waits a whole
+    /// period for another member, changes the member group's fingerprint (a fresh slot in, the
+    /// oldest out) so that every member reads the set again.
+    #[default]
+    Today,
+    /// Broken on purpose: a member takes every free shard it reads, whatever the assignment
+    /// says, and never hands one over.
+    IgnoresAssignment,
+    /// Broken on purpose: a hand-over releases the shard's lease at once, while the shard's work
+    /// is still stopping (today it waits for the work to end, at most the drain).
+    ReleasesBeforeWorkEnds,
+    /// Broken on purpose: a member that sees a free shard wait for another member does nothing
+    /// about it (no fresh member slot), so a member that saw nothing change never looks again.
+    NoNudge,
+    /// Broken on purpose: the store deletes a shard's record when its lease is released (a
+    /// hand-over), so the shard's fence counter starts again from nothing.
+    ReleaseForgetsFence,
+}
+
+/// The sizes and faults of one check of a partition set, in ticks of the real clock (see
+/// [`ShardModel`](crate::ShardModel)).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShardSetup {
+    /// How many shards the set has (1 to [`MAX_SHARDS`](crate::MAX_SHARDS)).
+    pub shards: u8,
+    /// The lease of every shard and member slot; a member reads and acts once a period, a
+    /// third of the lease: one tick, so the lease is 3.
+    pub lease: u8,
+    /// The safety margin: a member's local deadline for a lease is `lease - margin` after the
+    /// grant or renewal.
+    pub margin: u8,
+    /// Time ends here.
+    pub horizon: u8,
+    /// How many nodes (of [`NODES`](crate::NODES)) are members at the start, the first ones.
+    pub members: u8,
+    /// How many joins may happen later: a node that is not a member (never was, left, or
+    /// crashed: a restart with the same node id) joins.
+    pub joins: u8,
+    /// How many graceful leaves may happen (member slot released, then every shard handed
+    /// over).
+    pub leaves: u8,
+    /// How many crashes may happen: the node forgets everything at once; its leases run out.
+    pub crashes: u8,
+    /// How many pauses may happen: a node stops renewing, reading and acting for any time, then
+    /// resumes.
+    pub pauses: u8,
+    /// How many times an operator may force one shard's lease free (`leasehold release
+    /// --force`); its owner learns of it at its next renewal.
+    pub forced: u8,
+    /// The coverage and balance bound: once this many ticks have passed since the last change
+    /// (a join, a leave, a crash, a pause or its end, a forced release), every shard must be
+    /// owned by a live member and the shards balanced within one of even.
+    pub settle: u8,
+    /// The rules the members follow.
+    pub rule: ShardRule,
+}
+
+impl ShardSetup {
+    /// Two nodes, both members from the start, three shards, lease 3 (a period of one tick),
+    /// margin 1, no faults, a horizon of six ticks and a bound of four ticks (a lease and a
+    /// period). Each test adds the changes it checks.
+    pub fn two_nodes(rule: ShardRule) -> Self {
+        Self {
+            shards: 3,
+            lease: 3,
+            margin: 1,
+            horizon: 6,
+            members: 2,
+            joins: 0,
+            leaves: 0,
+            crashes: 0,
+            pauses: 0,
+            forced: 0,
+            settle: 4,
+            rule,
+        }
+    }
+}
