@@ -63,6 +63,7 @@ mod error;
 mod journal;
 mod outage;
 mod params;
+mod partition;
 mod recorder;
 mod resource;
 mod run;
@@ -73,13 +74,13 @@ mod timeline;
 pub use clock::{STORE_ORIGIN, TICK};
 pub use error::SimError;
 pub use params::{
-    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, OUTAGE_TICKS, Overrides, PERIOD_TICKS, Params,
-    WAIT_TICKS,
+    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, OUTAGE_TICKS, Overrides, PARTITION_LEASE_TICKS,
+    PARTITION_NODES, PERIOD_TICKS, Params, SHARDS, WAIT_TICKS,
 };
-pub use scenario::{LOCK, Scenario, ScenarioInfo, scenarios};
+pub use scenario::{LOCK, PARTITION_SET, PARTITION_STEP, Scenario, ScenarioInfo, scenarios};
 pub use timeline::{
-    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, Resource, SlotResource, Status,
-    Timeline, TimelineEvent,
+    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, PartitionCheck, Resource,
+    ShardState, ShardTenure, SlotResource, Status, Timeline, TimelineEvent,
 };
 
 /// Runs scenario `scenario` (an id such as `"contention"`) with its preset parameters, replaced
