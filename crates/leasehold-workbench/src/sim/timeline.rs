@@ -43,6 +43,74 @@ pub struct Timeline {
     pub partition: Option<PartitionCheck>,
 }
 
+impl Timeline {
+    /// Who owned each shard when, as text (only in the `partition` scenario; `None`
+    /// otherwise): a header of tick numbers (tens, then units), then one line per shard with
+    /// the letter of its owner at the end of each tick (`.` while no lease of it is live) and
+    /// its grants in order (`a·1:1` is lease `a·1`, fence 1).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::{self, Overrides};
+    ///
+    /// let t = sim::simulate("partition", &Overrides { shards: Some(4), ..Overrides::default() })?;
+    /// let chart = t.shard_chart().expect("a chart");
+    /// let lines: Vec<&str> = chart.lines().collect();
+    /// assert_eq!(lines.len(), 2 + 4);
+    /// assert!(lines[2].starts_with("shard 0  aaaaaa"), "{chart}");
+    /// assert!(sim::simulate("group", &Overrides::default())?.shard_chart().is_none());
+    /// # Ok::<(), sim::SimError>(())
+    /// ```
+    pub fn shard_chart(&self) -> Option<String> {
+        let check = self.partition.as_ref()?;
+        let width = format!("shard {}", check.shards.saturating_sub(1)).len();
+        let pad = |s: String| format!("{s:<width$}  ");
+        let ticks = 0..=self.max_tick;
+        let tens: String = ticks
+            .clone()
+            .map(|t| {
+                if t % 10 == 0 {
+                    char::from_digit(t / 10 % 10, 10).unwrap_or('?')
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        let units: String = ticks
+            .map(|t| char::from_digit(t % 10, 10).unwrap_or('?'))
+            .collect();
+        let mut lines = vec![
+            format!("{}{}", pad("tick".to_owned()), tens.trim_end()),
+            format!("{}{units}  grants (lease:fence)", pad(String::new())),
+        ];
+        for shard in 0..check.shards {
+            let lane: String = self
+                .frames
+                .iter()
+                .map(|f| {
+                    f.shards
+                        .as_ref()
+                        .and_then(|s| s.iter().find(|s| s.shard == shard))
+                        .and_then(|s| s.owner.as_deref())
+                        .and_then(|o| o.chars().last())
+                        .unwrap_or('.')
+                })
+                .collect();
+            let grants: Vec<String> = check
+                .tenures
+                .iter()
+                .filter(|t| t.shard == shard)
+                .map(|t| format!("{}:{}", t.token, t.fence))
+                .collect();
+            lines.push(format!(
+                "{}{lane}  {}",
+                pad(format!("shard {shard}")),
+                grants.join(" ")
+            ));
+        }
+        Some(lines.join("\n"))
+    }
+}
+
 /// What the `partition` scenario checked over the whole run, shard by shard.
 ///
 /// ```
@@ -361,7 +429,8 @@ impl TimelineEvent {
 
     /// The event as the cells of a table row, in [`COLUMNS`](Self::COLUMNS) order, with `-`
     /// where a field does not apply. A [`ledger`](Self::ledger) record is added to the outcome
-    /// cell: `elected(period=1)`, `already_ran(period=1,by=node-a,tick=8)`.
+    /// cell: `elected(period=1)`, `already_ran(period=1,by=node-a,tick=8)`; so is the shard of
+    /// the `partition` scenario: `elected(shard=3)`.
     ///
     /// ```
     /// use leasehold_workbench::sim::{self, Overrides, TimelineEvent};
@@ -390,6 +459,14 @@ impl TimelineEvent {
     }
 
     fn outcome_cell(&self) -> String {
+        let outcome = self.outcome_and_ledger();
+        match self.shard {
+            Some(shard) => format!("{outcome}(shard={shard})"),
+            None => outcome,
+        }
+    }
+
+    fn outcome_and_ledger(&self) -> String {
         match &self.ledger {
             None => self.outcome.clone(),
             Some(l) if self.outcome == Outcome::AlreadyRan.as_str() => format!(
