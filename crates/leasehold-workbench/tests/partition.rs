@@ -2,6 +2,8 @@
 //! before the leaver's leases would have expired, a crash moves them only after its leases
 //! expired, fences rise per shard, and no two owners of a shard ever overlap.
 
+#![allow(clippy::expect_used)] // test helpers
+
 use std::collections::BTreeMap;
 
 use leasehold_workbench::sim::{

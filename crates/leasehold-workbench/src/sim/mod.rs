@@ -34,6 +34,11 @@
 //!   outcomes give `skip` and the end of each run; store-side expiries are added at the instant
 //!   the lease ended. At every tick boundary the driver reads the lock's
 //!   [`state`](leasehold::Elector::state) for the frame.
+//! * **Partition.** The `partition` scenario runs
+//!   [`PartitionSet`](leasehold::partition::PartitionSet) members instead of single
+//!   acquisitions: nodes join one after another, one leaves, one crashes; its frames show every
+//!   shard ([`Frame::shards`]) and the timeline checks every shard's tenures
+//!   ([`Timeline::partition`]). See [`Scenario::Partition`].
 //! * **Order.** Events are ordered by virtual instant; within one instant an expiry comes first,
 //!   then everything else in the order it happened. The runtime has one thread and no source of
 //!   randomness reaches the outcome (tokens are shown as labels such as `a·1`), so the same

@@ -186,9 +186,11 @@ pub struct Frame {
     /// One entry per candidate, in candidate order.
     pub nodes: Vec<NodeState>,
     /// The store's live record(s) of the lock at the end of the tick, in slot order (empty
-    /// when the lock is free).
+    /// when the lock is free, and always in the `partition` scenario, whose records are in
+    /// [`shards`](Self::shards)).
     pub holders: Vec<Holder>,
-    /// The fenced resource the lock protects.
+    /// The fenced resource the lock protects (in the `partition` scenario, the shards: each
+    /// of its [`slots`](Resource::slots) is a shard, numbered as the shard).
     pub resource: Resource,
     /// The lock's period ledger at the end of the tick: the latest period a run was granted
     /// for (only in the `period` scenario, once a period ran; absent from the JSON otherwise).
@@ -329,7 +331,8 @@ pub struct Holder {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resource {
     /// One entry per slot that has accepted a write, in slot order (at most one, slot 0,
-    /// outside the group scenario).
+    /// outside the group and partition scenarios; in `partition`, one per shard, `slot` being
+    /// the shard).
     pub slots: Vec<SlotResource>,
     /// The node whose write was accepted last (in any slot).
     pub last_writer: Option<String>,
