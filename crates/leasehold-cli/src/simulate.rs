@@ -18,13 +18,16 @@ run_once_per). The timeline is computed by the real elector (with max_leaders = 
 in-memory store under virtual time, 1 tick = 1 s, so it is the library's behaviour, not a model
 of it. Same input, same output.
 
-Scenarios: contention, expiry, extension, group, fencing, period. Options not given take the
+Scenarios: contention, expiry, extension, group, fencing, period, partition. Options not given take the
 scenario's preset. Limits: --action 1-30, --lease 2-30, --wait 0-20, --min-lease 0 up to the
 lease, --slots 1-3 (group only), --period 6-12 (period only), --outage-ticks 0-12 (the outage must
 end by the run's last tick). --fail-action NODE makes every action of that node return an error
 (it calls run: the run ends in `fail action_failed`); --outage-from/--outage-ticks make the store
 answer every write with a transient error for those ticks (a run whose wait ends in one ends in
-`fail store_error`, never in a skip). Durations are in ticks. Without --json: a table (tick, candidate,
+`fail store_error`, never in a skip). `partition` is of another kind: --nodes nodes (3-5) join
+the partition set `tenants` of --shards shards (4-16) one after another, node-b leaves, node-c
+crashes; it takes only --lease (3-6), --shards and --nodes, and prints who owns each shard per
+tick after the table. Durations are in ticks. Without --json: a table (tick, candidate,
 operation, token, fence, ttl, outcome) and a one-line summary; with --json: the timeline
 document that the workbench page's /api/simulate serves. See docs/workbench.md.
 
@@ -34,12 +37,13 @@ Examples:
   leasehold simulate --scenario group --slots 3 --json
   leasehold simulate --scenario period --period 6
   leasehold simulate --scenario contention --fail-action node-c
-  leasehold simulate --scenario contention --outage-from 1 --outage-ticks 3";
+  leasehold simulate --scenario contention --outage-from 1 --outage-ticks 3
+  leasehold simulate --scenario partition --shards 12 --nodes 4";
 
 /// `leasehold simulate`.
 #[derive(Debug, Args)]
 pub(crate) struct SimulateArgs {
-    /// The scenario: contention, expiry, extension, group, fencing or period
+    /// The scenario: contention, expiry, extension, group, fencing, period or partition
     #[arg(long, value_name = "NAME")]
     pub(crate) scenario: String,
 
@@ -83,6 +87,14 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "N")]
     pub(crate) outage_ticks: Option<u32>,
 
+    /// The partition set's shard count (4-16, partition scenario only)
+    #[arg(long, value_name = "N")]
+    pub(crate) shards: Option<u32>,
+
+    /// How many nodes join the partition set (3-5, partition scenario only)
+    #[arg(long, value_name = "N")]
+    pub(crate) nodes: Option<u32>,
+
     /// Print the timeline as JSON
     #[arg(long)]
     pub(crate) json: bool,
@@ -109,6 +121,8 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
         fail_action,
         outage_from: args.outage_from,
         outage_ticks: args.outage_ticks,
+        shards: args.shards,
+        nodes: args.nodes,
     };
     let scenario = args.scenario.clone();
     let timeline = tokio::task::spawn_blocking(move || sim::simulate(&scenario, &overrides))
@@ -120,8 +134,11 @@ pub(crate) async fn simulate(args: SimulateArgs) -> Result<ExitCode, Failure> {
             .map_err(|e| Failure::usage(format!("cannot encode the timeline: {e}")))?;
         say::out_json(&text)
     } else {
+        let chart = timeline
+            .shard_chart()
+            .map_or_else(String::new, |c| format!("\n{c}"));
         say::out(&format!(
-            "{}\n{}",
+            "{}{chart}\n{}",
             table(&timeline.events),
             summary(&timeline)
         ))
@@ -157,6 +174,9 @@ fn table(events: &[TimelineEvent]) -> String {
 
 /// One line: the scenario and parameters, how each node ended, what the resource saw.
 fn summary(t: &Timeline) -> String {
+    if let Some(check) = &t.partition {
+        return partition_summary(t, check);
+    }
     let p = &t.params;
     let last = t.frames.last();
     let nodes = last.map_or_else(String::new, |f| {
@@ -185,5 +205,42 @@ fn summary(t: &Timeline) -> String {
         "{}: action {} lease {} wait {} min_lease {} auto_extend {} slots {}{period}; at tick {}: {nodes}{still}; \
          resource: {writes} writes accepted, {rejected} rejected",
         t.scenario, p.action, p.lease, p.wait, p.min_lease, p.auto_extend, p.slots, t.max_tick
+    )
+}
+
+/// The partition scenario's line: the parameters, each node's status and shards at the end,
+/// and the checks.
+fn partition_summary(t: &Timeline, check: &sim::PartitionCheck) -> String {
+    let p = &t.params;
+    let nodes = t.frames.last().map_or_else(String::new, |f| {
+        f.nodes
+            .iter()
+            .map(|n| {
+                let owned = n.shards.as_deref().unwrap_or_default();
+                format!("{} {} ({} shards)", n.id, n.status, owned.len())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let (writes, rejected) = t
+        .frames
+        .last()
+        .map_or((0, 0), |f| (f.resource.writes, f.resource.rejected));
+    format!(
+        "{}: shards {} nodes {} lease {}; at tick {}: {nodes}; {} grants, {} moves, {} overlaps, \
+         fences {} on every shard; resource: {writes} writes accepted, {rejected} rejected",
+        t.scenario,
+        check.shards,
+        p.nodes.unwrap_or_default(),
+        p.lease,
+        t.max_tick,
+        check.tenures.len(),
+        check.moves,
+        check.overlaps,
+        if check.fences_rise {
+            "rise"
+        } else {
+            "do NOT rise"
+        },
     )
 }

@@ -173,6 +173,18 @@ fn bad_input_exits_125_with_the_reason() {
             "`period` applies only to the `period` scenario, not to `fencing`",
         ),
         (
+            &["--scenario", "partition", "--shards", "17"],
+            "`shards` must be between 4 and 16 shards, got 17",
+        ),
+        (
+            &["--scenario", "partition", "--wait", "2"],
+            "`wait` does not apply to the `partition` scenario",
+        ),
+        (
+            &["--scenario", "group", "--nodes", "4"],
+            "`nodes` does not apply to the `group` scenario",
+        ),
+        (
             &["--scenario", "group", "--wait", "soon"],
             "invalid value 'soon'",
         ),
@@ -257,4 +269,62 @@ fn a_failing_action_and_a_store_outage_are_errors_not_skips() {
             text(&out.stderr)
         );
     }
+}
+
+#[test]
+fn the_partition_scenario_prints_who_owns_each_shard_per_tick_and_its_checks() {
+    let env = Env::new();
+    let out = env.output(&[
+        "simulate",
+        "--scenario",
+        "partition",
+        "--shards",
+        "8",
+        "--nodes",
+        "4",
+        "--lease",
+        "4",
+    ]);
+    assert_eq!(code(&out.status), 0, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let direct = sim::simulate(
+        "partition",
+        &Overrides {
+            shards: Some(8),
+            nodes: Some(4),
+            lease: Some(4),
+            ..Overrides::default()
+        },
+    )
+    .unwrap();
+    // The table names the shard of every lease row.
+    assert!(
+        stdout.contains("elected(shard=0)") && stdout.contains("expired(shard="),
+        "{stdout}"
+    );
+    // Then the chart, as the library draws it, then the summary.
+    let chart = direct.shard_chart().unwrap();
+    assert!(stdout.contains(&chart), "{stdout}");
+    let lanes: Vec<&str> = stdout.lines().filter(|l| l.starts_with("shard ")).collect();
+    assert_eq!(lanes.len(), 8);
+    for lane in &lanes {
+        // Every shard starts with node-a (alone at tick 0) and ends with a survivor.
+        let ticks = lane.split_whitespace().nth(2).unwrap();
+        assert_eq!(ticks.len() as u32, direct.max_tick + 1, "{lane}");
+        assert!(ticks.starts_with('a'), "{lane}");
+        assert!(ticks.ends_with('a') || ticks.ends_with('d'), "{lane}");
+    }
+    let summary = stdout.lines().last().unwrap();
+    assert!(
+        summary.starts_with("partition: shards 8 nodes 4 lease 4;"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("node-b left (0 shards), node-c crashed (0 shards)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("0 overlaps, fences rise on every shard"),
+        "{summary}"
+    );
 }

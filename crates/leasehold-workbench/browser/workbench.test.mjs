@@ -22,7 +22,7 @@ const REPO = path.resolve(HERE, "../../..");
 const BIN = process.env.LEASEHOLD_BIN || process.argv[2];
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const SHOTS = path.join(process.env.CARGO_TARGET_DIR || path.join(REPO, "target"), "workbench-screenshots");
-const SCENARIOS = ["contention", "expiry", "extension", "group", "fencing", "period"];
+const SCENARIOS = ["contention", "expiry", "extension", "group", "fencing", "period", "partition"];
 // Without the background-networking flags chromium keeps trying to reach the network, which
 // this machine's closed network turns into stalls.
 const CHROMIUM_ARGS = [
@@ -255,6 +255,8 @@ function interestingTick(id, tl) {
     group: () => first((f) => f.holders.length === tl.params.slots && f.nodes.some((n) => n.status === "waiting" || n.status === "skipped")),
     fencing: () => eventTick((e) => e.outcome === "rejected_fence"),
     period: () => tl.events.filter((e) => e.outcome === "already_ran")[1]?.tick,
+    // The crashed node's first lease runs out: its shard is free, the others not yet taken.
+    partition: () => eventTick((e) => e.operation === "expire"),
   };
   return candidates[id]?.() ?? Math.floor(tl.max_tick / 2);
 }
@@ -319,7 +321,7 @@ describe("workbench page", () => {
     await page.unroute("**/api/version");
   });
 
-  test("the API lists the six scenarios in display order", async () => {
+  test("the API lists the seven scenarios in display order", async () => {
     const { status, body } = await json(`${base}api/scenarios`);
     assert.equal(status, 200);
     assert.deepEqual(body.map((s) => s.id), SCENARIOS);
@@ -347,9 +349,15 @@ describe("workbench page", () => {
       const last = tl.frames[tl.max_tick];
       const cards = await page.$$eval(".node", (ns) => ns.map((n) => [n.dataset.node, n.dataset.status]));
       assert.deepEqual(cards, last.nodes.map((n) => [n.id, n.status]));
-      const owners = await page.$$eval(".record", (rs) => rs.map((r) => r.dataset.owner));
-      assert.equal(owners.length, tl.params.slots);
-      for (const h of last.holders) assert.equal(owners[h.slot], h.owner);
+      if (id === "partition") {
+        // One row per shard instead of one record per slot.
+        const shards = await page.$$eval(".shard-row", (rs) => rs.map((r) => [Number(r.dataset.shard), r.dataset.owner]));
+        assert.deepEqual(shards, last.shards.map((s) => [s.shard, s.owner ?? ""]));
+      } else {
+        const owners = await page.$$eval(".record", (rs) => rs.map((r) => r.dataset.owner));
+        assert.equal(owners.length, tl.params.slots);
+        for (const h of last.holders) assert.equal(owners[h.slot], h.owner);
+      }
 
       // A picture at the tick where the scenario makes its point.
       const tick = interestingTick(id, tl);
@@ -358,6 +366,57 @@ describe("workbench page", () => {
       await page.screenshot({ path: path.join(SHOTS, `${id}.png`), fullPage: true });
     });
   }
+
+  test("partition: shards spread over the joining nodes, move at once on a leave and only after expiry on a crash", async () => {
+    await page.goto(`${base}?scenario=partition&lang=en`);
+    await ready(page);
+    // Only the lease, the shard count and the node count are offered.
+    for (const k of ["lease", "shards", "nodes"]) assert.ok(await page.isVisible(`[data-param="${k}"]`), `${k} shows`);
+    for (const k of ["action", "wait", "min_lease", "slots", "period", "fail_action", "outage_from", "outage_ticks", "auto_extend"]) {
+      assert.ok(await page.isHidden(`[data-param="${k}"]`), `${k} is hidden`);
+    }
+    const tl = await shownTimeline(page, base);
+    assert.equal(tl.scenario, "partition");
+    assert.equal(tl.partition.overlaps, 0);
+    assert.ok(tl.partition.fences_rise);
+    const shards = tl.params.shards;
+    // Just before the leave (tick 17) the three members share the shards within one of even.
+    await stepTo(page, 17);
+    const owners = await page.$$eval(".shard-row", (rs) => rs.map((r) => r.dataset.owner));
+    assert.equal(owners.length, shards);
+    assert.ok(owners.every((o) => o !== ""), `every shard owned: ${owners}`);
+    const counts = ["node-a", "node-b", "node-c"].map((n) => owners.filter((o) => o === n).length);
+    assert.ok(Math.max(...counts) - Math.min(...counts) <= 1, `balanced: ${counts}`);
+    assert.equal(await page.getAttribute("#action-box", "data-free"), "");
+    assert.deepEqual(await page.$$eval("#lanes tbody tr", (rs) => rs.length), shards, "one lane per shard");
+    // After the crash (tick 24) node-c's shards stay with it until its leases expire.
+    const crashed = tl.frames[24].nodes.find((n) => n.id === "node-c");
+    assert.equal(crashed.status, "crashed");
+    assert.ok(crashed.shards.length > 0);
+    await page.fill("#scrub", "24");
+    assert.equal(await page.getAttribute('.node[data-node="node-c"]', "data-status"), "crashed");
+    assert.match(await page.textContent("#action-box"), /node-c crashed: its shards \(/);
+    const tick = interestingTick("partition", tl);
+    await page.fill("#scrub", String(tick));
+    assert.ok((await page.$$eval('#events tr[data-operation="expire"]', (trs) => trs.length)) > 0);
+    assert.match(await page.textContent('#events tr[data-operation="expire"] td:nth-child(5)'), /· shard \d+/);
+    await page.screenshot({ path: path.join(SHOTS, "partition.png"), fullPage: true });
+    // Twelve shards, four nodes: the timeline is recomputed, one row per shard.
+    await page.fill("#in-shards", "12");
+    await page.waitForFunction(() => document.body.dataset.state === "ready"
+      && (document.body.dataset.query || "").includes("shards=12"), null, { timeout: PATIENCE });
+    assert.equal((await page.$$(".shard-row")).length, 12);
+    await page.fill("#in-nodes", "4");
+    await page.waitForFunction(() => document.body.dataset.state === "ready"
+      && (document.body.dataset.query || "").includes("nodes=4"), null, { timeout: PATIENCE });
+    const four = await shownTimeline(page, base);
+    assert.deepEqual(four.candidates, ["node-a", "node-b", "node-c", "node-d"]);
+    assert.equal(four.partition.overlaps, 0);
+    // In Korean.
+    await page.click("#lang-ko");
+    assert.equal((await page.textContent('button[data-scenario="partition"]')).trim(), "샤드: 합류, 떠남, 중단");
+    await page.click("#lang-en");
+  });
 
   test("period: the late replicas are refused by the ledger as already ran, not contended, in English and Korean", async () => {
     await page.goto(`${base}?scenario=period`);
@@ -642,13 +701,14 @@ describe("workbench page", () => {
       ["scenario=group&slots=4", "out_of_range", /슬롯\(slots\) 값은 1~3개 사이여야 합니다\(받은 값: 4개\)/],
       ["scenario=expiry&slots=2", "slots_outside_group", /만료와 인계\(expiry\) 시나리오에서는 슬롯\(slots\)이 1이어야 합니다/],
       ["scenario=fencing&period=8", "period_outside_period_scenario", /펜싱\(fencing\) 시나리오에는 쓸 수 없습니다\(받은 값: 8틱\)/],
-      ["scenario=nope", "unknown_scenario", /알 수 없는 시나리오 “nope”입니다. 쓸 수 있는 시나리오: contention, expiry, extension, group, fencing, period\./],
+      ["scenario=nope", "unknown_scenario", /알 수 없는 시나리오 “nope”입니다. 쓸 수 있는 시나리오: contention, expiry, extension, group, fencing, period, partition\./],
       ["action=8", "missing_scenario", /시나리오\(scenario\) 매개변수가 없습니다/],
       ["scenario=contention&colour=red", "unknown_parameter", /알 수 없는 매개변수 “colour”입니다/],
       ["scenario=contention&wait=1&wait=2", "duplicate_parameter", /매개변수 “wait”가 두 번 주어졌습니다/],
       ["scenario=contention&lease=ten", "not_a_number", /매개변수 “lease”에는 정수.*받은 값: “ten”/],
       ["scenario=contention&auto_extend=maybe", "not_a_flag", /매개변수 “auto_extend”에는 true 또는 false를/],
       ["scenario=contention&outage_from=21&outage_ticks=3", "outage_beyond_run", /저장소 장애 구간은 실행 범위\(틱 0~22\) 안에 있어야 합니다\(받은 값: 시작 틱 21, 길이 3틱\)/],
+      ["scenario=group&shards=8", "does_not_apply", /샤드 수\(shards\)는 1 → N 슬롯\(group\) 시나리오에 쓸 수 없습니다/],
       ["scenario=contention&fail_action=node-d", "unknown_candidate", /실패하는 작업\(fail_action\)은 락 경쟁\(contention\) 시나리오의 후보\(node-a, node-b, node-c\) 중 하나여야 합니다\(받은 값: “node-d”\)/],
     ];
     const seen = new Set();
@@ -681,7 +741,7 @@ describe("workbench page", () => {
         assert.match((await error()).text, korean, "switching back words it in Korean again");
       }
     }
-    assert.equal(seen.size, 12);
+    assert.equal(seen.size, 13);
     // A code the page has no sentence for: the server's text, as it is.
     const handler = (route) => route.fulfill({ status: 400, contentType: "application/json",
       body: JSON.stringify({ error: "`x` is new", code: "some_new_refusal", details: {} }) });

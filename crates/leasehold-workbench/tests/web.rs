@@ -109,6 +109,8 @@ fn the_pages_sliders_offer_the_ranges_the_server_accepts() {
         ("slots", sim::GROUP_SLOTS),
         ("period", sim::PERIOD_TICKS),
         ("outage_ticks", sim::OUTAGE_TICKS),
+        ("shards", sim::SHARDS),
+        ("nodes", sim::PARTITION_NODES),
     ] {
         assert_eq!(
             slider_range(html, name),
@@ -284,10 +286,19 @@ async fn scenarios_are_listed_in_display_order_with_presets() {
             "extension",
             "group",
             "fencing",
-            "period"
+            "period",
+            "partition"
         ]
     );
     for s in list.as_array().unwrap() {
+        // Only the partition scenario has shards and nodes.
+        for key in ["shards", "nodes"] {
+            assert_eq!(
+                s["preset"].get(key).is_some(),
+                s["id"] == "partition",
+                "{s}"
+            );
+        }
         // Only the period scenario has a period; the others' presets are as they were.
         assert_eq!(
             s["preset"].get("period").is_some(),
@@ -321,6 +332,7 @@ async fn simulate_returns_the_simulations_timeline_byte_for_byte() {
         "group",
         "fencing",
         "period",
+        "partition",
     ] {
         let answer = get(&app, &format!("/api/simulate?scenario={id}")).await;
         assert_eq!(answer.status, StatusCode::OK, "{id}: {}", answer.text());
@@ -530,7 +542,7 @@ async fn bad_input_is_a_400_with_a_message_naming_the_problem() {
         details("scenario=nope").await,
         serde_json::json!({
             "given": "nope",
-            "expected": ["contention", "expiry", "extension", "group", "fencing", "period"]
+            "expected": ["contention", "expiry", "extension", "group", "fencing", "period", "partition"]
         })
     );
     assert_eq!(
@@ -744,4 +756,57 @@ async fn a_real_listener_serves_and_shuts_down_gracefully() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_partition_scenario_takes_shards_nodes_and_lease_and_refuses_the_rest() {
+    let app = web::workbench_router();
+    let answer = get(
+        &app,
+        "/api/simulate?scenario=partition&shards=12&nodes=4&lease=4",
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    let t = answer.json();
+    assert_eq!(t["params"]["shards"], 12);
+    assert_eq!(t["params"]["nodes"], 4);
+    assert_eq!(t["params"]["lease"], 4);
+    assert_eq!(t["lock"], "tenants");
+    assert_eq!(t["candidates"].as_array().map(Vec::len), Some(4));
+    assert_eq!(t["frames"][0]["shards"].as_array().map(Vec::len), Some(12));
+    assert_eq!(t["partition"]["overlaps"], 0);
+    assert_eq!(t["partition"]["fences_rise"], true);
+    // The single-lock scenarios have no shards in their JSON.
+    let group = get(&app, "/api/simulate?scenario=group").await.json();
+    assert!(group["frames"][0].get("shards").is_none());
+    assert!(group.get("partition").is_none());
+
+    for (query, code, details) in [
+        (
+            "scenario=partition&wait=2",
+            "does_not_apply",
+            serde_json::json!({ "parameter": "wait", "scenario": "partition" }),
+        ),
+        (
+            "scenario=group&shards=8",
+            "does_not_apply",
+            serde_json::json!({ "parameter": "shards", "scenario": "group" }),
+        ),
+        (
+            "scenario=partition&shards=3",
+            "out_of_range",
+            serde_json::json!({ "parameter": "shards", "value": 3, "min": 4, "max": 16, "unit": "shards" }),
+        ),
+        (
+            "scenario=partition&lease=10",
+            "out_of_range",
+            serde_json::json!({ "parameter": "lease", "value": 10, "min": 3, "max": 6, "unit": "ticks" }),
+        ),
+    ] {
+        let answer = get(&app, &format!("/api/simulate?{query}")).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{query}");
+        let body = answer.json();
+        assert_eq!(body["code"], code, "{query}");
+        assert_eq!(body["details"], details, "{query}");
+    }
 }

@@ -27,8 +27,8 @@ pub enum SimError {
     /// A parameter was outside its range.
     #[error("`{parameter}` must be between {min} and {max} {unit}, got {value}")]
     OutOfRange {
-        /// The parameter's name (`action`, `lease`, `wait`, `slots`, `period` or
-        /// `outage_ticks`).
+        /// The parameter's name (`action`, `lease`, `wait`, `slots`, `period`,
+        /// `outage_ticks`, `shards` or `nodes`).
         parameter: &'static str,
         /// What was given.
         value: u32,
@@ -36,7 +36,7 @@ pub enum SimError {
         min: u32,
         /// The largest allowed value.
         max: u32,
-        /// `ticks` or `slots`.
+        /// `ticks`, `slots`, `shards` or `nodes`.
         unit: &'static str,
     },
     /// `min_lease` was longer than the lease.
@@ -98,6 +98,18 @@ pub enum SimError {
         given: String,
         /// The scenario's node ids, comma-separated.
         expected: String,
+    },
+    /// A parameter was given to a scenario it does not apply to: `shards` and `nodes` outside
+    /// `partition`, or a single-lock parameter (`action`, `wait`, `min_lease`, `auto_extend`,
+    /// `slots`, `period`, `fail_action`, the outage) other than the preset in `partition`.
+    #[error(
+        "`{parameter}` does not apply to the `{scenario}` scenario (`shards` and `nodes` apply only to `partition`, which takes only `lease`, `shards` and `nodes`)"
+    )]
+    DoesNotApply {
+        /// The parameter.
+        parameter: &'static str,
+        /// The scenario.
+        scenario: &'static str,
     },
     /// The simulation itself failed (its runtime could not start, or the store answered with
     /// an error). Not the caller's fault; report it.

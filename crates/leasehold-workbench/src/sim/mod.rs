@@ -34,6 +34,11 @@
 //!   outcomes give `skip` and the end of each run; store-side expiries are added at the instant
 //!   the lease ended. At every tick boundary the driver reads the lock's
 //!   [`state`](leasehold::Elector::state) for the frame.
+//! * **Partition.** The `partition` scenario runs
+//!   [`PartitionSet`](leasehold::partition::PartitionSet) members instead of single
+//!   acquisitions: nodes join one after another, one leaves, one crashes; its frames show every
+//!   shard ([`Frame::shards`]) and the timeline checks every shard's tenures
+//!   ([`Timeline::partition`]). See [`Scenario::Partition`].
 //! * **Order.** Events are ordered by virtual instant; within one instant an expiry comes first,
 //!   then everything else in the order it happened. The runtime has one thread and no source of
 //!   randomness reaches the outcome (tokens are shown as labels such as `a·1`), so the same
@@ -63,6 +68,7 @@ mod error;
 mod journal;
 mod outage;
 mod params;
+mod partition;
 mod recorder;
 mod resource;
 mod run;
@@ -73,13 +79,13 @@ mod timeline;
 pub use clock::{STORE_ORIGIN, TICK};
 pub use error::SimError;
 pub use params::{
-    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, OUTAGE_TICKS, Overrides, PERIOD_TICKS, Params,
-    WAIT_TICKS,
+    ACTION_TICKS, GROUP_SLOTS, LEASE_TICKS, OUTAGE_TICKS, Overrides, PARTITION_LEASE_TICKS,
+    PARTITION_NODES, PERIOD_TICKS, Params, SHARDS, WAIT_TICKS,
 };
-pub use scenario::{LOCK, Scenario, ScenarioInfo, scenarios};
+pub use scenario::{LOCK, PARTITION_SET, PARTITION_STEP, Scenario, ScenarioInfo, scenarios};
 pub use timeline::{
-    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, Resource, SlotResource, Status,
-    Timeline, TimelineEvent,
+    Frame, Holder, LedgerEntry, NodeState, Operation, Outcome, PartitionCheck, Resource,
+    ShardState, ShardTenure, SlotResource, Status, Timeline, TimelineEvent,
 };
 
 /// Runs scenario `scenario` (an id such as `"contention"`) with its preset parameters, replaced

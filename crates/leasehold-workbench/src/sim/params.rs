@@ -48,6 +48,28 @@ pub const PERIOD_TICKS: RangeInclusive<u32> = 6..=12;
 /// ```
 pub const OUTAGE_TICKS: RangeInclusive<u32> = 0..=12;
 
+/// Allowed shard counts of the partition set in the `partition` scenario.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::SHARDS, 4..=16);
+/// ```
+pub const SHARDS: RangeInclusive<u32> = 4..=16;
+/// Allowed node counts in the `partition` scenario: node-a … node-c, up to node-e (node-b
+/// always leaves and node-c always crashes).
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::PARTITION_NODES, 3..=5);
+/// ```
+pub const PARTITION_NODES: RangeInclusive<u32> = 3..=5;
+/// Allowed leases in the `partition` scenario, in ticks: every change (a join, the leave, the
+/// crash) must settle within the [`PARTITION_STEP`](crate::sim::PARTITION_STEP) ticks before the
+/// next one; a crash takes about a lease and a third to settle.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::PARTITION_LEASE_TICKS, 3..=6);
+/// ```
+pub const PARTITION_LEASE_TICKS: RangeInclusive<u32> = 3..=6;
+
 /// The parameters of a run. Durations are in ticks (see [`TICK`](crate::sim::TICK)).
 ///
 /// ```
@@ -97,6 +119,15 @@ pub struct Params {
     /// from the JSON.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub outage_ticks: u32,
+    /// The partition set's shard count (4–16, preset 10): set in the `partition` scenario only,
+    /// and then present in the JSON. In that scenario `action`, `wait` and `min_lease` are 0,
+    /// `auto_extend` is true (shard leases are always renewed) and `slots` is 1, all unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
+    /// How many nodes join the partition set (3–5, preset 3): set in the `partition`
+    /// scenario only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
 }
 
 /// Takes a reference, as `skip_serializing_if` passes it.
@@ -138,6 +169,10 @@ pub struct Overrides {
     pub outage_from: Option<u32>,
     /// Replaces [`Params::outage_ticks`].
     pub outage_ticks: Option<u32>,
+    /// Replaces [`Params::shards`] (the `partition` scenario only).
+    pub shards: Option<u32>,
+    /// Replaces [`Params::nodes`] (the `partition` scenario only).
+    pub nodes: Option<u32>,
 }
 
 impl Overrides {
@@ -162,6 +197,8 @@ impl Overrides {
             fail_action: self.fail_action.or(preset.fail_action),
             outage_from: self.outage_from.unwrap_or(preset.outage_from),
             outage_ticks: self.outage_ticks.unwrap_or(preset.outage_ticks),
+            shards: self.shards.or(preset.shards),
+            nodes: self.nodes.or(preset.nodes),
         };
         params.validate(scenario)?;
         Ok(params)
@@ -198,8 +235,30 @@ impl Params {
     /// p.fail_action = Some('d');
     /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::UnknownCandidate { .. })));
     /// assert!(p.validate(Scenario::Group).is_ok());
+    ///
+    /// // Shards and nodes belong to the partition scenario; wait, action and the rest do not.
+    /// let mut p = Scenario::Contention.preset();
+    /// p.shards = Some(8);
+    /// assert!(matches!(p.validate(Scenario::Contention), Err(SimError::DoesNotApply { parameter: "shards", .. })));
+    /// let mut p = Scenario::Partition.preset();
+    /// p.wait = 2;
+    /// assert!(matches!(p.validate(Scenario::Partition), Err(SimError::DoesNotApply { parameter: "wait", .. })));
+    /// p.wait = 0;
+    /// p.shards = Some(17);
+    /// assert!(matches!(p.validate(Scenario::Partition), Err(SimError::OutOfRange { parameter: "shards", .. })));
     /// ```
     pub fn validate(&self, scenario: Scenario) -> Result<(), SimError> {
+        if scenario.is_partition() {
+            return self.validate_partition();
+        }
+        for (parameter, given) in [("shards", self.shards), ("nodes", self.nodes)] {
+            if given.is_some() {
+                return Err(SimError::DoesNotApply {
+                    parameter,
+                    scenario: scenario.id(),
+                });
+            }
+        }
         within("action", self.action, &ACTION_TICKS, "ticks")?;
         within("lease", self.lease, &LEASE_TICKS, "ticks")?;
         within("wait", self.wait, &WAIT_TICKS, "ticks")?;
@@ -242,6 +301,36 @@ impl Params {
             scenario.candidate_letter(&letter.to_string())?;
         }
         Ok(())
+    }
+
+    /// The `partition` scenario's checks: the lease, the shard and node counts in range, and
+    /// none of the single-lock parameters changed from the preset.
+    fn validate_partition(&self) -> Result<(), SimError> {
+        let scenario = Scenario::Partition;
+        let preset = scenario.preset();
+        within("lease", self.lease, &PARTITION_LEASE_TICKS, "ticks")?;
+        let shards = self.shards.or(preset.shards).unwrap_or(0);
+        within("shards", shards, &SHARDS, "shards")?;
+        let nodes = self.nodes.or(preset.nodes).unwrap_or(0);
+        within("nodes", nodes, &PARTITION_NODES, "nodes")?;
+        let unused = [
+            ("action", self.action != preset.action),
+            ("wait", self.wait != preset.wait),
+            ("min_lease", self.min_lease != preset.min_lease),
+            ("auto_extend", self.auto_extend != preset.auto_extend),
+            ("slots", self.slots != preset.slots),
+            ("period", self.period.is_some()),
+            ("fail_action", self.fail_action.is_some()),
+            ("outage_from", self.outage_from != 0),
+            ("outage_ticks", self.outage_ticks != 0),
+        ];
+        match unused.into_iter().find(|(_, changed)| *changed) {
+            Some((parameter, _)) => Err(SimError::DoesNotApply {
+                parameter,
+                scenario: scenario.id(),
+            }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -77,6 +77,7 @@ impl Recorder {
             holders,
             resource: self.journal.resource(),
             ledger,
+            shards: None,
         });
     }
 
@@ -107,6 +108,7 @@ impl Recorder {
             token: lease.as_ref().map(|l| l.label.clone()),
             fence: lease.as_ref().map(|l| l.fence),
             slot: lease.as_ref().map(|l| l.slot),
+            shards: None,
         }
     }
 
@@ -260,6 +262,7 @@ impl Recorder {
             outcome: outcome.to_string(),
             ledger,
             at_ms: self.precise.then(|| self.clock.millis(entry.at)),
+            shard: None,
         });
     }
 

@@ -45,6 +45,9 @@ fn run_quietly(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
         .start_paused(true)
         .build()
         .map_err(|e| SimError::Failed(format!("cannot start the simulation runtime: {e}")))?;
+    if scenario.is_partition() {
+        return runtime.block_on(crate::sim::partition::drive(params));
+    }
     runtime.block_on(drive(scenario, params))
 }
 
@@ -292,5 +295,6 @@ async fn drive(scenario: Scenario, params: Params) -> Result<Timeline, SimError>
         max_tick: scenario.max_tick(),
         frames: recorder.frames,
         events: recorder.events,
+        partition: None,
     })
 }

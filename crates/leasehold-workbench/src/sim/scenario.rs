@@ -1,4 +1,4 @@
-//! The six scenarios: who tries when, and their preset parameters.
+//! The seven scenarios: who tries when, and their preset parameters.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,24 @@ pub const LOCK: &str = "invoice-close";
 
 const THREE: &[&str] = &["node-a", "node-b", "node-c"];
 const FOUR: &[&str] = &["node-a", "node-b", "node-c", "node-d"];
+const FIVE: &[&str] = &["node-a", "node-b", "node-c", "node-d", "node-e"];
+
+/// The partition set of the `partition` scenario.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+/// assert_eq!(sim::simulate("partition", &Overrides::default())?.lock, sim::PARTITION_SET);
+/// # Ok::<(), sim::SimError>(())
+/// ```
+pub const PARTITION_SET: &str = "tenants";
+
+/// In the `partition` scenario, ticks between one node's join and the next one's, and between
+/// the last join, the leave and the crash.
+///
+/// ```
+/// assert_eq!(leasehold_workbench::sim::PARTITION_STEP, 6);
+/// ```
+pub const PARTITION_STEP: u32 = 6;
 
 /// A scenario: a fixed cast of candidates, the tick at which each one tries (once, or once per
 /// period in the `period` scenario), how many ticks the timeline covers, and preset [`Params`]
@@ -29,6 +47,16 @@ const FOUR: &[&str] = &["node-a", "node-b", "node-c", "node-d"];
 /// | `group` | a 0, b 0, c 1, d 9 | 8 | 10 | 2 | off | 2 | – | 22 |
 /// | `fencing` | a 0, b 1, c 9 | 10 | 4 | 4 | off | 1 | – | 22 |
 /// | `period` | a 0, b 3, c 5, then every `period` | 2 | 6 | 2 | off | 1 | 8 | 23 |
+/// | `partition` | joins a 0, b 6, c 12 (d 18, e 24); b leaves, then c crashes | – | 6 | – | – | – | – | 36 |
+///
+/// The `partition` scenario is of another kind: `nodes` (3–5, preset 3) members join the
+/// [partition set](leasehold::partition::PartitionSet) [`PARTITION_SET`] of `shards` (4–16,
+/// preset 10) shards one after another, every [`PARTITION_STEP`] ticks; [`PARTITION_STEP`] ticks
+/// after the last join node-b leaves gracefully, and [`PARTITION_STEP`] ticks later node-c
+/// crashes (its store calls stop reaching the store, its work stops). Its lease is 3–6 ticks
+/// (preset 6); it has no action, wait, minimum lease, slots, period, failing action or outage
+/// ([`Params::validate`] refuses them). Its last tick depends on the node count
+/// ([`last_tick`](Scenario::last_tick)).
 ///
 /// `min_lease` is 0 in every preset, no action fails
 /// ([`fail_action`](Params::fail_action)) and the store never fails
@@ -66,17 +94,22 @@ pub enum Scenario {
     /// [`run_once_per`](leasehold::Elector::run_once_per): the first to fire runs, and the
     /// period ledger answers the late ones "already ran" while the lock is free.
     Period,
+    /// Nodes join a [partition set](leasehold::partition::PartitionSet) one after another and
+    /// the shards spread over them; then one node leaves (its shards are handed over at once)
+    /// and one crashes (its shards move only after its leases ended).
+    Partition,
 }
 
 impl Scenario {
     /// Every scenario, in display order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Contention,
         Self::Expiry,
         Self::Extension,
         Self::Group,
         Self::Fencing,
         Self::Period,
+        Self::Partition,
     ];
 
     /// The scenario's id, as used in URLs and on the command line.
@@ -92,6 +125,7 @@ impl Scenario {
             Self::Group => "group",
             Self::Fencing => "fencing",
             Self::Period => "period",
+            Self::Partition => "partition",
         }
     }
 
@@ -119,15 +153,33 @@ impl Scenario {
     /// assert!(Scenario::Extension.preset().auto_extend);
     /// assert_eq!(Scenario::Group.preset().slots, 2);
     /// assert_eq!(Scenario::Period.preset().period, Some(8));
+    /// let shards = Scenario::Partition.preset();
+    /// assert_eq!((shards.shards, shards.nodes, shards.lease), (Some(10), Some(3), 6));
     /// ```
     pub fn preset(self) -> Params {
+        if self.is_partition() {
+            return Params {
+                action: 0,
+                lease: 6,
+                wait: 0,
+                min_lease: 0,
+                auto_extend: true,
+                slots: 1,
+                period: None,
+                fail_action: None,
+                outage_from: 0,
+                outage_ticks: 0,
+                shards: Some(10),
+                nodes: Some(3),
+            };
+        }
         let (action, lease, wait, auto_extend, slots) = match self {
             Self::Contention => (8, 10, 2, false, 1),
             Self::Expiry => (12, 6, 2, false, 1),
             Self::Extension => (12, 6, 2, true, 1),
             Self::Group => (8, 10, 2, false, 2),
             Self::Fencing => (10, 4, 4, false, 1),
-            Self::Period => (2, 6, 2, false, 1),
+            Self::Period | Self::Partition => (2, 6, 2, false, 1),
         };
         Params {
             action,
@@ -140,17 +192,22 @@ impl Scenario {
             fail_action: None,
             outage_from: 0,
             outage_ticks: 0,
+            shards: None,
+            nodes: None,
         }
     }
 
-    /// The candidates' node ids, in display order.
+    /// The candidates' node ids, in display order (in `partition`, every node that may join;
+    /// a run has the first [`nodes`](Params::nodes) of them).
     ///
     /// ```
     /// assert_eq!(leasehold_workbench::sim::Scenario::Expiry.candidates().len(), 3);
+    /// assert_eq!(leasehold_workbench::sim::Scenario::Partition.candidates().len(), 5);
     /// ```
     pub fn candidates(self) -> &'static [&'static str] {
         match self {
             Self::Group => FOUR,
+            Self::Partition => FIVE,
             _ => THREE,
         }
     }
@@ -194,6 +251,7 @@ impl Scenario {
             Self::Extension => &[0, 1, 10],
             Self::Group => &[0, 0, 1, 9],
             Self::Period => &[0, 3, 5],
+            Self::Partition => &[0, 6, 12, 18, 24],
         }
     }
 
@@ -221,10 +279,12 @@ impl Scenario {
             .collect()
     }
 
-    /// The last tick of the timeline (fixed per scenario, whatever the parameters).
+    /// The last tick of the timeline with the preset parameters (fixed per scenario, whatever
+    /// the parameters, except in `partition`: see [`last_tick`](Self::last_tick)).
     ///
     /// ```
     /// assert_eq!(leasehold_workbench::sim::Scenario::Contention.max_tick(), 22);
+    /// assert_eq!(leasehold_workbench::sim::Scenario::Partition.max_tick(), 36);
     /// ```
     pub fn max_tick(self) -> u32 {
         match self {
@@ -232,7 +292,28 @@ impl Scenario {
             Self::Period => 23,
             Self::Expiry => 24,
             Self::Extension => 26,
+            Self::Partition => self.last_tick(&self.preset()),
         }
+    }
+
+    /// The last tick of the timeline with `params`: [`max_tick`](Self::max_tick), except in
+    /// `partition`, where the run goes on for 2 × [`PARTITION_STEP`] ticks after the crash
+    /// (enough for the crashed node's leases to end and its shards to be taken over): the
+    /// crash is at ([`nodes`](Params::nodes) + 1) × [`PARTITION_STEP`].
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::Scenario;
+    /// let mut p = Scenario::Partition.preset();
+    /// p.nodes = Some(5);
+    /// assert_eq!(Scenario::Partition.last_tick(&p), 48);
+    /// assert_eq!(Scenario::Group.last_tick(&Scenario::Group.preset()), 22);
+    /// ```
+    pub fn last_tick(self, params: &Params) -> u32 {
+        if self.is_partition() {
+            let nodes = params.nodes.unwrap_or(3);
+            return nodes.saturating_add(3).saturating_mul(PARTITION_STEP);
+        }
+        self.max_tick()
     }
 
     /// True for the scenario whose elector has more than one slot (`max_leaders`).
@@ -252,6 +333,15 @@ impl Scenario {
     /// ```
     pub fn is_period(self) -> bool {
         self == Self::Period
+    }
+
+    /// True for the scenario whose nodes join a partition set rather than contend for one lock.
+    ///
+    /// ```
+    /// assert!(leasehold_workbench::sim::Scenario::Partition.is_partition());
+    /// ```
+    pub fn is_partition(self) -> bool {
+        self == Self::Partition
     }
 }
 
@@ -281,7 +371,7 @@ pub struct ScenarioInfo {
 ///
 /// ```
 /// let ids: Vec<String> = leasehold_workbench::sim::scenarios().into_iter().map(|s| s.id).collect();
-/// assert_eq!(ids, ["contention", "expiry", "extension", "group", "fencing", "period"]);
+/// assert_eq!(ids, ["contention", "expiry", "extension", "group", "fencing", "period", "partition"]);
 /// ```
 pub fn scenarios() -> Vec<ScenarioInfo> {
     Scenario::ALL

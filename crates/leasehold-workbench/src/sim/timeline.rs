@@ -22,11 +22,13 @@ use crate::sim::params::Params;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
-    /// The scenario id: `contention`, `expiry`, `extension`, `group`, `fencing` or `period`.
+    /// The scenario id: `contention`, `expiry`, `extension`, `group`, `fencing`, `period` or
+    /// `partition`.
     pub scenario: String,
     /// The parameters in effect (the preset with the caller's overrides applied).
     pub params: Params,
-    /// The lock the candidates contend for (`invoice-close`).
+    /// The lock the candidates contend for (`invoice-close`); in `partition`, the partition
+    /// set's name (`tenants`, whose shard `k` is the lock `tenants.shard-k`).
     pub lock: String,
     /// The candidates' node ids, in display order (`node-a`, `node-b`, …).
     pub candidates: Vec<String>,
@@ -36,6 +38,134 @@ pub struct Timeline {
     pub frames: Vec<Frame>,
     /// What happened, in order (ticks ascending).
     pub events: Vec<TimelineEvent>,
+    /// The `partition` scenario's checks over the whole run (absent from the JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionCheck>,
+}
+
+impl Timeline {
+    /// Who owned each shard when, as text (only in the `partition` scenario; `None`
+    /// otherwise): a header of tick numbers (tens, then units), then one line per shard with
+    /// the letter of its owner at the end of each tick (`.` while no lease of it is live) and
+    /// its grants in order (`a·1:1` is lease `a·1`, fence 1).
+    ///
+    /// ```
+    /// use leasehold_workbench::sim::{self, Overrides};
+    ///
+    /// let t = sim::simulate("partition", &Overrides { shards: Some(4), ..Overrides::default() })?;
+    /// let chart = t.shard_chart().expect("a chart");
+    /// let lines: Vec<&str> = chart.lines().collect();
+    /// assert_eq!(lines.len(), 2 + 4);
+    /// assert!(lines[2].starts_with("shard 0  aaaaaa"), "{chart}");
+    /// assert!(sim::simulate("group", &Overrides::default())?.shard_chart().is_none());
+    /// # Ok::<(), sim::SimError>(())
+    /// ```
+    pub fn shard_chart(&self) -> Option<String> {
+        let check = self.partition.as_ref()?;
+        let width = format!("shard {}", check.shards.saturating_sub(1)).len();
+        let pad = |s: String| format!("{s:<width$}  ");
+        let ticks = 0..=self.max_tick;
+        let tens: String = ticks
+            .clone()
+            .map(|t| {
+                if t % 10 == 0 {
+                    char::from_digit(t / 10 % 10, 10).unwrap_or('?')
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        let units: String = ticks
+            .map(|t| char::from_digit(t % 10, 10).unwrap_or('?'))
+            .collect();
+        let mut lines = vec![
+            format!("{}{}", pad("tick".to_owned()), tens.trim_end()),
+            format!("{}{units}  grants (lease:fence)", pad(String::new())),
+        ];
+        for shard in 0..check.shards {
+            let lane: String = self
+                .frames
+                .iter()
+                .map(|f| {
+                    f.shards
+                        .as_ref()
+                        .and_then(|s| s.iter().find(|s| s.shard == shard))
+                        .and_then(|s| s.owner.as_deref())
+                        .and_then(|o| o.chars().last())
+                        .unwrap_or('.')
+                })
+                .collect();
+            let grants: Vec<String> = check
+                .tenures
+                .iter()
+                .filter(|t| t.shard == shard)
+                .map(|t| format!("{}:{}", t.token, t.fence))
+                .collect();
+            lines.push(format!(
+                "{}{lane}  {}",
+                pad(format!("shard {shard}")),
+                grants.join(" ")
+            ));
+        }
+        Some(lines.join("\n"))
+    }
+}
+
+/// What the `partition` scenario checked over the whole run, shard by shard.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let t = sim::simulate("partition", &Overrides::default())?;
+/// let check = t.partition.as_ref().expect("the partition scenario's checks");
+/// assert_eq!(check.shards, 10);
+/// assert_eq!(check.overlaps, 0);
+/// assert!(check.fences_rise);
+/// # Ok::<(), sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionCheck {
+    /// The set's shard count.
+    pub shards: u32,
+    /// Pairs of tenures of one shard that overlapped: two nodes whose leases of the shard were
+    /// live in the store at once, or whose work on it ran at once (from the `Acquired` event to
+    /// the drop of its `ShardLease`). 0 when the set kept its promise.
+    pub overlaps: u32,
+    /// True when every shard's successive grants had strictly increasing fences.
+    pub fences_rise: bool,
+    /// How many times a shard was granted to a node other than its previous owner.
+    pub moves: u32,
+    /// Every grant of a shard, in the order granted: who, when, with which fence, and how the
+    /// tenure ended.
+    pub tenures: Vec<ShardTenure>,
+}
+
+/// One node's tenure of one shard: from the store's grant to its release or expiry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardTenure {
+    /// The shard.
+    pub shard: u32,
+    /// The node granted it.
+    pub owner: String,
+    /// The lease's label (see [`TimelineEvent::token`]).
+    pub token: String,
+    /// The store's fence of the grant.
+    pub fence: u64,
+    /// The tick of the grant.
+    pub from_tick: u32,
+    /// The tick in which the lease was released or expired; `None` if still held at the end.
+    pub until_tick: Option<u32>,
+    /// `released` (handed over), `expired` (not renewed: the owner crashed), or `None` if still
+    /// held at the end.
+    pub ended: Option<String>,
+    /// Exact virtual instants (ms since the start of the run) of the grant and of the end.
+    pub from_ms: u64,
+    /// See [`from_ms`](Self::from_ms).
+    pub until_ms: Option<u64>,
+    /// When the store's lease would end without another renewal, as of the tenure's end (or
+    /// of the end of the run): for a released tenure, the instant its lease would have
+    /// expired had it not been handed over; for an expired one, its expiry.
+    pub deadline_ms: u64,
 }
 
 /// The state at the end of one tick.
@@ -56,14 +186,49 @@ pub struct Frame {
     /// One entry per candidate, in candidate order.
     pub nodes: Vec<NodeState>,
     /// The store's live record(s) of the lock at the end of the tick, in slot order (empty
-    /// when the lock is free).
+    /// when the lock is free, and always in the `partition` scenario, whose records are in
+    /// [`shards`](Self::shards)).
     pub holders: Vec<Holder>,
-    /// The fenced resource the lock protects.
+    /// The fenced resource the lock protects (in the `partition` scenario, the shards: each
+    /// of its [`slots`](Resource::slots) is a shard, numbered as the shard).
     pub resource: Resource,
     /// The lock's period ledger at the end of the tick: the latest period a run was granted
     /// for (only in the `period` scenario, once a period ran; absent from the JSON otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerEntry>,
+    /// Every shard of the partition set at the end of the tick, in shard order (only in the
+    /// `partition` scenario; absent from the JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<ShardState>>,
+}
+
+/// One shard of the partition set at the end of a tick: its owner in the store, and the
+/// target the assignment gives it.
+///
+/// ```
+/// use leasehold_workbench::sim::{self, Overrides};
+///
+/// let t = sim::simulate("partition", &Overrides::default())?;
+/// let shards = t.frames[2].shards.as_ref().expect("shards in every frame");
+/// assert!(shards.iter().all(|s| s.owner.as_deref() == Some("node-a"))); // alone: a owns all
+/// # Ok::<(), sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardState {
+    /// The shard (0-based; its lock is `<set>.shard-<shard>`).
+    pub shard: u32,
+    /// The node whose lease of the shard is live in the store, if any.
+    pub owner: Option<String>,
+    /// That lease's label.
+    pub token: Option<String>,
+    /// That lease's fence.
+    pub fence: Option<u64>,
+    /// Ticks of that lease left (renewals keep it near the lease).
+    pub ttl: Option<u32>,
+    /// The node the assignment gives the shard, as the first live member last computed it
+    /// ([`Partition::assignment`](leasehold::partition::Partition::assignment)); `None` before
+    /// any member computed it, or when no member is left.
+    pub target: Option<String>,
 }
 
 /// A record of the period ledger: period `period` was granted to `by` in tick `tick`.
@@ -97,7 +262,7 @@ pub struct LedgerEntry {
 /// ```
 /// use leasehold_workbench::sim::{NodeState, Status};
 ///
-/// let idle = NodeState { id: "node-c".into(), status: Status::Idle.to_string(), token: None, fence: None, slot: None };
+/// let idle = NodeState { id: "node-c".into(), status: Status::Idle.to_string(), token: None, fence: None, slot: None, shards: None };
 /// assert_eq!(idle.status, "idle");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +279,10 @@ pub struct NodeState {
     pub fence: Option<u64>,
     /// The slot of the node's lease.
     pub slot: Option<u32>,
+    /// The shards whose leases the node holds in the store at the end of the tick (only in the
+    /// `partition` scenario; absent from the JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<u32>>,
 }
 
 /// One live record in the store.
@@ -162,7 +331,8 @@ pub struct Holder {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resource {
     /// One entry per slot that has accepted a write, in slot order (at most one, slot 0,
-    /// outside the group scenario).
+    /// outside the group and partition scenarios; in `partition`, one per shard, `slot` being
+    /// the shard).
     pub slots: Vec<SlotResource>,
     /// The node whose write was accepted last (in any slot).
     pub last_writer: Option<String>,
@@ -242,6 +412,10 @@ pub struct TimelineEvent {
     /// to ticks; absent from the JSON (and `None`) in the lesson scenarios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_ms: Option<u64>,
+    /// The shard involved (only in the `partition` scenario; absent from the JSON otherwise):
+    /// the shard's lock is the lock of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
 }
 
 impl TimelineEvent {
@@ -258,7 +432,8 @@ impl TimelineEvent {
 
     /// The event as the cells of a table row, in [`COLUMNS`](Self::COLUMNS) order, with `-`
     /// where a field does not apply. A [`ledger`](Self::ledger) record is added to the outcome
-    /// cell: `elected(period=1)`, `already_ran(period=1,by=node-a,tick=8)`.
+    /// cell: `elected(period=1)`, `already_ran(period=1,by=node-a,tick=8)`; so is the shard of
+    /// the `partition` scenario: `elected(shard=3)`.
     ///
     /// ```
     /// use leasehold_workbench::sim::{self, Overrides, TimelineEvent};
@@ -287,6 +462,14 @@ impl TimelineEvent {
     }
 
     fn outcome_cell(&self) -> String {
+        let outcome = self.outcome_and_ledger();
+        match self.shard {
+            Some(shard) => format!("{outcome}(shard={shard})"),
+            None => outcome,
+        }
+    }
+
+    fn outcome_and_ledger(&self) -> String {
         match &self.ledger {
             None => self.outcome.clone(),
             Some(l) if self.outcome == Outcome::AlreadyRan.as_str() => format!(
@@ -342,7 +525,7 @@ words! {
     /// use leasehold_workbench::sim::Status;
     /// assert_eq!(Status::Stale.as_str(), "stale");
     /// assert_eq!(Status::FinishedStale.as_str(), "finished_stale");
-    /// assert_eq!(Status::ALL.len(), 10);
+    /// assert_eq!(Status::ALL.len(), 13);
     /// ```
     Status {
         /// Has not tried yet.
@@ -374,6 +557,13 @@ words! {
         /// Its run returned a store error: the store failed on the run's last attempt (the
         /// store outage). Not a skip: nobody said the lock was taken.
         StoreError => "store_error",
+        /// A member of the partition set (the `partition` scenario): it joined and has not
+        /// left; its shards are in [`NodeState::shards`].
+        Member => "member",
+        /// It left the partition set: its shards were handed over.
+        Left => "left",
+        /// It crashed: it no longer reaches the store, and its leases end only by expiring.
+        Crashed => "crashed",
     }
 }
 
@@ -405,6 +595,12 @@ words! {
         /// The run ended in an error returned to its caller: the action's own error
         /// (`action_failed`) or the store's (`store_error`).
         Fail => "fail",
+        /// The node joined the partition set (`joined`).
+        Join => "join",
+        /// The node left the partition set (`left`): it hands its shards over.
+        Leave => "leave",
+        /// The node crashed (`crashed`): from now on none of its requests reaches the store.
+        Crash => "crash",
     }
 }
 
@@ -453,5 +649,11 @@ words! {
         /// of the run, or of the lease, is shown); `fail`: the run returned the store's error.
         /// Never contention: the store did not say the lock was taken.
         StoreError => "store_error",
+        /// `join`: the node holds its member slot of the partition set.
+        Joined => "joined",
+        /// `leave`: the node left the set; its shards were handed over.
+        Left => "left",
+        /// `crash`: the node stopped; its shards' leases run out on their own.
+        Crashed => "crashed",
     }
 }

@@ -14,7 +14,7 @@ use crate::web::error::ApiError;
 use crate::web::page;
 
 /// The query parameters `/api/simulate` accepts, in the order the error message lists them.
-const PARAMETERS: [&str; 11] = [
+const PARAMETERS: [&str; 13] = [
     "scenario",
     "action",
     "lease",
@@ -26,16 +26,19 @@ const PARAMETERS: [&str; 11] = [
     "fail_action",
     "outage_from",
     "outage_ticks",
+    "shards",
+    "nodes",
 ];
 
 /// The workbench: `GET /` (the page), `GET /api/version` (`{"name": "leasehold", "version":
 /// "…"}`, [`VERSION`](crate::web::VERSION)), `GET /api/scenarios` (the scenarios and their
 /// presets, in display order) and `GET /api/simulate?scenario=S[&action=A&lease=L&wait=W&min_lease=M
-/// &auto_extend=true|false&slots=N&period=P&fail_action=NODE&outage_from=T&outage_ticks=N]` (the
+/// &auto_extend=true|false&slots=N&period=P&fail_action=NODE&outage_from=T&outage_ticks=N
+/// &shards=S&nodes=N]` (the
 /// [`sim::Timeline`]; `fail_action` names a candidate, `node-c` or `c`, or `none`; 400 with
 /// `{"error": "...", "code": "...", "details": {...}}` on bad input, the code and its details
 /// one of [`ERROR_CODES`](crate::web::ERROR_CODES); `slots` above 1 only for `group`, `period`
-/// only for `period`). Each simulation runs on a blocking thread, since it drives its own
+/// only for `period`, `shards` and `nodes` only for `partition`). Each simulation runs on a blocking thread, since it drives its own
 /// runtime. `GET /docs/fencing[?lang=ko]` is the manual page "Fencing your writes"
 /// ([`FENCING_MD`](crate::web::FENCING_MD)) rendered as HTML, with its way back to the
 /// workbench in the page's language.
@@ -152,6 +155,8 @@ impl SimulateRequest {
                 "period" => o.period = Some(ticks(name, value)?),
                 "outage_from" => o.outage_from = Some(ticks(name, value)?),
                 "outage_ticks" => o.outage_ticks = Some(ticks(name, value)?),
+                "shards" => o.shards = Some(ticks(name, value)?),
+                "nodes" => o.nodes = Some(ticks(name, value)?),
                 "fail_action" => {
                     fail_action =
                         Some(value.trim().to_owned()).filter(|v| v != "none" && !v.is_empty());

@@ -72,7 +72,7 @@ pub(crate) struct ApiError {
 /// let codes = leasehold_workbench::web::ERROR_CODES;
 /// assert!(codes.iter().any(|(code, _)| *code == "min_lease_above_lease"));
 /// ```
-pub const ERROR_CODES: [(&str, &[&str]); 15] = [
+pub const ERROR_CODES: [(&str, &[&str]); 16] = [
     ("bad_query", &[]),
     ("unknown_parameter", &["parameter", "allowed"]),
     ("duplicate_parameter", &["parameter"]),
@@ -93,6 +93,7 @@ pub const ERROR_CODES: [(&str, &[&str]); 15] = [
         &["outage_from", "outage_ticks", "max_tick"],
     ),
     ("unknown_candidate", &["scenario", "given", "expected"]),
+    ("does_not_apply", &["parameter", "scenario"]),
     ("simulation_failed", &[]),
 ];
 
@@ -174,6 +175,13 @@ impl From<SimError> for ApiError {
                     json!({ "scenario": scenario, "given": given, "expected": expected }),
                 )
             }
+            SimError::DoesNotApply {
+                parameter,
+                scenario,
+            } => (
+                "does_not_apply",
+                json!({ "parameter": parameter, "scenario": scenario }),
+            ),
             SimError::Failed(_) => return Self::internal(e.to_string()),
         };
         Self::bad_request(code, e.to_string(), details)
@@ -230,6 +238,10 @@ mod tests {
                 scenario: "contention",
                 given: "node-d".into(),
                 expected: "node-a, node-b, node-c".into(),
+            },
+            SimError::DoesNotApply {
+                parameter: "shards",
+                scenario: "group",
             },
             SimError::Failed("no runtime".into()),
         ];

@@ -486,6 +486,8 @@ fn timeline(
             fail_action: None,
             outage_from: 0,
             outage_ticks: 0,
+            shards: None,
+            nodes: None,
         },
         lock: lock.name.as_str().to_owned(),
         candidates: lock
@@ -496,6 +498,7 @@ fn timeline(
         max_tick: ticks.saturating_sub(1),
         frames: recorder.frames,
         events: recorder.events,
+        partition: None,
     }
 }
 
