@@ -111,7 +111,8 @@ fn two_example_processes_a_leader_and_a_follower_fire_no_alert() {
     }
 
     // The follower has no renewal margin at all, the leader a histogram of healthy ones (about
-    // 17 s of the 30 s lease), and the fleet exactly one leader.
+    // 17 s of the 30 s lease; 20 s for a job's lease renewed on the leader's beat), and the fleet
+    // exactly one leader.
     assert!(
         !last_follower
             .families
@@ -122,7 +123,15 @@ fn two_example_processes_a_leader_and_a_follower_fire_no_alert() {
     assert!(last_leader.has_series("leasehold_renewal_margin_seconds", &[("lock", LOCK)]));
     let quantile = "histogram_quantile(0.05, sum by (lock, le) (rate(leasehold_renewal_margin_seconds_bucket[15m])))";
     let q = db.eval(quantile, at);
-    assert!(q.len() == 1 && q[0].1 > 10.0, "{q:?}");
+    // A job's lease held while the leader's beat comes round is renewed on that beat too (one
+    // renewal for every lease of the elector), so a job's lock may have margins as well: every
+    // lock's are healthy.
+    assert!(
+        q.iter()
+            .any(|(labels, _)| labels.get("lock").map(String::as_str) == Some(LOCK)),
+        "{q:?}"
+    );
+    assert!(q.iter().all(|(_, margin)| *margin > 10.0), "{q:?}");
     let leaders = db.eval(
         &format!("sum by (name) (leader_election_master_status{{name=\"{LOCK}\"}})"),
         at,
