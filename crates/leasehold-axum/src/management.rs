@@ -14,6 +14,7 @@ use tracing::warn;
 
 use crate::auth::{BearerAuthLayer, BearerToken};
 use crate::error::Error;
+use crate::shard_jobs::{RunningShards, ShardsView};
 use crate::status::{LeaderElectionStatus, LedgerStatus, LockStatus, LockStatusKind};
 
 /// The default path of the management route.
@@ -62,6 +63,7 @@ enum Auth {
 pub struct Management {
     elector: Elector,
     names: BTreeSet<String>,
+    shards: Vec<ShardsView>,
     path: String,
     auth: Auth,
     #[cfg(feature = "prometheus")]
@@ -80,6 +82,7 @@ impl Management {
         Self {
             elector,
             names: BTreeSet::new(),
+            shards: Vec::new(),
             path: DEFAULT_PATH.to_owned(),
             auth: Auth::None,
             #[cfg(feature = "prometheus")]
@@ -125,6 +128,35 @@ impl Management {
     /// ```
     pub fn leader(self, leader: &crate::LeaderOnly) -> Self {
         self.lock(leader.lock().as_str())
+    }
+
+    /// Adds a running [`ShardJobs`](crate::ShardJobs) to the report: its entry under
+    /// `"partitions"` says which shards this node runs the job for, the members it sees and
+    /// whether the set is settled, as this node last read them (no store request). The
+    /// members' locks themselves are listed by `leasehold status`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::{sync::Arc, time::Duration};
+    /// use leasehold::{CancellationToken, ElectionOptions, Elector, MemoryStore, partition::PartitionSet};
+    /// use leasehold_axum::{Management, ShardJobs};
+    ///
+    /// let options = ElectionOptions::builder().node_id("web-1").build()?;
+    /// let elector = Elector::with_options(Arc::new(MemoryStore::new()), options);
+    /// let set = PartitionSet::builder("tenants", 4).build()?;
+    /// let jobs = ShardJobs::every(set, Duration::from_secs(30), |_shard, _ctx| async { Ok::<_, String>(()) })
+    ///     .start(elector.clone(), CancellationToken::new())
+    ///     .await?;
+    /// jobs.wait_settled().await;
+    /// let report = Management::new(elector).shards(&jobs).status().await;
+    /// assert_eq!(report.partitions[0].owned, vec![0, 1, 2, 3]);
+    /// assert_eq!(report.partitions[0].members, vec!["web-1"]);
+    /// jobs.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn shards(mut self, running: &RunningShards) -> Self {
+        self.shards.push(running.view());
+        self
     }
 
     /// Adds several locks to report.
@@ -275,6 +307,7 @@ impl Management {
         report(
             &self.elector,
             self.names.iter().cloned().collect::<Vec<_>>().as_slice(),
+            &self.shards,
         )
         .await
     }
@@ -304,10 +337,12 @@ impl Management {
             LockName::new(name.as_str())?;
         }
         let names: Arc<[String]> = self.names.into_iter().collect();
+        let shards: Arc<[ShardsView]> = self.shards.into();
         let elector = self.elector;
         let route = get(move || {
-            let (elector, names) = (elector.clone(), Arc::clone(&names));
-            async move { respond(report(&elector, &names).await) }
+            let (elector, names, shards) =
+                (elector.clone(), Arc::clone(&names), Arc::clone(&shards));
+            async move { respond(report(&elector, &names, &shards).await) }
         });
         let router = Router::new().route(&self.path, route);
         #[cfg(feature = "prometheus")]
@@ -331,7 +366,11 @@ impl Management {
     }
 }
 
-async fn report(elector: &Elector, names: &[String]) -> LeaderElectionStatus {
+async fn report(
+    elector: &Elector,
+    names: &[String],
+    shards: &[ShardsView],
+) -> LeaderElectionStatus {
     let locks = join_all(names.iter().map(|name| async move {
         let (state, ledger) = futures::join!(
             elector.state(name.as_str()),
@@ -354,7 +393,9 @@ async fn report(elector: &Elector, names: &[String]) -> LeaderElectionStatus {
         entry
     }))
     .await;
-    LeaderElectionStatus { locks }
+    let mut partitions: Vec<_> = shards.iter().map(ShardsView::status).collect();
+    partitions.sort_by(|a, b| a.set.cmp(&b.set));
+    LeaderElectionStatus { locks, partitions }
 }
 
 fn respond(report: LeaderElectionStatus) -> Response {

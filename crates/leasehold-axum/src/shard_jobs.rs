@@ -127,10 +127,12 @@ impl ShardJobs {
             },
         ));
         Ok(RunningShards {
-            set: self.set,
-            node,
-            view,
-            owned,
+            view: ShardsView {
+                set: self.set,
+                node,
+                view,
+                owned,
+            },
             shutdown,
             task,
         })
@@ -213,12 +215,48 @@ async fn run_shard(lease: ShardLease, shared: Shared) {
 #[must_use = "dropping it does not stop the job: keep it, and await `stopped()` or `shutdown()`"]
 #[derive(Debug)]
 pub struct RunningShards {
+    view: ShardsView,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+/// What a status report needs of a running shard job: the set, this node, the assignment as
+/// last read and the shards the job runs for. Cloned into a [`Management`](crate::Management)
+/// report by [`Management::shards`](crate::Management::shards).
+#[derive(Debug, Clone)]
+pub(crate) struct ShardsView {
     set: PartitionSet,
     node: String,
     view: watch::Receiver<Arc<Assignment>>,
     owned: Arc<Mutex<BTreeSet<u32>>>,
-    shutdown: CancellationToken,
-    task: JoinHandle<()>,
+}
+
+impl ShardsView {
+    fn owned(&self) -> Vec<u32> {
+        self.owned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    fn assignment(&self) -> Arc<Assignment> {
+        Arc::clone(&self.view.borrow())
+    }
+
+    /// The job's state now.
+    pub(crate) fn status(&self) -> ShardJobsStatus {
+        let view = self.assignment();
+        ShardJobsStatus {
+            set: self.set.name().to_string(),
+            node: self.node.clone(),
+            shards: self.set.shards(),
+            owned: self.owned(),
+            members: view.members().iter().map(|m| m.node.to_string()).collect(),
+            settled: view.is_settled(),
+        }
+    }
 }
 
 /// The state of a [`ShardJobs`] on this node, serializable for a status route.
@@ -252,30 +290,24 @@ pub struct ShardJobsStatus {
 impl RunningShards {
     /// The shards this node runs the job for now, in order.
     pub fn owned(&self) -> Vec<u32> {
-        self.owned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .copied()
-            .collect()
+        self.view.owned()
     }
 
     /// The whole set's assignment as this node last read it.
     pub fn assignment(&self) -> Arc<Assignment> {
-        Arc::clone(&self.view.borrow())
+        self.view.assignment()
     }
 
-    /// This node's view, for a status route.
+    /// This node's view, for a status route (or add the job to a
+    /// [`Management`](crate::Management) report with
+    /// [`Management::shards`](crate::Management::shards)).
     pub fn status(&self) -> ShardJobsStatus {
-        let view = self.assignment();
-        ShardJobsStatus {
-            set: self.set.name().to_string(),
-            node: self.node.clone(),
-            shards: self.set.shards(),
-            owned: self.owned(),
-            members: view.members().iter().map(|m| m.node.to_string()).collect(),
-            settled: view.is_settled(),
-        }
+        self.view.status()
+    }
+
+    /// The view a [`Management`](crate::Management) report keeps.
+    pub(crate) fn view(&self) -> ShardsView {
+        self.view.clone()
     }
 
     /// Waits until this node sees the set settled and runs the job for exactly the shards the
@@ -285,10 +317,10 @@ impl RunningShards {
     ///
     /// Cancel-safe: it only watches.
     pub async fn wait_settled(&self) -> ShardJobsStatus {
-        let mut view = self.view.clone();
+        let mut view = self.view.view.clone();
         loop {
             let status = self.status();
-            let mine = self.assignment().owned_by(&self.node);
+            let mine = self.assignment().owned_by(&self.view.node);
             if status.settled && status.owned == mine {
                 return status;
             }
@@ -314,7 +346,7 @@ impl RunningShards {
         if let Err(e) = self.task.await {
             warn!(error = %e, "shard job ended abnormally");
         }
-        info!(set = %self.set.name(), "shard job stopped");
+        info!(set = %self.view.set.name(), "shard job stopped");
     }
 
     /// Cancels the token and waits for [`stopped`](Self::stopped).

@@ -1,5 +1,7 @@
 //! The management report:
-//! `{"locks":[{"name","status","leaderId","fence","leaderSince","leaseExpiry","ledger"}]}`.
+//! `{"locks":[{"name","status","leaderId","fence","leaderSince","leaseExpiry","ledger"}]}`, and
+//! `"partitions":[{"set","node","shards","owned","members","settled"}]` when shard jobs are
+//! reported.
 
 use std::time::SystemTime;
 
@@ -22,6 +24,7 @@ use serde::Serialize;
 ///         lease_expiry: None,
 ///         ledger: None,
 ///     }],
+///     partitions: Vec::new(), // left out of the JSON when empty
 /// };
 /// assert_eq!(
 ///     serde_json::to_string(&report)?,
@@ -33,6 +36,11 @@ use serde::Serialize;
 pub struct LeaderElectionStatus {
     /// One entry per lock, sorted by name.
     pub locks: Vec<LockStatus>,
+    /// One entry per shard job added with [`Management::shards`](crate::Management::shards),
+    /// sorted by set name: this node's view of its partition set (which shards it runs, the
+    /// members it sees, whether the set is settled). Not serialized when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<crate::ShardJobsStatus>,
 }
 
 /// One lock in a [`LeaderElectionStatus`].

@@ -6,10 +6,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
 use leasehold::partition::PartitionSet;
 use leasehold::{CancellationToken, ElectionOptions, Elector, MemoryStore};
-use leasehold_axum::{RunningShards, ShardJobs};
+use leasehold_axum::{Management, RunningShards, ShardJobs};
+use serde_json::Value;
 use tokio::time::{Instant, sleep};
+use tower::ServiceExt;
 
 /// Per shard: the runs in flight now, the most ever in flight at once, and the nodes that ran it.
 #[derive(Default)]
@@ -19,13 +24,17 @@ struct Tally {
     runs: BTreeMap<u32, Vec<String>>,
 }
 
-async fn start(store: &Arc<MemoryStore>, node: &str, tally: &Arc<Mutex<Tally>>) -> RunningShards {
+fn elector(store: &Arc<MemoryStore>, node: &str) -> Elector {
     let options = ElectionOptions::builder()
         .node_id(node)
         .lease(Duration::from_secs(3))
         .build()
         .unwrap();
-    let elector = Elector::with_options(store.clone(), options);
+    Elector::with_options(store.clone(), options)
+}
+
+async fn start(store: &Arc<MemoryStore>, node: &str, tally: &Arc<Mutex<Tally>>) -> RunningShards {
+    let elector = elector(store, node);
     let set = PartitionSet::builder("tenants", 8).build().unwrap();
     let (tally, name) = (Arc::clone(tally), node.to_owned());
     ShardJobs::every(set, Duration::from_millis(200), move |shard, ctx| {
@@ -112,4 +121,76 @@ async fn two_nodes_split_the_shards_and_one_leaving_hands_its_shards_over() {
     b.shutdown().await;
     let in_flight: u32 = tally.lock().unwrap().in_flight.values().sum();
     assert_eq!(in_flight, 0, "every run ended before shutdown returned");
+}
+
+/// The management route reports each node's shard job: the shards it runs, the members it sees,
+/// whether the set is settled — and still the locks it was given.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_management_route_reports_the_shards_each_node_runs() {
+    let store = Arc::new(MemoryStore::new());
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let a = start(&store, "a", &tally).await;
+    let b = start(&store, "b", &tally).await;
+    until("a and b own 4 shards each", || {
+        a.owned().len() == 4 && b.owned().len() == 4
+    })
+    .await;
+    a.wait_settled().await;
+    b.wait_settled().await;
+    let report = |jobs: &RunningShards, node: &str| {
+        Management::new(elector(&store, node))
+            .lock("report")
+            .shards(jobs)
+            .behind_caller_auth()
+            .router::<()>()
+            .unwrap()
+    };
+    let get = |router: axum::Router| async move {
+        let req = Request::get("/management/leader-election")
+            .body(Body::empty())
+            .unwrap();
+        let res = router.oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice::<Value>(&body).unwrap()
+    };
+    let (on_a, on_b) = (get(report(&a, "a")).await, get(report(&b, "b")).await);
+    assert_eq!(on_a["locks"][0]["name"], "report");
+    let mut owned = Vec::new();
+    for (json, node) in [(&on_a, "a"), (&on_b, "b")] {
+        let entry = &json["partitions"][0];
+        assert_eq!(entry["set"], "tenants", "{json}");
+        assert_eq!(entry["node"], node, "{json}");
+        assert_eq!(entry["shards"], 8, "{json}");
+        assert_eq!(entry["members"], serde_json::json!(["a", "b"]), "{json}");
+        assert_eq!(entry["settled"], true, "{json}");
+        let mine: Vec<u64> = entry["owned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        assert_eq!(mine.len(), 4, "{json}");
+        owned.extend(mine);
+    }
+    owned.sort_unstable();
+    assert_eq!(
+        owned,
+        (0..8).collect::<Vec<u64>>(),
+        "each shard on one node"
+    );
+    let plain = Management::new(elector(&store, "c"))
+        .lock("report")
+        .status()
+        .await;
+    assert!(plain.partitions.is_empty());
+    assert!(
+        serde_json::to_value(&plain)
+            .unwrap()
+            .get("partitions")
+            .is_none(),
+        "no shard job: no partitions key"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
 }
