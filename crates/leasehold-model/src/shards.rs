@@ -145,6 +145,9 @@ pub struct Node {
     pub paused: bool,
     /// Its member slot, as it believes it.
     pub membership: Option<Believed>,
+    /// The member slot it stopped believing in at its local deadline, which the store may still
+    /// hold: released by its token before another is taken (`Member::reconcile`).
+    pub lost_membership: Option<Fence>,
     /// The shards it owns (their work runs), as it believes them.
     pub owned: [Option<Believed>; MAX_SHARDS],
     /// The shards it is handing over.
@@ -309,6 +312,16 @@ impl ShardState {
                 *m = None;
             }
         }
+        let members = self.store.members;
+        for node in &mut self.nodes {
+            // A lost slot the store no longer holds needs no release.
+            if node
+                .lost_membership
+                .is_some_and(|f| !members.iter().flatten().any(|m| m.fence == f))
+            {
+                node.lost_membership = None;
+            }
+        }
         self.store
             .members
             .sort_unstable_by_key(|m| (m.is_none(), *m));
@@ -413,7 +426,11 @@ impl ShardModel {
         let now = state.now;
         let shards = self.shards();
         let rule = self.setup.rule;
-        // keep_membership: a lost member slot is taken again.
+        // The member slot lost at the local deadline is released first (token checked), then
+        // keep_membership takes one again.
+        if let Some(fence) = state.nodes[n].lost_membership.take() {
+            Self::release_member_slot(state, fence);
+        }
         if state.nodes[n].membership.is_none() {
             let slot = self.take_member_slot(state, n)?;
             state.nodes[n].membership = Some(slot);
@@ -531,8 +548,9 @@ impl ShardModel {
         for node in &mut state.nodes {
             node.acted = false;
             // The local deadlines: the lease is lost, its work stops.
-            if node.membership.is_some_and(|b| b.deadline <= now) {
+            if let Some(b) = node.membership.filter(|b| b.deadline <= now) {
                 node.membership = None;
+                node.lost_membership = Some(b.fence);
                 node.settled = false;
             }
             for b in &mut node.owned {
@@ -810,6 +828,9 @@ impl Model for ShardModel {
                 // handed over.
                 if let Some(slot) = state.nodes.get_mut(n)?.membership.take() {
                     Self::release_member_slot(&mut state, slot.fence);
+                }
+                if let Some(fence) = state.nodes.get_mut(n)?.lost_membership.take() {
+                    Self::release_member_slot(&mut state, fence);
                 }
                 let node = state.nodes.get_mut(n)?;
                 node.status = Status::Leaving;

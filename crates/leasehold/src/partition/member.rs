@@ -140,7 +140,11 @@ impl Member {
 
     /// One period's work.
     async fn reconcile(&mut self) {
-        self.drop_lost();
+        let lost_slots = self.drop_lost();
+        // A slot lost here may still be live in the store (a pause that ended inside its
+        // margin): free it before taking another, or this node would hold two slots and count
+        // twice in the assignment until the old one runs out.
+        futures::future::join_all(lost_slots.into_iter().map(LeaderGuard::release)).await;
         self.keep_membership().await;
         let read = match read::members(&self.setup.members, &self.setup.scoped_member_lock).await {
             Ok(read) => read,
@@ -340,8 +344,8 @@ impl Member {
     }
 
     /// Forgets the shards whose lease was lost (their guards release in the background, token
-    /// checked) and the member slots lost.
-    fn drop_lost(&mut self) {
+    /// checked) and the member slots lost, returned for the caller to release (token checked).
+    fn drop_lost(&mut self) -> Vec<LeaderGuard> {
         let lost: Vec<(u32, LostReason)> = self
             .owned
             .iter()
@@ -356,11 +360,14 @@ impl Member {
             self.settled = false;
             let _ = self.events.send(ShardEvent::Lost(shard, reason));
         }
-        let before = self.memberships.len();
-        self.memberships.retain(|g| !g.is_lost());
-        if self.memberships.len() != before {
+        let (lost, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.memberships)
+            .into_iter()
+            .partition(|g| g.is_lost());
+        self.memberships = kept;
+        if !lost.is_empty() {
             self.settled = false;
         }
+        lost
     }
 
     /// Holds as many member slots as the weight, taking those missing (one attempt each).
