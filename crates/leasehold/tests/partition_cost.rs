@@ -30,6 +30,8 @@ struct Calls {
     list: AtomicU64,
     /// `state_many` calls (not in `take`).
     many: AtomicU64,
+    /// The locks the last `state_many` asked for.
+    asked: std::sync::Mutex<Vec<String>>,
 }
 
 impl Calls {
@@ -101,6 +103,7 @@ impl LeaseStore for Counting {
     }
     async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
         bump(&self.calls.many);
+        *self.calls.asked.lock().unwrap() = locks.iter().map(|l| l.to_string()).collect();
         self.inner.state_many(locks, slots).await
     }
     fn reads_in_batches(&self) -> bool {
@@ -127,6 +130,8 @@ async fn members(shards: u32, n: usize) -> (Vec<Partition>, Vec<Arc<Calls>>) {
     members_on(shards, n, false).await
 }
 
+/// `n` members of a set of `shards`, each on its own counting wrapper of one memory store;
+/// with `batch_reads`, the wrappers read in batches and the electors are of the tenant `acme`.
 async fn members_on(shards: u32, n: usize, batch_reads: bool) -> (Vec<Partition>, Vec<Arc<Calls>>) {
     let store = Arc::new(MemoryStore::new());
     let set = PartitionSet::builder("work", shards).build().unwrap();
@@ -143,11 +148,11 @@ async fn members_on(shards: u32, n: usize, batch_reads: bool) -> (Vec<Partition>
             .lease(LEASE)
             .build()
             .unwrap();
-        parts.push(
-            set.join(&Elector::with_options(wrapped, options))
-                .await
-                .unwrap(),
-        );
+        let mut elector = Elector::with_options(wrapped, options);
+        if batch_reads {
+            elector = elector.for_tenant("acme").unwrap();
+        }
+        parts.push(set.join(&elector).await.unwrap());
         calls.push(counted);
     }
     (parts, calls)
@@ -203,7 +208,8 @@ async fn a_settled_set_costs_one_read_and_one_renewal_batch_per_member_and_perio
 /// While a set changes (members joining), a member reads the shards' owners: by listing the
 /// store's locks on a store that lists, and with one `state_many` of the shard locks per reading
 /// on a store that reads in batches (never a listing there: its cost would grow with every other
-/// lock in the store). Both settle with every shard owned, balanced.
+/// lock in the store), asking for exactly the set's shard locks in its elector's tenant. Both
+/// settle with every shard owned, balanced.
 #[tokio::test(start_paused = true)]
 async fn a_store_that_reads_in_batches_is_read_by_shard_lock_not_listed() {
     for batch_reads in [false, true] {
@@ -235,6 +241,14 @@ async fn a_store_that_reads_in_batches_is_read_by_shard_lock_not_listed() {
                 assert!(
                     many > 0,
                     "member {member}: read the shard locks with state_many"
+                );
+                let asked = c.asked.lock().unwrap().clone();
+                let shards: Vec<String> = (0..16)
+                    .map(|k| format!("tenant:acme:work.shard-{k}"))
+                    .collect();
+                assert_eq!(
+                    asked, shards,
+                    "member {member}: its tenant's shard locks, in order"
                 );
             } else {
                 assert!(list > 0, "member {member}: listed the store's locks");
