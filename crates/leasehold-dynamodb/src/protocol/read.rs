@@ -19,7 +19,8 @@ use crate::store::DynamoDbStore;
 
 /// `BatchGetItem` takes at most 100 keys per request.
 const BATCH: usize = 100;
-/// How many `BatchGetItem` requests a read of many locks has in flight at once.
+/// How many `BatchGetItem` requests a read of a group's slots or of many locks has in flight
+/// at once.
 const BATCHES_AT_ONCE: usize = 4;
 /// Rounds of re-asking for keys DynamoDB left unprocessed (under throttling) before giving up.
 const UNPROCESSED_ROUNDS: u32 = 8;
@@ -115,7 +116,8 @@ impl DynamoDbStore {
         self.judged(items).await
     }
 
-    /// The existing items of `lock`'s slots `0..slots`, read consistently, ordered by slot.
+    /// The existing items of `lock`'s slots `0..slots`, read consistently (a group's in
+    /// [`batch_get_all`](Self::batch_get_all)), ordered by slot.
     pub(crate) async fn read_slots(
         &self,
         lock: &LockName,
@@ -139,19 +141,28 @@ impl DynamoDbStore {
             k.into_iter().map(|(key, _)| key).collect()
         };
         let mut found = Vec::new();
-        for chunk in ordered.chunks(BATCH) {
-            for attrs in self.batch_get(chunk).await? {
-                let key = match attrs.get(LOCK_NAME) {
-                    Some(AttributeValue::S(k)) => k.clone(),
-                    _ => continue,
-                };
-                if let Some(&slot) = keys.get(&key) {
-                    found.push((slot, Item::parse(&key, &attrs)?));
-                }
+        for attrs in self.batch_get_all(&ordered).await? {
+            let key = match attrs.get(LOCK_NAME) {
+                Some(AttributeValue::S(k)) => k.clone(),
+                _ => continue,
+            };
+            if let Some(&slot) = keys.get(&key) {
+                found.push((slot, Item::parse(&key, &attrs)?));
             }
         }
         found.sort_unstable_by_key(|(slot, _)| *slot);
         Ok(found)
+    }
+
+    /// The items of `keys` (distinct), [`BATCH`] keys a `BatchGetItem`, [`BATCHES_AT_ONCE`]
+    /// requests in flight; in no particular order.
+    async fn batch_get_all(&self, keys: &[&String]) -> StoreResult<Vec<Attributes>> {
+        let reads: Vec<_> = keys.chunks(BATCH).map(|c| self.batch_get(c)).collect();
+        let pages: Vec<Vec<Attributes>> = futures::stream::iter(reads)
+            .buffer_unordered(BATCHES_AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(pages.into_iter().flatten().collect())
     }
 
     /// One batch of at most 100 keys, re-asking for unprocessed keys with back-off.
@@ -225,9 +236,8 @@ impl DynamoDbStore {
 
     /// The live holders (as [`live_holders`](Self::live_holders) judges them) of each of
     /// `locks` among `slots` slots, in the order given: every distinct item key read
-    /// consistently, [`BATCH`] keys a `BatchGetItem` with [`BATCHES_AT_ONCE`] in flight, then
-    /// the session items they name. Only the items asked for are read, however many others
-    /// the table holds.
+    /// consistently ([`batch_get_all`](Self::batch_get_all)), then the session items they
+    /// name. Only the items asked for are read, however many others the table holds.
     pub(crate) async fn live_holders_many(
         &self,
         locks: &[LockName],
@@ -242,13 +252,8 @@ impl DynamoDbStore {
             .flat_map(|lock| (0..slots).map(move |slot| self.key(lock, slot)))
             .collect();
         let keys: Vec<&String> = keys.iter().collect();
-        let reads: Vec<_> = keys.chunks(BATCH).map(|c| self.batch_get(c)).collect();
-        let pages: Vec<Vec<Attributes>> = futures::stream::iter(reads)
-            .buffer_unordered(BATCHES_AT_ONCE)
-            .try_collect()
-            .await?;
         let mut items: HashMap<String, Item> = HashMap::new();
-        for attrs in pages.into_iter().flatten() {
+        for attrs in self.batch_get_all(&keys).await? {
             if let Some(AttributeValue::S(key)) = attrs.get(LOCK_NAME) {
                 let item = Item::parse(key, &attrs)?;
                 items.insert(key.clone(), item);
