@@ -367,6 +367,22 @@ impl LeaseStore for DynamoDbStore {
         ))
     }
 
+    /// Every item asked for in consistent `BatchGetItem`s of 100 keys (then the session items
+    /// they name): a few requests, whatever else the table holds.
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        let slots = Self::check_slots(slots)?;
+        let holders = self.live_holders_many(locks, slots).await?;
+        Ok(locks
+            .iter()
+            .zip(holders)
+            .map(|(lock, holders)| LockState::new(lock.clone(), slots, holders))
+            .collect())
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        true
+    }
+
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         let slots = Self::check_slots(slots)?;
         let freed = self.force_slots(lock, slots).await?;

@@ -572,3 +572,53 @@ async fn a_grant_joins_the_session_being_renewed_at_once() {
         );
     }
 }
+
+/// `state_many` reads exactly the items it names, by key, and the session they name: for 150
+/// leases of one session and 10 locks never used (160 keys), two `BatchGetItem`s and one read of
+/// the session, never a `Scan`, however many other items the shared table holds. Each answer is
+/// what `state` shows: the holder and fence of a held lock, nothing for the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_many_reads_the_named_items_and_their_session_by_key() {
+    let Some(endpoint) = common::ready().await else {
+        return;
+    };
+    const TTL: Duration = Duration::from_secs(30);
+    let (store, counter) = counted_store(&endpoint);
+    assert!(store.reads_in_batches());
+    let leases = grant_many(&store, "many-read", 150, TTL).await;
+    let first = store.extend_many(&entries(&leases, TTL)).await;
+    assert_eq!(extended(&first), 150, "attached to the session");
+    let mut locks: Vec<LockName> = leases.iter().map(|l| l.lock.clone()).collect();
+    locks.extend((0..10).map(|i| lock(&format!("never-{i}"))));
+    counter.take();
+    let states = store.state_many(&locks, 1).await.unwrap();
+    let (sent, by_operation) = counter.take();
+    assert_eq!(
+        (by_operation.get("BatchGetItem"), by_operation.get("Scan")),
+        (Some(&2), None),
+        "160 keys: two BatchGetItems and no Scan: {by_operation:?}"
+    );
+    assert_eq!(sent, 3, "and one read of the session: {by_operation:?}");
+    assert_eq!(states.len(), locks.len());
+    for (state, lease) in states.iter().zip(&leases) {
+        assert_eq!(state.lock, lease.lock);
+        assert_eq!(
+            state.holder().map(|h| (h.owner.as_str(), h.fence)),
+            Some(("node-s", lease.fence)),
+            "{}",
+            lease.lock
+        );
+    }
+    assert!(
+        states[150..].iter().all(|s| s.is_free()),
+        "never used: free"
+    );
+    futures::stream::iter(&leases)
+        .map(|l| store.release(l, Duration::ZERO))
+        .buffer_unordered(32)
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap();
+    let after = store.state_many(&locks[..150], 1).await.unwrap();
+    assert!(after.iter().all(|s| s.is_free()), "released: free");
+}

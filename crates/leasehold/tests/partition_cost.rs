@@ -28,6 +28,10 @@ struct Calls {
     release: AtomicU64,
     read: AtomicU64,
     list: AtomicU64,
+    /// `state_many` calls (not in `take`).
+    many: AtomicU64,
+    /// The locks the last `state_many` asked for.
+    asked: std::sync::Mutex<Vec<String>>,
 }
 
 impl Calls {
@@ -47,6 +51,8 @@ impl Calls {
 struct Counting {
     inner: Arc<MemoryStore>,
     calls: Arc<Calls>,
+    /// Claims to read in batches (as DynamoDB does), forwarding `state_many`.
+    batch_reads: bool,
 }
 
 fn bump(c: &AtomicU64) {
@@ -95,6 +101,14 @@ impl LeaseStore for Counting {
         bump(&self.calls.list);
         self.inner.list_locks(after).await
     }
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        bump(&self.calls.many);
+        *self.calls.asked.lock().unwrap() = locks.iter().map(|l| l.to_string()).collect();
+        self.inner.state_many(locks, slots).await
+    }
+    fn reads_in_batches(&self) -> bool {
+        self.batch_reads
+    }
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }
@@ -113,6 +127,12 @@ impl LeaseStore for Counting {
 }
 
 async fn members(shards: u32, n: usize) -> (Vec<Partition>, Vec<Arc<Calls>>) {
+    members_on(shards, n, false).await
+}
+
+/// `n` members of a set of `shards`, each on its own counting wrapper of one memory store;
+/// with `batch_reads`, the wrappers read in batches and the electors are of the tenant `acme`.
+async fn members_on(shards: u32, n: usize, batch_reads: bool) -> (Vec<Partition>, Vec<Arc<Calls>>) {
     let store = Arc::new(MemoryStore::new());
     let set = PartitionSet::builder("work", shards).build().unwrap();
     let (mut parts, mut calls) = (Vec::new(), Vec::new());
@@ -121,17 +141,18 @@ async fn members(shards: u32, n: usize) -> (Vec<Partition>, Vec<Arc<Calls>>) {
         let wrapped = Arc::new(Counting {
             inner: store.clone(),
             calls: counted.clone(),
+            batch_reads,
         });
         let options = ElectionOptions::builder()
             .node_id(format!("node-{i}"))
             .lease(LEASE)
             .build()
             .unwrap();
-        parts.push(
-            set.join(&Elector::with_options(wrapped, options))
-                .await
-                .unwrap(),
-        );
+        let mut elector = Elector::with_options(wrapped, options);
+        if batch_reads {
+            elector = elector.for_tenant("acme").unwrap();
+        }
+        parts.push(set.join(&elector).await.unwrap());
         calls.push(counted);
     }
     (parts, calls)
@@ -180,6 +201,65 @@ async fn a_settled_set_costs_one_read_and_one_renewal_batch_per_member_and_perio
                 (0.9..=1.1).contains(&batch),
                 "{at}: {batch} renewal batches per period"
             );
+        }
+    }
+}
+
+/// While a set changes (members joining), a member reads the shards' owners: by listing the
+/// store's locks on a store that lists, and with one `state_many` of the shard locks per reading
+/// on a store that reads in batches (never a listing there: its cost would grow with every other
+/// lock in the store), asking for exactly the set's shard locks in its elector's tenant. Both
+/// settle with every shard owned, balanced.
+#[tokio::test(start_paused = true)]
+async fn a_store_that_reads_in_batches_is_read_by_shard_lock_not_listed() {
+    for batch_reads in [false, true] {
+        let (mut parts, calls) = members_on(16, 3, batch_reads).await;
+        for _ in 0..20 {
+            sleep(PERIOD).await;
+            for p in &mut parts {
+                while p.try_next().is_some() {}
+            }
+        }
+        let owned: Vec<usize> = parts.iter().map(|p| p.owned().len()).collect();
+        assert_eq!(
+            owned.iter().sum::<usize>(),
+            16,
+            "{batch_reads}: covered: {owned:?}"
+        );
+        assert!(
+            owned.iter().all(|&n| n == 5 || n == 6),
+            "{batch_reads}: balanced: {owned:?}"
+        );
+        for (member, c) in calls.iter().enumerate() {
+            let [.., list] = c.take();
+            let many = c.many.swap(0, Ordering::SeqCst);
+            if batch_reads {
+                assert_eq!(
+                    list, 0,
+                    "member {member}: a store that reads in batches is not listed"
+                );
+                assert!(
+                    many > 0,
+                    "member {member}: read the shard locks with state_many"
+                );
+                let asked = c.asked.lock().unwrap().clone();
+                let shards: Vec<String> = (0..16)
+                    .map(|k| format!("tenant:acme:work.shard-{k}"))
+                    .collect();
+                assert_eq!(
+                    asked, shards,
+                    "member {member}: its tenant's shard locks, in order"
+                );
+            } else {
+                assert!(list > 0, "member {member}: listed the store's locks");
+                assert_eq!(
+                    many, 0,
+                    "member {member}: no state_many on a store that lists"
+                );
+            }
+        }
+        for p in parts {
+            p.leave().await.unwrap();
         }
     }
 }

@@ -181,6 +181,17 @@ impl LeaseStore for CountingStore {
         self.inner.list_locks(after).await
     }
 
+    /// One call, however many locks (as a listing page is one).
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        self.check()?;
+        self.calls.count(None);
+        self.inner.state_many(locks, slots).await
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        self.inner.reads_in_batches()
+    }
+
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.inner.release_signal(lock)
     }

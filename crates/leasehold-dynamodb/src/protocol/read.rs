@@ -1,11 +1,12 @@
-//! Consistent reads of lease items: one `GetItem`, or `BatchGetItem` over a group's slots, and
-//! the live holders `state` reports from them.
+//! Consistent reads of lease items: one `GetItem`, or `BatchGetItem` over a group's slots or
+//! many locks' items, and the live holders `state` and `state_many` report from them.
 
 use leasehold::store::host_epoch_ms;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity};
+use futures::{StreamExt, TryStreamExt};
 use leasehold::store::StoreResult;
 use leasehold::{Holder, LockName, store::StoreError};
 
@@ -18,6 +19,9 @@ use crate::store::DynamoDbStore;
 
 /// `BatchGetItem` takes at most 100 keys per request.
 const BATCH: usize = 100;
+/// How many `BatchGetItem` requests a read of a group's slots or of many locks has in flight
+/// at once.
+const BATCHES_AT_ONCE: usize = 4;
 /// Rounds of re-asking for keys DynamoDB left unprocessed (under throttling) before giving up.
 const UNPROCESSED_ROUNDS: u32 = 8;
 
@@ -112,7 +116,8 @@ impl DynamoDbStore {
         self.judged(items).await
     }
 
-    /// The existing items of `lock`'s slots `0..slots`, read consistently, ordered by slot.
+    /// The existing items of `lock`'s slots `0..slots`, read consistently (a group's in
+    /// [`batch_get_all`](Self::batch_get_all)), ordered by slot.
     pub(crate) async fn read_slots(
         &self,
         lock: &LockName,
@@ -136,19 +141,28 @@ impl DynamoDbStore {
             k.into_iter().map(|(key, _)| key).collect()
         };
         let mut found = Vec::new();
-        for chunk in ordered.chunks(BATCH) {
-            for attrs in self.batch_get(chunk).await? {
-                let key = match attrs.get(LOCK_NAME) {
-                    Some(AttributeValue::S(k)) => k.clone(),
-                    _ => continue,
-                };
-                if let Some(&slot) = keys.get(&key) {
-                    found.push((slot, Item::parse(&key, &attrs)?));
-                }
+        for attrs in self.batch_get_all(&ordered).await? {
+            let key = match attrs.get(LOCK_NAME) {
+                Some(AttributeValue::S(k)) => k.clone(),
+                _ => continue,
+            };
+            if let Some(&slot) = keys.get(&key) {
+                found.push((slot, Item::parse(&key, &attrs)?));
             }
         }
         found.sort_unstable_by_key(|(slot, _)| *slot);
         Ok(found)
+    }
+
+    /// The items of `keys` (distinct), [`BATCH`] keys a `BatchGetItem`, [`BATCHES_AT_ONCE`]
+    /// requests in flight; in no particular order.
+    async fn batch_get_all(&self, keys: &[&String]) -> StoreResult<Vec<Attributes>> {
+        let reads: Vec<_> = keys.chunks(BATCH).map(|c| self.batch_get(c)).collect();
+        let pages: Vec<Vec<Attributes>> = futures::stream::iter(reads)
+            .buffer_unordered(BATCHES_AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(pages.into_iter().flatten().collect())
     }
 
     /// One batch of at most 100 keys, re-asking for unprocessed keys with back-off.
@@ -216,6 +230,50 @@ impl DynamoDbStore {
             .into_iter()
             .filter_map(|(slot, item, until)| {
                 until.filter(|u| *u >= stale).map(|u| item.holder(slot, u))
+            })
+            .collect())
+    }
+
+    /// The live holders (as [`live_holders`](Self::live_holders) judges them) of each of
+    /// `locks` among `slots` slots, in the order given: every distinct item key read
+    /// consistently ([`batch_get_all`](Self::batch_get_all)), then the session items they
+    /// name. Only the items asked for are read, however many others the table holds.
+    pub(crate) async fn live_holders_many(
+        &self,
+        locks: &[LockName],
+        slots: u32,
+    ) -> StoreResult<Vec<Vec<Holder>>> {
+        let now = host_epoch_ms();
+        let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
+        let slots = slots.max(1);
+        // Distinct keys only: BatchGetItem refuses a request that names a key twice.
+        let keys: BTreeSet<String> = locks
+            .iter()
+            .flat_map(|lock| (0..slots).map(move |slot| self.key(lock, slot)))
+            .collect();
+        let keys: Vec<&String> = keys.iter().collect();
+        let mut items: HashMap<String, Item> = HashMap::new();
+        for attrs in self.batch_get_all(&keys).await? {
+            if let Some(AttributeValue::S(key)) = attrs.get(LOCK_NAME) {
+                let item = Item::parse(key, &attrs)?;
+                items.insert(key.clone(), item);
+            }
+        }
+        let sessions = self
+            .read_sessions(items.values().filter_map(|i| i.session.clone()))
+            .await?;
+        Ok(locks
+            .iter()
+            .map(|lock| {
+                (0..slots)
+                    .filter_map(|slot| {
+                        let item = items.get(&self.key(lock, slot))?;
+                        let session = item.session.as_ref().and_then(|id| sessions.get(id));
+                        item.held_until(session)
+                            .filter(|u| *u >= stale)
+                            .map(|u| item.holder(slot, u))
+                    })
+                    .collect()
             })
             .collect())
     }

@@ -80,7 +80,7 @@ pub use session::{
     many_leases_renew_together_and_lose_only_the_one_taken,
     restart_with_the_same_node_id_waits_out_old_leases, store_extend_many_answers_each_lease,
 };
-pub use state::state_snapshots;
+pub use state::{state_snapshots, store_state_many_answers_each_lock};
 pub use store::{
     store_acquire_is_idempotent, store_extend_after_expiry_is_not_held,
     store_group_grants_lowest_free_slot, store_operations_check_the_token,

@@ -73,6 +73,7 @@ static TESTS: &[ConformanceTest] = suite![
     auto_extend_keeps_lease,
     manual_extend_keeps_lease,
     state_snapshots,
+    store_state_many_answers_each_lock,
     group_slot_accounting,
     group_expired_slots_reclaimed,
     tenant_scoping,

@@ -168,6 +168,16 @@ impl LeaseStore for FaultyStore {
         self.call(Op::State, || self.inner.holders(lock)).await
     }
 
+    /// Faulted as [`Op::State`] (one fault for the whole read).
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        self.call(Op::State, || self.inner.state_many(locks, slots))
+            .await
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        self.inner.reads_in_batches()
+    }
+
     /// Faulted as [`Op::State`]: it reads locks' state too.
     async fn list_locks(
         &self,

@@ -84,6 +84,10 @@ impl PartitionSet {
         let shard_locks = (0..self.shards())
             .map(|k| LockName::new(shard_name(name, k)))
             .collect::<std::result::Result<Vec<_>, _>>()?;
+        let scoped_shard_locks = shard_locks
+            .iter()
+            .map(|lock| elector.lock_name(lock))
+            .collect::<Result<Vec<_>>>()?;
         let member_lock = LockName::new(members_name(name))?;
         let scoped_member_lock = elector.lock_name(&member_lock)?;
         let members = elector.reconfigured(member_options);
@@ -113,6 +117,7 @@ impl PartitionSet {
             member_lock,
             scoped_member_lock,
             shard_locks,
+            scoped_shard_locks,
             members,
             shard_elector: elector.reconfigured(shard_options),
         };

@@ -4,8 +4,8 @@
 //! Each period (a third of the lease) the member reads the member group (one request). Only
 //! when the group changed since the member last saw the set settled, or something of its own
 //! changed (a shard lost, one acquired or handed over), does it read the shards' owners (one
-//! listing of the store's live locks) and act; a settled set costs one read per period and the
-//! renewals. A member that sees a free shard waiting for another member for a whole period
+//! batched read of the shard locks on a store that reads in batches, else one listing of the
+//! store's live locks) and act; a settled set costs one read per period and the renewals. A member that sees a free shard waiting for another member for a whole period
 //! (that member saw nothing change: the shard's owner lost it without the group changing)
 //! takes a new slot in the group and gives up its oldest: the group's fingerprint changes, so
 //! every member reads the set again.
@@ -53,6 +53,8 @@ pub(crate) struct Setup {
     /// The member group's full name, with the tenant's namespace (read from the store).
     pub(crate) scoped_member_lock: LockName,
     pub(crate) shard_locks: Vec<LockName>,
+    /// Each shard's lock with the tenant's namespace, in shard order (read from the store).
+    pub(crate) scoped_shard_locks: Vec<LockName>,
     /// Electors for the member group (its slot count) and for the shards (one slot), sharing
     /// the caller's store, tenant and heartbeat.
     pub(crate) members: Elector,
@@ -164,7 +166,7 @@ impl Member {
         let names = ShardNames {
             scoped: &self.setup.scoped,
             shards: self.setup.shards,
-            locks: &self.setup.shard_locks,
+            locks: &self.setup.scoped_shard_locks,
         };
         let owners = match read::owners(&self.setup.shard_elector, &names).await {
             Ok(owners) => owners,

@@ -15,6 +15,9 @@ use crate::store::period::{PeriodRecord, PeriodStart};
 use crate::store::signal::ReleaseSignal;
 use crate::store::unsupported::Unsupported;
 
+/// How many `state` reads the default [`LeaseStore::state_many`] has in flight at once.
+const STATE_READS_AT_ONCE: usize = 16;
+
 /// A lease store: atomic, single-round-trip operations on leases.
 ///
 /// Stores contain no waiting loop, watchdog, events or metrics; the core provides those once for
@@ -229,6 +232,43 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// read.
     async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
         Ok(self.state(lock, crate::limits::MAX_SLOTS).await?.holders)
+    }
+
+    /// The [`state`](Self::state) of each of `locks` among `slots` slots, in the order given
+    /// (a lock named twice is answered twice). Each answer is judged as `state` judges it, at
+    /// some instant during the call; the answers are not one snapshot of all the locks.
+    ///
+    /// The default calls `state` for each lock, 16 at a time. A store that
+    /// [reads in batches](Self::reads_in_batches) overrides it with as few requests as its
+    /// primitives allow (DynamoDB: one `BatchGetItem` per 100 items), so that reading many
+    /// named locks costs a few requests, however many other locks the store holds.
+    ///
+    /// # Errors
+    ///
+    /// The first error of a read, as [`state`](Self::state) would answer it; then no answer
+    /// is given for any lock.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        use futures::StreamExt;
+        let reads: Vec<_> = locks.iter().map(|lock| self.state(lock, slots)).collect();
+        futures::stream::iter(reads)
+            .buffered(STATE_READS_AT_ONCE)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// True if [`state_many`](Self::state_many) reads many locks in fewer requests than one
+    /// per lock (the default: false), independently of how many other locks the store holds.
+    /// The core then reads a partition set's shard owners with it rather than by
+    /// [listing](Self::list_locks) the store's live locks. Wrappers forward their inner
+    /// store's.
+    fn reads_in_batches(&self) -> bool {
+        false
     }
 
     /// One page of the locks that currently have live holders, each with its holders (slot,

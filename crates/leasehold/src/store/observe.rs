@@ -171,6 +171,14 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         self.inner.holders(lock).await
     }
 
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        self.inner.state_many(locks, slots).await
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        self.inner.reads_in_batches()
+    }
+
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
         self.inner.list_locks(after).await
     }
