@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use leasehold::store::{AcquireRequest, Acquisition, ReleaseSignal, StoreResult};
@@ -18,21 +18,38 @@ use leasehold::{
 };
 use tokio::time::{Instant, sleep};
 
-/// The memory store as a store over a network would look: its refusals name no holder, and it
-/// counts attempts and state reads.
+/// The memory store as a store over a network would look: its refusals name no holder, it
+/// counts attempts and state reads, and the expiries it reports are on this host's wall clock,
+/// as a server's whose clock agrees with the host's would be. (The memory store's own clock
+/// advances with paused tokio time, while `SystemTime::now()`, which the core compares expiries
+/// with, advances with real time: mixed, a follower on a loaded machine would wake before the
+/// expiry by the real time the test took so far, be refused and wait a whole lease again.)
 struct Remote {
     inner: MemoryStore,
+    /// The memory store's clock at `(tokio instant, store time)`.
+    origin: (Instant, SystemTime),
     attempts: AtomicU64,
     reads: AtomicU64,
 }
 
 impl Remote {
     fn new() -> Arc<Self> {
+        let origin = SystemTime::now();
         Arc::new(Self {
-            inner: MemoryStore::new(),
+            inner: MemoryStore::with_clock_origin(origin),
+            origin: (Instant::now(), origin),
             attempts: AtomicU64::new(0),
             reads: AtomicU64::new(0),
         })
+    }
+
+    /// `at`, a time of the memory store's clock, on this host's wall clock.
+    fn on_host_clock(&self, at: SystemTime) -> SystemTime {
+        let store_now = self.origin.1 + (Instant::now() - self.origin.0);
+        match at.duration_since(store_now) {
+            Ok(ahead) => SystemTime::now() + ahead,
+            Err(behind) => SystemTime::now() - behind.duration(),
+        }
     }
     fn requests(&self) -> u64 {
         self.attempts.load(Ordering::SeqCst) + self.reads.load(Ordering::SeqCst)
@@ -68,7 +85,12 @@ impl LeaseStore for Remote {
     }
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         self.reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.state(lock, slots).await
+        let mut state = self.inner.state(lock, slots).await?;
+        for holder in &mut state.holders {
+            holder.acquired_at = self.on_host_clock(holder.acquired_at);
+            holder.expires_at = self.on_host_clock(holder.expires_at);
+        }
+        Ok(state)
     }
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         self.inner.force_release(lock, slots).await
