@@ -14,6 +14,7 @@
 //! ```
 
 pub(crate) mod batch;
+pub(crate) mod budget;
 pub(crate) mod connection_options;
 pub(crate) mod constructors;
 pub(crate) mod contract;
@@ -49,6 +50,7 @@ pub use crate::limits::{
 };
 pub use crate::name::LockName;
 pub use batch::{answer_each, answer_repeats, first_occurrences};
+pub use budget::RequestBudget;
 pub use connection_options::ConnectionOptions;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
