@@ -59,7 +59,7 @@ pub use lease::{
 };
 pub use ledger_text::{LedgerText, StoredLedger};
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
-pub use listener::{Listener, ReconnectPause};
+pub use listener::{ListenSessions, Listener, ReconnectPause};
 pub use memory::MemoryStore;
 pub use millis::{ceil_millis, ceil_secs, host_epoch_ms, time_at_ms};
 pub use observe::{ObservedStore, StoreObserver};
