@@ -15,6 +15,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod budget;
+pub(crate) mod connection_keys;
 pub(crate) mod connection_options;
 pub(crate) mod constructors;
 pub(crate) mod contract;
@@ -40,6 +41,7 @@ pub(crate) mod url;
 
 pub use async_trait::async_trait;
 
+pub use crate::connection_option_keys;
 pub use crate::option_accessors;
 pub use crate::store_constructors;
 
