@@ -31,6 +31,7 @@ pub(crate) mod option_accessors;
 pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod period;
+pub(crate) mod rounds;
 pub(crate) mod secret;
 pub(crate) mod server_notifications;
 pub(crate) mod signal;
@@ -71,6 +72,7 @@ pub use period::{
     ClaimVerdict, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow, check_period_slots,
     epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
+pub use rounds::CasRounds;
 pub use secret::Secret;
 pub use server_notifications::ServerNotifications;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
