@@ -36,6 +36,7 @@ pub(crate) mod secret;
 pub(crate) mod server_notifications;
 pub(crate) mod signal;
 pub(crate) mod slot_record;
+pub(crate) mod store_debug;
 pub(crate) mod timeout;
 pub(crate) mod unsupported;
 pub(crate) mod url;
@@ -45,6 +46,7 @@ pub use async_trait::async_trait;
 pub use crate::connection_option_keys;
 pub use crate::option_accessors;
 pub use crate::store_constructors;
+pub use crate::store_debug;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
 pub use crate::limits::{
