@@ -89,14 +89,7 @@ pub struct DynamoDbStore {
     refresher: Option<crate::refresh::Refresher>,
 }
 
-impl std::fmt::Debug for DynamoDbStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DynamoDbStore")
-            .field("store", &self.description)
-            .field("options", &self.options)
-            .finish_non_exhaustive()
-    }
-}
+leasehold::store::store_debug!(DynamoDbStore, "options" => options);
 
 impl DynamoDbStore {
     /// A store on the application's `client`, after checking `options`. It registers its

@@ -6,15 +6,13 @@ use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use leasehold::ErrorKind;
-use leasehold::store::StoreResult;
+use leasehold::store::{RequestBudget, StoreResult};
 use tokio::sync::OnceCell;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::timeout;
 
 use crate::classify::{classify, kind_of, never_applied, timed_out};
 use crate::options::EtcdOptions;
 
-/// The pause before a refused request is sent again (to a member picked afresh).
-const RESEND_PAUSE: Duration = Duration::from_millis(20);
 /// HTTP/2 pings while a stream (a watch, a keep-alive) is open, so a member that vanished under
 /// it is noticed. etcd answers pings more often than every 5 s, or pings on a connection without
 /// streams, with GOAWAY ("too many pings"), so pings are 10 s apart and only while streams run;
@@ -137,22 +135,22 @@ impl Link {
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        let start = Instant::now();
-        let budget = self.request_timeout;
+        let budget = RequestBudget::start(self.request_timeout);
+        let late = |total| timed_out(what, total);
         loop {
-            let left = budget.saturating_sub(start.elapsed());
+            let left = budget.left();
             let client = match timeout(left, self.client()).await {
                 Ok(client) => client?,
-                Err(_) => return Err(timed_out(what, budget)),
+                Err(_) => return Err(late(budget.total())),
             };
             match timeout(left, request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
-                Ok(Err(e)) if resend.allows(&e) && start.elapsed() + RESEND_PAUSE * 2 < budget => {
+                Ok(Err(e)) if resend.allows(&e) && budget.allows_resend() => {
                     tracing::debug!(error = %e, what, "etcd request failed; sending it again");
-                    sleep(RESEND_PAUSE).await;
+                    budget.pause().await;
                 }
                 Ok(Err(e)) => return Err(classify(e)),
-                Err(_) => return Err(timed_out(what, budget)),
+                Err(_) => return Err(late(budget.total())),
             }
         }
     }

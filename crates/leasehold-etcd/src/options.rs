@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use leasehold::store::{
-    ConnectionOptions, InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions,
-};
+use leasehold::store::{ConnectionOptions, InvalidOption, OptionKey, OptionValue, StoreOptions};
 
 /// The default key prefix: slot `n` of lock `L` is the key `leasehold/L/n`.
 ///
@@ -28,82 +26,47 @@ pub const MAX_PREFIX_LEN: usize = 128;
 /// ```
 pub type EtcdOptionsError = leasehold::store::InvalidOption;
 
-/// The options of [`EtcdOptions`] by name: the same names in a URL's query, in
-/// [`StoreOptions::with_option`] and in `LEASEHOLD_ETCD_<NAME>` environment variables
-/// ([`StoreOptions::with_env`]).
-///
-/// ```
-/// use leasehold::store::{OptionKey, StoreOptions};
-/// use leasehold_etcd::{EtcdOptionKey, EtcdOptions};
-///
-/// let key = EtcdOptionKey::from_name("request_timeout")?;
-/// assert_eq!(key.env_var(), "LEASEHOLD_ETCD_REQUEST_TIMEOUT");
-/// let options = EtcdOptions::default().with_option(key, "750ms")?;
-/// assert_eq!(options.request_timeout(), std::time::Duration::from_millis(750));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum EtcdOptionKey {
-    /// `prefix`: [`EtcdOptions::with_prefix`].
-    Prefix,
-    /// `request_timeout`: [`EtcdOptions::with_request_timeout`].
-    RequestTimeout,
-    /// `connect_timeout`: [`EtcdOptions::with_connect_timeout`].
-    ConnectTimeout,
-    /// `notifications`: [`EtcdOptions::with_notifications`].
-    Notifications,
-    /// `ca_file`: [`EtcdOptions::with_ca_file`] (`etcds://` only).
-    CaFile,
-    /// `cert_file`: the certificate of [`EtcdOptions::with_client_identity`] (`etcds://` only).
-    CertFile,
-    /// `key_file`: the key of [`EtcdOptions::with_client_identity`] (`etcds://` only).
-    KeyFile,
-}
-
-impl OptionKey for EtcdOptionKey {
-    const STORE: &'static str = "etcd";
-    const ENV_PREFIX: &'static str = "LEASEHOLD_ETCD_";
-    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
-        (Self::Prefix, "prefix", OptionKind::Text),
-        (
-            Self::RequestTimeout,
-            "request_timeout",
-            OptionKind::Duration,
-        ),
-        (
-            Self::ConnectTimeout,
-            "connect_timeout",
-            OptionKind::Duration,
-        ),
-        (Self::Notifications, "notifications", OptionKind::Flag),
-        (Self::CaFile, "ca_file", OptionKind::NonEmptyText),
-        (Self::CertFile, "cert_file", OptionKind::NonEmptyText),
-        (Self::KeyFile, "key_file", OptionKind::NonEmptyText),
-    ];
+leasehold::store::connection_option_keys! {
+    /// The options of [`EtcdOptions`] by name: the same names in a URL's query, in
+    /// [`StoreOptions::with_option`] and in `LEASEHOLD_ETCD_<NAME>` environment variables
+    /// ([`StoreOptions::with_env`]).
+    ///
+    /// ```
+    /// use leasehold::store::{OptionKey, StoreOptions};
+    /// use leasehold_etcd::{EtcdOptionKey, EtcdOptions};
+    ///
+    /// let key = EtcdOptionKey::from_name("request_timeout")?;
+    /// assert_eq!(key.env_var(), "LEASEHOLD_ETCD_REQUEST_TIMEOUT");
+    /// let options = EtcdOptions::default().with_option(key, "750ms")?;
+    /// assert_eq!(options.request_timeout(), std::time::Duration::from_millis(750));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub enum EtcdOptionKey of EtcdOptions in "etcd", "LEASEHOLD_ETCD_" {
+        /// `prefix`: [`EtcdOptions::with_prefix`].
+        Prefix = "prefix": Text,
+        ..connection,
+        /// `ca_file`: [`EtcdOptions::with_ca_file`] (`etcds://` only).
+        CaFile = "ca_file": NonEmptyText,
+        /// `cert_file`: the certificate of [`EtcdOptions::with_client_identity`] (`etcds://` only).
+        CertFile = "cert_file": NonEmptyText,
+        /// `key_file`: the key of [`EtcdOptions::with_client_identity`] (`etcds://` only).
+        KeyFile = "key_file": NonEmptyText,
+    }
 }
 
 impl StoreOptions for EtcdOptions {
     type Key = EtcdOptionKey;
 
-    fn set(self, key: EtcdOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+    fn set(mut self, key: EtcdOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
         use EtcdOptionKey as K;
-        Ok(match (key, value) {
-            (K::Prefix, OptionValue::Text(p)) => self.with_prefix(p),
-            (K::RequestTimeout, OptionValue::Duration(d)) => self.with_request_timeout(d),
-            (K::ConnectTimeout, OptionValue::Duration(d)) => self.with_connect_timeout(d),
-            (K::Notifications, OptionValue::Flag(on)) => self.with_notifications(on),
-            (K::CaFile, OptionValue::Text(path)) => self.with_ca_file(path),
-            (K::CertFile, OptionValue::Text(path)) => Self {
-                cert_file: Some(path.into()),
-                ..self
-            },
-            (K::KeyFile, OptionValue::Text(path)) => Self {
-                key_file: Some(path.into()),
-                ..self
-            },
-            (key, value) => return Err(value.mismatch(key)),
-        })
+        match (key, value) {
+            (K::Prefix, OptionValue::Text(p)) => self.prefix = p,
+            (K::CaFile, OptionValue::Text(path)) => self.ca_file = Some(path.into()),
+            (K::CertFile, OptionValue::Text(path)) => self.cert_file = Some(path.into()),
+            (K::KeyFile, OptionValue::Text(path)) => self.key_file = Some(path.into()),
+            (key, value) => self.connection.set(key, value)?,
+        }
+        Ok(self)
     }
 }
 

@@ -67,14 +67,7 @@ pub struct EtcdStore {
     description: String,
 }
 
-impl std::fmt::Debug for EtcdStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdStore")
-            .field("store", &self.description)
-            .field("prefix", &self.options.prefix)
-            .finish_non_exhaustive()
-    }
-}
+leasehold::store::store_debug!(EtcdStore, "prefix" => options.prefix);
 
 impl EtcdStore {
     leasehold::store::store_constructors! {

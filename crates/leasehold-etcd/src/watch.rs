@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use etcd_client::{EventType, WatchFilterType, WatchOptions};
 use leasehold::store::StoreError;
-use leasehold::store::{ReconnectPause, ReleaseNotifier};
-use tokio::time::{Instant, sleep, timeout};
+use leasehold::store::{ListenSessions, ReconnectPause, ReleaseNotifier};
+use tokio::time::{Instant, timeout};
 use tracing::{debug, warn};
 
 use crate::classify::{classify, timed_out};
@@ -23,23 +23,18 @@ use crate::link::Link;
 
 /// How often the watch stream is asked for a progress report.
 const HEARTBEAT: Duration = Duration::from_secs(2);
-/// Pauses between reconnection attempts: the first, and the longest.
-const FIRST_PAUSE: Duration = Duration::from_millis(100);
-const MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// Listens until the store is dropped (run as its [`Listener`](leasehold::store::Listener)).
 pub(crate) async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
-    let mut pauses = ReconnectPause::new(FIRST_PAUSE, MAX_PAUSE);
+    let mut sessions = ListenSessions::new(ReconnectPause::default());
     let mut resume = None;
     loop {
-        let mut watching = false;
-        let outcome = session(&link, &keys, &notifier, &mut watching, &mut resume).await;
-        let pause = pauses.next(watching);
-        if let Err(e) = outcome {
+        let watching = sessions.next().await;
+        let outcome = session(&link, &keys, &notifier, watching, &mut resume).await;
+        if let Some((e, pause)) = sessions.ended(outcome) {
             warn!(error = %e, prefix = %keys.root(), ?pause,
                 "etcd release notifications interrupted; waiters poll until reconnected");
         }
-        sleep(pause).await;
     }
 }
 

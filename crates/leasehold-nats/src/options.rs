@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use leasehold::store::{
-    ConnectionOptions, InvalidOption, OptionKey, OptionKind, OptionValue, StoreOptions,
-};
+use leasehold::store::{ConnectionOptions, InvalidOption, OptionKey, OptionValue, StoreOptions};
 
 /// The default KV bucket: its JetStream stream is `KV_leasehold`.
 ///
@@ -27,64 +25,37 @@ pub const MAX_BUCKET_LEN: usize = 64;
 /// ```
 pub type NatsOptionsError = leasehold::store::InvalidOption;
 
-/// The options of [`NatsOptions`] by name: the same names in a URL's query, in
-/// [`StoreOptions::with_option`] and in `LEASEHOLD_NATS_<NAME>` environment variables
-/// ([`StoreOptions::with_env`]).
-///
-/// ```
-/// use leasehold::store::{OptionKey, StoreOptions};
-/// use leasehold_nats::{NatsOptionKey, NatsOptions};
-///
-/// let key = NatsOptionKey::from_name("request_timeout")?;
-/// assert_eq!(key.env_var(), "LEASEHOLD_NATS_REQUEST_TIMEOUT");
-/// let options = NatsOptions::default().with_option(key, "750ms")?;
-/// assert_eq!(options.request_timeout(), std::time::Duration::from_millis(750));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum NatsOptionKey {
-    /// `bucket`: [`NatsOptions::with_bucket`].
-    Bucket,
-    /// `request_timeout`: [`NatsOptions::with_request_timeout`].
-    RequestTimeout,
-    /// `connect_timeout`: [`NatsOptions::with_connect_timeout`].
-    ConnectTimeout,
-    /// `notifications`: [`NatsOptions::with_notifications`].
-    Notifications,
-}
-
-impl OptionKey for NatsOptionKey {
-    const STORE: &'static str = "NATS";
-    const ENV_PREFIX: &'static str = "LEASEHOLD_NATS_";
-    const KEYS: &'static [(Self, &'static str, OptionKind)] = &[
-        (Self::Bucket, "bucket", OptionKind::NonEmptyText),
-        (
-            Self::RequestTimeout,
-            "request_timeout",
-            OptionKind::Duration,
-        ),
-        (
-            Self::ConnectTimeout,
-            "connect_timeout",
-            OptionKind::Duration,
-        ),
-        (Self::Notifications, "notifications", OptionKind::Flag),
-    ];
+leasehold::store::connection_option_keys! {
+    /// The options of [`NatsOptions`] by name: the same names in a URL's query, in
+    /// [`StoreOptions::with_option`] and in `LEASEHOLD_NATS_<NAME>` environment variables
+    /// ([`StoreOptions::with_env`]).
+    ///
+    /// ```
+    /// use leasehold::store::{OptionKey, StoreOptions};
+    /// use leasehold_nats::{NatsOptionKey, NatsOptions};
+    ///
+    /// let key = NatsOptionKey::from_name("request_timeout")?;
+    /// assert_eq!(key.env_var(), "LEASEHOLD_NATS_REQUEST_TIMEOUT");
+    /// let options = NatsOptions::default().with_option(key, "750ms")?;
+    /// assert_eq!(options.request_timeout(), std::time::Duration::from_millis(750));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub enum NatsOptionKey of NatsOptions in "NATS", "LEASEHOLD_NATS_" {
+        /// `bucket`: [`NatsOptions::with_bucket`].
+        Bucket = "bucket": NonEmptyText,
+        ..connection,
+    }
 }
 
 impl StoreOptions for NatsOptions {
     type Key = NatsOptionKey;
 
-    fn set(self, key: NatsOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
-        use NatsOptionKey as K;
-        Ok(match (key, value) {
-            (K::Bucket, OptionValue::Text(b)) => self.with_bucket(b),
-            (K::RequestTimeout, OptionValue::Duration(d)) => self.with_request_timeout(d),
-            (K::ConnectTimeout, OptionValue::Duration(d)) => self.with_connect_timeout(d),
-            (K::Notifications, OptionValue::Flag(on)) => self.with_notifications(on),
-            (key, value) => return Err(value.mismatch(key)),
-        })
+    fn set(mut self, key: NatsOptionKey, value: OptionValue) -> Result<Self, InvalidOption> {
+        match (key, value) {
+            (NatsOptionKey::Bucket, OptionValue::Text(b)) => self.bucket = b,
+            (key, value) => self.connection.set(key, value)?,
+        }
+        Ok(self)
     }
 }
 

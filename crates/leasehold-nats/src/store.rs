@@ -74,14 +74,7 @@ pub struct NatsStore {
     description: String,
 }
 
-impl std::fmt::Debug for NatsStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NatsStore")
-            .field("store", &self.description)
-            .field("bucket", &self.options.bucket)
-            .finish_non_exhaustive()
-    }
-}
+leasehold::store::store_debug!(NatsStore, "bucket" => options.bucket);
 
 impl NatsStore {
     leasehold::store::store_constructors! {

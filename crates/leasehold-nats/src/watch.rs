@@ -8,35 +8,27 @@
 //! is started again after a pause; in the gap, waiters fall back to polling.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_nats::jetstream::kv::Operation;
 use futures::StreamExt;
 use leasehold::store::StoreError;
-use leasehold::store::{ReconnectPause, ReleaseNotifier};
-use tokio::time::sleep;
+use leasehold::store::{ListenSessions, ReconnectPause, ReleaseNotifier};
 use tracing::{debug, warn};
 
 use crate::classify;
 use crate::keys::{KeyOf, Keys};
 use crate::link::Link;
 
-/// Pauses between reconnection attempts: the first, and the longest.
-const FIRST_PAUSE: Duration = Duration::from_millis(100);
-const MAX_PAUSE: Duration = Duration::from_secs(2);
-
 /// Listens until the store is dropped (run as its [`Listener`](leasehold::store::Listener)).
 pub(crate) async fn run(link: Arc<Link>, keys: Keys, notifier: Arc<ReleaseNotifier>) {
-    let mut pauses = ReconnectPause::new(FIRST_PAUSE, MAX_PAUSE);
+    let mut sessions = ListenSessions::new(ReconnectPause::default());
     loop {
-        let mut watching = false;
-        let outcome = session(&link, &keys, &notifier, &mut watching).await;
-        let pause = pauses.next(watching);
-        if let Err(e) = outcome {
+        let watching = sessions.next().await;
+        let outcome = session(&link, &keys, &notifier, watching).await;
+        if let Some((e, pause)) = sessions.ended(outcome) {
             warn!(error = %e, bucket = %keys.bucket(), ?pause,
                 "NATS release notifications interrupted; waiters poll until reconnected");
         }
-        sleep(pause).await;
     }
 }
 

@@ -63,14 +63,7 @@ pub struct RedisStore {
     description: String,
 }
 
-impl std::fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore")
-            .field("store", &self.description)
-            .field("prefix", &self.options.prefix)
-            .finish_non_exhaustive()
-    }
-}
+leasehold::store::store_debug!(RedisStore, "prefix" => options.prefix);
 
 impl RedisStore {
     /// Opens a store for a `redis://`, `rediss://`, `valkey://`, `valkeys://` or

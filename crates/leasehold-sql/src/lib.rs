@@ -95,6 +95,7 @@ mod hand_off;
 mod list;
 #[cfg(feature = "postgres")]
 mod listen;
+mod open;
 mod opener;
 mod options;
 mod parts;

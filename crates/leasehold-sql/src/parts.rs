@@ -9,13 +9,7 @@ use crate::options::SqlOptions;
 use crate::pool::SqlPool;
 use crate::store::SqlStore;
 
-impl std::fmt::Debug for SqlStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqlStore")
-            .field("store", &self.description)
-            .finish_non_exhaustive()
-    }
-}
+leasehold::store::store_debug!(SqlStore);
 
 impl SqlStore {
     /// The options in effect.

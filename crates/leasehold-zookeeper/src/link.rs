@@ -4,18 +4,15 @@
 use std::future::Future;
 use std::time::Duration;
 
-use leasehold::store::StoreResult;
+use leasehold::store::{RequestBudget, StoreResult};
 use leasehold::{ErrorKind, store::StoreError};
 use tokio::sync::Mutex;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::timeout;
 use zookeeper_client::{Client, CreateMode, Error};
 
 use crate::classify::{classify, kind_of, needs_new_session, timed_out};
 use crate::clock::ServerClock;
 use crate::keys::Paths;
-
-/// The pause before a read that failed transiently is sent again.
-const RESEND_PAUSE: Duration = Duration::from_millis(20);
 
 /// Where and how to open sessions.
 #[derive(Debug, Clone)]
@@ -152,31 +149,26 @@ impl Link {
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let start = Instant::now();
-        let budget = self.request_timeout;
+        let budget = RequestBudget::start(self.request_timeout);
+        let late = |total| timed_out(what, total);
         loop {
-            let left = budget.saturating_sub(start.elapsed());
-            let client = match timeout(left, self.client()).await {
+            let client = match timeout(budget.left(), self.client()).await {
                 Ok(client) => client?,
-                Err(_) => return Err(timed_out(what, budget)),
+                Err(_) => return Err(late(budget.total())),
             };
-            let left = budget.saturating_sub(start.elapsed());
-            match timeout(left, request(client.clone())).await {
+            match timeout(budget.left(), request(client.clone())).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) => {
                     if needs_new_session(&e) {
                         self.forget(&client).await;
                     }
-                    if resend
-                        && kind_of(&e) == ErrorKind::Transient
-                        && start.elapsed() + RESEND_PAUSE * 2 < budget
-                    {
-                        sleep(RESEND_PAUSE).await;
+                    if resend && kind_of(&e) == ErrorKind::Transient && budget.allows_resend() {
+                        budget.pause().await;
                         continue;
                     }
                     return Err(classify(what, &e));
                 }
-                Err(_) => return Err(timed_out(what, budget)),
+                Err(_) => return Err(late(budget.total())),
             }
         }
     }

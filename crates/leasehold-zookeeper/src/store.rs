@@ -56,14 +56,7 @@ pub struct ZooKeeperStore {
     description: String,
 }
 
-impl std::fmt::Debug for ZooKeeperStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZooKeeperStore")
-            .field("store", &self.description)
-            .field("prefix", &self.options.prefix)
-            .finish_non_exhaustive()
-    }
-}
+leasehold::store::store_debug!(ZooKeeperStore, "prefix" => options.prefix);
 
 impl ZooKeeperStore {
     leasehold::store::store_constructors! {

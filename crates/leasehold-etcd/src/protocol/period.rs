@@ -1,7 +1,7 @@
 //! The period ledger's requests: marking a claim started, reading the record, clearing it.
 
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
-use leasehold::store::{PeriodStart, StoreError, StoreResult};
+use leasehold::store::{CasRounds, PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
 use super::read::{read_lock, slots_read_back};
@@ -9,13 +9,6 @@ use super::txn;
 use crate::keys::Keys;
 use crate::link::Link;
 use crate::record::{Ledger, decode_ledger, now_ms};
-
-/// How often a period start re-reads a lock that changed under it before giving up (with a
-/// transient error: the core tries again).
-const START_ROUNDS: usize = 4;
-/// How often a clear of the ledger re-reads a ledger that changed under it before giving up
-/// (with a transient error: the operator tries again).
-const CLEAR_ROUNDS: usize = 4;
 
 /// Marks `lease`'s period claim started: a linearizable read of the lock, then one transaction
 /// that rewrites the ledger with *started* only if slot 0's key and the ledger are unchanged
@@ -36,7 +29,7 @@ pub(crate) async fn start_period(
     let mut held = read_lock(link, keys, &lease.lock).await?;
     // Only the holder's own extensions (or a takeover, which the next round sees) change what
     // the transaction compares.
-    for _ in 0..START_ROUNDS {
+    for _ in 0..CasRounds::PeriodStart.count() {
         let Some(slot) = held
             .records
             .iter()
@@ -65,10 +58,7 @@ pub(crate) async fn start_period(
         }
         held = slots_read_back(keys, resp);
     }
-    Err(StoreError::transient(format!(
-        "lock {} kept changing while its period claim was marked started; try again",
-        lease.lock
-    )))
+    Err(CasRounds::PeriodStart.gave_up(&lease.lock))
 }
 
 /// The lock's ledger record (one linearizable read of the ledger key); `None` for a lock never
@@ -106,7 +96,7 @@ pub(crate) async fn clear_period(
     lock: &LockName,
 ) -> StoreResult<Option<PeriodRecord>> {
     let key = keys.ledger(lock);
-    for _ in 0..CLEAR_ROUNDS {
+    for _ in 0..CasRounds::LedgerClear.count() {
         let Some(ledger) = read_ledger(link, &key).await? else {
             return Ok(None);
         };
@@ -124,7 +114,5 @@ pub(crate) async fn clear_period(
             return Ok(Some(ledger.record()));
         }
     }
-    Err(StoreError::transient(format!(
-        "the period ledger of lock {lock} kept changing while it was cleared; try again"
-    )))
+    Err(CasRounds::LedgerClear.gave_up(lock))
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
-use leasehold::store::{StoreError, StoreResult, lowest_free_slot};
+use leasehold::store::{CasRounds, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName};
 
 use super::{revoke_quietly, secs_ms, txn};
@@ -16,8 +16,6 @@ use crate::record::{Ledger, Record, decode_ledger, now_ms};
 
 /// How many keys one forced-release transaction deletes (etcd allows 128 operations by default).
 const FORCE_CHUNK: usize = 100;
-/// How often a forced release re-reads a lock that changed under it before giving up.
-const FORCE_ROUNDS: usize = 5;
 
 /// Whether the foreign-key warning was logged (once per process: waiters poll often).
 static FOREIGN_WARNED: AtomicBool = AtomicBool::new(false);
@@ -148,7 +146,7 @@ pub(crate) async fn force_release(
     slots: u32,
 ) -> StoreResult<Vec<Holder>> {
     let mut freed = Vec::new();
-    for _ in 0..FORCE_ROUNDS {
+    for _ in 0..CasRounds::ForcedRelease.count() {
         let held: Vec<Record> = read_lock(link, keys, lock)
             .await?
             .records
@@ -192,7 +190,5 @@ pub(crate) async fn force_release(
             return Ok(freed);
         }
     }
-    Err(StoreError::transient(format!(
-        "lock {lock} kept changing during a forced release; try again"
-    )))
+    Err(CasRounds::ForcedRelease.gave_up(lock))
 }

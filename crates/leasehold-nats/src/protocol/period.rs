@@ -1,8 +1,8 @@
 //! The period ledger's requests: marking a claim started, reading the record, clearing it.
 
 use bytes::Bytes;
-use leasehold::store::{PeriodStart, StoreResult};
-use leasehold::{Lease, LockName, PeriodRecord, store::StoreError};
+use leasehold::store::{CasRounds, PeriodStart, StoreResult};
+use leasehold::{Lease, LockName, PeriodRecord};
 
 use super::read::read_lock;
 use super::{cas, delete_marker, publish, read_one};
@@ -10,13 +10,6 @@ use crate::classify::Published;
 use crate::keys::Keys;
 use crate::link::Link;
 use crate::record::{Ledger, decode_ledger, now_ms};
-
-/// How often a period start re-reads a lock that changed under it before giving up (with a
-/// transient error: the core tries again).
-const START_ROUNDS: usize = 4;
-/// How often a clear of the ledger re-reads a ledger that changed under it before giving up
-/// (with a transient error: the operator tries again).
-const CLEAR_ROUNDS: usize = 4;
 
 /// Marks `lease`'s period claim started: a read of the lock, then one publish of the ledger
 /// marked *started*, conditioned on the last sequence of **every** key of the lock
@@ -38,7 +31,7 @@ pub(crate) async fn start_period(
     let mut held = read_lock(link, keys, &lease.lock).await?;
     // Only the holder's own extensions (or a takeover, which the next round sees) change the
     // lock's last sequence.
-    for _ in 0..START_ROUNDS {
+    for _ in 0..CasRounds::PeriodStart.count() {
         let now = now_ms();
         if !held
             .records
@@ -72,10 +65,7 @@ pub(crate) async fn start_period(
             Published::Conflict => held = read_lock(link, keys, &lease.lock).await?,
         }
     }
-    Err(StoreError::transient(format!(
-        "the lock {} kept changing while its period claim was marked started; try again",
-        lease.lock
-    )))
+    Err(CasRounds::PeriodStart.gave_up(&lease.lock))
 }
 
 /// The lock's ledger record (one direct get of the ledger key); `None` for a lock never
@@ -105,7 +95,7 @@ pub(crate) async fn clear_period(
 ) -> StoreResult<Option<PeriodRecord>> {
     let conn = link.conn().await?;
     let subject = keys.ledger(lock);
-    for _ in 0..CLEAR_ROUNDS {
+    for _ in 0..CasRounds::LedgerClear.count() {
         let Some(ledger) = read_one(conn, link, keys, &subject)
             .await?
             .and_then(|msg| decode_ledger(&msg))
@@ -126,7 +116,5 @@ pub(crate) async fn clear_period(
             Published::Conflict => {}
         }
     }
-    Err(StoreError::transient(format!(
-        "the period ledger of lock {lock} kept changing while it was cleared; try again"
-    )))
+    Err(CasRounds::LedgerClear.gave_up(lock))
 }

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
-use leasehold::store::{MAX_SLOTS, StoreResult, lowest_free_slot};
-use leasehold::{Holder, Lease, LockName, store::StoreError};
+use leasehold::store::{CasRounds, MAX_SLOTS, StoreResult, lowest_free_slot};
+use leasehold::{Holder, Lease, LockName};
 
 use super::session::{judge, revoke, sessions_of};
 use super::{delete_marker, publish, read_batch, read_one};
@@ -12,9 +12,6 @@ use crate::classify::Published;
 use crate::keys::{KeyOf, Keys};
 use crate::link::{Conn, Link};
 use crate::record::{Ledger, Op, Record, SessionRecord, Stored, decode_ledger};
-
-/// How often a forced release re-reads a lock that changed under it before giving up.
-const FORCE_ROUNDS: usize = 5;
 
 /// The most messages one read of a lock returns: every slot (the server answers at most 1024
 /// messages per batch direct get, and refuses a `multi_last` matching more keys with status 413,
@@ -125,7 +122,7 @@ pub(crate) async fn force_release(
 ) -> StoreResult<Vec<Holder>> {
     let conn = link.conn().await?;
     let mut freed = Vec::new();
-    for _ in 0..FORCE_ROUNDS {
+    for _ in 0..CasRounds::ForcedRelease.count() {
         let read = read_lock(link, keys, lock).await?;
         let held: Vec<&Record> = read
             .records
@@ -165,7 +162,5 @@ pub(crate) async fn force_release(
             return Ok(freed);
         }
     }
-    Err(StoreError::transient(format!(
-        "the lock {lock} kept changing during a forced release; try again"
-    )))
+    Err(CasRounds::ForcedRelease.gave_up(lock))
 }

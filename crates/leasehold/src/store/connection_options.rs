@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::option_error::InvalidOption;
-use super::option_key::OptionKey;
+use super::option_key::{OptionKey, OptionValue};
 use super::timeout::check_timeout;
 
 /// A networked store's connection options: how long one request and one connection attempt may
@@ -60,5 +60,23 @@ impl ConnectionOptions {
     pub fn validate<K: OptionKey>(&self) -> Result<(), InvalidOption> {
         check_timeout(K::STORE, "request_timeout", self.request_timeout)?;
         check_timeout(K::STORE, "connect_timeout", self.connect_timeout)
+    }
+
+    /// Sets the connection option `key` names (`request_timeout`, `connect_timeout` or
+    /// `notifications`, as [`connection_option_keys!`](crate::connection_option_keys) declares
+    /// them) to `value`: what a store's [`StoreOptions::set`](super::StoreOptions::set) does
+    /// with the keys that are not its own.
+    ///
+    /// # Errors
+    ///
+    /// [`OptionValue::mismatch`] for another key, or a value of another kind.
+    pub fn set<K: OptionKey>(&mut self, key: K, value: OptionValue) -> Result<(), InvalidOption> {
+        match (key.name(), value) {
+            ("request_timeout", OptionValue::Duration(d)) => self.request_timeout = d,
+            ("connect_timeout", OptionValue::Duration(d)) => self.connect_timeout = d,
+            ("notifications", OptionValue::Flag(on)) => self.notifications = on,
+            (_, value) => return Err(value.mismatch(key)),
+        }
+        Ok(())
     }
 }

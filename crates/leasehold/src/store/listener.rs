@@ -31,6 +31,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
+use crate::error::StoreError;
+
 /// A background task, aborted when dropped (with the store that holds it).
 #[derive(Debug)]
 pub struct Listener(JoinHandle<()>);
@@ -53,6 +55,70 @@ impl Drop for Listener {
     }
 }
 
+/// The sessions of a listener that listens until it is aborted (with the store that holds its
+/// [`Listener`]): each session sets the flag [`next`](Self::next) hands it once it listens, and
+/// returns only when it fails; [`ended`](Self::ended) takes its outcome and answers what to
+/// report; the next session starts after the pause [`ReconnectPause`] says (from the first pause
+/// again after a session that listened).
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::store::{ListenSessions, ReconnectPause, StoreError};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+/// let ms = Duration::from_millis;
+/// let mut sessions = ListenSessions::new(ReconnectPause::new(ms(100), ms(300)));
+/// let mut reported = Vec::new();
+/// for n in 1..=5 {
+///     let listening = sessions.next().await;
+///     *listening = n == 3; // the third session listens for a while, then fails too
+///     if let Some((_error, pause)) = sessions.ended(Err(StoreError::transient("gone"))) {
+///         reported.push(pause);
+///     }
+/// }
+/// assert_eq!(reported, [ms(100), ms(200), ms(100), ms(200), ms(300)]);
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ListenSessions {
+    pauses: ReconnectPause,
+    listening: bool,
+    pause: Option<Duration>,
+}
+
+impl ListenSessions {
+    /// Sessions paced by `pauses`.
+    pub fn new(pauses: ReconnectPause) -> Self {
+        Self {
+            pauses,
+            listening: false,
+            pause: None,
+        }
+    }
+
+    /// Waits the pause after the last session (none before the first) and starts the next: the
+    /// flag its session sets once it listens.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only sleeps.
+    pub async fn next(&mut self) -> &mut bool {
+        if let Some(pause) = self.pause.take() {
+            tokio::time::sleep(pause).await;
+        }
+        self.listening = false;
+        &mut self.listening
+    }
+
+    /// Ends the session with its `outcome`: the error it failed with and the pause before the
+    /// next session, for the store to report (`None` for a session that ended without one).
+    pub fn ended(&mut self, outcome: Result<(), StoreError>) -> Option<(StoreError, Duration)> {
+        let pause = self.pauses.next(self.listening);
+        self.pause = Some(pause);
+        outcome.err().map(|e| (e, pause))
+    }
+}
+
 /// The pauses between a listener's sessions: `first`, doubling up to `max`, and `first` again
 /// after a session that connected.
 ///
@@ -68,6 +134,20 @@ pub struct ReconnectPause {
     first: Duration,
     max: Duration,
     next: Duration,
+}
+
+impl Default for ReconnectPause {
+    /// From 100 ms, doubling up to 2 s: a server's watch back soon after a blip, and asked at
+    /// most every 2 s while it is away.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut pauses = leasehold::store::ReconnectPause::default();
+    /// assert_eq!(pauses.next(false), Duration::from_millis(100));
+    /// ```
+    fn default() -> Self {
+        Self::new(Duration::from_millis(100), Duration::from_secs(2))
+    }
 }
 
 impl ReconnectPause {

@@ -14,6 +14,8 @@
 //! ```
 
 pub(crate) mod batch;
+pub(crate) mod budget;
+pub(crate) mod connection_keys;
 pub(crate) mod connection_options;
 pub(crate) mod constructors;
 pub(crate) mod contract;
@@ -30,18 +32,22 @@ pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod own_writes;
 pub(crate) mod period;
+pub(crate) mod rounds;
 pub(crate) mod secret;
 pub(crate) mod server_notifications;
 pub(crate) mod signal;
 pub(crate) mod slot_record;
+pub(crate) mod store_debug;
 pub(crate) mod timeout;
 pub(crate) mod unsupported;
 pub(crate) mod url;
 
 pub use async_trait::async_trait;
 
+pub use crate::connection_option_keys;
 pub use crate::option_accessors;
 pub use crate::store_constructors;
+pub use crate::store_debug;
 
 pub use crate::error::{ErrorKind, StoreError, StoreResult};
 pub use crate::limits::{
@@ -50,6 +56,7 @@ pub use crate::limits::{
 };
 pub use crate::name::LockName;
 pub use batch::{answer_each, answer_repeats, first_occurrences};
+pub use budget::RequestBudget;
 pub use connection_options::ConnectionOptions;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
@@ -58,7 +65,7 @@ pub use lease::{
 };
 pub use ledger_text::{LedgerText, StoredLedger};
 pub use list::{CursorError, ListCursor, ListedLock, LockPage, group_holders};
-pub use listener::{Listener, ReconnectPause};
+pub use listener::{ListenSessions, Listener, ReconnectPause};
 pub use memory::MemoryStore;
 pub use millis::{ceil_millis, ceil_secs, host_epoch_ms, time_at_ms};
 pub use observe::{ObservedStore, StoreObserver};
@@ -69,6 +76,7 @@ pub use period::{
     ClaimVerdict, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow, check_period_slots,
     epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
+pub use rounds::CasRounds;
 pub use secret::Secret;
 pub use server_notifications::ServerNotifications;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
