@@ -3,7 +3,7 @@
 //!
 //! | operation | requests | atomic by |
 //! |---|---|---|
-//! | acquire | a multi-read of `slot-0..n`; then for the lowest slot that is absent, free or expired: `create` (absent) or `set_data` at the version read (a compare-and-swap); a lost race re-reads (bounded) | the version (or absence) of the one node written |
+//! | acquire | a multi-read of `slot-0..n` (a `get_data` for a single slot); then for the lowest slot that is absent, free or expired: `create` (absent) or `set_data` at the version read (a compare-and-swap); a lost race re-reads (bounded) | the version (or absence) of the one node written |
 //! | acquire with a period | a multi-read of `slot-0` and `ledger`; then one `multi`: the slot's `create`/`set_data` **and** the ledger's `create`/`set_data` (the new claim, not started), each at the version read | one `multi` |
 //! | start a period | a multi-read of `slot-0` and `ledger`; then one `multi`: a version check of the slot **and** the ledger's `set_data` (*started*) at the version read | one `multi` |
 //! | period record | a read of `ledger` | one read |
@@ -100,11 +100,31 @@ impl Protocol {
         self.link.now_ms()
     }
 
-    /// One multi-read of `paths`: each node's data and `Stat`, `None` where it is absent.
+    /// One multi-read of `paths` (a plain `get_data` for one path): each node's data and
+    /// `Stat`, `None` where it is absent.
     pub(super) async fn read_paths(
         &self,
         paths: Vec<String>,
     ) -> StoreResult<Vec<Option<(Vec<u8>, Stat)>>> {
+        if let [path] = paths.as_slice() {
+            let found = self
+                .link
+                .read("a read", |c| {
+                    let path = path.clone();
+                    async move {
+                        match c.get_data(&path).await {
+                            Ok(found) => Ok(Some(found)),
+                            Err(Error::NoNode) => Ok(None),
+                            Err(e) => Err(e),
+                        }
+                    }
+                })
+                .await?;
+            if let Some((_, stat)) = &found {
+                self.link.clock.observe(stat.mtime);
+            }
+            return Ok(vec![found]);
+        }
         let results = self
             .link
             .read("a read", |c| {
