@@ -45,6 +45,8 @@ use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
 pub struct FaultyStore {
     inner: Arc<dyn LeaseStore>,
     switches: Arc<Switches>,
+    /// Whether batched renewals pass through (the default) or each lease renews alone.
+    batches: bool,
 }
 
 impl std::fmt::Debug for FaultyStore {
@@ -59,9 +61,27 @@ impl FaultyStore {
     /// Wraps `inner`; returns the wrapper and the handle that switches its faults. No fault is
     /// active at first.
     pub fn new(inner: Arc<dyn LeaseStore>) -> (Arc<Self>, FaultControl) {
+        Self::build(inner, true)
+    }
+
+    /// Wraps `inner` as [`new`](Self::new) does, but renews each lease on its own (its
+    /// [`renews_in_batches`](LeaseStore::renews_in_batches) is false, whatever `inner` says):
+    /// for tests of the per-lease renewal schedule of stores that cannot batch.
+    pub fn renewing_each_lease_alone(inner: Arc<dyn LeaseStore>) -> (Arc<Self>, FaultControl) {
+        Self::build(inner, false)
+    }
+
+    fn build(inner: Arc<dyn LeaseStore>, batches: bool) -> (Arc<Self>, FaultControl) {
         let switches = Arc::new(Switches::default());
         let control = FaultControl::new(Arc::clone(&switches));
-        (Arc::new(Self { inner, switches }), control)
+        (
+            Arc::new(Self {
+                inner,
+                switches,
+                batches,
+            }),
+            control,
+        )
     }
 
     /// Another handle to this wrapper's switches.
@@ -131,7 +151,7 @@ impl LeaseStore for FaultyStore {
     }
 
     fn renews_in_batches(&self) -> bool {
-        self.inner.renews_in_batches()
+        self.batches && self.inner.renews_in_batches()
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
