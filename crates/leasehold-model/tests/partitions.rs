@@ -5,47 +5,19 @@
 
 #![allow(clippy::print_stdout)] // the traces are the point of a failure
 
-use std::time::Instant;
-
 use leasehold_model::properties::{
     EVERY_SHARD_OWNED, ONE_OWNER_PER_SHARD, SHARD_FENCES_RISE, SHARDS_BALANCED,
 };
 use leasehold_model::{ShardModel, ShardRule, ShardSetup};
-use stateright::{Checker, Model};
+use stateright::Checker;
+
+mod common;
+
+use common::{found, kept};
 
 /// Checks `setup` to completion and returns the checker.
 fn check(setup: ShardSetup) -> impl Checker<ShardModel> {
-    let started = Instant::now();
-    let checked = ShardModel::new(setup).checker().spawn_bfs().join();
-    println!(
-        "{} states ({} unique), depth {}, {:.1} s",
-        checked.state_count(),
-        checked.unique_state_count(),
-        checked.max_depth(),
-        started.elapsed().as_secs_f64()
-    );
-    checked
-}
-
-/// The trace that breaks `property`, printed, or a panic if the checker found none.
-fn found(checked: &impl Checker<ShardModel>, property: &'static str) {
-    let path = checked
-        .discovery(property)
-        .unwrap_or_else(|| panic!("the checker did not find `{property}` broken"));
-    println!("`{property}` broken by:");
-    for (state, action) in path.into_vec() {
-        println!("  {}", state.summary());
-        if let Some(action) = action {
-            println!("      {action:?}");
-        }
-    }
-}
-
-/// Asserts that the checker found none of `kept` broken.
-fn kept(checked: &impl Checker<ShardModel>, kept: &[&'static str]) {
-    for property in kept {
-        assert!(checked.discovery(property).is_none(), "`{property}` broken");
-    }
+    common::check(ShardModel::new(setup))
 }
 
 /// The two-node setup under `rule`, with node 0 a member from the start and node 1 joining at

@@ -9,32 +9,15 @@ use leasehold_model::properties::{
     ONE_HOLDER_PER_SLOT, WRITES_IN_GRANT_ORDER,
 };
 use leasehold_model::{LeaseModel, Rules, Setup};
-use stateright::{Checker, Model};
+use stateright::Checker;
+
+mod common;
+
+use common::found;
 
 /// Checks `setup` to completion and returns the checker.
 fn check(setup: Setup) -> impl Checker<LeaseModel> {
-    let checked = LeaseModel::new(setup).checker().spawn_bfs().join();
-    println!(
-        "{} states ({} unique), depth {}",
-        checked.state_count(),
-        checked.unique_state_count(),
-        checked.max_depth()
-    );
-    checked
-}
-
-/// The trace that breaks `property`, printed, or a panic if the checker found none.
-fn found(checked: &impl Checker<LeaseModel>, property: &'static str) {
-    let path = checked
-        .discovery(property)
-        .unwrap_or_else(|| panic!("the checker did not find `{property}` broken"));
-    println!("`{property}` broken by:");
-    for (state, action) in path.into_vec() {
-        println!("  {}", state.summary());
-        if let Some(action) = action {
-            println!("      {action:?}");
-        }
-    }
+    common::check(LeaseModel::new(setup))
 }
 
 #[test]

@@ -4,49 +4,21 @@
 
 #![allow(clippy::print_stdout)] // the traces are the point of a failure
 
-use std::time::Instant;
-
 use leasehold_model::properties::{
     AT_MOST_N_HOLDERS, FORCED_OUT_BESIDE_A_RENEWAL, FREE_WITHIN_A_LEASE, LOST_SESSION_TAKEN_OVER,
     NO_GRANT_BEFORE_THE_DEADLINE, NOTHING_PAST_THE_DEADLINE, ONE_HOLDER_PER_SLOT,
     RENEWS_ONLY_HELD_LEASES,
 };
 use leasehold_model::{LeaseModel, Rules, SessionRule, Setup};
-use stateright::{Checker, Model};
+use stateright::Checker;
+
+mod common;
+
+use common::{found, kept};
 
 /// Checks `setup` to completion and returns the checker.
 fn check(setup: Setup) -> impl Checker<LeaseModel> {
-    let started = Instant::now();
-    let checked = LeaseModel::new(setup).checker().spawn_bfs().join();
-    println!(
-        "{} states ({} unique), depth {}, {:.1} s",
-        checked.state_count(),
-        checked.unique_state_count(),
-        checked.max_depth(),
-        started.elapsed().as_secs_f64()
-    );
-    checked
-}
-
-/// The trace that breaks `property`, printed, or a panic if the checker found none.
-fn found(checked: &impl Checker<LeaseModel>, property: &'static str) {
-    let path = checked
-        .discovery(property)
-        .unwrap_or_else(|| panic!("the checker did not find `{property}` broken"));
-    println!("`{property}` broken by:");
-    for (state, action) in path.into_vec() {
-        println!("  {}", state.summary());
-        if let Some(action) = action {
-            println!("      {action:?}");
-        }
-    }
-}
-
-/// Asserts that the checker found none of `kept` broken.
-fn kept(checked: &impl Checker<LeaseModel>, kept: &[&'static str]) {
-    for property in kept {
-        assert!(checked.discovery(property).is_none(), "`{property}` broken");
-    }
+    common::check(LeaseModel::new(setup))
 }
 
 /// The session setup under `rule`.
