@@ -118,14 +118,11 @@ fn each_renewal_records_the_time_left_to_the_local_deadline() {
             .unwrap()
             .elected()
             .expect("free lock");
-        // The memory store renews in batches, and the fault wrapper passes its batches through:
-        // the elector's leases renew on one beat, every second. Each renewal is sent 1 s after
-        // the last, whose deadline was 2.7 s (the lease less a tenth) after it was sent: 1.7 s
-        // left when the answer comes.
+        // Renewals every second; each is sent 1 s after the last, whose deadline was 2.7 s
+        // (the lease less a tenth) after it was sent: 1.7 s left when the answer comes.
         sleep(Duration::from_millis(3500)).await;
-        // A store that answers 800 ms late leaves 0.9 s; the beat sends the next renewal a
-        // period after the last was sent, whatever the answer's delay, so every one of them
-        // leaves 0.9 s.
+        // A store that answers 800 ms late leaves 0.9 s; the next renewal is sent a period after
+        // that answer, and answered 800 ms late again: 0.1 s left.
         faults.delay_answer(Op::Extend, Duration::from_millis(800));
         sleep(Duration::from_secs(4)).await;
         guard.release().await.unwrap();
@@ -136,9 +133,8 @@ fn each_renewal_records_the_time_left_to_the_local_deadline() {
         seen.counter(m::EXTENDED, &lock),
         "one margin per renewal: {margins:?}"
     );
-    // The beat is a few ms behind the grant's period: within 5 ms.
-    let near = |x: f64, want: f64| (x - want).abs() < 0.005;
-    let want = [1.7, 1.7, 1.7, 0.9, 0.9, 0.9, 0.9];
+    let near = |x: f64, want: f64| (x - want).abs() < 0.001;
+    let want = [1.7, 1.7, 1.7, 0.9, 0.1];
     assert_eq!(margins.len(), want.len(), "{margins:?}");
     assert!(
         margins.iter().zip(want).all(|(&x, w)| near(x, w)),
