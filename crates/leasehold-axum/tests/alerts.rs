@@ -128,10 +128,7 @@ fn the_documented_alerts_fire_for_a_slow_failing_or_lost_leader_and_never_for_a_
             let t0 = tokio::time::Instant::now();
             let now = || t0.elapsed().as_secs_f64();
             let mut db = Tsdb::new();
-            // Each lease renews alone, a period after its last answer: a store answering late
-            // then leaves less and less of the lease (on a beat, every period from the last
-            // send, the same delay leaves more).
-            let (store, faults) = FaultyStore::renewing_each_lease_alone(Arc::new(MemoryStore::new()));
+            let (store, faults) = FaultyStore::new(Arc::new(MemoryStore::new()));
             let leader = elector(store.clone(), "leader");
             let follower = elector(store, "follower");
             // The follower tries once per scrape interval and never gets the lock.

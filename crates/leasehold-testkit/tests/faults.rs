@@ -673,13 +673,19 @@ async fn a_grant_answered_past_the_local_deadline_runs_nothing() {
     );
 }
 
-/// A batched renewal goes through the wrapper as one batch (a store that renews in batches
-/// stays one that does), and a fault on it fails every entry, as a request that failed as a
+/// With `passing_batches`, a batched renewal goes through the wrapper as one batch (a store that
+/// renews in batches stays one that does), and a fault on it fails every entry, as a request that failed as a
 /// whole does; the wrapped store's answer is kept entry by entry otherwise.
 #[tokio::test(start_paused = true)]
 async fn batched_renewals_pass_through_as_one_call() {
-    let (memory, store, faults) = faulty();
+    let memory = Arc::new(leasehold::MemoryStore::new());
     assert!(memory.renews_in_batches());
+    let (alone, _) = leasehold_testkit::fault::FaultyStore::new(memory.clone());
+    assert!(
+        !alone.renews_in_batches(),
+        "by default each lease renews on its own"
+    );
+    let (store, faults) = leasehold_testkit::fault::FaultyStore::passing_batches(memory.clone());
     assert!(store.renews_in_batches(), "the wrapped store's answer");
     let mut leases = Vec::new();
     for n in 0..3 {

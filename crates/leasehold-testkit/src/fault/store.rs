@@ -19,9 +19,9 @@ use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
 ///
 /// * Release signals are forwarded from the wrapped store unchanged; `force_release` is
 ///   forwarded like the other operations (and can be faulted as [`Op::ForceRelease`]).
-/// * Batched renewals are forwarded as batches (`renews_in_batches` is the wrapped store's), so a
-///   session store keeps its one renewal per beat under faults; one `extend_many` is one call of
-///   [`Op::Extend`].
+/// * Each lease renews on its own ([`renews_in_batches`](LeaseStore::renews_in_batches) is
+///   false), so a fault on one renewal fails that lease alone;
+///   [`passing_batches`](Self::passing_batches) forwards the wrapped store's batches instead.
 /// * [`acquire_is_cancel_safe`](LeaseStore::acquire_is_cancel_safe) is always `false`, whatever the
 ///   wrapped store says. An answer delay (or an [`AfterApply`](FaultPoint::AfterApply) failure)
 ///   means the wrapped store may grant a lease and the wrapper then yields before returning it, so
@@ -61,14 +61,15 @@ impl FaultyStore {
     /// Wraps `inner`; returns the wrapper and the handle that switches its faults. No fault is
     /// active at first.
     pub fn new(inner: Arc<dyn LeaseStore>) -> (Arc<Self>, FaultControl) {
-        Self::build(inner, true)
+        Self::build(inner, false)
     }
 
-    /// Wraps `inner` as [`new`](Self::new) does, but renews each lease on its own (its
-    /// [`renews_in_batches`](LeaseStore::renews_in_batches) is false, whatever `inner` says):
-    /// for tests of the per-lease renewal schedule of stores that cannot batch.
-    pub fn renewing_each_lease_alone(inner: Arc<dyn LeaseStore>) -> (Arc<Self>, FaultControl) {
-        Self::build(inner, false)
+    /// Wraps `inner` as [`new`](Self::new) does, but passes batched renewals through: its
+    /// [`renews_in_batches`](LeaseStore::renews_in_batches) is `inner`'s, and one
+    /// `extend_many` is one call of [`Op::Extend`] (a fault fails every entry). A session
+    /// store then keeps its one renewal per beat under faults.
+    pub fn passing_batches(inner: Arc<dyn LeaseStore>) -> (Arc<Self>, FaultControl) {
+        Self::build(inner, true)
     }
 
     fn build(inner: Arc<dyn LeaseStore>, batches: bool) -> (Arc<Self>, FaultControl) {
