@@ -68,8 +68,7 @@ pub(crate) async fn release(
     linger: Duration,
 ) -> StoreResult<Release> {
     let conn = link.conn().await?;
-    let remembered = written.mine(lease);
-    written.forget(lease);
+    let remembered = written.take(lease);
     if let Some(rec) = remembered
         && let Some(answer) = release_from(conn, link, keys, lease, rec, linger).await?
     {

@@ -73,8 +73,7 @@ impl Protocol {
     /// Releases a lease: marks the slot free, or with `linger` ends it `linger` from now (never
     /// later than it would have ended) and stops its extensions.
     pub(crate) async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        let remembered = self.written.mine(lease);
-        self.written.forget(lease);
+        let remembered = self.written.take(lease);
         if let Some(node) = remembered
             && let Some(answer) = self.release_at(&node, lease, linger).await?
         {

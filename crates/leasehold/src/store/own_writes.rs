@@ -140,11 +140,18 @@ impl<W: OwnWrite> OwnWrites<W> {
     /// Forgets `lease`, if it is what is remembered for its slot (another grant of the slot
     /// stays).
     pub fn forget(&self, lease: &Lease) {
+        self.take(lease);
+    }
+
+    /// Forgets `lease` and returns what was remembered for it (a release): [`mine`](Self::mine)
+    /// and [`forget`](Self::forget) under one lock.
+    pub fn take(&self, lease: &Lease) -> Option<W> {
         let mut memory = self.memory();
         let key = (lease.lock.clone(), lease.slot);
         if memory.writes.get(&key).is_some_and(|w| w.is(lease)) {
-            memory.writes.remove(&key);
+            return memory.writes.remove(&key);
         }
+        None
     }
 
     /// Forgets the entry of `slot` of `lock` if `pick` chooses it; true if it did.
@@ -260,6 +267,11 @@ mod tests {
         assert_eq!(writes.mine(&mine).map(|w| w.version), Some(12));
         writes.forget(&newer);
         assert_eq!(writes.len(), 1, "forgetting another grant keeps this one");
+        assert_eq!(writes.take(&newer), None);
+        let taken = writes.take(&mine);
+        assert_eq!(taken.as_ref().map(|w| w.version), Some(12));
+        assert!(writes.is_empty());
+        writes.remember(&lock, 1, taken.unwrap_or_else(|| w(12)));
         assert!(!writes.forget_if(&lock, 1, |w| w.version == 1));
         assert!(writes.forget_if(&lock, 1, |w| w.version == 12));
         assert!(writes.is_empty());
