@@ -166,9 +166,11 @@ impl PrometheusMetrics {
         &self.handle
     }
 
-    /// Every metric recorded so far, in the Prometheus text format.
+    /// Every metric recorded so far, in the Prometheus text format. A histogram series that has
+    /// no observation yet is left out: the core registers a lock's histogram at its first
+    /// observation, and a scrape between the two would otherwise show it once with a count of 0.
     pub fn render(&self) -> String {
-        self.handle.render()
+        without_unobserved_histograms(self.handle.render())
     }
 
     /// The rendering as an HTTP response.
@@ -181,9 +183,112 @@ impl PrometheusMetrics {
     }
 }
 
+/// `text` (the exporter's rendering) without the lines of every histogram series whose `_count`
+/// is 0 (a family is a histogram by its `# TYPE` line). The exporter renders a series as its `_bucket` lines, each with the `le` label last, then
+/// `_sum` and `_count` with the same labels; label values are escaped, so an unescaped `le="…"}`
+/// at the end of a line is the bucket label.
+fn without_unobserved_histograms(text: String) -> String {
+    /// The series a sample line belongs to: its name without the histogram suffix and its labels
+    /// without `le`.
+    fn series(line: &str) -> Option<(&str, &str)> {
+        let (sample, _value) = line.rsplit_once(' ')?;
+        let (name, labels) = match sample.find('{') {
+            Some(at) => sample.split_at(at),
+            None => (sample, ""),
+        };
+        let base = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))?;
+        let labels = match labels.rfind("le=\"") {
+            Some(at) if name.ends_with("_bucket") && labels.ends_with("\"}") => {
+                let kept = &labels[..at];
+                kept.strip_suffix(',').unwrap_or(kept)
+            }
+            _ => labels.strip_suffix('}').unwrap_or(labels),
+        };
+        Some((base, labels))
+    }
+    let histograms: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" histogram"))
+        .collect();
+    let unobserved: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (sample, value) = line.rsplit_once(' ')?;
+            let name = sample.split('{').next()?;
+            let base = name.strip_suffix("_count")?;
+            (histograms.contains(&base) && value.parse::<f64>() == Ok(0.0))
+                .then(|| series(line))
+                .flatten()
+        })
+        .collect();
+    if unobserved.is_empty() {
+        return text;
+    }
+    let mut kept = String::with_capacity(text.len());
+    for line in text.lines() {
+        let drop = !line.starts_with('#') && series(line).is_some_and(|s| unobserved.contains(&s));
+        if !drop {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
 /// Describes the families recorded through the `metrics` facade (the core's and the jobs') to the
 /// global recorder.
 fn describe_all() {
     describe(Source::Elector);
     describe(Source::Jobs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A histogram registered and not yet observed (the moment between the core's registration
+    /// and its first `record`) is rendered by the exporter with a count of 0, and left out here;
+    /// an observed series of the same family, other families and a label value that looks like
+    /// a bucket label are kept.
+    #[test]
+    fn a_registered_histogram_without_an_observation_is_not_rendered() {
+        let recorder = PrometheusMetrics::configure(PrometheusBuilder::new())
+            .expect("buckets")
+            .build_recorder();
+        let metrics = PrometheusMetrics::from_handle(recorder.handle());
+        let tricky = r#"b",le="1"}"#;
+        metrics::with_local_recorder(&recorder, || {
+            let _registered =
+                metrics::histogram!(leasehold::metrics::ACQUIRE_SECONDS, "lock" => "a");
+            metrics::histogram!(leasehold::metrics::ACQUIRE_SECONDS, "lock" => tricky).record(0.2);
+            metrics::counter!("app_requests_count").increment(0);
+        });
+        let raw = metrics.handle().render();
+        assert!(
+            raw.contains(r#"leasehold_acquire_seconds_count{lock="a"} 0"#),
+            "the exporter renders the empty series: {raw}"
+        );
+        let text = metrics.render();
+        assert!(!text.contains(r#"lock="a""#), "{text}");
+        assert!(
+            text.contains(r#"leasehold_acquire_seconds_count{lock="b\",le=\"1\"}"} 1"#),
+            "{text}"
+        );
+        assert_eq!(
+            text.lines().filter(|l| l.contains("lock=\"b")).count(),
+            raw.lines().filter(|l| l.contains("lock=\"b")).count(),
+            "{text}"
+        );
+        assert!(
+            text.contains("app_requests_count 0"),
+            "a counter at 0 stays: {text}"
+        );
+        assert!(
+            text.contains("# TYPE leasehold_acquire_seconds histogram"),
+            "{text}"
+        );
+    }
 }
