@@ -452,12 +452,15 @@ async fn a_lease_of_a_session_is_listed_shown_and_kept_from_ttl_deletion() {
         return;
     };
     const TTL: Duration = Duration::from_secs(3);
-    let prefix = format!("sess-{}", Token::random().to_hex());
+    // A table of its own: a listing is a scan of the whole table, and the shared one holds the
+    // other tests' thousands of leases (scanning them took longer than this lease).
+    let table = format!("listed-{}", Token::random().to_hex());
     let store = DynamoDbStore::new(
         common::client(&endpoint),
-        common::options().with_key_prefix(&prefix),
+        common::options().with_table(&table),
     )
     .unwrap();
+    store.create_table().await.unwrap();
     let lease = grant(&store, &lock("listed"), TTL).await;
     let key = store.key(&lease.lock, 0);
     assert!(
@@ -480,8 +483,6 @@ async fn a_lease_of_a_session_is_listed_shown_and_kept_from_ttl_deletion() {
         !item.contains_key(x::TTL),
         "no ttl while attached: {item:?}"
     );
-    // Renewed right before each read: a listing scans the whole shared table, which may take
-    // longer than a lease.
     let one = entries(std::slice::from_ref(&lease), TTL);
     assert_eq!(extended(&store.extend_many(&one).await), 1);
     let listed = list_all(&store).await;
