@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, KvClient, TlsOptions};
 use leasehold::ErrorKind;
 use leasehold::store::{RequestBudget, StoreResult};
 use tokio::sync::OnceCell;
@@ -93,8 +93,13 @@ impl Link {
 
     /// The client, connected on first use (with credentials, that authenticates).
     pub(crate) async fn client(&self) -> StoreResult<Client> {
-        let client = self
-            .client
+        Ok(self.connected().await?.clone())
+    }
+
+    /// The client itself, connected on first use: requests clone only the part they use (a
+    /// whole `Client` is nine gRPC clients, each a channel handle).
+    async fn connected(&self) -> StoreResult<&Client> {
+        self.client
             .get_or_try_init(|| async {
                 let connecting = Client::connect(&self.endpoints, Some(self.connect.clone()));
                 match timeout(self.request_timeout, connecting).await {
@@ -103,20 +108,22 @@ impl Link {
                     Err(_) => Err(timed_out("the connection", self.request_timeout)),
                 }
             })
-            .await?;
-        Ok(client.clone())
+            .await
     }
 
-    /// Runs one request that may take effect twice (a write that is a compare-and-swap) with the
-    /// request timeout. It is sent again, within the same budget, only when it was certainly not
-    /// applied (connection refused, member without a leader); the balanced channel picks the
-    /// member afresh, so it fails over.
-    pub(crate) async fn call<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
+    /// Runs one request of the KV service that may take effect twice (a transaction that is a
+    /// compare-and-swap) with the request timeout. It is sent again, within the same budget, only
+    /// when it was certainly not applied (connection refused, member without a leader); the
+    /// balanced channel picks the member afresh, so it fails over. The request gets only the
+    /// client's KV part (one gRPC client to clone, not the whole client's nine): it carries the
+    /// store's acquisitions and releases.
+    pub(crate) async fn call_kv<T, F, Fut>(&self, what: &str, request: F) -> StoreResult<T>
     where
-        F: FnMut(Client) -> Fut,
+        F: FnMut(KvClient) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        self.run(what, Resend::NotApplied, request).await
+        self.run(what, Resend::NotApplied, Client::kv_client, request)
+            .await
     }
 
     /// Runs one request that is harmless to repeat (a read, a keep-alive, a lease grant or
@@ -127,20 +134,27 @@ impl Link {
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        self.run(what, Resend::Transient, request).await
+        self.run(what, Resend::Transient, Client::clone, request)
+            .await
     }
 
-    async fn run<T, F, Fut>(&self, what: &str, resend: Resend, mut request: F) -> StoreResult<T>
+    async fn run<C, T, F, Fut>(
+        &self,
+        what: &str,
+        resend: Resend,
+        part: fn(&Client) -> C,
+        mut request: F,
+    ) -> StoreResult<T>
     where
-        F: FnMut(Client) -> Fut,
+        F: FnMut(C) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let budget = RequestBudget::start(self.request_timeout);
         let late = |total| timed_out(what, total);
         loop {
             let left = budget.left();
-            let client = match timeout(left, self.client()).await {
-                Ok(client) => client?,
+            let client = match timeout(left, self.connected()).await {
+                Ok(client) => part(client?),
                 Err(_) => return Err(late(budget.total())),
             };
             match timeout(left, request(client)).await {

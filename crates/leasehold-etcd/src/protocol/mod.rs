@@ -94,9 +94,9 @@ pub(super) fn granted_fence(resp: &TxnResponse) -> StoreResult<u64> {
 
 /// Sends one transaction (again only when it was certainly not applied).
 pub(crate) async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnResponse> {
-    link.call(what, |mut c| {
+    link.call_kv(what, |mut kv| {
         let txn = txn.clone();
-        async move { c.txn(txn).await }
+        async move { kv.txn(txn).await }
     })
     .await
 }
