@@ -102,16 +102,33 @@ impl Sessions {
         ttl_ms: u64,
     ) -> StoreResult<(Session, Renewal)> {
         let now = now_ms();
-        let usable = |s: &Session| s.deadline_ms() > now.saturating_add(secs_ms(s.granted) / 3);
         if let Some(s) = self.get(asked)
-            && usable(&s)
+            && Self::usable(&s, now)
         {
             return Ok((s, Self::renewal(&s, now, ttl_ms)));
         }
+        // Boxed: a new session or a keep-alive first is rare, and every acquisition's future
+        // would otherwise carry this one's size.
+        Box::pin(self.grant_or_renew(link, asked, ttl_ms)).await
+    }
+
+    /// True if `s` has more than a third of its TTL left at `now`.
+    fn usable(s: &Session, now: u64) -> bool {
+        s.deadline_ms() > now.saturating_add(secs_ms(s.granted) / 3)
+    }
+
+    /// [`for_grant`](Self::for_grant) when the current session for `asked` seconds is missing or
+    /// has a third of its TTL left at most: one at a time, keep it alive or grant a new one.
+    async fn grant_or_renew(
+        &self,
+        link: &Link,
+        asked: i64,
+        ttl_ms: u64,
+    ) -> StoreResult<(Session, Renewal)> {
         let _one = self.granting.lock().await;
         let now = now_ms();
         if let Some(s) = self.get(asked) {
-            if usable(&s) {
+            if Self::usable(&s, now) {
                 return Ok((s, Self::renewal(&s, now, ttl_ms)));
             }
             if self.keep_alive(link, &s).await?

@@ -253,8 +253,16 @@ impl LeaseStore for EtcdStore {
         req.check()?;
         req.check_owner()?;
         if let Some(period) = req.period {
-            return protocol::acquire_period(&self.link, &self.keys, &self.sessions, req, period)
-                .await;
+            // Boxed: the period claim's future is large and rare, and every acquisition's
+            // future (boxed and moved whole by `async_trait`) would otherwise be as large.
+            return Box::pin(protocol::acquire_period(
+                &self.link,
+                &self.keys,
+                &self.sessions,
+                req,
+                period,
+            ))
+            .await;
         }
         protocol::acquire(&self.link, &self.keys, &self.sessions, req).await
     }

@@ -211,7 +211,9 @@ impl LeaseStore for ZooKeeperStore {
         req.check_owner()?;
         self.check_ttl(req.ttl)?;
         if let Some(period) = req.period {
-            return self.protocol.acquire_period(req, period).await;
+            // Boxed: the period claim's future is large and rare, and every acquisition's
+            // future (boxed and moved whole by `async_trait`) would otherwise be as large.
+            return Box::pin(self.protocol.acquire_period(req, period)).await;
         }
         Ok(self.protocol.acquire(req).await?.into())
     }

@@ -37,7 +37,8 @@ pub(crate) async fn acquire(
     };
     let mut slot = 0;
     if req.slots > 1 {
-        let held = read_lock(link, keys, &req.lock).await?;
+        // Boxed, as every rare path here: the future of a single-slot acquisition stays small.
+        let held = Box::pin(read_lock(link, keys, &req.lock)).await?;
         if let Some(r) = mine(&held) {
             return Ok(Acquisition::Elected(r.lease(&req.lock)));
         }

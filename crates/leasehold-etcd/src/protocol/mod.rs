@@ -153,7 +153,8 @@ pub(super) async fn txn_on_session(
 ) -> StoreResult<Option<TxnResponse>> {
     let renew = async {
         match renewal {
-            Renewal::Beside => sessions.keep_alive(link, session).await.map(Some),
+            // Boxed: about once a second, and the acquisition's future stays small.
+            Renewal::Beside => Box::pin(sessions.keep_alive(link, session)).await.map(Some),
             Renewal::None => Ok(None),
         }
     };

@@ -109,14 +109,11 @@ impl Protocol {
         if let [path] = paths.as_slice() {
             let found = self
                 .link
-                .read("a read", |c| {
-                    let path = path.clone();
-                    async move {
-                        match c.get_data(&path).await {
-                            Ok(found) => Ok(Some(found)),
-                            Err(Error::NoNode) => Ok(None),
-                            Err(e) => Err(e),
-                        }
+                .read("a read", |c| async move {
+                    match c.get_data(path).await {
+                        Ok(found) => Ok(Some(found)),
+                        Err(Error::NoNode) => Ok(None),
+                        Err(e) => Err(e),
                     }
                 })
                 .await?;
@@ -214,24 +211,23 @@ impl Protocol {
     ) -> StoreResult<Option<Stat>> {
         let path = self.paths.slot(lock, slot);
         let data = record.encode();
+        // Borrowed by each attempt's request, not copied.
+        let (path, data) = (path.as_str(), data.as_slice());
         for _ in 0..2 {
             let written = self
                 .link
-                .write(what, |c| {
-                    let (path, data) = (path.clone(), data.clone());
-                    async move {
-                        let result = match version {
-                            None => c.create(&path, &data, &PERSISTENT).await.map(|(s, _)| s),
-                            Some(v) => c.set_data(&path, &data, Some(v)).await,
-                        };
-                        match result {
-                            Ok(stat) => Ok(Ok(stat)),
-                            Err(Error::NoNode) if version.is_none() => Ok(Err(true)),
-                            Err(Error::NodeExists | Error::BadVersion | Error::NoNode) => {
-                                Ok(Err(false))
-                            }
-                            Err(e) => Err(e),
+                .write(what, |c| async move {
+                    let result = match version {
+                        None => c.create(path, data, &PERSISTENT).await.map(|(s, _)| s),
+                        Some(v) => c.set_data(path, data, Some(v)).await,
+                    };
+                    match result {
+                        Ok(stat) => Ok(Ok(stat)),
+                        Err(Error::NoNode) if version.is_none() => Ok(Err(true)),
+                        Err(Error::NodeExists | Error::BadVersion | Error::NoNode) => {
+                            Ok(Err(false))
                         }
+                        Err(e) => Err(e),
                     }
                 })
                 .await?;
@@ -241,7 +237,8 @@ impl Protocol {
                     return Ok(Some(stat));
                 }
                 // The lock's node is missing: create it, then the slot.
-                Err(true) => self.ensure_lock_node(lock).await?,
+                // Boxed: rare, and it would make every write's future larger.
+                Err(true) => Box::pin(self.ensure_lock_node(lock)).await?,
                 Err(false) => return Ok(None),
             }
         }
