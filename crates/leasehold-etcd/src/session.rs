@@ -12,7 +12,7 @@
 //! a renewal or a release of its own grant needs no read first: a key still attached to the
 //! session whose fence (`create_revision`) is the grant's is that grant.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use leasehold::store::{StoreResult, Token};
@@ -58,7 +58,10 @@ pub(crate) struct Grant {
 /// A grant on a session that lasts at most this much less than the grant's lease (or a tenth of
 /// the session's TTL, when that is shorter) sends no keep-alive beside it: its lease ends with the
 /// session, at most this much short of the TTL asked, and the holder's next renewal restores it.
-/// Back-to-back acquisitions then cost about one keep-alive a second, not one each.
+/// Back-to-back acquisitions then cost about one keep-alive a second, not one each; and since
+/// one keep-alive beside an acquisition is in flight per session at a time, concurrent
+/// acquisitions that all find the session due send one between them (the others' leases are
+/// counted to the session's deadline as known when their transactions are answered).
 pub(crate) const RENEWAL_SLACK_MS: u64 = 1_000;
 
 /// How a session should be renewed along with an acquisition on it.
@@ -80,6 +83,9 @@ pub(crate) struct Sessions {
     pending: Mutex<HashMap<(LockName, u32), usize>>,
     /// Serialises the grant of new sessions, so concurrent acquisitions share one.
     granting: tokio::sync::Mutex<()>,
+    /// Sessions with a keep-alive in flight beside an acquisition: one at a time per session
+    /// (see [`beside`](Self::beside)).
+    beside: Mutex<HashSet<i64>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -185,6 +191,20 @@ impl Sessions {
         }
     }
 
+    /// The right to send the keep-alive of `session` beside an acquisition, unless one is in
+    /// flight already: the acquisitions of many tasks that all find the session due then send
+    /// one keep-alive, not one each (each is a stream of its own on the server). An acquisition
+    /// without it counts its lease up to the session's deadline as known when its transaction
+    /// is answered, as every acquisition on a session does.
+    pub(crate) fn beside(&self, session: &Session) -> Option<Beside<'_>> {
+        // The lock is let go before a `Beside` exists: its drop takes it again.
+        let first = locked(&self.beside).insert(session.id);
+        first.then(|| Beside {
+            sessions: self,
+            id: session.id,
+        })
+    }
+
     /// Records a keep-alive of session `id` sent at `sent_ms` that etcd answered.
     pub(crate) fn renewed(&self, id: i64, sent_ms: u64) {
         for s in locked(&self.current).values_mut() {
@@ -287,6 +307,20 @@ impl Sessions {
     }
 }
 
+/// A keep-alive beside an acquisition in flight (see [`Sessions::beside`]); the next may be
+/// sent once it is dropped.
+#[derive(Debug)]
+pub(crate) struct Beside<'a> {
+    sessions: &'a Sessions,
+    id: i64,
+}
+
+impl Drop for Beside<'_> {
+    fn drop(&mut self) {
+        locked(&self.sessions.beside).remove(&self.id);
+    }
+}
+
 /// An acquisition in flight (see [`Sessions::pending`]).
 #[derive(Debug)]
 pub(crate) struct Pending<'a> {
@@ -369,6 +403,29 @@ mod tests {
         );
         sessions.lost(1);
         assert!(sessions.grant_of(&held).is_none());
+    }
+
+    #[test]
+    fn one_keep_alive_beside_acquisitions_at_a_time_per_session() {
+        let sessions = Sessions::default();
+        let s = Session {
+            id: 1,
+            asked: 3,
+            granted: 3,
+            renewed_ms: 0,
+        };
+        let first = sessions.beside(&s);
+        assert!(first.is_some());
+        assert!(sessions.beside(&s).is_none(), "one in flight already");
+        assert!(
+            sessions.beside(&Session { id: 2, ..s }).is_some(),
+            "per session"
+        );
+        drop(first);
+        assert!(
+            sessions.beside(&s).is_some(),
+            "the next once it is answered"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! | operation | requests | atomic by |
 //! |---|---|---|
 //! | read a lock (`state`) | one linearizable range get of `<prefix>/<lock>/` (its slot keys and its ledger); for keys on a session whose stored expiry has passed, one `LeaseTimeToLive` per distinct session | one read |
-//! | acquire, one slot | one transaction: *if* slot 0's key has `create_revision` 0, put the record attached to the session, *else* get the lock's range (where a retried request finds its own grant). A session with less than a third of its TTL left is kept alive first; one that would end before the new lease gets a keep-alive sent beside the transaction, unless the session ends at most a second (or a tenth of its TTL) before the new lease would: the lease then ends with the session | the compare on `create_revision`: the key is created once |
+//! | acquire, one slot | one transaction: *if* slot 0's key has `create_revision` 0, put the record attached to the session, *else* get the lock's range (where a retried request finds its own grant). A session with less than a third of its TTL left is kept alive first; one that would end before the new lease gets a keep-alive sent beside the transaction (one in flight per session: concurrent acquisitions share it), unless the session ends at most a second (or a tenth of its TTL) before the new lease would: the lease then ends with the session | the compare on `create_revision`: the key is created once |
 //! | acquire, a group | a read of the lock (our own live grant returned as is), then per attempt the transaction above on the lowest free slot | as above |
 //! | acquire with a period | a read of the lock; then per attempt one transaction: *if* slot 0's key is absent *and* the ledger's `mod_revision` is the one read (or it is absent), put slot 0 on the session **and** the ledger (the new claim, not started), *else* get the lock's range | one transaction over both keys |
 //! | start a period | a read of the lock; then one transaction: *if* slot 0's and the ledger's `mod_revision` are as read, put the ledger marked started, *else* get the lock's range | one transaction over both keys |
@@ -153,8 +153,12 @@ pub(super) async fn txn_on_session(
 ) -> StoreResult<Option<TxnResponse>> {
     let renew = async {
         match renewal {
-            // Boxed: about once a second, and the acquisition's future stays small.
-            Renewal::Beside => Box::pin(sessions.keep_alive(link, session)).await.map(Some),
+            // One at a time per session, whatever the number of acquisitions that find it due;
+            // boxed: about once a second, and the acquisition's future stays small.
+            Renewal::Beside => match sessions.beside(session) {
+                Some(_one) => Box::pin(sessions.keep_alive(link, session)).await.map(Some),
+                None => Ok(None),
+            },
             Renewal::None => Ok(None),
         }
     };
