@@ -272,11 +272,10 @@ impl LeaseStore for NatsStore {
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         let released = self.protocol.release(lease, linger).await?;
-        if released == Release::Released && linger.is_zero() {
-            // The watch reports it too; waking this client's waiters now saves its round trip.
-            self.notifications.notify(&lease.lock);
-        }
-        Ok(released)
+        // The watch reports it too; waking this client's waiters now saves its round trip.
+        Ok(self
+            .notifications
+            .after_release(&lease.lock, linger, released))
     }
 
     /// A read of the lock, then one publish of the ledger conditioned on the whole lock (see the
@@ -315,10 +314,7 @@ impl LeaseStore for NatsStore {
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
         let freed = self.protocol.force_release(lock, slots).await?;
-        if !freed.is_empty() {
-            self.notifications.notify(lock);
-        }
-        Ok(freed)
+        Ok(self.notifications.after_forced_release(lock, freed))
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
