@@ -57,7 +57,6 @@ use crate::classify::{self, Published, timed_out};
 use crate::keys::Keys;
 use crate::link::{Conn, Link, MARKER_TTL};
 use crate::record::{Op, SESSION_HEADER, Stored};
-
 use crate::written::Written;
 
 pub(crate) use session::{Sessions, judge};
