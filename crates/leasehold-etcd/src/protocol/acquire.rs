@@ -1,16 +1,16 @@
 //! Acquisitions: the lowest free slot, and slot 0 with the period ledger.
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnResponse};
 use leasehold::store::{
     AcquireRequest, Acquisition, ClaimVerdict, LedgerText, StoreError, StoreResult, ceil_millis,
     time_at_ms,
 };
-use leasehold::{Holder, LockName, Period};
+use leasehold::{Holder, Lease, LockName, Period};
 
 use super::read::{Slots, slots_read_back};
 use super::{Protocol, granted_fence, secs_ms, ttl_secs};
 use crate::record::{Ledger, Record, encode, now_ms};
-use crate::session::{Grant, Sessions};
+use crate::session::{Grant, Session, Sessions};
 
 /// How many sessions one acquisition tries when etcd says the session it used is gone.
 const SESSION_TRIES: usize = 2;
@@ -67,12 +67,8 @@ impl Protocol {
                     break;
                 };
                 if resp.succeeded() {
-                    record.fence = granted_fence(&resp)?;
-                    record.expires_ms = record
-                        .expires_ms
-                        .min(self.session_expiry(&session, sent_ms, req.ttl));
-                    remember(sessions, &req.lock, &record);
-                    return Ok(Acquisition::Elected(record.lease(&req.lock)));
+                    let lease = self.granted(req, record, &resp, &session, sent_ms)?;
+                    return Ok(Acquisition::Elected(lease));
                 }
                 let now = slots_read_back(keys, resp);
                 if let Some(r) = mine(&now) {
@@ -112,6 +108,27 @@ fn refusing(held: &Slots, slots: u32) -> Option<Holder> {
             holder
         })
         .min_by_key(|h| h.expires_at)
+}
+
+impl Protocol {
+    /// The lease `record` is once `resp`, the transaction that put it on `session`, succeeded:
+    /// its fence is the transaction's revision, and it ends no later than the session as renewed
+    /// meanwhile. The store remembers it as its grant.
+    fn granted(
+        &self,
+        req: &AcquireRequest,
+        mut record: Record,
+        resp: &TxnResponse,
+        session: &Session,
+        sent_ms: u64,
+    ) -> StoreResult<Lease> {
+        record.fence = granted_fence(resp)?;
+        record.expires_ms = record
+            .expires_ms
+            .min(self.session_expiry(session, sent_ms, req.ttl));
+        remember(&self.sessions, &req.lock, &record);
+        Ok(record.lease(&req.lock))
+    }
 }
 
 /// Remembers `record` as this store's grant if it is on one of its sessions.
@@ -230,12 +247,7 @@ impl Protocol {
                 continue;
             };
             if resp.succeeded() {
-                record.fence = granted_fence(&resp)?;
-                record.expires_ms = record
-                    .expires_ms
-                    .min(self.session_expiry(&session, sent_ms, req.ttl));
-                remember(sessions, &req.lock, &record);
-                let mut lease = record.lease(&req.lock);
+                let mut lease = self.granted(req, record, &resp, &session, sent_ms)?;
                 lease.period = Some(window.id);
                 return Ok(Acquisition::Elected(lease));
             }
