@@ -240,10 +240,9 @@ impl LeaseStore for ZooKeeperStore {
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         let released = self.protocol.release(lease, linger).await?;
-        if released == Release::Released && linger.is_zero() {
-            self.notifications.notify(&lease.lock);
-        }
-        Ok(released)
+        Ok(self
+            .notifications
+            .after_release(&lease.lock, linger, released))
     }
 
     /// A multi-read of slot 0 and the ledger, then one `multi` (see the `protocol` module).
@@ -289,10 +288,7 @@ impl LeaseStore for ZooKeeperStore {
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
         let freed = self.protocol.force_release(lock, slots).await?;
-        if !freed.is_empty() {
-            self.notifications.notify(lock);
-        }
-        Ok(freed)
+        Ok(self.notifications.after_forced_release(lock, freed))
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {

@@ -47,8 +47,6 @@ use crate::record::{Ledger, Node, Record, Status, decode_ledger, ms_ceil};
 
 /// How often an acquisition re-reads after losing a race before it answers `Held`.
 pub(super) const ACQUIRE_ROUNDS: usize = 4;
-/// How often a forced release re-reads a lock that changed under it before giving up.
-pub(super) const FORCE_ROUNDS: usize = 5;
 
 /// Persistent nodes, open to every client that may reach the store's prefix.
 pub(crate) const PERSISTENT: CreateOptions<'static> =

@@ -1,10 +1,10 @@
 //! Reading the holders and slots of a lock, and the forced release that frees what it read.
 
-use leasehold::store::StoreResult;
-use leasehold::{Holder, LockName, store::StoreError};
+use leasehold::store::{CasRounds, StoreResult};
+use leasehold::{Holder, LockName};
 use zookeeper_client::Error;
 
-use super::{FORCE_ROUNDS, Protocol, lost_race, written_stat};
+use super::{Protocol, lost_race, written_stat};
 use crate::keys::slot_of;
 use crate::record::{Node, Record, Status};
 
@@ -52,7 +52,7 @@ impl Protocol {
         slots: u32,
     ) -> StoreResult<Vec<Holder>> {
         let all: Vec<u32> = (0..slots).collect();
-        for _ in 0..FORCE_ROUNDS {
+        for _ in 0..CasRounds::ForcedRelease.count() {
             let read = self.read(lock, &all, false).await?;
             let now = self.now()?;
             let live: Vec<(String, Vec<u8>, i32, Holder)> = read
@@ -103,8 +103,6 @@ impl Protocol {
                 return Ok(live.into_iter().map(|(_, _, _, h)| h).collect());
             }
         }
-        Err(StoreError::transient(format!(
-            "lock {lock} kept changing during a forced release; try again"
-        )))
+        Err(CasRounds::ForcedRelease.gave_up(lock))
     }
 }
