@@ -271,6 +271,21 @@ impl LeaseStore for ZooKeeperStore {
         ))
     }
 
+    /// One multi-read of the named locks' slot nodes per 1,000 nodes (`Protocol::holders_many`).
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        check_slots(slots)?;
+        let holders = self.protocol.holders_many(locks, slots).await?;
+        Ok(locks
+            .iter()
+            .zip(holders)
+            .map(|(lock, holders)| LockState::new(lock.clone(), slots, holders))
+            .collect())
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        true
+    }
+
     /// The lock node's children (one `get_children`), then a multi-read of its slot nodes.
     async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
         let slots = self.protocol.slots_of(lock).await?;
