@@ -33,8 +33,9 @@ pub(crate) enum Floor {
     Redis(Arc<RedisStore>),
     /// The store's two conditional `UpdateItem` requests, sent with its client.
     DynamoDb(Arc<DynamoDbStore>),
-    /// The store's lease grant and transactions, sent raw with its etcd-client connection.
-    Etcd(Arc<EtcdStore>),
+    /// The store's transactions, sent raw with its etcd-client connection, on a session lease
+    /// of the floor's own, granted once.
+    Etcd(Arc<EtcdStore>, etcd::Session),
     /// The store's direct get and compare-and-set publishes, sent raw with its async-nats client.
     Nats(Arc<NatsStore>),
     /// The store's `get_data` and versioned `create`/`set_data`, sent raw with its session.
@@ -47,8 +48,6 @@ pub(crate) struct FloorLease {
     token: Token,
     /// The memory store releases by lease.
     lease: Option<Lease>,
-    /// The etcd floor revokes its etcd lease.
-    etcd_lease: Option<i64>,
     /// The NATS floor releases with the grant's stream sequence.
     nats_seq: Option<u64>,
     /// The ZooKeeper floor releases at the grant's data version.
@@ -77,7 +76,7 @@ pub(crate) async fn open(
         }
         Backend::Etcd => {
             let store = Arc::new(EtcdStore::connect_with(url, etcd_options()).await?);
-            (store.clone(), Floor::Etcd(store))
+            (store.clone(), Floor::Etcd(store, etcd::Session::default()))
         }
         Backend::Nats => {
             let store = Arc::new(NatsStore::connect_with(url, nats_options()).await?);
@@ -109,22 +108,20 @@ impl Floor {
                         lock: lock.clone(),
                         token,
                         lease: Some(lease),
-                        etcd_lease: None,
                         nats_seq: None,
                         zk_version: None,
                     }));
             }
-            Self::Etcd(store) => {
-                return Ok(etcd::acquire(store, lock, token, ttl)
-                    .await?
-                    .map(|id| FloorLease {
+            Self::Etcd(store, session) => {
+                return Ok(etcd::acquire(store, session, lock, token, ttl).await?.map(
+                    |_session| FloorLease {
                         lock: lock.clone(),
                         token,
                         lease: None,
-                        etcd_lease: Some(id),
                         nats_seq: None,
                         zk_version: None,
-                    }));
+                    },
+                ));
             }
             Self::Nats(store) => {
                 return Ok(nats::acquire(store, lock, token, ttl)
@@ -133,7 +130,6 @@ impl Floor {
                         lock: lock.clone(),
                         token,
                         lease: None,
-                        etcd_lease: None,
                         nats_seq: Some(seq),
                         zk_version: None,
                     }));
@@ -145,7 +141,6 @@ impl Floor {
                         lock: lock.clone(),
                         token,
                         lease: None,
-                        etcd_lease: None,
                         nats_seq: None,
                         zk_version: Some(version),
                     }));
@@ -158,7 +153,6 @@ impl Floor {
             lock: lock.clone(),
             token,
             lease: None,
-            etcd_lease: None,
             nats_seq: None,
             zk_version: None,
         }))
@@ -174,11 +168,8 @@ impl Floor {
             Self::Sql(store) => sql::release(store, &held.lock, held.token).await?,
             Self::Redis(store) => redis::release(store, &held.lock, held.token).await?,
             Self::DynamoDb(store) => dynamodb::release(store, &held.lock, held.token).await?,
-            Self::Etcd(store) => {
-                let id = held
-                    .etcd_lease
-                    .ok_or("etcd floor lease without its etcd lease")?;
-                etcd::release(store, &held.lock, held.token, id).await?;
+            Self::Etcd(store, _) => {
+                etcd::release(store, &held.lock, held.token).await?;
             }
             Self::Nats(store) => {
                 let seq = held

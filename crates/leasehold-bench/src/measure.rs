@@ -21,6 +21,9 @@ pub(crate) struct Tally {
     pub(crate) per_task: Vec<u64>,
     /// The first error seen, if any operation failed with one.
     pub(crate) first_error: Option<String>,
+    /// CPU time this process (every thread) spent while the side ran, where measured
+    /// ([`alternate`]): the client's own cost of the operations.
+    pub(crate) cpu: Duration,
 }
 
 impl Tally {
@@ -28,6 +31,7 @@ impl Tally {
         self.ops += other.ops;
         self.failures += other.failures;
         self.time += other.time;
+        self.cpu += other.cpu;
         self.latencies.extend(other.latencies);
         if self.per_task.len() < other.per_task.len() {
             self.per_task.resize(other.per_task.len(), 0);
@@ -38,6 +42,12 @@ impl Tally {
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
+    }
+
+    /// This process's CPU time per completed operation, in µs (when [`alternate`] measured it).
+    pub(crate) fn cpu_us_per_op(&self) -> Option<f64> {
+        (self.ops > 0 && !self.cpu.is_zero())
+            .then(|| self.cpu.as_secs_f64() * 1e6 / self.ops as f64)
     }
 
     /// Operations per second.
@@ -82,10 +92,30 @@ pub(crate) async fn alternate(
     let mut tallies = vec![Tally::default(); sides.len()];
     for _ in 0..turns {
         for (side, tally) in sides.iter_mut().zip(tallies.iter_mut()) {
-            tally.add(side(slice).await?);
+            let before = process_cpu();
+            let mut turn = side(slice).await?;
+            if let (Some(before), Some(after)) = (before, process_cpu()) {
+                turn.cpu = after.saturating_sub(before);
+            }
+            tally.add(turn);
         }
     }
     Ok(tallies)
+}
+
+/// The CPU time every thread of this process has run so far (Linux: the sum of
+/// `/proc/self/task/*/schedstat`, in ns); `None` where that cannot be read.
+fn process_cpu() -> Option<Duration> {
+    let mut ns: u64 = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path().join("schedstat");
+        // A thread that ended between the listing and the read counts no more.
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        ns = ns.saturating_add(text.split_whitespace().next()?.parse().ok()?);
+    }
+    Some(Duration::from_nanos(ns))
 }
 
 /// Operations between two yields of a repeating task, so that tasks on a store that never

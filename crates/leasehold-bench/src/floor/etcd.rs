@@ -1,18 +1,28 @@
-//! The etcd floor: the store's own transactions issued raw with its etcd-client connection — a
-//! lease grant and the put-if-absent transaction to acquire; the compare-and-delete transaction
-//! and the lease revocation to release. (The store adds a linearizable read before each, to find
-//! the lowest free slot and its own earlier grants.)
+//! The etcd floor: the store's own transactions issued raw with its etcd-client connection, its
+//! keys attached to one session lease granted once, as the store attaches its keys to its
+//! session — the put-if-absent transaction to acquire, the compare-and-delete transaction to
+//! release. (The store keeps its session alive beside an acquisition about once a second, and
+//! reads back a lock whose put found the key present.)
 
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use leasehold::{LockName, store::Token};
 use leasehold_etcd::EtcdStore;
+use tokio::sync::OnceCell;
 
 use crate::BoxError;
 
-/// The etcd lease id of a granted floor lock, for its release.
+/// The etcd lease id of the floor's session, which its keys are attached to.
 pub(super) type EtcdLeaseId = i64;
+
+/// The TTL of the floor's session: longer than any run, so no keep-alive is measured (a crashed
+/// bench leaves its keys to expire with it).
+const SESSION_TTL_SECS: i64 = 600;
+
+/// The floor's session lease, granted at its first acquisition.
+#[derive(Debug, Default)]
+pub(crate) struct Session(OnceCell<EtcdLeaseId>);
 
 fn value(token: Token) -> String {
     format!("floor {}", token.to_hex())
@@ -20,13 +30,23 @@ fn value(token: Token) -> String {
 
 pub(super) async fn acquire(
     store: &EtcdStore,
+    session: &Session,
     lock: &LockName,
     token: Token,
-    ttl: Duration,
+    _ttl: Duration,
 ) -> Result<Option<EtcdLeaseId>, BoxError> {
     let mut client = store.client().await?;
-    let secs = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
-    let lease = client.lease_grant(secs, None).await?.id();
+    let lease = *session
+        .0
+        .get_or_try_init(|| async {
+            let granted = store
+                .client()
+                .await?
+                .lease_grant(SESSION_TTL_SECS, None)
+                .await?;
+            Ok::<_, BoxError>(granted.id())
+        })
+        .await?;
     let key = store.key(lock, 0);
     let txn = Txn::new()
         .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
@@ -35,28 +55,20 @@ pub(super) async fn acquire(
             value(token),
             Some(PutOptions::new().with_lease(lease)),
         )]);
-    if client.txn(txn).await?.succeeded() {
-        Ok(Some(lease))
-    } else {
-        client.lease_revoke(lease).await?;
-        Ok(None)
-    }
+    Ok(client.txn(txn).await?.succeeded().then_some(lease))
 }
 
 pub(super) async fn release(
     store: &EtcdStore,
     lock: &LockName,
     token: Token,
-    lease: EtcdLeaseId,
 ) -> Result<(), BoxError> {
     let mut client = store.client().await?;
     let key = store.key(lock, 0);
     let txn = Txn::new()
         .when([Compare::value(key.as_str(), CompareOp::Equal, value(token))])
         .and_then([TxnOp::delete(key.as_str(), None)]);
-    let deleted = client.txn(txn).await?.succeeded();
-    client.lease_revoke(lease).await?;
-    if !deleted {
+    if !client.txn(txn).await?.succeeded() {
         return Err("floor release found the lock not held".into());
     }
     Ok(())

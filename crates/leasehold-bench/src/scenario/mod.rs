@@ -135,8 +135,9 @@ impl Scenario {
             Self::Uncontended => {
                 "leasehold: `run_if_leader` with `wait = 0`, a 30 s lease and an empty action, back to back; \
                  p50/p99 are per call. Floor: the store's own acquire and release issued raw with the same \
-                 client (the fewest round trips a lock with fences needs on this backend; on etcd a lease grant and \
-                 the put-if-absent transaction, then the compare-and-delete transaction and the lease revocation). \
+                 client (the fewest round trips a lock with fences needs on this backend; on etcd the \
+                 put-if-absent transaction on a session lease granted once, then the compare-and-delete \
+                 transaction). \
                  rslock (Redis): `lock` + `unlock`. etcd lock (etcd): the v3lock service's `Lock` + `Unlock` with \
                  a session lease granted once per concurrent caller."
             }
@@ -334,7 +335,14 @@ fn rates(names: &[&str], tallies: Vec<Tally>) -> Result<Vec<Figure>, BoxError> {
     names
         .iter()
         .zip(tallies)
-        .map(|(name, t)| Ok(Figure::rate(name, t.check(name)?)))
+        .map(|(name, t)| {
+            if let Some(us) = t.cpu_us_per_op() {
+                // The client's own CPU per operation (all threads of this process while the
+                // side ran): not in the report, for profiling the client side.
+                eprintln!("    client CPU, {name}: {us:.1} µs per op");
+            }
+            Ok(Figure::rate(name, t.check(name)?))
+        })
         .collect()
 }
 
