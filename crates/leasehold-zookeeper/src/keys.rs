@@ -45,7 +45,8 @@ impl Paths {
     }
     /// `<base>/locks/<lock>/slot-<n>`.
     pub(crate) fn slot(&self, lock: &LockName, slot: u32) -> String {
-        format!("{}/{SLOT}{slot}", self.lock(lock))
+        // One allocation: this runs for every acquisition, extension and release.
+        format!("{}/locks/{}/{SLOT}{slot}", self.base, segment(lock))
     }
     /// `<base>/locks/<lock>/ledger`.
     pub(crate) fn ledger(&self, lock: &LockName) -> String {
@@ -60,8 +61,13 @@ impl Paths {
 }
 
 /// A lock name as one path part: `/` written as `%2F`.
-pub(crate) fn segment(lock: &LockName) -> String {
-    lock.as_str().replace('/', SLASH)
+pub(crate) fn segment(lock: &LockName) -> std::borrow::Cow<'_, str> {
+    let name = lock.as_str();
+    if name.contains('/') {
+        name.replace('/', SLASH).into()
+    } else {
+        name.into()
+    }
 }
 
 /// The lock a child of `<base>/locks` names; `None` for anything else.

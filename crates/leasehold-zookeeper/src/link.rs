@@ -8,7 +8,7 @@ use leasehold::store::{RequestBudget, StoreResult};
 use leasehold::{ErrorKind, store::StoreError};
 use tokio::sync::Mutex;
 use tokio::time::timeout;
-use zookeeper_client::{Client, CreateMode, Error};
+use zookeeper_client::{Client, CreateMode, Error, SessionId};
 
 use crate::classify::{classify, kind_of, needs_new_session, timed_out};
 use crate::clock::ServerClock;
@@ -29,7 +29,11 @@ pub(crate) struct Link {
     session: Session,
     paths: Paths,
     request_timeout: Duration,
-    client: Mutex<Option<Client>>,
+    /// Serialises opening sessions, so concurrent requests share one.
+    opening: Mutex<()>,
+    /// The current session's client: read on every request, under a plain lock held only to
+    /// clone it (requests never wait on an async lock while a session is open).
+    client: std::sync::Mutex<Option<Client>>,
     pub(crate) clock: ServerClock,
 }
 
@@ -40,7 +44,8 @@ impl Link {
             session,
             paths,
             request_timeout,
-            client: Mutex::new(None),
+            opening: Mutex::new(()),
+            client: std::sync::Mutex::new(None),
             clock: ServerClock::default(),
         }
     }
@@ -49,20 +54,40 @@ impl Link {
     /// authentication failed). A new session creates the store's parent nodes if missing and
     /// seeds the clock with one write.
     pub(crate) async fn client(&self) -> StoreResult<Client> {
-        let mut slot = self.client.lock().await;
-        if let Some(client) = slot.as_ref() {
-            if !client.state().is_terminated() {
-                return Ok(client.clone());
-            }
+        if let Some(client) = self.open_client() {
+            return Ok(client);
+        }
+        let _one = self.opening.lock().await;
+        // Another request may have opened one while this one waited.
+        if let Some(client) = self.open_client() {
+            return Ok(client);
+        }
+        if self.current().is_some() {
             tracing::info!("the ZooKeeper session ended; opening a new one");
         }
-        *slot = None;
+        *self.current() = None;
         let client = match timeout(self.request_timeout, self.open()).await {
             Ok(result) => result?,
             Err(_) => return Err(timed_out("the connection", self.request_timeout)),
         };
-        *slot = Some(client.clone());
+        *self.current() = Some(client.clone());
         Ok(client)
+    }
+
+    /// The slot of the current session's client.
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<Client>> {
+        // The slot is only ever replaced whole, so a panic elsewhere leaves it usable.
+        self.client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A clone of the current session's client, if it has one that has not ended.
+    fn open_client(&self) -> Option<Client> {
+        self.current()
+            .as_ref()
+            .filter(|c| !c.state().is_terminated())
+            .cloned()
     }
 
     async fn open(&self) -> StoreResult<Client> {
@@ -106,13 +131,11 @@ impl Link {
         Ok(())
     }
 
-    /// Forgets `client` if it is still the current one, so the next request opens a session.
-    async fn forget(&self, client: &Client) {
-        let mut slot = self.client.lock().await;
-        if slot
-            .as_ref()
-            .is_some_and(|c| c.session_id() == client.session_id())
-        {
+    /// Forgets the session `session_id` if it is still the current one, so the next request
+    /// opens a session.
+    fn forget(&self, session_id: SessionId) {
+        let mut slot = self.current();
+        if slot.as_ref().is_some_and(|c| c.session_id() == session_id) {
             *slot = None;
         }
     }
@@ -156,11 +179,12 @@ impl Link {
                 Ok(client) => client?,
                 Err(_) => return Err(late(budget.total())),
             };
-            match timeout(budget.left(), request(client.clone())).await {
+            let session_id = client.session_id();
+            match timeout(budget.left(), request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) => {
                     if needs_new_session(&e) {
-                        self.forget(&client).await;
+                        self.forget(session_id);
                     }
                     if resend && kind_of(&e) == ErrorKind::Transient && budget.allows_resend() {
                         budget.pause().await;
