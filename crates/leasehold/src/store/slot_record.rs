@@ -40,10 +40,14 @@ pub const RECORD_TAG: &str = "leasehold/1";
 /// assert_eq!(value, "leasehold/1 7 - node a");
 /// ```
 pub fn encode_record(fields: &[&dyn Display], owner: &str) -> String {
-    let mut value = String::from(RECORD_TAG);
+    use std::fmt::Write as _;
+    // Written in place, in one buffer sized for a typical record (a token alone is 32 hex
+    // digits): every acquisition and release of most stores encodes one.
+    let mut value = String::with_capacity(RECORD_TAG.len() + 96 + owner.len());
+    value.push_str(RECORD_TAG);
     for field in fields {
-        value.push(' ');
-        value.push_str(&field.to_string());
+        // Writing into a String cannot fail.
+        let _ = write!(value, " {field}");
     }
     value.push(' ');
     value.push_str(owner);
