@@ -321,20 +321,14 @@ impl LeaseStore for DynamoDbStore {
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         if let Some(member) = self.sessions.member(lease.token) {
             let released = self.release_member(lease, &member, linger).await?;
-            if released == Release::Released && linger.is_zero() {
-                self.notifier.notify(&lease.lock);
-            }
-            return Ok(released);
+            return Ok(self.notifier.after_release(&lease.lock, linger, released));
         }
         let released = if linger.is_zero() {
             self.free_lease(lease).await?
         } else {
             self.shorten_lease(lease, linger).await?
         };
-        if released == Release::Released && linger.is_zero() {
-            self.notifier.notify(&lease.lock);
-        }
-        Ok(released)
+        Ok(self.notifier.after_release(&lease.lock, linger, released))
     }
 
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
@@ -379,10 +373,7 @@ impl LeaseStore for DynamoDbStore {
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         let slots = Self::check_slots(slots)?;
         let freed = self.force_slots(lock, slots).await?;
-        if !freed.is_empty() {
-            self.notifier.notify(lock);
-        }
-        Ok(freed)
+        Ok(self.notifier.after_forced_release(lock, freed))
     }
 
     /// One `Scan` of at most [`MAX_LIST_SCAN`](leasehold::store::MAX_LIST_SCAN) items per page;

@@ -227,7 +227,9 @@ async fn a_session_lost_while_holding_many_leases_loses_them_all_no_earlier_than
     let Some(endpoint) = common::ready().await else {
         return;
     };
-    const TTL: Duration = Duration::from_millis(1_500);
+    // Long enough for the 20 refused grants below to fit in one session term on a loaded
+    // machine (at 1.5 s, the last of them came after the session's end).
+    const TTL: Duration = Duration::from_secs(4);
     const N: usize = 20;
     let holder = common::store(&endpoint);
     let other = common::store(&endpoint);

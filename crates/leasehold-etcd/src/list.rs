@@ -21,8 +21,7 @@ use leasehold::store::{
 };
 
 use crate::keys::Keys;
-use crate::link::Link;
-use crate::protocol::{read_lock, session_expiries};
+use crate::protocol::Protocol;
 use crate::record::Record;
 
 /// Starts a cursor that names a raw key rather than a lock (no lock name starts with it).
@@ -30,11 +29,11 @@ const RAW: char = '~';
 
 /// One page of the listing (see the module docs).
 pub(crate) async fn list(
-    link: &Link,
-    keys: &Keys,
+    protocol: &Protocol,
     store: &str,
     after: Option<&ListCursor>,
 ) -> StoreResult<LockPage> {
+    let (link, keys) = (&protocol.link, &protocol.keys);
     let (first, end) = keys.locks_range();
     let start: Vec<u8> = match after {
         None => first.into_bytes(),
@@ -73,18 +72,16 @@ pub(crate) async fn list(
         .as_deref()
         .and_then(|k| keys.lock_of(k))
         .filter(|lock| read.last().is_some_and(|(last, _)| last == lock));
-    session_expiries(
-        link,
-        read.iter_mut().flat_map(|(_, records)| records.iter_mut()),
-    )
-    .await?;
+    protocol
+        .session_expiries(read.iter_mut().flat_map(|(_, records)| records.iter_mut()))
+        .await?;
     let count = read.len();
     let mut locks: Vec<ListedLock> = Vec::new();
     let mut next = None;
     for (i, (lock, mut records)) in read.into_iter().enumerate() {
         if more && i + 1 == count && ends_on_lock.is_some() {
-            records = read_lock(link, keys, &lock).await?.records;
-            session_expiries(link, &mut records).await?;
+            records = protocol.read_lock(&lock).await?.records;
+            protocol.session_expiries(&mut records).await?;
         }
         let holders: Vec<_> = records.iter().map(|r| r.holder()).collect();
         if holders.is_empty() {

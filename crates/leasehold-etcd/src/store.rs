@@ -18,7 +18,7 @@ use leasehold::{
 use crate::keys::Keys;
 use crate::link::{Link, install_tls_provider, tls_options};
 use crate::options::EtcdOptions;
-use crate::protocol;
+use crate::protocol::Protocol;
 use crate::session::Sessions;
 use crate::url::parse;
 use crate::watch;
@@ -59,9 +59,7 @@ use crate::watch;
 /// # Ok(()) }
 /// ```
 pub struct EtcdStore {
-    pub(crate) link: Arc<Link>,
-    pub(crate) keys: Keys,
-    sessions: Sessions,
+    pub(crate) protocol: Protocol,
     options: EtcdOptions,
     notifications: ServerNotifications,
     description: String,
@@ -170,9 +168,11 @@ impl EtcdStore {
 
     fn build(link: Link, options: EtcdOptions, description: String) -> Self {
         Self {
-            link: Arc::new(link),
-            keys: Keys::new(&options.prefix),
-            sessions: Sessions::default(),
+            protocol: Protocol {
+                link: Arc::new(link),
+                keys: Keys::new(&options.prefix),
+                sessions: Sessions::default(),
+            },
             notifications: ServerNotifications::new(options.notifications()),
             description,
             options,
@@ -202,7 +202,7 @@ impl EtcdStore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn key(&self, lock: &LockName, slot: u32) -> String {
-        self.keys.slot(lock, slot)
+        self.protocol.keys.slot(lock, slot)
     }
 
     /// The etcd client the store's requests use (a cheap clone), e.g. to make a write that
@@ -217,7 +217,7 @@ impl EtcdStore {
     ///
     /// Cancel-safe.
     pub async fn client(&self) -> StoreResult<Client> {
-        self.link.client().await
+        self.protocol.link.client().await
     }
 
     /// Checks that the cluster answers a linearizable read.
@@ -230,8 +230,9 @@ impl EtcdStore {
     ///
     /// Cancel-safe: a read changes nothing.
     pub async fn ping(&self) -> StoreResult<()> {
-        let root = self.keys.root();
-        self.link
+        let root = self.protocol.keys.root();
+        self.protocol
+            .link
             .idempotent("a read", |mut c| {
                 let root = root.clone();
                 async move {
@@ -253,28 +254,19 @@ impl LeaseStore for EtcdStore {
         req.check()?;
         req.check_owner()?;
         if let Some(period) = req.period {
-            // Boxed: the period claim's future is large and rare, and every acquisition's
-            // future (boxed and moved whole by `async_trait`) would otherwise be as large.
-            return Box::pin(protocol::acquire_period(
-                &self.link,
-                &self.keys,
-                &self.sessions,
-                req,
-                period,
-            ))
-            .await;
+            return self.protocol.acquire_period(req, period).await;
         }
-        protocol::acquire(&self.link, &self.keys, &self.sessions, req).await
+        self.protocol.acquire(req).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        protocol::extend(&self.link, &self.keys, &self.sessions, lease, ttl).await
+        self.protocol.extend(lease, ttl).await
     }
 
     /// The leases this store holds on one session: one keep-alive and one read of the session's
     /// keys per session, whatever their number (see the `protocol` module).
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
-        protocol::extend_many(&self.link, &self.keys, &self.sessions, leases).await
+        self.protocol.extend_many(leases).await
     }
 
     fn renews_in_batches(&self) -> bool {
@@ -282,30 +274,30 @@ impl LeaseStore for EtcdStore {
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        protocol::release(&self.link, &self.keys, &self.sessions, lease, linger).await
+        self.protocol.release(lease, linger).await
     }
 
     /// A read of the lock, then one transaction that marks the ledger's claim started if slot 0
     /// and the ledger are as read (see the `protocol` module).
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        protocol::start_period(&self.link, &self.keys, lease).await
+        self.protocol.start_period(lease).await
     }
 
     /// One read of the ledger key `<prefix>/<lock>/ledger`.
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        protocol::period_record(&self.link, &self.keys, lock).await
+        self.protocol.period_record(lock).await
     }
 
     /// A read of the ledger key, then one transaction deleting it if it is unchanged since
     /// (`mod_revision`; see the `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        protocol::clear_period(&self.link, &self.keys, lock).await
+        self.protocol.clear_period(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        let mut held = protocol::read_lock(&self.link, &self.keys, lock).await?;
-        protocol::session_expiries(&self.link, &mut held.records).await?;
+        let mut held = self.protocol.read_lock(lock).await?;
+        self.protocol.session_expiries(&mut held.records).await?;
         Ok(LockState::new(
             lock.clone(),
             slots,
@@ -315,17 +307,21 @@ impl LeaseStore for EtcdStore {
 
     /// A range read over the lock keys with a limit, in key order (see the `list` module).
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        crate::list::list(&self.link, &self.keys, &self.description, after).await
+        crate::list::list(&self.protocol, &self.description, after).await
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
-        protocol::force_release(&self.link, &self.keys, lock, slots).await
+        self.protocol.force_release(lock, slots).await
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.notifications.signal(lock, |notifier| {
-            watch::run(Arc::clone(&self.link), self.keys.clone(), notifier)
+            watch::run(
+                Arc::clone(&self.protocol.link),
+                self.protocol.keys.clone(),
+                notifier,
+            )
         })
     }
 

@@ -20,10 +20,8 @@ use leasehold::store::{
 };
 use leasehold::{Holder, LockName};
 
-use crate::keys::{KeyOf, Keys};
-use crate::link::Link;
-use crate::protocol::read_batch;
-use crate::protocol::{judge, sessions_of};
+use crate::keys::KeyOf;
+use crate::protocol::{Protocol, judge};
 use crate::record::Record;
 
 /// Starts every cursor of this store.
@@ -31,8 +29,7 @@ const AT: char = '@';
 
 /// One page of the listing (see the module docs).
 pub(crate) async fn list(
-    link: &Link,
-    keys: &Keys,
+    protocol: &Protocol,
     store: &str,
     after: Option<&ListCursor>,
 ) -> StoreResult<LockPage> {
@@ -42,14 +39,14 @@ pub(crate) async fn list(
     };
     let body = serde_json::json!({
         "seq": start,
-        "next_by_subj": keys.all(),
+        "next_by_subj": protocol.keys.all(),
         "batch": MAX_LIST_SCAN,
     });
-    let messages = read_batch(link, keys, body).await?;
+    let messages = protocol.read_batch(body).await?;
     let mut read: BTreeMap<LockName, Vec<Record>> = BTreeMap::new();
     let mut next = None;
     for msg in &messages {
-        let Some(KeyOf::Slot(lock, slot)) = keys.parse_subject(&msg.subject) else {
+        let Some(KeyOf::Slot(lock, slot)) = protocol.keys.parse_subject(&msg.subject) else {
             continue;
         };
         let Some(record) = Record::decode(slot, msg) else {
@@ -61,7 +58,7 @@ pub(crate) async fn list(
         }
         read.entry(lock).or_default().push(record);
     }
-    let sessions = sessions_of(link, keys, read.values().flatten()).await?;
+    let sessions = protocol.sessions_of(read.values().flatten()).await?;
     let mut locks: BTreeMap<LockName, Vec<Holder>> = BTreeMap::new();
     for (lock, records) in read {
         let holders: Vec<Holder> = records

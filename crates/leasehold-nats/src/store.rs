@@ -18,8 +18,7 @@ use leasehold::{
 use crate::keys::Keys;
 use crate::link::Link;
 use crate::options::NatsOptions;
-use crate::protocol;
-use crate::protocol::Sessions;
+use crate::protocol::{Protocol, Sessions};
 use crate::url::parse;
 use crate::watch;
 use crate::written::Written;
@@ -63,14 +62,9 @@ use crate::written::Written;
 /// # Ok(()) }
 /// ```
 pub struct NatsStore {
-    pub(crate) link: Arc<Link>,
-    pub(crate) keys: Keys,
+    protocol: Protocol,
     options: NatsOptions,
     notifications: ServerNotifications,
-    /// The leases this client holds, as last written (for renewals and one-request releases).
-    written: Written,
-    /// This client's session records, one per lease length.
-    sessions: Sessions,
     description: String,
 }
 
@@ -176,11 +170,13 @@ impl NatsStore {
 
     fn build(link: Link, keys: Keys, options: NatsOptions, description: String) -> Self {
         Self {
-            link: Arc::new(link),
-            keys,
+            protocol: Protocol {
+                link: Arc::new(link),
+                keys,
+                written: Written::default(),
+                sessions: Sessions::default(),
+            },
             notifications: ServerNotifications::new(options.notifications()),
-            written: Written::default(),
-            sessions: Sessions::default(),
             description,
             options,
         }
@@ -209,7 +205,7 @@ impl NatsStore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn key(&self, lock: &LockName, slot: u32) -> String {
-        self.keys.slot_key(lock, slot)
+        self.protocol.keys.slot_key(lock, slot)
     }
 
     /// The async-nats client the store's requests use (a cheap clone), connecting on first use,
@@ -223,7 +219,7 @@ impl NatsStore {
     ///
     /// Cancel-safe.
     pub async fn client(&self) -> StoreResult<async_nats::Client> {
-        Ok(self.link.conn().await?.client.clone())
+        Ok(self.protocol.link.conn().await?.client.clone())
     }
 
     /// Connects (once), creates or checks the bucket, and reads one key.
@@ -238,9 +234,7 @@ impl NatsStore {
     pub async fn ping(&self) -> StoreResult<()> {
         let lock =
             LockName::new("leasehold-ping").map_err(|e| StoreError::permanent(e.to_string()))?;
-        protocol::read_lock(&self.link, &self.keys, &lock)
-            .await
-            .map(drop)
+        self.protocol.read_lock(&lock).await.map(drop)
     }
 }
 
@@ -249,11 +243,10 @@ impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         req.check_owner()?;
-        let (link, keys, written) = (&self.link, &self.keys, &self.written);
         if let Some(period) = req.period {
-            return protocol::acquire_period(link, keys, written, req, period).await;
+            return self.protocol.acquire_period(req, period).await;
         }
-        Ok(protocol::acquire(link, keys, written, req).await?.into())
+        Ok(self.protocol.acquire(req).await?.into())
     }
 
     /// A renewal of the lease's session record (see [`extend_many`](Self::extend_many)).
@@ -270,8 +263,7 @@ impl LeaseStore for NatsStore {
     /// session's, also attaches its lock record to the session of that length (one write), and
     /// a lease this store did not grant is extended alone.
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
-        let (link, keys, written) = (&self.link, &self.keys, &self.written);
-        protocol::extend_many(link, keys, written, &self.sessions, leases).await
+        self.protocol.extend_many(leases).await
     }
 
     fn renews_in_batches(&self) -> bool {
@@ -279,36 +271,33 @@ impl LeaseStore for NatsStore {
     }
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        let (link, keys, written) = (&self.link, &self.keys, &self.written);
-        let released =
-            protocol::release(link, keys, written, &self.sessions, lease, linger).await?;
-        if released == Release::Released && linger.is_zero() {
-            // The watch reports it too; waking this client's waiters now saves its round trip.
-            self.notifications.notify(&lease.lock);
-        }
-        Ok(released)
+        let released = self.protocol.release(lease, linger).await?;
+        // The watch reports it too; waking this client's waiters now saves its round trip.
+        Ok(self
+            .notifications
+            .after_release(&lease.lock, linger, released))
     }
 
     /// A read of the lock, then one publish of the ledger conditioned on the whole lock (see the
     /// `protocol` module).
     async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        protocol::start_period(&self.link, &self.keys, lease).await
+        self.protocol.start_period(lease).await
     }
 
     /// One direct get of the ledger key `<lock>.ledger`.
     async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        protocol::period_record(&self.link, &self.keys, lock).await
+        self.protocol.period_record(lock).await
     }
 
     /// A direct get of the ledger key, then one delete marker expecting the sequence read (see
     /// the `protocol` module).
     async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        protocol::clear_period(&self.link, &self.keys, lock).await
+        self.protocol.clear_period(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
-        let held = protocol::read_lock(&self.link, &self.keys, lock).await?;
+        let held = self.protocol.read_lock(lock).await?;
         Ok(LockState::new(
             lock.clone(),
             slots,
@@ -319,21 +308,22 @@ impl LeaseStore for NatsStore {
     /// A batch read of the bucket's messages in stream order, with a limit (see the `list`
     /// module).
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        crate::list::list(&self.link, &self.keys, &self.description, after).await
+        crate::list::list(&self.protocol, &self.description, after).await
     }
 
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
-        let freed = protocol::force_release(&self.link, &self.keys, lock, slots).await?;
-        if !freed.is_empty() {
-            self.notifications.notify(lock);
-        }
-        Ok(freed)
+        let freed = self.protocol.force_release(lock, slots).await?;
+        Ok(self.notifications.after_forced_release(lock, freed))
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
         self.notifications.signal(lock, |notifier| {
-            watch::run(Arc::clone(&self.link), self.keys.clone(), notifier)
+            watch::run(
+                Arc::clone(&self.protocol.link),
+                self.protocol.keys.clone(),
+                notifier,
+            )
         })
     }
 

@@ -242,10 +242,9 @@ impl LeaseStore for ZooKeeperStore {
 
     async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
         let released = self.protocol.release(lease, linger).await?;
-        if released == Release::Released && linger.is_zero() {
-            self.notifications.notify(&lease.lock);
-        }
-        Ok(released)
+        Ok(self
+            .notifications
+            .after_release(&lease.lock, linger, released))
     }
 
     /// A multi-read of slot 0 and the ledger, then one `multi` (see the `protocol` module).
@@ -274,6 +273,21 @@ impl LeaseStore for ZooKeeperStore {
         ))
     }
 
+    /// One multi-read of the named locks' slot nodes per 1,000 nodes (`Protocol::holders_many`).
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        check_slots(slots)?;
+        let holders = self.protocol.holders_many(locks, slots).await?;
+        Ok(locks
+            .iter()
+            .zip(holders)
+            .map(|(lock, holders)| LockState::new(lock.clone(), slots, holders))
+            .collect())
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        true
+    }
+
     /// The lock node's children (one `get_children`), then a multi-read of its slot nodes.
     async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
         let slots = self.protocol.slots_of(lock).await?;
@@ -291,10 +305,7 @@ impl LeaseStore for ZooKeeperStore {
     async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
         check_slots(slots)?;
         let freed = self.protocol.force_release(lock, slots).await?;
-        if !freed.is_empty() {
-            self.notifications.notify(lock);
-        }
-        Ok(freed)
+        Ok(self.notifications.after_forced_release(lock, freed))
     }
 
     fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {

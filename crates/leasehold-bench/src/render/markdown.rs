@@ -317,6 +317,10 @@ fn partitions(out: &mut String, outcomes: &[&Outcome]) -> std::fmt::Result {
     for o in outcomes {
         for (i, f) in o.figures.iter().enumerate() {
             let (Some(r), Some(p)) = (&f.requests, &f.partition) else {
+                // A size that did not settle: the note says why the table stops there.
+                if let Some(e) = &f.first_error {
+                    notes.push(format!("* {}: {}", o.backend, e.replace('\n', " ")));
+                }
                 continue;
             };
             let backend = if i == 0 { o.backend } else { "" };

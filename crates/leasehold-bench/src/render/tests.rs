@@ -354,7 +354,22 @@ fn partition_table_has_a_row_per_size() -> Result<(), std::fmt::Error> {
         unit: Unit::RequestsPerSecond,
         figures: vec![size(2, Some(4.5)), size(16, Some(40.0))],
     });
+    // A backend whose second size did not settle keeps its first size's row and says why.
+    let mut stopped = session(4, None, 0.0, None);
+    stopped.requests = None;
+    stopped.first_error = Some("P = 4: the join: not balanced over 4 members within 60s".into());
+    r.outcomes.push(Outcome {
+        backend: "dynamodb",
+        scenario: "partition",
+        unit: Unit::RequestsPerSecond,
+        figures: vec![size(2, None), stopped],
+    });
     let md = markdown::render(&r)?;
+    assert!(md.contains("| dynamodb | 2 | 1,024 |"), "{md}");
+    assert!(
+        md.contains("* dynamodb: P = 4: the join: not balanced over 4 members within 60s"),
+        "{md}"
+    );
     assert!(md.contains("## Partitions: 1,024 shards"), "{md}");
     assert!(
         md.contains("| redis | 2 | 1,024 | 0.680 leases | 512 (512) | 4.50/s | 4.00/s | 1.25 leases (512) | **0** | `grpc_server_msg_received_total` |"),

@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
 use crate::BoxError;
+use crate::measure::Tally;
 use crate::outcome::{Figure, RequestFigures};
 use crate::scenario::Config;
 use crate::scenario::counting::{Calls, CountingStore};
@@ -286,12 +287,24 @@ async fn spread(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure
     let lease_s = LEASE.as_secs_f64();
     let live = |members: &[Member]| members.iter().map(|m| m.index).collect::<Vec<_>>();
     for &p in sizes {
+        // A size that does not settle ends the run; the sizes before it keep their rows.
+        let unsettled = |e: BoxError| {
+            let mut stopped = Figure::rate(&format!("P = {p}"), Tally::default());
+            stopped.first_error = Some(format!("P = {p}: {e}; the larger sizes were not measured"));
+            stopped
+        };
         while members.len() + 1 < p {
             members.push(
                 Member::join(place.follower_client(t).await?, &calls, next, &set, &log).await?,
             );
             next += 1;
-            until_balanced(&log, shards, &live(&members), "a join").await?;
+            if let Err(e) = until_balanced(&log, shards, &live(&members), "a join").await {
+                figures.push(unsettled(e));
+                break;
+            }
+        }
+        if members.len() + 1 < p {
+            break;
         }
         // The measured join: the P-th member.
         let joined = Instant::now();
@@ -299,7 +312,14 @@ async fn spread(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure
             .push(Member::join(place.follower_client(t).await?, &calls, next, &set, &log).await?);
         let newcomer = next;
         next += 1;
-        let (join_took, counts) = until_balanced(&log, shards, &live(&members), "the join").await?;
+        let (join_took, counts) =
+            match until_balanced(&log, shards, &live(&members), "the join").await {
+                Ok(settled) => settled,
+                Err(e) => {
+                    figures.push(unsettled(e));
+                    break;
+                }
+            };
         let join_moved = log.begun_since(joined);
         eprintln!(
             "  partition P = {p}: join balanced after {:.2} leases, {join_moved} shards moved (newcomer has {})",
@@ -313,12 +333,18 @@ async fn spread(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure
         let victim = members.remove(0);
         let killed_owned = log.running(victim.index);
         victim.cut.store(true, Ordering::Relaxed);
-        let (kill_took, _) = until_balanced(&log, shards, &live(&members), "the kill").await?;
+        killed.push(victim);
+        let (kill_took, _) = match until_balanced(&log, shards, &live(&members), "the kill").await {
+            Ok(settled) => settled,
+            Err(e) => {
+                figures.push(unsettled(e));
+                break;
+            }
+        };
         eprintln!(
             "  partition P = {p}: {killed_owned} shards of the killed member owned again after {:.2} leases",
             kill_took.as_secs_f64() / lease_s
         );
-        killed.push(victim);
         let (two_owners, tenures) = log.two_owners();
         let r = RequestFigures {
             size: p as u64,
@@ -360,9 +386,11 @@ async fn spread(t: &Target, cfg: &Config, place: &Isolated) -> Result<Vec<Figure
     if two_owners > 0
         && let Some(last) = figures.last_mut()
     {
-        last.first_error = Some(format!(
-            "{two_owners} shards had two owners at once (by the end of the run)"
-        ));
+        let two = format!("{two_owners} shards had two owners at once (by the end of the run)");
+        last.first_error = Some(match last.first_error.take() {
+            Some(before) => format!("{before}; {two}"),
+            None => two,
+        });
     }
     Ok(figures)
 }

@@ -82,7 +82,7 @@ pub(super) async fn put(
     value: Vec<u8>,
 ) -> Result<Option<u64>, FencedPutError> {
     let resource = ResourceName::new(key)?;
-    let fence_key = store.keys.fence(key);
+    let fence_key = store.protocol.keys.fence(key);
     let recorded = fence_value(fence);
     let t = Txn::new()
         .when([Compare::value(
@@ -96,7 +96,7 @@ pub(super) async fn put(
             TxnOp::put(fence_key.as_str(), recorded, None),
             TxnOp::put(key, value, None),
         ]);
-    let resp = txn(&store.link, "a fenced put", t).await?;
+    let resp = txn(&store.protocol.link, "a fenced put", t).await?;
     let stale = resp.succeeded();
     let before = fence_in(resp.op_responses().into_iter().next(), &fence_key)?;
     match (stale, before) {
@@ -125,7 +125,7 @@ impl EtcdStore {
     /// # Ok::<(), leasehold::store::OpenError>(())
     /// ```
     pub fn fence_key(&self, key: &str) -> String {
-        self.keys.fence(key)
+        self.protocol.keys.fence(key)
     }
 }
 

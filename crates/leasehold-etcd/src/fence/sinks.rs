@@ -20,6 +20,7 @@ use crate::store::EtcdStore;
 /// The value of `key` as a number (`None` when absent), read linearizably.
 async fn read(store: &EtcdStore, key: String) -> Result<Option<u64>, SinkError> {
     let resp = store
+        .protocol
         .link
         .idempotent("a read", |mut c| {
             let key = key.clone();

@@ -62,7 +62,7 @@ impl FencedWriter<'_> {
         let Ok(created) = i64::try_from(claim.fence) else {
             return Err(lost(None).into());
         };
-        let key = store.keys.slot(&claim.lock, claim.slot);
+        let key = store.protocol.keys.slot(&claim.lock, claim.slot);
         let fenced = Txn::new()
             .when([Compare::create_revision(
                 key.as_str(),
@@ -71,7 +71,7 @@ impl FencedWriter<'_> {
             )])
             .and_then([TxnOp::txn(txn)])
             .or_else([TxnOp::get(key.as_str(), None)]);
-        let resp = protocol::txn(&store.link, "a fenced transaction", fenced).await?;
+        let resp = protocol::txn(&store.protocol.link, "a fenced transaction", fenced).await?;
         let revision = resp.header().map_or(0, |h| h.revision());
         let succeeded = resp.succeeded();
         let mut responses = resp.op_responses().into_iter();

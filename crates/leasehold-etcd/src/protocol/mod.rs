@@ -39,6 +39,7 @@ mod period;
 mod read;
 mod renew;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, LeaseGrantOptions, PutOptions, Txn, TxnOp, TxnResponse};
@@ -46,15 +47,19 @@ use leasehold::store::{
     AcquireRequest, SlotRecord, StoreError, StoreResult, ceil_millis, ceil_secs,
 };
 
+use crate::keys::Keys;
 use crate::link::Link;
 use crate::record::{Record, encode};
 use crate::session::{Renewal, Session, Sessions};
 
-pub(crate) use acquire::{acquire, acquire_period};
-pub(crate) use extend_release::{extend, release};
-pub(crate) use period::{clear_period, period_record, start_period};
-pub(crate) use read::{force_release, read_lock, session_expiries};
-pub(crate) use renew::extend_many;
+/// What every request needs, and one method per request (in the files of this module): the
+/// link to the cluster, the key layout, and this store's sessions.
+pub(crate) struct Protocol {
+    pub(crate) link: Arc<Link>,
+    pub(crate) keys: Keys,
+    /// The etcd leases this store attaches its keys to, one per TTL, and its grants on them.
+    pub(crate) sessions: Sessions,
+}
 
 /// The longest TTL etcd grants, in seconds (etcd's `MaxLeaseTTL`).
 pub(crate) const MAX_TTL_SECS: i64 = 9_000_000_000;
@@ -101,77 +106,98 @@ pub(crate) async fn txn(link: &Link, what: &str, txn: Txn) -> StoreResult<TxnRes
     .await
 }
 
-/// The record a grant of `req` on `slot` puts, attached to `session` (its fence and revision
-/// are filled in by the transaction that puts it). Its expiry is the one the grant will have:
-/// `ttl` from `sent_ms` when the session is renewed beside it, else at most the session's end
-/// ([`session_expiry`]); should the renewal fail, the grant's lease ends sooner than recorded.
-pub(super) fn session_record(
-    req: &AcquireRequest,
-    sent_ms: u64,
-    slot: u32,
-    sessions: &Sessions,
-    (session, renewal): (&Session, Renewal),
-) -> Record {
-    let mut held = SlotRecord::granted(req, slot, sent_ms);
-    held.expires_ms = match renewal {
-        Renewal::Beside => expiry(sent_ms, req.ttl, session.granted),
-        Renewal::None => session_expiry(sessions, session, sent_ms, req.ttl),
-    };
-    Record {
-        held,
-        asked: session.asked,
-        granted: session.granted,
-        mod_revision: 0,
-        lease_id: session.id,
-        session: true,
-    }
-}
-
-/// The expiry of a lease of `ttl` granted at `sent_ms` on `session`: `ttl` later, but never after
-/// the session's etcd lease as last renewed.
-pub(super) fn session_expiry(
-    sessions: &Sessions,
-    session: &Session,
-    sent_ms: u64,
-    ttl: Duration,
-) -> u64 {
-    let deadline = sessions
-        .by_id(session.id)
-        .map_or(session.deadline_ms(), |s| s.deadline_ms());
-    expiry(sent_ms, ttl, session.granted).min(deadline)
-}
-
-/// Sends `t`, an acquisition putting a key on `session`, with the session's keep-alive beside it
-/// when `renewal` asks for one. `None` when the session turned out to be gone (it is forgotten:
-/// try again on a new one).
-pub(super) async fn txn_on_session(
-    link: &Link,
-    sessions: &Sessions,
-    session: &Session,
-    renewal: Renewal,
-    t: Txn,
-) -> StoreResult<Option<TxnResponse>> {
-    let renew = async {
-        match renewal {
-            // One at a time per session, whatever the number of acquisitions that find it due;
-            // boxed: about once a second, and the acquisition's future stays small.
-            Renewal::Beside => match sessions.beside(session) {
-                Some(_one) => Box::pin(sessions.keep_alive(link, session)).await.map(Some),
-                None => Ok(None),
-            },
-            Renewal::None => Ok(None),
+impl Protocol {
+    /// The record a grant of `req` on `slot` puts, attached to `session` (its fence and revision
+    /// are filled in by the transaction that puts it). Its expiry is the one the grant will have:
+    /// `ttl` from `sent_ms` when the session is renewed beside it, else at most the session's end
+    /// ([`session_expiry`](Self::session_expiry)); should the renewal fail, the grant's lease ends
+    /// sooner than recorded.
+    pub(super) fn session_record(
+        &self,
+        req: &AcquireRequest,
+        sent_ms: u64,
+        slot: u32,
+        (session, renewal): (&Session, Renewal),
+    ) -> Record {
+        let mut held = SlotRecord::granted(req, slot, sent_ms);
+        held.expires_ms = match renewal {
+            Renewal::Beside => expiry(sent_ms, req.ttl, session.granted),
+            Renewal::None => self.session_expiry(session, sent_ms, req.ttl),
+        };
+        Record {
+            held,
+            asked: session.asked,
+            granted: session.granted,
+            mod_revision: 0,
+            lease_id: session.id,
+            session: true,
         }
-    };
-    let (resp, renewed) = tokio::join!(txn(link, "an acquisition", t), renew);
-    if matches!(renewed, Ok(Some(false))) {
-        return Ok(None);
     }
-    match resp {
-        Err(e) if e.message().contains("lease not found") => {
-            sessions.lost(session.id);
-            Ok(None)
+
+    /// The expiry of a lease of `ttl` granted at `sent_ms` on `session`: `ttl` later, but never
+    /// after the session's etcd lease as last renewed.
+    pub(super) fn session_expiry(&self, session: &Session, sent_ms: u64, ttl: Duration) -> u64 {
+        let deadline = self
+            .sessions
+            .by_id(session.id)
+            .map_or(session.deadline_ms(), |s| s.deadline_ms());
+        expiry(sent_ms, ttl, session.granted).min(deadline)
+    }
+
+    /// Sends `t`, an acquisition putting a key on `session`, with the session's keep-alive beside
+    /// it when `renewal` asks for one. `None` when the session turned out to be gone (it is
+    /// forgotten: try again on a new one).
+    pub(super) async fn txn_on_session(
+        &self,
+        session: &Session,
+        renewal: Renewal,
+        t: Txn,
+    ) -> StoreResult<Option<TxnResponse>> {
+        let renew = async {
+            match renewal {
+                // One at a time per session, whatever the number of acquisitions that find it
+                // due (the others' leases are capped at the session's end as known when their
+                // transactions are answered); boxed: about once a second, and the acquisition's
+                // future stays small.
+                Renewal::Beside => match self.sessions.beside(session) {
+                    Some(_one) => Box::pin(self.sessions.keep_alive(&self.link, session))
+                        .await
+                        .map(Some),
+                    None => Ok(None),
+                },
+                Renewal::None => Ok(None),
+            }
+        };
+        let (resp, renewed) = tokio::join!(txn(&self.link, "an acquisition", t), renew);
+        if matches!(renewed, Ok(Some(false))) {
+            return Ok(None);
         }
-        other => other.map(Some),
+        match resp {
+            Err(e) if e.message().contains("lease not found") => {
+                self.sessions.lost(session.id);
+                Ok(None)
+            }
+            other => other.map(Some),
+        }
+    }
+
+    /// Puts `record` (re-encoded) if the key still has `mod_revision`, attached to `lease_id`
+    /// (`None`: keep the key's lease).
+    pub(super) async fn swap(
+        &self,
+        key: &str,
+        mod_revision: i64,
+        record: &Record,
+        lease_id: Option<i64>,
+    ) -> StoreResult<bool> {
+        let put = match lease_id {
+            Some(id) => PutOptions::new().with_lease(id),
+            None => PutOptions::new().with_ignore_lease(),
+        };
+        let t = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
+            .and_then([TxnOp::put(key, encode(record), Some(put))]);
+        Ok(txn(&self.link, "a lease update", t).await?.succeeded())
     }
 }
 
@@ -221,25 +247,6 @@ pub(crate) async fn keep_alive(link: &Link, id: i64) -> StoreResult<bool> {
         }
     })
     .await
-}
-
-/// Puts `record` (re-encoded) if the key still has `mod_revision`, attached to `lease_id`
-/// (`None`: keep the key's lease).
-pub(super) async fn swap(
-    link: &Link,
-    key: &str,
-    mod_revision: i64,
-    record: &Record,
-    lease_id: Option<i64>,
-) -> StoreResult<bool> {
-    let put = match lease_id {
-        Some(id) => PutOptions::new().with_lease(id),
-        None => PutOptions::new().with_ignore_lease(),
-    };
-    let t = Txn::new()
-        .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
-        .and_then([TxnOp::put(key, encode(record), Some(put))]);
-    Ok(txn(link, "a lease update", t).await?.succeeded())
 }
 
 #[cfg(test)]

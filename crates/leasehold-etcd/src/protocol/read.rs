@@ -9,9 +9,8 @@ use etcd_client::{
 use leasehold::store::{CasRounds, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName};
 
-use super::{revoke_quietly, secs_ms, txn};
+use super::{Protocol, revoke_quietly, secs_ms, txn};
 use crate::keys::Keys;
-use crate::link::Link;
 use crate::record::{Ledger, Record, decode_ledger, now_ms};
 
 /// How many keys one forced-release transaction deletes (etcd allows 128 operations by default).
@@ -65,63 +64,68 @@ impl Slots {
     }
 }
 
-/// Every slot of `lock` (linearizable read).
-pub(crate) async fn read_lock(link: &Link, keys: &Keys, lock: &LockName) -> StoreResult<Slots> {
-    let prefix = keys.lock(lock);
-    let resp = link
-        .idempotent("a read", |mut c| {
-            let prefix = prefix.clone();
-            async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
-        })
-        .await?;
-    Ok(Slots::read(keys, resp.kvs()))
-}
-
-pub(super) async fn read_slot(
-    link: &Link,
-    keys: &Keys,
-    lease: &Lease,
-) -> StoreResult<Option<Record>> {
-    let key = keys.slot(&lease.lock, lease.slot);
-    let resp = link
-        .idempotent("a read", |mut c| {
-            let key = key.clone();
-            async move { c.get(key, None).await }
-        })
-        .await?;
-    Ok(Slots::read(keys, resp.kvs()).records.into_iter().next())
-}
-
-/// Brings the expiry of each record on a session whose stored expiry has passed up to date: its
-/// holder kept it since through its session, without rewriting it. The session's remaining TTL
-/// (one `LeaseTimeToLive` per distinct session; etcd counts it in whole seconds, rounded down),
-/// less what etcd added to the TTL asked, is then the latest the lease can end. A stored expiry
-/// that has not passed is the lease's as granted, and stays.
-pub(crate) async fn session_expiries<'a>(
-    link: &Link,
-    records: impl IntoIterator<Item = &'a mut Record>,
-) -> StoreResult<()> {
-    let mut records: Vec<&mut Record> = records.into_iter().collect();
-    let now = now_ms();
-    let ids: BTreeSet<i64> = records
-        .iter()
-        .filter(|r| r.session && r.expires_ms <= now)
-        .map(|r| r.lease_id)
-        .collect();
-    for id in ids {
-        let resp = link
-            .idempotent("a session read", |mut c| async move {
-                c.lease_time_to_live(id, None).await
+impl Protocol {
+    /// Every slot of `lock` (linearizable read).
+    pub(crate) async fn read_lock(&self, lock: &LockName) -> StoreResult<Slots> {
+        let prefix = self.keys.lock(lock);
+        let resp = self
+            .link
+            .idempotent("a read", |mut c| {
+                let prefix = prefix.clone();
+                async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await }
             })
             .await?;
-        let (left, granted) = (resp.ttl(), resp.granted_ttl());
-        for r in records.iter_mut().filter(|r| r.session && r.lease_id == id) {
-            let extra = granted.saturating_sub(r.asked).max(0);
-            let until = now.saturating_add(secs_ms(left.saturating_sub(extra)));
-            r.expires_ms = r.expires_ms.max(until);
-        }
+        Ok(Slots::read(&self.keys, resp.kvs()))
     }
-    Ok(())
+
+    /// The record of `lease`'s slot, if it holds one of this store's (linearizable read).
+    pub(super) async fn read_slot(&self, lease: &Lease) -> StoreResult<Option<Record>> {
+        let key = self.keys.slot(&lease.lock, lease.slot);
+        let resp = self
+            .link
+            .idempotent("a read", |mut c| {
+                let key = key.clone();
+                async move { c.get(key, None).await }
+            })
+            .await?;
+        Ok(Slots::read(&self.keys, resp.kvs())
+            .records
+            .into_iter()
+            .next())
+    }
+
+    /// Brings the expiry of each record on a session whose stored expiry has passed up to date: its
+    /// holder kept it since through its session, without rewriting it. The session's remaining TTL
+    /// (one `LeaseTimeToLive` per distinct session; etcd counts it in whole seconds, rounded down),
+    /// less what etcd added to the TTL asked, is then the latest the lease can end. A stored expiry
+    /// that has not passed is the lease's as granted, and stays.
+    pub(crate) async fn session_expiries<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a mut Record>,
+    ) -> StoreResult<()> {
+        let mut records: Vec<&mut Record> = records.into_iter().collect();
+        let now = now_ms();
+        let ids: BTreeSet<i64> = records
+            .iter()
+            .filter(|r| r.session && r.expires_ms <= now)
+            .map(|r| r.lease_id)
+            .collect();
+        for id in ids {
+            let resp = self
+                .link
+                .idempotent("a session read", |mut c| async move {
+                    c.lease_time_to_live(id, None).await
+                })
+                .await?;
+            let (left, granted) = (resp.ttl(), resp.granted_ttl());
+            for r in records.iter_mut().filter(|r| r.session && r.lease_id == id) {
+                let extra = granted.saturating_sub(r.asked).max(0);
+                let until = now.saturating_add(secs_ms(left.saturating_sub(extra)));
+                r.expires_ms = r.expires_ms.max(until);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The lock's slots as a failed acquisition transaction read them back (its `or_else` get).
@@ -135,60 +139,67 @@ pub(super) fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
         .unwrap_or_default()
 }
 
-/// Deletes every live slot of `lock` among `slots` whatever its token (compare-and-swap on what
-/// was read, re-read if the lock changed meanwhile), revokes their etcd leases unless they are
-/// sessions (which other locks' keys share: their holders learn at their next renewal that
-/// these keys are gone), and returns the holders as they were.
-pub(crate) async fn force_release(
-    link: &Link,
-    keys: &Keys,
-    lock: &LockName,
-    slots: u32,
-) -> StoreResult<Vec<Holder>> {
-    let mut freed = Vec::new();
-    for _ in 0..CasRounds::ForcedRelease.count() {
-        let held: Vec<Record> = read_lock(link, keys, lock)
-            .await?
-            .records
-            .into_iter()
-            .filter(|r| r.slot < slots)
-            .collect();
-        if held.is_empty() {
-            return Ok(freed);
-        }
-        let mut changed = false;
-        for chunk in held.chunks(FORCE_CHUNK) {
-            let compares: Vec<Compare> = chunk
-                .iter()
-                .map(|r| {
-                    Compare::mod_revision(keys.slot(lock, r.slot), CompareOp::Equal, r.mod_revision)
-                })
+impl Protocol {
+    /// Deletes every live slot of `lock` among `slots` whatever its token (compare-and-swap on what
+    /// was read, re-read if the lock changed meanwhile), revokes their etcd leases unless they are
+    /// sessions (which other locks' keys share: their holders learn at their next renewal that
+    /// these keys are gone), and returns the holders as they were.
+    pub(crate) async fn force_release(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<Holder>> {
+        let (link, keys) = (&*self.link, &self.keys);
+        let mut freed = Vec::new();
+        for _ in 0..CasRounds::ForcedRelease.count() {
+            let held: Vec<Record> = self
+                .read_lock(lock)
+                .await?
+                .records
+                .into_iter()
+                .filter(|r| r.slot < slots)
                 .collect();
-            let deletes: Vec<TxnOp> = chunk
-                .iter()
-                .map(|r| TxnOp::delete(keys.slot(lock, r.slot), None))
-                .collect();
-            if txn(
-                link,
-                "a forced release",
-                Txn::new().when(compares).and_then(deletes),
-            )
-            .await?
-            .succeeded()
-            {
-                for r in chunk {
-                    if !r.session {
-                        revoke_quietly(link, r.lease_id).await;
+            if held.is_empty() {
+                return Ok(freed);
+            }
+            let mut changed = false;
+            for chunk in held.chunks(FORCE_CHUNK) {
+                let compares: Vec<Compare> = chunk
+                    .iter()
+                    .map(|r| {
+                        Compare::mod_revision(
+                            keys.slot(lock, r.slot),
+                            CompareOp::Equal,
+                            r.mod_revision,
+                        )
+                    })
+                    .collect();
+                let deletes: Vec<TxnOp> = chunk
+                    .iter()
+                    .map(|r| TxnOp::delete(keys.slot(lock, r.slot), None))
+                    .collect();
+                if txn(
+                    link,
+                    "a forced release",
+                    Txn::new().when(compares).and_then(deletes),
+                )
+                .await?
+                .succeeded()
+                {
+                    for r in chunk {
+                        if !r.session {
+                            revoke_quietly(link, r.lease_id).await;
+                        }
+                        freed.push(r.holder());
                     }
-                    freed.push(r.holder());
+                } else {
+                    changed = true;
                 }
-            } else {
-                changed = true;
+            }
+            if !changed {
+                return Ok(freed);
             }
         }
-        if !changed {
-            return Ok(freed);
-        }
+        Err(CasRounds::ForcedRelease.gave_up(lock))
     }
-    Err(CasRounds::ForcedRelease.gave_up(lock))
 }

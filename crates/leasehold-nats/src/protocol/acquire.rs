@@ -6,13 +6,10 @@ use leasehold::store::{
 };
 use leasehold::{Lease, Period, store::Token};
 
-use super::read::{Slots, read_lock};
-use super::{cas, cas_ttl, publish};
+use super::read::Slots;
+use super::{Protocol, cas, cas_ttl};
 use crate::classify::{self, Published};
-use crate::keys::Keys;
-use crate::link::Link;
 use crate::record::{Ledger, Record, now_ms};
-use crate::written::Written;
 
 /// How often an acquisition re-reads a lock whose slot someone else wrote first before it
 /// answers `Held` (it also stops as soon as no slot is free).
@@ -37,126 +34,124 @@ pub(super) fn mine(held: &Slots, req: &AcquireRequest) -> Option<Record> {
         .cloned()
 }
 
-/// Grants the lowest free slot of `req.lock`, or `None` when every slot is held.
-pub(crate) async fn acquire(
-    link: &Link,
-    keys: &Keys,
-    written: &Written,
-    req: &AcquireRequest,
-) -> StoreResult<Option<Lease>> {
-    let conn = link.conn().await?;
-    let mut held = read_lock(link, keys, &req.lock).await?;
-    for _ in 0..ACQUIRE_ROUNDS.min(req.slots.max(1) + 1) {
-        if let Some(r) = mine(&held, req) {
-            return Ok(Some(r.held.lease(&req.lock)));
-        }
-        let Some(slot) = held.lowest_free(req.slots) else {
-            return Ok(None);
-        };
-        let mut record = new_record(req, slot);
-        let subject = keys.slot(&req.lock, slot);
-        let headers = cas_ttl(held.expected(slot), req.ttl);
-        let payload = Bytes::from(record.encode(true));
-        match publish(conn, link, "an acquisition", subject, headers, payload).await? {
-            Published::Stored(seq) => {
-                record.held.fence = seq;
-                record.seq = seq;
-                written.remember(&req.lock, record.held.slot, record.clone());
-                return Ok(Some(record.held.lease(&req.lock)));
+impl Protocol {
+    /// Grants the lowest free slot of `req.lock`, or `None` when every slot is held.
+    pub(crate) async fn acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
+        let conn = self.link.conn().await?;
+        let mut held = self.read_lock(&req.lock).await?;
+        for _ in 0..ACQUIRE_ROUNDS.min(req.slots.max(1) + 1) {
+            if let Some(r) = mine(&held, req) {
+                return Ok(Some(r.held.lease(&req.lock)));
             }
-            Published::Conflict => held = read_lock(link, keys, &req.lock).await?,
+            let Some(slot) = held.lowest_free(req.slots) else {
+                return Ok(None);
+            };
+            let mut record = new_record(req, slot);
+            let subject = self.keys.slot(&req.lock, slot);
+            let headers = cas_ttl(held.expected(slot), req.ttl);
+            let payload = Bytes::from(record.encode(true));
+            match self
+                .publish(conn, "an acquisition", subject, headers, payload)
+                .await?
+            {
+                Published::Stored(seq) => {
+                    record.held.fence = seq;
+                    record.seq = seq;
+                    self.written
+                        .remember(&req.lock, record.held.slot, record.clone());
+                    return Ok(Some(record.held.lease(&req.lock)));
+                }
+                Published::Conflict => held = self.read_lock(&req.lock).await?,
+            }
         }
+        Ok(mine(&held, req).map(|r| r.held.lease(&req.lock)))
     }
-    Ok(mine(&held, req).map(|r| r.held.lease(&req.lock)))
 }
 
-/// One acquisition claiming `period` of the ledger (slot 0 only): a read of the lock (our own
-/// live grant is returned as is), the ledger's judgement ([`judge_claim`](leasehold::store::judge_claim): a run granted at or
-/// after the window's start refuses, an unstarted claim since then holds the period while slot 0
-/// is taken), then one **atomic batch** per attempt that writes slot 0 and the ledger (the new
-/// claim, not started, keeping the previous record's latest run), each with the sequence read as its expected last sequence, so both
-/// commit or neither. The window comes from this host's clock (the server's time is only known
-/// after a write).
-pub(crate) async fn acquire_period(
-    link: &Link,
-    keys: &Keys,
-    written: &Written,
-    req: &AcquireRequest,
-    period: Period,
-) -> StoreResult<Acquisition> {
-    let conn = link.conn().await?;
-    let with_period = |r: Record| {
-        let mut lease = r.held.lease(&req.lock);
-        lease.period = Some(period.id_at_ms(i64::try_from(r.held.acquired_ms).unwrap_or(i64::MAX)));
-        lease
-    };
-    let mut held = read_lock(link, keys, &req.lock).await?;
-    for _ in 0..4 {
-        if let Some(r) = mine(&held, req).filter(|r| r.held.slot == 0) {
-            return Ok(Acquisition::Elected(with_period(r)));
-        }
-        let mut record = new_record(req, 0);
-        let window =
-            period.window_at_ms(i64::try_from(record.held.acquired_ms).unwrap_or(i64::MAX));
-        let taken = held.lowest_free(1) != Some(0);
-        match LedgerText::judge(held.ledger.as_ref().map(|l| &l.text), window.from_ms, taken) {
-            ClaimVerdict::Ran => {
-                return Ok(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
-                    Acquisition::AlreadyRan(l.record())
-                }));
+impl Protocol {
+    /// One acquisition claiming `period` of the ledger (slot 0 only): a read of the lock (our own
+    /// live grant is returned as is), the ledger's judgement
+    /// ([`judge_claim`](leasehold::store::judge_claim): a run granted at or after the window's
+    /// start refuses, an unstarted claim since then holds the period while slot 0 is taken), then
+    /// one **atomic batch** per attempt that writes slot 0 and the ledger (the new claim, not
+    /// started, keeping the previous record's latest run), each with the sequence read as its
+    /// expected last sequence, so both commit or neither. The window comes from this host's clock
+    /// (the server's time is only known after a write).
+    pub(crate) async fn acquire_period(
+        &self,
+        req: &AcquireRequest,
+        period: Period,
+    ) -> StoreResult<Acquisition> {
+        let conn = self.link.conn().await?;
+        let with_period = |r: Record| {
+            let mut lease = r.held.lease(&req.lock);
+            lease.period =
+                Some(period.id_at_ms(i64::try_from(r.held.acquired_ms).unwrap_or(i64::MAX)));
+            lease
+        };
+        let mut held = self.read_lock(&req.lock).await?;
+        for _ in 0..4 {
+            if let Some(r) = mine(&held, req).filter(|r| r.held.slot == 0) {
+                return Ok(Acquisition::Elected(with_period(r)));
             }
-            ClaimVerdict::Claimed => return Ok(Acquisition::Taken(None)),
-            ClaimVerdict::Free if taken => return Ok(Acquisition::Taken(None)),
-            ClaimVerdict::Free => {}
-        }
-        let id = Token::random().to_hex();
-        let mut grant = cas_ttl(held.expected(0), req.ttl);
-        grant.insert("Nats-Batch-Id", id.as_str());
-        grant.insert("Nats-Batch-Sequence", "1");
-        let mut ledger = cas(held.ledger_seq);
-        ledger.insert("Nats-Batch-Id", id.as_str());
-        ledger.insert("Nats-Batch-Sequence", "2");
-        ledger.insert("Nats-Batch-Commit", "1");
-        conn.client
-            .publish_with_headers(
-                keys.slot(&req.lock, 0),
-                grant,
-                Bytes::from(record.encode(true)),
+            let mut record = new_record(req, 0);
+            let window =
+                period.window_at_ms(i64::try_from(record.held.acquired_ms).unwrap_or(i64::MAX));
+            let taken = held.lowest_free(1) != Some(0);
+            match LedgerText::judge(held.ledger.as_ref().map(|l| &l.text), window.from_ms, taken) {
+                ClaimVerdict::Ran => {
+                    return Ok(held.ledger.as_ref().map_or(Acquisition::Taken(None), |l| {
+                        Acquisition::AlreadyRan(l.record())
+                    }));
+                }
+                ClaimVerdict::Claimed => return Ok(Acquisition::Taken(None)),
+                ClaimVerdict::Free if taken => return Ok(Acquisition::Taken(None)),
+                ClaimVerdict::Free => {}
+            }
+            let id = Token::random().to_hex();
+            let mut grant = cas_ttl(held.expected(0), req.ttl);
+            grant.insert("Nats-Batch-Id", id.as_str());
+            grant.insert("Nats-Batch-Sequence", "1");
+            let mut ledger = cas(held.ledger_seq);
+            ledger.insert("Nats-Batch-Id", id.as_str());
+            ledger.insert("Nats-Batch-Sequence", "2");
+            ledger.insert("Nats-Batch-Commit", "1");
+            conn.client
+                .publish_with_headers(
+                    self.keys.slot(&req.lock, 0),
+                    grant,
+                    Bytes::from(record.encode(true)),
+                )
+                .await
+                .map_err(|e| classify::disconnected("an acquisition", e))?;
+            let value = Ledger::claim(
+                window,
+                record.held.acquired_ms,
+                &req.owner,
+                req.token,
+                held.ledger.as_ref(),
+                0,
             )
-            .await
-            .map_err(|e| classify::disconnected("an acquisition", e))?;
-        let value = Ledger::claim(
-            window,
-            record.held.acquired_ms,
-            &req.owner,
-            req.token,
-            held.ledger.as_ref(),
-            0,
-        )
-        .text
-        .encode();
-        let subject = keys.ledger(&req.lock);
-        match publish(
-            conn,
-            link,
-            "an acquisition",
-            subject,
-            ledger,
-            Bytes::from(value),
-        )
-        .await?
-        {
-            Published::Stored(seq) => {
-                // The batch is stored contiguously: the grant just before the ledger.
-                record.held.fence = seq.saturating_sub(1);
-                record.seq = record.held.fence;
-                written.remember(&req.lock, record.held.slot, record.clone());
-                let mut lease = record.held.lease(&req.lock);
-                lease.period = Some(window.id);
-                return Ok(Acquisition::Elected(lease));
+            .text
+            .encode();
+            let subject = self.keys.ledger(&req.lock);
+            match self
+                .publish(conn, "an acquisition", subject, ledger, Bytes::from(value))
+                .await?
+            {
+                Published::Stored(seq) => {
+                    // The batch is stored contiguously: the grant just before the ledger.
+                    record.held.fence = seq.saturating_sub(1);
+                    record.seq = record.held.fence;
+                    self.written
+                        .remember(&req.lock, record.held.slot, record.clone());
+                    let mut lease = record.held.lease(&req.lock);
+                    lease.period = Some(window.id);
+                    return Ok(Acquisition::Elected(lease));
+                }
+                Published::Conflict => held = self.read_lock(&req.lock).await?,
             }
-            Published::Conflict => held = read_lock(link, keys, &req.lock).await?,
         }
+        Ok(Acquisition::Taken(None))
     }
-    Ok(Acquisition::Taken(None))
 }

@@ -45,6 +45,7 @@ mod read;
 mod renew;
 mod session;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::HeaderMap;
@@ -56,13 +57,21 @@ use crate::classify::{self, Published, timed_out};
 use crate::keys::Keys;
 use crate::link::{Conn, Link, MARKER_TTL};
 use crate::record::{Op, SESSION_HEADER, Stored};
+use crate::written::Written;
 
-pub(crate) use acquire::{acquire, acquire_period};
-pub(crate) use extend_release::release;
-pub(crate) use period::{clear_period, period_record, start_period};
-pub(crate) use read::{force_release, read_lock};
-pub(crate) use renew::extend_many;
-pub(crate) use session::{Sessions, judge, sessions_of};
+pub(crate) use session::{Sessions, judge};
+
+/// What every request needs, and one method per request (in the files of this module): the
+/// connection to the server, the key layout, this client's memory of its own writes, and its
+/// session records.
+pub(crate) struct Protocol {
+    pub(crate) link: Arc<Link>,
+    pub(crate) keys: Keys,
+    /// The leases this client holds, as last written (for renewals and one-request releases).
+    pub(crate) written: Written,
+    /// This client's session records, one per lease length.
+    pub(crate) sessions: Sessions,
+}
 
 /// `Nats-TTL` for a lease of `ttl`: whole seconds, rounded **up**, at least 1 (the server's
 /// granularity and minimum).
@@ -111,62 +120,57 @@ fn status_error(what: &str, msg: &async_nats::Message) -> StoreError {
     )
 }
 
-/// A batch direct get: every message the request selects, in the server's order.
-pub(crate) async fn read_batch(
-    link: &Link,
-    keys: &Keys,
-    body: serde_json::Value,
-) -> StoreResult<Vec<Stored>> {
-    let conn = link.conn().await?;
-    let budget = link.request_timeout();
-    let what = "a read";
-    let read = async {
-        let inbox = conn.client.new_inbox();
-        let mut replies = conn
-            .client
-            .subscribe(inbox.clone())
-            .await
-            .map_err(|e| classify::disconnected(what, e))?;
-        conn.client
-            .publish_with_reply(direct(keys), inbox, Bytes::from(body.to_string()))
-            .await
-            .map_err(|e| classify::disconnected(what, e))?;
-        let mut out = Vec::new();
-        while let Some(msg) = replies.next().await {
-            match msg.status.map(|s| s.as_u16()) {
-                None => out.extend(stored(msg)),
-                // 204: the end of the batch; 404: nothing matched.
-                Some(204 | 404) => return Ok(out),
-                Some(_) => return Err(status_error(what, &msg)),
+impl Protocol {
+    /// A batch direct get: every message the request selects, in the server's order.
+    pub(crate) async fn read_batch(&self, body: serde_json::Value) -> StoreResult<Vec<Stored>> {
+        let conn = self.link.conn().await?;
+        let budget = self.link.request_timeout();
+        let what = "a read";
+        let read = async {
+            let inbox = conn.client.new_inbox();
+            let mut replies = conn
+                .client
+                .subscribe(inbox.clone())
+                .await
+                .map_err(|e| classify::disconnected(what, e))?;
+            conn.client
+                .publish_with_reply(direct(&self.keys), inbox, Bytes::from(body.to_string()))
+                .await
+                .map_err(|e| classify::disconnected(what, e))?;
+            let mut out = Vec::new();
+            while let Some(msg) = replies.next().await {
+                match msg.status.map(|s| s.as_u16()) {
+                    None => out.extend(stored(msg)),
+                    // 204: the end of the batch; 404: nothing matched.
+                    Some(204 | 404) => return Ok(out),
+                    Some(_) => return Err(status_error(what, &msg)),
+                }
             }
-        }
-        Err(classify::disconnected(what, "the subscription closed"))
-    };
-    tokio::time::timeout(budget, read)
-        .await
-        .map_err(|_| timed_out(what, budget))?
+            Err(classify::disconnected(what, "the subscription closed"))
+        };
+        tokio::time::timeout(budget, read)
+            .await
+            .map_err(|_| timed_out(what, budget))?
+    }
 }
 
-/// The latest message of one subject, if any.
-pub(super) async fn read_one(
-    conn: &Conn,
-    link: &Link,
-    keys: &Keys,
-    subject: &str,
-) -> StoreResult<Option<Stored>> {
-    let budget = link.request_timeout();
-    let what = "a read";
-    let request = conn
-        .client
-        .request(format!("{}.{subject}", direct(keys)), Bytes::new());
-    let msg = tokio::time::timeout(budget, request)
-        .await
-        .map_err(|_| timed_out(what, budget))?
-        .map_err(|e| classify::disconnected(what, e))?;
-    match msg.status.map(|s| s.as_u16()) {
-        None => Ok(stored(msg)),
-        Some(404) => Ok(None),
-        Some(_) => Err(status_error(what, &msg)),
+impl Protocol {
+    /// The latest message of one subject, if any.
+    pub(super) async fn read_one(&self, conn: &Conn, subject: &str) -> StoreResult<Option<Stored>> {
+        let budget = self.link.request_timeout();
+        let what = "a read";
+        let request = conn
+            .client
+            .request(format!("{}.{subject}", direct(&self.keys)), Bytes::new());
+        let msg = tokio::time::timeout(budget, request)
+            .await
+            .map_err(|_| timed_out(what, budget))?
+            .map_err(|e| classify::disconnected(what, e))?;
+        match msg.status.map(|s| s.as_u16()) {
+            None => Ok(stored(msg)),
+            Some(404) => Ok(None),
+            Some(_) => Err(status_error(what, &msg)),
+        }
     }
 }
 
@@ -191,32 +195,34 @@ pub(super) fn delete_marker(expected: u64) -> HeaderMap {
     headers
 }
 
-/// One JetStream publish, answered with its sequence or a conflict.
-pub(super) async fn publish(
-    conn: &Conn,
-    link: &Link,
-    what: &str,
-    subject: String,
-    headers: HeaderMap,
-    payload: Bytes,
-) -> StoreResult<Published> {
-    let budget = link.request_timeout();
-    let sent = async {
-        match conn
-            .js
-            .publish_with_headers(subject, headers, payload)
-            .await
-        {
-            Ok(ack) => match ack.await {
-                Ok(ack) => Ok(Published::Stored(ack.sequence)),
+impl Protocol {
+    /// One JetStream publish, answered with its sequence or a conflict.
+    pub(super) async fn publish(
+        &self,
+        conn: &Conn,
+        what: &str,
+        subject: String,
+        headers: HeaderMap,
+        payload: Bytes,
+    ) -> StoreResult<Published> {
+        let budget = self.link.request_timeout();
+        let sent = async {
+            match conn
+                .js
+                .publish_with_headers(subject, headers, payload)
+                .await
+            {
+                Ok(ack) => match ack.await {
+                    Ok(ack) => Ok(Published::Stored(ack.sequence)),
+                    Err(e) => classify::publish(what, &e),
+                },
                 Err(e) => classify::publish(what, &e),
-            },
-            Err(e) => classify::publish(what, &e),
-        }
-    };
-    tokio::time::timeout(budget, sent)
-        .await
-        .map_err(|_| timed_out(what, budget))?
+            }
+        };
+        tokio::time::timeout(budget, sent)
+            .await
+            .map_err(|_| timed_out(what, budget))?
+    }
 }
 
 #[cfg(test)]

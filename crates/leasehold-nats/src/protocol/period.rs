@@ -4,117 +4,105 @@ use bytes::Bytes;
 use leasehold::store::{CasRounds, PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
-use super::read::read_lock;
-use super::{cas, delete_marker, publish, read_one};
+use super::{Protocol, cas, delete_marker};
 use crate::classify::Published;
-use crate::keys::Keys;
-use crate::link::Link;
 use crate::record::{Ledger, decode_ledger, now_ms};
 
-/// Marks `lease`'s period claim started: a read of the lock, then one publish of the ledger
-/// marked *started*, conditioned on the last sequence of **every** key of the lock
-/// (`Nats-Expected-Last-Subject-Sequence` with `Nats-Expected-Last-Subject-Sequence-Subject` =
-/// the lock's filter), so it commits only if neither slot 0 nor the ledger changed since the
-/// read — after checking that `lease` holds slot 0 (token, fence, not released, not run out by
-/// this host's clock) and that the ledger's claim is its token's. A claim already started by this
-/// token answers `Started` without a write. Slot 0 is not written: the lease's expiry and fence
-/// stay as they are.
-pub(crate) async fn start_period(
-    link: &Link,
-    keys: &Keys,
-    lease: &Lease,
-) -> StoreResult<PeriodStart> {
-    if lease.slot != 0 {
-        return Ok(PeriodStart::NotHeld);
-    }
-    let conn = link.conn().await?;
-    let mut held = read_lock(link, keys, &lease.lock).await?;
-    // Only the holder's own extensions (or a takeover, which the next round sees) change the
-    // lock's last sequence.
-    for _ in 0..CasRounds::PeriodStart.count() {
-        let now = now_ms();
-        if !held
-            .records
-            .iter()
-            .any(|r| r.held.slot == 0 && r.held.is(lease) && r.held.live_at(now))
-        {
+impl Protocol {
+    /// Marks `lease`'s period claim started: a read of the lock, then one publish of the ledger
+    /// marked *started*, conditioned on the last sequence of **every** key of the lock
+    /// (`Nats-Expected-Last-Subject-Sequence` with `Nats-Expected-Last-Subject-Sequence-Subject` =
+    /// the lock's filter), so it commits only if neither slot 0 nor the ledger changed since the
+    /// read — after checking that `lease` holds slot 0 (token, fence, not released, not run out by
+    /// this host's clock) and that the ledger's claim is its token's. A claim already started by
+    /// this token answers `Started` without a write. Slot 0 is not written: the lease's expiry and
+    /// fence stay as they are.
+    pub(crate) async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        if lease.slot != 0 {
             return Ok(PeriodStart::NotHeld);
         }
-        let ledger = match Ledger::to_start(held.ledger.as_ref(), lease.token) {
-            Ok(ledger) => ledger,
-            Err(answer) => return Ok(answer),
-        };
-        let value = ledger.started().text.encode();
-        let mut headers = cas(held.lock_seq);
-        headers.insert(
-            "Nats-Expected-Last-Subject-Sequence-Subject",
-            keys.lock(&lease.lock).as_str(),
-        );
-        let subject = keys.ledger(&lease.lock);
-        match publish(
-            conn,
-            link,
-            "a period start",
-            subject,
-            headers,
-            Bytes::from(value),
-        )
-        .await?
-        {
-            Published::Stored(_) => return Ok(PeriodStart::Started),
-            Published::Conflict => held = read_lock(link, keys, &lease.lock).await?,
+        let conn = self.link.conn().await?;
+        let mut held = self.read_lock(&lease.lock).await?;
+        // Only the holder's own extensions (or a takeover, which the next round sees) change the
+        // lock's last sequence.
+        for _ in 0..CasRounds::PeriodStart.count() {
+            let now = now_ms();
+            if !held
+                .records
+                .iter()
+                .any(|r| r.held.slot == 0 && r.held.is(lease) && r.held.live_at(now))
+            {
+                return Ok(PeriodStart::NotHeld);
+            }
+            let ledger = match Ledger::to_start(held.ledger.as_ref(), lease.token) {
+                Ok(ledger) => ledger,
+                Err(answer) => return Ok(answer),
+            };
+            let value = ledger.started().text.encode();
+            let mut headers = cas(held.lock_seq);
+            headers.insert(
+                "Nats-Expected-Last-Subject-Sequence-Subject",
+                self.keys.lock(&lease.lock).as_str(),
+            );
+            let subject = self.keys.ledger(&lease.lock);
+            match self
+                .publish(conn, "a period start", subject, headers, Bytes::from(value))
+                .await?
+            {
+                Published::Stored(_) => return Ok(PeriodStart::Started),
+                Published::Conflict => held = self.read_lock(&lease.lock).await?,
+            }
         }
+        Err(CasRounds::PeriodStart.gave_up(&lease.lock))
     }
-    Err(CasRounds::PeriodStart.gave_up(&lease.lock))
 }
 
-/// The lock's ledger record (one direct get of the ledger key); `None` for a lock never
-/// claimed, or a value this store did not write.
-pub(crate) async fn period_record(
-    link: &Link,
-    keys: &Keys,
-    lock: &LockName,
-) -> StoreResult<Option<PeriodRecord>> {
-    let conn = link.conn().await?;
-    let subject = keys.ledger(lock);
-    Ok(read_one(conn, link, keys, &subject)
-        .await?
-        .and_then(|msg| decode_ledger(&msg))
-        .map(|l| l.record()))
-}
-
-/// Deletes the lock's ledger and returns its record: a direct get of the ledger key, then one
-/// delete marker on it expecting the sequence read (`Nats-Expected-Last-Subject-Sequence`), so
-/// it lands only if the ledger is still the one read (re-read if it changed). A value this
-/// store did not write is left alone (`None`, as [`period_record`] reads it). The slot keys —
-/// the leases, and their fences (the stream sequences of their grants) — are not written.
-pub(crate) async fn clear_period(
-    link: &Link,
-    keys: &Keys,
-    lock: &LockName,
-) -> StoreResult<Option<PeriodRecord>> {
-    let conn = link.conn().await?;
-    let subject = keys.ledger(lock);
-    for _ in 0..CasRounds::LedgerClear.count() {
-        let Some(ledger) = read_one(conn, link, keys, &subject)
+impl Protocol {
+    /// The lock's ledger record (one direct get of the ledger key); `None` for a lock never
+    /// claimed, or a value this store did not write.
+    pub(crate) async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let conn = self.link.conn().await?;
+        let subject = self.keys.ledger(lock);
+        Ok(self
+            .read_one(conn, &subject)
             .await?
             .and_then(|msg| decode_ledger(&msg))
-        else {
-            return Ok(None);
-        };
-        match publish(
-            conn,
-            link,
-            "a clear of the period ledger",
-            subject.clone(),
-            delete_marker(ledger.version),
-            Bytes::new(),
-        )
-        .await?
-        {
-            Published::Stored(_) => return Ok(Some(ledger.record())),
-            Published::Conflict => {}
-        }
+            .map(|l| l.record()))
     }
-    Err(CasRounds::LedgerClear.gave_up(lock))
+}
+
+impl Protocol {
+    /// Deletes the lock's ledger and returns its record: a direct get of the ledger key, then one
+    /// delete marker on it expecting the sequence read (`Nats-Expected-Last-Subject-Sequence`), so
+    /// it lands only if the ledger is still the one read (re-read if it changed). A value this
+    /// store did not write is left alone (`None`, as [`period_record`](Self::period_record) reads
+    /// it). The slot keys — the leases, and their fences (the stream sequences of their grants) —
+    /// are not self.written.
+    pub(crate) async fn clear_period(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
+        let conn = self.link.conn().await?;
+        let subject = self.keys.ledger(lock);
+        for _ in 0..CasRounds::LedgerClear.count() {
+            let Some(ledger) = self
+                .read_one(conn, &subject)
+                .await?
+                .and_then(|msg| decode_ledger(&msg))
+            else {
+                return Ok(None);
+            };
+            match self
+                .publish(
+                    conn,
+                    "a clear of the period ledger",
+                    subject.clone(),
+                    delete_marker(ledger.version),
+                    Bytes::new(),
+                )
+                .await?
+            {
+                Published::Stored(_) => return Ok(Some(ledger.record())),
+                Published::Conflict => {}
+            }
+        }
+        Err(CasRounds::LedgerClear.gave_up(lock))
+    }
 }

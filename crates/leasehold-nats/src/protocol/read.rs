@@ -6,11 +6,11 @@ use bytes::Bytes;
 use leasehold::store::{CasRounds, MAX_SLOTS, StoreResult, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName};
 
-use super::session::{judge, revoke, sessions_of};
-use super::{delete_marker, publish, read_batch, read_one};
+use super::session::judge;
+use super::{Protocol, delete_marker};
 use crate::classify::Published;
 use crate::keys::{KeyOf, Keys};
-use crate::link::{Conn, Link};
+use crate::link::Conn;
 use crate::record::{Ledger, Op, Record, SessionRecord, Stored, decode_ledger};
 
 /// The most messages one read of a lock returns: every slot (the server answers at most 1024
@@ -84,83 +84,91 @@ impl Slots {
     }
 }
 
-/// Every key of `lock`, and the session records its records name (a second read, only when
-/// some record names a session).
-pub(crate) async fn read_lock(link: &Link, keys: &Keys, lock: &LockName) -> StoreResult<Slots> {
-    let body = serde_json::json!({ "multi_last": [keys.lock(lock)], "batch": LOCK_BATCH });
-    let messages = read_batch(link, keys, body).await?;
-    let mut slots = Slots::read(keys, &messages);
-    if slots.records.iter().any(|r| r.session.is_some()) {
-        slots.sessions = sessions_of(link, keys, &slots.records).await?;
-        slots.judge();
-    }
-    Ok(slots)
-}
-
-/// The record of `lease`'s slot, if it holds one of this store's.
-pub(super) async fn read_slot(
-    conn: &Conn,
-    link: &Link,
-    keys: &Keys,
-    lease: &Lease,
-) -> StoreResult<Option<Record>> {
-    let subject = keys.slot(&lease.lock, lease.slot);
-    Ok(read_one(conn, link, keys, &subject)
-        .await?
-        .and_then(|msg| Record::decode(lease.slot, &msg)))
-}
-
-/// Frees every held slot of `lock` among `slots` whatever its token, and returns the holders as
-/// they were: a record under a session is first revoked in its session record (so that its
-/// holder's next renewal answers `NotHeld` for it, and only for it), then every record gets a
-/// delete marker (compare-and-set on what was read; the lock is read again if it changed).
-pub(crate) async fn force_release(
-    link: &Link,
-    keys: &Keys,
-    lock: &LockName,
-    slots: u32,
-) -> StoreResult<Vec<Holder>> {
-    let conn = link.conn().await?;
-    let mut freed = Vec::new();
-    for _ in 0..CasRounds::ForcedRelease.count() {
-        let read = read_lock(link, keys, lock).await?;
-        let held: Vec<&Record> = read
-            .records
-            .iter()
-            .filter(|r| r.held.slot < slots)
-            .collect();
-        if held.is_empty() {
-            return Ok(freed);
+impl Protocol {
+    /// Every key of `lock`, and the session records its records name (a second read, only when
+    /// some record names a session).
+    pub(crate) async fn read_lock(&self, lock: &LockName) -> StoreResult<Slots> {
+        let body = serde_json::json!({ "multi_last": [self.keys.lock(lock)], "batch": LOCK_BATCH });
+        let messages = self.read_batch(body).await?;
+        let mut slots = Slots::read(&self.keys, &messages);
+        if slots.records.iter().any(|r| r.session.is_some()) {
+            slots.sessions = self.sessions_of(&slots.records).await?;
+            slots.judge();
         }
-        let mut changed = false;
-        for r in held {
-            if let Some(session) = r.session.as_ref().and_then(|id| read.sessions.get(id)) {
-                let key = keys.slot_key(lock, r.held.slot);
-                if !revoke(conn, link, keys, session.clone(), key, r.held.token).await? {
-                    // The session is gone meanwhile: the slot is free already.
-                    continue;
-                }
-                freed.push(r.held.holder());
-            }
-            let subject = keys.slot(lock, r.held.slot);
-            match publish(
-                conn,
-                link,
-                "a forced release",
-                subject,
-                delete_marker(r.seq),
-                Bytes::new(),
-            )
+        Ok(slots)
+    }
+}
+
+impl Protocol {
+    /// The record of `lease`'s slot, if it holds one of this store's.
+    pub(super) async fn read_slot(
+        &self,
+        conn: &Conn,
+        lease: &Lease,
+    ) -> StoreResult<Option<Record>> {
+        let subject = self.keys.slot(&lease.lock, lease.slot);
+        Ok(self
+            .read_one(conn, &subject)
             .await?
-            {
-                Published::Stored(_) if r.session.is_none() => freed.push(r.held.holder()),
-                Published::Stored(_) => {}
-                Published::Conflict => changed = true,
+            .and_then(|msg| Record::decode(lease.slot, &msg)))
+    }
+}
+
+impl Protocol {
+    /// Frees every held slot of `lock` among `slots` whatever its token, and returns the holders as
+    /// they were: a record under a session is first revoked in its session record (so that its
+    /// holder's next renewal answers `NotHeld` for it, and only for it), then every record gets a
+    /// delete marker (compare-and-set on what was read; the lock is read again if it changed).
+    pub(crate) async fn force_release(
+        &self,
+        lock: &LockName,
+        slots: u32,
+    ) -> StoreResult<Vec<Holder>> {
+        let conn = self.link.conn().await?;
+        let mut freed = Vec::new();
+        for _ in 0..CasRounds::ForcedRelease.count() {
+            let read = self.read_lock(lock).await?;
+            let held: Vec<&Record> = read
+                .records
+                .iter()
+                .filter(|r| r.held.slot < slots)
+                .collect();
+            if held.is_empty() {
+                return Ok(freed);
+            }
+            let mut changed = false;
+            for r in held {
+                if let Some(session) = r.session.as_ref().and_then(|id| read.sessions.get(id)) {
+                    let key = self.keys.slot_key(lock, r.held.slot);
+                    if !self
+                        .revoke(conn, session.clone(), key, r.held.token)
+                        .await?
+                    {
+                        // The session is gone meanwhile: the slot is free already.
+                        continue;
+                    }
+                    freed.push(r.held.holder());
+                }
+                let subject = self.keys.slot(lock, r.held.slot);
+                match self
+                    .publish(
+                        conn,
+                        "a forced release",
+                        subject,
+                        delete_marker(r.seq),
+                        Bytes::new(),
+                    )
+                    .await?
+                {
+                    Published::Stored(_) if r.session.is_none() => freed.push(r.held.holder()),
+                    Published::Stored(_) => {}
+                    Published::Conflict => changed = true,
+                }
+            }
+            if !changed {
+                return Ok(freed);
             }
         }
-        if !changed {
-            return Ok(freed);
-        }
+        Err(CasRounds::ForcedRelease.gave_up(lock))
     }
-    Err(CasRounds::ForcedRelease.gave_up(lock))
 }

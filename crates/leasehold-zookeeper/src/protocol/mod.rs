@@ -12,6 +12,7 @@
 //! | extend many (a beat's renewals, the `renew` module) | one `multi` of `set_data`s at the versions this client last wrote (a multi-read first of the slots it does not remember); a node changed meanwhile: one multi-read of them all and the `multi` again, at most `RENEW_ROUNDS` times; per `RENEW_BATCH` leases | each version written or read |
 //! | release | `set_data` at the version of this client's last write marking it `free` (or `linger` with a cap); if that version is gone or unknown, `get_data` first | the version written or read |
 //! | state | a multi-read of `slot-0..n` | one multi-read |
+//! | state of many locks (`state_many`: a partition set's shard owners) | one multi-read of every named lock's `slot-0..n` per `READ_BATCH` (1,000) nodes | one multi-read each |
 //! | force release | a multi-read; one `multi` of `set_data` marking every live slot `free`, each at the version read | one `multi` |
 //! | list | one `get_children` of `<prefix>/locks`, then multi-reads of the slots of the locks after the cursor (the `list` module) | one read each |
 //! | release signal | one persistent recursive watch on `<prefix>/locks` (the `watch` module) | — |
@@ -47,8 +48,6 @@ use crate::record::{Ledger, Node, Record, Status, decode_ledger, ms_ceil};
 
 /// How often an acquisition re-reads after losing a race before it answers `Held`.
 pub(super) const ACQUIRE_ROUNDS: usize = 4;
-/// How often a forced release re-reads a lock that changed under it before giving up.
-pub(super) const FORCE_ROUNDS: usize = 5;
 
 /// Persistent nodes, open to every client that may reach the store's prefix.
 pub(crate) const PERSISTENT: CreateOptions<'static> =

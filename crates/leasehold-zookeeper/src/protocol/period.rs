@@ -1,10 +1,10 @@
 //! The period ledger's requests: marking a claim started, reading the record, clearing it.
 
-use leasehold::store::{PeriodStart, StoreResult};
-use leasehold::{Lease, LockName, PeriodRecord, store::StoreError};
+use leasehold::store::{CasRounds, PeriodStart, StoreResult};
+use leasehold::{Lease, LockName, PeriodRecord};
 use zookeeper_client::Error;
 
-use super::{ACQUIRE_ROUNDS, Protocol, lost_race, written_stat};
+use super::{Protocol, lost_race, written_stat};
 
 impl Protocol {
     /// Marks `lease`'s period claim started: a multi-read of slot 0 and the ledger, then one
@@ -21,7 +21,7 @@ impl Protocol {
         let ledger_path = self.paths.ledger(&lease.lock);
         // Only the holder's own extensions (or a takeover, which the next round sees) change
         // what the `multi` checks.
-        for _ in 0..ACQUIRE_ROUNDS {
+        for _ in 0..CasRounds::PeriodStart.count() {
             let read = self.read(&lease.lock, &[0], true).await?;
             let now = self.now()?;
             let Some(node) = read
@@ -66,10 +66,7 @@ impl Protocol {
                 return Ok(PeriodStart::Started);
             }
         }
-        Err(StoreError::transient(format!(
-            "lock {} kept changing while its period claim was marked started; try again",
-            lease.lock
-        )))
+        Err(CasRounds::PeriodStart.gave_up(&lease.lock))
     }
 
     /// The lock's ledger record (one read of the ledger node); `None` for a lock never claimed
@@ -89,7 +86,7 @@ impl Protocol {
     /// in older ones. The slot nodes (the leases and their fences) are not touched.
     pub(crate) async fn clear_period(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         let ledger_path = self.paths.ledger(lock);
-        for _ in 0..ACQUIRE_ROUNDS {
+        for _ in 0..CasRounds::LedgerClear.count() {
             let read = self.read(lock, &[], true).await?;
             let Some((Some(ledger), stat)) = read.ledger else {
                 return Ok(None);
@@ -113,8 +110,6 @@ impl Protocol {
                 return Ok(Some(ledger.record()));
             }
         }
-        Err(StoreError::transient(format!(
-            "the period ledger of lock {lock} kept changing while it was cleared; try again"
-        )))
+        Err(CasRounds::LedgerClear.gave_up(lock))
     }
 }

@@ -1,25 +1,68 @@
 //! Reading the holders and slots of a lock, and the forced release that frees what it read.
 
-use leasehold::store::StoreResult;
-use leasehold::{Holder, LockName, store::StoreError};
+use leasehold::store::{CasRounds, StoreResult};
+use leasehold::{Holder, LockName};
 use zookeeper_client::Error;
 
-use super::{FORCE_ROUNDS, Protocol, lost_race, written_stat};
+use super::{Protocol, lost_race, written_stat};
 use crate::keys::slot_of;
 use crate::record::{Node, Record, Status};
+
+/// Most slot nodes one multi-read of [`Protocol::holders_many`] asks for: a reply of that many
+/// slot records (about 200 bytes each) stays far under the server's `jute.maxbuffer` (1 MiB by
+/// default).
+const READ_BATCH: usize = 1_000;
 
 impl Protocol {
     /// The live holders of `slots` of `lock`, by slot.
     pub(crate) async fn holders(&self, lock: &LockName, slots: &[u32]) -> StoreResult<Vec<Holder>> {
         let read = self.read(lock, slots, false).await?;
         let now = self.now()?;
-        Ok(read
-            .slots
+        Ok(self.live_holders(read.slots.iter().filter_map(|(_, n)| n.as_ref()), now))
+    }
+
+    /// The live holders of slots `0..slots` of each of `locks`, lock by lock: one multi-read of
+    /// every slot node per [`READ_BATCH`] nodes, however many other locks the store holds.
+    pub(crate) async fn holders_many(
+        &self,
+        locks: &[LockName],
+        slots: u32,
+    ) -> StoreResult<Vec<Vec<Holder>>> {
+        let paths: Vec<(usize, u32, String)> = locks
             .iter()
-            .filter_map(|(_, n)| n.as_ref())
+            .enumerate()
+            .flat_map(|(i, lock)| {
+                (0..slots).map(move |slot| (i, slot, self.paths.slot(lock, slot)))
+            })
+            .collect();
+        let mut nodes: Vec<Vec<Node>> = locks.iter().map(|_| Vec::new()).collect();
+        for chunk in paths.chunks(READ_BATCH) {
+            let found = self
+                .read_paths(chunk.iter().map(|(_, _, path)| path.clone()).collect())
+                .await?;
+            for ((i, slot, _), found) in chunk.iter().zip(found) {
+                if let Some((data, stat)) = found {
+                    nodes[*i].push(Node {
+                        slot: *slot,
+                        record: Record::decode(&data),
+                        stat,
+                    });
+                }
+            }
+        }
+        let now = self.now()?;
+        Ok(nodes
+            .iter()
+            .map(|nodes| self.live_holders(nodes.iter(), now))
+            .collect())
+    }
+
+    /// The holders of `nodes` that nobody else may take at `now` (store time, ms).
+    fn live_holders<'a>(&self, nodes: impl Iterator<Item = &'a Node>, now: i64) -> Vec<Holder> {
+        nodes
             .filter(|n| n.record.is_some() && n.live_for_others(now, self.tolerance_ms))
             .filter_map(Node::holder)
-            .collect())
+            .collect()
     }
 
     /// The slot numbers of `lock`'s nodes (one `get_children`), sorted.
@@ -52,7 +95,7 @@ impl Protocol {
         slots: u32,
     ) -> StoreResult<Vec<Holder>> {
         let all: Vec<u32> = (0..slots).collect();
-        for _ in 0..FORCE_ROUNDS {
+        for _ in 0..CasRounds::ForcedRelease.count() {
             let read = self.read(lock, &all, false).await?;
             let now = self.now()?;
             let live: Vec<(String, Vec<u8>, i32, Holder)> = read
@@ -103,8 +146,6 @@ impl Protocol {
                 return Ok(live.into_iter().map(|(_, _, _, h)| h).collect());
             }
         }
-        Err(StoreError::transient(format!(
-            "lock {lock} kept changing during a forced release; try again"
-        )))
+        Err(CasRounds::ForcedRelease.gave_up(lock))
     }
 }

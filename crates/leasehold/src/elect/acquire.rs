@@ -268,13 +268,18 @@ fn poll_interval(lease: Duration) -> Duration {
 }
 
 /// The pause after a refusal when polling `every` interval: sooner if the refusal named a
-/// holder whose lease ends before then, by this host's clock. A named expiry already past (the
-/// clocks disagree, or the store frees a little late) is no reason to ask sooner: `every`.
+/// holder whose lease ends before then, by this host's clock. A named expiry already past means
+/// the holder stopped renewing and the store still keeps its lock for its clock-skew tolerance
+/// (or the clocks disagree): ask again after [`QUIET_POLL_MIN`], not a whole interval later.
+/// A follower with a 30 s lease waited 10 s after a SIGKILLed 1 s holder's lease had ended.
 fn poll_pause(every: Duration, holder: Option<&Holder>) -> Duration {
-    holder
-        .and_then(|h| h.expires_at.duration_since(SystemTime::now()).ok())
-        .filter(|left| !left.is_zero())
-        .map_or(every, |left| left.min(every))
+    let Some(holder) = holder else {
+        return every;
+    };
+    match holder.expires_at.duration_since(SystemTime::now()) {
+        Ok(left) if !left.is_zero() => left.min(every),
+        _ => QUIET_POLL_MIN.min(every),
+    }
 }
 
 /// True if `signal` wakes waiters in every process (see [`SignalReach`]).
@@ -328,6 +333,15 @@ mod tests {
             "{soon:?}"
         );
         assert_eq!(poll_pause(every, Some(&holder(60_000, false))), every);
-        assert_eq!(poll_pause(every, Some(&holder(1_000, true))), every);
+        // Past: the store keeps the lock a little longer (its skew tolerance); ask again soon,
+        // but no more than once per QUIET_POLL_MIN.
+        assert_eq!(
+            poll_pause(every, Some(&holder(1_000, true))),
+            QUIET_POLL_MIN
+        );
+        assert_eq!(
+            poll_pause(Duration::from_millis(500), Some(&holder(1_000, true))),
+            Duration::from_millis(500)
+        );
     }
 }

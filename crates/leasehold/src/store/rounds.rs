@@ -1,7 +1,8 @@
 //! Rounds of a compare-and-swap: a store without server-side transactions over what it reads
-//! (etcd compares revisions, NATS expects sequences) reads, then writes on the condition that
-//! nothing changed since, and reads again when something did. How often it tries before it gives
-//! up, and the transient error it then answers, are the toolkit's, the same in every such store.
+//! (etcd compares revisions, NATS expects sequences, ZooKeeper checks versions) reads, then
+//! writes on the condition that nothing changed since, and reads again when something did. How
+//! often it tries before it gives up, and the transient error it then answers, are the
+//! toolkit's, the same in every such store.
 
 use crate::error::StoreError;
 use crate::name::LockName;

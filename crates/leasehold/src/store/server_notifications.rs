@@ -4,9 +4,11 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::name::LockName;
 
+use super::lease::{Holder, Release};
 use super::listener::Listener;
 use super::signal::{ReleaseNotifier, ReleaseSignal};
 
@@ -46,6 +48,18 @@ impl ServerNotifications {
     /// Wakes this client's waiters on `lock` (after a release this client made).
     pub fn notify(&self, lock: &LockName) {
         self.notifier.notify(lock);
+    }
+
+    /// Wakes this client's waiters on `lock` after its release answered `released` with
+    /// `linger` (see [`ReleaseNotifier::after_release`]), and returns that answer.
+    pub fn after_release(&self, lock: &LockName, linger: Duration, released: Release) -> Release {
+        self.notifier.after_release(lock, linger, released)
+    }
+
+    /// Wakes this client's waiters on `lock` after its forced release freed `freed` (see
+    /// [`ReleaseNotifier::after_forced_release`]), and returns `freed`.
+    pub fn after_forced_release(&self, lock: &LockName, freed: Vec<Holder>) -> Vec<Holder> {
+        self.notifier.after_forced_release(lock, freed)
     }
 
     /// `None` when notifications are off; otherwise a subscription to releases of `lock`,

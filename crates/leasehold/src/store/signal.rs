@@ -2,10 +2,12 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
 use crate::name::LockName;
+use crate::store::lease::{Holder, Release};
 use crate::store::listener::Listener;
 
 /// A subscription to release notifications for one lock.
@@ -144,6 +146,45 @@ impl ReleaseNotifier {
                 sender.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
+    }
+
+    /// Wakes the subscribers of `lock` after this client's release of a lease of it answered
+    /// `released` with `linger`, and returns that answer: only a release that freed the lock
+    /// now (`Released` without a linger) wakes them, for a store whose server would not tell
+    /// them (or not as soon). A lease that lingers is held until it ends, and a lease not held
+    /// any more freed nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), leasehold::error::NameError> {
+    /// use std::time::Duration;
+    /// use leasehold::store::{LockName, Release, ReleaseNotifier};
+    ///
+    /// let notifier = ReleaseNotifier::default();
+    /// let lock = LockName::new("report")?;
+    /// let mut signal = notifier.subscribe(&lock);
+    /// let linger = Duration::from_secs(1);
+    /// assert_eq!(notifier.after_release(&lock, linger, Release::Released), Release::Released);
+    /// assert_eq!(notifier.after_release(&lock, Duration::ZERO, Release::NotHeld), Release::NotHeld);
+    /// let woken = tokio::time::timeout(Duration::from_millis(10), signal.released()).await;
+    /// assert!(woken.is_err(), "a lingering release, and one that freed nothing, wake nobody");
+    /// notifier.after_release(&lock, Duration::ZERO, Release::Released);
+    /// signal.released().await; // resolves at once
+    /// # Ok(()) }
+    /// ```
+    pub fn after_release(&self, lock: &LockName, linger: Duration, released: Release) -> Release {
+        if released == Release::Released && linger.is_zero() {
+            self.notify(lock);
+        }
+        released
+    }
+
+    /// Wakes the subscribers of `lock` after this client's forced release of it freed `freed`
+    /// (nobody when it freed nothing), and returns `freed`.
+    pub fn after_forced_release(&self, lock: &LockName, freed: Vec<Holder>) -> Vec<Holder> {
+        if !freed.is_empty() {
+            self.notify(lock);
+        }
+        freed
     }
 
     /// Wakes every subscriber of every lock: for a change feed that does not say which lock
