@@ -291,7 +291,7 @@ impl LeaseStore for DynamoDbStore {
             return self.acquire_period(req, period).await;
         }
         if slots == 1 {
-            return Ok(self.acquire_slot(req, 0).await?.into());
+            return self.acquire_slot(req, 0).await;
         }
         Ok(self.acquire_group(req, slots).await?.into())
     }

@@ -625,3 +625,60 @@ async fn state_many_reads_the_named_items_and_their_session_by_key() {
     let after = store.state_many(&locks[..150], 1).await.unwrap();
     assert!(after.iter().all(|s| s.is_free()), "released: free");
 }
+
+/// A refusal names the holder as a read shows it: its owner and fence, held until its session's
+/// end (past the lease's own term once the session was renewed), so a waiter on another process
+/// can ask again when the lease could end instead of a whole polling interval later. A free
+/// item refuses nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_names_the_holder_until_its_session_ends() {
+    let Some(endpoint) = common::ready().await else {
+        return;
+    };
+    const TTL: Duration = Duration::from_secs(20);
+    let holder = common::store(&endpoint);
+    let other = common::store(&endpoint);
+    let own = grant(&holder, &lock("named"), TTL).await;
+    let req = || AcquireRequest::new(own.lock.clone(), 1, "node-t", Token::random(), TTL);
+    match other.try_acquire(&req()).await.unwrap() {
+        Acquisition::Taken(Some(h)) => {
+            assert_eq!(
+                (h.slot, h.owner.as_str(), h.fence),
+                (0, "node-s", own.fence)
+            );
+            assert_eq!(
+                h.expires_at, own.expires_at,
+                "its own term, before a session"
+            );
+        }
+        other => panic!("expected a refusal naming the holder, got {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        extended(
+            &holder
+                .extend_many(&entries(std::slice::from_ref(&own), TTL))
+                .await
+        ),
+        1
+    );
+    let attached = store_state_expiry(&holder, &own.lock).await;
+    match other.try_acquire(&req()).await.unwrap() {
+        Acquisition::Taken(Some(h)) => {
+            assert_eq!(h.fence, own.fence);
+            assert!(h.expires_at > own.expires_at, "the session's end: {h:?}");
+            assert_eq!(h.expires_at, attached, "as a read shows it");
+        }
+        other => panic!("expected a refusal naming the holder, got {other:?}"),
+    }
+    assert_eq!(
+        holder.release(&own, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+    assert!(try_grant(&other, &own.lock, TTL).await.is_some());
+}
+
+/// The holder's expiry as `state` shows it.
+async fn store_state_expiry(store: &DynamoDbStore, lock: &LockName) -> SystemTime {
+    store.state(lock, 1).await.unwrap().holders[0].expires_at
+}

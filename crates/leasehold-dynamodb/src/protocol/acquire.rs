@@ -34,16 +34,13 @@ struct Grant<'a> {
 
 impl DynamoDbStore {
     /// One attempt on one slot: granted, ours already (a retried request that was applied), or
-    /// held by someone else (`None`).
+    /// held by someone else (named where the item was read).
     pub(crate) async fn acquire_slot(
         &self,
         req: &AcquireRequest,
         slot: u32,
-    ) -> StoreResult<Option<Lease>> {
-        match self.acquire_item(req, slot, None).await? {
-            Acquisition::Elected(lease) => Ok(Some(lease)),
-            _ => Ok(None),
-        }
+    ) -> StoreResult<Acquisition> {
+        self.acquire_item(req, slot, None).await
     }
 
     /// Slot 0 claiming `period` of the ledger, in the same conditional `UpdateItem`: granted,
@@ -103,12 +100,14 @@ impl DynamoDbStore {
                 period.map(|p| p.id_at_ms(i64::try_from(item.acquired_at).unwrap_or(i64::MAX)));
             return Ok(Acquisition::Elected(lease));
         }
+        let stale = host_epoch_ms().saturating_sub(ms(self.options.clock_skew_tolerance));
+        let mut session_record = None;
         if let (Some(held), Some(old_session)) = (&item.token, &item.session) {
             // A lease of a session: free if the session ended (with the lease's own term) or
             // revoked its token; then taken over on exactly the grant read.
-            let record = self.read_sessions([old_session.clone()]).await?;
-            let stale = host_epoch_ms().saturating_sub(ms(self.options.clock_skew_tolerance));
-            if !item.occupied(stale, record.get(old_session))
+            let mut record = self.read_sessions([old_session.clone()]).await?;
+            session_record = record.remove(old_session);
+            if !item.occupied(stale, session_record.as_ref())
                 && let Ok(attrs) = self.send_grant(&grant, Some((held, old_session))).await?
             {
                 debug!(key, old_session, "took over a lease of an ended session");
@@ -118,7 +117,13 @@ impl DynamoDbStore {
         let from = window.map(|w| u64::try_from(w.from_ms).unwrap_or_default());
         Ok(match from.and_then(|from| item.already_ran(from)) {
             Some(record) => Acquisition::AlreadyRan(record),
-            None => Acquisition::Taken(None),
+            // The refusal names the holder as a read would show it (until its session's end,
+            // for a lease of a session), so a waiter can ask again when it could end.
+            None => Acquisition::Taken(
+                item.held_until(session_record.as_ref())
+                    .filter(|until| *until >= stale)
+                    .map(|until| item.holder(slot, until)),
+            ),
         })
     }
 
@@ -253,7 +258,7 @@ impl DynamoDbStore {
             .map(|(slot, _, _)| *slot)
             .collect();
         for slot in (0..slots).filter(|s| !busy.contains(s)) {
-            if let Some(lease) = self.acquire_slot(req, slot).await? {
+            if let Acquisition::Elected(lease) = self.acquire_slot(req, slot).await? {
                 return Ok(Some(lease));
             }
         }
