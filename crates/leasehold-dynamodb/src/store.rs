@@ -359,11 +359,7 @@ impl LeaseStore for DynamoDbStore {
     async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
         let slots = Self::check_slots(slots)?;
         let holders = self.live_holders_many(locks, slots).await?;
-        Ok(locks
-            .iter()
-            .zip(holders)
-            .map(|(lock, holders)| LockState::new(lock.clone(), slots, holders))
-            .collect())
+        Ok(LockState::each(locks, slots, holders))
     }
 
     fn reads_in_batches(&self) -> bool {

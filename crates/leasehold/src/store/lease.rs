@@ -309,6 +309,24 @@ impl LockState {
         }
     }
 
+    /// The snapshots of `locks`, each with its `slots` and the live holders at the same place
+    /// in `holders`: what a store's batched `state_many` answers from its read.
+    ///
+    /// ```
+    /// # use leasehold::{LockName, store::LockState};
+    /// let locks = [LockName::new("a")?, LockName::new("b")?];
+    /// let states = LockState::each(&locks, 1, vec![Vec::new(), Vec::new()]);
+    /// assert_eq!(states, vec![LockState::empty(locks[0].clone(), 1), LockState::empty(locks[1].clone(), 1)]);
+    /// # Ok::<(), leasehold::error::NameError>(())
+    /// ```
+    pub fn each(locks: &[LockName], slots: u32, holders: Vec<Vec<Holder>>) -> Vec<Self> {
+        locks
+            .iter()
+            .zip(holders)
+            .map(|(lock, holders)| Self::new(lock.clone(), slots, holders))
+            .collect()
+    }
+
     /// An empty snapshot.
     ///
     /// ```
