@@ -382,6 +382,11 @@ impl LeaseStore for DynamoDbStore {
         Some(self.notifier.subscribe(lock))
     }
 
+    /// The clock-skew tolerance: a lease is taken over only this long after it ended.
+    fn expiry_tolerance(&self) -> Duration {
+        self.options.clock_skew_tolerance
+    }
+
     fn describe(&self) -> String {
         self.description.clone()
     }

@@ -318,6 +318,11 @@ impl LeaseStore for ZooKeeperStore {
         ClockSource::Server
     }
 
+    /// The clock-skew tolerance: a lease is taken over only this long after it ended.
+    fn expiry_tolerance(&self) -> Duration {
+        self.options.clock_skew_tolerance
+    }
+
     fn describe(&self) -> String {
         self.description.clone()
     }

@@ -208,6 +208,10 @@ impl LeaseStore for CountingStore {
         self.inner.clock_source()
     }
 
+    fn expiry_tolerance(&self) -> std::time::Duration {
+        self.inner.expiry_tolerance()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -128,6 +128,10 @@ impl LeaseStore for OutageStore {
         self.inner.clock_source()
     }
 
+    fn expiry_tolerance(&self) -> std::time::Duration {
+        self.inner.expiry_tolerance()
+    }
+
     fn describe(&self) -> String {
         format!("outage({})", self.inner.describe())
     }

@@ -125,7 +125,11 @@ impl Elector {
                     quiet_pause = match quiet {
                         Quiet::Off => None,
                         Quiet::UntilExpiry => self.until_expiry(lock, holder.as_ref()).await,
-                        Quiet::Every(every) => Some(poll_pause(every, holder.as_ref())),
+                        Quiet::Every(every) => Some(poll_pause(
+                            every,
+                            holder.as_ref(),
+                            shared.store.expiry_tolerance(),
+                        )),
                     };
                     last_holder = holder;
                     if campaign && last_error.is_some() {
@@ -189,10 +193,11 @@ impl Elector {
         Ok(Outcome::Taken(last_holder))
     }
 
-    /// How long until the lease that refused this elector can end, by the store's clock: the
-    /// holder's expiry as the refusal named it, else as the lock's state shows it (the earliest
-    /// of a group's holders, none while a slot is free). At most a lease, and `None` when the
-    /// store does not say or the expiry has passed: the retry policy's pause then.
+    /// How long until the store can let go of the lease that refused this elector, by the
+    /// store's clock: the holder's expiry as the refusal named it, else as the lock's state
+    /// shows it (the earliest of a group's holders, none while a slot is free), plus the store's
+    /// [`expiry_tolerance`](crate::LeaseStore::expiry_tolerance). At most a lease, and `None`
+    /// when the store does not say or that time has passed: the retry policy's pause then.
     async fn until_expiry(&self, lock: &LockName, holder: Option<&Holder>) -> Option<Duration> {
         let expires_at = match holder {
             Some(holder) => holder.expires_at,
@@ -204,8 +209,9 @@ impl Elector {
                 state.holders.iter().map(|h| h.expires_at).min()?
             }
         };
-        let left = expires_at.duration_since(SystemTime::now()).ok()?;
-        Some(left.min(self.options.lease))
+        let left =
+            until_let_go(expires_at, self.shared.store.expiry_tolerance()).unwrap_or(Duration::MAX);
+        (!left.is_zero()).then(|| left.min(self.options.lease))
     }
 
     /// A request for `lock` with this elector's slots, node id, lease and attempt timeout, and a
@@ -267,18 +273,32 @@ fn poll_interval(lease: Duration) -> Duration {
     (lease / QUIET_POLL_LEASE_PARTS).max(QUIET_POLL_MIN)
 }
 
+/// How long from now until a store that keeps a lock `tolerance` past its lease's end lets go
+/// of a lease that ends at `expires_at`, by this host's clock: zero if that has passed, `None`
+/// if it is beyond what the clock can tell (never, as far as a waiter is concerned).
+fn until_let_go(expires_at: SystemTime, tolerance: Duration) -> Option<Duration> {
+    let free_at = expires_at.checked_add(tolerance)?;
+    Some(
+        free_at
+            .duration_since(SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
 /// The pause after a refusal when polling `every` interval: sooner if the refusal named a
-/// holder whose lease ends before then, by this host's clock. A named expiry already past means
-/// the holder stopped renewing and the store still keeps its lock for its clock-skew tolerance
-/// (or the clocks disagree): ask again after [`QUIET_POLL_MIN`], not a whole interval later.
-/// A follower with a 30 s lease waited 10 s after a SIGKILLed 1 s holder's lease had ended.
-fn poll_pause(every: Duration, holder: Option<&Holder>) -> Duration {
+/// holder whose lease the store lets go before then (its expiry plus the store's `tolerance`),
+/// by this host's clock. A follower with a 30 s lease waited 10 s after a SIGKILLed 1 s
+/// holder's lease had ended; asking at the expiry itself, inside DynamoDB's tolerance, was
+/// refused and cost another second. A time already past means the clocks disagree: ask again
+/// after [`QUIET_POLL_MIN`], not a whole interval later.
+fn poll_pause(every: Duration, holder: Option<&Holder>, tolerance: Duration) -> Duration {
     let Some(holder) = holder else {
         return every;
     };
-    match holder.expires_at.duration_since(SystemTime::now()) {
-        Ok(left) if !left.is_zero() => left.min(every),
-        _ => QUIET_POLL_MIN.min(every),
+    match until_let_go(holder.expires_at, tolerance) {
+        None => every,
+        Some(left) if !left.is_zero() => left.min(every),
+        Some(_) => QUIET_POLL_MIN.min(every),
     }
 }
 
@@ -326,22 +346,44 @@ mod tests {
                 expires_at: if past { now - d } else { now + d },
             }
         };
-        assert_eq!(poll_pause(every, None), every);
-        let soon = poll_pause(every, Some(&holder(2_000, false)));
+        let none = Duration::ZERO;
+        assert_eq!(poll_pause(every, None, none), every);
+        let soon = poll_pause(every, Some(&holder(2_000, false)), none);
         assert!(
             soon <= Duration::from_secs(2) && soon > Duration::from_secs(1),
             "{soon:?}"
         );
-        assert_eq!(poll_pause(every, Some(&holder(60_000, false))), every);
-        // Past: the store keeps the lock a little longer (its skew tolerance); ask again soon,
-        // but no more than once per QUIET_POLL_MIN.
+        assert_eq!(poll_pause(every, Some(&holder(60_000, false)), none), every);
+        // The store keeps the lock for its tolerance past the expiry: ask when that ends.
+        let tolerance = Duration::from_millis(1_500);
+        let later = poll_pause(every, Some(&holder(2_000, false)), tolerance);
+        assert!(
+            later <= Duration::from_millis(3_500) && later > Duration::from_millis(2_500),
+            "{later:?}"
+        );
+        let inside = poll_pause(every, Some(&holder(500, true)), tolerance);
+        assert!(
+            inside <= Duration::from_secs(1) && inside > Duration::ZERO,
+            "{inside:?}"
+        );
+        // Past even with the tolerance (the clocks disagree): ask again soon, but no more
+        // than once per QUIET_POLL_MIN.
         assert_eq!(
-            poll_pause(every, Some(&holder(1_000, true))),
+            poll_pause(every, Some(&holder(1_000, true)), none),
             QUIET_POLL_MIN
         );
         assert_eq!(
-            poll_pause(Duration::from_millis(500), Some(&holder(1_000, true))),
+            poll_pause(every, Some(&holder(3_000, true)), tolerance),
+            QUIET_POLL_MIN
+        );
+        assert_eq!(
+            poll_pause(Duration::from_millis(500), Some(&holder(1_000, true)), none),
             Duration::from_millis(500)
+        );
+        // A tolerance that would overflow the clock saturates instead of panicking.
+        assert_eq!(
+            poll_pause(every, Some(&holder(2_000, false)), Duration::MAX),
+            every
         );
     }
 }

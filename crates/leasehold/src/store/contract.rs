@@ -332,6 +332,17 @@ pub trait LeaseStore: Send + Sync + 'static {
         ClockSource::Client
     }
 
+    /// How long after a holder's expiry this store still refuses its lock to others: the
+    /// clock-skew tolerance of a store that judges expiry by clocks that may disagree (DynamoDB
+    /// by each client's, ZooKeeper by each server's). A refused follower that waits for the
+    /// holder's lease to end asks again this much after the expiry the refusal or the lock's
+    /// state named, not before (where it would only be refused again). The default, zero, is
+    /// for a store that lets a lock go when its lease ends. Wrappers forward their inner
+    /// store's.
+    fn expiry_tolerance(&self) -> Duration {
+        Duration::ZERO
+    }
+
     /// A short description for logs, with any secret redacted (e.g. `postgres://app:***@db/x`).
     fn describe(&self) -> String;
 }

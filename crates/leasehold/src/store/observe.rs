@@ -217,6 +217,10 @@ impl<O: StoreObserver + 'static> LeaseStore for ObservedStore<O> {
         self.inner.clock_source()
     }
 
+    fn expiry_tolerance(&self) -> std::time::Duration {
+        self.inner.expiry_tolerance()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -145,6 +145,10 @@ impl LeaseStore for CrashStore {
         self.inner.clock_source()
     }
 
+    fn expiry_tolerance(&self) -> std::time::Duration {
+        self.inner.expiry_tolerance()
+    }
+
     fn describe(&self) -> String {
         format!("crashable({})", self.inner.describe())
     }

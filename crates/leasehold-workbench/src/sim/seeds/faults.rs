@@ -626,6 +626,10 @@ impl LeaseStore for FaultyStore {
         self.inner.clock_source()
     }
 
+    fn expiry_tolerance(&self) -> std::time::Duration {
+        self.inner.expiry_tolerance()
+    }
+
     fn describe(&self) -> String {
         format!("faulty({})", self.inner.describe())
     }
