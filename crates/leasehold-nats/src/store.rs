@@ -305,6 +305,18 @@ impl LeaseStore for NatsStore {
         ))
     }
 
+    /// One batch direct get of the keys of up to 256 locks at a time, then of the session
+    /// records they name (`Protocol::holders_many`).
+    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
+        check_slots(slots)?;
+        let holders = self.protocol.holders_many(locks, slots).await?;
+        Ok(LockState::each(locks, slots, holders))
+    }
+
+    fn reads_in_batches(&self) -> bool {
+        true
+    }
+
     /// A batch read of the bucket's messages in stream order, with a limit (see the `list`
     /// module).
     async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {

@@ -461,3 +461,69 @@ async fn listing_reads_a_bounded_number_of_messages_per_page() {
     assert_eq!(second.locks[0].lock, held);
     assert!(second.next.is_none());
 }
+
+/// `state_many` reads the keys of 256 locks per batch direct get. Every holder is reported, at
+/// its lock's place, under a session or on a lease of its own; and a batch whose locks have more
+/// keys than one answer carries (a lock used with 1,000 slots among them, which the server
+/// refuses to answer in one) is read one lock at a time instead of reporting less.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_locks_are_read_in_batches_even_past_one_answer() {
+    let Some(url) = common::url() else { return };
+    let store = NatsStore::connect_with(&url, common::options())
+        .await
+        .unwrap();
+    assert!(store.reads_in_batches());
+    let name = unique_name("many");
+    let locks: Vec<LockName> = (0..300)
+        .map(|i| LockName::new(format!("{name}-{i}")).unwrap())
+        .collect();
+    let ttl = Duration::from_secs(120);
+    let mut leases = Vec::new();
+    for lock in locks.iter().step_by(3) {
+        match store.try_acquire(&request(lock, 1, ttl)).await.unwrap() {
+            Acquisition::Elected(lease) => leases.push(lease),
+            other => panic!("{lock} is free: {other:?}"),
+        }
+    }
+    // The first ten are renewed, which attaches them to a session.
+    let renewals: Vec<_> = leases[..10].iter().map(|l| (l.clone(), ttl)).collect();
+    for answer in store.extend_many(&renewals).await {
+        assert!(matches!(answer.unwrap(), Extension::Extended { .. }));
+    }
+    let check = |states: Vec<leasehold::store::LockState>| {
+        assert_eq!(states.len(), locks.len());
+        let mut held = leases.iter();
+        for (i, state) in states.iter().enumerate() {
+            assert_eq!(state.lock, locks[i]);
+            if i % 3 == 0 {
+                let lease = held.next().unwrap();
+                assert_eq!(state.holders.len(), 1, "{}", state.lock);
+                assert_eq!(state.holders[0].fence, lease.fence, "{}", state.lock);
+            } else {
+                assert!(
+                    state.holders.is_empty(),
+                    "{}: {:?}",
+                    state.lock,
+                    state.holders
+                );
+            }
+        }
+    };
+    check(store.state_many(&locks, 1).await.unwrap());
+
+    // Lock 3 (held at slot 0) gets 999 more slot keys, written by another program: its batch
+    // now matches over 1,024 keys.
+    let js = async_nats::jetstream::new(store.client().await.unwrap());
+    let bucket = store.options().bucket().to_owned();
+    for slot in 1..1_000 {
+        let subject = format!("$KV.{bucket}.{}", store.key(&locks[3], slot));
+        js.publish(subject, bytes::Bytes::from_static(b"not a lease"))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    check(store.state_many(&locks, 1).await.unwrap());
+    let wide = store.state_many(&locks[..4], 1_000).await.unwrap();
+    assert_eq!(wide[3].holders.len(), 1, "{:?}", wide[3].holders);
+}

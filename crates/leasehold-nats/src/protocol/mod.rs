@@ -3,6 +3,7 @@
 //! | operation | requests | atomic by |
 //! |---|---|---|
 //! | read a lock | one batch direct get, `{"multi_last": ["$KV.<bucket>.<lock>.>"], "batch": N}` to `$JS.API.DIRECT.GET.KV_<bucket>`: the latest message of every slot key and of the ledger; when some record names a session, one more batch direct get of those session records (`{"multi_last": ["$KV.<bucket>.=session.<id>", …]}`, 256 per request) | one batch read (the session records are read after the lock: a session seen gone stays gone) |
+//! | read many locks (`state_many`: a partition set's shard owners) | one batch direct get per 256 locks (fewer when their slots could not fit one answer of 1,024 messages), `{"multi_last": ["$KV.<bucket>.<lock>.>", …], "batch": 1024}`, then one batch direct get of the session records their records name (256 per request); a batch the server refuses is read one lock at a time | one batch read per request (the session records are read after every lock) |
 //! | read one slot | one direct get, `$JS.API.DIRECT.GET.KV_<bucket>.<subject>` | one read |
 //! | grant | one publish of the record to the slot's subject with `Nats-Expected-Last-Subject-Sequence` = the sequence read (0: none) and `Nats-TTL`: a lease of its own until its first extension | the expected sequence |
 //! | grant with a period | one **atomic batch** (`Nats-Batch-Id`, `Nats-Batch-Sequence`, `Nats-Batch-Commit`): the grant as above and the ledger (the new claim, not started) with its own expected sequence | one atomic batch |

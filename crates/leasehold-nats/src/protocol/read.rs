@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
-use leasehold::store::{CasRounds, MAX_SLOTS, StoreResult, lowest_free_slot};
+use leasehold::store::{CasRounds, MAX_SLOTS, StoreResult, holders_below, lowest_free_slot};
 use leasehold::{Holder, Lease, LockName};
 
 use super::session::judge;
@@ -17,6 +17,11 @@ use crate::record::{Ledger, Op, Record, SessionRecord, Stored, decode_ledger};
 /// messages per batch direct get, and refuses a `multi_last` matching more keys with status 413,
 /// a permanent error: only a lock used with all 1024 slots *and* a period ledger has more).
 const LOCK_BATCH: u32 = MAX_SLOTS;
+
+/// The most locks one batch direct get of many locks names (`state_many`): as many lock
+/// filters as a session read names subjects, fewer when the locks' slots could not all fit one
+/// answer of [`LOCK_BATCH`] messages.
+const MANY_LOCKS_BATCH: usize = 256;
 
 /// The keys of a lock as read: the leases this store wrote, the latest sequence of every slot
 /// key, and the ledger.
@@ -61,9 +66,9 @@ impl Slots {
     }
 
     /// Drops the records whose session is gone or revoked them (their slots are free), and
-    /// times the others by their session.
-    fn judge(&mut self) {
-        let (sessions, last) = (&self.sessions, &mut self.last);
+    /// times the others by their session, judged with `sessions` as read.
+    fn judge(&mut self, sessions: &HashMap<String, SessionRecord>) {
+        let last = &mut self.last;
         self.records.retain_mut(|r| {
             let held = judge(r, sessions);
             if !held && let Some(slot) = last.get_mut(&r.held.slot) {
@@ -92,10 +97,72 @@ impl Protocol {
         let messages = self.read_batch(body).await?;
         let mut slots = Slots::read(&self.keys, &messages);
         if slots.records.iter().any(|r| r.session.is_some()) {
-            slots.sessions = self.sessions_of(&slots.records).await?;
-            slots.judge();
+            let sessions = self.sessions_of(&slots.records).await?;
+            slots.judge(&sessions);
+            slots.sessions = sessions;
         }
         Ok(slots)
+    }
+
+    /// The live holders below `slots` of each of `locks`, at the same place: one batch direct
+    /// get of the latest message of every key of up to [`MANY_LOCKS_BATCH`] locks at a time
+    /// (`multi_last` naming each lock's filter), then the session records their records name,
+    /// read after every lock as [`read_lock`](Self::read_lock) does. A batch the server refuses
+    /// (a lock with keys beyond `slots`, so more messages than one answer carries) is read one
+    /// lock at a time instead.
+    pub(crate) async fn holders_many(
+        &self,
+        locks: &[LockName],
+        slots: u32,
+    ) -> StoreResult<Vec<Vec<Holder>>> {
+        let per_read =
+            (LOCK_BATCH as usize / (slots as usize).saturating_add(1)).clamp(1, MANY_LOCKS_BATCH);
+        let mut messages: HashMap<LockName, Vec<Stored>> = HashMap::new();
+        for chunk in locks.chunks(per_read) {
+            let filters: Vec<String> = chunk.iter().map(|l| self.keys.lock(l)).collect();
+            let body = serde_json::json!({ "multi_last": filters, "batch": LOCK_BATCH });
+            let read = match self.read_batch(body).await {
+                Err(e) if !e.is_transient() && chunk.len() > 1 => {
+                    self.read_one_by_one(chunk).await?
+                }
+                read => read?,
+            };
+            for msg in read {
+                if let Some(lock) = self
+                    .keys
+                    .parse_subject(&msg.subject)
+                    .as_ref()
+                    .and_then(KeyOf::lock)
+                {
+                    messages.entry(lock.clone()).or_default().push(msg);
+                }
+            }
+        }
+        let mut read: Vec<Slots> = locks
+            .iter()
+            .map(|lock| Slots::read(&self.keys, messages.get(lock).map_or(&[], Vec::as_slice)))
+            .collect();
+        let sessions = self
+            .sessions_of(read.iter().flat_map(|s| &s.records))
+            .await?;
+        Ok(read
+            .iter_mut()
+            .map(|lock| {
+                lock.judge(&sessions);
+                holders_below(lock.records.iter().map(|r| &r.held), slots)
+            })
+            .collect())
+    }
+
+    /// The latest message of every key of each of `locks`, one batch direct get per lock.
+    async fn read_one_by_one(&self, locks: &[LockName]) -> StoreResult<Vec<Stored>> {
+        let mut out = Vec::new();
+        for lock in locks {
+            let body =
+                serde_json::json!({ "multi_last": [self.keys.lock(lock)], "batch": LOCK_BATCH });
+            out.extend(self.read_batch(body).await?);
+        }
+        Ok(out)
     }
 }
 
