@@ -28,8 +28,9 @@ use crate::partition::view::Assignment;
 
 impl PartitionSet {
     /// Joins the set as a member through `elector` (its store, node id and tenant): takes a
-    /// member slot that names this node and its weight, then runs a task that takes and hands over shards
-    /// as the assignment says, until the returned [`Partition`] leaves or is dropped.
+    /// member slot that names this node and its weight, then runs a task that takes and hands
+    /// over shards as the assignment says, until the returned [`Partition`] leaves or is
+    /// dropped.
     ///
     /// The shard leases and member slots use the set's lease (else the elector's), wait 0 and
     /// renewal on: on a store that renews in batches they all renew in the elector's one
