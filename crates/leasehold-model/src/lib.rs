@@ -20,7 +20,8 @@
 //! [`ShardModel`] checks partition sets beside it: a few shards over two nodes that join, leave,
 //! crash, pause and restart, each following the member's rules of `leasehold::partition` (the
 //! core's assignment, ported as [`assign`]), under [`properties::shards`]: one owner per shard,
-//! rising fences per shard, and coverage and balance within a bound of the last change.
+//! rising fences per shard, coverage and balance within a bound of the last change, and no
+//! member given more than its even share (a node id counted once).
 //! [`ShardRule`] breaks one rule on purpose.
 //!
 //! ```

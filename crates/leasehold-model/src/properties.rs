@@ -157,6 +157,12 @@ pub const SHARDS_BALANCED: &str = "each live member owns within one of even";
 /// the bound without a change": checked in every partition setup, so that coverage and
 /// balance are known to be judged after a move.
 pub const A_SHARD_MOVES_AND_SETTLES: &str = "a shard moves and the set settles";
+/// Partition sets (minimal movement): "a member's reading never gives it more than its even
+/// share" — the shards divided by the nodes holding a member slot (a node id once, however many
+/// slots it holds), rounded up. A member given more takes shards (or keeps them from the
+/// others) that it must give back once nothing else changed: moves no change of members asked
+/// for.
+pub const NO_SHARE_ABOVE_EVEN: &str = "a member is never given more than its even share";
 
 /// The properties of a partition set, in the order above.
 pub fn shards() -> Vec<Property<ShardModel>> {
@@ -175,6 +181,7 @@ pub fn shards() -> Vec<Property<ShardModel>> {
             A_SHARD_MOVES_AND_SETTLES,
             |m: &ShardModel, s: &ShardState| s.moved && s.calm(&m.setup) && every_shard_owned(m, s),
         ),
+        Property::always(NO_SHARE_ABOVE_EVEN, |_, s: &ShardState| !s.over_share),
     ]
 }
 

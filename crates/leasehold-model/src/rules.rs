@@ -303,6 +303,10 @@ pub enum ShardRule {
     /// Broken on purpose: the store deletes a shard's record when its lease is released (a
     /// hand-over), so the shard's fence counter starts again from nothing.
     ReleaseForgetsFence,
+    /// Broken on purpose (the core's rule before issue 39's fix): the member group's weights
+    /// are counted per live slot, so a node holding two slots — restarted with the same node id
+    /// while its old process's slot is still live — counts twice until the old one runs out.
+    CountsEverySlot,
 }
 
 /// The sizes and faults of one check of a partition set, in ticks of the real clock (see

@@ -88,15 +88,32 @@ impl ShardStore {
         print
     }
 
-    /// Each node's weight as read from the group at `now`: how many live slots name it.
-    fn weights(&self, now: Tick) -> [u8; NODES] {
-        let mut weights = [0; NODES];
+    /// Each node's weight as read from the group at `now`, as `read::members` counts it: a node
+    /// id counts once, with its newest slot's weight (every node here has weight 1), however
+    /// many live slots name it — under [`ShardRule::CountsEverySlot`], once per live slot.
+    fn weights(&self, now: Tick, rule: ShardRule) -> [u8; NODES] {
+        let mut weights: [u8; NODES] = [0; NODES];
         for m in self.members.iter().flatten().filter(|m| m.expiry > now) {
             if let Some(w) = weights.get_mut(usize::from(m.node)) {
-                *w += 1;
+                *w = if rule == ShardRule::CountsEverySlot {
+                    w.saturating_add(1)
+                } else {
+                    1
+                };
             }
         }
         weights
+    }
+
+    /// How many nodes hold a live member slot at `now` (a node id once, however many slots).
+    fn member_nodes(&self, now: Tick) -> u32 {
+        let mut named = [false; NODES];
+        for m in self.members.iter().flatten().filter(|m| m.expiry > now) {
+            if let Some(is) = named.get_mut(usize::from(m.node)) {
+                *is = true;
+            }
+        }
+        named.iter().map(|&is| u32::from(is)).sum()
     }
 }
 
@@ -224,6 +241,9 @@ pub struct ShardState {
     /// A shard was granted to another node than its previous owner (for the coverage of the
     /// setups: a move happened).
     pub moved: bool,
+    /// A member's reading gave it more shards than its even share: the shards divided by the
+    /// nodes holding a member slot (a node id once), rounded up.
+    pub over_share: bool,
 }
 
 impl ShardState {
@@ -437,7 +457,10 @@ impl ShardModel {
         }
         // The member group: one read.
         let print = state.store.fingerprint(now);
-        let weights = state.store.weights(now);
+        let weights = state.store.weights(now, rule);
+        // The most shards a member of weight 1 is given: an even share, rounded up, of the
+        // nodes holding a member slot.
+        let fair = u32::from(self.setup.shards).div_ceil(state.store.member_nodes(now).max(1));
         let node = &mut state.nodes[n];
         node.acted = true;
         if node.seen != Some(print) {
@@ -462,6 +485,8 @@ impl ShardModel {
         let handing = node.handing.iter().any(Option::is_some);
         node.settled = !handing && read == target;
         let mut waiting = [false; MAX_SHARDS];
+        let mine = target.iter().filter(|&&t| t == Some(me)).count();
+        let over_share = u32::try_from(mine).ok()? > fair;
         for s in 0..shards {
             let mine = target[s] == Some(me);
             let ignore = rule == ShardRule::IgnoresAssignment;
@@ -488,6 +513,7 @@ impl ShardModel {
                 .zip(node.waiting)
                 .any(|(now, before)| *now && before);
         node.waiting = waiting;
+        state.over_share |= over_share;
         // A hand-over that releases at once (a rule broken on purpose).
         for s in 0..shards {
             if let Some(h) = state.nodes[n].handing[s]
@@ -727,6 +753,7 @@ impl Model for ShardModel {
             forced_out: [None; MAX_SHARDS],
             last_owner: [None; MAX_SHARDS],
             moved: false,
+            over_share: false,
         };
         for n in 0..usize::from(self.setup.members).min(NODES) {
             let Some(slot) = self.take_member_slot(&mut state, n) else {

@@ -6,7 +6,7 @@
 #![allow(clippy::print_stdout)] // the traces are the point of a failure
 
 use leasehold_model::properties::{
-    EVERY_SHARD_OWNED, ONE_OWNER_PER_SHARD, SHARD_FENCES_RISE, SHARDS_BALANCED,
+    EVERY_SHARD_OWNED, NO_SHARE_ABOVE_EVEN, ONE_OWNER_PER_SHARD, SHARD_FENCES_RISE, SHARDS_BALANCED,
 };
 use leasehold_model::{ShardModel, ShardRule, ShardSetup};
 use stateright::Checker;
@@ -73,17 +73,15 @@ fn today_a_shard_forced_free_is_taken_over_within_the_bound() {
 }
 
 /// Two pauses of any length (a node stops renewing, reading and acting, then resumes) over two
-/// shards: every property holds with a bound of five ticks. A node that resumes after its
-/// local deadline for its member slot but before the store frees it takes a fresh slot beside
-/// the old one and counts twice for a tick (the group's weights are counted per slot), so the
-/// set may move a shard one way and then back, which costs a period more than a lease and a
-/// period.
+/// shards: every property holds within a lease and a period, as after a crash. A node that
+/// resumes after its local deadline for its member slot but before the store frees it releases
+/// that slot by its token before it takes a fresh one, so it never holds two.
 #[test]
 fn today_shards_keep_every_property_through_pauses() {
     let setup = joining(ShardRule::Today, |s| {
         s.shards = 2;
         s.pauses = 2;
-        s.settle = 5;
+        s.settle = 4;
     });
     check(setup).assert_properties();
 }
@@ -100,23 +98,49 @@ fn shards_need_a_lease_and_a_period_to_settle_after_a_join() {
 }
 
 /// A node restarted with the same node id while its old member slot is still live (it crashed
-/// and joined again within a lease) holds two slots, and the others count it twice until the
-/// old one runs out: it gets both of two shards, then hands one over. Coverage and balance are
-/// then late for a lease and a period, and hold within two leases.
+/// and joined again within a lease) holds two slots until the old one runs out, and counts
+/// once (a node id counts once, `read::members`): nobody hands a shard over for it, the
+/// restarted node takes its old shards as their leases end, and coverage and balance come
+/// within a lease and a period, as after any crash.
 #[test]
-fn a_restart_with_the_same_node_id_counts_twice_until_its_old_member_slot_runs_out() {
+fn a_restart_with_the_same_node_id_counts_once_and_settles_within_a_lease_and_a_period() {
     let setup = joining(ShardRule::Today, |s| {
         s.shards = 2;
         s.joins = 2;
         s.crashes = 1;
     });
+    check(setup).assert_properties();
+}
+
+/// The rule before the fix, counting the group's weights per live slot: the restarted node
+/// counts twice until its old slot runs out, so the readings give it more than its even share
+/// (it takes shards it hands back when the old slot runs out), and coverage and balance are
+/// late for the bound of a lease and a period; they hold within two leases.
+#[test]
+fn counting_every_member_slot_moves_shards_after_a_restart_and_settles_late() {
+    let setup = joining(ShardRule::CountsEverySlot, |s| {
+        s.shards = 2;
+        s.joins = 2;
+        s.crashes = 1;
+    });
     let checked = check(setup.clone());
+    found(&checked, NO_SHARE_ABOVE_EVEN);
     found(&checked, EVERY_SHARD_OWNED);
     kept(&checked, &[ONE_OWNER_PER_SHARD, SHARD_FENCES_RISE]);
     let mut longer = setup;
     longer.settle = 6;
     longer.horizon = 12;
-    check(longer).assert_properties();
+    let checked = check(longer);
+    found(&checked, NO_SHARE_ABOVE_EVEN);
+    kept(
+        &checked,
+        &[
+            ONE_OWNER_PER_SHARD,
+            SHARD_FENCES_RISE,
+            EVERY_SHARD_OWNED,
+            SHARDS_BALANCED,
+        ],
+    );
 }
 
 /// A member that takes every free shard it reads and never hands one over: the store's grant
@@ -168,18 +192,22 @@ fn a_store_forgetting_the_fence_on_release_lets_a_shards_fence_fall() {
 }
 
 /// A longer search, not run by default (`cargo test -p leasehold-model --test partitions --
-/// --ignored`): a join, a restart, a leave, a crash and a forced release in one setup, with the
-/// bound a restart needs. Every property holds; 14.6 million distinct states, about 110 seconds
-/// on a loaded two-core machine.
+/// --ignored`): a join, a restart, a leave, a crash and a forced release in one setup, with a
+/// bound of five ticks. Every property holds; 12.9 million distinct states, about 70 seconds on
+/// a loaded two-core machine. With four ticks the checker finds a shard unowned: a node
+/// restarted beside its old process's shard lease reads that shard as free (it holds no shard
+/// under its node id) and, after a forced release, the rounding gives it to the other member,
+/// which reads it as the restarted node's; they agree once the old lease ends, and the shard is
+/// taken a tick after that.
 #[test]
-#[ignore = "a longer search: 14.6 million states, about 110 seconds"]
+#[ignore = "a longer search: 12.9 million states, about 70 seconds"]
 fn today_every_change_in_one_setup_keeps_every_property() {
     let setup = joining(ShardRule::Today, |s| {
         s.joins = 2;
         s.leaves = 1;
         s.crashes = 1;
         s.forced = 1;
-        s.settle = 6;
+        s.settle = 5;
     });
     check(setup).assert_properties();
 }

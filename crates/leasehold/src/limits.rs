@@ -103,10 +103,9 @@ pub const MAX_SHARDS: u32 = 65_536;
 /// The largest [weight](crate::partition::PartitionSetBuilder::weight) of one member of a
 /// partition set: 64.
 ///
-/// Why: a member's weight is the number of slots it holds in the set's member group (one lease
-/// per unit of weight, so every member reads the others' weights from the store), and a group
-/// has at most [`MAX_SLOTS`] slots. 64 lets one large node count for 64 small ones while a set
-/// still has room for 16 members of the largest weight.
+/// Why: 64 lets one large node count for 64 small ones, and keeps the suffix that records the
+/// weight in the member's slot (`#64`) short. Each member holds one slot of the set's member
+/// group, so a set has at most [`MAX_SLOTS`] members, whatever their weights.
 pub const MAX_PARTITION_WEIGHT: u32 = 64;
 
 /// A value beyond one of the [limits](self).

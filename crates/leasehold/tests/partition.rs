@@ -351,6 +351,61 @@ async fn a_crashed_nodes_shards_are_covered_again_within_about_one_lease() {
     checker.assert_exclusive();
 }
 
+/// Issue 39: a node restarted with the same node id (a stable pod name) while its old
+/// process's member slot is still live holds two slots until the old one runs out. It counts
+/// once: the other member hands it nothing (counted twice, it would get five of eight shards
+/// and `a` would hand one over, to take one back a lease later), and the restarted process
+/// takes its old four shards as their leases end, and no other.
+#[tokio::test(start_paused = true)]
+async fn a_restart_with_the_same_node_id_counts_once_and_moves_no_shard_that_need_not() {
+    let store = Arc::new(MemoryStore::new());
+    let checker = Checker::default();
+    let set = set(8);
+    let a = start(&store, "a", &set, &checker).await;
+    let b = start(&store, "b", &set, &checker).await;
+    until_balanced(&store, &set, &["a", "b"], LEASE * 3).await;
+    sleep(3 * PERIOD).await;
+    let a_took = *a.moves_in.lock().unwrap();
+    let mine = |owners: &[Option<String>], who: &str| {
+        owners.iter().filter(|o| o.as_deref() == Some(who)).count()
+    };
+    assert_eq!(mine(&owners(&store, &set).await, "a"), 4);
+    b.crash();
+    let restarted = start(&store, "b", &set, &checker).await;
+    let members = set.member_lock();
+    let mut both_live = false;
+    let began = Instant::now();
+    while began.elapsed() < LEASE * 3 {
+        let holders = store.holders(&members).await.unwrap();
+        let slots_b = holders.iter().filter(|h| h.owner == "b").count();
+        both_live |= slots_b == 2;
+        let now = owners(&store, &set).await;
+        assert_eq!(
+            mine(&now, "a"),
+            4,
+            "a handed a shard over {:?} after b's restart: {now:?}, b's member slots {slots_b}",
+            began.elapsed()
+        );
+        sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        both_live,
+        "the old and the new process's slots were never live together"
+    );
+    let now = owners(&store, &set).await;
+    assert_eq!((mine(&now, "a"), mine(&now, "b")), (4, 4), "{now:?}");
+    assert_eq!(*a.moves_in.lock().unwrap(), a_took, "a took no shard");
+    assert_eq!(
+        *restarted.moves_in.lock().unwrap(),
+        4,
+        "the restarted b took its old four shards and no other"
+    );
+    b.driver.abort();
+    a.leave().await;
+    restarted.leave().await;
+    checker.assert_exclusive();
+}
+
 #[tokio::test(start_paused = true)]
 async fn churn_of_joins_leaves_and_crashes_never_gives_a_shard_two_owners() {
     let store = Arc::new(MemoryStore::new());
@@ -552,6 +607,16 @@ async fn weights_share_the_shards_in_proportion() {
         .map(|m| (m.node.to_string(), m.weight))
         .collect();
     assert_eq!(weights, [("a".to_owned(), 1), ("b".to_owned(), 2)]);
+    // One member slot each, naming the node and (unless it is 1) its weight.
+    let mut slots: Vec<String> = store
+        .holders(&light.member_lock())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.owner)
+        .collect();
+    slots.sort();
+    assert_eq!(slots, ["a", "b#2"]);
     a.leave().await.unwrap();
     b.leave().await.unwrap();
 }

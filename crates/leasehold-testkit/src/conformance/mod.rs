@@ -60,6 +60,7 @@ pub use partition::{
     partition_cut_off_member_is_replaced_after_its_leases,
     partition_graceful_leave_hands_over_without_expiry,
     partition_joins_balance_with_one_owner_per_shard,
+    partition_restart_with_the_same_node_id_counts_once,
 };
 pub use period::{
     period_already_ran_stops_waiting, period_clear_keeps_the_live_lease,

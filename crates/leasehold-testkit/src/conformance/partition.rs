@@ -498,3 +498,90 @@ pub async fn partition_cut_off_member_is_replaced_after_its_leases(factory: &dyn
     }
     log.assert_one_owner_at_a_time();
 }
+
+/// Of three balanced members, one is cut off from the store (as a crash looks) and restarts at
+/// once with the same node id (a stable pod name), on a fresh client: while its old process's
+/// member slot is still live the node holds two slots, and it counts once (issue 39). So the two
+/// other members hand nothing over — each keeps every shard it owned throughout — and the
+/// restarted process takes exactly its old shards as their leases end; no shard had two owners
+/// at once.
+///
+/// # Cancel safety
+///
+/// Dropping it mid-test may leave leases behind until their expiry; its lock names are unique
+/// to the call, so later tests are not affected.
+pub async fn partition_restart_with_the_same_node_id_counts_once(factory: &dyn StoreFactory) {
+    let (set, locks) = new_set("partition-restart");
+    let observer = factory.make();
+    let log = Tenures::default();
+    let ids = ["member-a", "member-b", "member-c"];
+    let mut nodes = Vec::new();
+    for id in ids {
+        let cuttable = id == "member-c";
+        nodes.push(Node::join_with(factory, id, &set, &log, cuttable).await);
+    }
+    until_balanced(&*observer, &locks, &ids, 3 * LEASE + SLACK, "three joined").await;
+    sleep(PERIOD).await;
+    let crashed = match nodes.pop() {
+        Some(node) => node,
+        None => unreachable!("three members joined"),
+    };
+    let before = owners(&*observer, &locks).await;
+    let held = |owners: &[Option<String>], id: &str| -> Vec<usize> {
+        (0..owners.len())
+            .filter(|&k| owners[k].as_deref() == Some(id))
+            .collect()
+    };
+    let kept: Vec<(&str, Vec<usize>)> =
+        ids[..2].iter().map(|&id| (id, held(&before, id))).collect();
+    let its = held(&before, &crashed.id);
+    assert!(
+        !its.is_empty(),
+        "{} owned shards before the cut",
+        crashed.id
+    );
+    crashed.cut_off();
+    let restarted = Node::join(factory, &crashed.id, &set, &log).await;
+    let members = set.member_lock();
+    let slots = ok(observer.holders(&members).await, "read the member group");
+    let twice = slots.iter().filter(|h| h.owner == crashed.id).count();
+    assert_eq!(
+        twice, 2,
+        "right after the restart the old process's member slot is still live beside the new one"
+    );
+    // The old leases end within a lease of the cut; then the restarted process takes them.
+    let began = Instant::now();
+    loop {
+        let now = owners(&*observer, &locks).await;
+        for (id, shards) in &kept {
+            for &k in shards {
+                assert_eq!(
+                    now[k].as_deref(),
+                    Some(*id),
+                    "{}: {id} handed it over {:?} after {} restarted with the same node id: the \
+                     node was counted twice",
+                    locks[k],
+                    began.elapsed(),
+                    crashed.id
+                );
+            }
+        }
+        if held(&now, &crashed.id) == its && began.elapsed() >= LEASE {
+            break;
+        }
+        assert!(
+            began.elapsed() < 2 * LEASE + SLACK,
+            "{}'s old shards {its:?} were not all owned again within {:?}; owners now: {:?}",
+            crashed.id,
+            2 * LEASE + SLACK,
+            counts(&now)
+        );
+        sleep(POLL).await;
+    }
+    crashed.driver.abort();
+    nodes.push(restarted);
+    for node in nodes {
+        node.leave().await;
+    }
+    log.assert_one_owner_at_a_time();
+}

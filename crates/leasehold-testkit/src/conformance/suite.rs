@@ -115,6 +115,7 @@ static PARTITION_TESTS: &[ConformanceTest] = suite![
     partition_joins_balance_with_one_owner_per_shard,
     partition_graceful_leave_hands_over_without_expiry,
     partition_cut_off_member_is_replaced_after_its_leases,
+    partition_restart_with_the_same_node_id_counts_once,
 ];
 
 /// The partition-set cases (issue 39): three members on their own clients share 16 shards.

@@ -63,8 +63,8 @@ pub enum PartitionError {
     /// The member group was full: every one of its
     /// [`MAX_SLOTS`](crate::limits::MAX_SLOTS) slots is held, so this node could not join.
     #[error(
-        "partition set {name:?}: its member group is full (the members' weights add up to \
-         leasehold::limits::MAX_SLOTS)"
+        "partition set {name:?}: its member group is full (it has \
+         leasehold::limits::MAX_SLOTS members)"
     )]
     Full {
         /// The set's name.

@@ -22,19 +22,23 @@ use crate::outcome::Outcome;
 use crate::partition::error::PartitionError;
 use crate::partition::event::ShardEvent;
 use crate::partition::member::{Member, Mine, Setup};
+use crate::partition::read::member_owner;
 use crate::partition::set::{PartitionSet, check_derived, members_name, shard_name};
 use crate::partition::view::Assignment;
 
 impl PartitionSet {
-    /// Joins the set as a member through `elector` (its store, node id and tenant): takes the
-    /// member slots of this node's weight, then runs a task that takes and hands over shards
-    /// as the assignment says, until the returned [`Partition`] leaves or is dropped.
+    /// Joins the set as a member through `elector` (its store, node id and tenant): takes a
+    /// member slot that names this node and its weight, then runs a task that takes and hands
+    /// over shards as the assignment says, until the returned [`Partition`] leaves or is
+    /// dropped.
     ///
     /// The shard leases and member slots use the set's lease (else the elector's), wait 0 and
     /// renewal on: on a store that renews in batches they all renew in the elector's one
     /// heartbeat. Every member must have its own node id
     /// ([`node_id`](crate::ElectionOptionsBuilder::node_id)): two members with one id count
-    /// as one.
+    /// as one, with the weight of the one that joined last. A node restarted with the same
+    /// node id while its old process's member slot is still live therefore counts once, with
+    /// its new weight.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> leasehold::Result<()> {
@@ -58,8 +62,10 @@ impl PartitionSet {
     /// [`Error::Name`](crate::Error::Name) or [`Error::Partition`](crate::Error::Partition)
     /// when the set's derived lock names do not fit the elector's tenant,
     /// [`Error::Partition`](crate::Error::Partition) with [`PartitionError::Full`] when the
-    /// member group has no free slot, [`Error::Store`](crate::Error::Store) when the store
-    /// fails.
+    /// member group has no free slot, [`Error::Options`](crate::Error::Options) when the
+    /// member slot's owner (the node id, and `#` and the weight unless it is 1) would pass
+    /// [`MAX_NODE_ID_LEN`](crate::limits::MAX_NODE_ID_LEN), [`Error::Store`](crate::Error::Store)
+    /// when the store fails.
     ///
     /// # Cancel safety
     ///
@@ -79,7 +85,12 @@ impl PartitionSet {
             .max_leaders(1)
             .fair_turns(false)
             .build()?;
-        let member_options = shard_options.to_builder().max_leaders(MAX_SLOTS).build()?;
+        // The member slot names this node and its weight (see `read::member_owner`).
+        let member_options = shard_options
+            .to_builder()
+            .max_leaders(MAX_SLOTS)
+            .node_id(member_owner(base.node_id(), self.weight()))
+            .build()?;
         let name = self.name().as_str();
         let shard_locks = (0..self.shards())
             .map(|k| LockName::new(shard_name(name, k)))
@@ -91,25 +102,19 @@ impl PartitionSet {
         let member_lock = LockName::new(members_name(name))?;
         let scoped_member_lock = elector.lock_name(&member_lock)?;
         let members = elector.reconfigured(member_options);
-        // All of the weight's slots before the first shard, so that the others see this
-        // member's full weight at once (the loop takes any missing later).
-        let mut first = Vec::new();
-        for _ in 0..self.weight() {
-            match members.try_acquire(&member_lock).await? {
-                Outcome::Elected(guard) => first.push(guard),
-                _ => break,
+        // The member slot before the first shard, so that the others see this member at once.
+        let first = match members.try_acquire(&member_lock).await? {
+            Outcome::Elected(guard) => vec![guard],
+            _ => {
+                return Err(PartitionError::Full {
+                    name: name.to_owned(),
+                }
+                .into());
             }
-        }
-        if first.is_empty() {
-            return Err(PartitionError::Full {
-                name: name.to_owned(),
-            }
-            .into());
-        }
+        };
         let period = renewal_period(lease);
         let setup = Setup {
             node: Arc::from(base.node_id()),
-            weight: self.weight(),
             shards: self.shards(),
             period,
             drain: self.drain().unwrap_or(period),

@@ -41,7 +41,6 @@ pub(crate) type Mine = Arc<Mutex<BTreeMap<u32, LeaderContext>>>;
 /// What a member needs to know of its set and node, fixed when it joins.
 pub(crate) struct Setup {
     pub(crate) node: Arc<str>,
-    pub(crate) weight: u32,
     pub(crate) shards: u32,
     /// How often the member reads and acts.
     pub(crate) period: Duration,
@@ -144,8 +143,9 @@ impl Member {
     async fn reconcile(&mut self) {
         let lost_slots = self.drop_lost();
         // A slot lost here may still be live in the store (a pause that ended inside its
-        // margin): free it before taking another, or this node would hold two slots and count
-        // twice in the assignment until the old one runs out.
+        // margin): free it before taking another (the node would count once with both, as a
+        // node id counts once, but the old slot's running out would change the group's
+        // fingerprint again later).
         futures::future::join_all(lost_slots.into_iter().map(LeaderGuard::release)).await;
         self.keep_membership().await;
         let read = match read::members(&self.setup.members, &self.setup.scoped_member_lock).await {
@@ -372,33 +372,30 @@ impl Member {
         lost
     }
 
-    /// Holds as many member slots as the weight, taking those missing (one attempt each).
+    /// Holds a member slot, taking one if it has none (one attempt).
     async fn keep_membership(&mut self) {
-        while self.memberships.len() < self.setup.weight as usize {
-            match self
-                .setup
-                .members
-                .try_acquire(&self.setup.member_lock)
-                .await
-            {
-                Ok(Outcome::Elected(guard)) => {
-                    self.memberships.push(guard);
-                    self.warned_full = false;
+        if !self.memberships.is_empty() {
+            return;
+        }
+        match self
+            .setup
+            .members
+            .try_acquire(&self.setup.member_lock)
+            .await
+        {
+            Ok(Outcome::Elected(guard)) => {
+                self.memberships.push(guard);
+                self.warned_full = false;
+            }
+            Ok(_) => {
+                if !std::mem::replace(&mut self.warned_full, true) {
+                    warn!(
+                        "partition: the member group is full; this node is not a member until a slot frees"
+                    );
                 }
-                Ok(_) => {
-                    if !std::mem::replace(&mut self.warned_full, true) {
-                        warn!(
-                            held = self.memberships.len(),
-                            weight = self.setup.weight,
-                            "partition: the member group is full; this node counts with less than its weight"
-                        );
-                    }
-                    return;
-                }
-                Err(e) => {
-                    warn!(error = %e, "partition: taking a member slot failed; trying again next period");
-                    return;
-                }
+            }
+            Err(e) => {
+                warn!(error = %e, "partition: taking a member slot failed; trying again next period");
             }
         }
     }
@@ -417,7 +414,7 @@ impl Member {
         {
             Ok(Outcome::Elected(fresh)) => {
                 self.memberships.push(fresh);
-                if self.memberships.len() > self.setup.weight as usize {
+                if self.memberships.len() > 1 {
                     let oldest = self.memberships.remove(0);
                     if let Err(e) = oldest.release().await {
                         debug!(error = %e, "partition: releasing a member slot failed");

@@ -17,7 +17,7 @@ const SHARD_INFIX: &str = ".shard-";
 /// fence.
 ///
 /// The set lives in the store as locks derived from its name: `<name>.members` (a group lock in
-/// which each member holds one slot per unit of [weight](PartitionSetBuilder::weight)) and
+/// which each member holds a slot naming its node id and [weight](PartitionSetBuilder::weight)) and
 /// `<name>.shard-<k>` for each shard `k`. Keep other locks out of those names. Every node that
 /// joins must use the same name and shard count (and the same lease, so that a crashed node's
 /// shards come free as the others expect).

@@ -10,7 +10,8 @@ use std::sync::Arc;
 pub struct Member {
     /// Its node id ([`ElectionOptions::node_id`](crate::ElectionOptions::node_id)).
     pub node: Arc<str>,
-    /// Its weight: the member slots it holds.
+    /// Its weight, as its member slot records it (a node id counts once: if a restart left
+    /// two slots with its node id, the newest one's weight).
     pub weight: u32,
     /// The shards it owns, as last read.
     pub owned: u32,
