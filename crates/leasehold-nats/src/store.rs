@@ -94,15 +94,6 @@ impl NatsStore {
         /// # Ok(()) }
         /// ```
         connect;
-        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-        ///
-        /// # Errors
-        ///
-        /// As [`connect`](Self::connect).
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe, as [`connect`](Self::connect).
         ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {

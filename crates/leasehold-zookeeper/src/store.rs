@@ -82,16 +82,6 @@ impl ZooKeeperStore {
         /// # Ok(()) }
         /// ```
         connect;
-        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-        ///
-        /// # Errors
-        ///
-        /// As [`connect`](Self::connect).
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe, as [`connect`](Self::connect).
-        connect_with;
     }
 
     /// Builds a store without contacting the ensemble; the first operation connects.
