@@ -244,10 +244,7 @@ impl LeaseStore for EtcdStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         req.check_owner()?;
-        if let Some(period) = req.period {
-            return self.protocol.acquire_period(req, period).await;
-        }
-        self.protocol.acquire(req).await
+        self.protocol.try_acquire(req).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

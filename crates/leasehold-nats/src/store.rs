@@ -234,10 +234,7 @@ impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         req.check_owner()?;
-        if let Some(period) = req.period {
-            return self.protocol.acquire_period(req, period).await;
-        }
-        Ok(self.protocol.acquire(req).await?.into())
+        self.protocol.try_acquire(req).await
     }
 
     /// A renewal of the lease's session record (see [`extend_many`](Self::extend_many)).
