@@ -6,11 +6,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseNotifier, ReleaseSignal,
-    StoreResult,
+    AcquireRequest, Acquisition, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal, StoreResult,
 };
 use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    Holder, Lease, LeaseStore, LockName,
     store::{Extension, LockState, Release, StoreError},
 };
 
@@ -331,18 +330,12 @@ impl LeaseStore for DynamoDbStore {
         Ok(self.notifier.after_release(&lease.lock, linger, released))
     }
 
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.start_claim(lease).await
-    }
-
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.ledger_record(lock).await
-    }
-
-    /// One conditional `UpdateItem` removing the ledger's attributes from slot 0's item and
-    /// returning them as they were (see the `protocol` module).
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.clear_ledger(lock).await
+    leasehold::store::period_ledger! {
+        start_period => start_claim;
+        period_record => ledger_record;
+        /// One conditional `UpdateItem` removing the ledger's attributes from slot 0's item and
+        /// returning them as they were (see the `protocol` module).
+        clear_period_ledger => clear_ledger;
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

@@ -7,8 +7,14 @@
 //!   holds another lock's keys.
 //! * The lock's period ledger is `<prefix>/L/ledger`, next to its slots.
 //! * Fenced puts keep their highest fences under `<prefix>/.fences/`, outside every lock's range.
+//! * A listing's cursor names the key it continues after: a lock (its name), or a raw key (`~`
+//!   and the key's bytes after `<prefix>/` in hex).
 
 use leasehold::LockName;
+use leasehold::store::{CursorError, ListCursor};
+
+/// Starts a cursor that names a raw key rather than a lock (no lock name starts with it).
+const RAW: char = '~';
 
 /// Where a store's keys live.
 #[derive(Debug, Clone)]
@@ -79,6 +85,37 @@ impl Keys {
     pub(crate) fn root(&self) -> String {
         format!("{}/", self.prefix)
     }
+    /// The first key of the listing's page after `cursor` (of the store described as `store`).
+    pub(crate) fn start_after(
+        &self,
+        store: &str,
+        cursor: &ListCursor,
+    ) -> Result<Vec<u8>, CursorError> {
+        let text = cursor.as_str();
+        if let Some(hex) = text.strip_prefix(RAW) {
+            let mut key = self.root().into_bytes();
+            key.extend(
+                from_hex(hex)
+                    .ok_or_else(|| CursorError::foreign(store, cursor, "bad hex after '~'"))?,
+            );
+            key.push(0); // the first key after it
+            return Ok(key);
+        }
+        let lock = LockName::new(text)
+            .map_err(|_| CursorError::foreign(store, cursor, "expected a lock name"))?;
+        Ok(self.after(&lock).into_bytes())
+    }
+    /// The listing's cursor that continues just after the raw `key` of this store.
+    pub(crate) fn cursor_after(&self, key: &[u8]) -> Result<ListCursor, CursorError> {
+        let root = self.root();
+        let rest = key.strip_prefix(root.as_bytes()).unwrap_or(key);
+        let mut text = String::with_capacity(1 + rest.len() * 2);
+        text.push(RAW);
+        for b in rest {
+            text.push_str(&format!("{b:02x}"));
+        }
+        ListCursor::new(text)
+    }
     /// The lock and slot of a key of this store.
     pub(crate) fn parse(&self, key: &[u8]) -> Option<(LockName, u32)> {
         let key = std::str::from_utf8(key).ok()?;
@@ -110,6 +147,16 @@ fn segment(lock: &str) -> std::borrow::Cow<'_, str> {
     } else {
         std::borrow::Cow::Borrowed(lock)
     }
+}
+
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -174,5 +221,26 @@ mod tests {
         }
         assert!(keys.fence("x") < start);
         assert_eq!(keys.lock_of(b"lh/a/b/0"), None);
+    }
+
+    #[test]
+    fn cursors_continue_after_a_lock_or_a_raw_key() -> Result<(), Box<dyn std::error::Error>> {
+        let keys = Keys::new("lh");
+        let lock = LockName::new("reports/daily")?;
+        let after = keys.start_after("etcd", &ListCursor::after_lock(&lock))?;
+        assert_eq!(after, b"lh/reports%2Fdaily0");
+        let raw = keys.cursor_after(b"lh/zz\xff")?;
+        assert_eq!(raw.as_str(), "~7a7aff");
+        assert_eq!(keys.start_after("etcd", &raw)?, b"lh/zz\xff\0");
+        for bad in ["~7", "~zz", "a//b", "-x"] {
+            assert!(
+                matches!(
+                    keys.start_after("etcd", &ListCursor::new(bad)?),
+                    Err(CursorError::Foreign { .. })
+                ),
+                "{bad}"
+            );
+        }
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! Listing locks: one range read over the store's lock keys with a limit, in key order.
 //!
-//! A lock's keys (`<prefix>/<lock>/…`, see [`Keys`]) are consecutive in key order, so a page is
+//! A lock's keys (`<prefix>/<lock>/…`, see [`Keys`](crate::keys::Keys)) are consecutive in key order, so a page is
 //! the locks of at most [`MAX_LIST_SCAN`] keys from where the last page stopped (slot keys and
 //! the ledger keys that once-per-period locks keep between runs). When the range had more keys,
 //! the last lock read may go on past them: it is read whole (its own prefix range, at most
@@ -12,20 +12,17 @@
 //!
 //! A [`ListCursor`] of this store is the last lock name of its page — or, when the page's last
 //! key was not a lock's (a key another program wrote under the prefix), `~` and that key's
-//! bytes after `<prefix>/` in hex, to continue just after it.
+//! bytes after `<prefix>/` in hex, to continue just after it (the key positions they name are
+//! the key layout's: [`Keys::start_after`](crate::keys::Keys::start_after)).
 
 use etcd_client::GetOptions;
 use leasehold::LockName;
 use leasehold::store::{
-    CursorError, ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN, StoreResult,
+    ListCursor, ListedLock, LockPage, MAX_LIST_LOCKS, MAX_LIST_SCAN, StoreResult,
 };
 
-use crate::keys::Keys;
 use crate::protocol::Protocol;
 use crate::record::Record;
-
-/// Starts a cursor that names a raw key rather than a lock (no lock name starts with it).
-const RAW: char = '~';
 
 /// One page of the listing (see the module docs).
 pub(crate) async fn list(
@@ -37,7 +34,7 @@ pub(crate) async fn list(
     let (first, end) = keys.locks_range();
     let start: Vec<u8> = match after {
         None => first.into_bytes(),
-        Some(cursor) => start_after(keys, store, cursor)?,
+        Some(cursor) => keys.start_after(store, cursor)?,
     };
     let limit = i64::try_from(MAX_LIST_SCAN).unwrap_or(i64::MAX);
     let resp = link
@@ -96,74 +93,9 @@ pub(crate) async fn list(
     if next.is_none() && more {
         next = match (ends_on_lock, last_key) {
             (Some(lock), _) => Some(ListCursor::after_lock(&lock)),
-            (None, Some(key)) => Some(raw_cursor(keys, &key)?),
+            (None, Some(key)) => Some(keys.cursor_after(&key)?),
             (None, None) => None,
         };
     }
     Ok(LockPage::new(locks, next))
-}
-
-/// The first key of the page after `cursor`.
-fn start_after(keys: &Keys, store: &str, cursor: &ListCursor) -> Result<Vec<u8>, CursorError> {
-    let text = cursor.as_str();
-    if let Some(hex) = text.strip_prefix(RAW) {
-        let mut key = keys.root().into_bytes();
-        key.extend(
-            from_hex(hex)
-                .ok_or_else(|| CursorError::foreign(store, cursor, "bad hex after '~'"))?,
-        );
-        key.push(0); // the first key after it
-        return Ok(key);
-    }
-    let lock = LockName::new(text)
-        .map_err(|_| CursorError::foreign(store, cursor, "expected a lock name"))?;
-    Ok(keys.after(&lock).into_bytes())
-}
-
-/// The cursor that continues just after the raw `key` of this store.
-fn raw_cursor(keys: &Keys, key: &[u8]) -> Result<ListCursor, CursorError> {
-    let root = keys.root();
-    let rest = key.strip_prefix(root.as_bytes()).unwrap_or(key);
-    let mut text = String::with_capacity(1 + rest.len() * 2);
-    text.push(RAW);
-    for b in rest {
-        text.push_str(&format!("{b:02x}"));
-    }
-    ListCursor::new(text)
-}
-
-fn from_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_continue_after_a_lock_or_a_raw_key() -> Result<(), Box<dyn std::error::Error>> {
-        let keys = Keys::new("lh");
-        let lock = LockName::new("reports/daily")?;
-        let after = start_after(&keys, "etcd", &ListCursor::after_lock(&lock))?;
-        assert_eq!(after, b"lh/reports%2Fdaily0");
-        let raw = raw_cursor(&keys, b"lh/zz\xff")?;
-        assert_eq!(raw.as_str(), "~7a7aff");
-        assert_eq!(start_after(&keys, "etcd", &raw)?, b"lh/zz\xff\0");
-        for bad in ["~7", "~zz", "a//b", "-x"] {
-            assert!(
-                matches!(
-                    start_after(&keys, "etcd", &ListCursor::new(bad)?),
-                    Err(CursorError::Foreign { .. })
-                ),
-                "{bad}"
-            );
-        }
-        Ok(())
-    }
 }

@@ -5,14 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{Client, ConnectOptions, GetOptions};
-use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseSignal, StoreResult,
-    check_slots,
-};
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult, check_slots};
 use leasehold::store::{ServerNotifications, holders_below};
 use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    store::{Extension, LockState, OpenError, Release, redact_url},
+    Lease, LeaseStore, LockName,
+    store::{Extension, LockState, OpenError, redact_url},
 };
 
 use crate::keys::Keys;
@@ -42,6 +39,8 @@ use crate::watch;
 /// * Expiries are this host's clock when the request was sent plus the TTL etcd granted, so
 ///   they never come after etcd's own expiry.
 /// * Releases wake local waiters through one etcd watch per store.
+/// * Listing ([`list_locks`](LeaseStore::list_locks)) is a range read over the lock keys with a
+///   limit, in key order (see the `list` module).
 /// * Every request has a deadline ([`EtcdOptions::request_timeout`]); requests an endpoint
 ///   refused are sent again, to another endpoint, within it.
 ///
@@ -90,15 +89,6 @@ impl EtcdStore {
         /// # Ok(()) }
         /// ```
         connect;
-        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-        ///
-        /// # Errors
-        ///
-        /// As [`connect`](Self::connect).
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe, as [`connect`](Self::connect).
         ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
@@ -253,10 +243,7 @@ impl LeaseStore for EtcdStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         req.check_owner()?;
-        if let Some(period) = req.period {
-            return self.protocol.acquire_period(req, period).await;
-        }
-        self.protocol.acquire(req).await
+        self.protocol.try_acquire(req).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
@@ -267,31 +254,6 @@ impl LeaseStore for EtcdStore {
     /// keys per session, whatever their number (see the `protocol` module).
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
         self.protocol.extend_many(leases).await
-    }
-
-    fn renews_in_batches(&self) -> bool {
-        true
-    }
-
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.protocol.release(lease, linger).await
-    }
-
-    /// A read of the lock, then one transaction that marks the ledger's claim started if slot 0
-    /// and the ledger are as read (see the `protocol` module).
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.protocol.start_period(lease).await
-    }
-
-    /// One read of the ledger key `<prefix>/<lock>/ledger`.
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.protocol.period_record(lock).await
-    }
-
-    /// A read of the ledger key, then one transaction deleting it if it is unchanged since
-    /// (`mod_revision`; see the `protocol` module).
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.protocol.clear_period(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
@@ -305,27 +267,16 @@ impl LeaseStore for EtcdStore {
         ))
     }
 
-    /// A range read over the lock keys with a limit, in key order (see the `list` module).
-    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        crate::list::list(&self.protocol, &self.description, after).await
-    }
+    leasehold::store::protocol_store_methods!(watch::run, keys; crate::list::list);
 
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        check_slots(slots)?;
-        self.protocol.force_release(lock, slots).await
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.notifications.signal(lock, |notifier| {
-            watch::run(
-                Arc::clone(&self.protocol.link),
-                self.protocol.keys.clone(),
-                notifier,
-            )
-        })
-    }
-
-    fn describe(&self) -> String {
-        self.description.clone()
+    leasehold::store::period_ledger! {
+        /// A read of the lock, then one transaction that marks the ledger's claim started if slot
+        /// 0 and the ledger are as read (see the `protocol` module).
+        start_period => protocol.start_period;
+        /// One read of the ledger key `<prefix>/<lock>/ledger`.
+        period_record => protocol.period_record;
+        /// A read of the ledger key, then one transaction deleting it if it is unchanged since
+        /// (`mod_revision`; see the `protocol` module).
+        clear_period_ledger => protocol.clear_period;
     }
 }

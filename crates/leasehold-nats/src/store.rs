@@ -5,14 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasehold::store::{
-    AcquireRequest, Acquisition, ListCursor, LockPage, PeriodStart, ReleaseSignal, StoreResult,
-    check_slots,
-};
+use leasehold::store::{AcquireRequest, Acquisition, StoreResult, check_slots};
 use leasehold::store::{ServerNotifications, holders_below};
 use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
+    Lease, LeaseStore, LockName,
+    store::{Extension, LockState, OpenError, StoreError, redact_url},
 };
 
 use crate::keys::Keys;
@@ -47,6 +44,8 @@ use crate::written::Written;
 ///   later than the server's removal, which counts a TTL at least as long from when it stored
 ///   the message.
 /// * Releases wake local waiters through one KV watch per store.
+/// * Listing ([`list_locks`](LeaseStore::list_locks)) is a batch read of the bucket's messages
+///   in stream order, with a limit (see the `list` module).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -94,15 +93,6 @@ impl NatsStore {
         /// # Ok(()) }
         /// ```
         connect;
-        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-        ///
-        /// # Errors
-        ///
-        /// As [`connect`](Self::connect).
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe, as [`connect`](Self::connect).
         ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
@@ -243,10 +233,7 @@ impl LeaseStore for NatsStore {
     async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
         req.check()?;
         req.check_owner()?;
-        if let Some(period) = req.period {
-            return self.protocol.acquire_period(req, period).await;
-        }
-        Ok(self.protocol.acquire(req).await?.into())
+        self.protocol.try_acquire(req).await
     }
 
     /// A renewal of the lease's session record (see [`extend_many`](Self::extend_many)).
@@ -264,35 +251,6 @@ impl LeaseStore for NatsStore {
     /// a lease this store did not grant is extended alone.
     async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
         self.protocol.extend_many(leases).await
-    }
-
-    fn renews_in_batches(&self) -> bool {
-        true
-    }
-
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        let released = self.protocol.release(lease, linger).await?;
-        // The watch reports it too; waking this client's waiters now saves its round trip.
-        Ok(self
-            .notifications
-            .after_release(&lease.lock, linger, released))
-    }
-
-    /// A read of the lock, then one publish of the ledger conditioned on the whole lock (see the
-    /// `protocol` module).
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.protocol.start_period(lease).await
-    }
-
-    /// One direct get of the ledger key `<lock>.ledger`.
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.protocol.period_record(lock).await
-    }
-
-    /// A direct get of the ledger key, then one delete marker expecting the sequence read (see
-    /// the `protocol` module).
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.protocol.clear_period(lock).await
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
@@ -317,29 +275,16 @@ impl LeaseStore for NatsStore {
         true
     }
 
-    /// A batch read of the bucket's messages in stream order, with a limit (see the `list`
-    /// module).
-    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        crate::list::list(&self.protocol, &self.description, after).await
-    }
+    leasehold::store::protocol_store_methods!(waking watch::run, keys; crate::list::list);
 
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        check_slots(slots)?;
-        let freed = self.protocol.force_release(lock, slots).await?;
-        Ok(self.notifications.after_forced_release(lock, freed))
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.notifications.signal(lock, |notifier| {
-            watch::run(
-                Arc::clone(&self.protocol.link),
-                self.protocol.keys.clone(),
-                notifier,
-            )
-        })
-    }
-
-    fn describe(&self) -> String {
-        self.description.clone()
+    leasehold::store::period_ledger! {
+        /// A read of the lock, then one publish of the ledger conditioned on the whole lock (see
+        /// the `protocol` module).
+        start_period => protocol.start_period;
+        /// One direct get of the ledger key `<lock>.ledger`.
+        period_record => protocol.period_record;
+        /// A direct get of the ledger key, then one delete marker expecting the sequence read
+        /// (see the `protocol` module).
+        clear_period_ledger => protocol.clear_period;
     }
 }

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, PeriodStart, ReleaseNotifier,
-    ReleaseSignal, ReleasedTo, StoreResult, answer_each, check_slots,
+    AcquireRequest, Acquisition, HandOff, ListCursor, LockPage, ReleaseNotifier, ReleaseSignal,
+    ReleasedTo, StoreResult, answer_each, check_slots,
 };
 use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
+    Holder, Lease, LeaseStore, LockName,
     store::{Extension, LockState, OpenError, Release, redact_url},
 };
 use redis::Client;
@@ -314,21 +314,12 @@ impl LeaseStore for RedisStore {
         true
     }
 
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        if lease.slot != 0 {
-            return Ok(PeriodStart::NotHeld);
-        }
-        self.start_claim(lease).await
-    }
-
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.ledger_record(lock).await
-    }
-
-    /// One script: the ledger's fields read and deleted (`HMGET`, `HDEL`); the slots, their
-    /// fences and the hash's TTL stay.
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.clear_ledger(lock).await
+    leasehold::store::period_ledger! {
+        start_period => start_claim;
+        period_record => ledger_record;
+        /// One script: the ledger's fields read and deleted (`HMGET`, `HDEL`); the slots, their
+        /// fences and the hash's TTL stay.
+        clear_period_ledger => clear_ledger;
     }
 
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {

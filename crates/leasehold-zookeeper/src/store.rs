@@ -5,13 +5,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::store::{
-    AcquireRequest, Acquisition, ClockSource, ListCursor, LockPage, PeriodStart, ReleaseSignal,
-    StoreResult, answer_each, check_slots,
+    AcquireRequest, Acquisition, ClockSource, StoreResult, answer_each, check_slots,
 };
 use leasehold::store::{OwnWrites, ServerNotifications};
 use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    store::{Extension, LockState, OpenError, Release, StoreError, redact_url},
+    Holder, Lease, LeaseStore, LockName,
+    store::{Extension, LockState, OpenError, StoreError, redact_url},
 };
 
 use crate::keys::Paths;
@@ -35,6 +34,8 @@ use crate::watch;
 /// * The **fence** is the node's `czxid` plus the data version of its grant: strictly
 ///   increasing per `(lock, slot)` across leader changes and restarts.
 /// * Releases wake local waiters through one persistent recursive watch per store.
+/// * Listing ([`list_locks`](LeaseStore::list_locks)) is one `get_children` of the locks, then
+///   bounded slot reads (see the `list` module).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -82,16 +83,6 @@ impl ZooKeeperStore {
         /// # Ok(()) }
         /// ```
         connect;
-        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
-        ///
-        /// # Errors
-        ///
-        /// As [`connect`](Self::connect).
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe, as [`connect`](Self::connect).
-        connect_with;
     }
 
     /// Builds a store without contacting the ensemble; the first operation connects.
@@ -236,33 +227,6 @@ impl LeaseStore for ZooKeeperStore {
         answer_each(self.protocol.extend_many(leases).await, leases.len())
     }
 
-    fn renews_in_batches(&self) -> bool {
-        true
-    }
-
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        let released = self.protocol.release(lease, linger).await?;
-        Ok(self
-            .notifications
-            .after_release(&lease.lock, linger, released))
-    }
-
-    /// A multi-read of slot 0 and the ledger, then one `multi` (see the `protocol` module).
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.protocol.start_period(lease).await
-    }
-
-    /// One read of the ledger node `<prefix>/locks/<lock>/ledger`.
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.protocol.period_record(lock).await
-    }
-
-    /// A read of the ledger node, then one `set_data` emptying it at the version read (see the
-    /// `protocol` module).
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.protocol.clear_period(lock).await
-    }
-
     async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
         check_slots(slots)?;
         let all: Vec<u32> = (0..slots).collect();
@@ -293,27 +257,6 @@ impl LeaseStore for ZooKeeperStore {
         self.protocol.holders(lock, &slots).await
     }
 
-    /// See the `list` module: one `get_children` of the locks, then bounded slot reads.
-    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        crate::list::list(&self.protocol, &self.description, after).await
-    }
-
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        check_slots(slots)?;
-        let freed = self.protocol.force_release(lock, slots).await?;
-        Ok(self.notifications.after_forced_release(lock, freed))
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.notifications.signal(lock, |notifier| {
-            watch::run(
-                Arc::clone(&self.protocol.link),
-                self.protocol.paths.clone(),
-                notifier,
-            )
-        })
-    }
-
     fn clock_source(&self) -> ClockSource {
         ClockSource::Server
     }
@@ -323,7 +266,15 @@ impl LeaseStore for ZooKeeperStore {
         self.options.clock_skew_tolerance
     }
 
-    fn describe(&self) -> String {
-        self.description.clone()
+    leasehold::store::protocol_store_methods!(waking watch::run, paths; crate::list::list);
+
+    leasehold::store::period_ledger! {
+        /// A multi-read of slot 0 and the ledger, then one `multi` (see the `protocol` module).
+        start_period => protocol.start_period;
+        /// One read of the ledger node `<prefix>/locks/<lock>/ledger`.
+        period_record => protocol.period_record;
+        /// A read of the ledger node, then one `set_data` emptying it at the version read (see the
+        /// `protocol` module).
+        clear_period_ledger => protocol.clear_period;
     }
 }

@@ -16,6 +16,16 @@ use crate::session::{Grant, Session, Sessions};
 const SESSION_TRIES: usize = 2;
 
 impl Protocol {
+    /// One acquisition: of slot 0 and the period `req` claims
+    /// ([`acquire_period`](Self::acquire_period)), or else of the lowest free slot
+    /// ([`acquire`](Self::acquire)).
+    pub(crate) async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        match req.period {
+            Some(period) => self.acquire_period(req, period).await,
+            None => self.acquire(req).await,
+        }
+    }
+
     /// One acquisition, on the session for its TTL. A single-slot lock: one transaction that puts
     /// slot 0 if it is absent, or returns the lock's keys as they are (where a retried request
     /// finds its own grant). A group: a linearizable read of its slots first (our own live grant is
@@ -156,7 +166,7 @@ impl Protocol {
     /// claim, not started, keeping the previous record's latest run) only if the slot is still
     /// absent and the ledger unchanged since read (`mod_revision`, or still absent). The window
     /// comes from this host's clock (etcd has none to offer).
-    pub(crate) async fn acquire_period(
+    async fn acquire_period(
         &self,
         req: &AcquireRequest,
         period: Period,

@@ -3,11 +3,12 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use async_trait::async_trait;
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
-use leasehold::store::{CasRounds, StoreResult, lowest_free_slot};
-use leasehold::{Holder, Lease, LockName};
+use leasehold::store::{ForceRound, ForcedRound, StoreResult, lowest_free_slot};
+use leasehold::{Lease, LockName};
 
 use super::{Protocol, revoke_quietly, secs_ms, txn};
 use crate::keys::Keys;
@@ -139,67 +140,52 @@ pub(super) fn slots_read_back(keys: &Keys, resp: TxnResponse) -> Slots {
         .unwrap_or_default()
 }
 
-impl Protocol {
-    /// Deletes every live slot of `lock` among `slots` whatever its token (compare-and-swap on what
-    /// was read, re-read if the lock changed meanwhile), revokes their etcd leases unless they are
-    /// sessions (which other locks' keys share: their holders learn at their next renewal that
-    /// these keys are gone), and returns the holders as they were.
-    pub(crate) async fn force_release(
-        &self,
-        lock: &LockName,
-        slots: u32,
-    ) -> StoreResult<Vec<Holder>> {
+#[async_trait]
+impl ForceRound for Protocol {
+    /// One round of a forced release ([`forced_release`](leasehold::store::forced_release)):
+    /// deletes every live slot of `lock` among `slots` whatever its token (compare-and-swap on
+    /// what was read; a changed lock is read again by the next round), revokes their etcd leases
+    /// unless they are sessions (which other locks' keys share: their holders learn at their next
+    /// renewal that these keys are gone), and returns the holders as they were.
+    async fn force_round(&self, lock: &LockName, slots: u32) -> StoreResult<ForcedRound> {
         let (link, keys) = (&*self.link, &self.keys);
-        let mut freed = Vec::new();
-        for _ in 0..CasRounds::ForcedRelease.count() {
-            let held: Vec<Record> = self
-                .read_lock(lock)
-                .await?
-                .records
-                .into_iter()
-                .filter(|r| r.slot < slots)
+        let held: Vec<Record> = self
+            .read_lock(lock)
+            .await?
+            .records
+            .into_iter()
+            .filter(|r| r.slot < slots)
+            .collect();
+        let mut round = ForcedRound::default();
+        for chunk in held.chunks(FORCE_CHUNK) {
+            let compares: Vec<Compare> = chunk
+                .iter()
+                .map(|r| {
+                    Compare::mod_revision(keys.slot(lock, r.slot), CompareOp::Equal, r.mod_revision)
+                })
                 .collect();
-            if held.is_empty() {
-                return Ok(freed);
-            }
-            let mut changed = false;
-            for chunk in held.chunks(FORCE_CHUNK) {
-                let compares: Vec<Compare> = chunk
-                    .iter()
-                    .map(|r| {
-                        Compare::mod_revision(
-                            keys.slot(lock, r.slot),
-                            CompareOp::Equal,
-                            r.mod_revision,
-                        )
-                    })
-                    .collect();
-                let deletes: Vec<TxnOp> = chunk
-                    .iter()
-                    .map(|r| TxnOp::delete(keys.slot(lock, r.slot), None))
-                    .collect();
-                if txn(
-                    link,
-                    "a forced release",
-                    Txn::new().when(compares).and_then(deletes),
-                )
-                .await?
-                .succeeded()
-                {
-                    for r in chunk {
-                        if !r.session {
-                            revoke_quietly(link, r.lease_id).await;
-                        }
-                        freed.push(r.holder());
+            let deletes: Vec<TxnOp> = chunk
+                .iter()
+                .map(|r| TxnOp::delete(keys.slot(lock, r.slot), None))
+                .collect();
+            if txn(
+                link,
+                "a forced release",
+                Txn::new().when(compares).and_then(deletes),
+            )
+            .await?
+            .succeeded()
+            {
+                for r in chunk {
+                    if !r.session {
+                        revoke_quietly(link, r.lease_id).await;
                     }
-                } else {
-                    changed = true;
+                    round.freed.push(r.holder());
                 }
-            }
-            if !changed {
-                return Ok(freed);
+            } else {
+                round.changed = true;
             }
         }
-        Err(CasRounds::ForcedRelease.gave_up(lock))
+        Ok(round)
     }
 }

@@ -35,6 +35,16 @@ pub(super) fn mine(held: &Slots, req: &AcquireRequest) -> Option<Record> {
 }
 
 impl Protocol {
+    /// One acquisition: of slot 0 and the period `req` claims
+    /// ([`acquire_period`](Self::acquire_period)), or else of the lowest free slot
+    /// ([`acquire`](Self::acquire)).
+    pub(crate) async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
+        match req.period {
+            Some(period) => self.acquire_period(req, period).await,
+            None => Ok(self.acquire(req).await?.into()),
+        }
+    }
+
     /// Grants the lowest free slot of `req.lock`, or `None` when every slot is held.
     pub(crate) async fn acquire(&self, req: &AcquireRequest) -> StoreResult<Option<Lease>> {
         let conn = self.link.conn().await?;
@@ -66,9 +76,7 @@ impl Protocol {
         }
         Ok(mine(&held, req).map(|r| r.held.lease(&req.lock)))
     }
-}
 
-impl Protocol {
     /// One acquisition claiming `period` of the ledger (slot 0 only): a read of the lock (our own
     /// live grant is returned as is), the ledger's judgement
     /// ([`judge_claim`](leasehold::store::judge_claim): a run granted at or after the window's
@@ -77,7 +85,7 @@ impl Protocol {
     /// started, keeping the previous record's latest run), each with the sequence read as its
     /// expected last sequence, so both commit or neither. The window comes from this host's clock
     /// (the server's time is only known after a write).
-    pub(crate) async fn acquire_period(
+    async fn acquire_period(
         &self,
         req: &AcquireRequest,
         period: Period,

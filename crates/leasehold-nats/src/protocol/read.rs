@@ -2,8 +2,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use async_trait::async_trait;
 use bytes::Bytes;
-use leasehold::store::{CasRounds, MAX_SLOTS, StoreResult, holders_below, lowest_free_slot};
+use leasehold::store::{
+    ForceRound, ForcedRound, MAX_SLOTS, StoreResult, holders_below, lowest_free_slot,
+};
 use leasehold::{Holder, Lease, LockName};
 
 use super::session::judge;
@@ -181,61 +184,47 @@ impl Protocol {
     }
 }
 
-impl Protocol {
-    /// Frees every held slot of `lock` among `slots` whatever its token, and returns the holders as
-    /// they were: a record under a session is first revoked in its session record (so that its
-    /// holder's next renewal answers `NotHeld` for it, and only for it), then every record gets a
-    /// delete marker (compare-and-set on what was read; the lock is read again if it changed).
-    pub(crate) async fn force_release(
-        &self,
-        lock: &LockName,
-        slots: u32,
-    ) -> StoreResult<Vec<Holder>> {
+#[async_trait]
+impl ForceRound for Protocol {
+    /// One round of a forced release ([`forced_release`](leasehold::store::forced_release)):
+    /// frees every held slot of `lock` among `slots` whatever its token, and returns the holders
+    /// as they were: a record under a session is first revoked in its session record (so that
+    /// its holder's next renewal answers `NotHeld` for it, and only for it), then every record
+    /// gets a delete marker (compare-and-set on what was read; a changed lock is read again by
+    /// the next round).
+    async fn force_round(&self, lock: &LockName, slots: u32) -> StoreResult<ForcedRound> {
         let conn = self.link.conn().await?;
-        let mut freed = Vec::new();
-        for _ in 0..CasRounds::ForcedRelease.count() {
-            let read = self.read_lock(lock).await?;
-            let held: Vec<&Record> = read
-                .records
-                .iter()
-                .filter(|r| r.held.slot < slots)
-                .collect();
-            if held.is_empty() {
-                return Ok(freed);
-            }
-            let mut changed = false;
-            for r in held {
-                if let Some(session) = r.session.as_ref().and_then(|id| read.sessions.get(id)) {
-                    let key = self.keys.slot_key(lock, r.held.slot);
-                    if !self
-                        .revoke(conn, session.clone(), key, r.held.token)
-                        .await?
-                    {
-                        // The session is gone meanwhile: the slot is free already.
-                        continue;
-                    }
-                    freed.push(r.held.holder());
-                }
-                let subject = self.keys.slot(lock, r.held.slot);
-                match self
-                    .publish(
-                        conn,
-                        "a forced release",
-                        subject,
-                        delete_marker(r.seq),
-                        Bytes::new(),
-                    )
+        let read = self.read_lock(lock).await?;
+        let held = read.records.iter().filter(|r| r.held.slot < slots);
+        let mut round = ForcedRound::default();
+        for r in held {
+            if let Some(session) = r.session.as_ref().and_then(|id| read.sessions.get(id)) {
+                let key = self.keys.slot_key(lock, r.held.slot);
+                if !self
+                    .revoke(conn, session.clone(), key, r.held.token)
                     .await?
                 {
-                    Published::Stored(_) if r.session.is_none() => freed.push(r.held.holder()),
-                    Published::Stored(_) => {}
-                    Published::Conflict => changed = true,
+                    // The session is gone meanwhile: the slot is free already.
+                    continue;
                 }
+                round.freed.push(r.held.holder());
             }
-            if !changed {
-                return Ok(freed);
+            let subject = self.keys.slot(lock, r.held.slot);
+            match self
+                .publish(
+                    conn,
+                    "a forced release",
+                    subject,
+                    delete_marker(r.seq),
+                    Bytes::new(),
+                )
+                .await?
+            {
+                Published::Stored(_) if r.session.is_none() => round.freed.push(r.held.holder()),
+                Published::Stored(_) => {}
+                Published::Conflict => round.changed = true,
             }
         }
-        Err(CasRounds::ForcedRelease.gave_up(lock))
+        Ok(round)
     }
 }

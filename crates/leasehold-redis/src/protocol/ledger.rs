@@ -30,8 +30,12 @@ return old
 ";
 
 impl RedisStore {
-    /// One start script: marks the claim made with slot 0's `lease` started.
+    /// One start script: marks the claim made with slot 0's `lease` started (`NotHeld`, without
+    /// a script, for a lease of another slot).
     pub(crate) async fn start_claim(&self, lease: &Lease) -> StoreResult<PeriodStart> {
+        if lease.slot != 0 {
+            return Ok(PeriodStart::NotHeld);
+        }
         let key = self.key(&lease.lock);
         let mut call = self.scripts().start_period().key(&key);
         call.arg(lease.token.to_hex());

@@ -1,6 +1,7 @@
 //! Reading the holders and slots of a lock, and the forced release that frees what it read.
 
-use leasehold::store::{CasRounds, StoreResult};
+use async_trait::async_trait;
+use leasehold::store::{ForceRound, ForcedRound, StoreResult};
 use leasehold::{Holder, LockName};
 use zookeeper_client::Error;
 
@@ -85,67 +86,71 @@ impl Protocol {
         slots.sort_unstable();
         Ok(slots)
     }
+}
 
-    /// Marks every live slot of `lock` among `slots` free whatever its token (one `multi` at the
-    /// versions read, re-read if the lock changed meanwhile), and returns the holders as they
-    /// were.
-    pub(crate) async fn force_release(
-        &self,
-        lock: &LockName,
-        slots: u32,
-    ) -> StoreResult<Vec<Holder>> {
+#[async_trait]
+impl ForceRound for Protocol {
+    /// One round of a forced release ([`forced_release`](leasehold::store::forced_release)):
+    /// marks every live slot of `lock` among `slots` free whatever its token (one `multi` at the
+    /// versions read; a changed lock is read again by the next round), and returns the holders
+    /// as they were.
+    async fn force_round(&self, lock: &LockName, slots: u32) -> StoreResult<ForcedRound> {
         let all: Vec<u32> = (0..slots).collect();
-        for _ in 0..CasRounds::ForcedRelease.count() {
-            let read = self.read(lock, &all, false).await?;
-            let now = self.now()?;
-            let live: Vec<(String, Vec<u8>, i32, Holder)> = read
-                .slots
-                .iter()
-                .filter_map(|(_, n)| n.as_ref())
-                .filter(|n| n.live_for_others(now, self.tolerance_ms))
-                .filter_map(|n| {
-                    let record = n.record.as_ref()?;
-                    let free = Record {
-                        status: Status::Free,
-                        ttl_ms: 0,
-                        cap_ms: None,
-                        ..record.clone()
-                    };
-                    Some((
-                        self.paths.slot(lock, n.slot),
-                        free.encode(),
-                        n.stat.version,
-                        n.holder()?,
-                    ))
-                })
-                .collect();
-            if live.is_empty() {
-                return Ok(Vec::new());
-            }
-            let writes: Vec<(String, Vec<u8>, i32)> = live
-                .iter()
-                .map(|(p, d, v, _)| (p.clone(), d.clone(), *v))
-                .collect();
-            let done = self
-                .link
-                .write("a forced release", |c| {
-                    let writes = writes.clone();
-                    async move {
-                        let mut w = c.new_multi_writer();
-                        for (path, data, version) in &writes {
-                            w.add_set_data(path, data, Some(*version))?;
-                        }
-                        w.commit().await.map(Some).or_else(lost_race)
-                    }
-                })
-                .await?;
-            if let Some(results) = done {
-                for stat in results.iter().filter_map(|r| written_stat(Some(r))) {
-                    self.link.clock.observe(stat.mtime);
-                }
-                return Ok(live.into_iter().map(|(_, _, _, h)| h).collect());
-            }
+        let read = self.read(lock, &all, false).await?;
+        let now = self.now()?;
+        let live: Vec<(String, Vec<u8>, i32, Holder)> = read
+            .slots
+            .iter()
+            .filter_map(|(_, n)| n.as_ref())
+            .filter(|n| n.live_for_others(now, self.tolerance_ms))
+            .filter_map(|n| {
+                let record = n.record.as_ref()?;
+                let free = Record {
+                    status: Status::Free,
+                    ttl_ms: 0,
+                    cap_ms: None,
+                    ..record.clone()
+                };
+                Some((
+                    self.paths.slot(lock, n.slot),
+                    free.encode(),
+                    n.stat.version,
+                    n.holder()?,
+                ))
+            })
+            .collect();
+        if live.is_empty() {
+            return Ok(ForcedRound::default());
         }
-        Err(CasRounds::ForcedRelease.gave_up(lock))
+        let writes: Vec<(String, Vec<u8>, i32)> = live
+            .iter()
+            .map(|(p, d, v, _)| (p.clone(), d.clone(), *v))
+            .collect();
+        let done = self
+            .link
+            .write("a forced release", |c| {
+                let writes = writes.clone();
+                async move {
+                    let mut w = c.new_multi_writer();
+                    for (path, data, version) in &writes {
+                        w.add_set_data(path, data, Some(*version))?;
+                    }
+                    w.commit().await.map(Some).or_else(lost_race)
+                }
+            })
+            .await?;
+        if let Some(results) = done {
+            for stat in results.iter().filter_map(|r| written_stat(Some(r))) {
+                self.link.clock.observe(stat.mtime);
+            }
+            return Ok(ForcedRound {
+                freed: live.into_iter().map(|(_, _, _, h)| h).collect(),
+                changed: false,
+            });
+        }
+        Ok(ForcedRound {
+            freed: Vec::new(),
+            changed: true,
+        })
     }
 }

@@ -2,7 +2,9 @@
 //! [`ConnectionOptions`](crate::store::ConnectionOptions), with the three connection keys
 //! declared once for every such store.
 
-/// Declares a store's option key enum and its [`OptionKey`](crate::store::OptionKey) impl, with
+/// Declares a store's option key enum and its [`OptionKey`](crate::store::OptionKey) impl, and
+/// the store's options error (the alias named after `error`: the core's
+/// [`InvalidOption`](crate::store::InvalidOption), documented here), with
 /// the keys of its [`ConnectionOptions`](crate::store::ConnectionOptions) —
 /// `request_timeout`, `connect_timeout` (durations) and `notifications` (a flag) — where
 /// `..connection` stands among the store's own keys (each given as `Variant = "name": Kind`,
@@ -35,7 +37,7 @@
 ///
 /// leasehold::store::connection_option_keys! {
 ///     /// The options of [`KvOptions`] by name.
-///     pub enum KvOptionKey of KvOptions in "kv", "LEASEHOLD_KV_" {
+///     pub enum KvOptionKey of KvOptions in "kv", "LEASEHOLD_KV_", error KvOptionsError {
 ///         /// `prefix`: [`KvOptions::with_prefix`].
 ///         Prefix = "prefix": Text,
 ///         ..connection,
@@ -57,18 +59,24 @@
 /// let o = KvOptions::default().with_option(KvOptionKey::RequestTimeout, "250ms")?;
 /// assert_eq!(o.request_timeout(), Duration::from_millis(250));
 /// assert_eq!(KvOptionKey::Notifications.env_var(), "LEASEHOLD_KV_NOTIFICATIONS");
+/// let e: KvOptionsError = KvOptions::default().with_option(KvOptionKey::Notifications, "maybe").unwrap_err();
+/// assert_eq!(e.option(), "notifications");
 /// # Ok::<(), InvalidOption>(())
 /// ```
 #[macro_export]
 macro_rules! connection_option_keys {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident of $options:ident in $store:literal, $env:literal {
+        pub enum $name:ident of $options:ident in $store:literal, $env:literal, error $error:ident {
             $( $(#[$before_doc:meta])* $before:ident = $before_name:literal: $before_kind:ident, )*
             ..connection,
             $( $(#[$after_doc:meta])* $after:ident = $after_name:literal: $after_kind:ident, )*
         }
     ) => {
+        #[doc = concat!("Invalid [`", stringify!($options), "`]: names the option and says what is allowed (see")]
+        #[doc = concat!("[`", stringify!($options), "::validate`], which gives examples).")]
+        pub type $error = $crate::store::InvalidOption;
+
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]

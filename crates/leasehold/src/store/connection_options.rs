@@ -80,3 +80,52 @@ impl ConnectionOptions {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::OptionKind;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Key;
+
+    impl OptionKey for Key {
+        const STORE: &'static str = "kv";
+        const ENV_PREFIX: &'static str = "LEASEHOLD_KV_";
+        const KEYS: &'static [(Self, &'static str, OptionKind)] =
+            &[(Key, "request_timeout", OptionKind::Duration)];
+    }
+
+    fn message(options: ConnectionOptions) -> String {
+        options
+            .validate::<Key>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    /// What every networked store's `validate` answers for its connection options (the stores
+    /// check that theirs hands them here).
+    #[test]
+    fn timeouts_are_bounded_with_the_core_message_beyond_its_limit() {
+        let defaults = ConnectionOptions::default();
+        let e = message(ConnectionOptions {
+            request_timeout: Duration::ZERO,
+            ..defaults
+        });
+        assert!(e.contains("request_timeout"), "{e}");
+        let e = message(ConnectionOptions {
+            connect_timeout: Duration::from_secs(601),
+            ..defaults
+        });
+        assert!(e.contains("connect_timeout") && e.contains("600s"), "{e}");
+        let e = message(ConnectionOptions {
+            request_timeout: Duration::MAX,
+            ..defaults
+        });
+        assert!(
+            e.contains("request_timeout") && e.contains("MAX_DURATION"),
+            "beyond the core's limit, the core's message: {e}"
+        );
+    }
+}

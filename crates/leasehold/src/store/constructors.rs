@@ -3,8 +3,11 @@
 
 /// Writes a store's `connect(url)` (from the options' `Default`) and `connect_with(url, options)`
 /// (the store's own `connect_lazy(url, options)`, then its `ping()`; a failed ping is
-/// [`OpenError::connect`](crate::store::OpenError::connect) naming `url`), each documented by
-/// the docs given before its name. Call it inside the store's `impl` block, which must have
+/// [`OpenError::connect`](crate::store::OpenError::connect) naming `url`). `connect` is
+/// documented by the docs given before its name; `connect_with`'s docs are written here, the
+/// same for every store (like `connect`, starting from `options`; its errors and cancel safety
+/// are `connect`'s), followed by any docs given before `connect_with` (an example, say), which
+/// may be left out. Call it inside the store's `impl` block, which must have
 /// `fn connect_lazy(&str, Options) -> Result<Self, OpenError>` and
 /// `async fn ping(&self) -> StoreResult<()>`.
 ///
@@ -20,8 +23,6 @@
 ///         options: Options;
 ///         /// Opens the store and checks that it answers.
 ///         connect;
-///         /// Like `connect`, starting from `options`.
-///         connect_with;
 ///     }
 ///     pub fn connect_lazy(_url: &str, options: Options) -> Result<Self, OpenError> {
 ///         Ok(Self { up: options.up })
@@ -42,15 +43,26 @@ macro_rules! store_constructors {
         options: $options:ty;
         $(#[$connect_doc:meta])*
         connect;
-        $(#[$with_doc:meta])*
-        connect_with;
+        $(
+            $(#[$with_doc:meta])*
+            connect_with;
+        )?
     ) => {
         $(#[$connect_doc])*
         pub async fn connect(url: &str) -> Result<Self, $crate::store::OpenError> {
             Self::connect_with(url, <$options>::default()).await
         }
 
-        $(#[$with_doc])*
+        /// Like [`connect`](Self::connect), starting from `options` (URL parameters override them).
+        ///
+        /// # Errors
+        ///
+        /// As [`connect`](Self::connect).
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe, as [`connect`](Self::connect).
+        $($(#[$with_doc])*)?
         pub async fn connect_with(
             url: &str,
             options: $options,

@@ -32,6 +32,7 @@ pub(crate) mod option_error;
 pub(crate) mod option_key;
 pub(crate) mod own_writes;
 pub(crate) mod period;
+pub(crate) mod protocol_store;
 pub(crate) mod rounds;
 pub(crate) mod secret;
 pub(crate) mod server_notifications;
@@ -46,6 +47,8 @@ pub use async_trait::async_trait;
 
 pub use crate::connection_option_keys;
 pub use crate::option_accessors;
+pub use crate::period_ledger;
+pub use crate::protocol_store_methods;
 pub use crate::store_constructors;
 pub use crate::store_debug;
 
@@ -76,7 +79,7 @@ pub use period::{
     ClaimVerdict, Period, PeriodError, PeriodRecord, PeriodStart, PeriodWindow, check_period_slots,
     epoch_ms, format_utc, from_epoch_ms, judge_claim,
 };
-pub use rounds::CasRounds;
+pub use rounds::{CasRounds, ForceRound, ForcedRound, forced_release};
 pub use secret::Secret;
 pub use server_notifications::ServerNotifications;
 pub use signal::{ReleaseNotifier, ReleaseSignal, SignalReach};
