@@ -2,8 +2,8 @@
 """Lists public async fns (outside trait impls, tests and examples) whose doc comment lacks a
 '# Errors' section (when they return a Result) or a '# Cancel safety' section, and exits 1 if
 there is one. A fn that a `macro_rules!` writes with docs its caller passes in (`$(#[$doc:meta])*`
-above it) is checked at each call of the macro instead: the call must hold each section once per
-such fn."""
+above it) and without both sections of its own is checked at each call of the macro instead: the
+call must hold each section once per such fn."""
 import os, re, sys
 missing = 0
 by_macro = {}  # macro name -> [(fn name, returns a Result)]
@@ -22,11 +22,21 @@ for root in sys.argv[1:]:
                 if not m: continue
                 # signature until '{'
                 sig = ' '.join(lines[i:i+12]); sig = sig[:sig.find('{')] if '{' in sig else sig
-                j = i - 1; doc = []
-                while j >= 0 and (lines[j].strip().startswith('///') or lines[j].strip().startswith('#[')):
-                    doc.append(lines[j]); j -= 1
+                # Doc lines above it; a repetition of docs the macro's caller passes in
+                # (`$(#[$doc])*`, or `$($(#[$doc])*)?` for an optional part) may stand among them.
+                j = i - 1; doc = []; passed = False
+                while j >= 0:
+                    s = lines[j].strip()
+                    if s.startswith('///') or s.startswith('#['):
+                        doc.append(lines[j])
+                    elif re.match(r'\$\(.*#\[\$\w+\]', s):
+                        passed = True
+                    else:
+                        break
+                    j -= 1
                 d = '\n'.join(doc)
-                if lines[i - 1].strip().startswith('$(#['):
+                own = ('# Errors' in d or 'Result' not in sig) and '# Cancel safety' in d
+                if passed and not own:
                     k = i
                     while k >= 0 and not re.match(r'\s*macro_rules!\s*(\w+)', lines[k]): k -= 1
                     if k >= 0:
