@@ -20,51 +20,47 @@ use crate::session::Sessions;
 use crate::url::parse;
 use crate::watch;
 
-/// A lease store on an etcd v3 cluster, through etcd-client.
-///
-/// * Slot `n` of lock `L` is the key `<prefix>/L/n` (a `/` inside `L` written `%2F`, so one
-///   lock's keys never nest under another's), attached to the store's **session** for the
-///   lease's TTL: one etcd lease per TTL (rounded **up** to whole seconds) that all the store's
-///   keys of that TTL share. etcd deletes them when it runs out, by its own (leader's) clock.
-/// * Acquiring a single-slot lock is one transaction: *if slot 0's key is absent, put it on the
-///   session* (else read the lock back, where a retried request finds its own grant). A group
-///   reads its slots first to find the lowest free one.
-/// * The **fence** is the key's `create_revision`: etcd's cluster-wide revision only grows,
-///   across leader changes, member restarts and compaction, so fences strictly increase per
-///   `(lock, slot)`. They are large numbers (the cluster's write count), not 1, 2, 3.
-/// * Renewing every lease of one TTL ([`extend_many`](LeaseStore::extend_many), what the
-///   elector's heartbeat sends) is one keep-alive of the session and one read of the keys still
-///   on it, whatever their number; release is one delete conditioned on the grant's revision.
-///   A stale holder changes nothing.
-/// * Expiries are this host's clock when the request was sent plus the TTL etcd granted, so
-///   they never come after etcd's own expiry.
-/// * Releases wake local waiters through one etcd watch per store.
-/// * Listing ([`list_locks`](LeaseStore::list_locks)) is a range read over the lock keys with a
-///   limit, in key order (see the `list` module).
-/// * Every request has a deadline ([`EtcdOptions::request_timeout`]); requests an endpoint
-///   refused are sent again, to another endpoint, within it.
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::Arc;
-/// use leasehold::Elector;
-/// use leasehold_etcd::EtcdStore;
-///
-/// let store = EtcdStore::connect("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/jobs").await?;
-/// let elector = Elector::new(Arc::new(store));
-/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
-///     tracing::info!(fence, "ran as leader");
-/// }
-/// # Ok(()) }
-/// ```
-pub struct EtcdStore {
-    pub(crate) protocol: Protocol,
-    options: EtcdOptions,
-    notifications: ServerNotifications,
-    description: String,
+leasehold::store::protocol_store! {
+    /// A lease store on an etcd v3 cluster, through etcd-client.
+    ///
+    /// * Slot `n` of lock `L` is the key `<prefix>/L/n` (a `/` inside `L` written `%2F`, so one
+    ///   lock's keys never nest under another's), attached to the store's **session** for the
+    ///   lease's TTL: one etcd lease per TTL (rounded **up** to whole seconds) that all the store's
+    ///   keys of that TTL share. etcd deletes them when it runs out, by its own (leader's) clock.
+    /// * Acquiring a single-slot lock is one transaction: *if slot 0's key is absent, put it on the
+    ///   session* (else read the lock back, where a retried request finds its own grant). A group
+    ///   reads its slots first to find the lowest free one.
+    /// * The **fence** is the key's `create_revision`: etcd's cluster-wide revision only grows,
+    ///   across leader changes, member restarts and compaction, so fences strictly increase per
+    ///   `(lock, slot)`. They are large numbers (the cluster's write count), not 1, 2, 3.
+    /// * Renewing every lease of one TTL ([`extend_many`](LeaseStore::extend_many), what the
+    ///   elector's heartbeat sends) is one keep-alive of the session and one read of the keys still
+    ///   on it, whatever their number; release is one delete conditioned on the grant's revision.
+    ///   A stale holder changes nothing.
+    /// * Expiries are this host's clock when the request was sent plus the TTL etcd granted, so
+    ///   they never come after etcd's own expiry.
+    /// * Releases wake local waiters through one etcd watch per store.
+    /// * Listing ([`list_locks`](LeaseStore::list_locks)) is a range read over the lock keys with a
+    ///   limit, in key order (see the `list` module).
+    /// * Every request has a deadline ([`EtcdOptions::request_timeout`]); requests an endpoint
+    ///   refused are sent again, to another endpoint, within it.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use leasehold::Elector;
+    /// use leasehold_etcd::EtcdStore;
+    ///
+    /// let store = EtcdStore::connect("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/jobs").await?;
+    /// let elector = Elector::new(Arc::new(store));
+    /// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+    ///     tracing::info!(fence, "ran as leader");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub struct EtcdStore { protocol: Protocol, options: EtcdOptions }
+    debug: "prefix" => options.prefix;
 }
-
-leasehold::store::store_debug!(EtcdStore, "prefix" => options.prefix);
 
 impl EtcdStore {
     leasehold::store::store_constructors! {
@@ -73,22 +69,15 @@ impl EtcdStore {
         /// checks that the cluster answers. `user:password@` authenticates; store options can be
         /// given as query parameters (see [`EtcdOptions`]).
         ///
-        /// # Errors
-        ///
-        /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
-        /// [`OpenError::Connect`] when no endpoint answers within the request timeout or the
-        /// credentials are rejected.
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe: dropping the future only abandons the connection attempt.
-        ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
         /// let store = leasehold_etcd::EtcdStore::connect("etcd://app:secret@127.0.0.1:2379/billing").await?;
         /// # Ok(()) }
         /// ```
         connect;
+        connect_error: "no endpoint answers within the request timeout or the credentials are "
+            "rejected";
+        cancel: "dropping the future only abandons the connection attempt";
         ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {

@@ -20,54 +20,50 @@ use crate::url::parse;
 use crate::watch;
 use crate::written::Written;
 
-/// A lease store on a NATS JetStream KV bucket, through async-nats (nats-server 2.12 or later).
-///
-/// * Slot `n` of lock `L` is the key `<L>.s<n>` of the bucket (`.` and `:` inside `L` written
-///   `=2E` and `=3A`, so a lock is one key token and no lock's keys match another's filter).
-/// * Acquisition reads the lock (the latest message of each key, and the session records they
-///   name) and writes the lowest free slot with one publish conditioned on the key's last
-///   sequence (`Nats-Expected-Last-Subject-Sequence`) and carrying a per-message TTL
-///   (`Nats-TTL`, the lease rounded **up** to whole seconds): the server removes the lease when
-///   it runs out.
-/// * Extended leases are held under **sessions**: one session record per store and lease
-///   length, the key `=session.<id>`, written with a `Nats-TTL` of the lease, which the server
-///   removes when nobody renews it. A lease's first extension attaches its lock record to the
-///   session (one write: the record names the session in a header and loses its own TTL); from
-///   then on it is held while its session record is there and has not revoked it.
-/// * The **fence** is the stream sequence of the granting message: it only grows in a bucket,
-///   so fences strictly increase per `(lock, slot)`; later writes keep it in the value.
-/// * [`extend_many`](LeaseStore::extend_many) renews every lease attached to one session with
-///   one conditional write of the session record; release is a delete marker conditioned on the
-///   sequence of the holder's own write; a forced release revokes the lease in its session
-///   record before deleting it, so its holder's next renewal answers `NotHeld` for it alone.
-/// * Expiries are this host's clock when the session write was sent plus the lease: never
-///   later than the server's removal, which counts a TTL at least as long from when it stored
-///   the message.
-/// * Releases wake local waiters through one KV watch per store.
-/// * Listing ([`list_locks`](LeaseStore::list_locks)) is a batch read of the bucket's messages
-///   in stream order, with a limit (see the `list` module).
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::Arc;
-/// use leasehold::Elector;
-/// use leasehold_nats::NatsStore;
-///
-/// let store = NatsStore::connect("nats://127.0.0.1:4222/jobs").await?;
-/// let elector = Elector::new(Arc::new(store));
-/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
-///     tracing::info!(fence, "ran as leader");
-/// }
-/// # Ok(()) }
-/// ```
-pub struct NatsStore {
-    protocol: Protocol,
-    options: NatsOptions,
-    notifications: ServerNotifications,
-    description: String,
+leasehold::store::protocol_store! {
+    /// A lease store on a NATS JetStream KV bucket, through async-nats (nats-server 2.12 or later).
+    ///
+    /// * Slot `n` of lock `L` is the key `<L>.s<n>` of the bucket (`.` and `:` inside `L` written
+    ///   `=2E` and `=3A`, so a lock is one key token and no lock's keys match another's filter).
+    /// * Acquisition reads the lock (the latest message of each key, and the session records they
+    ///   name) and writes the lowest free slot with one publish conditioned on the key's last
+    ///   sequence (`Nats-Expected-Last-Subject-Sequence`) and carrying a per-message TTL
+    ///   (`Nats-TTL`, the lease rounded **up** to whole seconds): the server removes the lease when
+    ///   it runs out.
+    /// * Extended leases are held under **sessions**: one session record per store and lease
+    ///   length, the key `=session.<id>`, written with a `Nats-TTL` of the lease, which the server
+    ///   removes when nobody renews it. A lease's first extension attaches its lock record to the
+    ///   session (one write: the record names the session in a header and loses its own TTL); from
+    ///   then on it is held while its session record is there and has not revoked it.
+    /// * The **fence** is the stream sequence of the granting message: it only grows in a bucket,
+    ///   so fences strictly increase per `(lock, slot)`; later writes keep it in the value.
+    /// * [`extend_many`](LeaseStore::extend_many) renews every lease attached to one session with
+    ///   one conditional write of the session record; release is a delete marker conditioned on the
+    ///   sequence of the holder's own write; a forced release revokes the lease in its session
+    ///   record before deleting it, so its holder's next renewal answers `NotHeld` for it alone.
+    /// * Expiries are this host's clock when the session write was sent plus the lease: never
+    ///   later than the server's removal, which counts a TTL at least as long from when it stored
+    ///   the message.
+    /// * Releases wake local waiters through one KV watch per store.
+    /// * Listing ([`list_locks`](LeaseStore::list_locks)) is a batch read of the bucket's messages
+    ///   in stream order, with a limit (see the `list` module).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use leasehold::Elector;
+    /// use leasehold_nats::NatsStore;
+    ///
+    /// let store = NatsStore::connect("nats://127.0.0.1:4222/jobs").await?;
+    /// let elector = Elector::new(Arc::new(store));
+    /// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+    ///     tracing::info!(fence, "ran as leader");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub struct NatsStore { protocol: Protocol, options: NatsOptions }
+    debug: "bucket" => options.bucket;
 }
-
-leasehold::store::store_debug!(NatsStore, "bucket" => options.bucket);
 
 impl NatsStore {
     leasehold::store::store_constructors! {
@@ -76,23 +72,16 @@ impl NatsStore {
         /// checks an existing one. `user:password@` or `token@` authenticates; store options can be
         /// given as query parameters (see [`NatsOptions`]).
         ///
-        /// # Errors
-        ///
-        /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
-        /// [`OpenError::Connect`] when the server does not answer within the timeouts, rejects the
-        /// credentials, has no JetStream, or holds a bucket of that name that cannot keep leases.
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe: dropping the future abandons the connection attempt (a bucket created
-        /// meanwhile stays, and is used by the next connection).
-        ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
         /// let store = leasehold_nats::NatsStore::connect("nats://app:secret@127.0.0.1:4222/billing").await?;
         /// # Ok(()) }
         /// ```
         connect;
+        connect_error: "the server does not answer within the timeouts, rejects the credentials, "
+            "has no JetStream, or holds a bucket of that name that cannot keep leases";
+        cancel: "dropping the future abandons the connection attempt (a bucket created "
+            "meanwhile stays, and is used by the next connection)";
         ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {

@@ -21,43 +21,39 @@ use crate::record::ms_ceil;
 use crate::url::parse;
 use crate::watch;
 
-/// A lease store on a ZooKeeper ensemble, through zookeeper-client.
-///
-/// * Slot `n` of lock `L` is the **persistent** node `<chroot><prefix>/locks/L/slot-n` (a `/`
-///   inside `L` written `%2F`), holding the token, owner and TTL. Not an ephemeral node: a
-///   session's life is decided by the ensemble, not by the lease.
-/// * A lease ends at `mtime + ttl` — `mtime` is the clock of the leader that applied the grant or
-///   extension — and is taken over only once the store's lower bound of the ensemble's time is
-///   the [clock-skew tolerance](ZooKeeperOptions::clock_skew_tolerance) past that.
-/// * Every change is a compare-and-swap on the node's data version read just before; slot nodes
-///   are marked free, never deleted, so versions only grow.
-/// * The **fence** is the node's `czxid` plus the data version of its grant: strictly
-///   increasing per `(lock, slot)` across leader changes and restarts.
-/// * Releases wake local waiters through one persistent recursive watch per store.
-/// * Listing ([`list_locks`](LeaseStore::list_locks)) is one `get_children` of the locks, then
-///   bounded slot reads (see the `list` module).
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::Arc;
-/// use leasehold::Elector;
-/// use leasehold_zookeeper::ZooKeeperStore;
-///
-/// let store = ZooKeeperStore::connect("zk://10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/jobs").await?;
-/// let elector = Elector::new(Arc::new(store));
-/// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
-///     tracing::info!(fence, "ran as leader");
-/// }
-/// # Ok(()) }
-/// ```
-pub struct ZooKeeperStore {
-    protocol: Protocol,
-    options: ZooKeeperOptions,
-    notifications: ServerNotifications,
-    description: String,
+leasehold::store::protocol_store! {
+    /// A lease store on a ZooKeeper ensemble, through zookeeper-client.
+    ///
+    /// * Slot `n` of lock `L` is the **persistent** node `<chroot><prefix>/locks/L/slot-n` (a `/`
+    ///   inside `L` written `%2F`), holding the token, owner and TTL. Not an ephemeral node: a
+    ///   session's life is decided by the ensemble, not by the lease.
+    /// * A lease ends at `mtime + ttl` — `mtime` is the clock of the leader that applied the grant or
+    ///   extension — and is taken over only once the store's lower bound of the ensemble's time is
+    ///   the [clock-skew tolerance](ZooKeeperOptions::clock_skew_tolerance) past that.
+    /// * Every change is a compare-and-swap on the node's data version read just before; slot nodes
+    ///   are marked free, never deleted, so versions only grow.
+    /// * The **fence** is the node's `czxid` plus the data version of its grant: strictly
+    ///   increasing per `(lock, slot)` across leader changes and restarts.
+    /// * Releases wake local waiters through one persistent recursive watch per store.
+    /// * Listing ([`list_locks`](LeaseStore::list_locks)) is one `get_children` of the locks, then
+    ///   bounded slot reads (see the `list` module).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use leasehold::Elector;
+    /// use leasehold_zookeeper::ZooKeeperStore;
+    ///
+    /// let store = ZooKeeperStore::connect("zk://10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/jobs").await?;
+    /// let elector = Elector::new(Arc::new(store));
+    /// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
+    ///     tracing::info!(fence, "ran as leader");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub struct ZooKeeperStore { protocol: Protocol, options: ZooKeeperOptions }
+    debug: "prefix" => options.prefix;
 }
-
-leasehold::store::store_debug!(ZooKeeperStore, "prefix" => options.prefix);
 
 impl ZooKeeperStore {
     leasehold::store::store_constructors! {
@@ -67,22 +63,15 @@ impl ZooKeeperStore {
         /// ensemble's time). `user:password@` authenticates with ZooKeeper's `digest` scheme; store
         /// options can be given as query parameters (see [`ZooKeeperOptions`]).
         ///
-        /// # Errors
-        ///
-        /// [`OpenError::Invalid`] for a malformed URL or option (the message lists what is allowed),
-        /// [`OpenError::Connect`] when no server answers within the request timeout or the
-        /// credentials are rejected.
-        ///
-        /// # Cancel safety
-        ///
-        /// Cancel-safe: dropping the future only abandons the connection attempt.
-        ///
         /// ```no_run
         /// # async fn demo() -> Result<(), leasehold::store::OpenError> {
         /// let store = leasehold_zookeeper::ZooKeeperStore::connect("zk://127.0.0.1:2181/billing").await?;
         /// # Ok(()) }
         /// ```
         connect;
+        connect_error: "no server answers within the request timeout or the credentials are "
+            "rejected";
+        cancel: "dropping the future only abandons the connection attempt";
     }
 
     /// Builds a store without contacting the ensemble; the first operation connects.

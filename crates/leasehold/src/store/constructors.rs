@@ -3,12 +3,16 @@
 
 /// Writes a store's `connect(url)` (from the options' `Default`) and `connect_with(url, options)`
 /// (the store's own `connect_lazy(url, options)`, then its `ping()`; a failed ping is
-/// [`OpenError::connect`](crate::store::OpenError::connect) naming `url`). `connect` is
-/// documented by the docs given before its name; `connect_with`'s docs are written here, the
-/// same for every store (like `connect`, starting from `options`; its errors and cancel safety
-/// are `connect`'s), followed by any docs given before `connect_with` (an example, say), which
-/// may be left out. Call it inside the store's `impl` block, which must have
-/// `fn connect_lazy(&str, Options) -> Result<Self, OpenError>` and
+/// [`OpenError::connect`](crate::store::OpenError::connect) naming `url`).
+///
+/// `connect` is documented by the docs given before its name (what it opens, an example),
+/// followed by its `# Errors` and `# Cancel safety` sections, written here the same for every
+/// store from two phrases: `connect_error`, when the servers count as unreachable (`Connect`;
+/// a malformed URL or option is `Invalid` in every store), and `cancel`, what dropping the future
+/// leaves behind. `connect_with`'s docs are written here too (like `connect`, starting from
+/// `options`; its errors and cancel safety are `connect`'s), followed by any docs given before
+/// `connect_with` (an example, say), which may be left out. Call it inside the store's `impl`
+/// block, which must have `fn connect_lazy(&str, Options) -> Result<Self, OpenError>` and
 /// `async fn ping(&self) -> StoreResult<()>`.
 ///
 /// ```
@@ -23,6 +27,8 @@
 ///         options: Options;
 ///         /// Opens the store and checks that it answers.
 ///         connect;
+///         connect_error: "the store is down";
+///         cancel: "dropping the future only abandons the connection attempt";
 ///     }
 ///     pub fn connect_lazy(_url: &str, options: Options) -> Result<Self, OpenError> {
 ///         Ok(Self { up: options.up })
@@ -43,12 +49,26 @@ macro_rules! store_constructors {
         options: $options:ty;
         $(#[$connect_doc:meta])*
         connect;
+        connect_error: $($connect_error:literal)+;
+        cancel: $($cancel:literal)+;
         $(
             $(#[$with_doc:meta])*
             connect_with;
         )?
     ) => {
         $(#[$connect_doc])*
+        ///
+        /// # Errors
+        ///
+        /// [`OpenError::Invalid`](leasehold::store::OpenError::Invalid) for a malformed URL or
+        /// option (the message lists what is allowed),
+        /// [`OpenError::Connect`](leasehold::store::OpenError::Connect) when
+        #[doc = concat!($($connect_error,)+ ".")]
+        ///
+        /// # Cancel safety
+        ///
+        /// Cancel-safe:
+        #[doc = concat!($($cancel,)+ ".")]
         pub async fn connect(url: &str) -> Result<Self, $crate::store::OpenError> {
             Self::connect_with(url, <$options>::default()).await
         }

@@ -48,6 +48,7 @@ pub use async_trait::async_trait;
 pub use crate::connection_option_keys;
 pub use crate::option_accessors;
 pub use crate::period_ledger;
+pub use crate::protocol_store;
 pub use crate::protocol_store_methods;
 pub use crate::store_constructors;
 pub use crate::store_debug;

@@ -1,9 +1,59 @@
-//! `protocol_store_methods!` and `period_ledger!`: the [`LeaseStore`](crate::LeaseStore) methods
-//! that stores answer by handing the call on, written once for every store that does.
+//! `protocol_store!`, `protocol_store_methods!` and `period_ledger!`: the struct of a store built
+//! on a protocol object, and the [`LeaseStore`](crate::LeaseStore) methods that stores answer by
+//! handing the call on, written once for every store that does.
 //!
 //! Both macros write their methods inside a store's `#[async_trait] impl LeaseStore` block, in
 //! the form `#[async_trait]` gives the trait's methods (a boxed `Send` future), because that
 //! attribute has already run when they expand.
+
+/// Declares the struct of a store built on a protocol object, with the fields
+/// [`protocol_store_methods!`](crate::store::protocol_store_methods) hands calls on to:
+/// `protocol` (the store's requests; visible in its crate), `options` (as opened),
+/// `notifications` (its [`ServerNotifications`](crate::store::ServerNotifications)) and
+/// `description` (the redacted URL [`describe`](crate::LeaseStore::describe) answers); and its
+/// `Debug`, by [`store_debug!`](crate::store::store_debug) with the one field named after
+/// `debug:`. The docs given before `pub struct` are the type's.
+///
+/// ```
+/// use leasehold::store::ServerNotifications;
+///
+/// pub struct Protocol;
+/// #[derive(Default)]
+/// pub struct KvOptions { pub prefix: String }
+///
+/// leasehold::store::protocol_store! {
+///     /// A store on a key-value service.
+///     pub struct KvStore { protocol: Protocol, options: KvOptions }
+///     debug: "prefix" => options.prefix;
+/// }
+///
+/// let store = KvStore {
+///     protocol: Protocol,
+///     options: KvOptions { prefix: "jobs".into() },
+///     notifications: ServerNotifications::new(false),
+///     description: "kv://app:***@h".into(),
+/// };
+/// assert_eq!(format!("{store:?}"), r#"KvStore { store: "kv://app:***@h", prefix: "jobs", .. }"#);
+/// # let _ = (&store.protocol, &store.notifications);
+/// ```
+#[macro_export]
+macro_rules! protocol_store {
+    (
+        $(#[$doc:meta])*
+        pub struct $store:ident { protocol: $protocol:ty, options: $options:ty $(,)? }
+        debug: $name:literal => $($field:ident).+;
+    ) => {
+        $(#[$doc])*
+        pub struct $store {
+            pub(crate) protocol: $protocol,
+            options: $options,
+            notifications: $crate::store::ServerNotifications,
+            description: ::std::string::String,
+        }
+
+        $crate::store_debug!($store, $name => $($field).+);
+    };
+}
 
 /// Writes the [`LeaseStore`](crate::LeaseStore) methods of a store built, like the etcd, NATS
 /// and ZooKeeper stores, on a protocol object: a store type with the fields
