@@ -1,7 +1,8 @@
 //! A member's loop: keep the membership, read the set, compute the assignment, hand over the
 //! shards it no longer gets and take the free ones it does. One task per joined set.
 //!
-//! Each period (a third of the lease) the member reads the member group (one request). Only
+//! Each period (a third of the lease), and whenever the member group or a shard the member
+//! awaits is released (`wake`), the member reads the member group (one request). Only
 //! when the group changed since the member last saw the set settled, or something of its own
 //! changed (a shard lost, one acquired or handed over), does it read the shards' owners (one
 //! batched read of the shard locks on a store that reads in batches, else one listing of the
@@ -30,6 +31,7 @@ use crate::partition::assign::assign;
 use crate::partition::event::{ShardEvent, ShardLease};
 use crate::partition::read::{self, ShardNames};
 use crate::partition::view::Assignment;
+use crate::partition::wake::Wake;
 use crate::store::lease::Release;
 
 /// How many shard acquisitions a member sends at once.
@@ -124,6 +126,8 @@ impl Member {
     pub(crate) async fn run(mut self, stop: CancellationToken) -> Result<()> {
         let mut tick = tokio::time::interval(self.setup.period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let store = Arc::clone(self.setup.members.store());
+        let mut wake = Wake::new(&store, &self.setup.scoped_member_lock);
         loop {
             tokio::select! {
                 biased;
@@ -133,14 +137,21 @@ impl Member {
                     let _ = self.handed_over(done);
                     self.publish();
                 }
-                _ = tick.tick() => self.reconcile().await,
+                _ = tick.tick() => self.reconcile(true).await,
+                () = wake.released() => {
+                    // A member left, or a shard this member awaits was handed over: read the
+                    // set now rather than at the next period.
+                    self.settled = false;
+                    self.reconcile(false).await;
+                }
             }
+            wake.await_shards(&store, &self.setup.scoped_shard_locks, &self.awaited());
         }
         self.leave().await
     }
 
-    /// One period's work.
-    async fn reconcile(&mut self) {
+    /// One period's work (`periodic`), or the same work early, woken by a release.
+    async fn reconcile(&mut self, periodic: bool) {
         let lost_slots = self.drop_lost();
         // A slot lost here may still be live in the store (a pause that ended inside its
         // margin): free it before taking another (the node would count once with both, as a
@@ -175,13 +186,15 @@ impl Member {
                 return;
             }
         };
-        self.act(owners).await;
+        self.act(owners, periodic).await;
         self.publish();
     }
 
     /// Computes the assignment from `read` (corrected by what this member knows of its own
-    /// shards), hands over what it no longer gets and takes the free shards it gets.
-    async fn act(&mut self, mut read: Vec<Option<Arc<str>>>) {
+    /// shards), hands over what it no longer gets and takes the free shards it gets; at a
+    /// `periodic` reading, also nudges the set when a free shard waited a whole period for
+    /// another member.
+    async fn act(&mut self, mut read: Vec<Option<Arc<str>>>, periodic: bool) {
         let me = Arc::clone(&self.setup.node);
         let handing: BTreeSet<u32> = self.leaving.values().copied().collect();
         for (s, owner) in (0u32..).zip(read.iter_mut()) {
@@ -221,14 +234,34 @@ impl Member {
             self.hand_over(s);
         }
         self.acquire(take).await;
-        if waiting
-            .intersection(&self.waiting_for_others)
-            .next()
-            .is_some()
-        {
-            self.nudge().await;
+        // Waiting "for a whole period" is judged from one periodic reading to the next: a
+        // reading a release woke in between would otherwise nudge at once, and the nudge's own
+        // release would wake every member again.
+        if periodic {
+            if waiting
+                .intersection(&self.waiting_for_others)
+                .next()
+                .is_some()
+            {
+                self.nudge().await;
+            }
+            self.waiting_for_others = waiting;
         }
-        self.waiting_for_others = waiting;
+    }
+
+    /// The shards the last reading assigned to this member that another member still holds:
+    /// their release is this member's cue to take them.
+    fn awaited(&self) -> BTreeSet<u32> {
+        let me = &*self.setup.node;
+        (0u32..)
+            .zip(self.target.iter().zip(&self.owners))
+            .filter(|(s, (t, o))| {
+                t.as_deref() == Some(me)
+                    && o.as_deref().is_some_and(|o| o != me)
+                    && !self.owned.contains_key(s)
+            })
+            .map(|(s, _)| s)
+            .collect()
     }
 
     /// Tries to acquire each of `take` (one attempt each, a few at a time).

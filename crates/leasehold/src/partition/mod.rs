@@ -59,6 +59,7 @@ mod member;
 mod read;
 mod set;
 mod view;
+mod wake;
 
 pub use error::PartitionError;
 pub use event::{ShardEnd, ShardEvent, ShardLease};
