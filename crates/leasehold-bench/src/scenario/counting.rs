@@ -11,15 +11,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
-use leasehold::store::StoreError;
-use leasehold::store::{
-    AcquireRequest, Acquisition, ClockSource, Extension, HandOff, Holder, Lease, ListCursor,
-    LockPage, LockState, PeriodRecord, PeriodStart, Release, ReleaseSignal, ReleasedTo,
-    StoreResult, async_trait,
-};
-use leasehold::{LeaseStore, LockName};
+use leasehold::LeaseStore;
+use leasehold::store::{StoreAnswer, StoreCall, StoreError, StoreLayer, StoreResult, async_trait};
 
 /// Requests counted, shared by every wrapper of one group of clients.
 #[derive(Debug, Default)]
@@ -77,14 +71,6 @@ impl CountingStore {
             cut: Some(Arc::clone(cut)),
         })
     }
-
-    /// An error if the wrapper was cut off.
-    fn check(&self) -> StoreResult<()> {
-        match &self.cut {
-            Some(cut) if cut.load(Ordering::Relaxed) => Err(cut_off()),
-            _ => Ok(()),
-        }
-    }
 }
 
 /// The error of a call on a client the bench cut off: as a transient network failure looks.
@@ -93,127 +79,27 @@ fn cut_off() -> StoreError {
 }
 
 #[async_trait]
-impl LeaseStore for CountingStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
-        self.check()?;
-        self.calls.count(Some(&self.calls.acquires));
-        self.inner.try_acquire(req).await
+impl StoreLayer for CountingStore {
+    fn inner(&self) -> &dyn LeaseStore {
+        &*self.inner
     }
 
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.check()?;
-        self.calls.count(Some(&self.calls.extends));
-        self.inner.extend(lease, ttl).await
-    }
-
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.release(lease, linger).await
-    }
-
-    async fn release_to(
-        &self,
-        lease: &Lease,
-        linger: Duration,
-        to: HandOff,
-    ) -> StoreResult<ReleasedTo> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.release_to(lease, linger, to).await
-    }
-
-    fn hands_off(&self) -> bool {
-        self.inner.hands_off()
-    }
-
-    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
-        if self.check().is_err() {
-            return leases.iter().map(|_| Err(cut_off())).collect();
+    /// A call on a cut client fails uncounted; any other counts once (a batch too, however many
+    /// leases or locks it carries).
+    async fn around<T: Send>(&self, call: StoreCall, answer: StoreAnswer<'_, T>) -> StoreResult<T> {
+        if self
+            .cut
+            .as_ref()
+            .is_some_and(|cut| cut.load(Ordering::Relaxed))
+        {
+            return Err(cut_off());
         }
-        self.calls.count(Some(&self.calls.extends));
-        self.inner.extend_many(leases).await
-    }
-
-    fn renews_in_batches(&self) -> bool {
-        self.inner.renews_in_batches()
-    }
-
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.start_period(lease).await
-    }
-
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.period_record(lock).await
-    }
-
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.clear_period_ledger(lock).await
-    }
-
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.state(lock, slots).await
-    }
-
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.force_release(lock, slots).await
-    }
-
-    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.holders(lock).await
-    }
-
-    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.list_locks(after).await
-    }
-
-    /// One call, however many locks (as a listing page is one).
-    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
-        self.check()?;
-        self.calls.count(None);
-        self.inner.state_many(locks, slots).await
-    }
-
-    fn reads_in_batches(&self) -> bool {
-        self.inner.reads_in_batches()
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.inner.release_signal(lock)
-    }
-
-    fn is_process_local(&self) -> bool {
-        self.inner.is_process_local()
-    }
-
-    fn acquire_is_cancel_safe(&self) -> bool {
-        self.inner.acquire_is_cancel_safe()
-    }
-
-    fn clock_source(&self) -> ClockSource {
-        self.inner.clock_source()
-    }
-
-    fn expiry_tolerance(&self) -> std::time::Duration {
-        self.inner.expiry_tolerance()
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
+        self.calls.count(match call {
+            StoreCall::TryAcquire => Some(&self.calls.acquires),
+            StoreCall::Extend | StoreCall::ExtendMany => Some(&self.calls.extends),
+            _ => None,
+        });
+        answer.await
     }
 }
 

@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use leasehold::{ErrorKind, store::StoreError};
+use leasehold::ErrorKind;
+use leasehold::store::{StoreCall, StoreError};
 
 /// A store operation that faults can be injected into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +48,33 @@ impl Op {
             Op::State => 3,
             Op::ForceRelease => 4,
             Op::StartPeriod => 5,
+        }
+    }
+
+    /// The operation a [`FaultyStore`](super::FaultyStore) faults `call` as: a batch as its
+    /// single call ([`StoreCall::ExtendMany`] is [`Op::Extend`], [`StoreCall::StateMany`] is
+    /// [`Op::State`]), a release with a hand-off as a release, every read of lock state
+    /// (`holders`, `list_locks`, `period_record`) as [`Op::State`], and `clear_period_ledger`
+    /// as [`Op::ForceRelease`], the other break-glass write of operators.
+    ///
+    /// ```
+    /// use leasehold::store::StoreCall;
+    /// use leasehold_testkit::fault::Op;
+    /// assert_eq!(Op::of(StoreCall::ExtendMany), Op::Extend);
+    /// assert_eq!(Op::of(StoreCall::PeriodRecord), Op::State);
+    /// ```
+    pub fn of(call: StoreCall) -> Op {
+        match call {
+            StoreCall::TryAcquire => Op::TryAcquire,
+            StoreCall::Extend | StoreCall::ExtendMany => Op::Extend,
+            StoreCall::Release | StoreCall::ReleaseTo => Op::Release,
+            StoreCall::StartPeriod => Op::StartPeriod,
+            StoreCall::State
+            | StoreCall::StateMany
+            | StoreCall::Holders
+            | StoreCall::ListLocks
+            | StoreCall::PeriodRecord => Op::State,
+            StoreCall::ForceRelease | StoreCall::ClearPeriodLedger => Op::ForceRelease,
         }
     }
 

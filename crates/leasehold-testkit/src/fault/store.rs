@@ -4,11 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasehold::store::{AcquireRequest, ReleaseSignal, StoreResult};
-use leasehold::{
-    Holder, Lease, LeaseStore, LockName,
-    store::{Extension, LockState, Release},
-};
+use leasehold::LeaseStore;
+use leasehold::store::{StoreAnswer, StoreCall, StoreLayer, StoreResult};
 use tracing::debug;
 
 use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
@@ -17,11 +14,17 @@ use super::control::{FaultControl, FaultPoint, Op, Plan, Switches};
 /// store, except that calls can be made to fail (before or after the store applied them) or to be
 /// delayed, per operation, as the [`FaultControl`] says at the moment of the call.
 ///
-/// * Release signals are forwarded from the wrapped store unchanged; `force_release` is
-///   forwarded like the other operations (and can be faulted as [`Op::ForceRelease`]).
+/// * It is a [`StoreLayer`]: every call of the contract is faulted as the [`Op`] that
+///   [`Op::of`] names for it (`holders`, `state_many`, `list_locks` and `period_record` as
+///   [`Op::State`], `release_to` as [`Op::Release`], `clear_period_ledger` as
+///   [`Op::ForceRelease`]). Release signals and the other capabilities are forwarded from the
+///   wrapped store unchanged; `force_release` is forwarded like the other operations (and can
+///   be faulted as [`Op::ForceRelease`]).
 /// * Each lease renews on its own ([`renews_in_batches`](LeaseStore::renews_in_batches) is
 ///   false), so a fault on one renewal fails that lease alone;
 ///   [`passing_batches`](Self::passing_batches) forwards the wrapped store's batches instead.
+///   An `extend_many` is one call of [`Op::Extend`] either way (a fault fails every entry, as
+///   a request that failed as a whole does), and a `state_many` one call of [`Op::State`].
 /// * [`acquire_is_cancel_safe`](LeaseStore::acquire_is_cancel_safe) is always `false`, whatever the
 ///   wrapped store says. An answer delay (or an [`AfterApply`](FaultPoint::AfterApply) failure)
 ///   means the wrapped store may grant a lease and the wrapper then yields before returning it, so
@@ -123,128 +126,21 @@ async fn pause(delay: Duration) {
 }
 
 #[async_trait]
-impl LeaseStore for FaultyStore {
-    async fn try_acquire(
-        &self,
-        req: &AcquireRequest,
-    ) -> StoreResult<leasehold::store::Acquisition> {
-        self.call(Op::TryAcquire, || self.inner.try_acquire(req))
-            .await
+impl StoreLayer for FaultyStore {
+    fn inner(&self) -> &dyn LeaseStore {
+        &*self.inner
     }
 
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.call(Op::Extend, || self.inner.extend(lease, ttl))
-            .await
-    }
-
-    /// Faulted as [`Op::Extend`], the batch as one call: a fault fails every entry, as a
-    /// request that failed as a whole does.
-    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
-        let answers = self
-            .call(Op::Extend, || async {
-                Ok(self.inner.extend_many(leases).await)
-            })
-            .await;
-        match answers {
-            Ok(answers) => answers,
-            Err(e) => leasehold::store::answer_each(Err(e), leases.len()),
-        }
+    async fn around<T: Send>(&self, call: StoreCall, answer: StoreAnswer<'_, T>) -> StoreResult<T> {
+        self.call(Op::of(call), move || answer).await
     }
 
     fn renews_in_batches(&self) -> bool {
         self.batches && self.inner.renews_in_batches()
     }
 
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.call(Op::Release, || self.inner.release(lease, linger))
-            .await
-    }
-
-    /// Faulted as [`Op::Release`].
-    async fn release_to(
-        &self,
-        lease: &Lease,
-        linger: Duration,
-        to: leasehold::store::HandOff,
-    ) -> StoreResult<leasehold::store::ReleasedTo> {
-        self.call(Op::Release, || self.inner.release_to(lease, linger, to))
-            .await
-    }
-
-    fn hands_off(&self) -> bool {
-        self.inner.hands_off()
-    }
-
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.call(Op::State, || self.inner.state(lock, slots)).await
-    }
-
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        self.call(Op::ForceRelease, || self.inner.force_release(lock, slots))
-            .await
-    }
-
-    /// Faulted as [`Op::State`]: it reads a lock's state too.
-    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
-        self.call(Op::State, || self.inner.holders(lock)).await
-    }
-
-    /// Faulted as [`Op::State`] (one fault for the whole read).
-    async fn state_many(&self, locks: &[LockName], slots: u32) -> StoreResult<Vec<LockState>> {
-        self.call(Op::State, || self.inner.state_many(locks, slots))
-            .await
-    }
-
-    fn reads_in_batches(&self) -> bool {
-        self.inner.reads_in_batches()
-    }
-
-    /// Faulted as [`Op::State`]: it reads locks' state too.
-    async fn list_locks(
-        &self,
-        after: Option<&leasehold::store::ListCursor>,
-    ) -> StoreResult<leasehold::store::LockPage> {
-        self.call(Op::State, || self.inner.list_locks(after)).await
-    }
-
-    async fn start_period(&self, lease: &Lease) -> StoreResult<leasehold::store::PeriodStart> {
-        self.call(Op::StartPeriod, || self.inner.start_period(lease))
-            .await
-    }
-
-    /// Faulted as [`Op::State`]: it reads the lock's record too.
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<leasehold::PeriodRecord>> {
-        self.call(Op::State, || self.inner.period_record(lock))
-            .await
-    }
-
-    /// Faulted as [`Op::ForceRelease`]: the other break-glass write of operators.
-    async fn clear_period_ledger(
-        &self,
-        lock: &LockName,
-    ) -> StoreResult<Option<leasehold::PeriodRecord>> {
-        self.call(Op::ForceRelease, || self.inner.clear_period_ledger(lock))
-            .await
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.inner.release_signal(lock)
-    }
-
     fn acquire_is_cancel_safe(&self) -> bool {
         false
-    }
-
-    fn is_process_local(&self) -> bool {
-        self.inner.is_process_local()
-    }
-
-    fn clock_source(&self) -> leasehold::store::ClockSource {
-        self.inner.clock_source()
-    }
-
-    fn expiry_tolerance(&self) -> std::time::Duration {
-        self.inner.expiry_tolerance()
     }
 
     fn describe(&self) -> String {

@@ -1,26 +1,19 @@
 //! A store outage: the store answers every write with a transient error for a window of ticks.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use leasehold::store::async_trait;
-use leasehold::store::{
-    AcquireRequest, Acquisition, ClockSource, HandOff, ListCursor, LockPage, PeriodStart,
-    ReleaseSignal, ReleasedTo, StoreError, StoreResult,
-};
-use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    store::{Extension, LockState, Release},
-};
+use leasehold::LeaseStore;
+use leasehold::store::{StoreAnswer, StoreCall, StoreError, StoreLayer, StoreResult, async_trait};
 use tokio::time::Instant;
 
 use crate::sim::clock::Clock;
 
-/// Wraps the simulated store: during ticks `from..from + ticks` every acquisition, extension,
-/// release and period start is answered with a [transient](StoreError::transient) error before
-/// it reaches the store (so nothing of it is applied), as a store that cannot be reached
-/// answers. Reads (`state`, `holders`, the ledger) pass through: the driver reads the lock's
-/// state for every frame, and that reading is the simulation's, not a node's.
+/// Wraps the simulated store: during ticks `from..from + ticks` every acquisition, extension
+/// (one or a batch), release and period start is answered with a
+/// [transient](StoreError::transient) error before it reaches the store (so nothing of it is
+/// applied), as a store that cannot be reached answers. Reads (`state`, `holders`, the ledger)
+/// and the operators' break-glass writes pass through: the driver reads the lock's state for
+/// every frame, and that reading is the simulation's, not a node's.
 pub(crate) struct OutageStore {
     inner: Arc<dyn LeaseStore>,
     clock: Clock,
@@ -38,98 +31,42 @@ impl OutageStore {
             until: from.saturating_add(ticks),
         }
     }
+}
 
-    /// An error if the store is down now.
-    fn check(&self, call: &str) -> StoreResult<()> {
-        let tick = self.clock.tick(Instant::now());
-        if (self.from..self.until).contains(&tick) {
-            Err(StoreError::transient(format!(
-                "simulated outage: the store cannot be reached ({call})"
-            )))
-        } else {
-            Ok(())
-        }
+/// The name a simulated failure gives `call`: a batch is named as its single call, a release
+/// with a hand-off as a release.
+pub(crate) fn request_name(call: StoreCall) -> &'static str {
+    match call {
+        StoreCall::ExtendMany => "extend",
+        StoreCall::ReleaseTo => "release",
+        StoreCall::StateMany => "state",
+        call => call.name(),
     }
 }
 
 #[async_trait]
-impl LeaseStore for OutageStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
-        self.check("try_acquire")?;
-        self.inner.try_acquire(req).await
+impl StoreLayer for OutageStore {
+    fn inner(&self) -> &dyn LeaseStore {
+        &*self.inner
     }
 
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.check("extend")?;
-        self.inner.extend(lease, ttl).await
-    }
-
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.check("release")?;
-        self.inner.release(lease, linger).await
-    }
-
-    async fn release_to(
-        &self,
-        lease: &Lease,
-        linger: Duration,
-        to: HandOff,
-    ) -> StoreResult<ReleasedTo> {
-        self.check("release")?;
-        self.inner.release_to(lease, linger, to).await
-    }
-
-    fn hands_off(&self) -> bool {
-        self.inner.hands_off()
-    }
-
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.check("start_period")?;
-        self.inner.start_period(lease).await
-    }
-
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.inner.period_record(lock).await
-    }
-
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.inner.clear_period_ledger(lock).await
-    }
-
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.inner.state(lock, slots).await
-    }
-
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        self.inner.force_release(lock, slots).await
-    }
-
-    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
-        self.inner.holders(lock).await
-    }
-
-    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        self.inner.list_locks(after).await
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.inner.release_signal(lock)
-    }
-
-    fn acquire_is_cancel_safe(&self) -> bool {
-        self.inner.acquire_is_cancel_safe()
-    }
-
-    fn is_process_local(&self) -> bool {
-        self.inner.is_process_local()
-    }
-
-    fn clock_source(&self) -> ClockSource {
-        self.inner.clock_source()
-    }
-
-    fn expiry_tolerance(&self) -> std::time::Duration {
-        self.inner.expiry_tolerance()
+    async fn around<T: Send>(&self, call: StoreCall, answer: StoreAnswer<'_, T>) -> StoreResult<T> {
+        let gated = matches!(
+            call,
+            StoreCall::TryAcquire
+                | StoreCall::Extend
+                | StoreCall::ExtendMany
+                | StoreCall::Release
+                | StoreCall::ReleaseTo
+                | StoreCall::StartPeriod
+        );
+        if gated && (self.from..self.until).contains(&self.clock.tick(Instant::now())) {
+            return Err(StoreError::transient(format!(
+                "simulated outage: the store cannot be reached ({})",
+                request_name(call)
+            )));
+        }
+        answer.await
     }
 
     fn describe(&self) -> String {
@@ -139,10 +76,89 @@ impl LeaseStore for OutageStore {
 
 #[cfg(test)]
 mod tests {
-    use leasehold::{MemoryStore, store::Token};
+    use std::sync::Mutex;
+
+    use leasehold::store::{AcquireRequest, Acquisition, Extension, LockState, Token};
+    use leasehold::{LockName, MemoryStore};
 
     use super::*;
     use crate::sim::clock::TICK;
+
+    /// The calls that reach a memory store.
+    #[derive(Default)]
+    struct Seen {
+        inner: MemoryStore,
+        calls: Mutex<Vec<StoreCall>>,
+    }
+
+    #[async_trait]
+    impl StoreLayer for Seen {
+        fn inner(&self) -> &dyn LeaseStore {
+            &self.inner
+        }
+
+        async fn around<T: Send>(
+            &self,
+            call: StoreCall,
+            answer: StoreAnswer<'_, T>,
+        ) -> StoreResult<T> {
+            self.calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(call);
+            answer.await
+        }
+    }
+
+    impl Seen {
+        fn take(&self) -> Vec<StoreCall> {
+            std::mem::take(&mut *self.calls.lock().unwrap_or_else(|e| e.into_inner()))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn batches_pass_through_and_fail_whole_during_the_window() {
+        let seen = Arc::new(Seen::default());
+        let clock = Clock::new(Instant::now());
+        let store: Arc<dyn LeaseStore> = Arc::new(OutageStore::new(seen.clone(), clock, 1, 2));
+        let memory = MemoryStore::new();
+        assert_eq!(store.renews_in_batches(), memory.renews_in_batches());
+        assert_eq!(store.reads_in_batches(), memory.reads_in_batches());
+
+        let mut leases = Vec::new();
+        for name in ["a", "b", "c"] {
+            let lock = LockName::new(name).unwrap_or_else(|e| panic!("{e}"));
+            let req = AcquireRequest::new(lock, 1, "node-a", Token::random(), TICK * 30);
+            let Ok(Acquisition::Elected(lease)) = store.try_acquire(&req).await else {
+                panic!("a free lock is granted before the outage");
+            };
+            leases.push((lease, TICK * 30));
+        }
+        seen.take();
+
+        tokio::time::sleep_until(clock.attempt_at(1, 0)).await;
+        let down = store.extend_many(&leases).await;
+        assert_eq!(down.len(), 3);
+        assert!(
+            down.iter()
+                .all(|a| a.as_ref().is_err_and(StoreError::is_transient)),
+            "{down:?}"
+        );
+        assert!(seen.take().is_empty(), "nothing reached the store");
+
+        tokio::time::sleep_until(clock.attempt_at(3, 0)).await;
+        let up = store.extend_many(&leases).await;
+        assert!(
+            up.iter()
+                .all(|a| matches!(a, Ok(Extension::Extended { .. }))),
+            "{up:?}"
+        );
+        assert_eq!(
+            seen.take(),
+            [StoreCall::ExtendMany],
+            "one batch, as the store renews"
+        );
+    }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn writes_fail_during_the_window_only_and_are_not_applied() {

@@ -20,6 +20,7 @@ pub(crate) mod connection_options;
 pub(crate) mod constructors;
 pub(crate) mod contract;
 pub(crate) mod hand_off;
+pub(crate) mod layer;
 pub(crate) mod lease;
 pub(crate) mod ledger_text;
 pub(crate) mod list;
@@ -64,6 +65,7 @@ pub use budget::RequestBudget;
 pub use connection_options::ConnectionOptions;
 pub use contract::{ClockSource, LeaseStore};
 pub use hand_off::{HAND_OFF_HOLD, HandOff, MAX_WAITERS, WAITING_FRESH, WaiterId};
+pub use layer::{StoreAnswer, StoreCall, StoreLayer};
 pub use lease::{
     AcquireRequest, Acquisition, Extension, Holder, Lease, LockState, Release, ReleasedTo, Token,
 };

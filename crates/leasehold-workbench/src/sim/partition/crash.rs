@@ -2,17 +2,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use leasehold::store::async_trait;
-use leasehold::store::{
-    AcquireRequest, Acquisition, ClockSource, HandOff, ListCursor, LockPage, PeriodStart,
-    ReleaseSignal, ReleasedTo, StoreError, StoreResult,
-};
-use leasehold::{
-    Holder, Lease, LeaseStore, LockName, PeriodRecord,
-    store::{Extension, LockState, Release},
-};
+use leasehold::LeaseStore;
+use leasehold::store::{StoreAnswer, StoreCall, StoreError, StoreLayer, StoreResult, async_trait};
+
+use crate::sim::outage::request_name;
 
 /// Wraps the shared store for one node. Once [`crash`](Self::crash) was called, every call
 /// the node makes is answered with a transient error before it reaches the store, reads
@@ -35,118 +29,22 @@ impl CrashStore {
     pub(crate) fn crash(&self) {
         self.crashed.store(true, Ordering::SeqCst);
     }
-
-    fn check(&self, call: &str) -> StoreResult<()> {
-        if self.crashed.load(Ordering::SeqCst) {
-            Err(unreachable(call))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-/// The error a crashed node's `call` gets.
-fn unreachable(call: &str) -> StoreError {
-    StoreError::transient(format!(
-        "simulated crash: the node's {call} never reaches the store"
-    ))
 }
 
 #[async_trait]
-impl LeaseStore for CrashStore {
-    async fn try_acquire(&self, req: &AcquireRequest) -> StoreResult<Acquisition> {
-        self.check("try_acquire")?;
-        self.inner.try_acquire(req).await
+impl StoreLayer for CrashStore {
+    fn inner(&self) -> &dyn LeaseStore {
+        &*self.inner
     }
 
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {
-        self.check("extend")?;
-        self.inner.extend(lease, ttl).await
-    }
-
-    async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<StoreResult<Extension>> {
+    async fn around<T: Send>(&self, call: StoreCall, answer: StoreAnswer<'_, T>) -> StoreResult<T> {
         if self.crashed.load(Ordering::SeqCst) {
-            return leases.iter().map(|_| Err(unreachable("extend"))).collect();
+            return Err(StoreError::transient(format!(
+                "simulated crash: the node's {} never reaches the store",
+                request_name(call)
+            )));
         }
-        self.inner.extend_many(leases).await
-    }
-
-    fn renews_in_batches(&self) -> bool {
-        self.inner.renews_in_batches()
-    }
-
-    async fn release(&self, lease: &Lease, linger: Duration) -> StoreResult<Release> {
-        self.check("release")?;
-        self.inner.release(lease, linger).await
-    }
-
-    async fn release_to(
-        &self,
-        lease: &Lease,
-        linger: Duration,
-        to: HandOff,
-    ) -> StoreResult<ReleasedTo> {
-        self.check("release")?;
-        self.inner.release_to(lease, linger, to).await
-    }
-
-    fn hands_off(&self) -> bool {
-        self.inner.hands_off()
-    }
-
-    async fn start_period(&self, lease: &Lease) -> StoreResult<PeriodStart> {
-        self.check("start_period")?;
-        self.inner.start_period(lease).await
-    }
-
-    async fn period_record(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.check("period_record")?;
-        self.inner.period_record(lock).await
-    }
-
-    async fn clear_period_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
-        self.check("clear_period_ledger")?;
-        self.inner.clear_period_ledger(lock).await
-    }
-
-    async fn state(&self, lock: &LockName, slots: u32) -> StoreResult<LockState> {
-        self.check("state")?;
-        self.inner.state(lock, slots).await
-    }
-
-    async fn force_release(&self, lock: &LockName, slots: u32) -> StoreResult<Vec<Holder>> {
-        self.check("force_release")?;
-        self.inner.force_release(lock, slots).await
-    }
-
-    async fn holders(&self, lock: &LockName) -> StoreResult<Vec<Holder>> {
-        self.check("holders")?;
-        self.inner.holders(lock).await
-    }
-
-    async fn list_locks(&self, after: Option<&ListCursor>) -> StoreResult<LockPage> {
-        self.check("list_locks")?;
-        self.inner.list_locks(after).await
-    }
-
-    fn release_signal(&self, lock: &LockName) -> Option<ReleaseSignal> {
-        self.inner.release_signal(lock)
-    }
-
-    fn acquire_is_cancel_safe(&self) -> bool {
-        self.inner.acquire_is_cancel_safe()
-    }
-
-    fn is_process_local(&self) -> bool {
-        self.inner.is_process_local()
-    }
-
-    fn clock_source(&self) -> ClockSource {
-        self.inner.clock_source()
-    }
-
-    fn expiry_tolerance(&self) -> std::time::Duration {
-        self.inner.expiry_tolerance()
+        answer.await
     }
 
     fn describe(&self) -> String {
@@ -156,7 +54,10 @@ impl LeaseStore for CrashStore {
 
 #[cfg(test)]
 mod tests {
-    use leasehold::{MemoryStore, store::Token};
+    use std::time::Duration;
+
+    use leasehold::store::{AcquireRequest, Acquisition, Token};
+    use leasehold::{LockName, MemoryStore};
 
     use super::*;
 

@@ -35,6 +35,12 @@
 //! acquisition is not cancel-safe, since a delayed one yields. Release signals come from a
 //! [`ReleaseHub`] when one is given (a seeded run gives one, see [its
 //! documentation](ReleaseHub)), else from the inner store.
+//!
+//! It is not a [`StoreLayer`](leasehold::store::StoreLayer), whose hook only sees an answer
+//! already bound to its arguments: it changes what it sends (the drifted lease) and sends a
+//! request again from a task of its own (the duplicate), so it implements [`LeaseStore`]
+//! itself. It keeps the contract's `extend_many` and `state_many`, which go through its own
+//! `extend` and `state`: each lease renews on its own, faulted alone.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
