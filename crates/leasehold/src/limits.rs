@@ -386,13 +386,41 @@ mod tests {
         assert_eq!(deadline_after(now, Duration::MAX), now + MAX_DURATION);
     }
 
+    /// A memory store that counts the renewal requests it gets.
+    #[derive(Default)]
+    struct Renewals {
+        inner: crate::MemoryStore,
+        renewals: std::sync::atomic::AtomicU64,
+    }
+
+    #[async_trait::async_trait]
+    impl crate::store::StoreLayer for Renewals {
+        fn inner(&self) -> &dyn crate::LeaseStore {
+            &self.inner
+        }
+
+        async fn around<T: Send>(
+            &self,
+            call: crate::store::StoreCall,
+            answer: crate::store::StoreAnswer<'_, T>,
+        ) -> crate::error::StoreResult<T> {
+            use crate::store::StoreCall::{Extend, ExtendMany};
+            if matches!(call, Extend | ExtendMany) {
+                self.renewals
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            answer.await
+        }
+    }
+
     /// Options built around the checks (as only this crate can) with `Duration::MAX` everywhere:
-    /// every deadline saturates, nothing panics (acquire, wait, renew, extend, release).
+    /// every deadline saturates, nothing panics (acquire, wait, renew, extend, release), and no
+    /// renewal comes round at once for ever.
     #[tokio::test(start_paused = true)]
     async fn durations_that_slip_past_the_checks_saturate() {
         use std::sync::Arc;
 
-        use crate::{ElectionOptions, Elector, MemoryStore};
+        use crate::{ElectionOptions, Elector};
 
         let options = ElectionOptions {
             wait: Duration::MAX,
@@ -401,9 +429,9 @@ mod tests {
             auto_extend: true,
             ..ElectionOptions::default()
         };
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(Renewals::default());
         let a = Elector::with_options(store.clone(), options.clone());
-        let b = Elector::with_options(store, options);
+        let b = Elector::with_options(store.clone(), options);
         let Ok(crate::Outcome::Elected(guard)) = a.try_acquire("slipped").await else {
             panic!("a free lock must be granted");
         };
@@ -411,6 +439,12 @@ mod tests {
         assert!(waiting.await.is_err(), "the contender keeps waiting");
         tokio::time::sleep(Duration::from_secs(3600)).await;
         assert!(!guard.is_lost());
+        let renewals = store.renewals.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            renewals <= 1,
+            "a lease whose renewal period is past every deadline renews never, not at once: \
+             {renewals} renewals in an hour"
+        );
         assert!(guard.local_deadline() > Instant::now() + MAX_DURATION / 2);
         let released = guard.release().await;
         assert!(released.is_ok(), "{released:?}");

@@ -65,7 +65,11 @@ impl Heartbeat {
         let since = due.saturating_duration_since(self.origin).as_nanos();
         let past_beat = since % period.as_nanos();
         // `past_beat < period`, which is a `Duration`: it fits in a u64 of nanoseconds.
-        due - Duration::from_nanos(u64::try_from(past_beat).unwrap_or(0))
+        let beat = due - Duration::from_nanos(u64::try_from(past_beat).unwrap_or(0));
+        // A period longer than a deadline can be (`due` saturated short of it) puts the beat at
+        // or before `now`: renewing then would renew again at once, for ever. Such a lease
+        // renews at the saturated deadline, that is never.
+        if beat > now { beat } else { due }
     }
 
     /// Extends `lease` to end `ttl` from now: with the store's own `extend` on a store without
@@ -152,6 +156,24 @@ mod tests {
             let now = origin + Duration::from_millis(ms);
             let next = beat.next_renewal(now, period);
             assert!(next > now && next <= now + period, "{ms} ms: {next:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_period_past_every_deadline_renews_at_the_saturated_one_not_at_once() {
+        let beat = Heartbeat::new(Arc::new(MemoryStore::new()));
+        let now = beat.origin + Duration::from_millis(1_300);
+        for period in [
+            Duration::MAX / 3,
+            Duration::MAX,
+            crate::limits::MAX_DURATION * 2,
+        ] {
+            let next = beat.next_renewal(now, period);
+            assert!(
+                next > now + crate::limits::MAX_DURATION / 2,
+                "{period:?}: next renewal {:?} after now",
+                next - now
+            );
         }
     }
 
