@@ -352,6 +352,49 @@ pub async fn partition_joins_balance_with_one_owner_per_shard(factory: &dyn Stor
     }
 }
 
+/// The three members of the cases that take one away, joined and balanced, a period later.
+struct Three {
+    set: PartitionSet,
+    locks: Vec<LockName>,
+    /// A store of its own that reads the shards' owners.
+    observer: Arc<dyn LeaseStore>,
+    log: Tenures,
+    ids: [&'static str; 3],
+    /// The first two members, which stay.
+    staying: Vec<Node>,
+    /// The third member, the one the case takes away (cut off from the store when
+    /// `cuttable`).
+    third: Node,
+}
+
+impl Three {
+    async fn balanced(factory: &dyn StoreFactory, tag: &str, cuttable: bool) -> Self {
+        let (set, locks) = new_set(tag);
+        let observer = factory.make();
+        let log = Tenures::default();
+        let ids = ["member-a", "member-b", "member-c"];
+        let mut staying = Vec::new();
+        for id in ids {
+            let cut = cuttable && id == "member-c";
+            staying.push(Node::join_with(factory, id, &set, &log, cut).await);
+        }
+        until_balanced(&*observer, &locks, &ids, 3 * LEASE + SLACK, "three joined").await;
+        sleep(PERIOD).await;
+        let Some(third) = staying.pop() else {
+            unreachable!("three members joined")
+        };
+        Self {
+            set,
+            locks,
+            observer,
+            log,
+            ids,
+            staying,
+            third,
+        }
+    }
+}
+
 /// Of three balanced members, one leaves gracefully: once its `leave` returns, none of its
 /// shards is still held by it (they were released, not left to expire), and the other two own
 /// every shard, balanced, well within one lease; no shard had two owners at once.
@@ -361,20 +404,15 @@ pub async fn partition_joins_balance_with_one_owner_per_shard(factory: &dyn Stor
 /// Dropping it mid-test may leave leases behind until their expiry; its lock names are unique
 /// to the call, so later tests are not affected.
 pub async fn partition_graceful_leave_hands_over_without_expiry(factory: &dyn StoreFactory) {
-    let (set, locks) = new_set("partition-leave");
-    let observer = factory.make();
-    let log = Tenures::default();
-    let ids = ["member-a", "member-b", "member-c"];
-    let mut nodes = Vec::new();
-    for id in ids {
-        nodes.push(Node::join(factory, id, &set, &log).await);
-    }
-    until_balanced(&*observer, &locks, &ids, 3 * LEASE + SLACK, "three joined").await;
-    sleep(PERIOD).await;
-    let leaver = match nodes.pop() {
-        Some(node) => node,
-        None => unreachable!("three members joined"),
-    };
+    let Three {
+        locks,
+        observer,
+        log,
+        ids,
+        staying: nodes,
+        third: leaver,
+        ..
+    } = Three::balanced(factory, "partition-leave", false).await;
     let left_id = leaver.id.clone();
     let before = owners(&*observer, &locks).await;
     let its: Vec<usize> = (0..locks.len())
@@ -426,21 +464,15 @@ pub async fn partition_graceful_leave_hands_over_without_expiry(factory: &dyn St
 /// Dropping it mid-test may leave leases behind until their expiry; its lock names are unique
 /// to the call, so later tests are not affected.
 pub async fn partition_cut_off_member_is_replaced_after_its_leases(factory: &dyn StoreFactory) {
-    let (set, locks) = new_set("partition-crash");
-    let observer = factory.make();
-    let log = Tenures::default();
-    let ids = ["member-a", "member-b", "member-c"];
-    let mut nodes = Vec::new();
-    for id in ids {
-        let cuttable = id == "member-c";
-        nodes.push(Node::join_with(factory, id, &set, &log, cuttable).await);
-    }
-    until_balanced(&*observer, &locks, &ids, 3 * LEASE + SLACK, "three joined").await;
-    sleep(PERIOD).await;
-    let crashed = match nodes.pop() {
-        Some(node) => node,
-        None => unreachable!("three members joined"),
-    };
+    let Three {
+        locks,
+        observer,
+        log,
+        ids,
+        staying: nodes,
+        third: crashed,
+        ..
+    } = Three::balanced(factory, "partition-crash", true).await;
     let before = owners(&*observer, &locks).await;
     let its: Vec<u32> = (0..SHARDS)
         .filter(|&k| before[k as usize].as_deref() == Some(crashed.id.as_str()))
@@ -511,21 +543,15 @@ pub async fn partition_cut_off_member_is_replaced_after_its_leases(factory: &dyn
 /// Dropping it mid-test may leave leases behind until their expiry; its lock names are unique
 /// to the call, so later tests are not affected.
 pub async fn partition_restart_with_the_same_node_id_counts_once(factory: &dyn StoreFactory) {
-    let (set, locks) = new_set("partition-restart");
-    let observer = factory.make();
-    let log = Tenures::default();
-    let ids = ["member-a", "member-b", "member-c"];
-    let mut nodes = Vec::new();
-    for id in ids {
-        let cuttable = id == "member-c";
-        nodes.push(Node::join_with(factory, id, &set, &log, cuttable).await);
-    }
-    until_balanced(&*observer, &locks, &ids, 3 * LEASE + SLACK, "three joined").await;
-    sleep(PERIOD).await;
-    let crashed = match nodes.pop() {
-        Some(node) => node,
-        None => unreachable!("three members joined"),
-    };
+    let Three {
+        set,
+        locks,
+        observer,
+        log,
+        ids,
+        staying: mut nodes,
+        third: crashed,
+    } = Three::balanced(factory, "partition-restart", true).await;
     let before = owners(&*observer, &locks).await;
     let held = |owners: &[Option<String>], id: &str| -> Vec<usize> {
         (0..owners.len())
