@@ -99,6 +99,14 @@ fn assert_scenario_holds(t: &Timeline) {
             "{next:?} granted before {x:?}'s lease would have expired ({ctx})"
         );
         assert!(next.from_ms < left_ms + lease_ms, "{next:?} ({ctx})");
+        // Its release woke the member the shard went to: taken in a few round trips, not at
+        // that member's next period (a third of the lease, a second at least).
+        let released_ms = x.until_ms.unwrap_or(left_ms);
+        assert!(
+            next.from_ms <= released_ms + 100,
+            "{next:?} taken {} ms after {x:?} was released ({ctx})",
+            next.from_ms.saturating_sub(released_ms)
+        );
     }
 
     // The crash: none of node-c's shards is granted again before its lease ended in the store,
