@@ -95,6 +95,22 @@ impl SqlStore {
         let _ = (lock, granted);
     }
 
+    /// The holder a refused upsert of single-slot `req` names, where the refusal must name it:
+    /// on MySQL/MariaDB, whose releases reach no other process, a follower paces its next
+    /// attempt by the holder's expiry, and without one by its own lease (a third of it, a
+    /// second at least) — five seconds at the default 15 s, whatever the holder's lease. One
+    /// `SELECT`, on the first refusal of a wait only: the next attempts read first (see
+    /// `reads_first`) and name the holder from that read.
+    async fn refusing(&self, req: &AcquireRequest, single: bool) -> StoreResult<Option<Holder>> {
+        #[cfg(feature = "mysql")]
+        if single && self.dialect == Dialect::MySql {
+            let rows = self.queries.state(&req.lock, 1).await?;
+            return Ok(holders(&rows).into_iter().next());
+        }
+        let _ = (req, single);
+        Ok(None)
+    }
+
     fn notify_release(&self, lock: &LockName) {
         // PostgreSQL's NOTIFY reaches this process's waiters too; elsewhere wake them directly.
         if self.dialect != Dialect::Postgres {
@@ -147,7 +163,7 @@ impl LeaseStore for SqlStore {
         if matches!(waiters, Waiters::Kept { .. }) {
             self.refused();
         }
-        Ok(Acquisition::Taken(None))
+        Ok(Acquisition::Taken(self.refusing(req, single).await?))
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

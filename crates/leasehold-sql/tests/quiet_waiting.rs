@@ -315,3 +315,56 @@ async fn mysql_follower_takes_over_from_a_crashed_holder_when_its_lease_ends() {
         .await
         .unwrap();
 }
+
+/// The same with the follower's options default but for its wait (a 15 s lease, so without a
+/// named holder it would ask again 5 s after its first refusal) and a holder with a 1 s lease that
+/// crashes: the
+/// first refusal names the holder too, so the follower takes over when that 1 s lease ends.
+#[tokio::test]
+async fn mysql_default_follower_takes_over_from_a_short_lease_when_it_ends() {
+    let Some(url) = common::url("LEASEHOLD_TEST_MYSQL_URL") else {
+        return;
+    };
+    let lease = Duration::from_secs(1);
+    let table = format!("quiet_{}", &Token::random().to_hex()[..12]);
+    let crashed = single_connection_store(&url, &table).await;
+    let follower = std::sync::Arc::new(single_connection_store(&url, &table).await);
+    let lock = LockName::new("quiet-default").unwrap();
+    let sent = std::time::Instant::now();
+    let held = match crashed
+        .try_acquire(&request(&lock, "h", lease))
+        .await
+        .unwrap()
+    {
+        Acquisition::Elected(lease) => lease,
+        other => panic!("a free lock is granted: {other:?}"),
+    };
+    // Never renewed nor released: the holder's process is gone.
+    let elector = leasehold::Elector::with_options(
+        follower.clone(),
+        leasehold::ElectionOptions::builder()
+            .wait(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    );
+    let guard = elector
+        .try_acquire(lock.as_str())
+        .await
+        .unwrap()
+        .elected()
+        .expect("the lease ran out");
+    let took = sent.elapsed();
+    assert!(guard.fence() > held.fence);
+    assert!(
+        took >= lease && took <= lease + Duration::from_millis(900),
+        "taken over {took:?} after the crash; the holder's lease is {lease:?} (the follower's \
+         own pace, a third of its 15 s lease, would be 5 s)"
+    );
+    guard.release().await.unwrap();
+    let SqlPool::MySql(pool) = crashed.pool() else {
+        unreachable!()
+    };
+    pool.execute(format!("DROP TABLE {table}").as_str())
+        .await
+        .unwrap();
+}
