@@ -12,7 +12,8 @@
 //! grant forgets the lock.
 //!
 //! The cost: an uncontended acquisition is unchanged (upsert, then `read_own`: two round
-//! trips); the first refused attempt of a wait still writes; every later refused attempt is one
+//! trips); the first refused attempt of a wait still writes, then reads the slot to name the
+//! holder (the store's `refusing`); every later refused attempt is one
 //! read and writes nothing; the attempt that finally wins after refusals takes one round trip
 //! more (read, upsert, `read_own`).
 
