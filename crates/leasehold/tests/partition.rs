@@ -677,3 +677,55 @@ async fn a_tenant_partition_lives_under_the_tenants_names() {
             .is_free()
     );
 }
+
+/// A shard freed under its owner (an operator's forced release) is lost, and this node takes it
+/// again only once the lost tenure's work has ended (its `ShardLease` dropped): one node never
+/// runs two tenures of a shard at once, however soon the assignment gives it back.
+#[tokio::test(start_paused = true)]
+async fn a_lost_shard_is_taken_again_only_after_its_old_work_ended() {
+    let store = Arc::new(MemoryStore::new());
+    let elector = Elector::with_options(
+        store.clone(),
+        ElectionOptions::builder().lease(LEASE).build().unwrap(),
+    );
+    let set = set(4);
+    let mut partition = set.join(&elector).await.unwrap();
+    let mut leases = HashMap::new();
+    while leases.len() < 4 {
+        if let Some(ShardEvent::Acquired(shard, lease)) = partition.next().await {
+            leases.insert(shard, lease);
+        }
+    }
+    let old = leases.remove(&2).unwrap();
+    let lock = set.shard_lock(2).unwrap();
+    assert_eq!(store.force_release(&lock, 1).await.unwrap().len(), 1);
+    loop {
+        match tokio::time::timeout(LEASE * 2, partition.next()).await {
+            Ok(Some(ShardEvent::Lost(2, _))) => break,
+            Ok(Some(other)) => panic!("before the loss: {other:?}"),
+            Ok(None) | Err(_) => panic!("the forced release was never noticed"),
+        }
+    }
+    // The old work goes on for a while (its lease is lost; fences guard what it writes).
+    let winding = tokio::time::timeout(LEASE * 3, partition.next()).await;
+    assert!(
+        winding.is_err(),
+        "shard 2 taken again while its old work still ran: {winding:?}"
+    );
+    let stopped = Instant::now();
+    drop(old);
+    match tokio::time::timeout(LEASE, partition.next()).await {
+        Ok(Some(ShardEvent::Acquired(2, again))) => {
+            assert!(
+                stopped.elapsed() <= Duration::from_millis(100),
+                "taken again {:?} after the old work ended",
+                stopped.elapsed()
+            );
+            assert!(again.fence() > 1, "a new grant: fence {}", again.fence());
+            leases.insert(2, again);
+        }
+        other => panic!("shard 2 was not taken again: {other:?}"),
+    }
+    drop(leases);
+    partition.leave().await.unwrap();
+}

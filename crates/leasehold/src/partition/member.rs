@@ -90,6 +90,10 @@ pub(crate) struct Member {
     settled: bool,
     /// Free shards the last reading gave to other members.
     waiting_for_others: BTreeSet<u32>,
+    /// Shards this member lost whose work has not ended yet (their [`ShardLease`] is still
+    /// held): not taken again until it has, so that one node never runs two tenures of a shard
+    /// at once.
+    winding_down: BTreeMap<u32, oneshot::Receiver<()>>,
     warned_full: bool,
 }
 
@@ -117,6 +121,7 @@ impl Member {
             target: vec![None; n],
             settled: false,
             waiting_for_others: BTreeSet::new(),
+            winding_down: BTreeMap::new(),
             warned_full: false,
         }
     }
@@ -138,6 +143,11 @@ impl Member {
                     self.publish();
                 }
                 _ = tick.tick() => self.reconcile(true).await,
+                () = Self::work_ended(&mut self.winding_down), if !self.winding_down.is_empty() => {
+                    // The work of a shard this member lost has ended: it may take it again.
+                    self.settled = false;
+                    self.reconcile(false).await;
+                }
                 () = wake.released() => {
                     // A member left, or a shard this member awaits was handed over: read the
                     // set now rather than at the next period.
@@ -214,9 +224,17 @@ impl Member {
             .copied()
             .filter(|&s| target[s as usize].as_deref() != Some(&*me))
             .collect();
+        self.winding_down.retain(|_, working| {
+            matches!(working.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+        });
         let take: Vec<u32> = (0u32..)
             .zip(target.iter().zip(&read))
-            .filter(|(s, (t, r))| t.as_deref() == Some(&*me) && r.is_none() && !handing.contains(s))
+            .filter(|(s, (t, r))| {
+                t.as_deref() == Some(&*me)
+                    && r.is_none()
+                    && !handing.contains(s)
+                    && !self.winding_down.contains_key(s)
+            })
             .map(|(s, _)| s)
             .collect();
         let waiting: BTreeSet<u32> = (0u32..)
@@ -247,6 +265,24 @@ impl Member {
             }
             self.waiting_for_others = waiting;
         }
+    }
+
+    /// Resolves when the work of one of the shards in `winding_down` has ended (its
+    /// [`ShardLease`] dropped), and forgets that shard.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: an ending seen while nobody waits is found by the next call, or by the next
+    /// reading.
+    async fn work_ended(winding_down: &mut BTreeMap<u32, oneshot::Receiver<()>>) {
+        let ended = futures::future::select_all(
+            winding_down
+                .iter_mut()
+                .map(|(s, working)| Box::pin(async move { (*s, working.await) })),
+        )
+        .await;
+        let ((shard, _), _, _) = ended;
+        winding_down.remove(&shard);
     }
 
     /// The shards the last reading assigned to this member that another member still holds:
@@ -387,7 +423,9 @@ impl Member {
             .filter_map(|(s, o)| Some((*s, o.guard.lost().now_or_never()?)))
             .collect();
         for (shard, reason) in lost {
-            self.owned.remove(&shard);
+            if let Some(owned) = self.owned.remove(&shard) {
+                self.winding_down.insert(shard, owned.working);
+            }
             self.mine().remove(&shard);
             if let Some(owner) = self.owners.get_mut(shard as usize) {
                 *owner = None;
