@@ -188,9 +188,9 @@ impl Scenario {
                  until the waiter holds the lock. leasehold uses the store's release notifications where they \
                  reach every client (PostgreSQL LISTEN/NOTIFY, Redis pub/sub, etcd, ZooKeeper and NATS \
                  watches, SQLite's `data_version` read every 1 ms while someone waits, in-process for \
-                 memory) and elsewhere (MySQL/MariaDB, DynamoDB) polls with the default policy for such \
-                 stores, `RetryPolicy::polling` (4 ms growing by 1.25 to 250 ms, jittered): over a 30 s \
-                 wait that is about 8% more attempts than the 25 ms doubling policy. Floor: a raw release followed at \
+                 memory) and elsewhere (MySQL/MariaDB, DynamoDB) asks again at the default pace of a quiet \
+                 follower on such stores: every third of its lease, a second at least (the waiter's lease is \
+                 3 s, so once a second; a release is seen up to a second late). Floor: a raw release followed at \
                  once by a raw acquire — a waiter that learns of the release instantly. rslock: \
                  `acquire_no_guard` looping over `lock()`. etcd lock: the waiter's `Lock` on a second client, \
                  which etcd answers once the holder's `Unlock` deletes its key (a watch on the server)."
