@@ -8,10 +8,10 @@
 mod common;
 
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Env, code, finish, text};
+use common::{Env, code, command, finish, text};
 
 /// A loopback port nothing listens on (bound, then closed).
 fn closed_port() -> u16 {
@@ -103,7 +103,7 @@ fn a_store_that_comes_up_within_the_wait_runs_the_command() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    let mut server = Command::new(redis)
+    let mut server = command(redis)
         .args([
             "--port",
             &port.to_string(),

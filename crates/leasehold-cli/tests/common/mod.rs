@@ -48,7 +48,7 @@ impl Env {
     /// `leasehold ARGS` with this store in `LEASEHOLD_STORE`, a private state directory and
     /// default logging.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = command(BIN);
         c.args(args)
             .env("LEASEHOLD_STORE", &self.store)
             .env("XDG_STATE_HOME", self.path("state"))
@@ -66,7 +66,7 @@ impl Env {
             .map(shell_quote)
             .collect::<Vec<_>>()
             .join(" ");
-        let mut c = Command::new("script");
+        let mut c = command("script");
         c.args(["-qec", &line, "/dev/null"])
             .env("LEASEHOLD_STORE", &self.store)
             .env("XDG_STATE_HOME", self.path("state"))
@@ -106,6 +106,17 @@ impl Env {
             .cloned()
             .expect("holders array")
     }
+}
+
+/// A command for `program` whose process gets SIGTERM when the thread that started it ends
+/// (`setpriv --pdeathsig`, util-linux, the kernel's parent-death signal): a test that panics
+/// or forgets a child leaves no process behind, and a `leasehold run` stops its command on the
+/// way out. The process keeps the id `spawn` reports (setpriv execs `program`). Every process
+/// these tests start goes through here.
+pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--pdeathsig", "TERM", "--"]).arg(program);
+    c
 }
 
 /// `text` quoted for `sh`.
