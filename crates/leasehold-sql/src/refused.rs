@@ -11,11 +11,11 @@
 //! conditional, so a race between the read and the write is still decided by the database. A
 //! grant forgets the lock.
 //!
-//! The cost: an uncontended acquisition is unchanged (upsert, then `read_own`: two round
-//! trips); the first refused attempt of a wait still writes, then reads the slot to name the
-//! holder (the store's `refusing`); every later refused attempt is one
-//! read and writes nothing; the attempt that finally wins after refusals takes one round trip
-//! more (read, upsert, `read_own`).
+//! The cost: an uncontended acquisition is unchanged (upsert, then `read_slot`: two round
+//! trips); the first refused attempt of a wait still writes, and its read back names the
+//! holder (two round trips as well); every later refused attempt is one read and writes
+//! nothing; the attempt that finally wins after refusals takes one round trip more (read,
+//! upsert, `read_slot`).
 
 use std::collections::HashSet;
 use std::sync::Mutex;

@@ -16,7 +16,7 @@ use leasehold::{
 use crate::dialect::Dialect;
 use crate::feed::Feed;
 use crate::options::SqlOptions;
-use crate::protocol::{Queries, Waiters};
+use crate::protocol::{Attempt, Queries, Waiters};
 use crate::rows::{holders, lease};
 use crate::schema::{LedgerColumns, Schema};
 
@@ -95,22 +95,6 @@ impl SqlStore {
         let _ = (lock, granted);
     }
 
-    /// The holder a refused upsert of single-slot `req` names, where the refusal must name it:
-    /// on MySQL/MariaDB, whose releases reach no other process, a follower paces its next
-    /// attempt by the holder's expiry, and without one by its own lease (a third of it, a
-    /// second at least) — five seconds at the default 15 s, whatever the holder's lease. One
-    /// `SELECT`, on the first refusal of a wait only: the next attempts read first (see
-    /// `reads_first`) and name the holder from that read.
-    async fn refusing(&self, req: &AcquireRequest, single: bool) -> StoreResult<Option<Holder>> {
-        #[cfg(feature = "mysql")]
-        if single && self.dialect == Dialect::MySql {
-            let rows = self.queries.state(&req.lock, 1).await?;
-            return Ok(holders(&rows).into_iter().next());
-        }
-        let _ = (req, single);
-        Ok(None)
-    }
-
     fn notify_release(&self, lock: &LockName) {
         // PostgreSQL's NOTIFY reaches this process's waiters too; elsewhere wake them directly.
         if self.dialect != Dialect::Postgres {
@@ -149,12 +133,19 @@ impl LeaseStore for SqlStore {
             let slots = self.queries.candidate_slots(req, &token).await?;
             (slots, Waiters::Ignored)
         };
+        // On MySQL/MariaDB, whose releases reach no other process, a refusal names the holder
+        // from the read back of the upsert, so that a follower paces its next attempt by the
+        // holder's expiry (without one, by a third of its own lease, whatever the holder's).
+        let mut holder = None;
         for slot in candidates {
-            if let Some(row) = self.queries.acquire(req, slot, &token, waiters).await? {
-                if single {
-                    self.acquired(&req.lock, true);
+            match self.queries.acquire(req, slot, &token, waiters).await? {
+                Attempt::Granted(row) => {
+                    if single {
+                        self.acquired(&req.lock, true);
+                    }
+                    return Ok(Acquisition::Elected(lease(req, slot, row, None)));
                 }
-                return Ok(Acquisition::Elected(lease(req, slot, row, None)));
+                Attempt::Refused(row) => holder = row.or(holder),
             }
         }
         if single {
@@ -163,7 +154,9 @@ impl LeaseStore for SqlStore {
         if matches!(waiters, Waiters::Kept { .. }) {
             self.refused();
         }
-        Ok(Acquisition::Taken(self.refusing(req, single).await?))
+        Ok(Acquisition::Taken(
+            holder.and_then(|row| holders(&[row]).pop()),
+        ))
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> StoreResult<Extension> {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use leasehold::{LockName, store::Token};
 use leasehold_sql::{HostClock, SqlPool, SqlStore};
+use sqlx::Row;
 
 use crate::BoxError;
 
@@ -41,13 +42,14 @@ pub(super) async fn acquire(
             .is_some(),
         SqlPool::MySql(p) => {
             query!().execute(p).await?;
-            sqlx::query(&sql.read_own)
+            let row = sqlx::query(&sql.read_slot)
                 .bind(lock.as_str())
                 .bind(0i32)
-                .bind(&token)
                 .fetch_optional(p)
-                .await?
-                .is_some()
+                .await?;
+            row.map(|r| r.try_get::<String, _>(5))
+                .transpose()?
+                .is_some_and(|t| t.trim() == token)
         }
         // `SqlPool` is non-exhaustive (a variant per driver feature); this crate builds all three.
         other => return Err(format!("no SQL floor for a {} pool", other.dialect()).into()),

@@ -79,8 +79,10 @@ pub struct Statements {
     /// Acquire slot `slot` of `lock`: (lock, slot, owner, token, ttl ms); returns fence,
     /// acquired_at, expires_at on PostgreSQL and SQLite, nothing on MySQL.
     pub acquire: String,
-    /// MySQL: reads back the row the upsert wrote (lock, slot, token) — MySQL has no `RETURNING`.
-    pub read_own: String,
+    /// MySQL: the live row of one slot (lock, slot), read back after an upsert or update — MySQL
+    /// has no `RETURNING`: slot, owner, fence, acquired_at, expires_at and token. The row is
+    /// the writer's if the token is its own; after a refused upsert it names the holder.
+    pub read_slot: String,
     /// Extend: (ttl ms, lock, slot, token); returns expires_at except on MySQL.
     pub extend: String,
     /// Release: (lock, slot, token), plus the notification channel on PostgreSQL, where the
@@ -515,12 +517,11 @@ impl Dialect {
             "UPDATE {table} SET ledger_pending = NULL, ledger_ran = ledger_at WHERE {} AND ledger_token = token",
             held(d, 1, &d.clock(3))
         );
-        let read_own = format!(
-            "SELECT fence, acquired_at, expires_at FROM {table} WHERE lock_name = {} AND slot = {} AND token = {} AND {}",
+        let read_slot = format!(
+            "SELECT slot, owner, fence, acquired_at, expires_at, token FROM {table} WHERE lock_name = {} AND slot = {} AND {}",
             p(1),
             p(2),
-            p(3),
-            live(d, &d.clock(3), "")
+            live(d, &d.clock(2), "")
         );
         // The row `lock, slot` held by `token`, parameters from `first`.
         let held = |first: usize, c: &Clock| held(d, first, c);
@@ -588,7 +589,7 @@ impl Dialect {
             begin_write: d.begin_write().to_owned(),
             check_lease,
             acquire,
-            read_own,
+            read_slot,
             extend,
             release,
             release_linger,

@@ -8,7 +8,26 @@ use sqlx::Row;
 use super::{Queries, Waiters};
 use crate::classify::classify;
 use crate::pool::SqlPool;
+#[cfg(feature = "mysql")]
+use crate::rows::{HolderRow, holder_cols};
 use crate::rows::{LeaseRow, SlotRow, lease_cols, ms, slots_i32};
+
+/// One upsert attempt's answer.
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    /// Granted (or already this token's): the lease's row.
+    Granted(LeaseRow),
+    /// Refused: on MySQL the holder the read back found (none if the slot turned free since),
+    /// elsewhere none (the store reads it if it must).
+    Refused(Option<HolderRow>),
+}
+
+impl Attempt {
+    /// Granted with the row, or refused naming nobody.
+    fn of(row: Option<LeaseRow>) -> Self {
+        row.map_or(Self::Refused(None), Self::Granted)
+    }
+}
 
 impl Queries {
     /// For groups: the slots worth trying, in order — one this token already holds (a retried
@@ -35,8 +54,9 @@ impl Queries {
         Ok((0..slots).filter(|s| !busy.contains(s)).collect())
     }
 
-    /// One upsert attempt on one slot: the lease's row if granted (or already this token's).
-    /// With `waiters` kept (PostgreSQL, slot 0), the attempt honours and keeps hand-off's line; unless
+    /// One upsert attempt on one slot: the lease's row if granted (or already this token's);
+    /// refused, on MySQL the holder it read back (in the same read that would have found the
+    /// grant), elsewhere none. With `waiters` kept (PostgreSQL, slot 0), the attempt honours and keeps hand-off's line; unless
     /// the store recently met contention it first tries the upsert of a lock nobody waits for,
     /// and runs the one that keeps the line only if that was refused.
     pub(crate) async fn acquire(
@@ -45,7 +65,7 @@ impl Queries {
         slot: i32,
         token: &str,
         waiters: Waiters<'_>,
-    ) -> StoreResult<Option<LeaseRow>> {
+    ) -> StoreResult<Attempt> {
         let ttl = ms(req.ttl);
         let q = &self.sql.acquire;
         #[cfg(feature = "mysql")]
@@ -60,7 +80,13 @@ impl Queries {
                 .execute(p)
                 .await
                 .map_err(classify)?;
-            return self.read_own(p, req.lock.as_str(), slot, token).await;
+            return Ok(match self.read_slot(p, req.lock.as_str(), slot).await? {
+                Some((row, held_by)) if held_by == token => {
+                    let (_, _, fence, acquired, expires) = row;
+                    Attempt::Granted((fence, acquired, expires))
+                }
+                held => Attempt::Refused(held.map(|(row, _)| row)),
+            });
         }
         #[cfg(feature = "postgres")]
         if let (SqlPool::Postgres(p), Waiters::Kept { waiter, contended }, Some(h)) =
@@ -79,7 +105,7 @@ impl Queries {
                     .await
                     .map_err(classify)?;
                 if let Some(row) = alone {
-                    return lease_cols(&row).map(Some);
+                    return lease_cols(&row).map(Attempt::Granted);
                 }
             }
             return sqlx::query(&h.acquire)
@@ -101,11 +127,12 @@ impl Queries {
                         .transpose()
                 })
                 .transpose()
-                .map(Option::flatten);
+                .map(|row| Attempt::of(row.flatten()));
         }
         #[cfg(not(feature = "postgres"))]
         let _ = waiters;
-        Ok(with_clock!(&self.pool, p, add => add(sqlx::query(q)
+        Ok(Attempt::of(
+            with_clock!(&self.pool, p, add => add(sqlx::query(q)
                 .bind(req.lock.as_str())
                 .bind(slot)
                 .bind(req.owner.as_ref())
@@ -115,11 +142,33 @@ impl Queries {
                 .await
                 .map_err(classify)?
                 .map(|r| lease_cols(&r))
-                .transpose()?))
+                .transpose()?),
+        ))
     }
 
-    /// MySQL: the row `token` holds, read back after an upsert or update (MySQL has no
-    /// `RETURNING`).
+    /// MySQL: the live row of `slot` with the token that holds it, read back after an upsert or
+    /// update (MySQL has no `RETURNING`).
+    #[cfg(feature = "mysql")]
+    async fn read_slot(
+        &self,
+        pool: &sqlx::MySqlPool,
+        lock: &str,
+        slot: i32,
+    ) -> StoreResult<Option<(HolderRow, String)>> {
+        sqlx::query(&self.sql.read_slot)
+            .bind(lock)
+            .bind(slot)
+            .fetch_optional(pool)
+            .await
+            .map_err(classify)?
+            .map(|r| {
+                let token: String = r.try_get(5).map_err(classify)?;
+                Ok((holder_cols(&r)?, token.trim().to_owned()))
+            })
+            .transpose()
+    }
+
+    /// MySQL: the row `token` holds, read back after an upsert or update.
     #[cfg(feature = "mysql")]
     pub(super) async fn read_own(
         &self,
@@ -128,15 +177,11 @@ impl Queries {
         slot: i32,
         token: &str,
     ) -> StoreResult<Option<LeaseRow>> {
-        sqlx::query(&self.sql.read_own)
-            .bind(lock)
-            .bind(slot)
-            .bind(token)
-            .fetch_optional(pool)
-            .await
-            .map_err(classify)?
-            .map(|r| lease_cols(&r))
-            .transpose()
+        Ok(self
+            .read_slot(pool, lock, slot)
+            .await?
+            .filter(|(_, held_by)| held_by == token)
+            .map(|((_, _, fence, acquired, expires), _)| (fence, acquired, expires)))
     }
 
     /// Every row of the first `slots` slots of `lock`.

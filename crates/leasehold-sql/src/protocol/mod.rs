@@ -8,13 +8,13 @@
 //!
 //! | operation | statements | atomic by |
 //! |---|---|---|
-//! | acquire one slot | `acquire`: an upsert that takes the row only if free or already this token's (MySQL: then `read_own`; and after a refusal of the lock, `state` first, the upsert only if the slot is free or held under the request's node id, so a waiting follower writes nothing and learns the holder's expiry); with hand-off (PostgreSQL) `acquire_alone`, unless the store recently met contention, then `acquire`, which honours the keep and records a refused waiter | one statement on the row |
+//! | acquire one slot | `acquire`: an upsert that takes the row only if free or already this token's (MySQL: then `read_slot`, which finds the grant or names the holder; and after a refusal of the lock, `state` first, the upsert only if the slot is free or held under the request's node id, so a waiting follower writes nothing and learns the holder's expiry); with hand-off (PostgreSQL) `acquire_alone`, unless the store recently met contention, then `acquire`, which honours the keep and records a refused waiter | one statement on the row |
 //! | acquire in a group | `group_slots` to order the tries (one this token holds, then free slots, lowest first), then `acquire` per slot until one is granted | each upsert alone; the read only orders them |
 //! | acquire with a period | `acquire_period` (PostgreSQL with hand-off: its own), which judges the ledger and writes the grant and the new claim; a refusal is judged by the ledger, returned in the same round trip on PostgreSQL, else read with `read_period`, and tried once more if the ledger then allows it | one statement on slot 0's row |
 //! | start a period | `start_period`: the claim marked started, by the lease's token and the claim's | one `UPDATE` |
 //! | period record | `read_period` (`read_old_period` on a table of an older version) | one read |
 //! | clear the ledger | `clear_period_select`, the row locked, then `clear_period` (or the `_old_` pair) | one transaction opened with `begin_write` |
-//! | extend | `extend` (MySQL: then `read_own`) | one `UPDATE` by token, unexpired |
+//! | extend | `extend` (MySQL: then `read_slot`) | one `UPDATE` by token, unexpired |
 //! | extend many (a beat's renewals) | [`Dialect::extend_batch`](crate::Dialect): one `UPDATE … WHERE (lock_name, slot, token) IN (…)` per ttl and per `MAX_BATCH` leases (MySQL: then its `SELECT` back) | one `UPDATE` by token, unexpired, per row |
 //! | release | `release`, which also sends `NOTIFY` on PostgreSQL; with a linger `release_linger` | one `UPDATE` by token |
 //! | release to (hand-off, PostgreSQL) | `release_keep`; or `release_alone`, unless releases recently found waiters, then `release_longest` (`NOTIFY` too) | one `UPDATE` by token |
@@ -66,6 +66,8 @@ mod acquire;
 mod hand_off;
 mod lease;
 mod period;
+
+pub(crate) use acquire::Attempt;
 
 /// Whether an acquisition honours and keeps the line of waiting electors (hand-off, on
 /// PostgreSQL, whose table has its column: see `dialect/postgres/hand_off.rs`).
