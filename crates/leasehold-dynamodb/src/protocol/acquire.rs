@@ -4,16 +4,14 @@
 use leasehold::store::host_epoch_ms;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{
-    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
-};
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use leasehold::store::{AcquireRequest, Acquisition, StoreResult};
 use leasehold::{Lease, Period, store::StoreError};
 use tracing::debug;
 
 use super::conditional_failure;
 use super::expressions::{
-    ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, LOCK_NAME, PERIOD_CONDITION, PERIOD_NAMES,
+    ACQUIRE_CONDITION, ACQUIRE_NAMES, ACQUIRE_UPDATE, PERIOD_CONDITION, PERIOD_NAMES,
     PERIOD_TAKEOVER_CONDITION, PERIOD_UPDATE, SESSION_ACQUIRE_UPDATE, TAKEOVER_CONDITION,
 };
 use crate::clock::{fence_seed, ms, ttl_seconds};
@@ -201,14 +199,9 @@ impl DynamoDbStore {
             }
         }
         let sent = self
-            .metered(Operation::Acquire, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key))
-                    .condition_expression(condition)
-                    .update_expression(update)
-                    .set_expression_attribute_names(Some(Self::names(names)))
+            .send_update(
+                Operation::Acquire,
+                self.update_item(key, condition, update, names)
                     .set_expression_attribute_values(Some(values))
                     .expression_attribute_values(":owner", s(&*req.owner))
                     .expression_attribute_values(":token", s(req.token.to_hex()))
@@ -220,12 +213,8 @@ impl DynamoDbStore {
                     .return_values(ReturnValue::AllNew)
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    ),
+            )
             .await;
         match sent {
             Ok(out) => out.attributes.map(Ok).ok_or_else(|| {

@@ -6,9 +6,7 @@
 use leasehold::store::{epoch_ms, host_epoch_ms, time_at_ms};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{
-    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
-};
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use leasehold::store::StoreResult;
 use leasehold::{
     Holder, Lease, LockName,
@@ -19,8 +17,8 @@ use tracing::info;
 use super::conditional_failure;
 use super::expressions::{
     DETACH_NAMES, DETACH_UPDATE, EXTEND_NAMES, EXTEND_UPDATE, FORCE_CONDITION, FORCE_NAMES,
-    FORCE_UPDATE, HELD_CONDITION, LINGER_CONDITION, LINGER_UPDATE, LOCK_NAME, RELEASE_NAMES,
-    RELEASE_UPDATE, SESSION_HELD_CONDITION,
+    FORCE_UPDATE, HELD_CONDITION, LINGER_CONDITION, LINGER_UPDATE, RELEASE_NAMES, RELEASE_UPDATE,
+    SESSION_HELD_CONDITION,
 };
 use crate::clock::{ms, ttl_seconds};
 use crate::metrics::Operation;
@@ -39,26 +37,17 @@ impl DynamoDbStore {
         let now = host_epoch_ms();
         let expiry = now.saturating_add(ms(ttl));
         let sent = self
-            .metered(Operation::Extend, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key))
-                    .condition_expression(HELD_CONDITION)
-                    .update_expression(EXTEND_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
+            .send_update(
+                Operation::Extend,
+                self.update_item(key, HELD_CONDITION, EXTEND_UPDATE, EXTEND_NAMES)
                     .expression_attribute_values(":token", s(lease.token.to_hex()))
                     .expression_attribute_values(":now", n(now))
                     .expression_attribute_values(":expiry", n(expiry))
                     .expression_attribute_values(
                         ":ttl",
                         n(ttl_seconds(expiry, self.options.ttl_padding)),
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    ),
+            )
             .await;
         match sent {
             Ok(_) => Ok(Extension::Extended {
@@ -76,25 +65,16 @@ impl DynamoDbStore {
         let token = lease.token.to_hex();
         let now = host_epoch_ms();
         let sent = self
-            .metered(Operation::Release, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(HELD_CONDITION)
-                    .update_expression(RELEASE_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(RELEASE_NAMES)))
+            .send_update(
+                Operation::Release,
+                self.update_item(key.as_str(), HELD_CONDITION, RELEASE_UPDATE, RELEASE_NAMES)
                     .expression_attribute_values(":token", s(token.as_str()))
                     .expression_attribute_values(":now", n(now))
                     .expression_attribute_values(
                         ":ttl",
                         n(ttl_seconds(now, self.options.ttl_padding)),
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    ),
+            )
             .await;
         match sent {
             Ok(_) => Ok(Release::Released),
@@ -114,14 +94,9 @@ impl DynamoDbStore {
         let now = host_epoch_ms();
         let expiry = now.saturating_add(ms(linger));
         let sent = self
-            .metered(Operation::Release, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(LINGER_CONDITION)
-                    .update_expression(LINGER_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(EXTEND_NAMES)))
+            .send_update(
+                Operation::Release,
+                self.update_item(key.as_str(), LINGER_CONDITION, LINGER_UPDATE, EXTEND_NAMES)
                     .expression_attribute_values(":token", s(token.as_str()))
                     .expression_attribute_values(":now", n(now))
                     .expression_attribute_values(":expiry", n(expiry))
@@ -131,12 +106,8 @@ impl DynamoDbStore {
                     )
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    ),
+            )
             .await;
         match sent {
             Ok(_) => Ok(Release::Released),
@@ -203,26 +174,22 @@ impl DynamoDbStore {
     /// carried it.
     async fn detach(&self, lease: &Lease, member: &Member, expiry: u64) -> StoreResult<bool> {
         let sent = self
-            .metered(Operation::Release, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(member.key.as_str()))
-                    .condition_expression(SESSION_HELD_CONDITION)
-                    .update_expression(DETACH_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(DETACH_NAMES)))
-                    .expression_attribute_values(":token", s(lease.token.to_hex()))
-                    .expression_attribute_values(":session", s(member.session.as_str()))
-                    .expression_attribute_values(":expiry", n(expiry))
-                    .expression_attribute_values(
-                        ":ttl",
-                        n(ttl_seconds(expiry, self.options.ttl_padding)),
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+            .send_update(
+                Operation::Release,
+                self.update_item(
+                    member.key.as_str(),
+                    SESSION_HELD_CONDITION,
+                    DETACH_UPDATE,
+                    DETACH_NAMES,
+                )
+                .expression_attribute_values(":token", s(lease.token.to_hex()))
+                .expression_attribute_values(":session", s(member.session.as_str()))
+                .expression_attribute_values(":expiry", n(expiry))
+                .expression_attribute_values(
+                    ":ttl",
+                    n(ttl_seconds(expiry, self.options.ttl_padding)),
+                ),
+            )
             .await;
         match sent {
             Ok(_) => Ok(true),
@@ -258,26 +225,17 @@ impl DynamoDbStore {
             let now = host_epoch_ms();
             let stale = now.saturating_sub(ms(self.options.clock_skew_tolerance));
             let sent = self
-                .metered(Operation::ForceRelease, |probe| {
-                    self.client
-                        .update_item()
-                        .table_name(&self.options.table)
-                        .key(LOCK_NAME, s(key.as_str()))
-                        .condition_expression(FORCE_CONDITION)
-                        .update_expression(FORCE_UPDATE)
-                        .set_expression_attribute_names(Some(Self::names(FORCE_NAMES)))
+                .send_update(
+                    Operation::ForceRelease,
+                    self.update_item(key.as_str(), FORCE_CONDITION, FORCE_UPDATE, FORCE_NAMES)
                         .expression_attribute_values(":token", s(token.as_str()))
                         .expression_attribute_values(":now", n(now))
                         .expression_attribute_values(
                             ":ttl",
                             n(ttl_seconds(now, self.options.ttl_padding)),
                         )
-                        .return_values(ReturnValue::AllOld)
-                        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                        .customize()
-                        .interceptor(probe)
-                        .send()
-                })
+                        .return_values(ReturnValue::AllOld),
+                )
                 .await;
             match sent {
                 Ok(_) => {

@@ -3,15 +3,14 @@
 //! conditional `UpdateItem` returning the item as it was). Claims themselves are made by the
 //! acquiring `UpdateItem` (see the `acquire` module).
 
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
+use aws_sdk_dynamodb::types::ReturnValue;
 use leasehold::store::host_epoch_ms;
 use leasehold::store::{PeriodStart, StoreResult};
 use leasehold::{Lease, LockName, PeriodRecord};
 
 use super::conditional_failure;
 use super::expressions::{
-    CLEAR_CONDITION, CLEAR_NAMES, CLEAR_UPDATE, LOCK_NAME, START_CONDITION, START_NAMES,
-    START_UPDATE,
+    CLEAR_CONDITION, CLEAR_NAMES, CLEAR_UPDATE, START_CONDITION, START_NAMES, START_UPDATE,
 };
 
 use crate::metrics::Operation;
@@ -27,22 +26,13 @@ impl DynamoDbStore {
         }
         let key = self.key(&lease.lock, 0);
         let sent = self
-            .metered(Operation::StartPeriod, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key))
-                    .condition_expression(START_CONDITION)
-                    .update_expression(START_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(START_NAMES)))
+            .send_update(
+                Operation::StartPeriod,
+                self.update_item(key, START_CONDITION, START_UPDATE, START_NAMES)
                     .expression_attribute_values(":token", s(lease.token.to_hex()))
                     .expression_attribute_values(":now", n(host_epoch_ms()))
-                    .expression_attribute_values(":one", n(1))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    .expression_attribute_values(":one", n(1)),
+            )
             .await;
         match sent {
             Ok(_) => Ok(PeriodStart::Started),
@@ -56,20 +46,11 @@ impl DynamoDbStore {
     pub(crate) async fn clear_ledger(&self, lock: &LockName) -> StoreResult<Option<PeriodRecord>> {
         let key = self.key(lock, 0);
         let sent = self
-            .metered(Operation::ClearLedger, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(CLEAR_CONDITION)
-                    .update_expression(CLEAR_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(CLEAR_NAMES)))
-                    .return_values(ReturnValue::AllOld)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+            .send_update(
+                Operation::ClearLedger,
+                self.update_item(key.as_str(), CLEAR_CONDITION, CLEAR_UPDATE, CLEAR_NAMES)
+                    .return_values(ReturnValue::AllOld),
+            )
             .await;
         match sent {
             Ok(out) => {

@@ -47,13 +47,18 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use leasehold::store::StoreResult;
 
 use crate::classify::classify;
-use crate::record::Attributes;
+use crate::metrics::Operation;
+use crate::record::{Attributes, s};
 use crate::store::DynamoDbStore;
+use expressions::LOCK_NAME;
 
 mod acquire;
 pub mod expressions;
@@ -70,6 +75,47 @@ impl DynamoDbStore {
         expressions::names(used)
             .map(|(p, a)| (p.to_owned(), a.to_owned()))
             .collect()
+    }
+
+    /// The conditional `UpdateItem` of the item `key` in the store's table that every change in
+    /// this room starts from: `condition`, `update` and the attribute names they use, asking
+    /// for the consumed capacity (which the metrics count). The caller adds its values and what
+    /// it wants returned, and sends it with [`send_update`](Self::send_update).
+    pub(crate) fn update_item(
+        &self,
+        key: impl Into<String>,
+        condition: &str,
+        update: &str,
+        names: &'static [&'static str],
+    ) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.options.table)
+            .key(LOCK_NAME, s(key))
+            .condition_expression(condition)
+            .update_expression(update)
+            .set_expression_attribute_names(Some(Self::names(names)))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+    }
+
+    /// Sends `request` through the metered send, counted as `operation`.
+    ///
+    /// # Errors
+    ///
+    /// The SDK's error: a failed condition is one (see [`conditional_failure`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future abandons the request; DynamoDB may still apply it.
+    pub(crate) async fn send_update(
+        &self,
+        operation: Operation,
+        request: UpdateItemFluentBuilder,
+    ) -> Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>> {
+        self.metered(operation, |probe| {
+            request.customize().interceptor(probe).send()
+        })
+        .await
     }
 }
 

@@ -21,19 +21,17 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use leasehold::Lease;
 use leasehold::store::{Extension, StoreError, StoreResult, Token, host_epoch_ms, time_at_ms};
 use tracing::{debug, info};
 
 use super::conditional_failure;
 use super::expressions::{
-    ATTACH_NAMES, ATTACH_UPDATE, HELD_CONDITION, LOCK_NAME, OPEN_SESSION_CONDITION,
-    OPEN_SESSION_NAMES, OPEN_SESSION_UPDATE, RELEASE_UPDATE, RENEW_PRUNE_UPDATE,
-    RENEW_REVOKE_UPDATE, RENEW_SESSION_CONDITION, RENEW_SESSION_NAMES, RENEW_SESSION_UPDATE,
-    REVOKE_CONDITION, REVOKE_NAMES, REVOKE_UPDATE, SESSION_HELD_CONDITION, SESSION_RELEASE_NAMES,
+    ATTACH_NAMES, ATTACH_UPDATE, HELD_CONDITION, OPEN_SESSION_CONDITION, OPEN_SESSION_NAMES,
+    OPEN_SESSION_UPDATE, RELEASE_UPDATE, RENEW_PRUNE_UPDATE, RENEW_REVOKE_UPDATE,
+    RENEW_SESSION_CONDITION, RENEW_SESSION_NAMES, RENEW_SESSION_UPDATE, REVOKE_CONDITION,
+    REVOKE_NAMES, REVOKE_UPDATE, SESSION_HELD_CONDITION, SESSION_RELEASE_NAMES,
 };
 use crate::clock::{ms, ttl_seconds};
 use crate::metrics::Operation;
@@ -71,25 +69,21 @@ impl DynamoDbStore {
         let key = self.session_item(&id);
         let expiry = host_epoch_ms().saturating_add(ms(ttl));
         let sent = self
-            .metered(Operation::OpenSession, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(OPEN_SESSION_CONDITION)
-                    .update_expression(OPEN_SESSION_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(OPEN_SESSION_NAMES)))
-                    .expression_attribute_values(":expiry", n(expiry))
-                    .expression_attribute_values(
-                        ":ttl",
-                        n(ttl_seconds(expiry, self.options.ttl_padding)),
-                    )
-                    .expression_attribute_values(":node", s(&*self.options.node_id))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+            .send_update(
+                Operation::OpenSession,
+                self.update_item(
+                    key.as_str(),
+                    OPEN_SESSION_CONDITION,
+                    OPEN_SESSION_UPDATE,
+                    OPEN_SESSION_NAMES,
+                )
+                .expression_attribute_values(":expiry", n(expiry))
+                .expression_attribute_values(
+                    ":ttl",
+                    n(ttl_seconds(expiry, self.options.ttl_padding)),
+                )
+                .expression_attribute_values(":node", s(&*self.options.node_id)),
+            )
             .await;
         if let Err(err) = sent {
             // A failed condition on a fresh random id: an earlier attempt of this very request
@@ -190,23 +184,14 @@ impl DynamoDbStore {
         let now = host_epoch_ms();
         let expiry = now.saturating_add(ms(ttl));
         let sent = self
-            .metered(Operation::Extend, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(HELD_CONDITION)
-                    .update_expression(ATTACH_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(ATTACH_NAMES)))
+            .send_update(
+                Operation::Extend,
+                self.update_item(key.as_str(), HELD_CONDITION, ATTACH_UPDATE, ATTACH_NAMES)
                     .expression_attribute_values(":token", s(lease.token.to_hex()))
                     .expression_attribute_values(":now", n(now))
                     .expression_attribute_values(":expiry", n(expiry))
-                    .expression_attribute_values(":session", s(id))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    .expression_attribute_values(":session", s(id)),
+            )
             .await;
         match sent {
             Ok(_) => {
@@ -243,14 +228,9 @@ impl DynamoDbStore {
             };
         let key = self.session_item(id);
         let sent = self
-            .metered(Operation::RenewSession, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(RENEW_SESSION_CONDITION)
-                    .update_expression(update)
-                    .set_expression_attribute_names(Some(Self::names(names)))
+            .send_update(
+                Operation::RenewSession,
+                self.update_item(key.as_str(), RENEW_SESSION_CONDITION, update, names)
                     .set_expression_attribute_values(Some(
                         tokens
                             .map(|t| {
@@ -271,12 +251,8 @@ impl DynamoDbStore {
                     .return_values(ReturnValue::AllNew)
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    ),
+            )
             .await;
         let found = match sent {
             Ok(out) => out
@@ -362,26 +338,19 @@ impl DynamoDbStore {
     ) -> StoreResult<bool> {
         let now = host_epoch_ms();
         let sent = self
-            .metered(Operation::Release, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key))
-                    .condition_expression(SESSION_HELD_CONDITION)
-                    .update_expression(RELEASE_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(SESSION_RELEASE_NAMES)))
-                    .expression_attribute_values(":token", s(token.to_hex()))
-                    .expression_attribute_values(":session", s(id))
-                    .expression_attribute_values(":now", n(now))
-                    .expression_attribute_values(
-                        ":ttl",
-                        n(ttl_seconds(now, self.options.ttl_padding)),
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+            .send_update(
+                Operation::Release,
+                self.update_item(
+                    key,
+                    SESSION_HELD_CONDITION,
+                    RELEASE_UPDATE,
+                    SESSION_RELEASE_NAMES,
+                )
+                .expression_attribute_values(":token", s(token.to_hex()))
+                .expression_attribute_values(":session", s(id))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":ttl", n(ttl_seconds(now, self.options.ttl_padding))),
+            )
             .await;
         match sent {
             Ok(_) => Ok(true),
@@ -395,14 +364,9 @@ impl DynamoDbStore {
     pub(crate) async fn revoke(&self, id: &str, token: &str) -> StoreResult<()> {
         let key = self.session_item(id);
         let sent = self
-            .metered(Operation::Revoke, |probe| {
-                self.client
-                    .update_item()
-                    .table_name(&self.options.table)
-                    .key(LOCK_NAME, s(key.as_str()))
-                    .condition_expression(REVOKE_CONDITION)
-                    .update_expression(REVOKE_UPDATE)
-                    .set_expression_attribute_names(Some(Self::names(REVOKE_NAMES)))
+            .send_update(
+                Operation::Revoke,
+                self.update_item(key.as_str(), REVOKE_CONDITION, REVOKE_UPDATE, REVOKE_NAMES)
                     .expression_attribute_values(
                         ":tokens",
                         AttributeValue::Ss(vec![token.to_owned()]),
@@ -410,12 +374,8 @@ impl DynamoDbStore {
                     .expression_attribute_values(
                         ":max",
                         n(u64::try_from(MAX_REVOKED).unwrap_or(u64::MAX)),
-                    )
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .customize()
-                    .interceptor(probe)
-                    .send()
-            })
+                    ),
+            )
             .await;
         let Err(err) = sent else {
             return Ok(());
