@@ -127,13 +127,6 @@ async fn mysql_refused_attempts_after_the_first_write_nothing() {
         other => panic!("a free lock is granted: {other:?}"),
     };
     let waiting = request(&lock, "f", ttl);
-    // The first refusal of a wait still sends the upsert (nothing told the store it was held).
-    assert!(matches!(
-        follower.try_acquire(&waiting).await.unwrap(),
-        Acquisition::Taken(_)
-    ));
-    let before = session(&follower).await;
-    // The later ones read, and name the holder with the expiry it was granted.
     let named = |answer: Acquisition| match answer {
         Acquisition::Taken(Some(h)) => {
             assert_eq!((h.owner.as_str(), h.fence), ("h", held.fence));
@@ -141,6 +134,18 @@ async fn mysql_refused_attempts_after_the_first_write_nothing() {
         }
         other => panic!("a refusal naming the holder, got {other:?}"),
     };
+    // The first refusal of a wait still sends the upsert (nothing told the store it was held);
+    // its read back, the one an uncontended acquisition makes, names the holder.
+    let before = session(&follower).await;
+    named(follower.try_acquire(&waiting).await.unwrap());
+    let first = grew(&before, &session(&follower).await);
+    assert_eq!(
+        (first["Com_insert_select"], first["Com_select"]),
+        (1, 1),
+        "the first refusal: the upsert and one read that names the holder, {first:?}"
+    );
+    let before = session(&follower).await;
+    // The later ones read, and name the holder with the expiry it was granted.
     for _ in 0..REFUSED {
         named(follower.try_acquire(&waiting).await.unwrap());
     }
@@ -252,6 +257,53 @@ async fn sqlite_refused_attempts_write_nothing() {
     );
 }
 
+/// A holder on a store of its own takes `lock` for `lease` and crashes (never renews nor
+/// releases); an elector on another store, built by `follower`, takes the lock over. Returns the
+/// time from the holder's request to the takeover and what the follower's connection ran while
+/// it waited.
+async fn crash_then_take_over(
+    url: &str,
+    lock: &str,
+    lease: Duration,
+    follower: leasehold::ElectionOptionsBuilder,
+) -> (Duration, HashMap<&'static str, u64>) {
+    let table = format!("quiet_{}", &Token::random().to_hex()[..12]);
+    let crashed = single_connection_store(url, &table).await;
+    let store = std::sync::Arc::new(single_connection_store(url, &table).await);
+    let lock = LockName::new(lock).unwrap();
+    let sent = std::time::Instant::now();
+    let held = match crashed
+        .try_acquire(&request(&lock, "h", lease))
+        .await
+        .unwrap()
+    {
+        Acquisition::Elected(lease) => lease,
+        other => panic!("a free lock is granted: {other:?}"),
+    };
+    let elector = leasehold::Elector::with_options(
+        store.clone(),
+        follower.wait(Duration::from_secs(10)).build().unwrap(),
+    );
+    let before = session(&store).await;
+    let guard = elector
+        .try_acquire(lock.as_str())
+        .await
+        .unwrap()
+        .elected()
+        .expect("the lease ran out");
+    let took = sent.elapsed();
+    let ran = grew(&before, &session(&store).await);
+    assert!(guard.fence() > held.fence, "the fence rises");
+    guard.release().await.unwrap();
+    let SqlPool::MySql(pool) = crashed.pool() else {
+        unreachable!()
+    };
+    pool.execute(format!("DROP TABLE {table}").as_str())
+        .await
+        .unwrap();
+    (took, ran)
+}
+
 /// An elector with default options waiting on MySQL, where no signal crosses processes, polls
 /// once a second (a third of 2.5 s is less); its refusals name the holder's expiry, so after a
 /// crash it takes over when the lease ends (2.5 s) rather than at its next poll (3 s).
@@ -261,110 +313,40 @@ async fn mysql_follower_takes_over_from_a_crashed_holder_when_its_lease_ends() {
         return;
     };
     let lease = Duration::from_millis(2_500);
-    let table = format!("quiet_{}", &Token::random().to_hex()[..12]);
-    let crashed = single_connection_store(&url, &table).await;
-    let follower = std::sync::Arc::new(single_connection_store(&url, &table).await);
-    let lock = LockName::new("quiet-crash").unwrap();
-    let sent = std::time::Instant::now();
-    let held = match crashed
-        .try_acquire(&request(&lock, "h", lease))
-        .await
-        .unwrap()
-    {
-        Acquisition::Elected(lease) => lease,
-        other => panic!("a free lock is granted: {other:?}"),
-    };
-    // Never renewed nor released: the holder's process is gone.
-    let elector = leasehold::Elector::with_options(
-        follower.clone(),
-        leasehold::ElectionOptions::builder()
-            .node_id("f")
-            .lease(lease)
-            .wait(Duration::from_secs(10))
-            .build()
-            .unwrap(),
-    );
-    let before = session(&follower).await;
-    let guard = elector
-        .try_acquire(lock.as_str())
-        .await
-        .unwrap()
-        .elected()
-        .expect("the lease ran out");
-    let took = sent.elapsed();
-    let sent_requests = grew(&before, &session(&follower).await);
-    assert!(guard.fence() > held.fence);
+    let follower = leasehold::ElectionOptions::builder()
+        .node_id("f")
+        .lease(lease);
+    let (took, ran) = crash_then_take_over(&url, "quiet-crash", lease, follower).await;
     assert!(
         took >= lease && took <= lease + Duration::from_millis(400),
         "taken over {took:?} after the crash; the lease is {lease:?}, the next poll was at 3 s"
     );
     // Attempts at about 0, 1, 2 and 2.5 s (one upsert, then reads) and the winning one.
     assert!(
-        sent_requests["Com_insert_select"] <= 2,
-        "one write for the first refusal, one for the grant: {sent_requests:?}"
+        ran["Com_insert_select"] <= 2,
+        "one write for the first refusal, one for the grant: {ran:?}"
     );
     assert!(
-        sent_requests["Com_select"] <= 8,
-        "about one read per attempt: {sent_requests:?}"
+        ran["Com_select"] <= 8,
+        "about one read per attempt: {ran:?}"
     );
-    guard.release().await.unwrap();
-    let SqlPool::MySql(pool) = crashed.pool() else {
-        unreachable!()
-    };
-    pool.execute(format!("DROP TABLE {table}").as_str())
-        .await
-        .unwrap();
 }
 
 /// The same with the follower's options default but for its wait (a 15 s lease, so without a
-/// named holder it would ask again 5 s after its first refusal) and a holder with a 1 s lease that
-/// crashes: the
-/// first refusal names the holder too, so the follower takes over when that 1 s lease ends.
+/// named holder it would ask again 5 s after its first refusal) and a holder with a 1 s lease
+/// that crashes: the first refusal names the holder too, so the follower takes over when that
+/// 1 s lease ends.
 #[tokio::test]
 async fn mysql_default_follower_takes_over_from_a_short_lease_when_it_ends() {
     let Some(url) = common::url("LEASEHOLD_TEST_MYSQL_URL") else {
         return;
     };
     let lease = Duration::from_secs(1);
-    let table = format!("quiet_{}", &Token::random().to_hex()[..12]);
-    let crashed = single_connection_store(&url, &table).await;
-    let follower = std::sync::Arc::new(single_connection_store(&url, &table).await);
-    let lock = LockName::new("quiet-default").unwrap();
-    let sent = std::time::Instant::now();
-    let held = match crashed
-        .try_acquire(&request(&lock, "h", lease))
-        .await
-        .unwrap()
-    {
-        Acquisition::Elected(lease) => lease,
-        other => panic!("a free lock is granted: {other:?}"),
-    };
-    // Never renewed nor released: the holder's process is gone.
-    let elector = leasehold::Elector::with_options(
-        follower.clone(),
-        leasehold::ElectionOptions::builder()
-            .wait(Duration::from_secs(10))
-            .build()
-            .unwrap(),
-    );
-    let guard = elector
-        .try_acquire(lock.as_str())
-        .await
-        .unwrap()
-        .elected()
-        .expect("the lease ran out");
-    let took = sent.elapsed();
-    assert!(guard.fence() > held.fence);
+    let follower = leasehold::ElectionOptions::builder();
+    let (took, _) = crash_then_take_over(&url, "quiet-default", lease, follower).await;
     assert!(
         took >= lease && took <= lease + Duration::from_millis(900),
         "taken over {took:?} after the crash; the holder's lease is {lease:?} (the follower's \
          own pace, a third of its 15 s lease, would be 5 s)"
     );
-    guard.release().await.unwrap();
-    let SqlPool::MySql(pool) = crashed.pool() else {
-        unreachable!()
-    };
-    pool.execute(format!("DROP TABLE {table}").as_str())
-        .await
-        .unwrap();
 }
