@@ -48,16 +48,17 @@ leasehold::store::protocol_store! {
     /// * Listing ([`list_locks`](LeaseStore::list_locks)) is a batch read of the bucket's messages
     ///   in stream order, with a limit (see the `list` module).
     ///
+    /// Holding a lock across several steps, with the guard:
+    ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use std::sync::Arc;
-    /// use leasehold::Elector;
-    /// use leasehold_nats::NatsStore;
-    ///
-    /// let store = NatsStore::connect("nats://127.0.0.1:4222/jobs").await?;
-    /// let elector = Elector::new(Arc::new(store));
-    /// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
-    ///     tracing::info!(fence, "ran as leader");
+    /// let store = leasehold_nats::NatsStore::connect("nats://127.0.0.1:4222/jobs").await?;
+    /// let elector = leasehold::Elector::new(std::sync::Arc::new(store));
+    /// if let Some(guard) = elector.try_acquire("compact-archive").await?.elected() {
+    ///     // Renewed in the background (one session write a beat for all of this process's
+    ///     // leases) until released; `guard.lost()` fires if it cannot be kept.
+    ///     tracing::info!(fence = guard.fence(), "compacting");
+    ///     guard.release().await?;
     /// }
     /// # Ok(()) }
     /// ```

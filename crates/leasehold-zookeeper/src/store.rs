@@ -38,16 +38,23 @@ leasehold::store::protocol_store! {
     /// * Listing ([`list_locks`](LeaseStore::list_locks)) is one `get_children` of the locks, then
     ///   bounded slot reads (see the `list` module).
     ///
+    /// At most two replicas at once (a group: slots `slot-0` and `slot-1`):
+    ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use std::sync::Arc;
-    /// use leasehold::Elector;
-    /// use leasehold_zookeeper::ZooKeeperStore;
+    /// use leasehold::{ElectionOptions, Elector};
     ///
-    /// let store = ZooKeeperStore::connect("zk://10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/jobs").await?;
-    /// let elector = Elector::new(Arc::new(store));
-    /// if let Some(fence) = elector.run_if_leader("nightly-report", |ctx| async move { ctx.fence() }).await? {
-    ///     tracing::info!(fence, "ran as leader");
+    /// let store = leasehold_zookeeper::ZooKeeperStore::connect(
+    ///     "zk://10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/jobs",
+    /// )
+    /// .await?;
+    /// let options = ElectionOptions::builder().max_leaders(2).build()?;
+    /// let elector = Elector::with_options(std::sync::Arc::new(store), options);
+    /// let ran = elector
+    ///     .run_if_leader("reindex", |ctx| async move { (ctx.slot(), ctx.fence()) })
+    ///     .await?;
+    /// if let Some((slot, fence)) = ran {
+    ///     tracing::info!(slot, fence, "reindexed");
     /// }
     /// # Ok(()) }
     /// ```
