@@ -96,8 +96,7 @@ impl Protocol {
     /// Every key of `lock`, and the session records its records name (a second read, only when
     /// some record names a session).
     pub(crate) async fn read_lock(&self, lock: &LockName) -> StoreResult<Slots> {
-        let body = serde_json::json!({ "multi_last": [self.keys.lock(lock)], "batch": LOCK_BATCH });
-        let messages = self.read_batch(body).await?;
+        let messages = self.lock_messages(lock).await?;
         let mut slots = Slots::read(&self.keys, &messages);
         if slots.records.iter().any(|r| r.session.is_some()) {
             let sessions = self.sessions_of(&slots.records).await?;
@@ -161,11 +160,15 @@ impl Protocol {
     async fn read_one_by_one(&self, locks: &[LockName]) -> StoreResult<Vec<Stored>> {
         let mut out = Vec::new();
         for lock in locks {
-            let body =
-                serde_json::json!({ "multi_last": [self.keys.lock(lock)], "batch": LOCK_BATCH });
-            out.extend(self.read_batch(body).await?);
+            out.extend(self.lock_messages(lock).await?);
         }
         Ok(out)
+    }
+
+    /// The latest message of every key of `lock`: one batch direct get.
+    async fn lock_messages(&self, lock: &LockName) -> StoreResult<Vec<Stored>> {
+        let body = serde_json::json!({ "multi_last": [self.keys.lock(lock)], "batch": LOCK_BATCH });
+        self.read_batch(body).await
     }
 }
 
