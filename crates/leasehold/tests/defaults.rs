@@ -198,3 +198,64 @@ async fn a_crashed_leader_is_replaced_within_the_default_lease() {
     stop.cancel();
     let _ = leading.await;
 }
+
+/// The tasks alive on this runtime.
+fn tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+/// `run_if_leader` starts the renewing watchdog only for an action that goes on after its first
+/// step: an action done at once costs no task, one that awaits is renewed, and none is left
+/// behind.
+#[tokio::test(start_paused = true)]
+async fn only_an_action_that_goes_on_starts_a_watchdog() {
+    let elector = Elector::new(Arc::new(MemoryStore::new()));
+    let before = tasks();
+    let at_once = elector
+        .run_if_leader("quick", |_ctx| async move { tasks() })
+        .await
+        .unwrap();
+    assert_eq!(
+        at_once,
+        Some(before),
+        "no task for an action done in one step"
+    );
+    let after_a_step = elector
+        .run_if_leader("slow", |_ctx| async move {
+            sleep(secs(1)).await;
+            tasks()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        after_a_step,
+        Some(before + 1),
+        "the watchdog runs once the action awaits"
+    );
+    elector.settled().await;
+    tokio::task::yield_now().await;
+    assert_eq!(tasks(), before, "no task is left behind");
+}
+
+/// The watchdog started after a long first step counts its renewals from the grant: a first
+/// step that blocks the thread for most of the lease (2.2 s of 3 s; the local deadline is at
+/// 2.7 s) is renewed at once when it yields, and the action goes on past the lease. Counted from
+/// its own start, the first renewal would have come at 3.2 s, after the deadline.
+#[tokio::test]
+async fn a_watchdog_started_after_a_long_first_step_renews_at_once() {
+    let elector = Elector::with_options(
+        Arc::new(MemoryStore::new()),
+        ElectionOptions::builder().lease(secs(3)).build().unwrap(),
+    );
+    let ran = elector
+        .run_if_leader("blocking-start", |ctx| async move {
+            std::thread::sleep(Duration::from_millis(2_200));
+            sleep(secs(2)).await;
+            ctx.is_lost()
+        })
+        .await
+        .expect("not lost: renewed when the first step ended");
+    assert_eq!(ran, Some(false));
+}

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::FutureExt;
 use futures::future::OptionFuture;
@@ -59,6 +60,19 @@ impl Elector {
         lock: &LockName,
         period: Option<Period>,
     ) -> Result<Outcome<LeaderGuard>> {
+        Ok(self
+            .claim_unwatched(lock, period)
+            .await?
+            .map(LeaderGuard::watched))
+    }
+
+    /// [`claim`](Self::claim), with the watchdog of a guard without a period not started yet
+    /// (see [`LeaderGuard::unwatched`]).
+    async fn claim_unwatched(
+        &self,
+        lock: &LockName,
+        period: Option<Period>,
+    ) -> Result<Outcome<LeaderGuard>> {
         if period.is_some() {
             check_period_slots(self.slots)?;
         }
@@ -68,7 +82,7 @@ impl Elector {
                 // A granted period claim is recorded as started before anything runs under it.
                 Outcome::Elected(guard) if period.is_some() => Ok(crate::elect::start::start(
                     &self.shared.store,
-                    guard,
+                    guard.watched(),
                     self.options.attempt_timeout,
                 )
                 .await?
@@ -120,7 +134,7 @@ impl Elector {
                 if let Outcome::Elected(guard) =
                     self.acquire_loop(lock, None, Patience::Campaign).await?
                 {
-                    return Ok(guard);
+                    return Ok(guard.watched());
                 }
             }
         }
@@ -167,7 +181,7 @@ impl Elector {
             sent_at,
             acquired,
         );
-        LeaderGuard::new(cell, opts.auto_extend)
+        LeaderGuard::unwatched(cell, opts.auto_extend)
     }
 
     /// Acquires `name` for an action, claiming `period` in the ledger if given: the first half
@@ -188,11 +202,8 @@ impl Elector {
         lock: LockName,
         period: Option<Period>,
     ) -> Result<Outcome<Running>> {
-        Ok(self.claim(&lock, period).await?.map(|guard| Running {
-            started: guard.acquired_at(),
-            guard,
-            lock,
-        }))
+        let claimed = self.claim(&lock, period).await?;
+        Ok(claimed.map(|guard| Running::new(guard, lock)))
     }
 
     /// Runs `action` under a lease. `Ok(None)` on contention. Panics release the lease and then
@@ -229,8 +240,8 @@ impl Elector {
         // Acquisition and release run in their own spans (`leasehold.acquire`,
         // `leasehold.release`); wrapping this whole, larger future would copy it once more per run.
         {
-            let running = match self.begin_scoped(lock, period).await? {
-                Outcome::Elected(running) => running,
+            let mut running = match self.claim_unwatched(&lock, period).await? {
+                Outcome::Elected(guard) => Running::new(guard, lock),
                 Outcome::Taken(holder) => return Ok(Outcome::Taken(holder)),
                 Outcome::AlreadyRan(record) => return Ok(Outcome::AlreadyRan(record)),
                 Outcome::ActionFailed(never) => match never {},
@@ -244,11 +255,28 @@ impl Elector {
                 tokio::pin!(lost);
                 // The loss first: an action is never polled once its lease is past the local
                 // deadline, not even once when the grant's answer itself came too late (found
-                // by the protocol model, `leasehold-model`).
-                tokio::select! {
-                    biased;
-                    _ = &mut lost => None,
-                    r = &mut action => r,
+                // by the protocol model, `leasehold-model`). The first step runs before the
+                // watchdog starts; only an action that goes on needs it.
+                let first = std::future::poll_fn(|cx| {
+                    if lost.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Some(None));
+                    }
+                    Poll::Ready(match action.as_mut().poll(cx) {
+                        Poll::Ready(r) => Some(r),
+                        Poll::Pending => None,
+                    })
+                })
+                .await;
+                match first {
+                    Some(decided) => decided,
+                    None => {
+                        running.guard.watch();
+                        tokio::select! {
+                            biased;
+                            _ = &mut lost => None,
+                            r = &mut action => r,
+                        }
+                    }
                 }
             };
             if finished.is_none() && !self.options.cancel_on_lost {
@@ -278,6 +306,15 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// `guard`'s lease on `lock`, from now.
+    fn new(guard: LeaderGuard, lock: LockName) -> Self {
+        Self {
+            started: guard.acquired_at(),
+            guard,
+            lock,
+        }
+    }
+
     pub(crate) fn context(&self) -> LeaderContext {
         self.guard.context()
     }

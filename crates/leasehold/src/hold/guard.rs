@@ -36,7 +36,7 @@ pub struct LeaderGuard {
     /// The held lease's one face: every accessor (fence, lease, lost, extend, …) is the
     /// context's, reached through `Deref`.
     ctx: LeaderContext,
-    watchdog: Option<JoinHandle<()>>,
+    watchdog: Watchdog,
     done: bool,
 }
 
@@ -48,14 +48,57 @@ impl std::fmt::Debug for LeaderGuard {
     }
 }
 
+/// The guard's auto-extend watchdog.
+enum Watchdog {
+    /// Off (`auto_extend(false)`), or stopped.
+    Off,
+    /// Not started yet: a guard leaves the acquisition loop so (see
+    /// [`LeaderGuard::unwatched`]).
+    Due,
+    /// Renewing.
+    Running(JoinHandle<()>),
+}
+
+impl Watchdog {
+    /// The running task, if any, leaving `Off`.
+    fn take(&mut self) -> Option<JoinHandle<()>> {
+        match std::mem::replace(self, Self::Off) {
+            Self::Running(handle) => Some(handle),
+            Self::Off | Self::Due => None,
+        }
+    }
+}
+
 impl LeaderGuard {
-    pub(crate) fn new(cell: LeaseCell, auto_extend: bool) -> Self {
-        let cell = Arc::new(cell);
-        let watchdog = auto_extend.then(|| tokio::spawn(watchdog::run(Arc::clone(&cell))));
+    /// A guard for `cell` whose watchdog, if `auto_extend`, is not started yet: every path that
+    /// hands a guard out starts it with [`watched`](Self::watched), except `run_if_leader`'s,
+    /// which starts it only if the action's first step (which the caller's task runs at once)
+    /// did not finish the action: an action done in one step costs no task, and a renewal that
+    /// fell due during a long first step is sent as soon as the step yields.
+    pub(crate) fn unwatched(cell: LeaseCell, auto_extend: bool) -> Self {
         Self {
-            ctx: LeaderContext(cell),
-            watchdog,
+            ctx: LeaderContext(Arc::new(cell)),
+            watchdog: if auto_extend {
+                Watchdog::Due
+            } else {
+                Watchdog::Off
+            },
             done: false,
+        }
+    }
+
+    /// Starts the watchdog, if due; the guard as it was otherwise.
+    pub(crate) fn watched(mut self) -> Self {
+        self.watch();
+        self
+    }
+
+    /// Starts the watchdog, if due. Its renewals count from the grant, so a late start renews
+    /// at once if a renewal is already due.
+    pub(crate) fn watch(&mut self) {
+        if matches!(self.watchdog, Watchdog::Due) {
+            let cell = Arc::clone(&self.ctx.0);
+            self.watchdog = Watchdog::Running(tokio::spawn(watchdog::run(cell)));
         }
     }
 

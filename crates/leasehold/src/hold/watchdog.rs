@@ -34,7 +34,9 @@ pub(crate) async fn run(cell: Arc<LeaseCell>) {
     let period = renewal_period(cell.ttl);
     let retry = (period / 4).max(Duration::from_millis(5));
     let heartbeat = &cell.shared.heartbeat;
-    let mut next = heartbeat.next_renewal(Instant::now(), period);
+    // Counted from the grant, not from this task's start: a watchdog started after the
+    // action's first step renews at once if a renewal is due by then.
+    let mut next = heartbeat.next_renewal(cell.acquired, period);
     let mut failing = false;
     loop {
         if cell.stopping.load(Ordering::Acquire) {
