@@ -18,6 +18,9 @@ const SLASH: &str = "%2F";
 /// The name of a slot node before its number.
 const SLOT: &str = "slot-";
 
+/// The name of a lock's release node (see [`Paths::released`]).
+const RELEASED: &str = "released";
+
 /// The paths of a store.
 #[derive(Debug, Clone)]
 pub(crate) struct Paths {
@@ -52,11 +55,22 @@ impl Paths {
     pub(crate) fn ledger(&self, lock: &LockName) -> String {
         format!("{}/ledger", self.lock(lock))
     }
+    /// `<base>/locks/<lock>/released`: the node every release that frees a slot of the lock
+    /// writes, in the same `multi` (created by the first): what the release watch listens to.
+    pub(crate) fn released(&self, lock: &LockName) -> String {
+        format!("{}/{RELEASED}", self.lock(lock))
+    }
     /// The lock a path under `<base>/locks/` belongs to (the lock node or one of its children).
     pub(crate) fn lock_of(&self, path: &str) -> Option<LockName> {
         let rest = path.strip_prefix(&self.locks())?.strip_prefix('/')?;
         let part = rest.split('/').next()?;
         lock_of_segment(part)
+    }
+    /// The lock whose release node `path` is; `None` for any other path (a slot, the ledger).
+    pub(crate) fn released_lock(&self, path: &str) -> Option<LockName> {
+        let lock_path = path.strip_suffix(RELEASED)?.strip_suffix('/')?;
+        let lock = self.lock_of(lock_path)?;
+        (self.lock(&lock) == lock_path).then_some(lock)
     }
 }
 
@@ -115,6 +129,26 @@ mod tests {
         }
         assert_eq!(paths.lock_of("/apps/leasehold/clock"), None);
         assert_eq!(paths.lock_of("/apps/other/locks/a"), None);
+    }
+
+    #[test]
+    fn only_a_release_node_names_a_released_lock() {
+        let paths = Paths::new("/apps", "/leasehold");
+        for x in [name("a"), name("a/b"), name("released"), name("a:1")] {
+            assert_eq!(paths.released_lock(&paths.released(&x)), Some(x.clone()));
+            assert_eq!(paths.released_lock(&paths.slot(&x, 0)), None);
+            assert_eq!(paths.released_lock(&paths.ledger(&x)), None);
+            assert_eq!(paths.released_lock(&paths.lock(&x)), None);
+        }
+        assert_eq!(
+            paths.released(&name("a/b")),
+            "/apps/leasehold/locks/a%2Fb/released"
+        );
+        assert_eq!(paths.released_lock("/apps/leasehold/locks/released"), None);
+        assert_eq!(
+            paths.released_lock("/apps/leasehold/locks/a/x/released"),
+            None
+        );
     }
 
     #[test]

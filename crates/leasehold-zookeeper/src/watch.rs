@@ -1,7 +1,10 @@
 //! Release notifications: one persistent recursive watch on `<prefix>/locks` per store
-//! (ZooKeeper ≥ 3.6), started by the first `release_signal` call. A slot node's data change
-//! (a release, an extension, a grant) wakes the lock's local waiters; a wake-up never grants
-//! anything, so a spurious one only costs a read.
+//! (ZooKeeper ≥ 3.6), started by the first `release_signal` call. A lock's release node
+//! (`<lock>/released`), which every release that frees a slot writes in the same `multi`, wakes
+//! the lock's local waiters when it is created or changed. Slot nodes change with every grant and
+//! renewal too and wake nobody: a follower, or a partition member listening to its member group,
+//! would otherwise read again at every renewal of every holder. A wake-up never grants anything,
+//! so a spurious one (a session event) only costs a read.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,8 +33,8 @@ pub(crate) async fn run(link: Arc<Link>, paths: Paths, notifier: Arc<ReleaseNoti
                             EventType::Session if event.session_state.is_terminated() => break,
                             // Disconnected or back: changes meanwhile may not be seen either.
                             EventType::Session => notifier.notify_all(),
-                            EventType::NodeDataChanged | EventType::NodeDeleted => {
-                                if let Some(lock) = paths.lock_of(&event.path) {
+                            EventType::NodeDataChanged | EventType::NodeCreated => {
+                                if let Some(lock) = paths.released_lock(&event.path) {
                                     notifier.notify(&lock);
                                 }
                             }

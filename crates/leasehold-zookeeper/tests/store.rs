@@ -84,6 +84,69 @@ async fn slot_nodes_live_under_the_chroot_and_are_marked_free_not_deleted() {
     store.release(&second, Duration::ZERO).await.unwrap();
 }
 
+/// Another client's release signal fires for releases that free the lock (a release, a forced
+/// release) and for nothing else: grants and renewals, which change the slot node just as much,
+/// wake nobody (before, every renewal woke every waiter and partition member, which then read
+/// again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_releases_wake_another_clients_waiters() {
+    const QUIET: Duration = Duration::from_millis(1_500);
+    let Some(url) = common::url() else { return };
+    let options = common::options();
+    let holder = ZooKeeperStore::connect_with(&url, options.clone())
+        .await
+        .unwrap();
+    let waiter = ZooKeeperStore::connect_with(&url, options).await.unwrap();
+    let lock = LockName::new(unique_name("wake")).unwrap();
+    let ttl = Duration::from_secs(10);
+    let take = || async {
+        holder
+            .try_acquire(&request(&lock, 1, ttl))
+            .await
+            .unwrap()
+            .elected()
+            .expect("a free lock")
+    };
+    let lease = take().await;
+    let mut signal = waiter
+        .release_signal(&lock)
+        .expect("ZooKeeper signals releases");
+    // The watch wakes everyone once when it is set up (changes before it were not seen).
+    let _ = timeout(Duration::from_secs(5), signal.released()).await;
+    for _ in 0..3 {
+        assert!(
+            matches!(
+                holder.extend(&lease, ttl).await.unwrap(),
+                leasehold::store::Extension::Extended { .. }
+            ),
+            "renewed"
+        );
+    }
+    assert!(
+        timeout(QUIET, signal.released()).await.is_err(),
+        "renewals woke a waiter"
+    );
+    assert_eq!(
+        holder.release(&lease, Duration::ZERO).await.unwrap(),
+        Release::Released
+    );
+    timeout(Duration::from_secs(5), signal.released())
+        .await
+        .expect("the release wakes the other client's waiter");
+
+    let again = take().await;
+    assert!(
+        timeout(QUIET, signal.released()).await.is_err(),
+        "a grant woke a waiter"
+    );
+    let freed = holder.force_release(&lock, 1).await.unwrap();
+    assert_eq!(freed.len(), 1, "{freed:?}");
+    assert_eq!(freed[0].fence, again.fence);
+    timeout(Duration::from_secs(5), signal.released())
+        .await
+        .expect("the forced release wakes the other client's waiter");
+}
+
 /// Leases must be longer than twice the clock-skew tolerance; the error is permanent and names
 /// the option.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

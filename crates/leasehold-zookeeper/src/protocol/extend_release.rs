@@ -10,7 +10,7 @@ use leasehold::{
     store::{Extension, Release},
 };
 
-use super::Protocol;
+use super::{Protocol, written_stat};
 use crate::record::{Node, Record, Status, ms_ceil, time};
 
 impl Protocol {
@@ -98,31 +98,39 @@ impl Protocol {
             return Ok(Some(Release::NotHeld));
         };
         let live = node.live_for_holder(now);
-        let next = if linger.is_zero() || !live {
-            Record {
+        let version = node.stat.version;
+        let written = if linger.is_zero() || !live {
+            // Freed: with the lock's release node, which wakes its waiters.
+            let free = Record {
                 status: Status::Free,
                 ttl_ms: 0,
                 cap_ms: None,
                 ..record.clone()
-            }
+            };
+            let path = self.paths.slot(&lease.lock, lease.slot);
+            let writes = [(path, free.encode(), version)];
+            let results = self
+                .write_release("a release", &lease.lock, &writes)
+                .await?;
+            results.map(|r| {
+                if let Some(stat) = written_stat(r.first()) {
+                    self.link.clock.observe(stat.mtime);
+                }
+            })
         } else {
-            Record {
+            // Held a while longer: nobody to wake yet.
+            let linger = Record {
                 status: Status::Linger,
                 ttl_ms: ms_ceil(linger),
                 cap_ms: Some(end),
                 ..record.clone()
-            }
+            };
+            let written = self
+                .write_slot(&lease.lock, lease.slot, Some(version), &linger, "a release")
+                .await?;
+            written.map(drop)
         };
-        let written = self
-            .write_slot(
-                &lease.lock,
-                lease.slot,
-                Some(node.stat.version),
-                &next,
-                "a release",
-            )
-            .await?;
-        Ok(written.map(|_| {
+        Ok(written.map(|()| {
             if live {
                 Release::Released
             } else {

@@ -10,12 +10,12 @@
 //! | clear the ledger | a read of `ledger`; then its `set_data` to nothing at the version read (the node stays) | the version read |
 //! | extend | `set_data` at the version of this client's last write to the slot, with the new TTL (keeps `czxid`, moves `mtime` to now); if that version is gone or unknown, `get_data` first and `set_data` at the version read | the version written or read |
 //! | extend many (a beat's renewals, the `renew` module) | one `multi` of `set_data`s at the versions this client last wrote (a multi-read first of the slots it does not remember); a node changed meanwhile: one multi-read of them all and the `multi` again, at most `RENEW_ROUNDS` times; per `RENEW_BATCH` leases | each version written or read |
-//! | release | `set_data` at the version of this client's last write marking it `free` (or `linger` with a cap); if that version is gone or unknown, `get_data` first | the version written or read |
+//! | release | one `multi`: `set_data` at the version of this client's last write marking it `free`, and `set_data` of the lock's release node (`create` on the lock's first release); with a linger a lone `set_data` marking it `linger` with a cap; if that version is gone or unknown, `get_data` first | the version written or read |
 //! | state | a multi-read of `slot-0..n` | one multi-read |
 //! | state of many locks (`state_many`: a partition set's shard owners) | one multi-read of every named lock's `slot-0..n` per `READ_BATCH` (1,000) nodes | one multi-read each |
-//! | force release | a multi-read; one `multi` of `set_data` marking every live slot `free`, each at the version read | one `multi` |
+//! | force release | a multi-read; one `multi` of `set_data` marking every live slot `free`, each at the version read, and of the lock's release node | one `multi` |
 //! | list | one `get_children` of `<prefix>/locks`, then multi-reads of the slots of the locks after the cursor (the `list` module) | one read each |
-//! | release signal | one persistent recursive watch on `<prefix>/locks` (the `watch` module) | — |
+//! | release signal | one persistent recursive watch on `<prefix>/locks` (the `watch` module); only the release nodes' changes wake waiters | — |
 //!
 //! The versions this client last wrote are remembered per slot it holds (`Protocol::written`,
 //! the toolkit's `OwnWrites`): a node at that version is exactly what this client wrote, since
@@ -239,6 +239,69 @@ impl Protocol {
                 // Boxed: rare, and it would make every write's future larger.
                 Err(true) => Box::pin(self.ensure_lock_node(lock)).await?,
                 Err(false) => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// How a release's `multi` ended.
+enum Freed {
+    /// Applied: the results of the slot writes, then the release node's.
+    Written(Vec<MultiWriteResult>),
+    /// A slot changed since it was read.
+    Changed,
+    /// The release node is not as the request assumed (missing, or created meanwhile).
+    NodeNotAsAssumed,
+}
+
+impl Protocol {
+    /// Frees slots of `lock` in one `multi`: each `(path, data, version)` of `writes` is a
+    /// `set_data` at the version read, and the lock's release node (`Paths::released`) is
+    /// written with them, or created by the lock's first release. That node's change is all the
+    /// release watch wakes waiters for: grants and extensions write slot nodes only, so a
+    /// renewal wakes nobody. The results of the slot writes, in order; `None` when a slot
+    /// changed since it was read (a lost race).
+    pub(super) async fn write_release(
+        &self,
+        what: &str,
+        lock: &LockName,
+        writes: &[(String, Vec<u8>, i32)],
+    ) -> StoreResult<Option<Vec<MultiWriteResult>>> {
+        let released = self.paths.released(lock);
+        let released = released.as_str();
+        let mut create = false;
+        // The node is never deleted: it is missing at most once, then exists for good.
+        for _ in 0..3 {
+            let freed = self
+                .link
+                .write(what, |c| async move {
+                    let mut w = c.new_multi_writer();
+                    for (path, data, version) in writes {
+                        w.add_set_data(path, data, Some(*version))?;
+                    }
+                    if create {
+                        w.add_create(released, &[], &PERSISTENT)?;
+                    } else {
+                        w.add_set_data(released, &[], None)?;
+                    }
+                    match w.commit().await {
+                        Ok(results) => Ok(Freed::Written(results)),
+                        Err(MultiWriteError::OperationFailed {
+                            index,
+                            source: Error::NoNode | Error::NodeExists,
+                        }) if index == writes.len() => Ok(Freed::NodeNotAsAssumed),
+                        Err(e) => lost_race(e).map(|_| Freed::Changed),
+                    }
+                })
+                .await?;
+            match freed {
+                Freed::Written(mut results) => {
+                    results.truncate(writes.len());
+                    return Ok(Some(results));
+                }
+                Freed::Changed => return Ok(None),
+                Freed::NodeNotAsAssumed => create = !create,
             }
         }
         Ok(None)

@@ -5,7 +5,7 @@ use leasehold::store::{ForceRound, ForcedRound, StoreResult};
 use leasehold::{Holder, LockName};
 use zookeeper_client::Error;
 
-use super::{Protocol, lost_race, written_stat};
+use super::{Protocol, written_stat};
 use crate::keys::slot_of;
 use crate::record::{Node, Record, Status};
 
@@ -127,17 +127,7 @@ impl ForceRound for Protocol {
             .map(|(p, d, v, _)| (p.clone(), d.clone(), *v))
             .collect();
         let done = self
-            .link
-            .write("a forced release", |c| {
-                let writes = writes.clone();
-                async move {
-                    let mut w = c.new_multi_writer();
-                    for (path, data, version) in &writes {
-                        w.add_set_data(path, data, Some(*version))?;
-                    }
-                    w.commit().await.map(Some).or_else(lost_race)
-                }
-            })
+            .write_release("a forced release", lock, &writes)
             .await?;
         if let Some(results) = done {
             for stat in results.iter().filter_map(|r| written_stat(Some(r))) {
