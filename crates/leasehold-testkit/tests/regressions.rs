@@ -128,9 +128,12 @@ async fn dropping_a_run_during_its_release_must_still_release() {
         options("a", Duration::ZERO, Duration::from_secs(30)).auto_extend(true),
     );
     {
-        let run = a.run_if_leader(&name, |_| async {});
+        // An action that goes on after its first step, so that its watchdog runs.
+        let run = a.run_if_leader(&name, |_| tokio::task::yield_now());
         let mut run = std::pin::pin!(run);
-        // One poll: elected, the action finishes, release waits for the watchdog task to stop.
+        // First poll: elected, the action yields, the watchdog starts.
+        assert!(futures::poll!(&mut run).is_pending(), "the action yielded");
+        // Second poll: the action finishes, the release waits for the watchdog task to stop.
         assert!(
             futures::poll!(&mut run).is_pending(),
             "the release is waiting for the watchdog"
