@@ -9,8 +9,8 @@ use super::{Queries, Waiters};
 use crate::classify::classify;
 use crate::pool::SqlPool;
 #[cfg(feature = "mysql")]
-use crate::rows::{HolderRow, holder_cols};
-use crate::rows::{LeaseRow, SlotRow, lease_cols, ms, slots_i32};
+use crate::rows::holder_cols;
+use crate::rows::{HolderRow, LeaseRow, SlotRow, lease_cols, ms, slots_i32};
 
 /// One upsert attempt's answer.
 #[derive(Debug)]
